@@ -1,0 +1,44 @@
+#include "clock.h"
+
+#ifdef PROF_CLOCK_HAVE_TSC
+#include <cpuid.h>
+#endif
+
+int prof_clock_tsc;
+
+void clock_init(void)
+{
+#ifdef PROF_CLOCK_HAVE_TSC
+    unsigned a, b, c, d;
+    /* CPUID 0x80000007 EDX bit 8: the TSC is invariant (constant rate, runs in every
+     * C-state), so ticks from any core of this machine share one time base. */
+    if (__get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8)))
+        prof_clock_tsc = 1;
+#endif
+}
+
+static uint64_t clock_read_ns(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t clock_monotonic_ns(void)
+{
+    return clock_read_ns(CLOCK_MONOTONIC);
+}
+
+uint64_t clock_realtime_ns(void)
+{
+    return clock_read_ns(CLOCK_REALTIME);
+}
+
+void clock_sample(uint64_t *ticks, uint64_t *monotonic_ns, uint64_t *realtime_ns)
+{
+    uint64_t before = prof_clock_ticks();
+    *monotonic_ns = clock_monotonic_ns();
+    uint64_t after = prof_clock_ticks();
+    *realtime_ns = clock_realtime_ns();
+    *ticks = before + (after - before) / 2;
+}

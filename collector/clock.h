@@ -1,0 +1,32 @@
+/* The event clock: TSC cycles where the CPU has an invariant TSC, else CLOCK_MONOTONIC
+ * nanoseconds. Records store raw ticks; PROF_REC_CLOCK records let the reader convert. */
+#ifndef PROF_CLOCK_H
+#define PROF_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define PROF_CLOCK_HAVE_TSC 1
+#endif
+
+extern int prof_clock_tsc; /* set once by clock_init, read on every event */
+
+void clock_init(void);
+uint64_t clock_monotonic_ns(void);
+uint64_t clock_realtime_ns(void);
+/* Fills a (ticks, monotonic, realtime) triple taken as close together as we can. */
+void clock_sample(uint64_t *ticks, uint64_t *monotonic_ns, uint64_t *realtime_ns);
+
+static inline uint64_t prof_clock_ticks(void)
+{
+#ifdef PROF_CLOCK_HAVE_TSC
+    if (prof_clock_tsc)
+        return __rdtsc();
+#endif
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#endif

@@ -1,0 +1,518 @@
+#include "collector.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "metalog.h"
+#include "writer.h"
+
+#define COLLECTOR_MAX_API_TABLES 16
+#define COLLECTOR_PROFILER_VERSION "0.1.0"
+
+_Atomic int prof_recording;
+__thread struct prof_thread *prof_tls_thread PROF_TLS;
+__thread int prof_tls_busy PROF_TLS;
+
+static struct collector_config collector_cfg;
+static char **collector_argv;
+static int collector_argc;
+static pid_t collector_pid;
+static uint64_t collector_init_ticks, collector_init_mono, collector_init_real;
+
+static struct {
+    const struct prof_api_desc *table;
+    size_t count;
+} collector_api_tables[COLLECTOR_MAX_API_TABLES];
+static int collector_api_table_count;
+
+/* Threads push themselves at the head with a CAS; only the drain-lock holder unlinks,
+ * and only nodes that are not the head, so pushers and the unlinker never write the
+ * same pointer. */
+static struct prof_thread *_Atomic collector_threads;
+static pthread_key_t collector_thread_key;
+
+/* The drain lock makes its holder the single consumer of every ring and the only user
+ * of the writer. It holds the owner's tid so a signal handler can see it interrupted
+ * the owner itself and must not wait. */
+static _Atomic pid_t collector_drain_owner;
+static size_t collector_metalog_offset;
+static uint64_t collector_written, collector_lost;
+
+static _Atomic int collector_thread_started;
+static _Atomic int collector_stop;
+static _Atomic int collector_open_failed;
+
+static pid_t collector_gettid(void)
+{
+    return (pid_t)syscall(SYS_gettid);
+}
+
+static int collector_drain_lock(int timeout_ms)
+{
+    pid_t self = collector_gettid();
+    if (atomic_load(&collector_drain_owner) == self)
+        return -1;
+    for (long waited_us = 0;; waited_us += 200) {
+        pid_t expected = 0;
+        if (atomic_compare_exchange_weak(&collector_drain_owner, &expected, self))
+            return 0;
+        if (timeout_ms >= 0 && waited_us >= timeout_ms * 1000L)
+            return -1;
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void collector_drain_unlock(void)
+{
+    atomic_store(&collector_drain_owner, 0);
+}
+
+static void collector_thread_key_destroy(void *arg)
+{
+    struct prof_thread *t = arg;
+    /* The ring stays mapped until the collector has written what is left in it. */
+    atomic_store_explicit(&t->exited, 1, memory_order_release);
+    prof_tls_thread = NULL;
+}
+
+void collector_init(const struct collector_config *cfg, int argc, char **argv)
+{
+    collector_cfg = *cfg;
+    collector_cfg.output_dir = strdup(cfg->output_dir);
+    collector_cfg.run_id = strdup(cfg->run_id);
+    collector_argc = argc;
+    collector_argv = calloc((size_t)argc + 1, sizeof *collector_argv);
+    for (int i = 0; collector_argv && i < argc; i++)
+        collector_argv[i] = strdup(argv[i] ? argv[i] : "");
+    collector_pid = getpid();
+    clock_sample(&collector_init_ticks, &collector_init_mono, &collector_init_real);
+    pthread_key_create(&collector_thread_key, collector_thread_key_destroy);
+    atomic_store(&prof_recording, 1);
+}
+
+void collector_add_api_table(const struct prof_api_desc *table, size_t count)
+{
+    if (collector_api_table_count < COLLECTOR_MAX_API_TABLES) {
+        collector_api_tables[collector_api_table_count].table = table;
+        collector_api_tables[collector_api_table_count].count = count;
+        collector_api_table_count++;
+    }
+}
+
+static void *collector_main(void *arg);
+
+static void collector_start_thread(void)
+{
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&collector_thread_started, &expected, 1))
+        return;
+    /* Block every signal while creating the thread, so it starts with all of them
+     * blocked and a process-directed signal never lands on the collector (whose
+     * handler would then wait for itself). */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    pthread_t th;
+    int rc = pthread_create(&th, &attr, collector_main, NULL);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        collector_note("cannot start the collector thread (%s); data is written at exit only",
+                       strerror(rc));
+}
+
+struct prof_thread *collector_thread_register(void)
+{
+    if (!atomic_load_explicit(&prof_recording, memory_order_relaxed))
+        return NULL;
+    prof_tls_busy++; /* callers are usually inside a wrapper already */
+    size_t header = (sizeof(struct prof_thread) + 4095) & ~(size_t)4095;
+    void *block = mmap(NULL, header + collector_cfg.ring_bytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (block == MAP_FAILED) {
+        prof_tls_busy--;
+        return NULL;
+    }
+    struct prof_thread *t = block;
+    ring_init(&t->ring, (uint8_t *)block + header, collector_cfg.ring_bytes);
+    t->tid = (uint32_t)collector_gettid();
+    prctl(PR_GET_NAME, t->name, 0, 0, 0);
+    struct prof_thread *head = atomic_load(&collector_threads);
+    do {
+        atomic_store_explicit(&t->next, head, memory_order_relaxed);
+    } while (!atomic_compare_exchange_weak(&collector_threads, &head, t));
+    pthread_setspecific(collector_thread_key, t);
+    prof_tls_thread = t;
+    collector_start_thread();
+    prof_tls_busy--;
+    return t;
+}
+
+uint32_t collector_intern(const char *text)
+{
+    return metalog_intern(text);
+}
+
+void collector_add_symbol(uint16_t kind, uint64_t address, uint32_t string_id, uint64_t target)
+{
+    struct prof_rec_symbol rec;
+    memset(&rec, 0, sizeof rec);
+    rec.kind = kind;
+    rec.string_id = string_id;
+    rec.address = address;
+    rec.target = target;
+    metalog_append(PROF_REC_SYMBOL, &rec, sizeof rec, NULL, NULL);
+}
+
+void collector_add_meta(const char *key, const char *value)
+{
+    struct prof_record_header h = {PROF_REC_META, 0};
+    metalog_append(PROF_REC_META, &h, sizeof h, key, value ? value : "");
+}
+
+void collector_note(const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!collector_cfg.quiet)
+        fprintf(stderr, "profrun: %s\n", msg);
+    struct prof_rec_note rec = {{PROF_REC_NOTE, 0}, 0};
+    metalog_append(PROF_REC_NOTE, &rec, sizeof rec, msg, NULL);
+}
+
+uint64_t collector_events_lost(void)
+{
+    return collector_lost;
+}
+
+/* ---- the consumer side: only the drain-lock holder runs what follows ---- */
+
+static void collector_write_meta(const char *key, const char *value)
+{
+    struct prof_record_header h = {PROF_REC_META, 0};
+    writer_append_record(PROF_REC_META, &h, sizeof h, key, value);
+}
+
+static void collector_write_meta_long(const char *key, long long value)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", value);
+    collector_write_meta(key, buf);
+}
+
+static void collector_write_clock(uint64_t ticks, uint64_t mono, uint64_t real)
+{
+    struct prof_rec_clock rec;
+    memset(&rec, 0, sizeof rec);
+    rec.h.type = PROF_REC_CLOCK;
+    rec.h.size = sizeof rec;
+    rec.ticks = ticks;
+    rec.monotonic_ns = mono;
+    rec.realtime_ns = real;
+    writer_append(&rec, sizeof rec);
+}
+
+static void collector_write_clock_now(void)
+{
+    uint64_t t, m, r;
+    clock_sample(&t, &m, &r);
+    collector_write_clock(t, m, r);
+}
+
+static void collector_write_preamble(void)
+{
+    char host[256] = "", exe[4096] = "";
+    gethostname(host, sizeof host - 1);
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    collector_write_meta("profiler_version", COLLECTOR_PROFILER_VERSION);
+    collector_write_meta_long("pid", getpid());
+    collector_write_meta_long("ppid", getppid());
+    collector_write_meta("host", host);
+    collector_write_meta("exe", exe);
+    for (int i = 0; collector_argv && i < collector_argc; i++)
+        collector_write_meta("argv", collector_argv[i]);
+    collector_write_meta("run_id", collector_cfg.run_id);
+    collector_write_meta("output_file", writer_path());
+    if (collector_cfg.rank >= 0)
+        collector_write_meta_long("rank", collector_cfg.rank);
+    if (collector_cfg.local_rank >= 0)
+        collector_write_meta_long("local_rank", collector_cfg.local_rank);
+    if (collector_cfg.world_size >= 0)
+        collector_write_meta_long("world_size", collector_cfg.world_size);
+    collector_write_meta_long("start_realtime_ns", (long long)collector_init_real);
+    collector_write_meta_long("start_monotonic_ns", (long long)collector_init_mono);
+    collector_write_meta("clock", prof_clock_tsc ? "tsc" : "monotonic");
+    collector_write_meta_long("ring_bytes", (long long)collector_cfg.ring_bytes);
+    for (int t = 0; t < collector_api_table_count; t++) {
+        for (size_t i = 0; i < collector_api_tables[t].count; i++) {
+            const struct prof_api_desc *d = &collector_api_tables[t].table[i];
+            struct prof_rec_api_name rec = {{PROF_REC_API_NAME, 0}, d->id, d->category, d->nargs};
+            writer_append_record(PROF_REC_API_NAME, &rec, sizeof rec, d->name, d->args);
+        }
+    }
+    collector_write_clock(collector_init_ticks, collector_init_mono, collector_init_real);
+    collector_write_clock_now();
+}
+
+static int collector_ensure_file(void)
+{
+    if (writer_is_open())
+        return 0;
+    if (atomic_load(&collector_open_failed))
+        return -1;
+    char host[256] = "host";
+    gethostname(host, sizeof host - 1);
+    host[sizeof host - 1] = '\0';
+    for (char *c = host; *c; c++)
+        if (*c == '/' || *c == '_')
+            *c = '-';
+    char err[512];
+    if (writer_open(collector_cfg.output_dir, collector_cfg.run_id, host, collector_cfg.rank,
+                    collector_cfg.features, err, sizeof err) != 0) {
+        atomic_store(&collector_open_failed, 1);
+        atomic_store(&prof_recording, 0);
+        if (!collector_cfg.quiet)
+            fprintf(stderr, "profrun: %s; profiling is off for pid %ld\n", err, (long)getpid());
+        return -1;
+    }
+    collector_write_preamble();
+    return 0;
+}
+
+static void collector_write_bytes(const void *data, size_t len)
+{
+    writer_append(data, len);
+}
+
+/* Copies every ring and the metadata log into the file. Returns the bytes drained. */
+static uint64_t collector_drain(int from_signal)
+{
+    if (collector_ensure_file() != 0)
+        return 0;
+    uint64_t drained = 0;
+    metalog_copy_out(&collector_metalog_offset, collector_write_bytes, from_signal);
+    struct prof_thread *prev = NULL;
+    for (struct prof_thread *t = atomic_load(&collector_threads); t;) {
+        struct prof_thread *next = atomic_load_explicit(&t->next, memory_order_relaxed);
+        /* Read exited before the ring: a thread that exited after this load may still
+         * have committed records, which the next pass writes. */
+        int exited = atomic_load_explicit(&t->exited, memory_order_acquire);
+        struct ring_span spans[2];
+        uint64_t avail = ring_peek(&t->ring, spans);
+        uint64_t lost = ring_take_dropped(&t->ring);
+        if (avail || lost) {
+            struct prof_rec_thread th = {{PROF_REC_THREAD, sizeof th}, t->tid};
+            writer_append(&th, sizeof th);
+            writer_append(spans[0].data, spans[0].len);
+            writer_append(spans[1].data, spans[1].len);
+            ring_release(&t->ring, avail);
+            drained += avail;
+            if (lost) {
+                struct prof_rec_lost rec = {{PROF_REC_LOST, sizeof rec}, t->tid, lost};
+                writer_append(&rec, sizeof rec);
+                collector_lost += lost;
+            }
+        }
+        if (exited && !from_signal) {
+            char name[16] = "";
+            memcpy(name, t->name, sizeof name - 1);
+            struct prof_rec_thread_name rec = {{PROF_REC_THREAD_NAME, 0}, t->tid};
+            writer_append_record(PROF_REC_THREAD_NAME, &rec, sizeof rec, name, NULL);
+            if (prev) {
+                atomic_store_explicit(&prev->next, next, memory_order_relaxed);
+                size_t header = (sizeof(struct prof_thread) + 4095) & ~(size_t)4095;
+                munmap(t, header + collector_cfg.ring_bytes);
+                t = next;
+                continue;
+            }
+            atomic_store(&t->exited, 0); /* head stays linked; name written once */
+        }
+        prev = t;
+        t = next;
+    }
+    collector_written += drained;
+    return drained;
+}
+
+/* A thread may have been named after its first event (threading.Thread.start). */
+static void collector_refresh_thread_name(struct prof_thread *t)
+{
+    char path[64], name[32];
+    snprintf(path, sizeof path, "/proc/self/task/%u/comm", t->tid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return;
+    if (fgets(name, sizeof name, f)) {
+        name[strcspn(name, "\n")] = '\0';
+        name[sizeof t->name - 1] = '\0';
+        memcpy(t->name, name, sizeof t->name);
+    }
+    fclose(f);
+}
+
+static void collector_write_thread_names(void)
+{
+    for (struct prof_thread *t = atomic_load(&collector_threads); t;
+         t = atomic_load_explicit(&t->next, memory_order_relaxed)) {
+        char name[16] = "";
+        collector_refresh_thread_name(t);
+        memcpy(name, t->name, sizeof name - 1);
+        struct prof_rec_thread_name rec = {{PROF_REC_THREAD_NAME, 0}, t->tid};
+        writer_append_record(PROF_REC_THREAD_NAME, &rec, sizeof rec, name, NULL);
+    }
+}
+
+static void *collector_main(void *arg)
+{
+    (void)arg;
+    prof_tls_busy = 1; /* nothing this thread does is an event */
+    prctl(PR_SET_NAME, "prof-collector", 0, 0, 0);
+    unsigned passes = 0;
+    while (!atomic_load(&collector_stop)) {
+        struct timespec ts = {0, (long)collector_cfg.flush_ms * 1000000L};
+        nanosleep(&ts, NULL);
+        if (collector_drain_lock(-1) != 0)
+            continue;
+        if (atomic_load(&prof_recording) && collector_pid == getpid()) {
+            collector_drain(0);
+            if (writer_is_open() && ++passes % 4 == 0)
+                collector_write_clock_now();
+            if (writer_is_open() && writer_flush() != 0) {
+                atomic_store(&prof_recording, 0);
+                if (!collector_cfg.quiet)
+                    fprintf(stderr, "profrun: cannot write the trace (%s); profiling is off\n",
+                            strerror(errno));
+            }
+        }
+        collector_drain_unlock();
+    }
+    return NULL;
+}
+
+static void collector_write_end(void)
+{
+    collector_write_thread_names();
+    collector_write_clock_now();
+    struct prof_rec_end end;
+    memset(&end, 0, sizeof end);
+    end.h.type = PROF_REC_END;
+    end.h.size = sizeof end;
+    end.ticks = prof_clock_ticks();
+    end.events_written = collector_written;
+    end.events_lost = collector_lost;
+    writer_append(&end, sizeof end);
+}
+
+void collector_finish(void)
+{
+    if (collector_pid != getpid())
+        return; /* a vfork child shares our memory: leave it all to the parent */
+    int was = atomic_exchange(&prof_recording, 0);
+    if (!was || !atomic_load(&collector_thread_started))
+        return;
+    int saved = errno;
+    prof_tls_busy++;
+    if (collector_drain_lock(5000) == 0) {
+        collector_drain(0);
+        if (writer_is_open()) {
+            collector_write_end();
+            writer_close();
+        }
+        atomic_store(&collector_stop, 1);
+        collector_drain_unlock();
+    }
+    prof_tls_busy--;
+    errno = saved;
+}
+
+void collector_flush_for_exec(void)
+{
+    if (collector_pid != getpid() || !atomic_load(&collector_thread_started))
+        return; /* a vfork child shares our memory: leave it all to the parent */
+    int saved = errno;
+    prof_tls_busy++;
+    if (collector_drain_lock(5000) == 0) {
+        collector_drain(0);
+        if (writer_is_open()) {
+            collector_write_end();
+            writer_flush();
+        }
+        collector_drain_unlock();
+    }
+    prof_tls_busy--;
+    errno = saved;
+}
+
+int collector_flush_from_signal(void)
+{
+    if (collector_pid != getpid() || !atomic_load(&collector_thread_started))
+        return -1;
+    if (!atomic_load(&prof_recording))
+        return -1;
+    int saved = errno;
+    int rc = -1;
+    if (collector_drain_lock(1000) == 0) {
+        collector_drain(1);
+        rc = writer_is_open() ? writer_flush() : -1;
+        collector_drain_unlock();
+    }
+    errno = saved;
+    return rc;
+}
+
+void collector_atfork_prepare(void)
+{
+    /* Wait for the current drain pass so the child gets no lock held by a thread that
+     * does not exist there. */
+    collector_drain_lock(2000);
+    metalog_atfork_prepare();
+}
+
+void collector_atfork_parent(void)
+{
+    metalog_atfork_parent();
+    if (atomic_load(&collector_drain_owner) == collector_gettid())
+        collector_drain_unlock();
+}
+
+void collector_atfork_child(void)
+{
+    metalog_atfork_child();
+    atomic_store(&collector_drain_owner, 0);
+    size_t header = (sizeof(struct prof_thread) + 4095) & ~(size_t)4095;
+    struct prof_thread *t = atomic_load(&collector_threads);
+    while (t) {
+        struct prof_thread *next = atomic_load_explicit(&t->next, memory_order_relaxed);
+        munmap(t, header + collector_cfg.ring_bytes);
+        t = next;
+    }
+    atomic_store(&collector_threads, NULL);
+    prof_tls_thread = NULL;
+    pthread_setspecific(collector_thread_key, NULL);
+    writer_abandon();
+    collector_metalog_offset = 0; /* the child's file gets every string and symbol again */
+    collector_written = collector_lost = 0;
+    atomic_store(&collector_thread_started, 0);
+    atomic_store(&collector_stop, 0);
+    atomic_store(&collector_open_failed, 0);
+    collector_pid = getpid();
+}

@@ -1,0 +1,81 @@
+/* The collector: the registry of per-thread rings, the process-wide metadata log, and
+ * the thread that drains both into this process's trace file. */
+#ifndef PROF_COLLECTOR_H
+#define PROF_COLLECTOR_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ring.h"
+
+#define PROF_TLS __attribute__((tls_model("initial-exec")))
+
+/* One per thread that emitted an event. Lives at the start of the mmap'd block that
+ * also holds the ring's buffer. */
+struct prof_thread {
+    struct prof_ring ring;
+    struct prof_thread *_Atomic next;
+    uint32_t tid;
+    _Atomic int exited; /* set by the thread's key destructor; the collector frees it */
+    char name[16];
+};
+
+/* Description of one intercepted function, written into every trace as API_NAME. */
+struct prof_api_desc {
+    uint16_t id;
+    uint8_t category;
+    uint8_t nargs;
+    const char *name;
+    const char *args; /* comma-separated argument names */
+};
+
+struct collector_config {
+    const char *output_dir; /* absolute */
+    const char *run_id;
+    uint64_t ring_bytes; /* power of two */
+    unsigned flush_ms;
+    int quiet;
+    long rank, local_rank, world_size;
+    uint32_t features;
+};
+
+/* 1 while events are recorded; 0 before init, after the final flush, or when a failure
+ * turned recording off. Read on every event. */
+extern _Atomic int prof_recording;
+
+extern __thread struct prof_thread *prof_tls_thread PROF_TLS;
+/* Non-zero while this thread runs profiler code: events from inside it are not recorded. */
+extern __thread int prof_tls_busy PROF_TLS;
+
+/* Called once at load, single-threaded. argv is copied. */
+void collector_init(const struct collector_config *cfg, int argc, char **argv);
+/* API tables are written at the top of every trace file. Call before any event. */
+void collector_add_api_table(const struct prof_api_desc *table, size_t count);
+/* Registers the calling thread (first event). NULL when not recording. */
+struct prof_thread *collector_thread_register(void);
+
+/* Process-wide records that every file of this process needs (strings, symbols). */
+uint32_t collector_intern(const char *text);
+void collector_add_symbol(uint16_t kind, uint64_t address, uint32_t string_id, uint64_t target);
+void collector_add_meta(const char *key, const char *value);
+/* A message from the profiler: stderr (unless quiet) and a NOTE record. */
+void collector_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Writes everything recorded so far and closes the file; recording stops. */
+void collector_finish(void);
+/* Before exec: writes everything and an END record; recording goes on in this file if
+ * the exec fails. */
+void collector_flush_for_exec(void);
+/* Writes everything recorded so far, from a signal handler: bounded wait, no locks
+ * held forever. Returns 0 on success. */
+int collector_flush_from_signal(void);
+/* Fork handlers: prepare/parent keep the collector consistent; child starts afresh. */
+void collector_atfork_prepare(void);
+void collector_atfork_parent(void);
+void collector_atfork_child(void);
+/* Totals for this process so far. */
+uint64_t collector_events_lost(void);
+
+#endif

@@ -1,0 +1,39 @@
+#include "ring.h"
+
+void ring_init(struct prof_ring *r, void *buffer, uint64_t capacity)
+{
+    memset(r, 0, sizeof *r);
+    r->data = buffer;
+    r->mask = capacity - 1;
+}
+
+uint64_t ring_peek(struct prof_ring *r, struct ring_span spans[2])
+{
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+    uint64_t avail = head - tail;
+    uint64_t offset = tail & r->mask;
+    uint64_t first = ring_capacity(r) - offset;
+
+    if (first > avail)
+        first = avail;
+    spans[0].data = r->data + offset;
+    spans[0].len = first;
+    spans[1].data = r->data;
+    spans[1].len = avail - first;
+    return avail;
+}
+
+void ring_release(struct prof_ring *r, uint64_t len)
+{
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    atomic_store_explicit(&r->tail, tail + len, memory_order_release);
+}
+
+uint64_t ring_take_dropped(struct prof_ring *r)
+{
+    uint64_t total = atomic_load_explicit(&r->dropped, memory_order_relaxed);
+    uint64_t fresh = total - r->dropped_reported;
+    r->dropped_reported = total;
+    return fresh;
+}

@@ -1,0 +1,87 @@
+/* Per-thread single-producer/single-consumer byte ring with reserve/commit.
+ *
+ * The producer is the thread that owns the ring; the consumer is whoever holds the
+ * collector's drain lock. Indices run free (never wrapped) and are masked on use; the
+ * capacity is a power of two. A record never straddles the end of the buffer: when it
+ * would, the producer fills the rest with a PAD record first. A full ring drops the
+ * record and counts it; the producer never waits. */
+#ifndef PROF_RING_H
+#define PROF_RING_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "trace_format.h"
+
+struct prof_ring {
+    /* Producer's cache line. head is published with release so the consumer that reads
+     * it with acquire also sees the record bytes written before it. */
+    _Alignas(64) _Atomic uint64_t head;
+    uint64_t reserved_head; /* head after the pending reservation (pad included) */
+    uint64_t cached_tail;   /* producer's last view of tail: avoids touching the consumer's line */
+    _Atomic uint64_t dropped;
+    /* Consumer's cache line. tail is released after the bytes were copied out, so the
+     * producer that acquires it may overwrite them. */
+    _Alignas(64) _Atomic uint64_t tail;
+    uint64_t dropped_reported;
+    /* Read-only after init. */
+    _Alignas(64) uint8_t *data;
+    uint64_t mask;
+};
+
+/* capacity must be a power of two and a multiple of 8. */
+void ring_init(struct prof_ring *r, void *buffer, uint64_t capacity);
+
+static inline uint64_t ring_capacity(const struct prof_ring *r)
+{
+    return r->mask + 1;
+}
+
+/* Returns where to write `size` bytes (a multiple of 8), or NULL when full (counted). */
+static inline void *ring_reserve(struct prof_ring *r, uint32_t size)
+{
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    uint64_t cap = r->mask + 1;
+    uint64_t offset = head & r->mask;
+    uint64_t room_to_end = cap - offset;
+    uint64_t need = room_to_end < size ? room_to_end + size : size;
+
+    if (head + need - r->cached_tail > cap) {
+        r->cached_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+        if (head + need - r->cached_tail > cap) {
+            atomic_store_explicit(&r->dropped,
+                                  atomic_load_explicit(&r->dropped, memory_order_relaxed) + 1,
+                                  memory_order_relaxed);
+            return NULL;
+        }
+    }
+    if (room_to_end < size) {
+        struct prof_record_header *pad = (struct prof_record_header *)(r->data + offset);
+        pad->type = PROF_REC_PAD;
+        pad->size = (uint16_t)room_to_end;
+        head += room_to_end;
+    }
+    r->reserved_head = head + size;
+    return r->data + (head & r->mask);
+}
+
+static inline void ring_commit(struct prof_ring *r)
+{
+    atomic_store_explicit(&r->head, r->reserved_head, memory_order_release);
+}
+
+/* Consumer side: the readable bytes as at most two contiguous spans. */
+struct ring_span {
+    const uint8_t *data;
+    uint64_t len;
+};
+
+/* Fills spans[0..1]; returns the number of readable bytes. */
+uint64_t ring_peek(struct prof_ring *r, struct ring_span spans[2]);
+/* Gives `len` consumed bytes back to the producer. */
+void ring_release(struct prof_ring *r, uint64_t len);
+/* Drops counted since the last call (consumer side). */
+uint64_t ring_take_dropped(struct prof_ring *r);
+
+#endif

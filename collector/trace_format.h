@@ -1,0 +1,176 @@
+/* The profrun trace file format: the one header shared by the writer (collector/) and
+ * the reader (report/).
+ *
+ * A trace is a file header followed by records. Every record starts with
+ * struct prof_record_header {type, size}; size counts the header, is a multiple of 8 and
+ * lets a reader skip a type it does not know. Records are appended only, so a file cut
+ * anywhere reads up to the last whole record.
+ *
+ * Records written by the collector on behalf of a thread are preceded by a
+ * PROF_REC_THREAD record naming that thread: every record up to the next THREAD record
+ * belongs to it. Timestamps are raw clock ticks; PROF_REC_CLOCK records pair ticks with
+ * CLOCK_MONOTONIC and CLOCK_REALTIME nanoseconds so a reader converts them. */
+#ifndef PROF_TRACE_FORMAT_H
+#define PROF_TRACE_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROF_TRACE_MAGIC "PROFTRC\n"
+#define PROF_TRACE_MAGIC_LEN 8
+#define PROF_TRACE_VERSION 1
+#define PROF_RECORD_ALIGN 8
+#define PROF_RECORD_MAX 65528 /* size is a u16 and a multiple of 8 */
+
+/* Feature bits: what the writer may emit. A reader ignores bits it does not know. */
+enum prof_feature {
+    PROF_FEATURE_CUDART = 1u << 0,   /* CUDA runtime wrappers */
+    PROF_FEATURE_TSC_CLOCK = 1u << 1 /* ticks are TSC cycles, else CLOCK_MONOTONIC ns */
+};
+
+struct prof_file_header {
+    char magic[PROF_TRACE_MAGIC_LEN];
+    uint16_t version;
+    uint16_t header_size; /* bytes from the start of the file to the first record */
+    uint32_t features;
+    uint64_t reserved;
+};
+_Static_assert(sizeof(struct prof_file_header) == 24, "file header is 24 bytes");
+_Static_assert(offsetof(struct prof_file_header, version) == 8, "version offset");
+_Static_assert(offsetof(struct prof_file_header, header_size) == 10, "header_size offset");
+_Static_assert(offsetof(struct prof_file_header, features) == 12, "features offset");
+
+enum prof_record_type {
+    PROF_REC_PAD = 0,         /* filler; skipped */
+    PROF_REC_META = 1,        /* process metadata: "key\0value\0" */
+    PROF_REC_STRING = 2,      /* interned string: id, text */
+    PROF_REC_API_NAME = 3,    /* API id -> name, category, argument names */
+    PROF_REC_THREAD = 4,      /* the records that follow belong to this thread */
+    PROF_REC_THREAD_NAME = 5, /* thread id -> name */
+    PROF_REC_CLOCK = 6,       /* ticks <-> monotonic and realtime nanoseconds */
+    PROF_REC_LOST = 7,        /* events a full ring dropped */
+    PROF_REC_API_CALL = 8,    /* one intercepted call; u64 arguments may follow */
+    PROF_REC_SYMBOL = 9,      /* an address (host function, kernel handle) -> string id */
+    PROF_REC_NOTE = 10,       /* a message from the profiler (a part turned off, …) */
+    PROF_REC_END = 11,        /* the process finished writing cleanly */
+    PROF_REC_TYPE_COUNT
+};
+
+struct prof_record_header {
+    uint16_t type;
+    uint16_t size; /* whole record, header included; multiple of 8 */
+};
+_Static_assert(sizeof(struct prof_record_header) == 4, "record header is 4 bytes");
+
+/* Categories of intercepted API calls. */
+enum prof_api_category {
+    PROF_CAT_OTHER = 0,
+    PROF_CAT_MEMORY = 1, /* allocation and free */
+    PROF_CAT_COPY = 2,
+    PROF_CAT_SET = 3,
+    PROF_CAT_LAUNCH = 4,
+    PROF_CAT_SYNC = 5,
+    PROF_CAT_STREAM = 6, /* streams and events */
+    PROF_CAT_DEVICE = 7,
+    PROF_CAT_COUNT
+};
+
+/* One intercepted call: 24 bytes, then (size - 24) / 8 u64 arguments whose names the
+ * API_NAME record of the same api id lists, comma separated. */
+struct prof_rec_api_call {
+    struct prof_record_header h;
+    uint16_t api;
+    int16_t result; /* the call's return code, clamped to the int16 range */
+    uint64_t start; /* ticks */
+    uint64_t end;   /* ticks */
+};
+_Static_assert(sizeof(struct prof_rec_api_call) == 24, "call record is 24 bytes");
+_Static_assert(offsetof(struct prof_rec_api_call, start) == 8, "call start offset");
+_Static_assert(offsetof(struct prof_rec_api_call, end) == 16, "call end offset");
+
+/* API_NAME: followed by "name\0arg,names\0", padded to 8. */
+struct prof_rec_api_name {
+    struct prof_record_header h;
+    uint16_t api;
+    uint8_t category;
+    uint8_t nargs;
+};
+_Static_assert(sizeof(struct prof_rec_api_name) == 8, "api name record header");
+
+/* STRING: followed by the NUL-terminated text, padded to 8. */
+struct prof_rec_string {
+    struct prof_record_header h;
+    uint32_t id;
+};
+_Static_assert(sizeof(struct prof_rec_string) == 8, "string record header");
+
+struct prof_rec_thread {
+    struct prof_record_header h;
+    uint32_t tid;
+};
+_Static_assert(sizeof(struct prof_rec_thread) == 8, "thread record");
+
+/* THREAD_NAME: followed by the NUL-terminated name, padded to 8. */
+struct prof_rec_thread_name {
+    struct prof_record_header h;
+    uint32_t tid;
+};
+_Static_assert(sizeof(struct prof_rec_thread_name) == 8, "thread name record header");
+
+struct prof_rec_clock {
+    struct prof_record_header h;
+    uint32_t reserved;
+    uint64_t ticks;
+    uint64_t monotonic_ns;
+    uint64_t realtime_ns;
+};
+_Static_assert(sizeof(struct prof_rec_clock) == 32, "clock record");
+_Static_assert(offsetof(struct prof_rec_clock, ticks) == 8, "clock ticks offset");
+
+struct prof_rec_lost {
+    struct prof_record_header h;
+    uint32_t tid;
+    uint64_t count; /* events dropped since the previous LOST record of this thread */
+};
+_Static_assert(sizeof(struct prof_rec_lost) == 16, "lost record");
+
+/* SYMBOL kinds: a host stub address registered for a kernel, or a kernel handle
+ * (cudaKernel_t) whose target is another address. */
+enum prof_symbol_kind {
+    PROF_SYMBOL_KERNEL_NAME = 1, /* address -> string id of the (mangled) kernel name */
+    PROF_SYMBOL_KERNEL_ALIAS = 2 /* address -> the address in 'target' */
+};
+
+struct prof_rec_symbol {
+    struct prof_record_header h;
+    uint16_t kind;
+    uint16_t reserved;
+    uint32_t string_id;
+    uint32_t reserved2;
+    uint64_t address;
+    uint64_t target;
+};
+_Static_assert(sizeof(struct prof_rec_symbol) == 32, "symbol record");
+
+/* NOTE: followed by the NUL-terminated message, padded to 8. */
+struct prof_rec_note {
+    struct prof_record_header h;
+    uint32_t reserved;
+};
+_Static_assert(sizeof(struct prof_rec_note) == 8, "note record header");
+
+struct prof_rec_end {
+    struct prof_record_header h;
+    uint32_t reserved;
+    uint64_t ticks;
+    uint64_t events_written;
+    uint64_t events_lost;
+};
+_Static_assert(sizeof(struct prof_rec_end) == 32, "end record");
+
+static inline uint32_t prof_record_align(uint32_t n)
+{
+    return (n + PROF_RECORD_ALIGN - 1) & ~(uint32_t)(PROF_RECORD_ALIGN - 1);
+}
+
+#endif

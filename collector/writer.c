@@ -1,0 +1,183 @@
+#include "writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "trace_format.h"
+
+#define WRITER_BUFFER_BYTES (1u << 20)
+
+static int writer_fd = -1;
+static uint8_t *writer_buffer;
+static size_t writer_used;
+static char writer_file[4096];
+
+static int writer_mkdirs(const char *dir)
+{
+    char path[4096];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof path)
+        return -1;
+    memcpy(path, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (path[i] == '/' || path[i] == '\0') {
+            char c = path[i];
+            path[i] = '\0';
+            if (mkdir(path, 0777) != 0 && errno != EEXIST)
+                return -1;
+            path[i] = c;
+        }
+    }
+    return 0;
+}
+
+int writer_open(const char *dir, const char *run_id, const char *host, long rank,
+                uint32_t features, char *err, size_t errlen)
+{
+    if (writer_mkdirs(dir) != 0) {
+        snprintf(err, errlen, "cannot create output folder %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (!writer_buffer) {
+        void *p = mmap(NULL, WRITER_BUFFER_BYTES, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            snprintf(err, errlen, "cannot map the write buffer: %s", strerror(errno));
+            return -1;
+        }
+        writer_buffer = p;
+    }
+    char rank_part[32] = "";
+    if (rank >= 0)
+        snprintf(rank_part, sizeof rank_part, "_rank%ld", rank);
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        char suffix[16] = "";
+        if (attempt)
+            snprintf(suffix, sizeof suffix, "_%d", attempt);
+        snprintf(writer_file, sizeof writer_file, "%s/%s_%s_pid%ld%s%s.trace", dir, run_id, host,
+                 (long)getpid(), rank_part, suffix);
+        writer_fd = open(writer_file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_APPEND, 0666);
+        if (writer_fd >= 0)
+            break;
+        if (errno != EEXIST) {
+            snprintf(err, errlen, "cannot create %s: %s", writer_file, strerror(errno));
+            return -1;
+        }
+    }
+    if (writer_fd < 0) {
+        snprintf(err, errlen, "cannot find a free file name in %s", dir);
+        return -1;
+    }
+    struct prof_file_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, PROF_TRACE_MAGIC, PROF_TRACE_MAGIC_LEN);
+    h.version = PROF_TRACE_VERSION;
+    h.header_size = sizeof h;
+    h.features = features;
+    writer_used = 0;
+    writer_append(&h, sizeof h);
+    return 0;
+}
+
+int writer_is_open(void)
+{
+    return writer_fd >= 0;
+}
+
+const char *writer_path(void)
+{
+    return writer_file;
+}
+
+static int writer_write_all(const uint8_t *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(writer_fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int writer_flush(void)
+{
+    if (writer_fd < 0)
+        return -1;
+    int rc = writer_write_all(writer_buffer, writer_used);
+    writer_used = 0;
+    if (rc != 0) {
+        int saved = errno;
+        close(writer_fd);
+        writer_fd = -1;
+        errno = saved;
+    }
+    return rc;
+}
+
+void writer_append(const void *data, size_t len)
+{
+    if (writer_fd < 0)
+        return;
+    if (writer_used + len > WRITER_BUFFER_BYTES && writer_flush() != 0)
+        return;
+    if (len > WRITER_BUFFER_BYTES) {
+        if (writer_write_all(data, len) != 0)
+            writer_flush();
+        return;
+    }
+    memcpy(writer_buffer + writer_used, data, len);
+    writer_used += len;
+}
+
+void writer_append_record(uint16_t type, const void *fixed, size_t fixed_len, const char *text1,
+                          const char *text2)
+{
+    static uint8_t rec[PROF_RECORD_MAX]; /* only the drain-lock holder writes */
+    size_t n = fixed_len;
+    memcpy(rec, fixed, fixed_len);
+    const char *texts[2] = {text1, text2};
+    for (int i = 0; i < 2; i++) {
+        if (!texts[i])
+            continue;
+        size_t len = strlen(texts[i]);
+        if (n + len + 1 > PROF_RECORD_MAX - 8)
+            len = PROF_RECORD_MAX - 8 - n - 1; /* cut an over-long text rather than lose it */
+        memcpy(rec + n, texts[i], len);
+        rec[n + len] = '\0';
+        n += len + 1;
+    }
+    uint32_t size = prof_record_align((uint32_t)n);
+    memset(rec + n, 0, size - n);
+    struct prof_record_header *h = (struct prof_record_header *)rec;
+    h->type = type;
+    h->size = (uint16_t)size;
+    writer_append(rec, size);
+}
+
+void writer_close(void)
+{
+    if (writer_fd < 0)
+        return;
+    writer_flush();
+    if (writer_fd >= 0)
+        close(writer_fd);
+    writer_fd = -1;
+}
+
+void writer_abandon(void)
+{
+    if (writer_fd >= 0)
+        close(writer_fd);
+    writer_fd = -1;
+    writer_used = 0;
+}

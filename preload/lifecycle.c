@@ -1,0 +1,316 @@
+#define _GNU_SOURCE
+#include "lifecycle.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collector.h"
+#include "resolve.h"
+#include "settings.h"
+
+#define PROF_EXPORT __attribute__((visibility("default")))
+
+extern char **environ;
+
+/* ---- exit paths ---- */
+
+typedef void (*lifecycle_exit_fn)(int);
+
+static void *lifecycle_next(const char *name)
+{
+    return dlsym(RTLD_NEXT, name);
+}
+
+/* _exit skips atexit and destructors: write the trace first (os._exit in a forked
+ * DataLoader worker ends exactly this way). */
+PROF_EXPORT void _exit(int status)
+{
+    lifecycle_exit_fn real = (lifecycle_exit_fn)lifecycle_next("_exit");
+    collector_finish();
+    real(status);
+    __builtin_unreachable();
+}
+
+PROF_EXPORT void _Exit(int status)
+{
+    lifecycle_exit_fn real = (lifecycle_exit_fn)lifecycle_next("_Exit");
+    collector_finish();
+    real(status);
+    __builtin_unreachable();
+}
+
+/* ---- exec: write what we have, and make sure the new image is profiled too ---- */
+
+#define LIFECYCLE_ENV_TEXT 8192
+
+/* Builds in the caller's buffers an environment that has libprof.so in LD_PRELOAD and
+ * every PROF_* setting of this process. Uses the stack only: a vfork child may call it. */
+static char *const *lifecycle_env(char *const envp[], char **out, size_t out_slots, char *text,
+                                  size_t text_len)
+{
+    const char *lib = settings_is_set(SETTING_PROF_LIB) ? settings_get(SETTING_PROF_LIB)
+                                                         : resolve_self_path();
+    size_t n = 0, used = 0;
+    int have_preload = 0;
+    for (size_t i = 0; envp && envp[i]; i++) {
+        if (n + SETTING_COUNT + 2 >= out_slots)
+            return envp; /* an enormous environment: pass it unchanged */
+        const char *e = envp[i];
+        if (strncmp(e, "LD_PRELOAD=", 11) == 0) {
+            have_preload = 1;
+            if (lib[0] && !strstr(e + 11, lib)) {
+                int w = snprintf(text + used, text_len - used, "LD_PRELOAD=%s:%s", lib, e + 11);
+                if (w < 0 || (size_t)w >= text_len - used)
+                    return envp;
+                out[n++] = text + used;
+                used += (size_t)w + 1;
+                continue;
+            }
+        }
+        out[n++] = (char *)e;
+    }
+    if (!have_preload && lib[0]) {
+        int w = snprintf(text + used, text_len - used, "LD_PRELOAD=%s", lib);
+        if (w < 0 || (size_t)w >= text_len - used)
+            return envp;
+        out[n++] = text + used;
+        used += (size_t)w + 1;
+    }
+    for (int s = 0; s < SETTING_COUNT; s++) {
+        if (!settings_is_set(s))
+            continue;
+        size_t len = strlen(settings_table[s].name);
+        int present = 0;
+        for (size_t i = 0; envp && envp[i]; i++)
+            if (strncmp(envp[i], settings_table[s].name, len) == 0 && envp[i][len] == '=')
+                present = 1;
+        if (present)
+            continue;
+        int w = snprintf(text + used, text_len - used, "%s=%s", settings_table[s].name,
+                         settings_get(s));
+        if (w < 0 || (size_t)w >= text_len - used)
+            return envp;
+        out[n++] = text + used;
+        used += (size_t)w + 1;
+    }
+    out[n] = NULL;
+    return out;
+}
+
+static size_t lifecycle_env_count(char *const envp[])
+{
+    size_t n = 0;
+    while (envp && envp[n])
+        n++;
+    return n;
+}
+
+typedef int (*lifecycle_execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*lifecycle_fexecve_fn)(int, char *const[], char *const[]);
+
+PROF_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    lifecycle_execve_fn real = (lifecycle_execve_fn)lifecycle_next("execve");
+    size_t slots = lifecycle_env_count(envp) + SETTING_COUNT + 3;
+    char *env[slots];
+    char text[LIFECYCLE_ENV_TEXT];
+    char *const *use = lifecycle_env(envp, env, slots, text, sizeof text);
+    collector_flush_for_exec();
+    return real(path, argv, use);
+}
+
+PROF_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    lifecycle_execve_fn real = (lifecycle_execve_fn)lifecycle_next("execvpe");
+    size_t slots = lifecycle_env_count(envp) + SETTING_COUNT + 3;
+    char *env[slots];
+    char text[LIFECYCLE_ENV_TEXT];
+    char *const *use = lifecycle_env(envp, env, slots, text, sizeof text);
+    collector_flush_for_exec();
+    return real(file, argv, use);
+}
+
+PROF_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    lifecycle_fexecve_fn real = (lifecycle_fexecve_fn)lifecycle_next("fexecve");
+    size_t slots = lifecycle_env_count(envp) + SETTING_COUNT + 3;
+    char *env[slots];
+    char text[LIFECYCLE_ENV_TEXT];
+    char *const *use = lifecycle_env(envp, env, slots, text, sizeof text);
+    collector_flush_for_exec();
+    return real(fd, argv, use);
+}
+
+PROF_EXPORT int execv(const char *path, char *const argv[])
+{
+    return execve(path, argv, environ);
+}
+
+PROF_EXPORT int execvp(const char *file, char *const argv[])
+{
+    return execvpe(file, argv, environ);
+}
+
+/* The list forms: collect the variadic arguments into an array on the stack. */
+static size_t lifecycle_count_args(const char *arg0, va_list ap)
+{
+    size_t n = 1;
+    for (const char *a = arg0; a; a = va_arg(ap, const char *))
+        n++;
+    return n;
+}
+
+PROF_EXPORT int execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    size_t n = lifecycle_count_args(arg, ap);
+    va_end(ap);
+    char *argv[n];
+    va_start(ap, arg);
+    argv[0] = (char *)arg;
+    for (size_t i = 1; i < n; i++)
+        argv[i] = va_arg(ap, char *);
+    va_end(ap);
+    return execve(path, argv, environ);
+}
+
+PROF_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    size_t n = lifecycle_count_args(arg, ap);
+    va_end(ap);
+    char *argv[n];
+    va_start(ap, arg);
+    argv[0] = (char *)arg;
+    for (size_t i = 1; i < n; i++)
+        argv[i] = va_arg(ap, char *);
+    va_end(ap);
+    return execvpe(file, argv, environ);
+}
+
+PROF_EXPORT int execle(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    size_t n = lifecycle_count_args(arg, ap);
+    va_end(ap);
+    char *argv[n];
+    va_start(ap, arg);
+    argv[0] = (char *)arg;
+    for (size_t i = 1; i < n; i++)
+        argv[i] = va_arg(ap, char *);
+    char *const *envp = va_arg(ap, char *const *);
+    va_end(ap);
+    return execve(path, argv, envp);
+}
+
+/* ---- signals: flush, then do what the program asked for (the default action) ----
+ * While the program leaves one of these signals at SIG_DFL, our handler sits there and
+ * the program is told SIG_DFL; once it sets its own handler (Python's SIGINT), that
+ * handler is installed for real and ours steps aside. */
+
+static const int lifecycle_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT};
+#define LIFECYCLE_NSIG 65
+
+static int lifecycle_managed[LIFECYCLE_NSIG];
+static int lifecycle_ours_installed[LIFECYCLE_NSIG];
+static struct sigaction lifecycle_app_action[LIFECYCLE_NSIG];
+
+typedef int (*lifecycle_sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+static lifecycle_sigaction_fn lifecycle_real_sigaction;
+
+static void lifecycle_on_signal(int sig)
+{
+    int saved = errno;
+    collector_flush_from_signal();
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    lifecycle_real_sigaction(sig, &dfl, NULL);
+    lifecycle_ours_installed[sig] = 0;
+    /* The signal is blocked while we run; it is delivered again, with its default
+     * action, as soon as this handler returns. */
+    pthread_kill(pthread_self(), sig);
+    errno = saved;
+}
+
+static int lifecycle_install_ours(int sig)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = lifecycle_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    int rc = lifecycle_real_sigaction(sig, &sa, NULL);
+    if (rc == 0)
+        lifecycle_ours_installed[sig] = 1;
+    return rc;
+}
+
+PROF_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    if (!lifecycle_real_sigaction)
+        lifecycle_real_sigaction = (lifecycle_sigaction_fn)lifecycle_next("sigaction");
+    if (sig <= 0 || sig >= LIFECYCLE_NSIG || !lifecycle_managed[sig])
+        return lifecycle_real_sigaction(sig, act, old);
+    struct sigaction believed = lifecycle_app_action[sig];
+    if (act) {
+        int rc;
+        if (act->sa_handler == SIG_DFL) {
+            rc = lifecycle_ours_installed[sig] ? 0 : lifecycle_install_ours(sig);
+        } else {
+            rc = lifecycle_real_sigaction(sig, act, NULL);
+            if (rc == 0)
+                lifecycle_ours_installed[sig] = 0;
+        }
+        if (rc != 0)
+            return rc;
+        lifecycle_app_action[sig] = *act;
+    }
+    if (old)
+        *old = believed;
+    return 0;
+}
+
+PROF_EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+    if (sig <= 0 || sig >= LIFECYCLE_NSIG || !lifecycle_managed[sig]) {
+        sighandler_t (*real)(int, sighandler_t) = (sighandler_t(*)(int, sighandler_t))lifecycle_next("signal");
+        return real(sig, handler);
+    }
+    /* glibc's signal(): BSD semantics. */
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, sig);
+    sa.sa_flags = SA_RESTART;
+    if (sigaction(sig, &sa, &old) != 0)
+        return SIG_ERR;
+    return old.sa_handler;
+}
+
+void lifecycle_init(int handle_signals)
+{
+    pthread_atfork(collector_atfork_prepare, collector_atfork_parent, collector_atfork_child);
+    lifecycle_real_sigaction = (lifecycle_sigaction_fn)lifecycle_next("sigaction");
+    if (!handle_signals || !lifecycle_real_sigaction)
+        return;
+    for (size_t i = 0; i < sizeof lifecycle_signals / sizeof lifecycle_signals[0]; i++) {
+        int sig = lifecycle_signals[i];
+        struct sigaction cur;
+        if (lifecycle_real_sigaction(sig, NULL, &cur) != 0 || cur.sa_handler != SIG_DFL)
+            continue; /* ignored or handled since before us (nohup): leave it alone */
+        lifecycle_app_action[sig] = cur;
+        if (lifecycle_install_ours(sig) == 0)
+            lifecycle_managed[sig] = 1;
+    }
+}

@@ -1,0 +1,10 @@
+/* Process life: fork, exec, _exit and fatal signals, so that every process's trace
+ * reaches its file whatever way the process ends. */
+#ifndef PROF_LIFECYCLE_H
+#define PROF_LIFECYCLE_H
+
+/* handle_signals: flush on SIGTERM/SIGINT/SIGHUP/SIGQUIT/SIGABRT while the program
+ * leaves them at their default action. */
+void lifecycle_init(int handle_signals);
+
+#endif

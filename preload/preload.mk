@@ -1,0 +1,14 @@
+PRELOAD_SRCS := preload/init.c preload/lifecycle.c preload/resolve.c preload/settings.c
+ifeq ($(HAVE_CUDA),1)
+PRELOAD_SRCS += preload/cudart.c
+endif
+PRELOAD_OBJS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.o)
+
+# Only the interposed functions are exported (visibility attributes, no version script:
+# an unversioned definition then satisfies the versioned references of programs linked
+# against libcudart.so.13).
+$(PRELOAD_OBJS) $(COLLECTOR_OBJS): CFLAGS += -fvisibility=hidden
+
+$(LIB): $(PRELOAD_OBJS) $(COLLECTOR_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $^ -Wl,-z,now -Wl,--no-undefined -pthread -ldl $(LDFLAGS_SAN)
