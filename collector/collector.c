@@ -78,6 +78,19 @@ static void collector_drain_unlock(void)
     atomic_store(&collector_drain_owner, 0);
 }
 
+static size_t collector_thread_header_bytes(void)
+{
+    return (sizeof(struct prof_thread) + 4095) & ~(size_t)4095;
+}
+
+static void collector_free_thread(struct prof_thread *t)
+{
+    struct prof_lost_calls *table = atomic_load(&t->lost_calls);
+    if (table)
+        munmap(table, PROF_API_MAX * sizeof *table);
+    munmap(t, collector_thread_header_bytes() + collector_cfg.ring_bytes);
+}
+
 static void collector_thread_key_destroy(void *arg)
 {
     struct prof_thread *t = arg;
@@ -141,7 +154,7 @@ struct prof_thread *collector_thread_register(void)
     if (!atomic_load_explicit(&prof_recording, memory_order_relaxed))
         return NULL;
     prof_tls_busy++; /* callers are usually inside a wrapper already */
-    size_t header = (sizeof(struct prof_thread) + 4095) & ~(size_t)4095;
+    size_t header = collector_thread_header_bytes();
     void *block = mmap(NULL, header + collector_cfg.ring_bytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (block == MAP_FAILED) {
@@ -161,6 +174,31 @@ struct prof_thread *collector_thread_register(void)
     collector_start_thread();
     prof_tls_busy--;
     return t;
+}
+
+void collector_count_lost_call(struct prof_thread *t, uint16_t api, int failed, uint64_t ticks)
+{
+    struct prof_lost_calls *table = atomic_load_explicit(&t->lost_calls, memory_order_relaxed);
+    if (!table) {
+        void *p = mmap(NULL, PROF_API_MAX * sizeof *table, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return;
+        table = p;
+        /* release: the collector that sees the pointer sees the zeroed table */
+        atomic_store_explicit(&t->lost_calls, table, memory_order_release);
+    }
+    if (api >= PROF_API_MAX)
+        return;
+    struct prof_lost_calls *e = &table[api];
+    atomic_store_explicit(&e->calls, atomic_load_explicit(&e->calls, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    if (failed)
+        atomic_store_explicit(&e->errors,
+                              atomic_load_explicit(&e->errors, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+    atomic_store_explicit(&e->ticks, atomic_load_explicit(&e->ticks, memory_order_relaxed) + ticks,
+                          memory_order_relaxed);
 }
 
 uint32_t collector_intern(const char *text)
@@ -298,6 +336,35 @@ static int collector_ensure_file(void)
     return 0;
 }
 
+/* The sums of dropped calls that grew since the last pass. */
+static void collector_write_lost_calls(struct prof_thread *t)
+{
+    struct prof_lost_calls *table = atomic_load_explicit(&t->lost_calls, memory_order_acquire);
+    if (!table)
+        return;
+    for (uint16_t api = 0; api < PROF_API_MAX; api++) {
+        struct prof_lost_calls *e = &table[api];
+        uint64_t calls = atomic_load_explicit(&e->calls, memory_order_relaxed);
+        if (calls == e->reported_calls)
+            continue;
+        uint64_t errors = atomic_load_explicit(&e->errors, memory_order_relaxed);
+        uint64_t ticks = atomic_load_explicit(&e->ticks, memory_order_relaxed);
+        struct prof_rec_lost_calls rec;
+        memset(&rec, 0, sizeof rec);
+        rec.h.type = PROF_REC_LOST_CALLS;
+        rec.h.size = sizeof rec;
+        rec.api = api;
+        rec.tid = t->tid;
+        rec.calls = calls - e->reported_calls;
+        rec.errors = errors - e->reported_errors;
+        rec.ticks = ticks - e->reported_ticks;
+        writer_append(&rec, sizeof rec);
+        e->reported_calls = calls;
+        e->reported_errors = errors;
+        e->reported_ticks = ticks;
+    }
+}
+
 static void collector_write_bytes(const void *data, size_t len)
 {
     writer_append(data, len);
@@ -332,6 +399,9 @@ static uint64_t collector_drain(int from_signal)
                 collector_lost += lost;
             }
         }
+        /* Every pass, not only when `lost` grew: the producer counts the drop in the
+         * ring before it adds the call to the sums. */
+        collector_write_lost_calls(t);
         if (exited && !from_signal) {
             char name[16] = "";
             memcpy(name, t->name, sizeof name - 1);
@@ -339,8 +409,7 @@ static uint64_t collector_drain(int from_signal)
             writer_append_record(PROF_REC_THREAD_NAME, &rec, sizeof rec, name, NULL);
             if (prev) {
                 atomic_store_explicit(&prev->next, next, memory_order_relaxed);
-                size_t header = (sizeof(struct prof_thread) + 4095) & ~(size_t)4095;
-                munmap(t, header + collector_cfg.ring_bytes);
+                collector_free_thread(t);
                 t = next;
                 continue;
             }
@@ -498,11 +567,10 @@ void collector_atfork_child(void)
 {
     metalog_atfork_child();
     atomic_store(&collector_drain_owner, 0);
-    size_t header = (sizeof(struct prof_thread) + 4095) & ~(size_t)4095;
     struct prof_thread *t = atomic_load(&collector_threads);
     while (t) {
         struct prof_thread *next = atomic_load_explicit(&t->next, memory_order_relaxed);
-        munmap(t, header + collector_cfg.ring_bytes);
+        collector_free_thread(t);
         t = next;
     }
     atomic_store(&collector_threads, NULL);

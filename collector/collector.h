@@ -12,6 +12,13 @@
 
 #define PROF_TLS __attribute__((tls_model("initial-exec")))
 
+/* Per-API sums of the calls a full ring dropped: written by the owning thread only,
+ * read by the collector (relaxed: each field is a single-writer counter). */
+struct prof_lost_calls {
+    _Atomic uint64_t calls, errors, ticks;
+    uint64_t reported_calls, reported_errors, reported_ticks; /* collector's */
+};
+
 /* One per thread that emitted an event. Lives at the start of the mmap'd block that
  * also holds the ring's buffer. */
 struct prof_thread {
@@ -19,6 +26,7 @@ struct prof_thread {
     struct prof_thread *_Atomic next;
     uint32_t tid;
     _Atomic int exited; /* set by the thread's key destructor; the collector frees it */
+    struct prof_lost_calls *_Atomic lost_calls; /* PROF_API_MAX entries, made on first drop */
     char name[16];
 };
 
@@ -55,6 +63,9 @@ void collector_init(const struct collector_config *cfg, int argc, char **argv);
 void collector_add_api_table(const struct prof_api_desc *table, size_t count);
 /* Registers the calling thread (first event). NULL when not recording. */
 struct prof_thread *collector_thread_register(void);
+
+/* Slow path of emit_api_call when the ring is full: keeps the call in the sums. */
+void collector_count_lost_call(struct prof_thread *t, uint16_t api, int failed, uint64_t ticks);
 
 /* Process-wide records that every file of this process needs (strings, symbols). */
 uint32_t collector_intern(const char *text);

@@ -31,8 +31,10 @@ static inline void emit_api_call(uint16_t api, long result, uint64_t start, uint
         return;
     uint32_t size = (uint32_t)sizeof(struct prof_rec_api_call) + 8u * nargs;
     struct prof_rec_api_call *rec = ring_reserve(&t->ring, size);
-    if (!rec)
+    if (__builtin_expect(!rec, 0)) {
+        collector_count_lost_call(t, api, result != 0, end - start);
         return;
+    }
     rec->h.type = PROF_REC_API_CALL;
     rec->h.size = (uint16_t)size;
     rec->api = api;

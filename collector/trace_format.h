@@ -53,6 +53,7 @@ enum prof_record_type {
     PROF_REC_SYMBOL = 9,      /* an address (host function, kernel handle) -> string id */
     PROF_REC_NOTE = 10,       /* a message from the profiler (a part turned off, …) */
     PROF_REC_END = 11,        /* the process finished writing cleanly */
+    PROF_REC_LOST_CALLS = 12, /* calls of one API whose records a full ring dropped */
     PROF_REC_TYPE_COUNT
 };
 
@@ -133,6 +134,25 @@ struct prof_rec_lost {
     uint64_t count; /* events dropped since the previous LOST record of this thread */
 };
 _Static_assert(sizeof(struct prof_rec_lost) == 16, "lost record");
+
+/* What dropped API_CALL records held, summed per API and thread, so that call counts,
+ * errors and total time stay exact when the timeline loses records. Counts since the
+ * previous LOST_CALLS record of the same api and thread. */
+struct prof_rec_lost_calls {
+    struct prof_record_header h;
+    uint16_t api;
+    uint16_t reserved;
+    uint32_t tid;
+    uint32_t reserved2;
+    uint64_t calls;
+    uint64_t errors;
+    uint64_t ticks; /* sum of (end - start) */
+};
+_Static_assert(sizeof(struct prof_rec_lost_calls) == 40, "lost calls record");
+_Static_assert(offsetof(struct prof_rec_lost_calls, calls) == 16, "lost calls offset");
+
+/* API ids are below this (each interposed library has a base; see preload/). */
+#define PROF_API_MAX 2048
 
 /* SYMBOL kinds: a host stub address registered for a kernel, or a kernel handle
  * (cudaKernel_t) whose target is another address. */

@@ -38,9 +38,9 @@ static struct prof_api_desc cudart_apis[] = {
 #include "cudart.def"
 #undef PROF_CUDART_FN
     {PROF_API_CUDART_BASE + CUDART_API_cudaRegisterFunction, PROF_CAT_OTHER, 0,
-     "__cudaRegisterFunction", "func"},
+     "__cudaRegisterFunction", "stub"},
     {PROF_API_CUDART_BASE + CUDART_API_cudaGetKernel, PROF_CAT_OTHER, 0, "__cudaGetKernel",
-     "func"},
+     "stub"},
 };
 _Static_assert(sizeof cudart_apis / sizeof cudart_apis[0] == CUDART_API_COUNT, "one row per API");
 

@@ -1,0 +1,135 @@
+"""Process life under the profiler: threads, fork, exec, _exit, signals, abort, SIGKILL.
+
+The fixture (test/fixtures/process/lifecycle.c) makes a known number of cudaGetDevice
+calls against the device double, then ends or multiplies as its mode says. For each mode
+the program's output and exit status must be what they are without the profiler, and
+the report must hold exactly the calls made up to the point the process could write.
+"""
+import os
+import subprocess
+
+import pytest
+
+from conftest import (LIBPROF, build_path, needs_cuda, profile, report, report_json,
+                      trace_files)
+
+pytestmark = needs_cuda
+
+FIXTURE = build_path("test", "fixtures", "lifecycle")
+DOUBLE_ENV = {"LD_LIBRARY_PATH": build_path("test", "doubles")}
+
+
+def bare(args):
+    env = dict(os.environ, **DOUBLE_ENV)
+    return subprocess.run([FIXTURE] + args, env=env, capture_output=True, text=True, timeout=60)
+
+
+def profiled(tmp_path, args):
+    out = tmp_path / "prof"
+    proc = profile([FIXTURE] + args, out, env=DOUBLE_ENV, check=False)
+    return proc, out
+
+
+def calls_by_pid(rep):
+    return {p["pid"]: sum(t["calls"] for t in p["threads"]) for p in rep["processes"]}
+
+
+@pytest.mark.parametrize("args", [["threads", "3", "100"], ["fork", "10"], ["fork_exit", "10"],
+                                  ["exec", "10"], ["sigterm", "10"], ["sigterm_own", "10"],
+                                  ["sigint_query"], ["abort", "10"], ["sigkill", "10"],
+                                  ["exit_thread", "10"]])
+def test_output_and_exit_status_unchanged(tmp_path, args):
+    want = bare(args)
+    got, _ = profiled(tmp_path, args)
+    assert got.stdout == want.stdout
+    assert got.returncode == (want.returncode if want.returncode >= 0 else 128 - want.returncode)
+
+
+def test_threads_each_have_their_calls(tmp_path):
+    proc, out = profiled(tmp_path, ["threads", "3", "100"])
+    assert proc.returncode == 0
+    rep = report_json(out)
+    (p,) = rep["processes"]
+    assert sorted(t["calls"] for t in p["threads"]) == [100, 100, 100, 100]
+    assert len({t["tid"] for t in p["threads"]}) == 4
+    assert p["clean_end"] is True
+
+
+@pytest.mark.parametrize("mode", ["fork", "fork_exit"])
+def test_fork_child_writes_its_own_file(tmp_path, mode):
+    proc, out = profiled(tmp_path, [mode, "10"])
+    assert proc.returncode == 0
+    assert len(trace_files(out)) == 2
+    rep = report_json(out)
+    assert sorted(calls_by_pid(rep).values()) == [10, 20]
+    parent = [p for p in rep["processes"] if sum(t["calls"] for t in p["threads"]) == 10][0]
+    child = [p for p in rep["processes"] if p is not parent][0]
+    assert child["ppid"] == parent["pid"]
+    assert child["clean_end"] is True, "_exit in the child still writes everything"
+
+
+def test_exec_with_empty_environment_is_still_profiled(tmp_path):
+    proc, out = profiled(tmp_path, ["exec", "10"])
+    assert proc.returncode == 0
+    files = trace_files(out)
+    assert len(files) == 2, files
+    rep = report_json(out)
+    pids = {p["pid"] for p in rep["processes"]}
+    assert len(pids) == 1, "exec keeps the pid; the new image gets a file of its own"
+    assert sorted(sum(t["calls"] for t in p["threads"]) for p in rep["processes"]) == [10, 30]
+    assert all(p["clean_end"] for p in rep["processes"])
+
+
+@pytest.mark.parametrize("mode,status", [("sigterm", 143), ("abort", 134)])
+def test_fatal_signal_flushes_then_acts_as_default(tmp_path, mode, status):
+    proc, out = profiled(tmp_path, [mode, "10"])
+    assert proc.returncode == status
+    rep = report_json(out)
+    assert calls_by_pid(rep) and list(calls_by_pid(rep).values()) == [10]
+
+
+def test_program_own_signal_handler_runs(tmp_path):
+    proc, out = profiled(tmp_path, ["sigterm_own", "10"])
+    assert proc.returncode == 7
+    assert "own handler" in proc.stdout
+    assert list(calls_by_pid(report_json(out)).values()) == [10]
+
+
+def test_program_sees_default_dispositions(tmp_path):
+    proc, _ = profiled(tmp_path, ["sigint_query"])
+    assert proc.stdout.splitlines() == ["SIGINT default", "SIGTERM default",
+                                        "SIGHUP was default", "SIGHUP then ignored"]
+
+
+def test_sigkill_leaves_a_readable_prefix(tmp_path):
+    proc, out = profiled(tmp_path, ["sigkill", "10"])
+    assert proc.returncode == 137
+    rep = report_json(out)
+    (p,) = rep["processes"]
+    assert sum(t["calls"] for t in p["threads"]) == 10
+    assert p["clean_end"] is False
+    text = report(out).stdout
+    assert "cudaGetDevice" in text
+
+
+def test_exit_from_a_thread(tmp_path):
+    proc, out = profiled(tmp_path, ["exit_thread", "10"])
+    assert proc.returncode == 5
+    assert list(calls_by_pid(report_json(out)).values()) == [10]
+
+
+def test_bare_preload_with_unwritable_output_dir_runs_unharmed(tmp_path):
+    env = dict(os.environ, LD_PRELOAD=LIBPROF, PROF_OUTPUT_DIR="/proc/no/such/dir", **DOUBLE_ENV)
+    proc = subprocess.run([FIXTURE, "threads", "2", "50"], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0
+    assert proc.stdout == "threads done\n"
+    lines = [l for l in proc.stderr.splitlines() if l.startswith("profrun:")]
+    assert len(lines) == 1 and "/proc/no/such/dir" in lines[0] and "profiling is off" in lines[0]
+
+
+def test_prof_disable_records_nothing(tmp_path):
+    out = tmp_path / "prof"
+    proc = profile([FIXTURE, "threads", "1", "10"], out, env=dict(DOUBLE_ENV, PROF_DISABLE="1"))
+    assert proc.returncode == 0
+    assert trace_files(out) == []

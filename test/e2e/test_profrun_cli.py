@@ -1,0 +1,82 @@
+"""profrun's command line: exit status, report printing, options, bad input."""
+import os
+import subprocess
+
+from conftest import PROFRUN, build_path, needs_cuda, trace_files
+
+
+def run(args, **kw):
+    return subprocess.run([PROFRUN] + args, capture_output=True, text=True, timeout=60, **kw)
+
+
+def test_help_lists_every_setting():
+    proc = run(["--help"])
+    assert proc.returncode == 0
+    for name in ["PROF_OUTPUT_DIR", "PROF_RING_KB", "PROF_CUDART", "PROF_FLUSH_MS", "PROF_RUN_ID"]:
+        assert name in proc.stdout
+
+
+def test_wrong_option_is_a_clear_error():
+    proc = run(["--no-such-option", "true"])
+    assert proc.returncode == 2
+    assert "profrun --help" in proc.stderr
+
+
+def test_missing_command():
+    proc = run([])
+    assert proc.returncode == 2
+    assert "no command" in proc.stderr
+
+
+def test_command_not_found_exits_127():
+    proc = run(["--no-report", "/no/such/program"])
+    assert proc.returncode == 127
+    assert "cannot run /no/such/program" in proc.stderr
+
+
+def test_unwritable_output_folder_refuses_before_running(tmp_path):
+    marker = tmp_path / "ran"
+    proc = run(["-o", "/proc/forbidden/out", "--", "touch", str(marker)])
+    assert proc.returncode == 2
+    assert "cannot write to the output folder /proc/forbidden/out" in proc.stderr
+    assert not marker.exists()
+
+
+def test_exit_status_and_signal_pass_through(tmp_path):
+    assert run(["--no-report", "-o", str(tmp_path), "sh", "-c", "exit 42"]).returncode == 42
+    assert run(["--no-report", "-o", str(tmp_path), "sh", "-c", "kill -TERM $$"]).returncode == 143
+
+
+def test_commands_options_stay_the_commands(tmp_path):
+    proc = run(["--no-report", "-o", str(tmp_path), "echo", "-o", "--help"])
+    assert proc.returncode == 0
+    assert proc.stdout == "-o --help\n"
+
+
+def test_processes_without_cuda_calls_leave_no_files(tmp_path):
+    proc = run(["-o", str(tmp_path), "sh", "-c", "ls / > /dev/null"])
+    assert proc.returncode == 0
+    assert trace_files(tmp_path) == []
+
+
+@needs_cuda
+def test_prints_the_report_and_keeps_existing_preload(tmp_path):
+    fixture = build_path("test", "fixtures", "lifecycle")
+    env = dict(os.environ, LD_LIBRARY_PATH=build_path("test", "doubles"),
+               LD_PRELOAD="libm.so.6")
+    proc = run(["-o", str(tmp_path), fixture, "threads", "1", "25"], env=env)
+    assert proc.returncode == 0
+    assert "threads done" in proc.stdout
+    assert "cudaGetDevice" in proc.stdout and "50" in proc.stdout
+    assert "CUDA API summary" in proc.stdout
+
+
+@needs_cuda
+def test_two_runs_in_one_folder_report_the_latest(tmp_path):
+    fixture = build_path("test", "fixtures", "lifecycle")
+    env = dict(os.environ, LD_LIBRARY_PATH=build_path("test", "doubles"))
+    run(["--no-report", "-o", str(tmp_path), fixture, "threads", "1", "10"], env=env)
+    proc = run(["-o", str(tmp_path), fixture, "threads", "1", "30"], env=env)
+    assert len(trace_files(tmp_path)) == 2
+    line = [l for l in proc.stdout.splitlines() if "cudaGetDevice" in l][0]
+    assert line.split()[1] == "60", line

@@ -1,0 +1,83 @@
+# Tests: `make check` = deps + build + unit + e2e. Unit tests are Criterion programs
+# (test/unit/test_*.c) linked with the collector and report libraries; end-to-end tests
+# are pytest files (test/e2e/) that run fixtures under profrun and read the report.
+
+-include test/doubles/doubles.mk
+-include test/fixtures/cuda/cuda.mk
+
+.SECONDARY:
+
+PYTHON ?= /usr/bin/python3
+UNIT_SRCS := $(wildcard test/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRCS:test/unit/%.c=$(BUILD)/test/unit/%)
+UNIT_LDLIBS := -lcriterion -ljansson -lstdc++ -pthread -ldl
+STRESS_SRCS := $(wildcard test/unit/stress_*.c)
+STRESS_BINS := $(STRESS_SRCS:test/unit/%.c=$(BUILD)/test/unit/%)
+# Criterion's arena needs a fixed mapping that ThreadSanitizer's layout refuses: the
+# thread-sanitized build runs the plain-C stress programs only.
+ifeq ($(findstring thread,$(SAN)),thread)
+UNIT_RUN := $(STRESS_BINS)
+else
+UNIT_RUN := $(UNIT_BINS) $(STRESS_BINS)
+endif
+
+$(BUILD)/test/unit/test_%: $(BUILD)/test/unit/test_%.o $(BUILD)/libprofcore.a $(BUILD)/libprofreport.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(UNIT_LDLIBS) $(LDFLAGS_SAN)
+
+$(BUILD)/test/unit/stress_%: $(BUILD)/test/unit/stress_%.o $(BUILD)/libprofcore.a $(BUILD)/libprofreport.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ -ljansson -lstdc++ -pthread -ldl $(LDFLAGS_SAN)
+
+PROCESS_FIXTURES_DIR := $(BUILD)/test/fixtures
+PROCESS_FIXTURES := $(PROCESS_FIXTURES_DIR)/lifecycle
+PROCESS_FIXTURE_CFLAGS := $(filter-out -fsanitize=%,$(CFLAGS_BASE)) -isystem $(CUDA_HOME)/include
+
+$(PROCESS_FIXTURES_DIR)/lifecycle: test/fixtures/process/lifecycle.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PROCESS_FIXTURE_CFLAGS) -o $@ $< -L$(CUDA_HOME)/lib64 -lcudart \
+		-Wl,--enable-new-dtags -Wl,-rpath,$(CUDA_HOME)/lib64 -pthread
+
+BENCH_DIR := $(BUILD)/test/bench
+$(BENCH_DIR)/bench_collector: $(BUILD)/test/bench/bench_collector.o $(BUILD)/libprofcore.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ -pthread $(LDFLAGS_SAN)
+$(BENCH_DIR)/bench_call_cost: test/bench/bench_call_cost.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PROCESS_FIXTURE_CFLAGS) -o $@ $< -L$(CUDA_HOME)/lib64 -lcudart \
+		-Wl,--enable-new-dtags -Wl,-rpath,$(CUDA_HOME)/lib64 -ldl
+
+ifeq ($(HAVE_CUDA),1)
+TEST_FIXTURES := cuda-fixtures $(PROCESS_FIXTURES)
+BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_call_cost
+else
+TEST_FIXTURES :=
+BENCH_BINS := $(BENCH_DIR)/bench_collector
+endif
+
+unit: $(UNIT_RUN)
+	@set -e; for t in $(UNIT_BINS); do case " $(UNIT_RUN) " in *" $$t "*) echo "== $$t"; $$t --jobs 2;; esac; done
+	@set -e; for t in $(STRESS_BINS); do echo "== $$t"; $$t; done
+
+e2e: all report-fixtures $(TEST_FIXTURES)
+	PROF_BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME) $(PYTHON) -m pytest -q -rs test/e2e
+
+bench: all $(BENCH_BINS) $(TEST_FIXTURES)
+	BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME) sh test/bench/run.sh
+
+demo: all $(TEST_FIXTURES)
+	sh scripts/demo.sh $(abspath $(BUILD))
+
+deps:
+	sh scripts/install-deps.sh
+
+# The sanitized builds run the unit tests (the stress test included) in their own folder.
+check-san:
+	$(MAKE) SAN=address,undefined unit
+	$(MAKE) SAN=thread unit
+
+check: deps
+	$(MAKE) all
+	$(MAKE) unit
+	$(MAKE) check-san
+	$(MAKE) e2e
