@@ -6,7 +6,7 @@
 
 #include "collector.h"
 
-static inline struct prof_thread *emit_thread(void)
+static inline __attribute__((always_inline)) struct prof_thread *emit_thread(void)
 {
     struct prof_thread *t = prof_tls_thread;
     if (__builtin_expect(t != NULL, 1))
@@ -23,7 +23,7 @@ static inline int16_t emit_clamp_result(long result)
     return (int16_t)result;
 }
 
-static inline void emit_api_call(uint16_t api, long result, uint64_t start, uint64_t end,
+static inline __attribute__((always_inline)) void emit_api_call(uint16_t api, long result, uint64_t start, uint64_t end,
                                  const uint64_t *args, unsigned nargs)
 {
     struct prof_thread *t = emit_thread();

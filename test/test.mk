@@ -39,9 +39,9 @@ $(PROCESS_FIXTURES_DIR)/lifecycle: test/fixtures/process/lifecycle.c
 		-Wl,--enable-new-dtags -Wl,-rpath,$(CUDA_HOME)/lib64 -pthread
 
 BENCH_DIR := $(BUILD)/test/bench
-$(BENCH_DIR)/bench_collector: $(BUILD)/test/bench/bench_collector.o $(BUILD)/libprofcore.a
+$(BENCH_DIR)/bench_collector: $(BUILD)/test/bench/bench_collector.o $(BUILD)/libprofcore.a $(BUILD)/libprofreport.a
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ -pthread $(LDFLAGS_SAN)
+	$(CC) -o $@ $^ -ljansson -lstdc++ -pthread $(LDFLAGS_SAN)
 $(BENCH_DIR)/bench_call_cost: test/bench/bench_call_cost.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PROCESS_FIXTURE_CFLAGS) -o $@ $< -L$(CUDA_HOME)/lib64 -lcudart \

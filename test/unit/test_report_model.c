@@ -147,7 +147,7 @@ Test(report_model, spaces_devices_and_copies)
     trace_build_api_name(&b, 0, PROF_CAT_MEMORY, "cudaMallocManaged", "managed_alloc,bytes");
     trace_build_api_name(&b, 1, PROF_CAT_MEMORY, "cudaHostAlloc", "host_alloc,bytes");
     trace_build_api_name(&b, 2, PROF_CAT_MEMORY, "cudaMalloc", "device_alloc,bytes");
-    trace_build_api_name(&b, 3, PROF_CAT_DEVICE, "cudaSetDevice", "device");
+    trace_build_api_name(&b, 3, PROF_CAT_DEVICE, "cudaSetDevice", "set_device");
     trace_build_api_name(&b, 4, PROF_CAT_COPY, "cudaMemcpyAsync", "bytes,kind,stream");
     trace_build_api_name(&b, 5, PROF_CAT_COPY, "cudaMemcpyPeerAsync",
                          "bytes,dst_device,src_device,stream");

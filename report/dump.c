@@ -1,0 +1,217 @@
+#include "dump.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hashmap.h"
+#include "model.h"
+#include "trace_read.h"
+
+/* What dump remembers of an API_NAME record to name the arguments of later calls. */
+struct dump_api {
+    char *name;
+    char *args; /* comma separated */
+};
+
+static void dump_text(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c == '\n')
+            fputs("\\n", out);
+        else if (c < 0x20 || c == 0x7f)
+            fprintf(out, "\\x%02x", c);
+        else
+            fputc(c, out);
+    }
+    fputc('"', out);
+}
+
+static void dump_api_call(FILE *out, const struct trace_record *rec, const struct u64map *apis)
+{
+    const struct prof_rec_api_call *c = rec->data;
+    const struct dump_api *a = u64map_get_ptr(apis, c->api);
+    const uint64_t *args = (const uint64_t *)(c + 1);
+    size_t nargs = (rec->size - sizeof *c) / sizeof(uint64_t);
+    fprintf(out, " api=%u", c->api);
+    if (a)
+        fprintf(out, " (%s)", a->name);
+    fprintf(out, " result=%d start=%" PRIu64 " end=%" PRIu64 " dur=%" PRIu64, c->result, c->start,
+            c->end, c->end >= c->start ? c->end - c->start : 0);
+    const char *names = a ? a->args : "";
+    for (size_t i = 0; i < nargs; i++) {
+        size_t len = strcspn(names, ",");
+        char name[64];
+        if (len > 0 && len < sizeof name) {
+            memcpy(name, names, len);
+            name[len] = 0;
+        } else {
+            snprintf(name, sizeof name, "arg%zu", i);
+        }
+        names += len;
+        if (*names == ',')
+            names++;
+        if (!strcmp(name, "grid") || !strcmp(name, "block")) {
+            char dim[48];
+            model_dim3_format(args[i], dim, sizeof dim);
+            fprintf(out, " %s=%s", name, dim);
+        } else if (!strcmp(name, "bytes") || !strcmp(name, "kind") || !strcmp(name, "device") ||
+                   !strcmp(name, "src_device") || !strcmp(name, "dst_device") ||
+                   !strcmp(name, "shmem") || !strcmp(name, "value")) {
+            fprintf(out, " %s=%" PRIu64, name, args[i]);
+        } else {
+            fprintf(out, " %s=0x%" PRIx64, name, args[i]);
+        }
+    }
+}
+
+static void dump_record(FILE *out, const struct trace_record *rec, struct u64map *apis,
+                        struct u64map *strings)
+{
+    const char *type = trace_record_type_name(rec->type);
+    fprintf(out, "%" PRIu64 " %s", rec->offset, type ? type : "UNKNOWN");
+    switch (rec->type) {
+    case PROF_REC_META: {
+        size_t klen;
+        const char *k = trace_record_text(rec, sizeof(struct prof_record_header), &klen);
+        fprintf(out, " %s=", k);
+        dump_text(out, trace_record_text(rec, sizeof(struct prof_record_header) + klen + 1, NULL));
+        break;
+    }
+    case PROF_REC_STRING: {
+        const struct prof_rec_string *s = rec->data;
+        const char *text = trace_record_text(rec, sizeof *s, NULL);
+        fprintf(out, " id=%u text=", s->id);
+        dump_text(out, text);
+        uint64_t *slot = u64map_slot(strings, s->id);
+        if (slot) {
+            free((void *)(uintptr_t)*slot);
+            *slot = (uintptr_t)strdup(text);
+        }
+        break;
+    }
+    case PROF_REC_API_NAME: {
+        const struct prof_rec_api_name *n = rec->data;
+        size_t nlen;
+        const char *name = trace_record_text(rec, sizeof *n, &nlen);
+        const char *args = trace_record_text(rec, sizeof *n + nlen + 1, NULL);
+        fprintf(out, " api=%u name=%s category=%s nargs=%u args=%s", n->api, name,
+                model_category_name(n->category), n->nargs, args);
+        uint64_t *slot = u64map_slot(apis, n->api);
+        struct dump_api *a = slot ? (void *)(uintptr_t)*slot : NULL;
+        if (slot && !a && (a = calloc(1, sizeof *a)))
+            *slot = (uintptr_t)a;
+        if (a) {
+            free(a->name);
+            free(a->args);
+            a->name = strdup(name);
+            a->args = strdup(args);
+            if (!a->name || !a->args) {
+                fprintf(stderr, "profreport: out of memory\n");
+                exit(1);
+            }
+        }
+        break;
+    }
+    case PROF_REC_THREAD:
+        fprintf(out, " tid=%u", ((const struct prof_rec_thread *)rec->data)->tid);
+        break;
+    case PROF_REC_THREAD_NAME: {
+        const struct prof_rec_thread_name *n = rec->data;
+        fprintf(out, " tid=%u name=", n->tid);
+        dump_text(out, trace_record_text(rec, sizeof *n, NULL));
+        break;
+    }
+    case PROF_REC_CLOCK: {
+        const struct prof_rec_clock *c = rec->data;
+        fprintf(out, " ticks=%" PRIu64 " monotonic_ns=%" PRIu64 " realtime_ns=%" PRIu64, c->ticks,
+                c->monotonic_ns, c->realtime_ns);
+        break;
+    }
+    case PROF_REC_LOST: {
+        const struct prof_rec_lost *l = rec->data;
+        fprintf(out, " tid=%u count=%" PRIu64, l->tid, l->count);
+        break;
+    }
+    case PROF_REC_API_CALL:
+        dump_api_call(out, rec, apis);
+        break;
+    case PROF_REC_SYMBOL: {
+        const struct prof_rec_symbol *s = rec->data;
+        if (s->kind == PROF_SYMBOL_KERNEL_NAME) {
+            const char *text = u64map_get_ptr(strings, s->string_id);
+            fprintf(out, " kind=kernel_name address=0x%" PRIx64 " string=%u", s->address,
+                    s->string_id);
+            if (text) {
+                fputs(" name=", out);
+                dump_text(out, text);
+            }
+        } else if (s->kind == PROF_SYMBOL_KERNEL_ALIAS) {
+            fprintf(out, " kind=kernel_alias address=0x%" PRIx64 " target=0x%" PRIx64, s->address,
+                    s->target);
+        } else {
+            fprintf(out, " kind=%u address=0x%" PRIx64 " string=%u target=0x%" PRIx64, s->kind,
+                    s->address, s->string_id, s->target);
+        }
+        break;
+    }
+    case PROF_REC_NOTE:
+        fputs(" message=", out);
+        dump_text(out, trace_record_text(rec, sizeof(struct prof_rec_note), NULL));
+        break;
+    case PROF_REC_END: {
+        const struct prof_rec_end *e = rec->data;
+        fprintf(out, " ticks=%" PRIu64 " events_written=%" PRIu64 " events_lost=%" PRIu64, e->ticks,
+                e->events_written, e->events_lost);
+        break;
+    }
+    case PROF_REC_PAD:
+        break;
+    default:
+        fprintf(out, " type=%u", rec->type);
+        break;
+    }
+    fprintf(out, " size=%u\n", rec->size);
+}
+
+int dump_file(FILE *out, FILE *err, const char *path)
+{
+    char msg[512];
+    struct trace_reader *r = trace_reader_open(path, msg, sizeof msg);
+    if (!r) {
+        fprintf(err, "profreport: %s\n", msg);
+        return 1;
+    }
+    const struct prof_file_header *h = trace_reader_header(r);
+    fprintf(out, "# %s: profrun trace version %u, header %u bytes, features 0x%x%s%s\n", path,
+            h->version, h->header_size, h->features,
+            (h->features & PROF_FEATURE_CUDART) ? " cudart" : "",
+            (h->features & PROF_FEATURE_TSC_CLOCK) ? " tsc_clock" : "");
+    struct u64map apis, strings;
+    u64map_init(&apis);
+    u64map_init(&strings);
+    struct trace_record rec;
+    while (trace_reader_next(r, &rec))
+        dump_record(out, &rec, &apis, &strings);
+    const char *w = trace_reader_warning(r);
+    if (w)
+        fprintf(err, "profreport: %s\n", w);
+    fprintf(out, "# %" PRIu64 " records\n", trace_reader_count(r));
+    uint64_t k, v;
+    for (size_t i = 0; u64map_next(&apis, &i, &k, &v);) {
+        struct dump_api *a = (void *)(uintptr_t)v;
+        free(a->name);
+        free(a->args);
+        free(a);
+    }
+    for (size_t i = 0; u64map_next(&strings, &i, &k, &v);)
+        free((void *)(uintptr_t)v);
+    u64map_free(&apis);
+    u64map_free(&strings);
+    trace_reader_close(r);
+    return 0;
+}

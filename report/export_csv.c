@@ -1,0 +1,101 @@
+#include "export.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "format.h"
+
+static void export_csv_mem_row(FILE *out, const char *scope, const char *space,
+                               const struct model_mem_stats *m)
+{
+    format_csv_field(out, scope);
+    fprintf(out, ",%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", space,
+            m->alloc_count, m->alloc_bytes, m->free_count, m->free_bytes, m->peak_bytes);
+}
+
+int export_csv_write(FILE *out, const struct summary *s, size_t limit)
+{
+    char a[48], b[48], scope[64];
+
+    fprintf(out, "# api\nname,category,calls,errors,total_ns,avg_ns,min_ns,max_ns,percent\n");
+    for (size_t i = 0; i < s->napi && (!limit || i < limit); i++) {
+        const struct summary_api_row *r = &s->api[i];
+        format_csv_field(out, r->name);
+        fprintf(out, ",%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.1f,%" PRIu64 ",%" PRIu64 ",%.3f\n",
+                model_category_name(r->category), r->calls, r->errors, r->total_ns, r->avg_ns,
+                r->min_ns, r->max_ns, r->percent);
+    }
+
+    fprintf(out, "\n# kernels\nname,launches,errors,total_ns,avg_ns,grid,block\n");
+    for (size_t i = 0; i < s->nkernels && (!limit || i < limit); i++) {
+        const struct summary_kernel_row *r = &s->kernels[i];
+        format_csv_field(out, r->name);
+        fprintf(out, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.1f,", r->launches, r->errors,
+                r->total_ns, r->avg_ns);
+        a[0] = b[0] = 0;
+        if (r->has_grid)
+            model_dim3_format(r->grid, a, sizeof a);
+        if (r->has_block)
+            model_dim3_format(r->block, b, sizeof b);
+        format_csv_field(out, a);
+        fputc(',', out);
+        format_csv_field(out, b);
+        fputc('\n', out);
+    }
+
+    fprintf(out, "\n# memory\nscope,space,alloc_count,alloc_bytes,free_count,free_bytes,"
+                 "peak_bytes\n");
+    for (int m = 0; m < MODEL_SPACE_COUNT; m++)
+        export_csv_mem_row(out, "all", model_space_name(m), &s->mem[m]);
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        snprintf(scope, sizeof scope, "pid %lld", (long long)p->pid);
+        for (int m = 0; m < MODEL_SPACE_COUNT; m++)
+            export_csv_mem_row(out, scope, model_space_name(m), &p->mem[m]);
+        for (size_t d = 0; p->set_device_used && d < p->ndevice_mem; d++) {
+            snprintf(scope, sizeof scope, "pid %lld device %zu", (long long)p->pid, d);
+            export_csv_mem_row(out, scope, "device", &p->device_mem[d]);
+        }
+    }
+
+    fprintf(out, "\n# copies\ndirection,calls,errors,bytes,total_ns,gbps\n");
+    for (int d = 0; d < MODEL_DIR_COUNT; d++) {
+        const struct model_copy_stats *c = &s->copies[d];
+        if (c->calls)
+            fprintf(out, "%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.3f\n",
+                    model_direction_name(d), c->calls, c->errors, c->bytes, c->ns,
+                    format_gbps_value(c->bytes, c->ns));
+    }
+
+    fprintf(out, "\n# processes\nfile,pid,ppid,host,rank,command,clean_end,truncated,lost\n");
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        format_csv_field(out, p->file);
+        fprintf(out, ",%lld,%lld,", (long long)p->pid, (long long)p->ppid);
+        format_csv_field(out, p->host ? p->host : "");
+        if (p->rank >= 0)
+            fprintf(out, ",%lld,", (long long)p->rank);
+        else
+            fputs(",,", out);
+        format_csv_field(out, p->command ? p->command : "");
+        fprintf(out, ",%d,%d,%" PRIu64 "\n", p->clean_end, p->truncated, p->lost);
+    }
+
+    fprintf(out, "\n# threads\npid,tid,name,calls,api_time_ns,lost\n");
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        for (size_t k = 0; k < p->nthreads; k++) {
+            const struct model_thread *t = &p->threads[k];
+            fprintf(out, "%lld,%u,", (long long)p->pid, t->tid);
+            format_csv_field(out, t->name ? t->name : "");
+            fprintf(out, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", t->calls, t->api_ns, t->lost);
+        }
+    }
+
+    fprintf(out, "\n# warnings\nmessage\n");
+    for (size_t i = 0; i < s->nwarnings; i++) {
+        format_csv_field(out, s->warnings[i]);
+        fputc('\n', out);
+    }
+    return ferror(out) ? -1 : 0;
+}

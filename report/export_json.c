@@ -1,0 +1,178 @@
+#include "export.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+
+/* Builders that never fail in practice (jansson allocates), kept short at call sites. */
+static json_t *export_json_u64(uint64_t v)
+{
+    return json_integer((json_int_t)v);
+}
+
+/* A JSON string of s; bytes that are not valid UTF-8 (a kernel or file name may hold
+ * any) become '?' rather than losing the value. */
+static json_t *export_json_str(const char *s)
+{
+    if (!s)
+        return json_null();
+    json_t *j = json_string(s);
+    if (j)
+        return j;
+    char *copy = strdup(s);
+    if (!copy)
+        return json_null();
+    for (char *c = copy; *c; c++)
+        if ((unsigned char)*c >= 0x80)
+            *c = '?';
+    j = json_string(copy);
+    free(copy);
+    return j ? j : json_null();
+}
+
+static json_t *export_json_dim3(uint64_t packed, int present)
+{
+    char buf[48];
+    if (!present)
+        return json_null();
+    model_dim3_format(packed, buf, sizeof buf);
+    return json_string(buf);
+}
+
+static json_t *export_json_mem_stats(const struct model_mem_stats *m)
+{
+    return json_pack("{s:o,s:o,s:o,s:o,s:o}", "alloc_count", export_json_u64(m->alloc_count),
+                     "alloc_bytes", export_json_u64(m->alloc_bytes), "free_count",
+                     export_json_u64(m->free_count), "free_bytes", export_json_u64(m->free_bytes),
+                     "peak_bytes", export_json_u64(m->peak_bytes));
+}
+
+static json_t *export_json_memory(const struct model_mem_stats mem[MODEL_SPACE_COUNT])
+{
+    json_t *o = json_object();
+    for (int m = 0; m < MODEL_SPACE_COUNT; m++)
+        json_object_set_new(o, model_space_name(m), export_json_mem_stats(&mem[m]));
+    return o;
+}
+
+static json_t *export_json_meta(const struct model_process *p)
+{
+    json_t *o = json_object(), *argv = json_array();
+    for (size_t i = 0; i < p->nmeta; i++) {
+        if (!strcmp(p->meta[i].key, "argv"))
+            json_array_append_new(argv, export_json_str(p->meta[i].value));
+        else
+            json_object_set_new(o, p->meta[i].key, export_json_str(p->meta[i].value));
+    }
+    json_object_set_new(o, "argv", argv);
+    return o;
+}
+
+static json_t *export_json_process(const struct model_process *p)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "file", export_json_str(p->file));
+    json_object_set_new(o, "pid", p->pid >= 0 ? json_integer(p->pid) : json_null());
+    json_object_set_new(o, "ppid", p->ppid >= 0 ? json_integer(p->ppid) : json_null());
+    json_object_set_new(o, "host", export_json_str(p->host));
+    json_object_set_new(o, "rank", p->rank >= 0 ? json_integer(p->rank) : json_null());
+    json_object_set_new(o, "run_id", export_json_str(p->run_id));
+    json_object_set_new(o, "command", export_json_str(p->command));
+    json_object_set_new(o, "clean_end", json_boolean(p->clean_end));
+    json_object_set_new(o, "truncated", json_boolean(p->truncated));
+    json_object_set_new(o, "lost", export_json_u64(p->lost));
+    json_object_set_new(o, "records", export_json_u64(p->records));
+    json_t *notes = json_array();
+    for (size_t i = 0; i < p->nnotes; i++)
+        json_array_append_new(notes, export_json_str(p->notes[i]));
+    json_object_set_new(o, "notes", notes);
+    json_object_set_new(o, "meta", export_json_meta(p));
+    json_object_set_new(o, "memory", export_json_memory(p->mem));
+    if (p->set_device_used) {
+        json_t *devs = json_array();
+        for (size_t d = 0; d < p->ndevice_mem; d++) {
+            json_t *m = export_json_mem_stats(&p->device_mem[d]);
+            json_object_set_new(m, "device", json_integer((json_int_t)d));
+            json_array_append_new(devs, m);
+        }
+        json_object_set_new(o, "memory_by_device", devs);
+    }
+    json_t *threads = json_array();
+    for (size_t i = 0; i < p->nthreads; i++) {
+        const struct model_thread *t = &p->threads[i];
+        json_array_append_new(threads, json_pack("{s:I,s:o,s:o,s:o,s:o}", "tid", (json_int_t)t->tid,
+                                                 "name", export_json_str(t->name), "calls",
+                                                 export_json_u64(t->calls), "api_time_ns",
+                                                 export_json_u64(t->api_ns), "lost",
+                                                 export_json_u64(t->lost)));
+    }
+    json_object_set_new(o, "threads", threads);
+    return o;
+}
+
+int export_json_write(FILE *out, const struct summary *s, size_t limit)
+{
+    json_t *root = json_object();
+    json_t *runs = json_array();
+    for (size_t i = 0; i < s->nruns; i++)
+        json_array_append_new(runs,
+                              s->runs[i].id[0] ? export_json_str(s->runs[i].id) : json_null());
+    json_object_set_new(root, "runs", runs);
+
+    json_t *procs = json_array();
+    for (size_t i = 0; i < s->nprocs; i++)
+        json_array_append_new(procs, export_json_process(s->procs[i]));
+    json_object_set_new(root, "processes", procs);
+
+    json_t *api = json_array();
+    for (size_t i = 0; i < s->napi && (!limit || i < limit); i++) {
+        const struct summary_api_row *r = &s->api[i];
+        json_array_append_new(
+            api, json_pack("{s:o,s:s,s:o,s:o,s:o,s:f,s:o,s:o,s:f}", "name",
+                           export_json_str(r->name), "category", model_category_name(r->category),
+                           "calls", export_json_u64(r->calls), "errors", export_json_u64(r->errors),
+                           "total_ns", export_json_u64(r->total_ns), "avg_ns", r->avg_ns, "min_ns",
+                           export_json_u64(r->min_ns), "max_ns", export_json_u64(r->max_ns),
+                           "percent", r->percent));
+    }
+    json_object_set_new(root, "api", api);
+
+    json_t *kernels = json_array();
+    for (size_t i = 0; i < s->nkernels && (!limit || i < limit); i++) {
+        const struct summary_kernel_row *r = &s->kernels[i];
+        json_array_append_new(
+            kernels, json_pack("{s:o,s:o,s:o,s:o,s:f,s:o,s:o}", "name", export_json_str(r->name),
+                               "launches", export_json_u64(r->launches), "errors",
+                               export_json_u64(r->errors), "total_ns", export_json_u64(r->total_ns),
+                               "avg_ns", r->avg_ns, "grid", export_json_dim3(r->grid, r->has_grid),
+                               "block", export_json_dim3(r->block, r->has_block)));
+    }
+    json_object_set_new(root, "kernels", kernels);
+    json_object_set_new(root, "memory", export_json_memory(s->mem));
+
+    json_t *copies = json_array();
+    for (int d = 0; d < MODEL_DIR_COUNT; d++) {
+        const struct model_copy_stats *c = &s->copies[d];
+        if (!c->calls)
+            continue;
+        json_array_append_new(
+            copies,
+            json_pack("{s:s,s:o,s:o,s:o,s:o,s:f}", "direction", model_direction_name(d), "calls",
+                      export_json_u64(c->calls), "errors", export_json_u64(c->errors), "bytes",
+                      export_json_u64(c->bytes), "total_ns", export_json_u64(c->ns), "gbps",
+                      format_gbps_value(c->bytes, c->ns)));
+    }
+    json_object_set_new(root, "copies", copies);
+
+    json_t *warnings = json_array();
+    for (size_t i = 0; i < s->nwarnings; i++)
+        json_array_append_new(warnings, export_json_str(s->warnings[i]));
+    json_object_set_new(root, "warnings", warnings);
+
+    int rc = json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    fputc('\n', out);
+    json_decref(root);
+    return rc;
+}

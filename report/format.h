@@ -1,0 +1,20 @@
+/* format: numbers for people — durations, byte counts, rates — and CSV/text helpers
+ * shared by the writers. */
+#ifndef REPORT_FORMAT_H
+#define REPORT_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* "812 ns", "3.25 us", "41.0 ms", "2.503 s" */
+void format_ns(double ns, char *buf, size_t len);
+/* "512 B", "1.50 KiB", "2.00 GiB" */
+void format_bytes(uint64_t bytes, char *buf, size_t len);
+/* bytes per ns == GB/s (10^9 bytes per second); "-" when there is no time */
+void format_gbps(uint64_t bytes, uint64_t ns, char *buf, size_t len);
+double format_gbps_value(uint64_t bytes, uint64_t ns);
+/* Writes s as one CSV field, quoted when it holds a comma, quote or line break. */
+void format_csv_field(FILE *out, const char *s);
+
+#endif

@@ -1,0 +1,233 @@
+/* profreport: the offline reporter of profrun. Reads trace files and directories of them,
+ * prints the tables (text, JSON or CSV), or dumps one file's records. */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "dump.h"
+#include "export.h"
+#include "model.h"
+#include "summary.h"
+#include "tables.h"
+
+enum main_format { MAIN_FORMAT_TEXT, MAIN_FORMAT_JSON, MAIN_FORMAT_CSV };
+
+static void main_usage(FILE *out)
+{
+    fputs("usage: profreport [OPTIONS] PATH...\n"
+          "       profreport dump FILE\n"
+          "\n"
+          "Reads profrun traces (files, or directories: every *.trace in them) and prints\n"
+          "the CUDA API, kernel, memory, copy and process tables, merged over the inputs.\n"
+          "\n"
+          "  -f, --format FMT  text (default), json or csv\n"
+          "  -s, --sort KEY    order of the API and kernel tables: total (default), calls,\n"
+          "                    avg, min, max, errors or name\n"
+          "  -n, --limit N     show the first N rows of the API and kernel tables\n"
+          "      --run ID      report the run whose META run_id is ID\n"
+          "      --all-runs    merge every run found in the inputs (default: the latest)\n"
+          "  -h, --help        this help\n"
+          "\n"
+          "  dump FILE         print every record of FILE with its byte offset and fields\n"
+          "\n"
+          "Exit status: 0 report printed (a trace cut off part way is reported up to the cut,\n"
+          "with a warning); 1 an input could not be read as a trace; 2 bad usage.\n",
+          out);
+}
+
+static int main_bad_usage(const char *fmt, const char *what)
+{
+    fputs("profreport: ", stderr);
+    fprintf(stderr, fmt, what);
+    fputs("\nTry 'profreport --help' for usage.\n", stderr);
+    return 2;
+}
+
+struct main_inputs {
+    struct model_process **procs;
+    size_t n, cap;
+    int failed;
+};
+
+static void main_load(struct main_inputs *in, const char *path)
+{
+    char err[512];
+    struct model_process *p = model_load_file(path, err, sizeof err);
+    if (!p) {
+        fprintf(stderr, "profreport: %s\n", err);
+        in->failed = 1;
+        return;
+    }
+    if (in->n == in->cap) {
+        in->cap = in->cap ? in->cap * 2 : 16;
+        struct model_process **n = realloc(in->procs, in->cap * sizeof *n);
+        if (!n) {
+            fprintf(stderr, "profreport: out of memory\n");
+            exit(1);
+        }
+        in->procs = n;
+    }
+    in->procs[in->n++] = p;
+}
+
+static int main_is_trace_name(const struct dirent *d)
+{
+    size_t len = strlen(d->d_name);
+    return len > 6 && !strcmp(d->d_name + len - 6, ".trace");
+}
+
+static void main_load_path(struct main_inputs *in, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        fprintf(stderr, "profreport: %s: cannot open: %s\n", path, strerror(errno));
+        in->failed = 1;
+        return;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        main_load(in, path);
+        return;
+    }
+    struct dirent **names;
+    int n = scandir(path, &names, main_is_trace_name, alphasort);
+    if (n < 0) {
+        fprintf(stderr, "profreport: %s: cannot read directory: %s\n", path, strerror(errno));
+        in->failed = 1;
+        return;
+    }
+    if (n == 0)
+        fprintf(stderr, "profreport: %s: no *.trace files in this directory\n", path);
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(path) + strlen(names[i]->d_name) + 2;
+        char *full = malloc(len);
+        if (!full) {
+            fprintf(stderr, "profreport: out of memory\n");
+            exit(1);
+        }
+        snprintf(full, len, "%s%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/",
+                 names[i]->d_name);
+        struct stat fst;
+        if (stat(full, &fst) == 0 && S_ISREG(fst.st_mode))
+            main_load(in, full);
+        free(full);
+        free(names[i]);
+    }
+    free(names);
+}
+
+int main(int argc, char **argv)
+{
+    enum main_format format = MAIN_FORMAT_TEXT;
+    enum summary_sort sort = SUMMARY_SORT_TOTAL;
+    size_t limit = 0;
+    const char *run_id = NULL;
+    int all_runs = 0;
+
+    if (argc >= 2 && !strcmp(argv[1], "dump")) {
+        if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+            main_usage(stdout);
+            return 0;
+        }
+        if (argc != 3)
+            return main_bad_usage("dump takes one FILE%s", "");
+        return dump_file(stdout, stderr, argv[2]);
+    }
+
+    enum { OPT_RUN = 256, OPT_ALL_RUNS };
+    static const struct option options[] = {
+        {"format", required_argument, NULL, 'f'},
+        {"sort", required_argument, NULL, 's'},
+        {"limit", required_argument, NULL, 'n'},
+        {"run", required_argument, NULL, OPT_RUN},
+        {"all-runs", no_argument, NULL, OPT_ALL_RUNS},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    opterr = 0; /* our own one-line messages */
+    int c;
+    while ((c = getopt_long(argc, argv, ":f:s:n:h", options, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            if (!strcmp(optarg, "text"))
+                format = MAIN_FORMAT_TEXT;
+            else if (!strcmp(optarg, "json"))
+                format = MAIN_FORMAT_JSON;
+            else if (!strcmp(optarg, "csv"))
+                format = MAIN_FORMAT_CSV;
+            else
+                return main_bad_usage("unknown format '%s' (text, json or csv)", optarg);
+            break;
+        case 's':
+            if (summary_parse_sort(optarg, &sort) != 0)
+                return main_bad_usage("unknown sort key '%s' (total, calls, avg, min, max, "
+                                      "errors or name)",
+                                      optarg);
+            break;
+        case 'n': {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(optarg, &end, 10);
+            if (errno || end == optarg || *end || optarg[0] == '-')
+                return main_bad_usage("--limit wants a number, not '%s'", optarg);
+            limit = (size_t)v;
+            break;
+        }
+        case OPT_RUN:
+            run_id = optarg;
+            break;
+        case OPT_ALL_RUNS:
+            all_runs = 1;
+            break;
+        case 'h':
+            main_usage(stdout);
+            return 0;
+        case ':':
+            return main_bad_usage("option '%s' needs a value", argv[optind - 1]);
+        default:
+            return main_bad_usage("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (run_id && all_runs)
+        return main_bad_usage("--run and --all-runs exclude each other%s", "");
+    if (optind >= argc)
+        return main_bad_usage("no trace file or directory given%s", "");
+
+    struct main_inputs in = {0};
+    for (int i = optind; i < argc; i++)
+        main_load_path(&in, argv[i]);
+    if (in.n == 0) {
+        if (!in.failed) /* else each input has said why already */
+            fprintf(stderr, "profreport: no readable trace in the inputs\n");
+        free(in.procs);
+        return 1;
+    }
+    if (summary_select_run(in.procs, &in.n, run_id, all_runs, stderr) != 0) {
+        for (size_t i = 0; i < in.n; i++)
+            model_process_free(in.procs[i]);
+        free(in.procs);
+        return 1;
+    }
+
+    struct summary s;
+    summary_build(&s, in.procs, in.n);
+    summary_sort(&s, sort);
+    for (size_t i = 0; i < s.nwarnings; i++)
+        fprintf(stderr, "profreport: warning: %s\n", s.warnings[i]);
+    int rc = 0;
+    if (format == MAIN_FORMAT_JSON)
+        rc = export_json_write(stdout, &s, limit);
+    else if (format == MAIN_FORMAT_CSV)
+        rc = export_csv_write(stdout, &s, limit);
+    else
+        tables_print(stdout, &s, limit);
+    summary_free(&s);
+    if (fflush(stdout) != 0 || rc != 0) {
+        fprintf(stderr, "profreport: cannot write the report: %s\n", strerror(errno));
+        return 1;
+    }
+    return in.failed ? 1 : 0;
+}

@@ -1,0 +1,562 @@
+#include "model.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_read.h"
+
+static const char *const model_arg_names[MODEL_ARG_COUNT] = {
+    [MODEL_ARG_STREAM] = "stream",
+    [MODEL_ARG_BYTES] = "bytes",
+    [MODEL_ARG_KIND] = "kind",
+    [MODEL_ARG_DEVICE] = "device",
+    [MODEL_ARG_SET_DEVICE] = "set_device",
+    [MODEL_ARG_SRC_DEVICE] = "src_device",
+    [MODEL_ARG_DST_DEVICE] = "dst_device",
+    [MODEL_ARG_FUNC] = "func",
+    [MODEL_ARG_GRID] = "grid",
+    [MODEL_ARG_BLOCK] = "block",
+    [MODEL_ARG_SHMEM] = "shmem",
+    [MODEL_ARG_DEVICE_ALLOC] = "device_alloc",
+    [MODEL_ARG_HOST_ALLOC] = "host_alloc",
+    [MODEL_ARG_MANAGED_ALLOC] = "managed_alloc",
+    [MODEL_ARG_FREE_PTR] = "free_ptr",
+    [MODEL_ARG_EVENT] = "event",
+    [MODEL_ARG_GRAPH_EXEC] = "graph_exec",
+    [MODEL_ARG_VALUE] = "value",
+};
+
+const char *model_arg_name(enum model_arg a)
+{
+    return a < MODEL_ARG_COUNT ? model_arg_names[a] : "?";
+}
+
+const char *model_space_name(enum model_space s)
+{
+    static const char *const names[MODEL_SPACE_COUNT] = {"device", "host_pinned", "managed"};
+    return s < MODEL_SPACE_COUNT ? names[s] : "?";
+}
+
+const char *model_direction_name(enum model_direction d)
+{
+    static const char *const names[MODEL_DIR_COUNT] = {"HtoH",    "HtoD", "DtoH",   "DtoD",
+                                                       "Default", "PtoP", "memset", "unknown"};
+    return d < MODEL_DIR_COUNT ? names[d] : "?";
+}
+
+const char *model_category_name(unsigned category)
+{
+    static const char *const names[PROF_CAT_COUNT] = {
+        [PROF_CAT_OTHER] = "other",   [PROF_CAT_MEMORY] = "memory", [PROF_CAT_COPY] = "copy",
+        [PROF_CAT_SET] = "set",       [PROF_CAT_LAUNCH] = "launch", [PROF_CAT_SYNC] = "sync",
+        [PROF_CAT_STREAM] = "stream", [PROF_CAT_DEVICE] = "device",
+    };
+    return category < PROF_CAT_COUNT ? names[category] : "other";
+}
+
+void model_dim3_unpack(uint64_t packed, uint32_t *x, uint32_t *y, uint32_t *z)
+{
+    *x = (uint32_t)(packed & 0xffffffffu);
+    *y = (uint32_t)((packed >> 32) & 0xffffu);
+    *z = (uint32_t)(packed >> 48);
+}
+
+void model_dim3_format(uint64_t packed, char *buf, size_t len)
+{
+    uint32_t x, y, z;
+    model_dim3_unpack(packed, &x, &y, &z);
+    snprintf(buf, len, "%" PRIu32 ",%" PRIu32 ",%" PRIu32, x, y, z);
+}
+
+uint64_t model_histogram_mode(const struct u64map *hist)
+{
+    uint64_t best = 0, best_count = 0, k, v;
+    for (size_t i = 0; u64map_next(hist, &i, &k, &v);) {
+        if (v > best_count || (v == best_count && k < best)) {
+            best = k;
+            best_count = v;
+        }
+    }
+    return best;
+}
+
+static char *model_strdup(const char *s)
+{
+    char *d = strdup(s ? s : "");
+    if (!d) {
+        fprintf(stderr, "profreport: out of memory\n");
+        exit(1);
+    }
+    return d;
+}
+
+static void *model_grow(void *ptr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return ptr;
+    size_t n = *cap ? *cap : 8;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(ptr, n * elem);
+    if (!q) {
+        fprintf(stderr, "profreport: out of memory\n");
+        exit(1);
+    }
+    memset((char *)q + *cap * elem, 0, (n - *cap) * elem);
+    *cap = n;
+    return q;
+}
+
+static void model_push_string(char ***list, size_t *n, char *s)
+{
+    size_t cap = *n; /* lists grow one at a time: they hold a handful of entries */
+    *list = model_grow(*list, &cap, *n + 1, sizeof **list);
+    (*list)[(*n)++] = s;
+}
+
+void model_add_warning(struct model_process *p, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    model_push_string(&p->warnings, &p->nwarnings, model_strdup(buf));
+}
+
+struct model_process *model_process_new(const char *file, uint32_t features)
+{
+    struct model_process *p = calloc(1, sizeof *p);
+    if (!p) {
+        fprintf(stderr, "profreport: out of memory\n");
+        exit(1);
+    }
+    p->file = model_strdup(file);
+    p->features = features;
+    p->pid = p->ppid = p->rank = -1;
+    p->current_thread = SIZE_MAX;
+    p->ns_per_tick = 1.0;
+    u64map_init(&p->strings);
+    u64map_init(&p->kernel_names);
+    u64map_init(&p->kernel_alias);
+    u64map_init(&p->kernels);
+    return p;
+}
+
+static void model_api_free(struct model_api *a)
+{
+    if (!a)
+        return;
+    free(a->name);
+    for (size_t i = 0; i < a->nargs; i++)
+        free(a->arg_names[i]);
+    free(a->arg_names);
+    free(a);
+}
+
+void model_process_free(struct model_process *p)
+{
+    if (!p)
+        return;
+    uint64_t k, v;
+    free(p->file);
+    free(p->stop_warning);
+    for (size_t i = 0; i < p->nmeta; i++) {
+        free(p->meta[i].key);
+        free(p->meta[i].value);
+    }
+    free(p->meta);
+    free(p->host);
+    free(p->run_id);
+    free(p->command);
+    for (size_t i = 0; i < p->nthreads; i++)
+        free(p->threads[i].name);
+    free(p->threads);
+    for (size_t i = 0; i < p->napis; i++)
+        model_api_free(p->apis[i]);
+    free(p->apis);
+    for (size_t i = 0; u64map_next(&p->strings, &i, &k, &v);)
+        free((void *)(uintptr_t)v);
+    u64map_free(&p->strings);
+    u64map_free(&p->kernel_names);
+    u64map_free(&p->kernel_alias);
+    for (size_t i = 0; u64map_next(&p->kernels, &i, &k, &v);) {
+        struct model_kernel *kern = (void *)(uintptr_t)v;
+        free(kern->name);
+        u64map_free(&kern->grids);
+        u64map_free(&kern->blocks);
+        free(kern);
+    }
+    u64map_free(&p->kernels);
+    free(p->device_mem);
+    free(p->mem_events);
+    for (size_t i = 0; i < p->nnotes; i++)
+        free(p->notes[i]);
+    free(p->notes);
+    for (size_t i = 0; i < p->nwarnings; i++)
+        free(p->warnings[i]);
+    free(p->warnings);
+    free(p);
+}
+
+const char *model_meta_get(const struct model_process *p, const char *key)
+{
+    for (size_t i = 0; i < p->nmeta; i++)
+        if (!strcmp(p->meta[i].key, key))
+            return p->meta[i].value;
+    return NULL;
+}
+
+static struct model_thread *model_thread_get(struct model_process *p, uint32_t tid)
+{
+    for (size_t i = 0; i < p->nthreads; i++)
+        if (p->threads[i].tid == tid)
+            return &p->threads[i];
+    p->threads = model_grow(p->threads, &p->cap_threads, p->nthreads + 1, sizeof *p->threads);
+    struct model_thread *t = &p->threads[p->nthreads++];
+    memset(t, 0, sizeof *t);
+    t->tid = tid;
+    return t;
+}
+
+static struct model_thread *model_thread_current(struct model_process *p)
+{
+    /* Records before the first THREAD record belong to no known thread: tid 0. */
+    if (p->current_thread == SIZE_MAX)
+        p->current_thread = (size_t)(model_thread_get(p, 0) - p->threads);
+    return &p->threads[p->current_thread];
+}
+
+static struct model_api *model_api_get(struct model_process *p, uint16_t id)
+{
+    if (id >= p->napis) {
+        size_t cap = p->napis;
+        p->apis = model_grow(p->apis, &cap, (size_t)id + 1, sizeof *p->apis);
+        p->napis = cap;
+    }
+    if (!p->apis[id]) {
+        struct model_api *a = calloc(1, sizeof *a);
+        if (!a) {
+            fprintf(stderr, "profreport: out of memory\n");
+            exit(1);
+        }
+        char name[32];
+        snprintf(name, sizeof name, "api#%u", id);
+        a->id = id;
+        a->name = model_strdup(name);
+        for (int r = 0; r < MODEL_ARG_COUNT; r++)
+            a->role[r] = -1;
+        p->apis[id] = a;
+    }
+    return p->apis[id];
+}
+
+static void model_on_meta(struct model_process *p, const struct trace_record *rec)
+{
+    size_t klen;
+    const char *key = trace_record_text(rec, sizeof(struct prof_record_header), &klen);
+    char *k = model_strdup(key);
+    char *v =
+        model_strdup(trace_record_text(rec, sizeof(struct prof_record_header) + klen + 1, NULL));
+    size_t cap = p->nmeta;
+    p->meta = model_grow(p->meta, &cap, p->nmeta + 1, sizeof *p->meta);
+    p->meta[p->nmeta].key = k;
+    p->meta[p->nmeta].value = v;
+    p->nmeta++;
+
+    if (!strcmp(k, "pid"))
+        p->pid = strtoll(v, NULL, 10);
+    else if (!strcmp(k, "ppid"))
+        p->ppid = strtoll(v, NULL, 10);
+    else if (!strcmp(k, "rank") && *v)
+        p->rank = strtoll(v, NULL, 10);
+    else if (!strcmp(k, "host")) {
+        free(p->host);
+        p->host = model_strdup(v);
+    } else if (!strcmp(k, "run_id")) {
+        free(p->run_id);
+        p->run_id = model_strdup(v);
+    } else if (!strcmp(k, "start_realtime_ns"))
+        p->start_realtime_ns = strtoull(v, NULL, 10);
+    else if (!strcmp(k, "tsc_hz"))
+        p->tsc_hz = strtod(v, NULL);
+    else if (!strcmp(k, "argv")) {
+        /* Quote an argument that the shell would split, so the line reads back. */
+        int quote = !*v || strpbrk(v, " \t\n'\"\\$`") != NULL;
+        size_t old = p->command ? strlen(p->command) : 0;
+        size_t need = old + 1 + strlen(v) * 4 + 3;
+        char *c = realloc(p->command, need + 1);
+        if (!c) {
+            fprintf(stderr, "profreport: out of memory\n");
+            exit(1);
+        }
+        char *o = c + old;
+        if (old)
+            *o++ = ' ';
+        if (quote)
+            *o++ = '\'';
+        for (const char *s = v; *s; s++) {
+            if (quote && *s == '\'') {
+                memcpy(o, "'\\''", 4);
+                o += 4;
+            } else {
+                *o++ = *s;
+            }
+        }
+        if (quote)
+            *o++ = '\'';
+        *o = 0;
+        p->command = c;
+    }
+}
+
+static void model_on_api_name(struct model_process *p, const struct trace_record *rec)
+{
+    const struct prof_rec_api_name *r = rec->data;
+    struct model_api *a = model_api_get(p, r->api);
+    size_t nlen;
+    const char *name = trace_record_text(rec, sizeof *r, &nlen);
+    const char *args = trace_record_text(rec, sizeof *r + nlen + 1, NULL);
+    free(a->name);
+    a->name = model_strdup(name);
+    for (size_t i = 0; i < a->nargs; i++)
+        free(a->arg_names[i]);
+    free(a->arg_names);
+    a->arg_names = NULL;
+    a->nargs = 0;
+    a->defined = 1;
+    a->category = r->category;
+    for (int k = 0; k < MODEL_ARG_COUNT; k++)
+        a->role[k] = -1;
+    /* The list may name fewer arguments than nargs says, never more are used. */
+    size_t cap = 0;
+    for (const char *s = args; *s;) {
+        size_t len = strcspn(s, ",");
+        a->arg_names = model_grow(a->arg_names, &cap, a->nargs + 1, sizeof *a->arg_names);
+        char *n = strndup(s, len);
+        if (!n) {
+            fprintf(stderr, "profreport: out of memory\n");
+            exit(1);
+        }
+        for (int k = 0; k < MODEL_ARG_COUNT; k++)
+            if (!strcmp(n, model_arg_names[k]) && a->role[k] < 0)
+                a->role[k] = (int)a->nargs;
+        a->arg_names[a->nargs++] = n;
+        s += len;
+        if (*s == ',')
+            s++;
+    }
+    /* The argument name says that a successful call makes `set_device` the thread's
+     * current device (cudaSetDevice). */
+    a->is_set_device = a->role[MODEL_ARG_SET_DEVICE] >= 0;
+}
+
+static void model_on_api_call(struct model_process *p, const struct trace_record *rec)
+{
+    const struct prof_rec_api_call *c = rec->data;
+    struct model_api *a = model_api_get(p, c->api);
+    struct model_thread *t = model_thread_current(p);
+    uint64_t ticks = c->end >= c->start ? c->end - c->start : 0;
+    const uint64_t *args = (const uint64_t *)(c + 1);
+    size_t nargs = (rec->size - sizeof *c) / sizeof(uint64_t);
+
+    if (a->recorded == 0 || ticks < a->min_ticks)
+        a->min_ticks = ticks;
+    if (ticks > a->max_ticks)
+        a->max_ticks = ticks;
+    a->recorded++;
+    a->calls++;
+    a->total_ticks += ticks;
+    if (c->result != 0)
+        a->errors++;
+    t->calls++;
+    t->api_ticks += ticks;
+
+    int dev = a->role[MODEL_ARG_SET_DEVICE];
+    if (a->is_set_device && c->result == 0 && dev >= 0 && (size_t)dev < nargs) {
+        t->device = (int)args[dev];
+        p->set_device_used = 1;
+    }
+    model_memory_on_call(p, a, c, args, nargs);
+    model_kernel_on_call(p, a, c, args, nargs);
+}
+
+void model_add_record(struct model_process *p, const struct trace_record *rec)
+{
+    p->records++;
+    switch (rec->type) {
+    case PROF_REC_META:
+        model_on_meta(p, rec);
+        break;
+    case PROF_REC_STRING: {
+        const struct prof_rec_string *s = rec->data;
+        uint64_t *slot = u64map_slot(&p->strings, s->id);
+        if (!slot)
+            break;
+        free((void *)(uintptr_t)*slot);
+        *slot = (uintptr_t)model_strdup(trace_record_text(rec, sizeof *s, NULL));
+        break;
+    }
+    case PROF_REC_API_NAME:
+        model_on_api_name(p, rec);
+        break;
+    case PROF_REC_THREAD: {
+        const struct prof_rec_thread *t = rec->data;
+        p->current_thread = (size_t)(model_thread_get(p, t->tid) - p->threads);
+        break;
+    }
+    case PROF_REC_THREAD_NAME: {
+        const struct prof_rec_thread_name *n = rec->data;
+        struct model_thread *t = model_thread_get(p, n->tid);
+        free(t->name);
+        t->name = model_strdup(trace_record_text(rec, sizeof *n, NULL));
+        break;
+    }
+    case PROF_REC_CLOCK: {
+        const struct prof_rec_clock *c = rec->data;
+        if (p->nclocks == 0) {
+            p->clock_first_ticks = c->ticks;
+            p->clock_first_ns = c->monotonic_ns;
+        }
+        p->clock_last_ticks = c->ticks;
+        p->clock_last_ns = c->monotonic_ns;
+        p->nclocks++;
+        break;
+    }
+    case PROF_REC_LOST: {
+        const struct prof_rec_lost *l = rec->data;
+        model_thread_get(p, l->tid)->lost += l->count;
+        p->lost += l->count;
+        break;
+    }
+    case PROF_REC_API_CALL:
+        model_on_api_call(p, rec);
+        break;
+    case PROF_REC_LOST_CALLS: {
+        /* Calls a full ring dropped, summed per API: they count in the API table. */
+        const struct prof_rec_lost_calls *l = rec->data;
+        struct model_api *a = model_api_get(p, l->api);
+        struct model_thread *t = model_thread_get(p, l->tid);
+        a->calls += l->calls;
+        a->errors += l->errors;
+        a->total_ticks += l->ticks;
+        t->calls += l->calls;
+        t->api_ticks += l->ticks;
+        p->lost_calls += l->calls;
+        break;
+    }
+    case PROF_REC_SYMBOL: {
+        const struct prof_rec_symbol *s = rec->data;
+        uint64_t *slot = NULL;
+        if (s->kind == PROF_SYMBOL_KERNEL_NAME &&
+            (slot = u64map_slot(&p->kernel_names, s->address)))
+            *slot = s->string_id;
+        else if (s->kind == PROF_SYMBOL_KERNEL_ALIAS &&
+                 (slot = u64map_slot(&p->kernel_alias, s->address)))
+            *slot = s->target;
+        break;
+    }
+    case PROF_REC_NOTE:
+        model_push_string(&p->notes, &p->nnotes,
+                          model_strdup(trace_record_text(rec, sizeof(struct prof_rec_note), NULL)));
+        break;
+    case PROF_REC_END: {
+        const struct prof_rec_end *e = rec->data;
+        p->clean_end = 1;
+        p->end_lost = e->events_lost;
+        break;
+    }
+    default: /* PAD and types this reader does not know: skipped by size */
+        break;
+    }
+}
+
+uint64_t model_ticks_to_ns(const struct model_process *p, uint64_t ticks)
+{
+    return (uint64_t)((double)ticks * p->ns_per_tick + 0.5);
+}
+
+static void model_clock_finish(struct model_process *p)
+{
+    p->ns_per_tick = 1.0;
+    if (!(p->features & PROF_FEATURE_TSC_CLOCK))
+        return; /* ticks are CLOCK_MONOTONIC nanoseconds already */
+    if (p->nclocks >= 2 && p->clock_last_ticks > p->clock_first_ticks &&
+        p->clock_last_ns >= p->clock_first_ns) {
+        /* A linear fit between the first and the last pair: the TSC rate is constant on
+         * the machines we run on, and the span between them is the whole run. */
+        p->ns_per_tick = (double)(p->clock_last_ns - p->clock_first_ns) /
+                         (double)(p->clock_last_ticks - p->clock_first_ticks);
+        return;
+    }
+    if (p->tsc_hz > 0) {
+        p->ns_per_tick = 1e9 / p->tsc_hz;
+        model_add_warning(p,
+                          "%s: %zu usable CLOCK record(s); tick rate estimated from META "
+                          "tsc_hz = %.0f Hz",
+                          p->file, p->nclocks, p->tsc_hz);
+    } else {
+        model_add_warning(p,
+                          "%s: %zu usable CLOCK record(s) and no META tsc_hz; times are "
+                          "shown in TSC ticks, not ns",
+                          p->file, p->nclocks);
+    }
+}
+
+void model_finish(struct model_process *p)
+{
+    model_clock_finish(p);
+    for (size_t i = 0; i < p->napis; i++) {
+        struct model_api *a = p->apis[i];
+        if (!a)
+            continue;
+        a->total_ns = model_ticks_to_ns(p, a->total_ticks);
+        a->min_ns = model_ticks_to_ns(p, a->min_ticks);
+        a->max_ns = model_ticks_to_ns(p, a->max_ticks);
+    }
+    for (size_t i = 0; i < p->nthreads; i++)
+        p->threads[i].api_ns = model_ticks_to_ns(p, p->threads[i].api_ticks);
+    for (int d = 0; d < MODEL_DIR_COUNT; d++)
+        p->copies[d].ns = model_ticks_to_ns(p, p->copies[d].ticks);
+    model_memory_finish(p);
+    model_kernel_finish(p);
+    if (p->end_lost > p->lost)
+        p->lost = p->end_lost;
+    if (p->lost && p->lost_calls >= p->lost)
+        model_add_warning(p,
+                          "%s (pid %lld): %llu events dropped from the timeline (ring full; "
+                          "raise PROF_RING_KB): API call counts and times include them, the "
+                          "memory, copy and kernel tables do not",
+                          p->file, (long long)p->pid, (unsigned long long)p->lost);
+    else if (p->lost)
+        model_add_warning(p, "%s (pid %lld): %llu events lost (ring full); counts are short",
+                          p->file, (long long)p->pid, (unsigned long long)p->lost);
+    if (p->unmatched_frees)
+        model_add_warning(p,
+                          "%s (pid %lld): %llu frees of pointers allocated before profiling "
+                          "or lost; not counted",
+                          p->file, (long long)p->pid, (unsigned long long)p->unmatched_frees);
+}
+
+struct model_process *model_load_file(const char *path, char *err, size_t errlen)
+{
+    struct trace_reader *r = trace_reader_open(path, err, errlen);
+    if (!r)
+        return NULL;
+    struct model_process *p = model_process_new(path, trace_reader_header(r)->features);
+    struct trace_record rec;
+    while (trace_reader_next(r, &rec))
+        model_add_record(p, &rec);
+    const char *w = trace_reader_warning(r);
+    if (w) {
+        p->truncated = 1;
+        p->stop_warning = model_strdup(w);
+        model_add_warning(p, "%s", w);
+    }
+    trace_reader_close(r);
+    model_finish(p);
+    return p;
+}

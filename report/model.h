@@ -1,0 +1,207 @@
+/* model: what one trace file (one process) says, aggregated while its records stream by:
+ * metadata, threads, API names and calls, kernels, memory and copies. Raw records are not
+ * kept; only memory calls are held until the file ends, to pair allocations and frees in
+ * time order across threads. Times are aggregated in ticks and converted to nanoseconds
+ * once the file's CLOCK records are all known (model_finish). */
+#ifndef REPORT_MODEL_H
+#define REPORT_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hashmap.h"
+#include "trace_format.h"
+
+/* Arguments the reporter understands, by the names API_NAME records give them. */
+enum model_arg {
+    MODEL_ARG_STREAM,
+    MODEL_ARG_BYTES,
+    MODEL_ARG_KIND,
+    MODEL_ARG_DEVICE,
+    MODEL_ARG_SRC_DEVICE,
+    MODEL_ARG_DST_DEVICE,
+    MODEL_ARG_FUNC,
+    MODEL_ARG_GRID,
+    MODEL_ARG_BLOCK,
+    MODEL_ARG_SHMEM,
+    MODEL_ARG_DEVICE_ALLOC,
+    MODEL_ARG_HOST_ALLOC,
+    MODEL_ARG_MANAGED_ALLOC,
+    MODEL_ARG_FREE_PTR,
+    MODEL_ARG_EVENT,
+    MODEL_ARG_GRAPH_EXEC,
+    MODEL_ARG_VALUE,
+    MODEL_ARG_SET_DEVICE,
+    MODEL_ARG_COUNT
+};
+
+enum model_space {
+    MODEL_SPACE_DEVICE,
+    MODEL_SPACE_HOST_PINNED,
+    MODEL_SPACE_MANAGED,
+    MODEL_SPACE_COUNT
+};
+
+enum model_direction {
+    MODEL_DIR_HTOH, /* cudaMemcpyKind 0..4 in order */
+    MODEL_DIR_HTOD,
+    MODEL_DIR_DTOH,
+    MODEL_DIR_DTOD,
+    MODEL_DIR_DEFAULT,
+    MODEL_DIR_PTOP,
+    MODEL_DIR_MEMSET,
+    MODEL_DIR_UNKNOWN,
+    MODEL_DIR_COUNT
+};
+
+struct model_mem_stats {
+    uint64_t alloc_count, alloc_bytes;
+    uint64_t free_count, free_bytes;
+    uint64_t peak_bytes;
+    uint64_t live_bytes; /* while pairing; what is still allocated at the end */
+};
+
+struct model_copy_stats {
+    uint64_t calls, errors, bytes;
+    uint64_t ticks, ns;
+};
+
+struct model_api {
+    int defined; /* an API_NAME record named it */
+    uint16_t id;
+    uint8_t category;
+    char *name;
+    size_t nargs;
+    char **arg_names;
+    int role[MODEL_ARG_COUNT]; /* argument index of each role, or -1 */
+    int is_set_device;
+    uint64_t calls, errors; /* recorded calls and dropped ones (LOST_CALLS) */
+    uint64_t recorded;      /* calls with a record of their own: min and max come from these */
+    uint64_t total_ticks, min_ticks, max_ticks;
+    uint64_t total_ns, min_ns, max_ns; /* set by model_finish */
+};
+
+struct model_thread {
+    uint32_t tid;
+    char *name;
+    uint64_t calls;
+    uint64_t api_ticks, api_ns;
+    uint64_t lost;
+    int device; /* current device (cudaSetDevice), 0 at start */
+};
+
+struct model_kernel {
+    uint64_t func; /* the address a launch passed */
+    char *name;    /* demangled, set by model_finish */
+    uint64_t launches, errors;
+    uint64_t ticks, ns;
+    struct u64map grids;  /* packed dim3 -> launches */
+    struct u64map blocks; /* packed dim3 -> launches */
+};
+
+struct model_meta {
+    char *key;
+    char *value;
+};
+
+struct model_mem_event; /* private to model_memory.c */
+
+struct model_process {
+    char *file;
+    uint32_t features;
+    uint64_t records;
+    int clean_end; /* an END record was read */
+    int truncated; /* the reader stopped at a cut-off or corrupt record */
+    char *stop_warning;
+
+    struct model_meta *meta;
+    size_t nmeta;
+    int64_t pid, ppid; /* -1 when unknown */
+    int64_t rank;      /* -1 when not set */
+    char *host, *run_id, *command;
+    uint64_t start_realtime_ns;
+    double tsc_hz;
+
+    struct model_thread *threads;
+    size_t nthreads, cap_threads;
+    size_t current_thread; /* index in threads, or SIZE_MAX before a THREAD record */
+
+    struct model_api **apis; /* indexed by api id */
+    size_t napis;
+
+    struct u64map strings;      /* string id -> char * */
+    struct u64map kernel_names; /* address -> string id */
+    struct u64map kernel_alias; /* address -> address */
+    struct u64map kernels;      /* func -> struct model_kernel * */
+
+    struct model_copy_stats copies[MODEL_DIR_COUNT];
+    struct model_mem_stats mem[MODEL_SPACE_COUNT];
+    struct model_mem_stats *device_mem; /* device space per device id, if set_device_used */
+    size_t ndevice_mem;
+    int set_device_used;
+    uint64_t unmatched_frees;
+
+    struct model_mem_event *mem_events;
+    size_t nmem_events, cap_mem_events;
+
+    char **notes;
+    size_t nnotes;
+    char **warnings;
+    size_t nwarnings;
+
+    uint64_t lost;       /* sum of LOST records */
+    uint64_t lost_calls; /* sum of LOST_CALLS records: dropped calls still in the API sums */
+    uint64_t end_lost; /* END's events_lost */
+
+    size_t nclocks;
+    uint64_t clock_first_ticks, clock_first_ns, clock_last_ticks, clock_last_ns;
+    double ns_per_tick;
+};
+
+/* Reads a whole trace file into a new process model (model_finish included). On an error
+ * that prevents reading it at all, returns NULL with a one-line message in err. A file
+ * cut off or corrupt part way is not an error: the model has truncated set and
+ * stop_warning says where. */
+struct model_process *model_load_file(const char *path, char *err, size_t errlen);
+void model_process_free(struct model_process *p);
+
+/* The pieces model_load_file is made of, for tests that feed records themselves. */
+struct model_process *model_process_new(const char *file, uint32_t features);
+struct trace_record;
+void model_add_record(struct model_process *p, const struct trace_record *rec);
+void model_finish(struct model_process *p);
+
+/* Duration in ticks -> ns with the process's clock fit. */
+uint64_t model_ticks_to_ns(const struct model_process *p, uint64_t ticks);
+const char *model_meta_get(const struct model_process *p, const char *key);
+void model_add_warning(struct model_process *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* dim3 packed as x in bits 0-31, y in 32-47, z in 48-63. */
+void model_dim3_unpack(uint64_t packed, uint32_t *x, uint32_t *y, uint32_t *z);
+/* "x,y,z" */
+void model_dim3_format(uint64_t packed, char *buf, size_t len);
+/* The most frequent key of a count histogram (ties: the smaller key); 0 if empty. */
+uint64_t model_histogram_mode(const struct u64map *hist);
+
+const char *model_arg_name(enum model_arg a);
+const char *model_space_name(enum model_space s);
+const char *model_direction_name(enum model_direction d);
+const char *model_category_name(unsigned category);
+
+/* model_memory.c: memory calls, paired at the end of the file. */
+void model_memory_on_call(struct model_process *p, const struct model_api *api,
+                          const struct prof_rec_api_call *call, const uint64_t *args, size_t nargs);
+void model_memory_finish(struct model_process *p);
+
+/* model_kernel.c: launches and symbol names. */
+void model_kernel_on_call(struct model_process *p, const struct model_api *api,
+                          const struct prof_rec_api_call *call, const uint64_t *args, size_t nargs);
+void model_kernel_finish(struct model_process *p);
+/* The name of a kernel address: follows aliases, demangles; "kernel@0x..." if unknown.
+ * Returns a malloc'd string. */
+char *model_kernel_resolve(const struct model_process *p, uint64_t address);
+/* __cxa_demangle, or a copy of name when it is not a mangled C++ name. */
+char *model_demangle(const char *name);
+
+#endif

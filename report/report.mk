@@ -1,0 +1,32 @@
+# profreport: the offline reporter (report/*.c), linked with jansson and, for
+# __cxa_demangle only, libstdc++.
+#
+#   $(PROFREPORT)            build/bin/profreport
+#   REPORT_LIB_OBJS          every report object but main.o, for unit tests
+#   $(BUILD)/libprofreport.a those objects as a library
+#   report-fixtures          synthetic traces for the report tests, in $(BUILD)/test/traces/
+
+REPORT_SRCS := $(wildcard report/*.c)
+REPORT_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(REPORT_SRCS))
+REPORT_LIB_OBJS := $(filter-out $(BUILD)/report/main.o,$(REPORT_OBJS))
+REPORT_LDLIBS := -ljansson -lstdc++
+
+$(PROFREPORT): $(REPORT_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDFLAGS_SAN) $(REPORT_LDLIBS)
+
+$(BUILD)/libprofreport.a: $(REPORT_LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+REPORT_FIXTURE_TOOL := $(BUILD)/test/make_traces
+REPORT_FIXTURE_DIR := $(BUILD)/test/traces
+
+$(REPORT_FIXTURE_TOOL): $(BUILD)/test/fixtures/traces/make_traces.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDFLAGS_SAN)
+
+.PHONY: report-fixtures
+report-fixtures: $(REPORT_FIXTURE_TOOL)
+	@rm -rf $(REPORT_FIXTURE_DIR)
+	$(REPORT_FIXTURE_TOOL) $(REPORT_FIXTURE_DIR)

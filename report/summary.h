@@ -1,0 +1,77 @@
+/* summary: the tables of a report, merged over the processes (trace files) selected:
+ * run selection, API rows merged by name, kernels merged by name, memory and copies
+ * summed, warnings gathered. The text, JSON and CSV writers print a summary. */
+#ifndef REPORT_SUMMARY_H
+#define REPORT_SUMMARY_H
+
+#include <stdio.h>
+
+#include "model.h"
+
+struct summary_api_row {
+    char *name;
+    unsigned category;
+    uint64_t calls, errors;
+    uint64_t total_ns, min_ns, max_ns;
+    double avg_ns, percent;
+};
+
+struct summary_kernel_row {
+    char *name;
+    uint64_t launches, errors, total_ns;
+    double avg_ns;
+    uint64_t grid, block; /* packed dim3, the most common of each */
+    int has_grid, has_block;
+    struct u64map grids, blocks;
+};
+
+struct summary_run {
+    char *id; /* "" when the files carry no run_id */
+    uint64_t start_realtime_ns;
+    size_t nfiles;
+};
+
+struct summary {
+    struct model_process **procs; /* owned; sorted by rank, pid, file */
+    size_t nprocs;
+    struct summary_run *runs; /* the runs reported */
+    size_t nruns;
+    struct summary_api_row *api;
+    size_t napi;
+    uint64_t api_total_ns;
+    struct summary_kernel_row *kernels;
+    size_t nkernels;
+    struct model_mem_stats mem[MODEL_SPACE_COUNT]; /* counts summed, peak = largest */
+    struct model_copy_stats copies[MODEL_DIR_COUNT];
+    char **warnings;
+    size_t nwarnings;
+};
+
+enum summary_sort {
+    SUMMARY_SORT_TOTAL,
+    SUMMARY_SORT_CALLS,
+    SUMMARY_SORT_AVG,
+    SUMMARY_SORT_MIN,
+    SUMMARY_SORT_MAX,
+    SUMMARY_SORT_ERRORS,
+    SUMMARY_SORT_NAME
+};
+
+/* 0 and *out set for "total", "calls", ...; -1 for anything else. */
+int summary_parse_sort(const char *s, enum summary_sort *out);
+
+/* Keeps the processes of one run: run_id when not NULL, every run when all_runs, else the
+ * latest (largest start_realtime_ns). When the inputs hold several runs and neither was
+ * given, says on notes which exist and how to pick. Frees the processes not kept and
+ * updates *n. Returns -1 (message on notes) when run_id matches no input. */
+int summary_select_run(struct model_process **procs, size_t *n, const char *run_id, int all_runs,
+                       FILE *notes);
+
+/* Builds s from procs[0..n), taking ownership of them (and of the array). */
+void summary_build(struct summary *s, struct model_process **procs, size_t n);
+/* Orders the API and kernel rows: name ascending, any other key descending, ties by
+ * name. */
+void summary_sort(struct summary *s, enum summary_sort key);
+void summary_free(struct summary *s);
+
+#endif

@@ -1,0 +1,269 @@
+#include "trace_read.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Big enough to amortize read() calls, and always more than one record (PROF_RECORD_MAX)
+ * so a record never has to straddle two buffers. */
+#define TRACE_READ_BUFFER (4u << 20)
+
+struct trace_reader {
+    int fd;
+    char *path;
+    struct prof_file_header header;
+    uint64_t *buf;       /* u64 so records are 8-byte aligned in memory */
+    size_t pos;          /* next unread byte in buf */
+    size_t len;          /* valid bytes in buf */
+    uint64_t buf_offset; /* file offset of buf[0] */
+    int eof;
+    uint64_t count;
+    enum trace_read_stop stop;
+    char warning[512];
+};
+
+static const uint16_t trace_min_sizes[PROF_REC_TYPE_COUNT] = {
+    [PROF_REC_PAD] = 8,
+    [PROF_REC_META] = 8,
+    [PROF_REC_STRING] = sizeof(struct prof_rec_string),
+    [PROF_REC_API_NAME] = sizeof(struct prof_rec_api_name),
+    [PROF_REC_THREAD] = sizeof(struct prof_rec_thread),
+    [PROF_REC_THREAD_NAME] = sizeof(struct prof_rec_thread_name),
+    [PROF_REC_CLOCK] = sizeof(struct prof_rec_clock),
+    [PROF_REC_LOST] = sizeof(struct prof_rec_lost),
+    [PROF_REC_API_CALL] = sizeof(struct prof_rec_api_call),
+    [PROF_REC_SYMBOL] = sizeof(struct prof_rec_symbol),
+    [PROF_REC_NOTE] = sizeof(struct prof_rec_note),
+    [PROF_REC_END] = sizeof(struct prof_rec_end),
+};
+
+static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
+    [PROF_REC_PAD] = "PAD",           [PROF_REC_META] = "META",
+    [PROF_REC_STRING] = "STRING",     [PROF_REC_API_NAME] = "API_NAME",
+    [PROF_REC_THREAD] = "THREAD",     [PROF_REC_THREAD_NAME] = "THREAD_NAME",
+    [PROF_REC_CLOCK] = "CLOCK",       [PROF_REC_LOST] = "LOST",
+    [PROF_REC_API_CALL] = "API_CALL", [PROF_REC_SYMBOL] = "SYMBOL",
+    [PROF_REC_NOTE] = "NOTE",         [PROF_REC_END] = "END",
+};
+
+uint16_t trace_record_min_size(uint16_t type)
+{
+    if (type < PROF_REC_TYPE_COUNT)
+        return trace_min_sizes[type];
+    return 8; /* a header rounded up to the record alignment */
+}
+
+const char *trace_record_type_name(uint16_t type)
+{
+    return type < PROF_REC_TYPE_COUNT ? trace_type_names[type] : NULL;
+}
+
+/* Reads until n bytes are in buf[pos..] or the file ends; returns the bytes available. */
+static size_t trace_fill(struct trace_reader *r, size_t n)
+{
+    char *b = (char *)r->buf;
+    if (r->len - r->pos >= n || r->eof)
+        return r->len - r->pos;
+    /* Move the unread tail to the front, keeping 8-byte alignment (pos is a multiple of
+     * 8 because every record size is). */
+    size_t keep = r->len - r->pos;
+    memmove(b, b + r->pos, keep);
+    r->buf_offset += r->pos;
+    r->pos = 0;
+    r->len = keep;
+    while (r->len < n && !r->eof) {
+        ssize_t got = read(r->fd, b + r->len, TRACE_READ_BUFFER - r->len);
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            r->stop = TRACE_STOP_IO;
+            snprintf(r->warning, sizeof r->warning,
+                     "%s: read error at byte %llu (%s); reporting the %llu records before it",
+                     r->path, (unsigned long long)(r->buf_offset + r->len), strerror(errno),
+                     (unsigned long long)r->count);
+            r->eof = 1;
+            break;
+        }
+        if (got == 0)
+            r->eof = 1;
+        r->len += (size_t)got;
+    }
+    return r->len - r->pos;
+}
+
+struct trace_reader *trace_reader_open(const char *path, char *err, size_t errlen)
+{
+    struct trace_reader *r = calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    r->fd = -1;
+    r->path = strdup(path);
+    r->buf = malloc(TRACE_READ_BUFFER);
+    if (!r->path || !r->buf) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        goto fail;
+    }
+    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (r->fd < 0) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        goto fail;
+    }
+    size_t have = trace_fill(r, sizeof r->header);
+    if (r->stop == TRACE_STOP_IO) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (have < PROF_TRACE_MAGIC_LEN || memcmp(r->buf, PROF_TRACE_MAGIC, PROF_TRACE_MAGIC_LEN)) {
+        snprintf(err, errlen, "%s: not a profrun trace (bad magic)", path);
+        goto fail;
+    }
+    if (have < sizeof r->header) {
+        snprintf(err, errlen, "%s: truncated file header (%zu of %zu bytes)", path, have,
+                 sizeof r->header);
+        goto fail;
+    }
+    memcpy(&r->header, r->buf, sizeof r->header);
+    if (r->header.version > PROF_TRACE_VERSION) {
+        snprintf(err, errlen,
+                 "%s: written by a newer profrun (format version %u, this reader "
+                 "knows %d)",
+                 path, r->header.version, PROF_TRACE_VERSION);
+        goto fail;
+    }
+    if (r->header.version == 0) {
+        snprintf(err, errlen, "%s: bad format version 0", path);
+        goto fail;
+    }
+    if (r->header.header_size < sizeof r->header) {
+        snprintf(err, errlen, "%s: bad header size %u (less than %zu)", path, r->header.header_size,
+                 sizeof r->header);
+        goto fail;
+    }
+    /* A larger header is a later extension of it: skip what we do not know. Records
+     * after it must stay 8-byte aligned in the buffer, so round the skip within it. */
+    have = trace_fill(r, r->header.header_size);
+    if (have < r->header.header_size) {
+        snprintf(err, errlen, "%s: truncated file header (%zu of %u bytes)", path, have,
+                 r->header.header_size);
+        goto fail;
+    }
+    r->pos = r->header.header_size;
+    if (r->pos % PROF_RECORD_ALIGN) {
+        char *b = (char *)r->buf;
+        memmove(b, b + r->pos, r->len - r->pos);
+        r->buf_offset += r->pos;
+        r->len -= r->pos;
+        r->pos = 0;
+    }
+    return r;
+fail:
+    trace_reader_close(r);
+    return NULL;
+}
+
+void trace_reader_close(struct trace_reader *r)
+{
+    if (!r)
+        return;
+    if (r->fd >= 0)
+        close(r->fd);
+    free(r->path);
+    free(r->buf);
+    free(r);
+}
+
+int trace_reader_next(struct trace_reader *r, struct trace_record *rec)
+{
+    if (r->stop != TRACE_STOP_NONE)
+        return 0;
+    size_t have = trace_fill(r, sizeof(struct prof_record_header));
+    if (r->stop != TRACE_STOP_NONE)
+        return 0;
+    uint64_t offset = r->buf_offset + r->pos;
+    if (have == 0)
+        return 0;
+    if (have < sizeof(struct prof_record_header)) {
+        r->stop = TRACE_STOP_TRUNCATED;
+        goto truncated;
+    }
+    struct prof_record_header h;
+    memcpy(&h, (char *)r->buf + r->pos, sizeof h);
+    if (h.size < sizeof h || h.size % PROF_RECORD_ALIGN || h.size < trace_record_min_size(h.type)) {
+        r->stop = TRACE_STOP_CORRUPT;
+        snprintf(r->warning, sizeof r->warning,
+                 "%s: corrupt record at byte %llu (type %u, size %u); reporting the %llu "
+                 "records before it",
+                 r->path, (unsigned long long)offset, h.type, h.size, (unsigned long long)r->count);
+        return 0;
+    }
+    have = trace_fill(r, h.size);
+    if (r->stop != TRACE_STOP_NONE)
+        return 0;
+    if (have < h.size) {
+        r->stop = TRACE_STOP_TRUNCATED;
+        goto truncated;
+    }
+    rec->offset = offset;
+    rec->type = h.type;
+    rec->size = h.size;
+    rec->data = (char *)r->buf + r->pos;
+    r->pos += h.size;
+    r->count++;
+    return 1;
+truncated:
+    snprintf(r->warning, sizeof r->warning,
+             "%s: truncated at byte %llu (record cut off); reporting the %llu records before it",
+             r->path, (unsigned long long)offset, (unsigned long long)r->count);
+    return 0;
+}
+
+const struct prof_file_header *trace_reader_header(const struct trace_reader *r)
+{
+    return &r->header;
+}
+
+const char *trace_reader_path(const struct trace_reader *r)
+{
+    return r->path;
+}
+
+uint64_t trace_reader_count(const struct trace_reader *r)
+{
+    return r->count;
+}
+
+enum trace_read_stop trace_reader_stop(const struct trace_reader *r)
+{
+    return r->stop;
+}
+
+const char *trace_reader_warning(const struct trace_reader *r)
+{
+    return r->stop == TRACE_STOP_NONE ? NULL : r->warning;
+}
+
+const char *trace_record_text(const struct trace_record *rec, size_t off, size_t *len)
+{
+    size_t n = 0;
+    const char *s = "";
+    if (off < rec->size) {
+        s = (const char *)rec->data + off;
+        n = strnlen(s, rec->size - off);
+        /* A text that fills the record without a NUL is cut at the record's end: the
+         * caller gets it NUL-terminated through a copy. */
+        if (n == rec->size - off) {
+            static __thread char bounce[PROF_RECORD_MAX + 1];
+            memcpy(bounce, s, n);
+            bounce[n] = 0;
+            s = bounce;
+        }
+    }
+    if (len)
+        *len = n;
+    return s;
+}

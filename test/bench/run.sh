@@ -1,0 +1,23 @@
+#!/bin/sh
+# Benchmarks of issue-level goals; each prints a ratio or rate measured in one run.
+# Called by `make bench` with BUILD (absolute build folder) and CUDA_HOME set.
+set -e
+B=${BUILD:?}
+echo "== collector: drain rate, paced load without drops, bytes per record"
+"$B/test/bench/bench_collector"
+if [ -x "$B/test/bench/bench_call_cost" ] && [ -f "$B/test/doubles/libcudart.so.13" ]; then
+    echo "== added cost per intercepted call (device double's cudaGetDevice)"
+    out=$(mktemp -d)
+    # Default settings; 20 000 calls (480 KB of records) per round, then a 120 ms pause.
+    LD_LIBRARY_PATH="$B/test/doubles" \
+        "$B/bin/profrun" --no-report -o "$out" -- "$B/test/bench/bench_call_cost" 20000 40 120
+    "$B/bin/profreport" --format json "$out" | /usr/bin/python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+row = [a for a in r["api"] if a["name"] == "cudaGetDevice"][0]
+lost = sum(p["lost"] for p in r["processes"])
+print("call cost: report counts %d cudaGetDevice calls, %d events lost from the timeline" % (row["calls"], lost))'
+    rm -rf "$out"
+else
+    echo "== call cost: skipped (no CUDA toolkit: the device double is not built)"
+fi

@@ -1,0 +1,287 @@
+"""profreport on synthetic traces (test/fixtures/traces/make_traces.c, `make report-fixtures`).
+
+Every expected number below follows from the calls written in make_traces.c: rank 0 of
+run-b (pid 1000, ns clock) and rank 1 (pid 2000, TSC at 3 ticks/ns, other API ids).
+"""
+import csv
+import io
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import BUILD, PROFREPORT, report, report_json, api_row
+
+TRACES = os.path.join(BUILD, "test", "traces")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def traces():
+    tool = os.path.join(BUILD, "test", "make_traces")
+    if not os.path.exists(tool) or not os.path.exists(PROFREPORT):
+        pytest.skip("build profreport and the fixtures first: make build/bin/profreport "
+                    "report-fixtures")
+    subprocess.run([tool, TRACES], check=True)
+
+
+def t(*parts):
+    return os.path.join(TRACES, *parts)
+
+
+def run(*args):
+    return subprocess.run([PROFREPORT] + list(args), capture_output=True, text=True, timeout=60)
+
+
+def expect(name):
+    with open(t("bad", name + ".expect")) as f:
+        _, byte, _, records = f.read().split()
+    return int(byte), int(records)
+
+
+def test_api_table_merges_processes_by_name():
+    rep = report_json(t("run"))
+    assert rep["runs"] == ["run-b"]
+    malloc = api_row(rep, "cudaMalloc")
+    assert malloc["calls"] == 7
+    assert malloc["errors"] == 1
+    assert malloc["total_ns"] == 700  # rank 1's 300 ticks are 100 ns
+    assert malloc["min_ns"] == 100 and malloc["max_ns"] == 100
+    assert malloc["category"] == "memory"
+    launch = api_row(rep, "cudaLaunchKernel")
+    assert (launch["calls"], launch["errors"], launch["total_ns"]) == (7, 1, 80)
+    assert launch["min_ns"] == 10 and launch["max_ns"] == 20
+    total = sum(r["total_ns"] for r in rep["api"])
+    assert total == 8610
+    sync = api_row(rep, "cudaDeviceSynchronize")
+    assert sync["percent"] == pytest.approx(100.0 * 5000 / 8610)
+    assert [r["name"] for r in rep["api"]][:4] == [
+        "cudaDeviceSynchronize", "cudaMemcpy", "cudaMemcpyPeer", "cudaMalloc"]
+
+
+def test_sort_and_limit():
+    rep = report_json(t("run"), "--sort", "calls", "--limit", "2")
+    assert [r["name"] for r in rep["api"]] == ["cudaLaunchKernel", "cudaMalloc"]
+    rep = report_json(t("run"), "--sort", "name")
+    names = [r["name"] for r in rep["api"]]
+    assert names == sorted(names)
+    rep = report_json(t("run"), "--sort", "errors", "--limit", "1")
+    assert [r["name"] for r in rep["api"]] == ["cudaLaunchKernel"]  # ties by name
+    rep = report_json(t("run"), "--sort", "max", "--limit", "1")
+    assert rep["api"][0]["name"] == "cudaDeviceSynchronize"
+
+
+def test_kernels_demangled_aliased_and_unknown():
+    rep = report_json(t("run"))
+    by_name = {k["name"]: k for k in rep["kernels"]}
+    a = by_name["kernelA(float*, int)"]
+    assert (a["launches"], a["errors"], a["total_ns"]) == (5, 0, 50)
+    assert a["grid"] == "128,1,1" and a["block"] == "256,1,1"
+    b = by_name["kernel_b"]  # launched through a handle aliased to the stub
+    assert (b["launches"], b["errors"], b["grid"], b["block"]) == (1, 1, "1,1,1", "32,1,1")
+    u = by_name["kernel@0xd0"]
+    assert u["grid"] == "2,2,2" and u["block"] == "8,8,1"
+    assert rep["kernels"][0]["name"] == "kernelA(float*, int)"
+
+
+def test_memory_per_process_and_peak():
+    rep = report_json(t("run"))
+    procs = {p["pid"]: p for p in rep["processes"]}
+    dev0 = procs[1000]["memory"]["device"]
+    # a 100, b 50, free a, c 70, then d 20 on device 1: peak 150
+    assert dev0 == {"alloc_count": 4, "alloc_bytes": 240, "free_count": 1, "free_bytes": 100,
+                    "peak_bytes": 150}
+    assert procs[1000]["memory"]["host_pinned"]["peak_bytes"] == 1024
+    assert procs[1000]["memory"]["host_pinned"]["free_count"] == 1
+    devs = {d["device"]: d for d in procs[1000]["memory_by_device"]}
+    assert devs[0]["alloc_bytes"] == 220 and devs[0]["peak_bytes"] == 150
+    assert devs[1]["alloc_bytes"] == 20
+    assert procs[2000]["memory"]["device"]["peak_bytes"] == 400
+    top = rep["memory"]["device"]
+    assert top["alloc_count"] == 6 and top["alloc_bytes"] == 640
+    assert top["peak_bytes"] == 400  # the largest per-process peak, not a sum
+    assert rep["memory"]["managed"]["alloc_count"] == 0
+
+
+def test_copies_and_sets():
+    rep = report_json(t("run"))
+    copies = {c["direction"]: c for c in rep["copies"]}
+    assert set(copies) == {"HtoD", "DtoH", "PtoP", "memset"}
+    assert (copies["HtoD"]["calls"], copies["HtoD"]["bytes"], copies["HtoD"]["total_ns"]) == (
+        1, 4096, 1000)
+    assert copies["HtoD"]["gbps"] == pytest.approx(4.096)
+    assert copies["DtoH"]["gbps"] == pytest.approx(2.0)
+    assert copies["PtoP"]["bytes"] == 2048
+    assert copies["memset"]["bytes"] == 256
+
+
+def test_processes_and_threads():
+    rep = report_json(t("run"))
+    p0, p1 = rep["processes"]
+    assert (p0["pid"], p0["ppid"], p0["host"], p0["rank"]) == (1000, 1, "node7", 0)
+    assert p1["rank"] == 1
+    assert p0["command"] == "python3 train.py --name 'my run'"
+    assert p0["clean_end"] is True and p0["truncated"] is False
+    assert p0["lost"] == 3
+    assert p0["notes"] == ["cupti: not available (test fixture)"]
+    threads = {th["tid"]: th for th in p0["threads"]}
+    assert threads[1000] == {"tid": 1000, "name": "python3", "calls": 11, "api_time_ns": 1960,
+                             "lost": 0}
+    assert threads[1001]["calls"] == 9 and threads[1001]["api_time_ns"] == 6430
+    assert threads[1001]["lost"] == 3
+    assert any("3 events lost" in w for w in rep["warnings"])
+    assert p0["meta"]["env.CUDA_VISIBLE_DEVICES"] == "0,1"
+
+
+def test_text_report():
+    out = report(t("run")).stdout
+    assert "CUDA API summary (2 processes" in out
+    assert "cudaDeviceSynchronize" in out and "5.00 us" in out
+    assert "kernelA(float*, int)" in out
+    assert "GB/s over API time" in out
+    assert "pid 1000 device 1" in out
+    assert "python3 train.py --name 'my run'" in out
+    assert "cupti: not available (test fixture)" in out
+
+
+def test_csv_sections():
+    out = report(t("run"), "--format", "csv").stdout
+    sections = {}
+    for block in out.strip().split("\n\n"):
+        lines = block.split("\n")
+        assert lines[0].startswith("# ")
+        sections[lines[0][2:]] = list(csv.DictReader(io.StringIO("\n".join(lines[1:]))))
+    assert set(sections) >= {"api", "kernels", "memory", "copies", "processes", "threads"}
+    malloc = [r for r in sections["api"] if r["name"] == "cudaMalloc"][0]
+    assert malloc["calls"] == "7" and malloc["total_ns"] == "700"
+    kern = [r for r in sections["kernels"] if r["name"] == "kernelA(float*, int)"][0]
+    assert kern["grid"] == "128,1,1"
+
+
+def test_multiple_runs_latest_by_default():
+    proc = run("--format", "json", t("multi"))
+    assert proc.returncode == 0
+    rep = json.loads(proc.stdout)
+    assert rep["runs"] == ["run-b"]
+    assert sorted(p["pid"] for p in rep["processes"]) == [1000, 2000]
+    assert "run-a" in proc.stderr and "--run ID" in proc.stderr and "--all-runs" in proc.stderr
+    rep = report_json(t("multi"), "--run", "run-a")
+    assert [p["pid"] for p in rep["processes"]] == [3000]
+    assert api_row(rep, "cudaMalloc")["total_ns"] == 300
+    rep = report_json(t("multi"), "--all-runs")
+    assert sorted(rep["runs"]) == ["run-a", "run-b"]
+    assert api_row(rep, "cudaMalloc")["calls"] == 8
+    proc = run("--run", "nope", t("multi"))
+    assert proc.returncode == 1 and "nope" in proc.stderr
+
+
+def test_several_files_merge():
+    rep = report_json(t("run", "rank0.trace"), t("run", "rank1.trace"))
+    assert len(rep["processes"]) == 2
+
+
+@pytest.mark.parametrize("name", ["truncated", "corrupt"])
+def test_damaged_file_reports_what_was_read(name):
+    byte, records = expect(name)
+    proc = run("--format", "json", t("bad", name + ".trace"))
+    assert proc.returncode == 0
+    what = "truncated at byte %d (record cut off)" % byte if name == "truncated" \
+        else "corrupt record at byte %d" % byte
+    assert what in proc.stderr
+    assert "reporting the %d records before it" % records in proc.stderr
+    rep = json.loads(proc.stdout)
+    p = rep["processes"][0]
+    assert p["truncated"] is True and p["clean_end"] is False
+    # The cut is at cudaMemcpyPeer: the memory of thread 1000 and the frees before it stay.
+    assert api_row(rep, "cudaMalloc")["calls"] == 4
+    assert api_row(rep, "cudaMemcpyPeer") is None
+    assert p["memory"]["device"]["peak_bytes"] == 150
+    out = run(t("bad", name + ".trace")).stdout
+    assert "process did not finish writing (killed?)" in out
+
+
+@pytest.mark.parametrize("name,message", [
+    ("foreign", "not a profrun trace (bad magic)"),
+    ("newer", "written by a newer profrun (format version 2, this reader knows 1)"),
+    ("smallhdr", "bad header size 16"),
+])
+def test_unreadable_file_exits_1(name, message):
+    proc = run(t("bad", name + ".trace"))
+    assert proc.returncode == 1
+    assert message in proc.stderr
+    assert proc.stderr.count("\n") == 1  # one clear line
+    assert proc.stdout == ""
+
+
+def test_missing_path_exits_1():
+    proc = run(t("does-not-exist.trace"))
+    assert proc.returncode == 1
+    assert "No such file or directory" in proc.stderr
+
+
+def test_bad_file_among_good_ones_still_reports_but_fails():
+    proc = run("--format", "json", t("bad", "foreign.trace"), t("run"))
+    assert proc.returncode == 1
+    assert "bad magic" in proc.stderr
+    assert len(json.loads(proc.stdout)["processes"]) == 2
+
+
+def test_tsc_single_clock_uses_tsc_hz():
+    proc = run("--format", "json", t("tsc1.trace"))
+    assert proc.returncode == 0
+    assert "tsc_hz" in proc.stderr
+    assert api_row(json.loads(proc.stdout), "cudaDeviceSynchronize")["total_ns"] == 1000
+
+
+def test_unknown_records_keys_and_args_are_skipped():
+    rep = report_json(t("odd.trace"))
+    row = api_row(rep, "cudaFuture")
+    assert (row["calls"], row["total_ns"]) == (2, 110)
+    p = rep["processes"][0]
+    assert p["clean_end"] is False and p["truncated"] is False
+    assert p["meta"]["x.custom"] == "kept"
+
+
+def test_dump():
+    proc = run("dump", t("odd.trace"))
+    assert proc.returncode == 0
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("# ") and "version 1" in lines[0]
+    assert '32 META pid="5000" size=16' in lines
+    assert "x.custom=\"kept\"" in proc.stdout
+    assert any(l.startswith("424 UNKNOWN type=200") for l in lines)
+    calls = [l for l in lines if " API_CALL " in l]
+    assert len(calls) == 2
+    assert "(cudaFuture)" in calls[0] and "bytes=8 frobnicate=0x1234" in calls[0]
+    out = run("dump", t("run", "rank0.trace")).stdout
+    assert "grid=128,1,1 block=256,1,1" in out
+    assert 'name="_Z7kernelAPfi"' in out
+    assert " END " in out
+
+
+def test_dump_of_truncated_file():
+    byte, records = expect("truncated")
+    proc = run("dump", t("bad", "truncated.trace"))
+    assert proc.returncode == 0
+    assert "truncated at byte %d" % byte in proc.stderr
+    assert len([l for l in proc.stdout.splitlines() if not l.startswith("#")]) == records
+
+
+def test_usage_errors():
+    proc = run("--bogus", t("run"))
+    assert proc.returncode == 2
+    assert "unknown option '--bogus'" in proc.stderr and "--help" in proc.stderr
+    for args in (["--format", "xml"], ["--sort", "speed"], ["--limit", "x"], [],
+                 ["--run", "a", "--all-runs"]):
+        proc = run(*(args + [t("run")] if args else []))
+        assert proc.returncode == 2, args
+        assert "--help" in proc.stderr
+    proc = run("--help")
+    assert proc.returncode == 0 and "usage: profreport" in proc.stdout
+    assert "--sort" in proc.stdout and "dump FILE" in proc.stdout
+
+
+def test_empty_directory_exits_1(tmp_path):
+    proc = run(str(tmp_path))
+    assert proc.returncode == 1
+    assert "no *.trace files" in proc.stderr
