@@ -450,11 +450,30 @@ static void collector_write_thread_names(void)
     }
 }
 
+/* Ticks per second over a short sleep, so that a trace cut off before its later CLOCK
+ * records still converts ticks well (the reader prefers the CLOCK records' longer span). */
+static void collector_measure_tsc(void)
+{
+    if (!prof_clock_tsc)
+        return;
+    uint64_t t0, m0, r0, t1, m1, r1;
+    clock_sample(&t0, &m0, &r0);
+    struct timespec ts = {0, 20 * 1000000L};
+    nanosleep(&ts, NULL);
+    clock_sample(&t1, &m1, &r1);
+    if (m1 <= m0)
+        return;
+    char hz[32];
+    snprintf(hz, sizeof hz, "%.0f", (double)(t1 - t0) * 1e9 / (double)(m1 - m0));
+    collector_add_meta("tsc_hz", hz);
+}
+
 static void *collector_main(void *arg)
 {
     (void)arg;
     prof_tls_busy = 1; /* nothing this thread does is an event */
     prctl(PR_SET_NAME, "prof-collector", 0, 0, 0);
+    collector_measure_tsc();
     unsigned passes = 0;
     while (!atomic_load(&collector_stop)) {
         struct timespec ts = {0, (long)collector_cfg.flush_ms * 1000000L};

@@ -42,7 +42,7 @@ _Static_assert(offsetof(struct prof_file_header, features) == 12, "features offs
 
 enum prof_record_type {
     PROF_REC_PAD = 0,         /* filler; skipped */
-    PROF_REC_META = 1,        /* process metadata: "key\0value\0" */
+    PROF_REC_META = 1,        /* process metadata: header, then "key\0value\0" at byte 4 */
     PROF_REC_STRING = 2,      /* interned string: id, text */
     PROF_REC_API_NAME = 3,    /* API id -> name, category, argument names */
     PROF_REC_THREAD = 4,      /* the records that follow belong to this thread */
@@ -77,7 +77,19 @@ enum prof_api_category {
 };
 
 /* One intercepted call: 24 bytes, then (size - 24) / 8 u64 arguments whose names the
- * API_NAME record of the same api id lists, comma separated. */
+ * API_NAME record of the same api id lists, comma separated. The names a reader may rely on:
+ *   bytes          size of an allocation, copy or set
+ *   kind           cudaMemcpyKind (0 HtoH, 1 HtoD, 2 DtoH, 3 DtoD, 4 Default)
+ *   src_device, dst_device  devices of a peer copy
+ *   device_alloc, host_alloc, managed_alloc  pointer an allocation returned (0 on failure)
+ *   free_ptr       pointer freed
+ *   set_device     device a successful call makes the thread's current one
+ *   device         device a call asks about
+ *   func           host stub or cudaKernel_t of a launch (see SYMBOL)
+ *   stub           host stub a registration call names (not a launch)
+ *   grid, block    dim3: x in bits 0-31, y in 32-47, z in 48-63
+ *   shmem, stream, event, graph_exec, value, count  as named
+ * Readers ignore names they do not know. */
 struct prof_rec_api_call {
     struct prof_record_header h;
     uint16_t api;

@@ -65,7 +65,8 @@ e2e: all report-fixtures $(TEST_FIXTURES)
 bench: all $(BENCH_BINS) $(TEST_FIXTURES)
 	BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME) sh test/bench/run.sh
 
-demo: all $(TEST_FIXTURES)
+demo: deps
+	$(MAKE) all $(TEST_FIXTURES)
 	sh scripts/demo.sh $(abspath $(BUILD))
 
 deps:
