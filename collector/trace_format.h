@@ -54,6 +54,11 @@ enum prof_record_type {
     PROF_REC_NOTE = 10,       /* a message from the profiler (a part turned off, …) */
     PROF_REC_END = 11,        /* the process finished writing cleanly */
     PROF_REC_LOST_CALLS = 12, /* calls of one API whose records a full ring dropped */
+    PROF_REC_PY_FUNC = 13,    /* a Python function, or a C function called from Python */
+    PROF_REC_PY_NODE = 14,    /* a node of one thread's Python call tree */
+    PROF_REC_PY_STATS = 15,   /* cumulative counts and times of one call-tree node */
+    PROF_REC_PY_SPAN = 16,    /* one Python call above the span threshold (timeline) */
+    PROF_REC_PY_GAP = 17,     /* an interval this thread's Python calls were not seen */
     PROF_REC_TYPE_COUNT
 };
 
@@ -199,6 +204,75 @@ struct prof_rec_end {
     uint64_t events_lost;
 };
 _Static_assert(sizeof(struct prof_rec_end) == 32, "end record");
+
+/* ---- Python ----
+ * Python calls are aggregated per thread into a call tree (META python.scheme =
+ * "calltree"): a node is a call path (parent node + function). The tree's counts are
+ * exact — every call and return the interpreter reported — whatever the volume; only the
+ * timeline (PY_SPAN) is limited to calls at or above META python.span_threshold_ns.
+ * PY_NODE and PY_STATS records follow a THREAD record naming the tree's thread; node ids
+ * are unique in the process, 0 means "no parent" (a root). PY_STATS values are
+ * cumulative: a later record for the same node replaces an earlier one. */
+
+enum prof_py_func_kind {
+    PROF_PY_FUNC_PYTHON = 1, /* a code object: name is co_name, file and line its own */
+    PROF_PY_FUNC_C = 2       /* a builtin: name as cProfile shows it, e.g.
+                              * "<built-in method builtins.len>" or
+                              * "<method 'append' of 'list' objects>"; file "~", line 0 */
+};
+
+struct prof_rec_py_func {
+    struct prof_record_header h;
+    uint32_t func_id;
+    uint32_t name_sid;     /* string ids (STRING records); 0 = unknown */
+    uint32_t qualname_sid; /* qualified name (co_qualname, or built for Python < 3.11) */
+    uint32_t file_sid;
+    uint32_t module_sid;
+    uint32_t line; /* co_firstlineno */
+    uint16_t kind;
+    uint16_t reserved;
+};
+_Static_assert(sizeof(struct prof_rec_py_func) == 32, "py func record");
+
+struct prof_rec_py_node {
+    struct prof_record_header h;
+    uint32_t node_id;
+    uint32_t parent_id; /* 0: called at the top of this thread's stack */
+    uint32_t func_id;
+};
+_Static_assert(sizeof(struct prof_rec_py_node) == 16, "py node record");
+
+struct prof_rec_py_stats {
+    struct prof_record_header h;
+    uint32_t node_id;
+    uint64_t calls;
+    uint64_t total_ticks; /* inclusive time of every call of this node */
+    uint64_t self_ticks;  /* total_ticks minus the time of the node's children */
+    uint64_t api_calls;   /* intercepted API calls (CUDA, ...) made with this node innermost */
+    uint64_t api_ticks;   /* their time */
+};
+_Static_assert(sizeof(struct prof_rec_py_stats) == 48, "py stats record");
+_Static_assert(offsetof(struct prof_rec_py_stats, calls) == 8, "py stats calls offset");
+
+struct prof_rec_py_span {
+    struct prof_record_header h;
+    uint32_t node_id;
+    uint64_t start; /* ticks */
+    uint64_t end;
+};
+_Static_assert(sizeof(struct prof_rec_py_span) == 24, "py span record");
+
+enum prof_py_gap_reason {
+    PROF_PY_GAP_OTHER_PROFILER = 1 /* the program installed its own profile function */
+};
+
+struct prof_rec_py_gap {
+    struct prof_record_header h;
+    uint32_t reason;
+    uint64_t start; /* ticks */
+    uint64_t end;   /* ticks; 0: not covered until the end of the trace */
+};
+_Static_assert(sizeof(struct prof_rec_py_gap) == 24, "py gap record");
 
 static inline uint32_t prof_record_align(uint32_t n)
 {
