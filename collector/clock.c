@@ -5,15 +5,19 @@
 #endif
 
 int prof_clock_tsc;
+_Atomic uint64_t prof_clock_hz;
 
 void clock_init(void)
 {
+    atomic_store(&prof_clock_hz, 1000000000u); /* CLOCK_MONOTONIC ns, unless TSC below */
 #ifdef PROF_CLOCK_HAVE_TSC
     unsigned a, b, c, d;
     /* CPUID 0x80000007 EDX bit 8: the TSC is invariant (constant rate, runs in every
      * C-state), so ticks from any core of this machine share one time base. */
-    if (__get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8)))
+    if (__get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8))) {
         prof_clock_tsc = 1;
+        atomic_store(&prof_clock_hz, 0);
+    }
 #endif
 }
 

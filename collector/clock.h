@@ -3,6 +3,7 @@
 #ifndef PROF_CLOCK_H
 #define PROF_CLOCK_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -11,6 +12,8 @@
 #endif
 
 extern int prof_clock_tsc; /* set once by clock_init, read on every event */
+/* Ticks per second once measured (the collector does, 20 ms after it starts); 0 before. */
+extern _Atomic uint64_t prof_clock_hz;
 
 void clock_init(void);
 uint64_t clock_monotonic_ns(void);

@@ -20,6 +20,7 @@
 #define COLLECTOR_PROFILER_VERSION "0.1.0"
 
 _Atomic int prof_recording;
+void (*prof_api_observer)(uint64_t ticks);
 __thread struct prof_thread *prof_tls_thread PROF_TLS;
 __thread int prof_tls_busy PROF_TLS;
 
@@ -38,6 +39,11 @@ static int collector_api_table_count;
 /* Threads push themselves at the head with a CAS; only the drain-lock holder unlinks,
  * and only nodes that are not the head, so pushers and the unlinker never write the
  * same pointer. */
+#define COLLECTOR_MAX_SOURCES 4
+static void (*collector_sources[COLLECTOR_MAX_SOURCES])(int fresh);
+static int collector_source_count;
+static int collector_sources_fresh = 1; /* the file is new: sources write everything */
+
 static struct prof_thread *_Atomic collector_threads;
 static pthread_key_t collector_thread_key;
 
@@ -199,6 +205,29 @@ void collector_count_lost_call(struct prof_thread *t, uint16_t api, int failed, 
                               memory_order_relaxed);
     atomic_store_explicit(&e->ticks, atomic_load_explicit(&e->ticks, memory_order_relaxed) + ticks,
                           memory_order_relaxed);
+}
+
+void collector_add_source(void (*drain)(int fresh))
+{
+    if (collector_source_count < COLLECTOR_MAX_SOURCES)
+        collector_sources[collector_source_count++] = drain;
+}
+
+void collector_write_thread(uint32_t tid)
+{
+    struct prof_rec_thread th = {{PROF_REC_THREAD, sizeof th}, tid};
+    writer_append(&th, sizeof th);
+}
+
+void collector_write(const void *data, size_t len)
+{
+    writer_append(data, len);
+}
+
+void collector_add_process_record(const void *rec, size_t len)
+{
+    const struct prof_record_header *h = rec;
+    metalog_append(h->type, rec, len, NULL, NULL);
 }
 
 uint32_t collector_intern(const char *text)
@@ -418,6 +447,9 @@ static uint64_t collector_drain(int from_signal)
         prev = t;
         t = next;
     }
+    for (int i = 0; i < collector_source_count; i++)
+        collector_sources[i](collector_sources_fresh);
+    collector_sources_fresh = 0;
     collector_written += drained;
     return drained;
 }
@@ -464,7 +496,9 @@ static void collector_measure_tsc(void)
     if (m1 <= m0)
         return;
     char hz[32];
-    snprintf(hz, sizeof hz, "%.0f", (double)(t1 - t0) * 1e9 / (double)(m1 - m0));
+    double rate = (double)(t1 - t0) * 1e9 / (double)(m1 - m0);
+    atomic_store(&prof_clock_hz, (uint64_t)rate);
+    snprintf(hz, sizeof hz, "%.0f", rate);
     collector_add_meta("tsc_hz", hz);
 }
 
@@ -597,6 +631,7 @@ void collector_atfork_child(void)
     pthread_setspecific(collector_thread_key, NULL);
     writer_abandon();
     collector_metalog_offset = 0; /* the child's file gets every string and symbol again */
+    collector_sources_fresh = 1;
     collector_written = collector_lost = 0;
     atomic_store(&collector_thread_started, 0);
     atomic_store(&collector_stop, 0);

@@ -74,6 +74,19 @@ void collector_add_meta(const char *key, const char *value);
 /* A message from the profiler: stderr (unless quiet) and a NOTE record. */
 void collector_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Record sources that are not rings (the Python call trees): drain(fresh) is called by
+ * the drain-lock holder on every pass, after the rings, and writes with
+ * collector_write_thread / collector_write. fresh: a new file was started since the last
+ * call (after a fork), so everything must be written again. */
+void collector_add_source(void (*drain)(int fresh));
+void collector_write_thread(uint32_t tid);
+void collector_write(const void *data, size_t len);
+/* A process-wide record (like a symbol) that every file of this process carries. */
+void collector_add_process_record(const void *rec, size_t len);
+/* Called with the duration of every intercepted API call, when set (Python attributes
+ * API time to the running function). */
+extern void (*prof_api_observer)(uint64_t ticks);
+
 /* Writes everything recorded so far and closes the file; recording stops. */
 void collector_finish(void);
 /* Before exec: writes everything and an END record; recording goes on in this file if

@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "collector.h"
 #include "lifecycle.h"
+#include "python.h"
 #include "settings.h"
 #include "trace_format.h"
 #ifdef PROF_HAVE_CUDA
@@ -94,6 +95,7 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
         }
     }
     lifecycle_init(strcmp(settings_get(SETTING_PROF_SIGNALS), "0") != 0);
+    python_init(argc, argv);
     prof_tls_busy = 0;
 }
 

@@ -1,4 +1,5 @@
-PRELOAD_SRCS := preload/init.c preload/lifecycle.c preload/resolve.c preload/settings.c
+PRELOAD_SRCS := preload/init.c preload/lifecycle.c preload/resolve.c preload/settings.c \
+	preload/python_attach.c preload/python_tree.c
 ifeq ($(HAVE_CUDA),1)
 PRELOAD_SRCS += preload/cudart.c
 endif

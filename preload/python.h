@@ -1,0 +1,93 @@
+/* The Python layer: attach to a CPython 3.8-3.13 interpreter without linking libpython
+ * (every C-API function is found at run time), receive its call/return events, and keep
+ * one call tree per thread (python_tree.c) that the collector writes out. */
+#ifndef PROF_PYTHON_H
+#define PROF_PYTHON_H
+
+#include <stdint.h>
+
+/* PyObject and friends stay opaque: only these layouts, stable from 3.8 to 3.13 in the
+ * default (GIL) build, are read directly. */
+typedef struct py_object py_object;
+struct py_object {
+    intptr_t ob_refcnt;
+    void *ob_type;
+};
+/* PyCFunctionObject: the head of every builtin function or bound builtin method. */
+struct py_cfunction {
+    struct py_object base;
+    void *m_ml; /* PyMethodDef *: the identity cProfile keys C functions by */
+    py_object *m_self;
+    py_object *m_module;
+};
+/* PyMethodDef */
+struct py_method_def {
+    const char *ml_name;
+    void *ml_meth;
+    int ml_flags;
+    const char *ml_doc;
+};
+
+enum py_trace_what { /* PyTrace_* */
+    PY_TRACE_CALL = 0,
+    PY_TRACE_EXCEPTION = 1,
+    PY_TRACE_LINE = 2,
+    PY_TRACE_RETURN = 3,
+    PY_TRACE_C_CALL = 4,
+    PY_TRACE_C_EXCEPTION = 5,
+    PY_TRACE_C_RETURN = 6
+};
+
+/* The C-API functions and objects we use, found with dlsym when the process turns out
+ * to be Python. Optional ones (newer versions only) may be NULL. */
+struct py_api {
+    int minor; /* 3.<minor> */
+    int (*AddAuditHook)(int (*)(const char *, py_object *, void *), void *);
+    int (*IsInitialized)(void);
+    const char *(*GetVersion)(void);
+    void (*SetProfile)(int (*)(py_object *, py_object *, int, py_object *), py_object *);
+    void (*SetProfileAllThreads)(int (*)(py_object *, py_object *, int, py_object *),
+                                 py_object *); /* 3.12+ */
+    py_object *(*FrameGetCode)(py_object *);    /* 3.9+ */
+    py_object *(*FrameGetGlobals)(py_object *); /* 3.11+ */
+    py_object *(*GetAttrString)(py_object *, const char *);
+    const char *(*AsUTF8)(py_object *);
+    py_object *(*Repr)(py_object *);
+    void (*IncRef)(py_object *);
+    void (*DecRef)(py_object *);
+    long (*AsLong)(py_object *);
+    void (*ErrFetch)(py_object **, py_object **, py_object **);
+    void (*ErrRestore)(py_object *, py_object *, py_object *);
+    void (*ErrClear)(void);
+    py_object *(*ImportGetModuleDict)(void);
+    py_object *(*DictGetItemString)(py_object *, const char *);
+    py_object *(*CFunctionNewEx)(struct py_method_def *, py_object *, py_object *);
+    py_object *(*TupleGetItem)(py_object *, intptr_t);
+    py_object *(*ObjectCallMethod)(py_object *, const char *, const char *, ...);
+    py_object *(*CallObject)(py_object *, py_object *);
+    py_object *(*TypeLookup)(void *, py_object *); /* _PyType_Lookup */
+    py_object *(*UnicodeFromString)(const char *);
+    int (*TypeIsSubtype)(void *, void *);
+    unsigned long (*TypeGetFlags)(void *);
+    int (*AddPendingCall)(int (*)(void *), void *);
+    py_object *(*SysGetObject)(const char *);
+    void *CFunctionType, *CMethodType, *ModuleType, *NoneStruct;
+};
+extern struct py_api py;
+
+/* python_attach.c */
+void python_init(int argc, char **argv);
+/* Code from threading.py ran: make new threading.Thread objects profile themselves. */
+void python_threading_seen(void);
+/* Whether this thread is installing our profile function (its audit event is ours). */
+extern __thread int python_installing;
+
+/* python_tree.c */
+int python_profile(py_object *obj, py_object *frame, int what, py_object *arg);
+void python_tree_init(uint64_t span_threshold_ns);
+/* Another profile function replaced ours in this thread, or ours is back. */
+void python_gap_begin(void);
+void python_gap_end(void);
+int python_thread_is_profiled(void);
+
+#endif

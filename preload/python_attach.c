@@ -1,0 +1,313 @@
+/* Attaching to CPython without changing the program: an audit hook added before the
+ * interpreter starts (PySys_AddAuditHook works then, on 3.8-3.13, with libpython shared
+ * or linked into the executable) installs our profile function on the first
+ * cpython.run_file/run_module/run_command/run_stdin event. Later events of the same hook
+ * follow threads (_thread.start_new_thread) and other profilers (sys.setprofile). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "collector.h"
+#include "python.h"
+#include "resolve.h"
+#include "settings.h"
+
+#define PROF_EXPORT __attribute__((visibility("default")))
+
+struct py_api py;
+__thread int python_installing PROF_TLS;
+
+static int py_attached;
+static int py_threading_hooked;
+static uint32_t py_main_tid;
+static int py_reinstall_pending;
+
+static int py_profile_cb(py_object *obj, py_object *frame, int what, py_object *arg)
+{
+    return python_profile(obj, frame, what, arg);
+}
+
+/* Our profile function for the calling thread; its own sys.setprofile audit event is
+ * ours, not another profiler's. */
+static void py_install_here(void)
+{
+    python_installing = 1;
+    py.SetProfile(py_profile_cb, NULL);
+    python_installing = 0;
+}
+
+/* threading.setprofile(trampoline): a new threading.Thread calls it once, with its first
+ * event; it puts the C profile function in place for that thread and passes the event
+ * on. */
+static py_object *py_trampoline(py_object *self, py_object *args)
+{
+    (void)self;
+    py_install_here();
+    py_object *frame = py.TupleGetItem(args, 0), *event = py.TupleGetItem(args, 1);
+    py_object *arg = py.TupleGetItem(args, 2);
+    const char *e = event ? py.AsUTF8(event) : NULL;
+    if (e) {
+        static const char *const names[] = {"call", "exception", "line", "return",
+                                            "c_call", "c_exception", "c_return"};
+        for (int what = 0; what < 7; what++)
+            if (strcmp(e, names[what]) == 0)
+                python_profile(NULL, frame, what, arg == py.NoneStruct ? NULL : arg);
+    } else {
+        py.ErrClear();
+    }
+    py.IncRef(py.NoneStruct);
+    return py.NoneStruct;
+}
+
+static struct py_method_def py_trampoline_def = {"profrun_thread_start", (void *)py_trampoline,
+                                                 1 /* METH_VARARGS */, NULL};
+
+/* Once threading is imported, new threading.Thread objects install our function. */
+static void py_hook_threading(void)
+{
+    py_object *modules = py.ImportGetModuleDict();
+    py_object *threading = modules ? py.DictGetItemString(modules, "threading") : NULL;
+    if (!threading)
+        return;
+    py_object *tramp = py.CFunctionNewEx(&py_trampoline_def, NULL, NULL);
+    if (!tramp) {
+        py.ErrClear();
+        return;
+    }
+    py_object *r = py.ObjectCallMethod(threading, "setprofile", "O", tramp);
+    py.DecRef(tramp);
+    if (r) {
+        py.DecRef(r);
+        py_threading_hooked = 1;
+    } else {
+        py.ErrClear(); /* threading is still being imported: try at its next function */
+    }
+}
+
+void python_threading_seen(void)
+{
+    if (!py_threading_hooked)
+        py_hook_threading();
+}
+
+/* Runs in the main thread once the program's sys.setprofile call has returned. */
+static int py_reinstall(void *arg)
+{
+    (void)arg;
+    py_reinstall_pending = 0;
+    py_object *getprofile = py.SysGetObject("getprofile"); /* borrowed */
+    py_object *current = getprofile ? py.CallObject(getprofile, NULL) : NULL;
+    if (!current) {
+        py.ErrClear();
+        return 0;
+    }
+    if (current == py.NoneStruct) {
+        py_install_here();
+        python_gap_end();
+    }
+    py.DecRef(current);
+    return 0;
+}
+
+static void py_attach(void)
+{
+    py_attached = 1;
+    py_main_tid = (uint32_t)gettid();
+    char version[64];
+    snprintf(version, sizeof version, "%.40s", py.GetVersion());
+    version[strcspn(version, " ")] = '\0';
+    collector_add_meta("python.version", version);
+    collector_add_meta("python.scheme", "calltree");
+    collector_add_meta("python.hook", "setprofile");
+    char threshold[32];
+    snprintf(threshold, sizeof threshold, "%ld",
+             settings_get_long(SETTING_PROF_PY_SPAN_US, 0, 1000000000L) * 1000L);
+    collector_add_meta("python.span_threshold_ns", threshold);
+    if (py.SetProfileAllThreads) {
+        python_installing = 1;
+        py.SetProfileAllThreads(py_profile_cb, NULL);
+        python_installing = 0;
+    } else {
+        py_install_here();
+    }
+    py_hook_threading();
+}
+
+static int py_audit_hook(const char *event, py_object *args, void *data)
+{
+    (void)args;
+    (void)data;
+    if (event[0] != 'c' && event[0] != '_' && event[0] != 's')
+        return 0;
+    if (!py_attached) {
+        if (strncmp(event, "cpython.run_", 12) == 0 && strcmp(event, "cpython.run_interactivehook") &&
+            strcmp(event, "cpython.run_startup"))
+            py_attach();
+        return 0;
+    }
+    if (strcmp(event, "_thread.start_new_thread") == 0) {
+        if (!py_threading_hooked)
+            py_hook_threading();
+    } else if (strcmp(event, "sys.setprofile") == 0 && !python_installing) {
+        /* The program (cProfile, a debugger) sets its own function for this thread. */
+        if (python_thread_is_profiled()) {
+            python_gap_begin();
+        } else if ((uint32_t)gettid() == py_main_tid && !py_reinstall_pending) {
+            /* A second change while we are out: perhaps theirs goes away. Look once it
+             * is done. */
+            py_reinstall_pending = 1;
+            py.AddPendingCall(py_reinstall, NULL);
+        }
+    }
+    return 0;
+}
+
+/* Threads made in C that take the GIL (not threading.Thread): where the call reaches us
+ * (libpython shared), install our function the first time such a thread gets the GIL. */
+typedef int (*py_gilstate_ensure_fn)(void);
+PROF_EXPORT int PyGILState_Ensure(void)
+{
+    static py_gilstate_ensure_fn real;
+    if (!real)
+        real = (py_gilstate_ensure_fn)resolve_symbol("PyGILState_Ensure", "libpython");
+    if (!real) {
+        /* Unreachable where a caller links Python; nothing sane is left to do. */
+        fprintf(stderr, "profrun: PyGILState_Ensure called but no libpython is loaded\n");
+        abort();
+    }
+    int state = real();
+    if (py_attached && !python_thread_is_profiled() && !python_installing && py.IsInitialized())
+        py_install_here();
+    return state;
+}
+
+static void *py_sym(const char *name)
+{
+    return dlsym(RTLD_DEFAULT, name);
+}
+
+static int py_resolve_api(void)
+{
+#define PY_REQUIRE(field, name)                                                                    \
+    if (!(*(void **)&py.field = py_sym(name)))                                                      \
+        return -1;
+#define PY_OPTIONAL(field, name) *(void **)&py.field = py_sym(name);
+    PY_REQUIRE(AddAuditHook, "PySys_AddAuditHook")
+    PY_REQUIRE(IsInitialized, "Py_IsInitialized")
+    PY_REQUIRE(GetVersion, "Py_GetVersion")
+    PY_REQUIRE(SetProfile, "PyEval_SetProfile")
+    PY_OPTIONAL(SetProfileAllThreads, "PyEval_SetProfileAllThreads")
+    PY_OPTIONAL(FrameGetCode, "PyFrame_GetCode")
+    PY_OPTIONAL(FrameGetGlobals, "PyFrame_GetGlobals")
+    PY_REQUIRE(GetAttrString, "PyObject_GetAttrString")
+    PY_REQUIRE(AsUTF8, "PyUnicode_AsUTF8")
+    PY_REQUIRE(Repr, "PyObject_Repr")
+    PY_REQUIRE(IncRef, "Py_IncRef")
+    PY_REQUIRE(DecRef, "Py_DecRef")
+    PY_REQUIRE(AsLong, "PyLong_AsLong")
+    PY_REQUIRE(ErrFetch, "PyErr_Fetch")
+    PY_REQUIRE(ErrRestore, "PyErr_Restore")
+    PY_REQUIRE(ErrClear, "PyErr_Clear")
+    PY_REQUIRE(ImportGetModuleDict, "PyImport_GetModuleDict")
+    PY_REQUIRE(DictGetItemString, "PyDict_GetItemString")
+    PY_REQUIRE(CFunctionNewEx, "PyCFunction_NewEx")
+    PY_REQUIRE(TupleGetItem, "PyTuple_GetItem")
+    PY_REQUIRE(ObjectCallMethod, "PyObject_CallMethod")
+    PY_REQUIRE(CallObject, "PyObject_CallObject")
+    PY_OPTIONAL(TypeLookup, "_PyType_Lookup")
+    PY_REQUIRE(UnicodeFromString, "PyUnicode_FromString")
+    PY_REQUIRE(TypeIsSubtype, "PyType_IsSubtype")
+    PY_REQUIRE(TypeGetFlags, "PyType_GetFlags")
+    PY_REQUIRE(AddPendingCall, "Py_AddPendingCall")
+    PY_REQUIRE(SysGetObject, "PySys_GetObject")
+    PY_REQUIRE(CFunctionType, "PyCFunction_Type")
+    PY_OPTIONAL(CMethodType, "PyCMethod_Type")
+    PY_REQUIRE(ModuleType, "PyModule_Type")
+    PY_REQUIRE(NoneStruct, "_Py_NoneStruct")
+#undef PY_REQUIRE
+#undef PY_OPTIONAL
+    return 0;
+}
+
+/* -X dev and PYTHONMALLOC=debug free the early hook with the debug allocator at exit and
+ * abort: there, wait for the interpreter and attach through a pending call instead. */
+static int py_debug_allocator(int argc, char **argv)
+{
+    const char *m = settings_env("PYTHONMALLOC");
+    const char *dev = settings_env("PYTHONDEVMODE");
+    if ((m && strstr(m, "debug")) || (dev && *dev))
+        return 1;
+    for (int i = 1; i < argc && argv[i]; i++) {
+        if (strcmp(argv[i], "-Xdev") == 0 ||
+            (strcmp(argv[i], "-X") == 0 && i + 1 < argc && argv[i + 1] &&
+             strcmp(argv[i + 1], "dev") == 0) ||
+            strncmp(argv[i], "-Xpythonmalloc=debug", 20) == 0)
+            return 1;
+        if (argv[i][0] != '-')
+            break; /* the script and its own arguments */
+    }
+    return 0;
+}
+
+static int py_attach_pending(void *arg)
+{
+    (void)arg;
+    if (!py_attached)
+        py_attach();
+    return 0;
+}
+
+static void *py_wait_for_interpreter(void *arg)
+{
+    (void)arg;
+    prof_tls_busy = 1;
+    for (int i = 0; i < 60000; i++) {
+        if (py.IsInitialized()) {
+            py.AddPendingCall(py_attach_pending, NULL);
+            return NULL;
+        }
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+void python_init(int argc, char **argv)
+{
+    if (!py_sym("PySys_AddAuditHook"))
+        return; /* not a Python process (or libpython comes later, by dlopen) */
+    if (strcmp(settings_get(SETTING_PROF_PYTHON), "0") == 0)
+        return;
+    if (py_resolve_api() != 0) {
+        collector_note("Python found but part of its C API is missing; Python profiling is off");
+        return;
+    }
+    int minor = 0;
+    if (sscanf(py.GetVersion(), "3.%d", &minor) != 1 || minor < 8 || minor > 13) {
+        collector_note("Python %.20s is not supported (3.8 to 3.13); Python profiling is off",
+                       py.GetVersion());
+        return;
+    }
+    py.minor = minor;
+    if (minor >= 11 && !py.FrameGetGlobals)
+        return;
+    python_tree_init((uint64_t)settings_get_long(SETTING_PROF_PY_SPAN_US, 0, 1000000000L) * 1000u);
+    if (py_debug_allocator(argc, argv)) {
+        pthread_t th;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&th, &attr, py_wait_for_interpreter, NULL) != 0)
+            collector_note("cannot start the Python attach thread; Python profiling is off");
+        pthread_attr_destroy(&attr);
+        return;
+    }
+    if (py.AddAuditHook(py_audit_hook, NULL) != 0)
+        collector_note("cannot add the Python audit hook; Python profiling is off");
+}

@@ -1,0 +1,618 @@
+/* Python call trees: one per thread, built in the profile callback, written out by the
+ * collector. A node is a call path (parent node + function); its counters are written
+ * only by the owning thread (which holds the GIL) and read by the collector, so each is
+ * a relaxed atomic. Nodes live in chunks that never move and are published by a release
+ * store of the node count. Functions (PY_FUNC) are process-wide and named once. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "collector.h"
+#include "emit.h"
+#include "python.h"
+
+#define PY_MAX_DEPTH 4096
+#define PY_CHUNK_NODES 1024
+#define PY_MAX_CHUNKS 4096
+
+struct py_node {
+    uint32_t id;
+    uint32_t func_id;
+    const void *key; /* code object, or PyMethodDef of a builtin */
+    struct py_node *parent;
+    struct py_node *last_child; /* the child found last: loops call the same one again */
+    _Atomic uint64_t calls, total, self, api_calls, api_ticks;
+    uint64_t written_calls, written_api_calls; /* the collector's */
+};
+
+struct py_frame {
+    struct py_node *node;
+    uint64_t start;
+    uint64_t child; /* ticks spent in calls made from this frame */
+};
+
+struct py_thread {
+    struct py_thread *_Atomic next;
+    uint32_t tid;
+    _Atomic int exited;
+    uint32_t depth, overflow;
+    struct py_frame *stack;
+    struct py_node *root_last; /* last_child of the (virtual) root */
+    struct py_node *chunks[PY_MAX_CHUNKS];
+    _Atomic uint32_t node_count; /* published: nodes [0, node_count) are initialized */
+    uint32_t nodes_defined;      /* the collector's: PY_NODE records written */
+    /* (parent, key) -> node, open addressing; the owning thread's only. */
+    struct py_node **table;
+    uint32_t table_mask, table_used;
+    uint64_t gap_start;
+    int in_gap;
+};
+
+static __thread struct py_thread *py_tls PROF_TLS;
+static struct py_thread *_Atomic py_threads;
+static pthread_key_t py_thread_key;
+static uint64_t py_span_ns;
+static uint64_t py_span_ticks = UINT64_MAX; /* until the tick rate is known */
+static uint32_t py_next_node_id = 1; /* under the GIL */
+static int py_noted_limits;
+
+/* ---- functions: key (code object or PyMethodDef) -> func id, under the GIL ---- */
+
+struct py_func_slot {
+    const void *key;
+    uint32_t id;
+};
+static struct py_func_slot *py_funcs;
+static uint32_t py_funcs_mask, py_funcs_used, py_next_func_id = 1;
+
+static inline uint64_t py_hash_ptr(const void *p, const void *q)
+{
+    uint64_t h = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)q;
+    return h ^ (h >> 29);
+}
+
+static const char *py_str(py_object *o)
+{
+    const char *s = o ? py.AsUTF8(o) : NULL;
+    if (!s)
+        py.ErrClear();
+    return s ? s : "";
+}
+
+static uint32_t py_intern_attr(py_object *o, const char *attr)
+{
+    py_object *v = py.GetAttrString(o, attr);
+    uint32_t id = collector_intern(py_str(v));
+    if (v)
+        py.DecRef(v);
+    else
+        py.ErrClear();
+    return id;
+}
+
+/* The name cProfile gives a builtin (its normalizeUserObj), so keys compare equal. */
+static void py_cfunction_name(struct py_cfunction *fn, char *out, size_t len)
+{
+    struct py_method_def *ml = fn->m_ml;
+    py_object *mod = fn->m_module;
+    const char *modname = NULL;
+    if (!fn->m_self) {
+        if (mod && (py.TypeGetFlags(mod->ob_type) & (1ul << 28))) /* str */
+            modname = py_str(mod);
+        if (modname && *modname && strcmp(modname, "builtins") != 0)
+            snprintf(out, len, "<%s.%s>", modname, ml->ml_name);
+        else
+            snprintf(out, len, "<%s>", ml->ml_name);
+        return;
+    }
+    py_object *name = py.UnicodeFromString(ml->ml_name);
+    py_object *found = name && py.TypeLookup ? py.TypeLookup(fn->m_self->ob_type, name) : NULL;
+    if (name)
+        py.DecRef(name);
+    if (found) { /* borrowed */
+        py_object *r = py.Repr(found);
+        if (r) {
+            snprintf(out, len, "%s", py_str(r));
+            py.DecRef(r);
+            return;
+        }
+    }
+    py.ErrClear();
+    if (mod && (py.TypeGetFlags(mod->ob_type) & (1ul << 28)))
+        snprintf(out, len, "<built-in method %s.%s>", py_str(mod), ml->ml_name);
+    else
+        snprintf(out, len, "<built-in method %s>", ml->ml_name);
+}
+
+static void py_describe(uint32_t id, const void *key, int kind, py_object *obj)
+{
+    struct prof_rec_py_func rec;
+    memset(&rec, 0, sizeof rec);
+    rec.h.type = PROF_REC_PY_FUNC;
+    rec.h.size = sizeof rec;
+    rec.func_id = id;
+    rec.kind = (uint16_t)kind;
+    /* The program may be between raising and catching an exception: keep it intact. */
+    py_object *et, *ev, *etb;
+    py.ErrFetch(&et, &ev, &etb);
+    if (kind == PROF_PY_FUNC_C) {
+        char name[512];
+        struct py_cfunction *fn = (struct py_cfunction *)obj;
+        py_cfunction_name(fn, name, sizeof name);
+        rec.name_sid = rec.qualname_sid = collector_intern(name);
+        rec.file_sid = collector_intern("~");
+        if (fn->m_module && (py.TypeGetFlags(fn->m_module->ob_type) & (1ul << 28)))
+            rec.module_sid = collector_intern(py_str(fn->m_module));
+    } else {
+        py_object *code = (py_object *)key;
+        rec.name_sid = py_intern_attr(code, "co_name");
+        rec.qualname_sid = py.minor >= 11 ? py_intern_attr(code, "co_qualname") : rec.name_sid;
+        py_object *file = py.GetAttrString(code, "co_filename");
+        const char *path = py_str(file);
+        rec.file_sid = collector_intern(path);
+        size_t plen = strlen(path);
+        /* threading.py's first function running (Thread.__init__ comes before any
+         * start()) is when its thread-start hook can be set. */
+        if (plen >= 12 && strcmp(path + plen - 12, "threading.py") == 0)
+            python_threading_seen();
+        if (file)
+            py.DecRef(file);
+        py_object *line = py.GetAttrString(code, "co_firstlineno");
+        rec.line = line ? (uint32_t)py.AsLong(line) : 0;
+        if (line)
+            py.DecRef(line);
+        py_object *globals = py.FrameGetGlobals ? py.FrameGetGlobals(obj)
+                                                : py.GetAttrString(obj, "f_globals");
+        if (globals) {
+            rec.module_sid = collector_intern(py_str(py.DictGetItemString(globals, "__name__")));
+            py.DecRef(globals);
+        }
+        py.IncRef(code); /* keep it alive: its address is this function's identity */
+    }
+    py.ErrClear();
+    py.ErrRestore(et, ev, etb);
+    collector_add_process_record(&rec, sizeof rec);
+}
+
+static uint32_t py_func_id(const void *key, int kind, py_object *obj)
+{
+    if ((py_funcs_used + 1) * 2 > py_funcs_mask + 1) {
+        uint32_t cap = py_funcs ? (py_funcs_mask + 1) * 2 : 4096;
+        struct py_func_slot *slots = calloc(cap, sizeof *slots);
+        if (!slots)
+            return 0;
+        for (uint32_t i = 0; py_funcs && i <= py_funcs_mask; i++) {
+            if (!py_funcs[i].key)
+                continue;
+            uint32_t j = (uint32_t)py_hash_ptr(py_funcs[i].key, NULL) & (cap - 1);
+            while (slots[j].key)
+                j = (j + 1) & (cap - 1);
+            slots[j] = py_funcs[i];
+        }
+        free(py_funcs);
+        py_funcs = slots;
+        py_funcs_mask = cap - 1;
+    }
+    uint32_t j = (uint32_t)py_hash_ptr(key, NULL) & py_funcs_mask;
+    while (py_funcs[j].key) {
+        if (py_funcs[j].key == key)
+            return py_funcs[j].id;
+        j = (j + 1) & py_funcs_mask;
+    }
+    uint32_t id = py_next_func_id++;
+    py_funcs[j] = (struct py_func_slot){key, id};
+    py_funcs_used++;
+    py_describe(id, key, kind, obj);
+    return id;
+}
+
+/* ---- per-thread trees ---- */
+
+static void py_thread_key_destroy(void *arg)
+{
+    struct py_thread *pt = arg;
+    atomic_store_explicit(&pt->exited, 1, memory_order_release);
+    py_tls = NULL;
+}
+
+static struct py_thread *py_thread_create(void)
+{
+    struct py_thread *pt = mmap(NULL, sizeof *pt, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (pt == MAP_FAILED)
+        return NULL;
+    pt->stack = mmap(NULL, PY_MAX_DEPTH * sizeof *pt->stack, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (pt->stack == MAP_FAILED) {
+        munmap(pt, sizeof *pt);
+        return NULL;
+    }
+    pt->tid = (uint32_t)syscall(SYS_gettid);
+    struct py_thread *head = atomic_load(&py_threads);
+    do {
+        atomic_store_explicit(&pt->next, head, memory_order_relaxed);
+    } while (!atomic_compare_exchange_weak(&py_threads, &head, pt));
+    pthread_setspecific(py_thread_key, pt);
+    py_tls = pt;
+    emit_thread(); /* the thread's ring (spans, gaps) and, for the first, the collector */
+    return pt;
+}
+
+static int py_table_grow(struct py_thread *pt)
+{
+    uint32_t cap = pt->table ? (pt->table_mask + 1) * 2 : 1024;
+    struct py_node **t = calloc(cap, sizeof *t);
+    if (!t)
+        return -1;
+    for (uint32_t i = 0; pt->table && i <= pt->table_mask; i++) {
+        struct py_node *n = pt->table[i];
+        if (!n)
+            continue;
+        uint32_t j = (uint32_t)py_hash_ptr(n->parent, n->key) & (cap - 1);
+        while (t[j])
+            j = (j + 1) & (cap - 1);
+        t[j] = n;
+    }
+    free(pt->table);
+    pt->table = t;
+    pt->table_mask = cap - 1;
+    return 0;
+}
+
+static struct py_node *py_node_new(struct py_thread *pt, struct py_node *parent, const void *key,
+                                   int kind, py_object *obj)
+{
+    uint32_t count = atomic_load_explicit(&pt->node_count, memory_order_relaxed);
+    uint32_t chunk = count / PY_CHUNK_NODES;
+    if (chunk >= PY_MAX_CHUNKS)
+        return NULL;
+    if (!pt->chunks[chunk]) {
+        void *p = mmap(NULL, PY_CHUNK_NODES * sizeof(struct py_node), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        pt->chunks[chunk] = p;
+    }
+    uint32_t func = py_func_id(key, kind, obj);
+    if (!func)
+        return NULL;
+    struct py_node *n = &pt->chunks[chunk][count % PY_CHUNK_NODES];
+    n->id = py_next_node_id++;
+    n->func_id = func;
+    n->key = key;
+    n->parent = parent;
+    /* release: the collector that reads the new count sees the node's fields */
+    atomic_store_explicit(&pt->node_count, count + 1, memory_order_release);
+    return n;
+}
+
+static struct py_node *py_node_find(struct py_thread *pt, struct py_node *parent,
+                                    const void *key, int kind, py_object *obj)
+{
+    if ((pt->table_used + 1) * 2 > (pt->table ? pt->table_mask + 1 : 0) && py_table_grow(pt) != 0)
+        return NULL;
+    uint32_t j = (uint32_t)py_hash_ptr(parent, key) & pt->table_mask;
+    for (struct py_node *n; (n = pt->table[j]); j = (j + 1) & pt->table_mask)
+        if (n->parent == parent && n->key == key)
+            return n;
+    struct py_node *n = py_node_new(pt, parent, key, kind, obj);
+    if (n) {
+        pt->table[j] = n;
+        pt->table_used++;
+    }
+    return n;
+}
+
+static inline void py_add(_Atomic uint64_t *c, uint64_t v)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
+                          memory_order_relaxed);
+}
+
+static void py_note_limits(void)
+{
+    if (!py_noted_limits) {
+        py_noted_limits = 1;
+        collector_note("Python calls deeper than %d frames, or beyond %d call paths per thread, "
+                       "are not counted", PY_MAX_DEPTH, PY_CHUNK_NODES * PY_MAX_CHUNKS);
+    }
+}
+
+static inline void py_enter(struct py_thread *pt, const void *key, int kind, py_object *obj,
+                            uint64_t now)
+{
+    if (pt->overflow || pt->depth == PY_MAX_DEPTH) {
+        pt->overflow++;
+        py_note_limits();
+        return;
+    }
+    struct py_node *parent = pt->depth ? pt->stack[pt->depth - 1].node : NULL;
+    struct py_node **last = parent ? &parent->last_child : &pt->root_last;
+    struct py_node *n = *last;
+    if (!n || n->key != key) {
+        n = py_node_find(pt, parent, key, kind, obj);
+        if (!n) {
+            pt->overflow++;
+            py_note_limits();
+            return;
+        }
+        *last = n;
+    }
+    struct py_frame *f = &pt->stack[pt->depth++];
+    f->node = n;
+    f->start = now;
+    f->child = 0;
+}
+
+static void py_emit_span(struct py_node *n, uint64_t start, uint64_t end)
+{
+    struct prof_thread *t = emit_thread();
+    if (!t || !atomic_load_explicit(&prof_recording, memory_order_relaxed))
+        return;
+    struct prof_rec_py_span *rec = ring_reserve(&t->ring, sizeof *rec);
+    if (!rec)
+        return; /* counted as lost; the tree keeps the call */
+    rec->h.type = PROF_REC_PY_SPAN;
+    rec->h.size = sizeof *rec;
+    rec->node_id = n->id;
+    rec->start = start;
+    rec->end = end;
+    ring_commit(&t->ring);
+}
+
+static inline void py_leave(struct py_thread *pt, uint64_t now)
+{
+    if (pt->overflow) {
+        pt->overflow--;
+        return;
+    }
+    if (!pt->depth)
+        return; /* a frame that started before we attached */
+    struct py_frame *f = &pt->stack[--pt->depth];
+    uint64_t dt = now - f->start;
+    struct py_node *n = f->node;
+    py_add(&n->calls, 1);
+    py_add(&n->total, dt);
+    py_add(&n->self, dt - f->child);
+    if (pt->depth)
+        pt->stack[pt->depth - 1].child += dt;
+    if (__builtin_expect(py_span_ticks == UINT64_MAX, 0)) {
+        uint64_t hz = atomic_load_explicit(&prof_clock_hz, memory_order_relaxed);
+        if (hz)
+            py_span_ticks = (uint64_t)((double)py_span_ns * (double)hz / 1e9);
+    }
+    if (dt >= py_span_ticks)
+        py_emit_span(n, f->start, now);
+}
+
+static inline py_object *py_frame_code(py_object *frame)
+{
+    /* 3.8-3.10: PyFrameObject.f_code after PyObject_VAR_HEAD and f_back. 3.11+: the API
+     * (it returns a new reference; the frame holds another, so dropping ours at once is
+     * safe). */
+    if (py.minor <= 10)
+        return *(py_object **)((char *)frame + 32);
+    py_object *code = py.FrameGetCode(frame);
+    py.DecRef(code);
+    return code;
+}
+
+static inline int py_is_cfunction(py_object *o)
+{
+    return o && (o->ob_type == py.CFunctionType || o->ob_type == py.CMethodType ||
+                 py.TypeIsSubtype(o->ob_type, py.CFunctionType));
+}
+
+int python_profile(py_object *obj, py_object *frame, int what, py_object *arg)
+{
+    (void)obj;
+    uint64_t now = prof_clock_ticks();
+    struct py_thread *pt = py_tls;
+    if (__builtin_expect(!pt, 0) && !(pt = py_thread_create()))
+        return 0;
+    switch (what) {
+    case PY_TRACE_CALL:
+        py_enter(pt, py_frame_code(frame), PROF_PY_FUNC_PYTHON, frame, now);
+        break;
+    case PY_TRACE_RETURN:
+        py_leave(pt, now);
+        break;
+    case PY_TRACE_C_CALL:
+        if (py_is_cfunction(arg))
+            py_enter(pt, ((struct py_cfunction *)arg)->m_ml, PROF_PY_FUNC_C, arg, now);
+        break;
+    case PY_TRACE_C_RETURN:
+    case PY_TRACE_C_EXCEPTION:
+        if (py_is_cfunction(arg))
+            py_leave(pt, now);
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+/* API calls (CUDA, ...) made while a Python function is the innermost frame. */
+static void py_observe_api_call(uint64_t ticks)
+{
+    struct py_thread *pt = py_tls;
+    if (!pt || !pt->depth || pt->overflow)
+        return;
+    struct py_node *n = pt->stack[pt->depth - 1].node;
+    py_add(&n->api_calls, 1);
+    py_add(&n->api_ticks, ticks);
+}
+
+int python_thread_is_profiled(void)
+{
+    return py_tls != NULL && !py_tls->in_gap;
+}
+
+static void py_write_gap(uint64_t start, uint64_t end)
+{
+    struct prof_thread *t = emit_thread();
+    if (!t)
+        return;
+    struct prof_rec_py_gap *rec = ring_reserve(&t->ring, sizeof *rec);
+    if (!rec)
+        return;
+    rec->h.type = PROF_REC_PY_GAP;
+    rec->h.size = sizeof *rec;
+    rec->reason = PROF_PY_GAP_OTHER_PROFILER;
+    rec->start = start;
+    rec->end = end;
+    ring_commit(&t->ring);
+}
+
+/* A gap is written when it opens (end 0) and again when it closes: the reader keeps the
+ * closed one. */
+void python_gap_begin(void)
+{
+    struct py_thread *pt = py_tls;
+    if (!pt || pt->in_gap)
+        return;
+    pt->in_gap = 1;
+    pt->gap_start = prof_clock_ticks();
+    py_write_gap(pt->gap_start, 0);
+}
+
+void python_gap_end(void)
+{
+    struct py_thread *pt = py_tls;
+    if (!pt || !pt->in_gap)
+        return;
+    pt->in_gap = 0;
+    /* Frames that returned while we were not told: start over from an empty stack. */
+    pt->depth = 0;
+    pt->overflow = 0;
+    py_write_gap(pt->gap_start, prof_clock_ticks());
+}
+
+/* ---- the collector side ---- */
+
+static struct py_node *py_node_at(struct py_thread *pt, uint32_t i)
+{
+    return &pt->chunks[i / PY_CHUNK_NODES][i % PY_CHUNK_NODES];
+}
+
+static void py_drain_thread(struct py_thread *pt, int fresh)
+{
+    uint32_t count = atomic_load_explicit(&pt->node_count, memory_order_acquire);
+    int thread_written = 0;
+    if (fresh)
+        pt->nodes_defined = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        struct py_node *n = py_node_at(pt, i);
+        uint64_t calls = atomic_load_explicit(&n->calls, memory_order_relaxed);
+        uint64_t api_calls = atomic_load_explicit(&n->api_calls, memory_order_relaxed);
+        int define = i >= pt->nodes_defined;
+        if (fresh) {
+            n->written_calls = 0;
+            n->written_api_calls = 0;
+        }
+        int changed = calls != n->written_calls || api_calls != n->written_api_calls;
+        if (!define && !changed)
+            continue;
+        if (!thread_written) {
+            collector_write_thread(pt->tid);
+            thread_written = 1;
+        }
+        if (define) {
+            struct prof_rec_py_node rec = {{PROF_REC_PY_NODE, sizeof rec}, n->id,
+                                           n->parent ? n->parent->id : 0, n->func_id};
+            collector_write(&rec, sizeof rec);
+        }
+        if (changed) {
+            struct prof_rec_py_stats st;
+            memset(&st, 0, sizeof st);
+            st.h.type = PROF_REC_PY_STATS;
+            st.h.size = sizeof st;
+            st.node_id = n->id;
+            st.calls = calls;
+            st.total_ticks = atomic_load_explicit(&n->total, memory_order_relaxed);
+            st.self_ticks = atomic_load_explicit(&n->self, memory_order_relaxed);
+            st.api_calls = api_calls;
+            st.api_ticks = atomic_load_explicit(&n->api_ticks, memory_order_relaxed);
+            collector_write(&st, sizeof st);
+            n->written_calls = calls;
+            n->written_api_calls = api_calls;
+        }
+    }
+    pt->nodes_defined = count;
+}
+
+static void py_free_thread(struct py_thread *pt)
+{
+    for (uint32_t c = 0; c < PY_MAX_CHUNKS && pt->chunks[c]; c++)
+        munmap(pt->chunks[c], PY_CHUNK_NODES * sizeof(struct py_node));
+    free(pt->table);
+    munmap(pt->stack, PY_MAX_DEPTH * sizeof *pt->stack);
+    munmap(pt, sizeof *pt);
+}
+
+static void py_drain(int fresh)
+{
+    struct py_thread *prev = NULL;
+    for (struct py_thread *pt = atomic_load(&py_threads); pt;) {
+        struct py_thread *next = atomic_load_explicit(&pt->next, memory_order_relaxed);
+        /* exited is read before the counters: what the thread did last is in them */
+        int exited = atomic_load_explicit(&pt->exited, memory_order_acquire);
+        py_drain_thread(pt, fresh);
+        if (exited && prev) { /* only the head is never unlinked: pushes race on it */
+            atomic_store_explicit(&prev->next, next, memory_order_relaxed);
+            py_free_thread(pt);
+        } else {
+            prev = pt;
+        }
+        pt = next;
+    }
+}
+
+/* In a forked child only the forking thread goes on: its tree restarts at zero (the
+ * parent's file has what came before), the other threads' trees are dropped. */
+static void py_atfork_child(void)
+{
+    struct py_thread *self = py_tls;
+    for (struct py_thread *pt = atomic_load(&py_threads); pt;) {
+        struct py_thread *next = atomic_load_explicit(&pt->next, memory_order_relaxed);
+        if (pt != self)
+            py_free_thread(pt);
+        pt = next;
+    }
+    atomic_store(&py_threads, self);
+    if (!self)
+        return;
+    atomic_store(&self->next, NULL);
+    self->tid = (uint32_t)syscall(SYS_gettid);
+    uint32_t count = atomic_load(&self->node_count);
+    for (uint32_t i = 0; i < count; i++) {
+        struct py_node *n = py_node_at(self, i);
+        atomic_store(&n->calls, 0);
+        atomic_store(&n->total, 0);
+        atomic_store(&n->self, 0);
+        atomic_store(&n->api_calls, 0);
+        atomic_store(&n->api_ticks, 0);
+    }
+    /* frames still on the stack were entered in the parent: their time is the parent's */
+    uint64_t now = prof_clock_ticks();
+    for (uint32_t d = 0; d < self->depth; d++) {
+        self->stack[d].start = now;
+        self->stack[d].child = 0;
+    }
+}
+
+void python_tree_init(uint64_t span_threshold_ns)
+{
+    py_span_ns = span_threshold_ns;
+    pthread_key_create(&py_thread_key, py_thread_key_destroy);
+    pthread_atfork(NULL, NULL, py_atfork_child);
+    collector_add_source(py_drain);
+    prof_api_observer = py_observe_api_call;
+}
