@@ -20,6 +20,8 @@ struct py_cfunction {
     py_object *m_self;
     py_object *m_module;
 };
+/* PyMethodDescrObject.d_method: after PyObject_HEAD, d_type, d_name, d_qualname. */
+#define PY_METHOD_DESCR_D_METHOD 40
 /* PyMethodDef */
 struct py_method_def {
     const char *ml_name;
@@ -71,7 +73,9 @@ struct py_api {
     unsigned long (*TypeGetFlags)(void *);
     int (*AddPendingCall)(int (*)(void *), void *);
     py_object *(*SysGetObject)(const char *);
-    void *CFunctionType, *CMethodType, *ModuleType, *NoneStruct;
+    py_object *(*EvalGetFrame)(void);
+    void *CFunctionType, *CMethodType, *ModuleType, *NoneStruct, *MethodDescrType;
+    py_object *MonitoringMissing; /* sys.monitoring.MISSING (3.12+) */
 };
 extern struct py_api py;
 
@@ -89,5 +93,10 @@ void python_tree_init(uint64_t span_threshold_ns);
 void python_gap_begin(void);
 void python_gap_end(void);
 int python_thread_is_profiled(void);
+/* sys.monitoring callbacks (METH_FASTCALL). */
+py_object *python_monitor_enter(py_object *self, py_object *const *args, intptr_t nargs);
+py_object *python_monitor_leave(py_object *self, py_object *const *args, intptr_t nargs);
+py_object *python_monitor_call(py_object *self, py_object *const *args, intptr_t nargs);
+py_object *python_monitor_c_leave(py_object *self, py_object *const *args, intptr_t nargs);
 
 #endif

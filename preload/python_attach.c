@@ -24,6 +24,7 @@ struct py_api py;
 __thread int python_installing PROF_TLS;
 
 static int py_attached;
+static int py_monitoring; /* sys.monitoring, not setprofile */
 static int py_threading_hooked;
 static uint32_t py_main_tid;
 static int py_reinstall_pending;
@@ -92,7 +93,7 @@ static void py_hook_threading(void)
 
 void python_threading_seen(void)
 {
-    if (!py_threading_hooked)
+    if (!py_threading_hooked && !py_monitoring)
         py_hook_threading();
 }
 
@@ -115,6 +116,85 @@ static int py_reinstall(void *arg)
     return 0;
 }
 
+/* sys.monitoring (3.12+): a tool id of our own (cProfile keeps 2, debuggers 0, coverage
+ * 1), callbacks for the events cProfile uses. Returns 0 when in place. */
+#define PY_FASTCALL 0x80
+static struct py_method_def py_monitor_defs[] = {
+    {"profrun_enter", (void *)python_monitor_enter, PY_FASTCALL, NULL},
+    {"profrun_leave", (void *)python_monitor_leave, PY_FASTCALL, NULL},
+    {"profrun_call", (void *)python_monitor_call, PY_FASTCALL, NULL},
+    {"profrun_c_leave", (void *)python_monitor_c_leave, PY_FASTCALL, NULL},
+};
+static const struct {
+    const char *event;
+    int def;
+} py_monitor_events[] = {{"PY_START", 0},  {"PY_RESUME", 0}, {"PY_THROW", 0},
+                         {"PY_RETURN", 1}, {"PY_YIELD", 1},  {"PY_UNWIND", 1},
+                         {"CALL", 2},      {"C_RETURN", 3},  {"C_RAISE", 3}};
+
+static long py_long_attr(py_object *o, const char *name)
+{
+    py_object *v = py.GetAttrString(o, name);
+    long n = v ? py.AsLong(v) : -1;
+    if (v)
+        py.DecRef(v);
+    else
+        py.ErrClear();
+    return n;
+}
+
+static int py_attach_monitoring(void)
+{
+    py_object *mon = py.SysGetObject("monitoring"); /* borrowed */
+    if (!mon)
+        return -1;
+    py_object *events = py.GetAttrString(mon, "events");
+    py.MonitoringMissing = py.GetAttrString(mon, "MISSING"); /* kept for the process */
+    if (!events || !py.MonitoringMissing) {
+        py.ErrClear();
+        return -1;
+    }
+    int tool = -1;
+    static const int candidates[] = {4, 3, 5};
+    for (int i = 0; i < 3 && tool < 0; i++) {
+        py_object *r = py.ObjectCallMethod(mon, "get_tool", "i", candidates[i]);
+        if (r && r == py.NoneStruct)
+            tool = candidates[i];
+        if (r)
+            py.DecRef(r);
+        else
+            py.ErrClear();
+    }
+    long mask = 0;
+    int ok = tool >= 0;
+    py_object *r = ok ? py.ObjectCallMethod(mon, "use_tool_id", "is", tool, "profrun") : NULL;
+    ok = ok && r;
+    if (r)
+        py.DecRef(r);
+    for (size_t i = 0; ok && i < sizeof py_monitor_events / sizeof py_monitor_events[0]; i++) {
+        long ev = py_long_attr(events, py_monitor_events[i].event);
+        py_object *fn = py.CFunctionNewEx(&py_monitor_defs[py_monitor_events[i].def], NULL, NULL);
+        r = ev > 0 && fn ? py.ObjectCallMethod(mon, "register_callback", "ilO", tool, ev, fn)
+                         : NULL;
+        if (fn)
+            py.DecRef(fn);
+        ok = r != NULL;
+        if (r)
+            py.DecRef(r);
+        mask |= ev;
+    }
+    r = ok ? py.ObjectCallMethod(mon, "set_events", "il", tool, mask) : NULL;
+    ok = r != NULL;
+    if (r)
+        py.DecRef(r);
+    py.DecRef(events);
+    if (!ok) {
+        py.ErrClear();
+        return -1;
+    }
+    return 0;
+}
+
 static void py_attach(void)
 {
     py_attached = 1;
@@ -124,11 +204,18 @@ static void py_attach(void)
     version[strcspn(version, " ")] = '\0';
     collector_add_meta("python.version", version);
     collector_add_meta("python.scheme", "calltree");
-    collector_add_meta("python.hook", "setprofile");
+    if (py.minor >= 12 && py_attach_monitoring() == 0) {
+        py_monitoring = 1;
+        collector_add_meta("python.hook", "sys.monitoring");
+    } else {
+        collector_add_meta("python.hook", "setprofile");
+    }
     char threshold[32];
     snprintf(threshold, sizeof threshold, "%ld",
              settings_get_long(SETTING_PROF_PY_SPAN_US, 0, 1000000000L) * 1000L);
     collector_add_meta("python.span_threshold_ns", threshold);
+    if (py_monitoring)
+        return; /* interpreter-wide: every thread, with nothing more to do */
     if (py.SetProfileAllThreads) {
         python_installing = 1;
         py.SetProfileAllThreads(py_profile_cb, NULL);
@@ -152,9 +239,9 @@ static int py_audit_hook(const char *event, py_object *args, void *data)
         return 0;
     }
     if (strcmp(event, "_thread.start_new_thread") == 0) {
-        if (!py_threading_hooked)
+        if (!py_threading_hooked && !py_monitoring)
             py_hook_threading();
-    } else if (strcmp(event, "sys.setprofile") == 0 && !python_installing) {
+    } else if (strcmp(event, "sys.setprofile") == 0 && !python_installing && !py_monitoring) {
         /* The program (cProfile, a debugger) sets its own function for this thread. */
         if (python_thread_is_profiled()) {
             python_gap_begin();
@@ -182,7 +269,8 @@ PROF_EXPORT int PyGILState_Ensure(void)
         abort();
     }
     int state = real();
-    if (py_attached && !python_thread_is_profiled() && !python_installing && py.IsInitialized())
+    if (py_attached && !py_monitoring && !python_thread_is_profiled() && !python_installing &&
+        py.IsInitialized())
         py_install_here();
     return state;
 }
@@ -230,6 +318,8 @@ static int py_resolve_api(void)
     PY_OPTIONAL(CMethodType, "PyCMethod_Type")
     PY_REQUIRE(ModuleType, "PyModule_Type")
     PY_REQUIRE(NoneStruct, "_Py_NoneStruct")
+    PY_REQUIRE(MethodDescrType, "PyMethodDescr_Type")
+    PY_REQUIRE(EvalGetFrame, "PyEval_GetFrame")
 #undef PY_REQUIRE
 #undef PY_OPTIONAL
     return 0;

@@ -142,7 +142,14 @@ static void py_describe(uint32_t id, const void *key, int kind, py_object *obj)
     /* The program may be between raising and catching an exception: keep it intact. */
     py_object *et, *ev, *etb;
     py.ErrFetch(&et, &ev, &etb);
-    if (kind == PROF_PY_FUNC_C) {
+    if (kind == PROF_PY_FUNC_C && obj->ob_type == py.MethodDescrType) {
+        /* cProfile names the bound method by repr(type(self).<name>): this descriptor */
+        py_object *r = py.Repr(obj);
+        rec.name_sid = rec.qualname_sid = collector_intern(py_str(r));
+        if (r)
+            py.DecRef(r);
+        rec.file_sid = collector_intern("~");
+    } else if (kind == PROF_PY_FUNC_C) {
         char name[512];
         struct py_cfunction *fn = (struct py_cfunction *)obj;
         py_cfunction_name(fn, name, sizeof name);
@@ -151,6 +158,8 @@ static void py_describe(uint32_t id, const void *key, int kind, py_object *obj)
         if (fn->m_module && (py.TypeGetFlags(fn->m_module->ob_type) & (1ul << 28)))
             rec.module_sid = collector_intern(py_str(fn->m_module));
     } else {
+        if (!obj)
+            obj = py.EvalGetFrame(); /* monitoring callbacks run in the new frame */
         py_object *code = (py_object *)key;
         rec.name_sid = py_intern_attr(code, "co_name");
         rec.qualname_sid = py.minor >= 11 ? py_intern_attr(code, "co_qualname") : rec.name_sid;
@@ -168,8 +177,9 @@ static void py_describe(uint32_t id, const void *key, int kind, py_object *obj)
         rec.line = line ? (uint32_t)py.AsLong(line) : 0;
         if (line)
             py.DecRef(line);
-        py_object *globals = py.FrameGetGlobals ? py.FrameGetGlobals(obj)
-                                                : py.GetAttrString(obj, "f_globals");
+        py_object *globals = !obj                ? NULL
+                             : py.FrameGetGlobals ? py.FrameGetGlobals(obj)
+                                                  : py.GetAttrString(obj, "f_globals");
         if (globals) {
             rec.module_sid = collector_intern(py_str(py.DictGetItemString(globals, "__name__")));
             py.DecRef(globals);
@@ -437,6 +447,80 @@ int python_profile(py_object *obj, py_object *frame, int what, py_object *arg)
         break;
     }
     return 0;
+}
+
+/* ---- sys.monitoring (3.12+): interpreter-wide, every thread, one dispatch per event ----
+ * The callbacks are METH_FASTCALL builtins; they see the same calls and returns as
+ * cProfile's own monitoring callbacks, and key builtins the same way (PyMethodDef). */
+
+static inline struct py_thread *py_thread_here(void)
+{
+    struct py_thread *pt = py_tls;
+    if (__builtin_expect(!pt, 0))
+        pt = py_thread_create();
+    return pt;
+}
+
+/* PY_START, PY_RESUME, PY_THROW (code, offset, ...) */
+py_object *python_monitor_enter(py_object *self, py_object *const *args, intptr_t nargs)
+{
+    (void)self;
+    uint64_t now = prof_clock_ticks();
+    struct py_thread *pt = py_thread_here();
+    if (pt && nargs >= 1 && !pt->in_gap)
+        py_enter(pt, args[0], PROF_PY_FUNC_PYTHON, NULL, now);
+    return py.NoneStruct;
+}
+
+/* PY_RETURN, PY_YIELD, PY_UNWIND */
+py_object *python_monitor_leave(py_object *self, py_object *const *args, intptr_t nargs)
+{
+    (void)self;
+    (void)args;
+    (void)nargs;
+    uint64_t now = prof_clock_ticks();
+    struct py_thread *pt = py_thread_here();
+    if (pt && !pt->in_gap)
+        py_leave(pt, now);
+    return py.NoneStruct;
+}
+
+/* The PyMethodDef a call to callable (with first argument self_arg) runs, as cProfile
+ * finds it: a builtin function, or a method descriptor called with its self. */
+static inline const void *py_c_callee(py_object *callable, py_object *self_arg)
+{
+    if (py_is_cfunction(callable))
+        return ((struct py_cfunction *)callable)->m_ml;
+    if (callable->ob_type == py.MethodDescrType && self_arg != py.MonitoringMissing)
+        return *(void **)((char *)callable + PY_METHOD_DESCR_D_METHOD);
+    return NULL;
+}
+
+/* CALL (code, offset, callable, arg0) */
+py_object *python_monitor_call(py_object *self, py_object *const *args, intptr_t nargs)
+{
+    (void)self;
+    uint64_t now = prof_clock_ticks();
+    if (nargs < 4)
+        return py.NoneStruct;
+    const void *ml = py_c_callee(args[2], args[3]);
+    struct py_thread *pt;
+    if (ml && (pt = py_thread_here()) && !pt->in_gap)
+        py_enter(pt, ml, PROF_PY_FUNC_C, args[2], now);
+    return py.NoneStruct;
+}
+
+/* C_RETURN, C_RAISE (code, offset, callable, arg0) */
+py_object *python_monitor_c_leave(py_object *self, py_object *const *args, intptr_t nargs)
+{
+    (void)self;
+    uint64_t now = prof_clock_ticks();
+    if (nargs < 4)
+        return py.NoneStruct;
+    struct py_thread *pt;
+    if (py_c_callee(args[2], args[3]) && (pt = py_thread_here()) && !pt->in_gap)
+        py_leave(pt, now);
+    return py.NoneStruct;
 }
 
 /* API calls (CUDA, ...) made while a Python function is the innermost frame. */
