@@ -54,8 +54,16 @@ static _Atomic pid_t collector_drain_owner;
 static size_t collector_metalog_offset;
 static uint64_t collector_written, collector_lost;
 
+/* The collector thread runs only between forks: the prepare handler stops and joins it
+ * (so that fork happens in a process without our thread: Python 3.12+ warns about forking
+ * a multi-threaded process), and the next event after the fork starts it again. */
+_Atomic int prof_collector_running;
 static _Atomic int collector_thread_started;
 static _Atomic int collector_stop;
+static pthread_t collector_thread_handle;
+static pthread_mutex_t collector_sleep_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t collector_sleep_cv;
+static int collector_tsc_measured;
 static _Atomic int collector_open_failed;
 
 static pid_t collector_gettid(void)
@@ -117,6 +125,11 @@ void collector_init(const struct collector_config *cfg, int argc, char **argv)
     collector_pid = getpid();
     clock_sample(&collector_init_ticks, &collector_init_mono, &collector_init_real);
     pthread_key_create(&collector_thread_key, collector_thread_key_destroy);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&collector_sleep_cv, &ca);
+    pthread_condattr_destroy(&ca);
     atomic_store(&prof_recording, 1);
 }
 
@@ -144,15 +157,38 @@ static void collector_start_thread(void)
     pthread_sigmask(SIG_BLOCK, &all, &old);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 256 * 1024);
-    pthread_t th;
-    int rc = pthread_create(&th, &attr, collector_main, NULL);
+    atomic_store(&collector_stop, 0);
+    int rc = pthread_create(&collector_thread_handle, &attr, collector_main, NULL);
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0)
         collector_note("cannot start the collector thread (%s); data is written at exit only",
                        strerror(rc));
+    else
+        atomic_store(&prof_collector_running, 1);
+}
+
+void collector_resume(void)
+{
+    if (atomic_load(&collector_threads) && atomic_load(&prof_recording) &&
+        collector_pid == getpid())
+        collector_start_thread();
+}
+
+/* Stops and joins the collector thread; returns whether one was running. */
+static int collector_stop_thread(void)
+{
+    if (!atomic_load(&prof_collector_running))
+        return 0;
+    pthread_mutex_lock(&collector_sleep_mu);
+    atomic_store(&collector_stop, 1);
+    pthread_cond_signal(&collector_sleep_cv);
+    pthread_mutex_unlock(&collector_sleep_mu);
+    pthread_join(collector_thread_handle, NULL);
+    atomic_store(&prof_collector_running, 0);
+    atomic_store(&collector_thread_started, 0);
+    return 1;
 }
 
 struct prof_thread *collector_thread_register(void)
@@ -507,11 +543,24 @@ static void *collector_main(void *arg)
     (void)arg;
     prof_tls_busy = 1; /* nothing this thread does is an event */
     prctl(PR_SET_NAME, "prof-collector", 0, 0, 0);
-    collector_measure_tsc();
+    if (!collector_tsc_measured) {
+        collector_tsc_measured = 1;
+        collector_measure_tsc();
+    }
     unsigned passes = 0;
     while (!atomic_load(&collector_stop)) {
-        struct timespec ts = {0, (long)collector_cfg.flush_ms * 1000000L};
-        nanosleep(&ts, NULL);
+        struct timespec deadline;
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_nsec += (long)collector_cfg.flush_ms * 1000000L;
+        deadline.tv_sec += deadline.tv_nsec / 1000000000L;
+        deadline.tv_nsec %= 1000000000L;
+        pthread_mutex_lock(&collector_sleep_mu);
+        while (!atomic_load(&collector_stop) &&
+               pthread_cond_timedwait(&collector_sleep_cv, &collector_sleep_mu, &deadline) == 0)
+            ;
+        pthread_mutex_unlock(&collector_sleep_mu);
+        if (atomic_load(&collector_stop))
+            break;
         if (collector_drain_lock(-1) != 0)
             continue;
         if (atomic_load(&prof_recording) && collector_pid == getpid()) {
@@ -549,7 +598,7 @@ void collector_finish(void)
     if (collector_pid != getpid())
         return; /* a vfork child shares our memory: leave it all to the parent */
     int was = atomic_exchange(&prof_recording, 0);
-    if (!was || !atomic_load(&collector_thread_started))
+    if (!was || !atomic_load(&collector_threads))
         return;
     int saved = errno;
     prof_tls_busy++;
@@ -559,7 +608,7 @@ void collector_finish(void)
             collector_write_end();
             writer_close();
         }
-        atomic_store(&collector_stop, 1);
+        atomic_store(&collector_stop, 1); /* not joined: the process is ending */
         collector_drain_unlock();
     }
     prof_tls_busy--;
@@ -568,7 +617,7 @@ void collector_finish(void)
 
 void collector_flush_for_exec(void)
 {
-    if (collector_pid != getpid() || !atomic_load(&collector_thread_started))
+    if (collector_pid != getpid() || !atomic_load(&collector_threads))
         return; /* a vfork child shares our memory: leave it all to the parent */
     int saved = errno;
     prof_tls_busy++;
@@ -586,7 +635,7 @@ void collector_flush_for_exec(void)
 
 int collector_flush_from_signal(void)
 {
-    if (collector_pid != getpid() || !atomic_load(&collector_thread_started))
+    if (collector_pid != getpid() || !atomic_load(&collector_threads))
         return -1;
     if (!atomic_load(&prof_recording))
         return -1;
@@ -603,8 +652,9 @@ int collector_flush_from_signal(void)
 
 void collector_atfork_prepare(void)
 {
-    /* Wait for the current drain pass so the child gets no lock held by a thread that
-     * does not exist there. */
+    collector_stop_thread();
+    /* No drain may be under way in another thread (an exec or signal flush) either: the
+     * child must get no lock held by a thread that does not exist there. */
     collector_drain_lock(2000);
     metalog_atfork_prepare();
 }
@@ -619,6 +669,7 @@ void collector_atfork_parent(void)
 void collector_atfork_child(void)
 {
     metalog_atfork_child();
+    pthread_mutex_init(&collector_sleep_mu, NULL);
     atomic_store(&collector_drain_owner, 0);
     struct prof_thread *t = atomic_load(&collector_threads);
     while (t) {
@@ -634,6 +685,7 @@ void collector_atfork_child(void)
     collector_sources_fresh = 1;
     collector_written = collector_lost = 0;
     atomic_store(&collector_thread_started, 0);
+    atomic_store(&prof_collector_running, 0);
     atomic_store(&collector_stop, 0);
     atomic_store(&collector_open_failed, 0);
     collector_pid = getpid();

@@ -61,6 +61,9 @@ extern __thread int prof_tls_busy PROF_TLS;
 void collector_init(const struct collector_config *cfg, int argc, char **argv);
 /* API tables are written at the top of every trace file. Call before any event. */
 void collector_add_api_table(const struct prof_api_desc *table, size_t count);
+/* 0 after a fork until the next event starts the collector thread again. */
+extern _Atomic int prof_collector_running;
+void collector_resume(void);
 /* Registers the calling thread (first event). NULL when not recording. */
 struct prof_thread *collector_thread_register(void);
 

@@ -29,6 +29,8 @@ static inline __attribute__((always_inline)) void emit_api_call(uint16_t api, lo
     struct prof_thread *t = emit_thread();
     if (!t || !atomic_load_explicit(&prof_recording, memory_order_relaxed))
         return;
+    if (__builtin_expect(!atomic_load_explicit(&prof_collector_running, memory_order_relaxed), 0))
+        collector_resume();
     if (prof_api_observer)
         prof_api_observer(end - start);
     uint32_t size = (uint32_t)sizeof(struct prof_rec_api_call) + 8u * nargs;

@@ -420,12 +420,14 @@ static inline int py_is_cfunction(py_object *o)
                  py.TypeIsSubtype(o->ob_type, py.CFunctionType));
 }
 
+static inline struct py_thread *py_thread_here(void);
+
 int python_profile(py_object *obj, py_object *frame, int what, py_object *arg)
 {
     (void)obj;
     uint64_t now = prof_clock_ticks();
-    struct py_thread *pt = py_tls;
-    if (__builtin_expect(!pt, 0) && !(pt = py_thread_create()))
+    struct py_thread *pt = py_thread_here();
+    if (!pt)
         return 0;
     switch (what) {
     case PY_TRACE_CALL:
@@ -455,6 +457,8 @@ int python_profile(py_object *obj, py_object *frame, int what, py_object *arg)
 
 static inline struct py_thread *py_thread_here(void)
 {
+    if (__builtin_expect(!atomic_load_explicit(&prof_collector_running, memory_order_relaxed), 0))
+        collector_resume();
     struct py_thread *pt = py_tls;
     if (__builtin_expect(!pt, 0))
         pt = py_thread_create();
