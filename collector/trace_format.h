@@ -59,6 +59,13 @@ enum prof_record_type {
     PROF_REC_PY_STATS = 15,   /* cumulative counts and times of one call-tree node */
     PROF_REC_PY_SPAN = 16,    /* one Python call above the span threshold (timeline) */
     PROF_REC_PY_GAP = 17,     /* an interval this thread's Python calls were not seen */
+    PROF_REC_GPU_KERNEL = 18, /* a kernel that ran on a GPU (CUPTI) */
+    PROF_REC_GPU_MEMCPY = 19, /* a copy that ran on a GPU (CUPTI) */
+    PROF_REC_GPU_MEMSET = 20, /* a memset that ran on a GPU (CUPTI) */
+    PROF_REC_GPU_API = 21,    /* a CUDA runtime or driver call CUPTI reported, with its correlation id */
+    PROF_REC_GPU_API_NAME = 22, /* CUPTI (domain, callback id) -> name */
+    PROF_REC_GPU_DEVICE = 23, /* properties of one GPU */
+    PROF_REC_NVTX = 24,       /* an NVTX range push/pop/start/end or mark */
     PROF_REC_TYPE_COUNT
 };
 
@@ -273,6 +280,120 @@ struct prof_rec_py_gap {
     uint64_t end;   /* ticks; 0: not covered until the end of the trace */
 };
 _Static_assert(sizeof(struct prof_rec_py_gap) == 24, "py gap record");
+
+/* ---- GPU (CUPTI) ----
+ * GPU_KERNEL/MEMCPY/MEMSET times are CLOCK_MONOTONIC nanoseconds (CUPTI's timestamps come
+ * from our timestamp callback, which returns them), not ticks: a reader converts CPU
+ * ticks to the same clock with the CLOCK records. correlation ties a GPU record to the
+ * GPU_API record of the call that launched it (same process). GPU_API records follow a
+ * THREAD record (the calling thread) and are timed in ticks like API_CALL; py_node is the
+ * innermost Python call-tree node of that thread at the call (0: none). */
+
+struct prof_rec_gpu_kernel {
+    struct prof_record_header h;
+    uint32_t correlation;
+    uint64_t start_ns;
+    uint64_t end_ns;
+    uint32_t name_sid; /* mangled kernel name */
+    uint32_t device;
+    uint32_t context;
+    uint32_t stream;
+    uint64_t grid;  /* dim3 packed like API_CALL's grid */
+    uint64_t block;
+    uint32_t registers;      /* per thread */
+    uint32_t shared_bytes;   /* static + dynamic */
+};
+_Static_assert(sizeof(struct prof_rec_gpu_kernel) == 64, "gpu kernel record");
+
+enum prof_gpu_copy_flags {
+    PROF_GPU_COPY_ASYNC = 1 /* CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC */
+};
+
+struct prof_rec_gpu_memcpy {
+    struct prof_record_header h;
+    uint32_t correlation;
+    uint64_t start_ns;
+    uint64_t end_ns;
+    uint64_t bytes;
+    uint8_t copy_kind; /* CUpti_ActivityMemcpyKind: 1 HtoD, 2 DtoH, 8 DtoD, 10 PtoP, ... */
+    uint8_t src_kind;  /* CUpti_ActivityMemoryKind: 1 pageable, 2 pinned, 3 device, ... */
+    uint8_t dst_kind;
+    uint8_t flags;
+    uint32_t device;
+    uint32_t stream;
+    uint32_t reserved;
+};
+_Static_assert(sizeof(struct prof_rec_gpu_memcpy) == 48, "gpu memcpy record");
+
+struct prof_rec_gpu_memset {
+    struct prof_record_header h;
+    uint32_t correlation;
+    uint64_t start_ns;
+    uint64_t end_ns;
+    uint64_t bytes;
+    uint32_t value;
+    uint32_t device;
+    uint32_t stream;
+    uint32_t reserved;
+};
+_Static_assert(sizeof(struct prof_rec_gpu_memset) == 48, "gpu memset record");
+
+enum prof_gpu_api_domain {
+    PROF_GPU_API_RUNTIME = 1, /* CUPTI_CB_DOMAIN_RUNTIME_API */
+    PROF_GPU_API_DRIVER = 2   /* CUPTI_CB_DOMAIN_DRIVER_API */
+};
+
+struct prof_rec_gpu_api {
+    struct prof_record_header h;
+    uint16_t domain;
+    uint16_t cbid;
+    uint32_t correlation;
+    uint32_t py_node;
+    uint64_t start; /* ticks */
+    uint64_t end;
+};
+_Static_assert(sizeof(struct prof_rec_gpu_api) == 32, "gpu api record");
+
+/* GPU_API_NAME: followed by the NUL-terminated name, padded to 8. */
+struct prof_rec_gpu_api_name {
+    struct prof_record_header h;
+    uint16_t domain;
+    uint16_t cbid;
+};
+_Static_assert(sizeof(struct prof_rec_gpu_api_name) == 8, "gpu api name record header");
+
+/* GPU_DEVICE: followed by the NUL-terminated device name, padded to 8. */
+struct prof_rec_gpu_device {
+    struct prof_record_header h;
+    uint32_t device;
+    uint64_t global_memory_bytes;
+    uint32_t sm_count;
+    uint32_t core_clock_khz;
+    uint32_t memory_clock_khz;
+    uint16_t compute_major;
+    uint16_t compute_minor;
+};
+_Static_assert(sizeof(struct prof_rec_gpu_device) == 32, "gpu device record header");
+
+enum prof_nvtx_kind {
+    PROF_NVTX_PUSH = 1,  /* nvtxRangePush: a range on this thread's stack */
+    PROF_NVTX_POP = 2,
+    PROF_NVTX_START = 3, /* nvtxRangeStart: a range that may end on another thread (id) */
+    PROF_NVTX_END = 4,
+    PROF_NVTX_MARK = 5
+};
+
+/* NVTX records follow a THREAD record (the calling thread). */
+struct prof_rec_nvtx {
+    struct prof_record_header h;
+    uint16_t kind;
+    uint16_t reserved;
+    uint32_t name_sid;   /* 0 for POP and END */
+    uint32_t domain_sid; /* 0: the default domain */
+    uint64_t id;         /* START/END range id */
+    uint64_t ticks;
+};
+_Static_assert(sizeof(struct prof_rec_nvtx) == 32, "nvtx record");
 
 static inline uint32_t prof_record_align(uint32_t n)
 {
