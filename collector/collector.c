@@ -21,6 +21,7 @@
 
 _Atomic int prof_recording;
 void (*prof_api_observer)(uint64_t ticks);
+uint32_t (*prof_current_py_node)(void);
 __thread struct prof_thread *prof_tls_thread PROF_TLS;
 __thread int prof_tls_busy PROF_TLS;
 
@@ -41,7 +42,7 @@ static int collector_api_table_count;
  * same pointer. */
 #define COLLECTOR_MAX_SOURCES 4
 static void (*collector_sources[COLLECTOR_MAX_SOURCES])(int fresh);
-static int collector_source_count;
+static _Atomic int collector_source_count; /* released after the slot is filled */
 static int collector_sources_fresh = 1; /* the file is new: sources write everything */
 
 static struct prof_thread *_Atomic collector_threads;

@@ -7,6 +7,7 @@
 
 #include "clock.h"
 #include "cudart.h"
+#include "cupti_sub.h"
 #include "emit.h"
 #include "resolve.h"
 
@@ -87,6 +88,8 @@ static inline void cudart_capture_end(void)
                 return cudaErrorUnknown;                                                           \
             cudart_real_##name = real;                                                             \
         }                                                                                          \
+        if (__builtin_expect(!cupti_started, 0))                                                   \
+            cupti_start(); /* the process uses CUDA: GPU activity from here on */                  \
         if (!cudart_capture_begin())                                                               \
             return real args;                                                                      \
         uint64_t prof_t0 = prof_clock_ticks();                                                     \

@@ -17,6 +17,7 @@
 #include "trace_format.h"
 #ifdef PROF_HAVE_CUDA
 #include "cudart.h"
+#include "cupti_sub.h"
 #endif
 
 static uint64_t init_round_up_pow2(uint64_t v)
@@ -84,6 +85,7 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
 #ifdef PROF_HAVE_CUDA
     cfg.features |= PROF_FEATURE_CUDART;
     cudart_init(strcmp(settings_get(SETTING_PROF_CUDART), "0") != 0);
+    cupti_init(strcmp(settings_get(SETTING_PROF_CUPTI), "0") != 0);
 #endif
     collector_init(&cfg, argc, argv);
     for (int i = 0; settings_recorded_env[i]; i++) {

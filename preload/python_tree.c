@@ -538,6 +538,12 @@ static void py_observe_api_call(uint64_t ticks)
     py_add(&n->api_ticks, ticks);
 }
 
+static uint32_t py_current_node(void)
+{
+    struct py_thread *pt = py_tls;
+    return pt && pt->depth && !pt->overflow ? pt->stack[pt->depth - 1].node->id : 0;
+}
+
 int python_thread_is_profiled(void)
 {
     return py_tls != NULL && !py_tls->in_gap;
@@ -703,4 +709,5 @@ void python_tree_init(uint64_t span_threshold_ns)
     pthread_atfork(NULL, NULL, py_atfork_child);
     collector_add_source(py_drain);
     prof_api_observer = py_observe_api_call;
+    prof_current_py_node = py_current_node;
 }

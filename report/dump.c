@@ -69,6 +69,30 @@ static void dump_api_call(FILE *out, const struct trace_record *rec, const struc
     }
 }
 
+static void dump_string_field(FILE *out, const char *key, uint32_t sid,
+                              const struct u64map *strings)
+{
+    const char *text = sid ? u64map_get_ptr(strings, sid) : NULL;
+    fprintf(out, " %s=%u", key, sid);
+    if (text) {
+        fputc(':', out);
+        dump_text(out, text);
+    }
+}
+
+static void dump_py_func(FILE *out, const struct prof_rec_py_func *f, const struct u64map *strings)
+{
+    fprintf(out, " func=%u kind=%s", f->func_id,
+            f->kind == PROF_PY_FUNC_PYTHON ? "python"
+            : f->kind == PROF_PY_FUNC_C    ? "c"
+                                           : "?");
+    dump_string_field(out, "name", f->name_sid, strings);
+    dump_string_field(out, "qualname", f->qualname_sid, strings);
+    dump_string_field(out, "file", f->file_sid, strings);
+    dump_string_field(out, "module", f->module_sid, strings);
+    fprintf(out, " line=%u", f->line);
+}
+
 static void dump_record(FILE *out, const struct trace_record *rec, struct u64map *apis,
                         struct u64map *strings)
 {
@@ -167,6 +191,40 @@ static void dump_record(FILE *out, const struct trace_record *rec, struct u64map
         const struct prof_rec_end *e = rec->data;
         fprintf(out, " ticks=%" PRIu64 " events_written=%" PRIu64 " events_lost=%" PRIu64, e->ticks,
                 e->events_written, e->events_lost);
+        break;
+    }
+    case PROF_REC_LOST_CALLS: {
+        const struct prof_rec_lost_calls *l = rec->data;
+        fprintf(out, " api=%u tid=%u calls=%" PRIu64 " errors=%" PRIu64 " ticks=%" PRIu64, l->api,
+                l->tid, l->calls, l->errors, l->ticks);
+        break;
+    }
+    case PROF_REC_PY_FUNC:
+        dump_py_func(out, rec->data, strings);
+        break;
+    case PROF_REC_PY_NODE: {
+        const struct prof_rec_py_node *n = rec->data;
+        fprintf(out, " node=%u parent=%u func=%u", n->node_id, n->parent_id, n->func_id);
+        break;
+    }
+    case PROF_REC_PY_STATS: {
+        const struct prof_rec_py_stats *st = rec->data;
+        fprintf(out,
+                " node=%u calls=%" PRIu64 " total=%" PRIu64 " self=%" PRIu64 " api_calls=%" PRIu64
+                " api_ticks=%" PRIu64,
+                st->node_id, st->calls, st->total_ticks, st->self_ticks, st->api_calls,
+                st->api_ticks);
+        break;
+    }
+    case PROF_REC_PY_SPAN: {
+        const struct prof_rec_py_span *sp = rec->data;
+        fprintf(out, " node=%u start=%" PRIu64 " end=%" PRIu64, sp->node_id, sp->start, sp->end);
+        break;
+    }
+    case PROF_REC_PY_GAP: {
+        const struct prof_rec_py_gap *g = rec->data;
+        fprintf(out, " reason=%u (%s) start=%" PRIu64 " end=%" PRIu64, g->reason,
+                model_py_gap_reason_name(g->reason), g->start, g->end);
         break;
     }
     case PROF_REC_PAD:

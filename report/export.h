@@ -10,4 +10,11 @@
 int export_json_write(FILE *out, const struct summary *s, size_t limit);
 int export_csv_write(FILE *out, const struct summary *s, size_t limit);
 
+/* export_python.c: files written whole through a temporary beside path, or not at all.
+ * 0 on success; -1 with a one-line message in err. */
+/* A pstats file: marshal of cProfile's stats dict; pstats.Stats(path) loads it. */
+int export_pstats_write(const char *path, const struct pystats *py, char *err, size_t errlen);
+/* Folded stacks, "process pid P;thread T;frame;... <self microseconds>" per line. */
+int export_folded_write(const char *path, const struct summary *s, char *err, size_t errlen);
+
 #endif

@@ -92,6 +92,23 @@ int export_csv_write(FILE *out, const struct summary *s, size_t limit)
         }
     }
 
+    fprintf(out, "\n# python\nfile,line,name,qualname,module,kind,ncalls,primitive_calls,"
+                 "tottime_ns,cumtime_ns,api_calls,api_ns\n");
+    for (size_t i = 0; i < s->py.nfuncs && (!limit || i < limit); i++) {
+        const struct pystats_func *f = &s->py.funcs[s->py.order[i]];
+        format_csv_field(out, f->file);
+        fprintf(out, ",%" PRIu32 ",", f->line);
+        format_csv_field(out, f->name);
+        fputc(',', out);
+        format_csv_field(out, f->qualname ? f->qualname : "");
+        fputc(',', out);
+        format_csv_field(out, f->module ? f->module : "");
+        fprintf(out,
+                ",%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+                f->kind == PROF_PY_FUNC_C ? "c" : "python", f->ncalls, f->pcalls, f->tottime_ns,
+                f->cumtime_ns, f->api_calls, f->api_ns);
+    }
+
     fprintf(out, "\n# warnings\nmessage\n");
     for (size_t i = 0; i < s->nwarnings; i++) {
         format_csv_field(out, s->warnings[i]);

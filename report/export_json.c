@@ -109,7 +109,51 @@ static json_t *export_json_process(const struct model_process *p)
                                                  export_json_u64(t->lost)));
     }
     json_object_set_new(o, "threads", threads);
+
+    struct pystats_thread *pt;
+    size_t npt = pystats_threads(p, &pt);
+    json_t *py_threads = json_array();
+    for (size_t i = 0; i < npt; i++)
+        json_array_append_new(py_threads, json_pack("{s:I,s:o,s:o}", "tid", (json_int_t)pt[i].tid,
+                                                    "functions", export_json_u64(pt[i].functions),
+                                                    "calls", export_json_u64(pt[i].calls)));
+    free(pt);
+    json_object_set_new(o, "python_threads", py_threads);
+    json_t *gaps = json_array();
+    for (size_t i = 0; i < p->py.ngaps; i++) {
+        const struct model_py_gap *g = &p->py.gaps[i];
+        json_array_append_new(gaps,
+                              json_pack("{s:I,s:s,s:o,s:o}", "tid", (json_int_t)g->tid, "reason",
+                                        model_py_gap_reason_name(g->reason), "start_ns",
+                                        export_json_u64(g->start_ns), "end_ns",
+                                        g->end_ticks ? export_json_u64(g->end_ns) : json_null()));
+    }
+    json_object_set_new(o, "python_gaps", gaps);
+    json_object_set_new(o, "python_spans", export_json_u64(p->py.spans));
     return o;
+}
+
+static json_t *export_json_python(const struct pystats *py, size_t limit)
+{
+    json_t *rows = json_array();
+    for (size_t i = 0; i < py->nfuncs && (!limit || i < limit); i++) {
+        const struct pystats_func *f = &py->funcs[py->order[i]];
+        json_t *o = json_object();
+        json_object_set_new(o, "file", export_json_str(f->file));
+        json_object_set_new(o, "line", export_json_u64(f->line));
+        json_object_set_new(o, "name", export_json_str(f->name));
+        json_object_set_new(o, "qualname", export_json_str(f->qualname));
+        json_object_set_new(o, "module", export_json_str(f->module));
+        json_object_set_new(o, "kind", json_string(f->kind == PROF_PY_FUNC_C ? "c" : "python"));
+        json_object_set_new(o, "ncalls", export_json_u64(f->ncalls));
+        json_object_set_new(o, "primitive_calls", export_json_u64(f->pcalls));
+        json_object_set_new(o, "tottime_ns", export_json_u64(f->tottime_ns));
+        json_object_set_new(o, "cumtime_ns", export_json_u64(f->cumtime_ns));
+        json_object_set_new(o, "api_calls", export_json_u64(f->api_calls));
+        json_object_set_new(o, "api_ns", export_json_u64(f->api_ns));
+        json_array_append_new(rows, o);
+    }
+    return rows;
 }
 
 int export_json_write(FILE *out, const struct summary *s, size_t limit)
@@ -165,6 +209,7 @@ int export_json_write(FILE *out, const struct summary *s, size_t limit)
                       format_gbps_value(c->bytes, c->ns)));
     }
     json_object_set_new(root, "copies", copies);
+    json_object_set_new(root, "python", export_json_python(&s->py, limit));
 
     json_t *warnings = json_array();
     for (size_t i = 0; i < s->nwarnings; i++)

@@ -26,8 +26,17 @@ static void main_usage(FILE *out)
           "\n"
           "  -f, --format FMT  text (default), json or csv\n"
           "  -s, --sort KEY    order of the API and kernel tables: total (default), calls,\n"
-          "                    avg, min, max, errors or name\n"
-          "  -n, --limit N     show the first N rows of the API and kernel tables\n"
+          "                    avg, min, max, errors or name; of the Python table:\n"
+          "                    cumtime (default), tottime, ncalls, percall, name, filename,\n"
+          "                    line (cProfile's; also cumulative, time, calls)\n"
+          "  -n, --limit N     show the first N rows of the API, kernel and Python tables\n"
+          "      --python      print the Python function table (cProfile's columns) only\n"
+          "      --per-thread  with --python: one table per thread\n"
+          "      --per-process with --python: one table per process\n"
+          "      --pstats FILE write the Python stats for pstats (python3 -m pstats FILE,\n"
+          "                    snakeviz)\n"
+          "      --folded FILE write the Python call stacks as folded stacks, self time in\n"
+          "                    microseconds (flamegraph.pl, speedscope)\n"
           "      --run ID      report the run whose META run_id is ID\n"
           "      --all-runs    merge every run found in the inputs (default: the latest)\n"
           "  -h, --help        this help\n"
@@ -119,13 +128,41 @@ static void main_load_path(struct main_inputs *in, const char *path)
     free(names);
 }
 
+/* --pstats and --folded: each file is written whole or not at all. 0, or -1 said. */
+static int main_write_python_files(const struct summary *s, const char *pstats_path,
+                                   const char *folded_path)
+{
+    char err[512];
+    int rc = 0;
+    if ((pstats_path || folded_path) && !s->py.nfuncs) {
+        fprintf(stderr, "profreport: the inputs hold no Python calls; %s not written\n",
+                pstats_path && folded_path ? "--pstats and --folded files"
+                : pstats_path              ? pstats_path
+                                           : folded_path);
+        return -1;
+    }
+    if (pstats_path && export_pstats_write(pstats_path, &s->py, err, sizeof err) != 0) {
+        fprintf(stderr, "profreport: %s\n", err);
+        rc = -1;
+    }
+    if (folded_path && export_folded_write(folded_path, s, err, sizeof err) != 0) {
+        fprintf(stderr, "profreport: %s\n", err);
+        rc = -1;
+    }
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     enum main_format format = MAIN_FORMAT_TEXT;
     enum summary_sort sort = SUMMARY_SORT_TOTAL;
+    enum pystats_sort py_sort = PYSTATS_SORT_CUMTIME;
+    const char *sort_arg = NULL;
     size_t limit = 0;
     const char *run_id = NULL;
-    int all_runs = 0;
+    int all_runs = 0, python = 0, format_given = 0;
+    enum tables_python_split split = TABLES_PYTHON_MERGED;
+    const char *pstats_path = NULL, *folded_path = NULL;
 
     if (argc >= 2 && !strcmp(argv[1], "dump")) {
         if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
@@ -137,13 +174,26 @@ int main(int argc, char **argv)
         return dump_file(stdout, stderr, argv[2]);
     }
 
-    enum { OPT_RUN = 256, OPT_ALL_RUNS };
+    enum {
+        OPT_RUN = 256,
+        OPT_ALL_RUNS,
+        OPT_PYTHON,
+        OPT_PER_THREAD,
+        OPT_PER_PROCESS,
+        OPT_PSTATS,
+        OPT_FOLDED
+    };
     static const struct option options[] = {
         {"format", required_argument, NULL, 'f'},
         {"sort", required_argument, NULL, 's'},
         {"limit", required_argument, NULL, 'n'},
         {"run", required_argument, NULL, OPT_RUN},
         {"all-runs", no_argument, NULL, OPT_ALL_RUNS},
+        {"python", no_argument, NULL, OPT_PYTHON},
+        {"per-thread", no_argument, NULL, OPT_PER_THREAD},
+        {"per-process", no_argument, NULL, OPT_PER_PROCESS},
+        {"pstats", required_argument, NULL, OPT_PSTATS},
+        {"folded", required_argument, NULL, OPT_FOLDED},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -152,6 +202,7 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":f:s:n:h", options, NULL)) != -1) {
         switch (c) {
         case 'f':
+            format_given = 1;
             if (!strcmp(optarg, "text"))
                 format = MAIN_FORMAT_TEXT;
             else if (!strcmp(optarg, "json"))
@@ -162,10 +213,7 @@ int main(int argc, char **argv)
                 return main_bad_usage("unknown format '%s' (text, json or csv)", optarg);
             break;
         case 's':
-            if (summary_parse_sort(optarg, &sort) != 0)
-                return main_bad_usage("unknown sort key '%s' (total, calls, avg, min, max, "
-                                      "errors or name)",
-                                      optarg);
+            sort_arg = optarg; /* checked once --python is known */
             break;
         case 'n': {
             char *end;
@@ -182,6 +230,27 @@ int main(int argc, char **argv)
         case OPT_ALL_RUNS:
             all_runs = 1;
             break;
+        case OPT_PYTHON:
+            python = 1;
+            break;
+        case OPT_PER_THREAD:
+        case OPT_PER_PROCESS: {
+            enum tables_python_split want =
+                c == OPT_PER_THREAD ? TABLES_PYTHON_PER_THREAD : TABLES_PYTHON_PER_PROCESS;
+            if (split != TABLES_PYTHON_MERGED && split != want)
+                return main_bad_usage("--per-thread and --per-process exclude each other%s", "");
+            split = want;
+            break;
+        }
+        case OPT_PSTATS:
+        case OPT_FOLDED:
+            if (!*optarg)
+                return main_bad_usage("%s wants a file name", argv[optind - 1]);
+            if (c == OPT_PSTATS)
+                pstats_path = optarg;
+            else
+                folded_path = optarg;
+            break;
         case 'h':
             main_usage(stdout);
             return 0;
@@ -193,6 +262,25 @@ int main(int argc, char **argv)
     }
     if (run_id && all_runs)
         return main_bad_usage("--run and --all-runs exclude each other%s", "");
+    if (split != TABLES_PYTHON_MERGED && !python)
+        return main_bad_usage("%s goes with --python",
+                              split == TABLES_PYTHON_PER_THREAD ? "--per-thread" : "--per-process");
+    if (split != TABLES_PYTHON_MERGED && format_given && format != MAIN_FORMAT_TEXT)
+        return main_bad_usage("--per-thread and --per-process are for the text report%s", "");
+    if (sort_arg) {
+        /* A key of both tables (calls, name) orders both; otherwise the key says which. */
+        int api_ok = summary_parse_sort(sort_arg, &sort) == 0;
+        int py_ok = pystats_parse_sort(sort_arg, &py_sort) == 0;
+        if (python && !py_ok)
+            return main_bad_usage("unknown sort key '%s' for --python (cumtime, tottime, ncalls, "
+                                  "percall, name, filename or line)",
+                                  sort_arg);
+        if (!api_ok && !py_ok)
+            return main_bad_usage("unknown sort key '%s' (total, calls, avg, min, max, errors or "
+                                  "name; for Python: cumtime, tottime, ncalls, percall, "
+                                  "filename or line)",
+                                  sort_arg);
+    }
     if (optind >= argc)
         return main_bad_usage("no trace file or directory given%s", "");
 
@@ -215,13 +303,23 @@ int main(int argc, char **argv)
     struct summary s;
     summary_build(&s, in.procs, in.n);
     summary_sort(&s, sort);
+    summary_sort_python(&s, py_sort);
     for (size_t i = 0; i < s.nwarnings; i++)
         fprintf(stderr, "profreport: warning: %s\n", s.warnings[i]);
+    int failed = in.failed;
+    if (main_write_python_files(&s, pstats_path, folded_path) != 0)
+        failed = 1;
+    /* Writing a file alone prints no report, unless one was asked for too. */
+    int print = !(pstats_path || folded_path) || python || format_given;
     int rc = 0;
-    if (format == MAIN_FORMAT_JSON)
+    if (!print)
+        rc = 0;
+    else if (format == MAIN_FORMAT_JSON)
         rc = export_json_write(stdout, &s, limit);
     else if (format == MAIN_FORMAT_CSV)
         rc = export_csv_write(stdout, &s, limit);
+    else if (python)
+        tables_python(stdout, &s, limit, split);
     else
         tables_print(stdout, &s, limit);
     summary_free(&s);
@@ -229,5 +327,5 @@ int main(int argc, char **argv)
         fprintf(stderr, "profreport: cannot write the report: %s\n", strerror(errno));
         return 1;
     }
-    return in.failed ? 1 : 0;
+    return failed ? 1 : 0;
 }

@@ -143,6 +143,8 @@ struct model_process *model_process_new(const char *file, uint32_t features)
     u64map_init(&p->kernel_names);
     u64map_init(&p->kernel_alias);
     u64map_init(&p->kernels);
+    u64map_init(&p->py.func_index);
+    u64map_init(&p->py.node_index);
     return p;
 }
 
@@ -199,6 +201,7 @@ void model_process_free(struct model_process *p)
     for (size_t i = 0; i < p->nwarnings; i++)
         free(p->warnings[i]);
     free(p->warnings);
+    model_python_free(&p->py);
     free(p);
 }
 
@@ -463,6 +466,15 @@ void model_add_record(struct model_process *p, const struct trace_record *rec)
         model_push_string(&p->notes, &p->nnotes,
                           model_strdup(trace_record_text(rec, sizeof(struct prof_rec_note), NULL)));
         break;
+    case PROF_REC_PY_FUNC:
+    case PROF_REC_PY_NODE:
+    case PROF_REC_PY_STATS:
+    case PROF_REC_PY_SPAN:
+    case PROF_REC_PY_GAP:
+        /* PY_FUNC is process-wide and may precede every THREAD record: no thread 0. */
+        model_python_on_record(
+            p, rec, p->current_thread == SIZE_MAX ? 0 : p->threads[p->current_thread].tid);
+        break;
     case PROF_REC_END: {
         const struct prof_rec_end *e = rec->data;
         p->clean_end = 1;
@@ -477,6 +489,23 @@ void model_add_record(struct model_process *p, const struct trace_record *rec)
 uint64_t model_ticks_to_ns(const struct model_process *p, uint64_t ticks)
 {
     return (uint64_t)((double)ticks * p->ns_per_tick + 0.5);
+}
+
+uint64_t model_ticks_to_monotonic_ns(const struct model_process *p, uint64_t ticks)
+{
+    if (!(p->features & PROF_FEATURE_TSC_CLOCK) || p->nclocks == 0)
+        return (uint64_t)((double)ticks * p->ns_per_tick + 0.5);
+    double d = ((double)ticks - (double)p->clock_first_ticks) * p->ns_per_tick;
+    double ns = (double)p->clock_first_ns + d;
+    return ns > 0 ? (uint64_t)(ns + 0.5) : 0;
+}
+
+uint64_t model_start_monotonic_ns(const struct model_process *p)
+{
+    const char *v = model_meta_get(p, "start_monotonic_ns");
+    if (v && *v)
+        return strtoull(v, NULL, 10);
+    return p->nclocks ? p->clock_first_ns : 0;
 }
 
 static void model_clock_finish(struct model_process *p)
@@ -523,6 +552,7 @@ void model_finish(struct model_process *p)
         p->copies[d].ns = model_ticks_to_ns(p, p->copies[d].ticks);
     model_memory_finish(p);
     model_kernel_finish(p);
+    model_python_finish(p);
     if (p->end_lost > p->lost)
         p->lost = p->end_lost;
     if (p->lost && p->lost_calls >= p->lost)

@@ -106,6 +106,44 @@ struct model_meta {
 
 struct model_mem_event; /* private to model_memory.c */
 
+/* ---- Python call trees (model_python.c) ---- */
+
+struct model_py_func {
+    uint32_t id;
+    uint32_t name_sid, qualname_sid, file_sid, module_sid; /* resolved by model_finish */
+    uint32_t line;
+    uint16_t kind;                               /* enum prof_py_func_kind */
+    const char *name, *qualname, *file, *module; /* into the process's strings; NULL: unknown */
+};
+
+/* One call path of one thread. Stats are the last PY_STATS of the node (they are
+ * cumulative), in ticks while reading and in ns after model_finish. */
+struct model_py_node {
+    uint32_t id, parent, func;
+    uint32_t tid;
+    int defined; /* a PY_NODE record named it (else only PY_STATS did) */
+    uint64_t calls, total_ticks, self_ticks, api_calls, api_ticks;
+    uint64_t total_ns, self_ns, api_ns;
+};
+
+struct model_py_gap {
+    uint32_t tid, reason;
+    uint64_t start_ticks, end_ticks; /* end 0: until the end of the trace */
+    uint64_t start_ns, end_ns;       /* CLOCK_MONOTONIC; end_ns 0 as end_ticks */
+};
+
+struct model_python {
+    struct model_py_func *funcs;
+    size_t nfuncs, cap_funcs;
+    struct u64map func_index; /* func_id -> index + 1 */
+    struct model_py_node *nodes;
+    size_t nnodes, cap_nodes;
+    struct u64map node_index; /* node_id -> index + 1 */
+    struct model_py_gap *gaps;
+    size_t ngaps, cap_gaps;
+    uint64_t spans;
+};
+
 struct model_process {
     char *file;
     uint32_t features;
@@ -151,11 +189,13 @@ struct model_process {
 
     uint64_t lost;       /* sum of LOST records */
     uint64_t lost_calls; /* sum of LOST_CALLS records: dropped calls still in the API sums */
-    uint64_t end_lost; /* END's events_lost */
+    uint64_t end_lost;   /* END's events_lost */
 
     size_t nclocks;
     uint64_t clock_first_ticks, clock_first_ns, clock_last_ticks, clock_last_ns;
     double ns_per_tick;
+
+    struct model_python py;
 };
 
 /* Reads a whole trace file into a new process model (model_finish included). On an error
@@ -173,6 +213,11 @@ void model_finish(struct model_process *p);
 
 /* Duration in ticks -> ns with the process's clock fit. */
 uint64_t model_ticks_to_ns(const struct model_process *p, uint64_t ticks);
+/* A timestamp in ticks -> CLOCK_MONOTONIC ns (through the first CLOCK record for TSC). */
+uint64_t model_ticks_to_monotonic_ns(const struct model_process *p, uint64_t ticks);
+/* The process's start in CLOCK_MONOTONIC ns: META start_monotonic_ns, else the first
+ * CLOCK record, else 0. */
+uint64_t model_start_monotonic_ns(const struct model_process *p);
 const char *model_meta_get(const struct model_process *p, const char *key);
 void model_add_warning(struct model_process *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -203,5 +248,15 @@ void model_kernel_finish(struct model_process *p);
 char *model_kernel_resolve(const struct model_process *p, uint64_t address);
 /* __cxa_demangle, or a copy of name when it is not a mangled C++ name. */
 char *model_demangle(const char *name);
+
+/* model_python.c: PY_FUNC, PY_NODE, PY_STATS, PY_SPAN and PY_GAP records. */
+void model_python_on_record(struct model_process *p, const struct trace_record *rec, uint32_t tid);
+void model_python_finish(struct model_process *p);
+void model_python_free(struct model_python *py);
+/* The function of a node, or NULL when no PY_FUNC record named it. */
+const struct model_py_func *model_python_func(const struct model_process *p, uint32_t func_id);
+/* The node of an id, or NULL. */
+const struct model_py_node *model_python_node(const struct model_process *p, uint32_t node_id);
+const char *model_py_gap_reason_name(uint32_t reason);
 
 #endif

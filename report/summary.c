@@ -314,6 +314,19 @@ void summary_build(struct summary *s, struct model_process **procs, size_t n)
             summary_add_warning(s, p->warnings[w]);
     }
     summary_sort(s, SUMMARY_SORT_TOTAL);
+    pystats_init(&s->py);
+    for (size_t i = 0; i < n; i++) {
+        pystats_add(&s->py, procs[i], -1);
+        s->py_gaps += procs[i]->py.ngaps;
+        s->py_spans += procs[i]->py.spans;
+    }
+    summary_sort_python(s, PYSTATS_SORT_CUMTIME);
+}
+
+void summary_sort_python(struct summary *s, enum pystats_sort key)
+{
+    s->py_sort = key;
+    pystats_finish(&s->py, key);
 }
 
 static enum summary_sort summary_sort_key;
@@ -406,5 +419,6 @@ void summary_free(struct summary *s)
     for (size_t i = 0; i < s->nwarnings; i++)
         free(s->warnings[i]);
     free(s->warnings);
+    pystats_free(&s->py);
     memset(s, 0, sizeof *s);
 }

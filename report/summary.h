@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "model.h"
+#include "pystats.h"
 
 struct summary_api_row {
     char *name;
@@ -45,6 +46,9 @@ struct summary {
     struct model_copy_stats copies[MODEL_DIR_COUNT];
     char **warnings;
     size_t nwarnings;
+    struct pystats py; /* Python functions merged over every process and thread */
+    enum pystats_sort py_sort;
+    uint64_t py_gaps, py_spans; /* summed over the processes */
 };
 
 enum summary_sort {
@@ -72,6 +76,8 @@ void summary_build(struct summary *s, struct model_process **procs, size_t n);
 /* Orders the API and kernel rows: name ascending, any other key descending, ties by
  * name. */
 void summary_sort(struct summary *s, enum summary_sort key);
+/* Orders the Python functions (default: cumtime). */
+void summary_sort_python(struct summary *s, enum pystats_sort key);
 void summary_free(struct summary *s);
 
 #endif

@@ -6,97 +6,7 @@
 #include <string.h>
 
 #include "format.h"
-
-#define TABLES_MAX_COLS 10
-
-/* A text table: cells are collected, then printed with each column as wide as its widest
- * cell. Numbers align right, text left. */
-struct tables_text {
-    size_t ncols;
-    const char *head[TABLES_MAX_COLS];
-    int right[TABLES_MAX_COLS];
-    char spec[256]; /* head[] points into it */
-    char **cells;   /* row-major */
-    size_t nrows, cap;
-};
-
-static void tables_begin(struct tables_text *t, const char *spec)
-{
-    /* spec: "<Name|>Calls|..." where '>' marks a right-aligned column */
-    memset(t, 0, sizeof *t);
-    snprintf(t->spec, sizeof t->spec, "%s", spec);
-    for (char *save = NULL, *c = strtok_r(t->spec, "|", &save); c && t->ncols < TABLES_MAX_COLS;
-         c = strtok_r(NULL, "|", &save)) {
-        t->right[t->ncols] = *c == '>';
-        t->head[t->ncols++] = c + 1;
-    }
-}
-
-static void tables_row(struct tables_text *t, ...)
-{
-    if ((t->nrows + 1) * t->ncols > t->cap) {
-        t->cap = t->cap ? t->cap * 2 : 64 * t->ncols;
-        while (t->cap < (t->nrows + 1) * t->ncols)
-            t->cap *= 2;
-        char **n = realloc(t->cells, t->cap * sizeof *n);
-        if (!n) {
-            fprintf(stderr, "profreport: out of memory\n");
-            exit(1);
-        }
-        t->cells = n;
-    }
-    va_list ap;
-    va_start(ap, t);
-    for (size_t c = 0; c < t->ncols; c++) {
-        const char *s = va_arg(ap, const char *);
-        char *d = strdup(s ? s : "");
-        if (!d) {
-            fprintf(stderr, "profreport: out of memory\n");
-            exit(1);
-        }
-        t->cells[t->nrows * t->ncols + c] = d;
-    }
-    va_end(ap);
-    t->nrows++;
-}
-
-static void tables_discard(struct tables_text *t)
-{
-    for (size_t i = 0; i < t->nrows * t->ncols; i++)
-        free(t->cells[i]);
-    free(t->cells);
-    memset(t, 0, sizeof *t);
-}
-
-static void tables_end(FILE *out, struct tables_text *t)
-{
-    size_t w[TABLES_MAX_COLS];
-    for (size_t c = 0; c < t->ncols; c++) {
-        w[c] = strlen(t->head[c]);
-        for (size_t r = 0; r < t->nrows; r++) {
-            size_t l = strlen(t->cells[r * t->ncols + c]);
-            if (l > w[c])
-                w[c] = l;
-        }
-    }
-    for (size_t r = 0; r <= t->nrows; r++) {
-        fputs("  ", out);
-        for (size_t c = 0; c < t->ncols; c++) {
-            const char *s = r == 0 ? t->head[c] : t->cells[(r - 1) * t->ncols + c];
-            int last = c + 1 == t->ncols;
-            if (t->right[c])
-                fprintf(out, "%*s", (int)w[c], s);
-            else if (last)
-                fputs(s, out);
-            else
-                fprintf(out, "%-*s", (int)w[c], s);
-            if (!last)
-                fputs("  ", out);
-        }
-        fputc('\n', out);
-    }
-    tables_discard(t);
-}
+#include "text_table.h"
 
 static const char *tables_u64(char *buf, uint64_t v)
 {
@@ -119,16 +29,17 @@ static void tables_api(FILE *out, const struct summary *s, size_t limit)
         fprintf(out, "  (no CUDA API calls)\n\n");
         return;
     }
-    struct tables_text t;
-    tables_begin(&t, "<Name|>Calls|>Errors|>Total|>Avg|>Min|>Max|>% API time");
+    struct text_table t;
+    text_table_begin(&t, "<Name|>Calls|>Errors|>Total|>Avg|>Min|>Max|>% API time");
     for (size_t i = 0; i < s->napi && (!limit || i < limit); i++) {
         const struct summary_api_row *r = &s->api[i];
         snprintf(pct, sizeof pct, "%.1f%%", r->percent);
-        tables_row(&t, r->name, tables_u64(calls, r->calls), tables_u64(errors, r->errors),
-                   tables_time(total, (double)r->total_ns), tables_time(avg, r->avg_ns),
-                   tables_time(min, (double)r->min_ns), tables_time(max, (double)r->max_ns), pct);
+        text_table_row(&t, r->name, tables_u64(calls, r->calls), tables_u64(errors, r->errors),
+                       tables_time(total, (double)r->total_ns), tables_time(avg, r->avg_ns),
+                       tables_time(min, (double)r->min_ns), tables_time(max, (double)r->max_ns),
+                       pct);
     }
-    tables_end(out, &t);
+    text_table_end(out, &t);
     if (limit && s->napi > limit)
         fprintf(out, "  (%zu more not shown; --limit)\n", s->napi - limit);
     fputc('\n', out);
@@ -142,8 +53,9 @@ static void tables_kernels(FILE *out, const struct summary *s, size_t limit)
         fprintf(out, "  (no kernel launches)\n\n");
         return;
     }
-    struct tables_text t;
-    tables_begin(&t, "<Kernel|>Launches|>Errors|>Launch API total|>Launch API avg|>Grid|>Block");
+    struct text_table t;
+    text_table_begin(&t,
+                     "<Kernel|>Launches|>Errors|>Launch API total|>Launch API avg|>Grid|>Block");
     for (size_t i = 0; i < s->nkernels && (!limit || i < limit); i++) {
         const struct summary_kernel_row *r = &s->kernels[i];
         if (r->has_grid)
@@ -154,25 +66,25 @@ static void tables_kernels(FILE *out, const struct summary *s, size_t limit)
             model_dim3_format(r->block, block, sizeof block);
         else
             strcpy(block, "-");
-        tables_row(&t, r->name, tables_u64(launches, r->launches), tables_u64(errors, r->errors),
-                   tables_time(total, (double)r->total_ns), tables_time(avg, r->avg_ns), grid,
-                   block);
+        text_table_row(&t, r->name, tables_u64(launches, r->launches),
+                       tables_u64(errors, r->errors), tables_time(total, (double)r->total_ns),
+                       tables_time(avg, r->avg_ns), grid, block);
     }
-    tables_end(out, &t);
+    text_table_end(out, &t);
     if (limit && s->nkernels > limit)
         fprintf(out, "  (%zu more not shown; --limit)\n", s->nkernels - limit);
     fputc('\n', out);
 }
 
-static void tables_mem_row(struct tables_text *t, const char *scope, const char *space,
+static void tables_mem_row(struct text_table *t, const char *scope, const char *space,
                            const struct model_mem_stats *m)
 {
     char ac[24], ab[32], fc[24], fb[32], peak[32];
     format_bytes(m->alloc_bytes, ab, sizeof ab);
     format_bytes(m->free_bytes, fb, sizeof fb);
     format_bytes(m->peak_bytes, peak, sizeof peak);
-    tables_row(t, scope, space, tables_u64(ac, m->alloc_count), ab, tables_u64(fc, m->free_count),
-               fb, peak);
+    text_table_row(t, scope, space, tables_u64(ac, m->alloc_count), ab,
+                   tables_u64(fc, m->free_count), fb, peak);
 }
 
 static int tables_mem_used(const struct model_mem_stats *m)
@@ -180,12 +92,23 @@ static int tables_mem_used(const struct model_mem_stats *m)
     return m->alloc_count || m->free_count;
 }
 
+static int tables_memory_any(const struct summary *s)
+{
+    for (int m = 0; m < MODEL_SPACE_COUNT; m++)
+        if (tables_mem_used(&s->mem[m]))
+            return 1;
+    for (int d = 0; d < MODEL_DIR_COUNT; d++)
+        if (s->copies[d].calls)
+            return 1;
+    return 0;
+}
+
 static void tables_memory(FILE *out, const struct summary *s)
 {
     char scope[64];
-    struct tables_text t;
+    struct text_table t;
     fprintf(out, "Memory (peak = most bytes live at once in one process)\n");
-    tables_begin(&t, "<Scope|<Space|>Allocs|>Alloc bytes|>Frees|>Free bytes|>Peak live");
+    text_table_begin(&t, "<Scope|<Space|>Allocs|>Alloc bytes|>Frees|>Free bytes|>Peak live");
     for (int m = 0; m < MODEL_SPACE_COUNT; m++)
         if (tables_mem_used(&s->mem[m]))
             tables_mem_row(&t, "all", model_space_name(m), &s->mem[m]);
@@ -207,28 +130,28 @@ static void tables_memory(FILE *out, const struct summary *s)
         }
     }
     if (t.nrows)
-        tables_end(out, &t);
+        text_table_end(out, &t);
     else {
-        tables_discard(&t);
+        text_table_discard(&t);
         fprintf(out, "  (no allocations)\n");
     }
 
     char calls[24], bytes[32], total[32], gbps[32];
     fprintf(out, "\nCopies and sets\n");
-    tables_begin(&t, "<Direction|>Calls|>Bytes|>API time|>GB/s over API time");
+    text_table_begin(&t, "<Direction|>Calls|>Bytes|>API time|>GB/s over API time");
     for (int d = 0; d < MODEL_DIR_COUNT; d++) {
         const struct model_copy_stats *c = &s->copies[d];
         if (!c->calls)
             continue;
         format_bytes(c->bytes, bytes, sizeof bytes);
         format_gbps(c->bytes, c->ns, gbps, sizeof gbps);
-        tables_row(&t, model_direction_name(d), tables_u64(calls, c->calls), bytes,
-                   tables_time(total, (double)c->ns), gbps);
+        text_table_row(&t, model_direction_name(d), tables_u64(calls, c->calls), bytes,
+                       tables_time(total, (double)c->ns), gbps);
     }
     if (t.nrows)
-        tables_end(out, &t);
+        text_table_end(out, &t);
     else {
-        tables_discard(&t);
+        text_table_discard(&t);
         fprintf(out, "  (no copies or sets)\n");
     }
     fputc('\n', out);
@@ -237,9 +160,9 @@ static void tables_memory(FILE *out, const struct summary *s)
 static void tables_processes(FILE *out, const struct summary *s)
 {
     char pid[24], ppid[24], rank[24], lost[24];
-    struct tables_text t;
+    struct text_table t;
     fprintf(out, "Processes\n");
-    tables_begin(&t, "<File|>PID|>PPID|<Host|>Rank|<End|>Lost|<Command");
+    text_table_begin(&t, "<File|>PID|>PPID|<Host|>Rank|<End|>Lost|<Command");
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         snprintf(pid, sizeof pid, "%lld", (long long)p->pid);
@@ -250,26 +173,26 @@ static void tables_processes(FILE *out, const struct summary *s)
             strcpy(rank, "-");
         const char *end = p->clean_end ? (p->truncated ? "clean, file damaged" : "clean")
                                        : "process did not finish writing (killed?)";
-        tables_row(&t, p->file, p->pid >= 0 ? pid : "?", p->ppid >= 0 ? ppid : "?",
-                   p->host ? p->host : "?", rank, end, tables_u64(lost, p->lost),
-                   p->command ? p->command : "?");
+        text_table_row(&t, p->file, p->pid >= 0 ? pid : "?", p->ppid >= 0 ? ppid : "?",
+                       p->host ? p->host : "?", rank, end, tables_u64(lost, p->lost),
+                       p->command ? p->command : "?");
     }
-    tables_end(out, &t);
+    text_table_end(out, &t);
 
     char tid[24], calls[24], time[32];
     fprintf(out, "\nThreads\n");
-    tables_begin(&t, ">PID|>TID|<Name|>Calls|>API time|>Lost");
+    text_table_begin(&t, ">PID|>TID|<Name|>Calls|>API time|>Lost");
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         snprintf(pid, sizeof pid, "%lld", (long long)p->pid);
         for (size_t k = 0; k < p->nthreads; k++) {
             const struct model_thread *th = &p->threads[k];
             snprintf(tid, sizeof tid, "%u", th->tid);
-            tables_row(&t, pid, tid, th->name ? th->name : "", tables_u64(calls, th->calls),
-                       tables_time(time, (double)th->api_ns), tables_u64(lost, th->lost));
+            text_table_row(&t, pid, tid, th->name ? th->name : "", tables_u64(calls, th->calls),
+                           tables_time(time, (double)th->api_ns), tables_u64(lost, th->lost));
         }
     }
-    tables_end(out, &t);
+    text_table_end(out, &t);
 
     int header = 0;
     for (size_t i = 0; i < s->nprocs; i++) {
@@ -283,8 +206,14 @@ static void tables_processes(FILE *out, const struct summary *s)
 
 void tables_print(FILE *out, const struct summary *s, size_t limit)
 {
-    tables_api(out, s, limit);
-    tables_kernels(out, s, limit);
-    tables_memory(out, s);
+    /* A Python job without CUDA gets no screen of "(no ...)" tables. */
+    int python = s->py.nfuncs > 0 || s->py_gaps > 0;
+    if (!python || s->napi)
+        tables_api(out, s, limit);
+    if (!python || s->nkernels)
+        tables_kernels(out, s, limit);
+    if (!python || tables_memory_any(s))
+        tables_memory(out, s);
+    tables_python_section(out, s, limit);
     tables_processes(out, s);
 }

@@ -6,7 +6,25 @@
 
 #include "summary.h"
 
-/* Prints every table of s; limit (0 = all) caps the API and kernel tables. */
+/* Prints every table of s; limit (0 = all) caps the API and kernel tables. When the
+ * inputs hold Python data, a short Python table follows the CUDA tables and the CUDA
+ * tables that would be empty are left out. */
 void tables_print(FILE *out, const struct summary *s, size_t limit);
+
+/* tables_python.c */
+enum tables_python_split {
+    TABLES_PYTHON_MERGED,      /* one table, functions merged over threads and processes */
+    TABLES_PYTHON_PER_THREAD,  /* one table per thread of each process */
+    TABLES_PYTHON_PER_PROCESS, /* one table per process */
+};
+/* The Python report (--python): cProfile's table in s's Python order, limit rows each
+ * (0 = all), then the intervals another profiler held Python's hook. */
+void tables_python(FILE *out, const struct summary *s, size_t limit,
+                   enum tables_python_split split);
+/* The short section of the default report: the first limit (0: 15) functions. Prints
+ * nothing when the inputs hold no Python data. */
+void tables_python_section(FILE *out, const struct summary *s, size_t limit);
+/* One line per interval another profiler held Python's hook. */
+void tables_python_gaps(FILE *out, const struct summary *s);
 
 #endif

@@ -175,6 +175,9 @@ int main(int argc, char **argv)
         setenv("PROF_LIB", lib_abs, 1);
         setenv("PROF_OUTPUT_DIR", out_abs, 1);
         setenv("PROF_RUN_ID", run_id, 1);
+        /* The driver calls our InitializeInjection at cuInit: programs whose CUDA runtime
+         * is linked statically are seen too. A user's own injection library wins. */
+        setenv("CUDA_INJECTION64_PATH", lib_abs, 0);
         execvp(argv[optind], argv + optind);
         int err = errno;
         fprintf(stderr, "profrun: cannot run %s: %s\n", argv[optind], strerror(err));

@@ -1,0 +1,461 @@
+/* The CUPTI subscriber. Activity records (kernels, memcpy, memset) arrive in buffers that
+ * CUPTI hands back on one of its threads; they are converted to our records and queued
+ * (under a mutex: never on an application thread's hot path) for the collector. The
+ * callback API reports every runtime and driver call on the calling thread, where its
+ * correlation id, times and the running Python function are recorded in the thread's
+ * ring. Failures (no driver: 999; another subscriber: Nsight, Kineto) turn this part
+ * off with one line on stderr; the rest of profiling goes on. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cupti.h>
+
+#include "clock.h"
+#include "collector.h"
+#include "cupti_sub.h"
+#include "emit.h"
+#include "settings.h"
+
+#define PROF_EXPORT __attribute__((visibility("default")))
+#define CUPTI_BUFFER_BYTES (4u << 20)
+#define CUPTI_MAX_CBID 4096
+
+int cupti_started;
+static int cupti_enabled;
+static pthread_mutex_t cupti_start_lock = PTHREAD_MUTEX_INITIALIZER;
+static CUpti_SubscriberHandle cupti_subscriber;
+
+static struct {
+    CUptiResult (*Subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
+    CUptiResult (*EnableDomain)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
+    CUptiResult (*GetCallbackName)(CUpti_CallbackDomain, uint32_t, const char **);
+    CUptiResult (*ActivityEnable)(CUpti_ActivityKind);
+    CUptiResult (*ActivityRegisterCallbacks)(CUpti_BuffersCallbackRequestFunc,
+                                             CUpti_BuffersCallbackCompleteFunc);
+    CUptiResult (*ActivityRegisterTimestampCallback)(CUpti_TimestampCallbackFunc);
+    CUptiResult (*ActivityFlushAll)(uint32_t);
+    CUptiResult (*ActivityGetNextRecord)(uint8_t *, size_t, CUpti_Activity **);
+    CUptiResult (*ActivityGetNumDroppedRecords)(CUcontext, uint32_t, size_t *);
+    CUptiResult (*GetVersion)(uint32_t *);
+    CUptiResult (*GetResultString)(CUptiResult, const char **);
+} cupti;
+
+/* GPU records converted from CUPTI buffers, waiting for the collector. */
+static pthread_mutex_t cupti_queue_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *cupti_queue;
+static size_t cupti_queue_used, cupti_queue_cap;
+static uint64_t cupti_dropped;
+
+/* Which (domain, cbid) names were written already. */
+static _Atomic uint8_t cupti_named[3][CUPTI_MAX_CBID / 8];
+
+/* Per thread: the runtime call in progress, so the driver calls it makes are not
+ * recorded twice. */
+static __thread uint32_t cupti_runtime_depth PROF_TLS;
+static __thread uint64_t cupti_call_start[8] PROF_TLS;
+static __thread uint32_t cupti_call_depth PROF_TLS;
+
+static const char *cupti_error(CUptiResult r)
+{
+    const char *s = NULL;
+    if (cupti.GetResultString)
+        cupti.GetResultString(r, &s);
+    return s ? s : "unknown CUPTI error";
+}
+
+static uint64_t CUPTIAPI cupti_timestamp(void)
+{
+    return clock_monotonic_ns(); /* GPU records then share CLOCK_MONOTONIC with our CLOCK pairs */
+}
+
+static void cupti_queue_put(const void *rec, size_t len)
+{
+    pthread_mutex_lock(&cupti_queue_lock);
+    if (cupti_queue_used + len > cupti_queue_cap) {
+        size_t cap = cupti_queue_cap ? cupti_queue_cap * 2 : 1u << 20;
+        while (cap < cupti_queue_used + len)
+            cap *= 2;
+        uint8_t *q = realloc(cupti_queue, cap);
+        if (!q) {
+            cupti_dropped++;
+            pthread_mutex_unlock(&cupti_queue_lock);
+            return;
+        }
+        cupti_queue = q;
+        cupti_queue_cap = cap;
+    }
+    memcpy(cupti_queue + cupti_queue_used, rec, len);
+    cupti_queue_used += len;
+    pthread_mutex_unlock(&cupti_queue_lock);
+}
+
+static uint64_t cupti_pack_dim3(int32_t x, int32_t y, int32_t z)
+{
+    return (uint64_t)(uint32_t)x | ((uint64_t)(y & 0xffff) << 32) | ((uint64_t)(z & 0xffff) << 48);
+}
+
+static void cupti_convert(CUpti_Activity *a)
+{
+    switch (a->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+        CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)a;
+        struct prof_rec_gpu_kernel r;
+        memset(&r, 0, sizeof r);
+        r.h.type = PROF_REC_GPU_KERNEL;
+        r.h.size = sizeof r;
+        r.correlation = k->correlationId;
+        r.start_ns = k->start;
+        r.end_ns = k->end;
+        r.name_sid = collector_intern(k->name ? k->name : "(unnamed kernel)");
+        r.device = k->deviceId;
+        r.context = k->contextId;
+        r.stream = k->streamId;
+        r.grid = cupti_pack_dim3(k->gridX, k->gridY, k->gridZ);
+        r.block = cupti_pack_dim3(k->blockX, k->blockY, k->blockZ);
+        r.registers = k->registersPerThread;
+        r.shared_bytes = (uint32_t)(k->staticSharedMemory + k->dynamicSharedMemory);
+        cupti_queue_put(&r, sizeof r);
+        break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *)a;
+        struct prof_rec_gpu_memcpy r;
+        memset(&r, 0, sizeof r);
+        r.h.type = PROF_REC_GPU_MEMCPY;
+        r.h.size = sizeof r;
+        r.correlation = m->correlationId;
+        r.start_ns = m->start;
+        r.end_ns = m->end;
+        r.bytes = m->bytes;
+        r.copy_kind = m->copyKind;
+        r.src_kind = m->srcKind;
+        r.dst_kind = m->dstKind;
+        r.flags = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? PROF_GPU_COPY_ASYNC : 0;
+        r.device = m->deviceId;
+        r.stream = m->streamId;
+        cupti_queue_put(&r, sizeof r);
+        break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+        CUpti_ActivityMemset4 *m = (CUpti_ActivityMemset4 *)a;
+        struct prof_rec_gpu_memset r;
+        memset(&r, 0, sizeof r);
+        r.h.type = PROF_REC_GPU_MEMSET;
+        r.h.size = sizeof r;
+        r.correlation = m->correlationId;
+        r.start_ns = m->start;
+        r.end_ns = m->end;
+        r.bytes = m->bytes;
+        r.value = m->value;
+        r.device = m->deviceId;
+        r.stream = m->streamId;
+        cupti_queue_put(&r, sizeof r);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+static void CUPTIAPI cupti_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+    /* CUPTI wants 8-byte alignment; aligned_alloc gives it. */
+    *buffer = aligned_alloc(8, CUPTI_BUFFER_BYTES);
+    *size = *buffer ? CUPTI_BUFFER_BYTES : 0;
+    *max_records = 0;
+}
+
+static void CUPTIAPI cupti_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
+                                            size_t size, size_t valid)
+{
+    (void)size;
+    prof_tls_busy++;
+    CUpti_Activity *a = NULL;
+    while (cupti.ActivityGetNextRecord(buffer, valid, &a) == CUPTI_SUCCESS)
+        cupti_convert(a);
+    size_t dropped = 0;
+    if (cupti.ActivityGetNumDroppedRecords &&
+        cupti.ActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped) {
+        pthread_mutex_lock(&cupti_queue_lock);
+        cupti_dropped += dropped;
+        pthread_mutex_unlock(&cupti_queue_lock);
+    }
+    free(buffer);
+    prof_tls_busy--;
+}
+
+static void cupti_name_once(uint16_t domain, uint32_t cbid)
+{
+    if (domain > 2 || cbid >= CUPTI_MAX_CBID)
+        return;
+    uint8_t bit = (uint8_t)(1u << (cbid & 7));
+    if (atomic_fetch_or(&cupti_named[domain][cbid / 8], bit) & bit)
+        return;
+    const char *name = NULL;
+    if (cupti.GetCallbackName(domain == PROF_GPU_API_RUNTIME ? CUPTI_CB_DOMAIN_RUNTIME_API
+                                                             : CUPTI_CB_DOMAIN_DRIVER_API,
+                              cbid, &name) != CUPTI_SUCCESS ||
+        !name)
+        name = "(unknown CUDA call)";
+    uint8_t rec[256];
+    struct prof_rec_gpu_api_name *h = (struct prof_rec_gpu_api_name *)rec;
+    size_t n = strlen(name);
+    if (n > sizeof rec - sizeof *h - 1)
+        n = sizeof rec - sizeof *h - 1;
+    memset(rec, 0, sizeof rec);
+    h->h.type = PROF_REC_GPU_API_NAME;
+    h->h.size = (uint16_t)prof_record_align((uint32_t)(sizeof *h + n + 1));
+    h->domain = domain;
+    h->cbid = (uint16_t)cbid;
+    memcpy(rec + sizeof *h, name, n);
+    collector_add_process_record(rec, h->h.size);
+}
+
+static void cupti_api_record(uint16_t domain, uint32_t cbid, uint32_t correlation, uint64_t start,
+                             uint64_t end)
+{
+    struct prof_thread *t = emit_thread();
+    if (!t || !atomic_load_explicit(&prof_recording, memory_order_relaxed))
+        return;
+    cupti_name_once(domain, cbid);
+    struct prof_rec_gpu_api *r = ring_reserve(&t->ring, sizeof *r);
+    if (!r)
+        return;
+    r->h.type = PROF_REC_GPU_API;
+    r->h.size = sizeof *r;
+    r->domain = domain;
+    r->cbid = (uint16_t)cbid;
+    r->correlation = correlation;
+    r->py_node = prof_current_py_node ? prof_current_py_node() : 0;
+    r->start = start;
+    r->end = end;
+    ring_commit(&t->ring);
+}
+
+static void CUPTIAPI cupti_callback(void *userdata, CUpti_CallbackDomain domain,
+                                    CUpti_CallbackId cbid, const void *data)
+{
+    (void)userdata;
+    if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+        /* Before a context goes, its activity must be out: flush. */
+        if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)
+            cupti.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        return;
+    }
+    if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API)
+        return;
+    const CUpti_CallbackData *cb = data;
+    int runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+    if (cb->callbackSite == CUPTI_API_ENTER) {
+        if (cupti_call_depth < 8)
+            cupti_call_start[cupti_call_depth] = prof_clock_ticks();
+        cupti_call_depth++;
+        cupti_runtime_depth += runtime;
+        return;
+    }
+    uint64_t end = prof_clock_ticks();
+    if (cupti_call_depth)
+        cupti_call_depth--;
+    cupti_runtime_depth -= runtime && cupti_runtime_depth;
+    /* A driver call made by a runtime call shares its correlation id: record the
+     * runtime call only. Driver calls from code with its own runtime (cuBLAS, cuDNN,
+     * statically linked programs) are the only sight of those launches. */
+    if (!runtime && cupti_runtime_depth)
+        return;
+    uint64_t start = cupti_call_depth < 8 ? cupti_call_start[cupti_call_depth] : end;
+    cupti_api_record(runtime ? PROF_GPU_API_RUNTIME : PROF_GPU_API_DRIVER, cbid,
+                     cb->correlationId, start, end);
+}
+
+/* The collector's source: queued GPU records, and a periodic flush of CUPTI buffers. */
+static void cupti_drain(int fresh)
+{
+    (void)fresh; /* GPU records belong to the process that got them: nothing to repeat */
+    static unsigned passes;
+    if (cupti_started > 0 && ++passes % 10 == 0)
+        cupti.ActivityFlushAll(0);
+    pthread_mutex_lock(&cupti_queue_lock);
+    if (cupti_queue_used)
+        collector_write(cupti_queue, cupti_queue_used);
+    cupti_queue_used = 0;
+    uint64_t dropped = cupti_dropped;
+    cupti_dropped = 0;
+    pthread_mutex_unlock(&cupti_queue_lock);
+    if (dropped)
+        collector_note("CUPTI dropped %llu activity records", (unsigned long long)dropped);
+}
+
+static void *cupti_open_in(const char *dir)
+{
+    static const char *const names[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
+    char path[PATH_MAX + 32];
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (h)
+            return h;
+    }
+    return NULL;
+}
+
+static int cupti_find_cudart_dir(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    const char *p = info->dlpi_name;
+    const char *base = p ? strrchr(p, '/') : NULL;
+    if (base && strncmp(base + 1, "libcudart.so", 12) == 0) {
+        snprintf(arg, PATH_MAX, "%.*s", (int)(base - p), p);
+        return 1;
+    }
+    return 0;
+}
+
+/* PROF_CUPTI_PATH, one already loaded, beside the loaded libcudart, CUDA_HOME, /usr/local/cuda. */
+static void *cupti_open(void)
+{
+    const char *path = settings_get(SETTING_PROF_CUPTI_PATH);
+    if (path[0])
+        return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    static const char *const loaded[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
+    for (int i = 0; i < 3; i++) {
+        void *h = dlopen(loaded[i], RTLD_NOW | RTLD_NOLOAD);
+        if (h)
+            return h;
+    }
+    char dir[PATH_MAX] = "";
+    void *h = NULL;
+    if (dl_iterate_phdr(cupti_find_cudart_dir, dir) && dir[0])
+        h = cupti_open_in(dir);
+    const char *home = settings_env("CUDA_HOME");
+    char buf[PATH_MAX];
+    if (!h && home && *home) {
+        snprintf(buf, sizeof buf, "%s/lib64", home);
+        h = cupti_open_in(buf);
+        snprintf(buf, sizeof buf, "%s/extras/CUPTI/lib64", home);
+        if (!h)
+            h = cupti_open_in(buf);
+    }
+    if (!h)
+        h = cupti_open_in("/usr/local/cuda/lib64");
+    if (!h)
+        h = cupti_open_in("/usr/local/cuda/extras/CUPTI/lib64");
+    return h;
+}
+
+static int cupti_bind(void *h)
+{
+#define CUPTI_BIND(field, name)                                                                    \
+    if (!(*(void **)&cupti.field = dlsym(h, name)))                                                 \
+        return -1;
+    CUPTI_BIND(Subscribe, "cuptiSubscribe")
+    CUPTI_BIND(EnableDomain, "cuptiEnableDomain")
+    CUPTI_BIND(GetCallbackName, "cuptiGetCallbackName")
+    CUPTI_BIND(ActivityEnable, "cuptiActivityEnable")
+    CUPTI_BIND(ActivityRegisterCallbacks, "cuptiActivityRegisterCallbacks")
+    CUPTI_BIND(ActivityRegisterTimestampCallback, "cuptiActivityRegisterTimestampCallback")
+    CUPTI_BIND(ActivityFlushAll, "cuptiActivityFlushAll")
+    CUPTI_BIND(ActivityGetNextRecord, "cuptiActivityGetNextRecord")
+    CUPTI_BIND(GetVersion, "cuptiGetVersion")
+    CUPTI_BIND(GetResultString, "cuptiGetResultString")
+#undef CUPTI_BIND
+    *(void **)&cupti.ActivityGetNumDroppedRecords = dlsym(h, "cuptiActivityGetNumDroppedRecords");
+    return 0;
+}
+
+static int cupti_subscribe(void)
+{
+    void *h = cupti_open();
+    if (!h) {
+        collector_note("libcupti not found (set PROF_CUPTI_PATH); GPU activity is not recorded");
+        return -1;
+    }
+    if (cupti_bind(h) != 0) {
+        collector_note("libcupti lacks functions we need; GPU activity is not recorded");
+        return -1;
+    }
+    uint32_t version = 0;
+    cupti.GetVersion(&version);
+    if (version < CUPTI_API_VERSION / 1000) {
+        collector_note("libcupti API version %u is older than %u; GPU activity is not recorded",
+                       version, (unsigned)(CUPTI_API_VERSION / 1000));
+        return -1;
+    }
+    char version_text[16];
+    snprintf(version_text, sizeof version_text, "%u", version);
+    collector_add_meta("cupti.api_version", version_text);
+    /* The timestamp callback counts only if registered before any activity kind. */
+    CUptiResult r = cupti.ActivityRegisterTimestampCallback(cupti_timestamp);
+    if (r == CUPTI_ERROR_UNKNOWN) {
+        collector_note("CUPTI does not start (CUPTI_ERROR_UNKNOWN: no GPU driver?); GPU activity "
+                       "is not recorded");
+        return -1;
+    }
+    if (r != CUPTI_SUCCESS)
+        collector_note("CUPTI keeps its own clock (%s); GPU times are CLOCK_REALTIME",
+                       cupti_error(r));
+    else
+        collector_add_meta("cupti.clock", "monotonic");
+    r = cupti.Subscribe(&cupti_subscriber, cupti_callback, NULL);
+    if (r != CUPTI_SUCCESS) {
+        if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+            collector_note("another CUDA profiler (Nsight, torch.profiler) holds CUPTI; GPU "
+                           "activity is not recorded");
+        else
+            collector_note("CUPTI cannot subscribe (%s, %d): no GPU driver? GPU activity is not "
+                           "recorded", cupti_error(r), (int)r);
+        return -1;
+    }
+    cupti.EnableDomain(1, cupti_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+    cupti.EnableDomain(1, cupti_subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+    cupti.EnableDomain(1, cupti_subscriber, CUPTI_CB_DOMAIN_RESOURCE);
+    r = cupti.ActivityRegisterCallbacks(cupti_buffer_requested, cupti_buffer_completed);
+    static const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                               CUPTI_ACTIVITY_KIND_MEMCPY,
+                                               CUPTI_ACTIVITY_KIND_MEMSET};
+    for (size_t i = 0; r == CUPTI_SUCCESS && i < sizeof kinds / sizeof kinds[0]; i++)
+        r = cupti.ActivityEnable(kinds[i]);
+    if (r != CUPTI_SUCCESS) {
+        collector_note("CUPTI activity cannot be enabled (%s, %d): no GPU driver? kernels and "
+                       "copies are not recorded",
+                       cupti_error(r), (int)r);
+        return 0; /* the callbacks still give the calls and their correlation ids */
+    }
+    return 1;
+}
+
+void cupti_start(void)
+{
+    if (cupti_started || !cupti_enabled || !atomic_load(&prof_recording))
+        return;
+    pthread_mutex_lock(&cupti_start_lock);
+    if (!cupti_started) {
+        prof_tls_busy++;
+        int rc = cupti_subscribe();
+        cupti_started = rc > 0 ? 1 : -1; /* -1: tried; activity is off */
+        if (rc >= 0)
+            collector_add_source(cupti_drain);
+        prof_tls_busy--;
+    }
+    pthread_mutex_unlock(&cupti_start_lock);
+}
+
+/* The driver calls this during cuInit when CUDA_INJECTION64_PATH names libprof.so: the
+ * way to see programs whose CUDA runtime is linked statically. */
+PROF_EXPORT int InitializeInjection(void)
+{
+    cupti_start();
+    return 1;
+}
+
+void cupti_init(int enabled)
+{
+    cupti_enabled = enabled;
+}

@@ -1,0 +1,337 @@
+/* export_python: the Python call trees as files other tools read — a pstats file
+ * (marshal of cProfile's stats dict) and folded stacks (flamegraph.pl, speedscope). Both
+ * are written to a temporary file beside the target and renamed over it, so a failed
+ * write never leaves half a file. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "export.h"
+#include "pystats.h"
+
+/* ---- the file, written whole or not at all ---- */
+
+struct export_file {
+    FILE *f;
+    char *tmp;
+};
+
+static int export_file_open(struct export_file *x, const char *path, char *err, size_t errlen)
+{
+    size_t len = strlen(path) + 16;
+    x->f = NULL;
+    x->tmp = malloc(len);
+    if (!x->tmp) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    snprintf(x->tmp, len, "%s.tmpXXXXXX", path);
+    int fd = mkstemp(x->tmp);
+    if (fd < 0 || !(x->f = fdopen(fd, "wb"))) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(x->tmp);
+        }
+        free(x->tmp);
+        x->tmp = NULL;
+        return -1;
+    }
+    /* mkstemp makes the file 0600: give it the mode a plain fopen would have. */
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
+    return 0;
+}
+
+/* Closes; renames over path when everything was written, else removes the temporary. */
+static int export_file_close(struct export_file *x, const char *path, int ok, char *err,
+                             size_t errlen)
+{
+    int failed = !ok || ferror(x->f);
+    int saved = errno;
+    if (fclose(x->f) != 0 && !failed) {
+        failed = 1;
+        saved = errno;
+    }
+    if (!failed && rename(x->tmp, path) != 0) {
+        failed = 1;
+        saved = errno;
+    }
+    if (failed) {
+        unlink(x->tmp);
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(saved ? saved : EIO));
+    }
+    free(x->tmp);
+    x->tmp = NULL;
+    return failed ? -1 : 0;
+}
+
+/* ---- marshal (Python/marshal.c), the types pstats needs; little-endian throughout ---- */
+
+static void marshal_u32(FILE *f, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        fputc((int)((v >> (8 * i)) & 0xff), f);
+}
+
+static void marshal_int(FILE *f, uint64_t v)
+{
+    if (v <= 0x7fffffff) { /* TYPE_INT: a signed 32-bit value */
+        fputc('i', f);
+        marshal_u32(f, (uint32_t)v);
+        return;
+    }
+    /* TYPE_LONG: the digit count, then base 2^15 digits as u16, least significant first */
+    uint32_t n = 0;
+    for (uint64_t x = v; x; x >>= 15)
+        n++;
+    fputc('l', f);
+    marshal_u32(f, n);
+    for (uint64_t x = v; x; x >>= 15) {
+        fputc((int)(x & 0xff), f);
+        fputc((int)((x >> 8) & 0x7f), f);
+    }
+}
+
+static void marshal_float(FILE *f, double d)
+{
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof bits); /* TYPE_BINARY_FLOAT: IEEE 754 double, little-endian */
+    fputc('g', f);
+    for (int i = 0; i < 8; i++)
+        fputc((int)((bits >> (8 * i)) & 0xff), f);
+}
+
+/* The length of the valid UTF-8 sequence at s, or 0. */
+static size_t marshal_utf8_len(const unsigned char *s)
+{
+    size_t n;
+    unsigned min;
+    unsigned cp;
+    if (s[0] < 0x80)
+        return 1;
+    if ((s[0] & 0xe0) == 0xc0)
+        n = 2, cp = s[0] & 0x1f, min = 0x80;
+    else if ((s[0] & 0xf0) == 0xe0)
+        n = 3, cp = s[0] & 0x0f, min = 0x800;
+    else if ((s[0] & 0xf8) == 0xf0)
+        n = 4, cp = s[0] & 0x07, min = 0x10000;
+    else
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    return cp >= min && cp <= 0x10ffff ? n : 0;
+}
+
+/* TYPE_UNICODE: length, UTF-8. A byte that is not UTF-8 becomes '?': marshal would refuse
+ * the file otherwise. */
+static void marshal_str(FILE *f, const char *s)
+{
+    size_t len = strlen(s);
+    fputc('u', f);
+    marshal_u32(f, (uint32_t)len);
+    for (const unsigned char *c = (const unsigned char *)s; *c;) {
+        size_t n = marshal_utf8_len(c);
+        if (n) {
+            fwrite(c, 1, n, f);
+            c += n;
+        } else {
+            fputc('?', f);
+            c++;
+        }
+    }
+}
+
+static void marshal_tuple(FILE *f, uint32_t n)
+{
+    fputc('(', f);
+    marshal_u32(f, n);
+}
+
+static void marshal_key(FILE *f, const struct pystats_func *fn)
+{
+    marshal_tuple(f, 3);
+    marshal_str(f, fn->file);
+    marshal_int(f, fn->line);
+    marshal_str(f, fn->name);
+}
+
+int export_pstats_write(const char *path, const struct pystats *py, char *err, size_t errlen)
+{
+    struct export_file x;
+    if (export_file_open(&x, path, err, errlen) != 0)
+        return -1;
+    FILE *f = x.f;
+    /* {(file, line, name): (cc, nc, tt, ct, {caller: (nc, cc, tt, ct)})}, as
+     * cProfile.Profile.create_stats leaves in .stats: note the callers' nc comes first. */
+    fputc('{', f);
+    for (size_t i = 0; i < py->nfuncs; i++) {
+        const struct pystats_func *fn = &py->funcs[py->order[i]];
+        marshal_key(f, fn);
+        marshal_tuple(f, 5);
+        marshal_int(f, fn->pcalls);
+        marshal_int(f, fn->ncalls);
+        marshal_float(f, (double)fn->tottime_ns / 1e9);
+        marshal_float(f, (double)fn->cumtime_ns / 1e9);
+        fputc('{', f);
+        for (size_t c = 0; c < fn->ncallers; c++) {
+            const struct pystats_caller *e = &fn->callers[c];
+            marshal_key(f, &py->funcs[e->caller]);
+            marshal_tuple(f, 4);
+            marshal_int(f, e->nc);
+            marshal_int(f, e->cc);
+            marshal_float(f, (double)e->tt_ns / 1e9);
+            marshal_float(f, (double)e->ct_ns / 1e9);
+        }
+        fputc('0', f); /* TYPE_NULL ends a dict */
+    }
+    fputc('0', f);
+    return export_file_close(&x, path, 1, err, errlen);
+}
+
+/* ---- folded stacks ---- */
+
+/* Appends a frame to the path, with the separators of the format made harmless. */
+static void folded_append(char **path, size_t *len, size_t *cap, const char *frame)
+{
+    size_t n = strlen(frame);
+    if (*len + n + 2 > *cap) {
+        size_t c = *cap ? *cap : 256;
+        while (c < *len + n + 2)
+            c *= 2;
+        char *p = realloc(*path, c);
+        if (!p) {
+            fprintf(stderr, "profreport: out of memory\n");
+            exit(1);
+        }
+        *path = p;
+        *cap = c;
+    }
+    if (*len)
+        (*path)[(*len)++] = ';';
+    for (size_t i = 0; i < n; i++) {
+        char ch = frame[i];
+        (*path)[(*len)++] = ch == ';' ? ':' : ch == '\n' || ch == '\r' ? ' ' : ch;
+    }
+    (*path)[*len] = 0;
+}
+
+static void folded_frame(const struct model_process *p, uint32_t func_id, char *buf, size_t len)
+{
+    const struct model_py_func *f = model_python_func(p, func_id);
+    if (!f)
+        snprintf(buf, len, "<unknown function #%u>", func_id);
+    else if (f->kind == PROF_PY_FUNC_C)
+        snprintf(buf, len, "%s", f->name ? f->name : "?");
+    else
+        snprintf(buf, len, "%s (%s:%u)",
+                 f->qualname && *f->qualname ? f->qualname
+                 : f->name                   ? f->name
+                                             : "?",
+                 f->file ? f->file : "?", f->line);
+}
+
+/* One line per node with self time: the thread's path prefix, the frames, microseconds. */
+static void folded_thread(FILE *f, const struct model_process *p, uint32_t tid,
+                          const char *process_frame, const char *thread_frame)
+{
+    struct pystats_forest forest;
+    pystats_forest_build(&forest, p, tid);
+    char *path = NULL, frame[4096];
+    size_t len = 0, cap = 0;
+    folded_append(&path, &len, &cap, process_frame);
+    folded_append(&path, &len, &cap, thread_frame);
+    /* Explicit stack of node * 2 + leaving, with the path length to restore on leaving. */
+    size_t top = 0, scap = forest.nroots + 16;
+    size_t *stack = malloc(scap * sizeof *stack), *plen = malloc(scap * sizeof *plen);
+    if (!stack || !plen) {
+        fprintf(stderr, "profreport: out of memory\n");
+        exit(1);
+    }
+    for (size_t r = forest.nroots; r-- > 0;) {
+        plen[top] = len;
+        stack[top++] = forest.roots[r] * 2;
+    }
+    while (top) {
+        size_t e = stack[--top], i = e / 2;
+        if (e & 1) {
+            len = plen[top];
+            path[len] = 0;
+            continue;
+        }
+        const struct model_py_node *node = &p->py.nodes[i];
+        size_t before = len;
+        folded_frame(p, node->func, frame, sizeof frame);
+        folded_append(&path, &len, &cap, frame);
+        uint64_t us = (node->self_ns + 500) / 1000;
+        if (us)
+            fprintf(f, "%s %" PRIu64 "\n", path, us);
+        size_t nchild = 0;
+        for (size_t c = forest.first_child[i]; c != SIZE_MAX; c = forest.next_sibling[c])
+            nchild++;
+        if (top + nchild + 1 > scap) {
+            while (top + nchild + 1 > scap)
+                scap *= 2;
+            stack = realloc(stack, scap * sizeof *stack);
+            plen = realloc(plen, scap * sizeof *plen);
+            if (!stack || !plen) {
+                fprintf(stderr, "profreport: out of memory\n");
+                exit(1);
+            }
+        }
+        plen[top] = before;
+        stack[top++] = i * 2 + 1;
+        size_t k = top + nchild;
+        for (size_t c = forest.first_child[i]; c != SIZE_MAX; c = forest.next_sibling[c]) {
+            plen[--k] = len;
+            stack[k] = c * 2;
+        }
+        top += nchild;
+    }
+    free(stack);
+    free(plen);
+    free(path);
+    pystats_forest_free(&forest);
+}
+
+static const char *folded_process_name(const struct model_process *p)
+{
+    const char *exe = model_meta_get(p, "exe");
+    if (!exe || !*exe)
+        exe = model_meta_get(p, "argv"); /* the first argv */
+    if (!exe || !*exe)
+        return "process";
+    const char *slash = strrchr(exe, '/');
+    return slash && slash[1] ? slash + 1 : exe;
+}
+
+int export_folded_write(const char *path, const struct summary *s, char *err, size_t errlen)
+{
+    struct export_file x;
+    if (export_file_open(&x, path, err, errlen) != 0)
+        return -1;
+    char process_frame[512], thread_frame[512];
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        struct pystats_thread *threads;
+        size_t n = pystats_threads(p, &threads);
+        for (size_t k = 0; k < n; k++) {
+            const char *name = pystats_thread_name(p, threads[k].tid);
+            snprintf(process_frame, sizeof process_frame, "%s pid %lld", folded_process_name(p),
+                     (long long)p->pid);
+            snprintf(thread_frame, sizeof thread_frame, "%s %u", name && *name ? name : "thread",
+                     threads[k].tid);
+            folded_thread(x.f, p, threads[k].tid, process_frame, thread_frame);
+        }
+        free(threads);
+    }
+    return export_file_close(&x, path, 1, err, errlen);
+}

@@ -1,0 +1,171 @@
+/* model_python: the Python records of one process — functions (process-wide), the call-tree
+ * nodes of each thread with their last (cumulative) stats, timeline span counts and the
+ * intervals another profiler took Python's profile hook away. The cProfile arithmetic over
+ * these trees is pystats.c's. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "trace_read.h"
+
+static void *model_python_grow(void *ptr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return ptr;
+    size_t n = *cap ? *cap * 2 : 64;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(ptr, n * elem);
+    if (!q) {
+        fprintf(stderr, "profreport: out of memory\n");
+        exit(1);
+    }
+    *cap = n;
+    return q;
+}
+
+static struct model_py_node *model_python_node_get(struct model_python *py, uint32_t id)
+{
+    uint64_t *slot = u64map_slot(&py->node_index, id);
+    if (!slot) {
+        fprintf(stderr, "profreport: out of memory\n");
+        exit(1);
+    }
+    if (*slot)
+        return &py->nodes[*slot - 1];
+    py->nodes = model_python_grow(py->nodes, &py->cap_nodes, py->nnodes + 1, sizeof *py->nodes);
+    struct model_py_node *n = &py->nodes[py->nnodes++];
+    memset(n, 0, sizeof *n);
+    n->id = id;
+    *slot = py->nnodes;
+    return n;
+}
+
+static void model_python_on_func(struct model_python *py, const struct prof_rec_py_func *r)
+{
+    uint64_t *slot = u64map_slot(&py->func_index, r->func_id);
+    if (!slot) {
+        fprintf(stderr, "profreport: out of memory\n");
+        exit(1);
+    }
+    if (!*slot) {
+        py->funcs = model_python_grow(py->funcs, &py->cap_funcs, py->nfuncs + 1, sizeof *py->funcs);
+        *slot = ++py->nfuncs;
+    }
+    struct model_py_func *f = &py->funcs[*slot - 1];
+    memset(f, 0, sizeof *f);
+    f->id = r->func_id;
+    f->name_sid = r->name_sid;
+    f->qualname_sid = r->qualname_sid;
+    f->file_sid = r->file_sid;
+    f->module_sid = r->module_sid;
+    f->line = r->line;
+    f->kind = r->kind;
+}
+
+void model_python_on_record(struct model_process *p, const struct trace_record *rec, uint32_t tid)
+{
+    struct model_python *py = &p->py;
+    switch (rec->type) {
+    case PROF_REC_PY_FUNC:
+        model_python_on_func(py, rec->data);
+        break;
+    case PROF_REC_PY_NODE: {
+        const struct prof_rec_py_node *r = rec->data;
+        struct model_py_node *n = model_python_node_get(py, r->node_id);
+        n->parent = r->parent_id == r->node_id ? 0 : r->parent_id;
+        n->func = r->func_id;
+        n->tid = tid;
+        n->defined = 1;
+        break;
+    }
+    case PROF_REC_PY_STATS: {
+        /* Cumulative: the last record of a node replaces the earlier ones. */
+        const struct prof_rec_py_stats *r = rec->data;
+        struct model_py_node *n = model_python_node_get(py, r->node_id);
+        if (!n->defined)
+            n->tid = tid;
+        n->calls = r->calls;
+        n->total_ticks = r->total_ticks;
+        n->self_ticks = r->self_ticks;
+        n->api_calls = r->api_calls;
+        n->api_ticks = r->api_ticks;
+        break;
+    }
+    case PROF_REC_PY_SPAN:
+        py->spans++;
+        break;
+    case PROF_REC_PY_GAP: {
+        const struct prof_rec_py_gap *r = rec->data;
+        py->gaps = model_python_grow(py->gaps, &py->cap_gaps, py->ngaps + 1, sizeof *py->gaps);
+        py->gaps[py->ngaps++] = (struct model_py_gap){
+            .tid = tid, .reason = r->reason, .start_ticks = r->start, .end_ticks = r->end};
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+static const char *model_python_string(const struct model_process *p, uint32_t sid)
+{
+    return sid ? u64map_get_ptr(&p->strings, sid) : NULL;
+}
+
+void model_python_finish(struct model_process *p)
+{
+    struct model_python *py = &p->py;
+    for (size_t i = 0; i < py->nfuncs; i++) {
+        struct model_py_func *f = &py->funcs[i];
+        f->name = model_python_string(p, f->name_sid);
+        f->qualname = model_python_string(p, f->qualname_sid);
+        f->file = model_python_string(p, f->file_sid);
+        f->module = model_python_string(p, f->module_sid);
+    }
+    size_t undefined = 0;
+    for (size_t i = 0; i < py->nnodes; i++) {
+        struct model_py_node *n = &py->nodes[i];
+        n->total_ns = model_ticks_to_ns(p, n->total_ticks);
+        n->self_ns = model_ticks_to_ns(p, n->self_ticks);
+        n->api_ns = model_ticks_to_ns(p, n->api_ticks);
+        undefined += !n->defined;
+    }
+    for (size_t i = 0; i < py->ngaps; i++) {
+        struct model_py_gap *g = &py->gaps[i];
+        g->start_ns = model_ticks_to_monotonic_ns(p, g->start_ticks);
+        g->end_ns = g->end_ticks ? model_ticks_to_monotonic_ns(p, g->end_ticks) : 0;
+    }
+    if (undefined)
+        model_add_warning(p,
+                          "%s (pid %lld): %zu Python call-tree node(s) have stats but no "
+                          "PY_NODE record; not counted",
+                          p->file, (long long)p->pid, undefined);
+}
+
+void model_python_free(struct model_python *py)
+{
+    free(py->funcs);
+    free(py->nodes);
+    free(py->gaps);
+    u64map_free(&py->func_index);
+    u64map_free(&py->node_index);
+    memset(py, 0, sizeof *py);
+}
+
+const struct model_py_func *model_python_func(const struct model_process *p, uint32_t func_id)
+{
+    uint64_t *v = u64map_find(&p->py.func_index, func_id);
+    return v ? &p->py.funcs[*v - 1] : NULL;
+}
+
+const struct model_py_node *model_python_node(const struct model_process *p, uint32_t node_id)
+{
+    uint64_t *v = u64map_find(&p->py.node_index, node_id);
+    return v ? &p->py.nodes[*v - 1] : NULL;
+}
+
+const char *model_py_gap_reason_name(uint32_t reason)
+{
+    return reason == PROF_PY_GAP_OTHER_PROFILER ? "other_profiler" : "unknown";
+}

@@ -1,0 +1,471 @@
+#include "pystats.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    enum pystats_sort key;
+} pystats_sort_names[] = {
+    {"ncalls", PYSTATS_SORT_NCALLS},     {"calls", PYSTATS_SORT_NCALLS},
+    {"tottime", PYSTATS_SORT_TOTTIME},   {"time", PYSTATS_SORT_TOTTIME},
+    {"cumtime", PYSTATS_SORT_CUMTIME},   {"cumulative", PYSTATS_SORT_CUMTIME},
+    {"percall", PYSTATS_SORT_PERCALL},   {"name", PYSTATS_SORT_NAME},
+    {"filename", PYSTATS_SORT_FILENAME}, {"line", PYSTATS_SORT_LINE},
+};
+
+int pystats_parse_sort(const char *s, enum pystats_sort *out)
+{
+    for (size_t i = 0; i < sizeof pystats_sort_names / sizeof *pystats_sort_names; i++) {
+        if (!strcmp(s, pystats_sort_names[i].name)) {
+            *out = pystats_sort_names[i].key;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+const char *pystats_sort_title(enum pystats_sort key)
+{
+    static const char *const titles[] = {
+        [PYSTATS_SORT_NCALLS] = "call count",
+        [PYSTATS_SORT_TOTTIME] = "internal time",
+        [PYSTATS_SORT_CUMTIME] = "cumulative time",
+        [PYSTATS_SORT_PERCALL] = "internal time per call",
+        [PYSTATS_SORT_NAME] = "function name",
+        [PYSTATS_SORT_FILENAME] = "file name",
+        [PYSTATS_SORT_LINE] = "line number",
+    };
+    return titles[key];
+}
+
+const char *pystats_sort_name(enum pystats_sort key)
+{
+    static const char *const names[] = {
+        [PYSTATS_SORT_NCALLS] = "ncalls",   [PYSTATS_SORT_TOTTIME] = "tottime",
+        [PYSTATS_SORT_CUMTIME] = "cumtime", [PYSTATS_SORT_PERCALL] = "percall",
+        [PYSTATS_SORT_NAME] = "name",       [PYSTATS_SORT_FILENAME] = "filename",
+        [PYSTATS_SORT_LINE] = "line",
+    };
+    return names[key];
+}
+
+static void pystats_oom(void)
+{
+    fprintf(stderr, "profreport: out of memory\n");
+    exit(1);
+}
+
+static void *pystats_alloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (!p)
+        pystats_oom();
+    return p;
+}
+
+static void *pystats_grow(void *ptr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return ptr;
+    size_t n = *cap ? *cap * 2 : 16;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(ptr, n * elem);
+    if (!q)
+        pystats_oom();
+    *cap = n;
+    return q;
+}
+
+static char *pystats_strdup(const char *s)
+{
+    char *d = strdup(s);
+    if (!d)
+        pystats_oom();
+    return d;
+}
+
+static uint64_t *pystats_slot(struct u64map *m, uint64_t key)
+{
+    uint64_t *slot = u64map_slot(m, key);
+    if (!slot)
+        pystats_oom();
+    return slot;
+}
+
+void pystats_init(struct pystats *s)
+{
+    memset(s, 0, sizeof *s);
+    u64map_init(&s->index);
+    u64map_init(&s->edges);
+}
+
+void pystats_free(struct pystats *s)
+{
+    for (size_t i = 0; i < s->nfuncs; i++) {
+        struct pystats_func *f = &s->funcs[i];
+        free(f->file);
+        free(f->name);
+        free(f->qualname);
+        free(f->module);
+        free(f->callers);
+    }
+    free(s->funcs);
+    free(s->order);
+    u64map_free(&s->index);
+    u64map_free(&s->edges);
+    memset(s, 0, sizeof *s);
+}
+
+static uint64_t pystats_hash(const char *file, uint32_t line, const char *name)
+{
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+    for (const char *c = file; *c; c++)
+        h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
+    h = (h ^ 0xff) * 0x100000001b3ULL; /* a separator no UTF-8 text holds */
+    for (int i = 0; i < 4; i++)
+        h = (h ^ ((line >> (8 * i)) & 0xff)) * 0x100000001b3ULL;
+    for (const char *c = name; *c; c++)
+        h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
+    return h;
+}
+
+/* The index of a key in s->funcs, added when new. */
+static size_t pystats_intern(struct pystats *s, const struct model_py_func *mf, uint32_t func_id)
+{
+    char unknown[48];
+    const char *file, *name;
+    uint32_t line;
+    uint16_t kind;
+    if (mf) {
+        kind = mf->kind;
+        name = mf->name ? mf->name : "?";
+        if (kind == PROF_PY_FUNC_C) { /* cProfile's key for builtins, whatever was written */
+            file = "~";
+            line = 0;
+        } else {
+            file = mf->file ? mf->file : "?";
+            line = mf->line;
+        }
+    } else { /* no PY_FUNC record named it */
+        snprintf(unknown, sizeof unknown, "<unknown function #%u>", func_id);
+        kind = PROF_PY_FUNC_C;
+        file = "~";
+        line = 0;
+        name = unknown;
+    }
+    /* Open addressing over the hash: a collision of two keys moves to the next value. */
+    for (uint64_t h = pystats_hash(file, line, name);; h++) {
+        uint64_t *slot = pystats_slot(&s->index, h);
+        if (*slot) {
+            const struct pystats_func *f = &s->funcs[*slot - 1];
+            if (f->line == line && !strcmp(f->name, name) && !strcmp(f->file, file))
+                return *slot - 1;
+            continue;
+        }
+        s->funcs = pystats_grow(s->funcs, &s->cap_funcs, s->nfuncs + 1, sizeof *s->funcs);
+        struct pystats_func *f = &s->funcs[s->nfuncs];
+        memset(f, 0, sizeof *f);
+        f->file = pystats_strdup(file);
+        f->name = pystats_strdup(name);
+        f->qualname = mf && mf->qualname ? pystats_strdup(mf->qualname) : NULL;
+        f->module = mf && mf->module ? pystats_strdup(mf->module) : NULL;
+        f->line = line;
+        f->kind = kind;
+        *slot = ++s->nfuncs;
+        return s->nfuncs - 1;
+    }
+}
+
+static struct pystats_caller *pystats_edge(struct pystats *s, size_t caller, size_t callee)
+{
+    uint64_t *slot = pystats_slot(&s->edges, (uint64_t)caller << 32 | callee);
+    struct pystats_func *f = &s->funcs[callee];
+    if (!*slot) {
+        f->callers = pystats_grow(f->callers, &f->cap_callers, f->ncallers + 1, sizeof *f->callers);
+        f->callers[f->ncallers] = (struct pystats_caller){.caller = caller};
+        *slot = ++f->ncallers;
+    }
+    return &f->callers[*slot - 1];
+}
+
+void pystats_forest_build(struct pystats_forest *f, const struct model_process *p, int64_t tid)
+{
+    const struct model_python *py = &p->py;
+    size_t n = py->nnodes;
+    f->n = n;
+    f->first_child = pystats_alloc(n, sizeof *f->first_child);
+    f->next_sibling = pystats_alloc(n, sizeof *f->next_sibling);
+    f->roots = pystats_alloc(n, sizeof *f->roots);
+    f->nroots = 0;
+    size_t *last = pystats_alloc(n, sizeof *last);
+    for (size_t i = 0; i < n; i++)
+        f->first_child[i] = f->next_sibling[i] = last[i] = SIZE_MAX;
+    for (size_t i = 0; i < n; i++) {
+        const struct model_py_node *node = &py->nodes[i];
+        if (!node->defined || (tid >= 0 && node->tid != (uint32_t)tid))
+            continue;
+        uint64_t *pv = node->parent ? u64map_find(&py->node_index, node->parent) : NULL;
+        size_t parent = pv ? (size_t)*pv - 1 : SIZE_MAX;
+        if (parent != SIZE_MAX &&
+            (!py->nodes[parent].defined || (tid >= 0 && py->nodes[parent].tid != (uint32_t)tid)))
+            parent = SIZE_MAX;
+        if (parent == SIZE_MAX) {
+            f->roots[f->nroots++] = i;
+        } else {
+            if (last[parent] == SIZE_MAX)
+                f->first_child[parent] = i;
+            else
+                f->next_sibling[last[parent]] = i;
+            last[parent] = i;
+        }
+    }
+    free(last);
+    /* Nodes on a parent cycle (a damaged file) are reached from no root: left out. */
+}
+
+void pystats_forest_free(struct pystats_forest *f)
+{
+    free(f->first_child);
+    free(f->next_sibling);
+    free(f->roots);
+    memset(f, 0, sizeof *f);
+}
+
+/* What the walk keeps per node of the forest. */
+struct pystats_visit {
+    size_t func;     /* index in s->funcs */
+    size_t parent;   /* node index, SIZE_MAX at a root */
+    int recursive;   /* the node's function is active above it */
+    int pair_active; /* the parent -> node pair of functions is active above it */
+    uint64_t sub_api_calls, sub_api_ns;
+};
+
+void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid)
+{
+    const struct model_python *py = &p->py;
+    if (!py->nnodes)
+        return;
+    struct pystats_forest forest;
+    pystats_forest_build(&forest, p, tid);
+    struct pystats_visit *v = pystats_alloc(py->nnodes, sizeof *v);
+    size_t *gfunc = pystats_alloc(py->nfuncs + 1, sizeof *gfunc); /* process func -> s->funcs */
+    for (size_t i = 0; i <= py->nfuncs; i++)
+        gfunc[i] = SIZE_MAX;
+    for (size_t i = 0; i < py->nnodes; i++) {
+        v[i].parent = SIZE_MAX;
+        v[i].func = SIZE_MAX;
+        if (!py->nodes[i].defined || (tid >= 0 && py->nodes[i].tid != (uint32_t)tid))
+            continue; /* not in the forest: its function must not make a row */
+        uint64_t *fv = u64map_find(&py->func_index, py->nodes[i].func);
+        size_t local = fv ? (size_t)*fv - 1 : py->nfuncs; /* nfuncs: the unknown one */
+        if (!fv || gfunc[local] == SIZE_MAX)
+            gfunc[local] = pystats_intern(s, fv ? &py->funcs[local] : NULL, py->nodes[i].func);
+        v[i].func = gfunc[local];
+    }
+    free(gfunc);
+
+    /* Depth-first, with an explicit stack: Python recursion runs thousands deep. The
+     * active counts say what is on the path from the root to the current node. */
+    size_t *active = pystats_alloc(s->nfuncs, sizeof *active);
+    struct u64map pairs;
+    u64map_init(&pairs);
+    size_t cap = 64, top = 0;
+    size_t *stack = pystats_alloc(cap, sizeof *stack); /* node * 2 + (1: leaving) */
+    stack = pystats_grow(stack, &cap, forest.nroots + 1, sizeof *stack);
+    for (size_t r = forest.nroots; r-- > 0;)
+        stack[top++] = forest.roots[r] * 2;
+    while (top) {
+        size_t e = stack[--top], i = e / 2;
+        struct pystats_visit *n = &v[i];
+        const struct model_py_node *node = &py->nodes[i];
+        uint64_t pair = n->parent != SIZE_MAX ? (uint64_t)v[n->parent].func << 32 | n->func : 0;
+        if (!(e & 1)) { /* entering */
+            n->recursive = active[n->func] > 0;
+            active[n->func]++;
+            if (n->parent != SIZE_MAX) {
+                uint64_t *c = pystats_slot(&pairs, pair);
+                n->pair_active = *c > 0;
+                ++*c;
+            }
+            n->sub_api_calls = node->api_calls;
+            n->sub_api_ns = node->api_ns;
+            stack = pystats_grow(stack, &cap, top + 1, sizeof *stack);
+            stack[top++] = i * 2 + 1;
+            /* Children pushed in reverse so that they are entered in order. */
+            size_t nchild = 0;
+            for (size_t c = forest.first_child[i]; c != SIZE_MAX; c = forest.next_sibling[c])
+                nchild++;
+            stack = pystats_grow(stack, &cap, top + nchild, sizeof *stack);
+            size_t k = top + nchild;
+            for (size_t c = forest.first_child[i]; c != SIZE_MAX; c = forest.next_sibling[c]) {
+                v[c].parent = i;
+                stack[--k] = c * 2;
+            }
+            top += nchild;
+            continue;
+        }
+        /* leaving: the subtree's API sums are complete */
+        active[n->func]--;
+        struct pystats_func *f = &s->funcs[n->func];
+        f->ncalls += node->calls;
+        f->tottime_ns += node->self_ns;
+        if (!n->recursive) {
+            f->pcalls += node->calls;
+            f->cumtime_ns += node->total_ns;
+            f->api_calls += n->sub_api_calls;
+            f->api_ns += n->sub_api_ns;
+        }
+        if (n->parent != SIZE_MAX) {
+            --*pystats_slot(&pairs, pair);
+            struct pystats_caller *c = pystats_edge(s, v[n->parent].func, n->func);
+            c->nc += node->calls;
+            c->tt_ns += node->self_ns;
+            if (!n->pair_active) {
+                c->cc += node->calls;
+                c->ct_ns += node->total_ns;
+            }
+            v[n->parent].sub_api_calls += n->sub_api_calls;
+            v[n->parent].sub_api_ns += n->sub_api_ns;
+        }
+    }
+    free(stack);
+    u64map_free(&pairs);
+    free(active);
+    free(v);
+    pystats_forest_free(&forest);
+}
+
+static enum pystats_sort pystats_sort_key;
+static const struct pystats *pystats_sorting;
+
+static int pystats_cmp_u64(uint64_t a, uint64_t b)
+{
+    return a > b ? -1 : a < b; /* descending */
+}
+
+static int pystats_cmp(const void *a, const void *b)
+{
+    const struct pystats_func *x = &pystats_sorting->funcs[*(const size_t *)a];
+    const struct pystats_func *y = &pystats_sorting->funcs[*(const size_t *)b];
+    int c = 0;
+    switch (pystats_sort_key) {
+    case PYSTATS_SORT_NCALLS:
+        c = pystats_cmp_u64(x->ncalls, y->ncalls);
+        break;
+    case PYSTATS_SORT_TOTTIME:
+        c = pystats_cmp_u64(x->tottime_ns, y->tottime_ns);
+        break;
+    case PYSTATS_SORT_CUMTIME:
+        break; /* the first tie-breaker */
+    case PYSTATS_SORT_PERCALL: {
+        double px = x->ncalls ? (double)x->tottime_ns / (double)x->ncalls : 0;
+        double py = y->ncalls ? (double)y->tottime_ns / (double)y->ncalls : 0;
+        c = px > py ? -1 : px < py;
+        break;
+    }
+    case PYSTATS_SORT_NAME:
+        c = strcmp(x->name, y->name);
+        break;
+    case PYSTATS_SORT_FILENAME:
+        c = strcmp(x->file, y->file);
+        break;
+    case PYSTATS_SORT_LINE:
+        c = x->line < y->line ? -1 : x->line > y->line;
+        break;
+    }
+    if (!c)
+        c = pystats_cmp_u64(x->cumtime_ns, y->cumtime_ns);
+    if (!c)
+        c = strcmp(x->file, y->file);
+    if (!c)
+        c = x->line < y->line ? -1 : x->line > y->line;
+    if (!c)
+        c = strcmp(x->name, y->name);
+    return c;
+}
+
+void pystats_finish(struct pystats *s, enum pystats_sort key)
+{
+    s->total_calls = s->total_pcalls = s->total_tt_ns = 0;
+    s->any_api = 0;
+    free(s->order);
+    s->order = pystats_alloc(s->nfuncs, sizeof *s->order);
+    for (size_t i = 0; i < s->nfuncs; i++) {
+        const struct pystats_func *f = &s->funcs[i];
+        s->order[i] = i;
+        s->total_calls += f->ncalls;
+        s->total_pcalls += f->pcalls;
+        s->total_tt_ns += f->tottime_ns;
+        s->any_api |= f->api_calls > 0;
+    }
+    /* qsort has no context argument in C11; the reporter is single-threaded. */
+    pystats_sort_key = key;
+    pystats_sorting = s;
+    qsort(s->order, s->nfuncs, sizeof *s->order, pystats_cmp);
+    pystats_sorting = NULL;
+}
+
+void pystats_func_label(const struct pystats_func *f, int qualified, char *buf, size_t len)
+{
+    if (f->kind == PROF_PY_FUNC_C || (!strcmp(f->file, "~") && f->line == 0)) {
+        size_t n = strlen(f->name);
+        if (n >= 2 && f->name[0] == '<' && f->name[n - 1] == '>')
+            snprintf(buf, len, "{%.*s}", (int)(n - 2), f->name + 1);
+        else
+            snprintf(buf, len, "%s", f->name);
+        return;
+    }
+    const char *name = qualified && f->qualname && *f->qualname ? f->qualname : f->name;
+    snprintf(buf, len, "%s:%u(%s)", f->file, f->line, name);
+}
+
+static int pystats_thread_cmp(const void *a, const void *b)
+{
+    const struct pystats_thread *x = a, *y = b;
+    return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+size_t pystats_threads(const struct model_process *p, struct pystats_thread **out)
+{
+    const struct model_python *py = &p->py;
+    struct u64map seen, index; /* tid << 32 | func_id; tid -> index + 1 */
+    u64map_init(&seen);
+    u64map_init(&index);
+    struct pystats_thread *t = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; i < py->nnodes; i++) {
+        const struct model_py_node *node = &py->nodes[i];
+        if (!node->defined)
+            continue;
+        uint64_t *slot = pystats_slot(&index, node->tid);
+        if (!*slot) {
+            t = pystats_grow(t, &cap, n + 1, sizeof *t);
+            t[n] = (struct pystats_thread){.tid = node->tid};
+            *slot = ++n;
+        }
+        struct pystats_thread *th = &t[*slot - 1];
+        th->calls += node->calls;
+        uint64_t *f = pystats_slot(&seen, (uint64_t)node->tid << 32 | node->func);
+        if (!*f) {
+            *f = 1;
+            th->functions++;
+        }
+    }
+    u64map_free(&seen);
+    u64map_free(&index);
+    if (n)
+        qsort(t, n, sizeof *t, pystats_thread_cmp);
+    *out = t;
+    return n;
+}
+
+const char *pystats_thread_name(const struct model_process *p, uint32_t tid)
+{
+    for (size_t i = 0; i < p->nthreads; i++)
+        if (p->threads[i].tid == tid)
+            return p->threads[i].name;
+    return NULL;
+}

@@ -1,0 +1,151 @@
+/* tables_python: the Python function table in cProfile's columns and meaning, merged or
+ * per thread or process, and the intervals another profiler held Python's hook. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+#include "tables.h"
+#include "text_table.h"
+
+#define TABLES_PY_LABEL 4096
+
+static const char *tables_py_seconds(char *buf, size_t len, double ns)
+{
+    snprintf(buf, len, "%.3f", ns / 1e9);
+    return buf;
+}
+
+/* The header line, the table and the "more not shown" line of one pystats. */
+static void tables_py_table(FILE *out, const struct pystats *py, size_t limit, const char *more)
+{
+    char ncalls[48], tt[32], ttpc[32], ct[32], ctpc[32], api[32], apicalls[24];
+    char label[TABLES_PY_LABEL];
+    fprintf(out, "  %" PRIu64 " function calls", py->total_calls);
+    if (py->total_pcalls != py->total_calls)
+        fprintf(out, " (%" PRIu64 " primitive calls)", py->total_pcalls);
+    fprintf(out, " in %.3f seconds\n\n", (double)py->total_tt_ns / 1e9);
+    struct text_table t;
+    text_table_begin(&t, py->any_api ? ">ncalls|>tottime|>percall|>cumtime|>percall|>API time|"
+                                       ">API calls|<filename:lineno(function)"
+                                     : ">ncalls|>tottime|>percall|>cumtime|>percall|"
+                                       "<filename:lineno(function)");
+    for (size_t i = 0; i < py->nfuncs && (!limit || i < limit); i++) {
+        const struct pystats_func *f = &py->funcs[py->order[i]];
+        if (f->ncalls != f->pcalls)
+            snprintf(ncalls, sizeof ncalls, "%" PRIu64 "/%" PRIu64, f->ncalls, f->pcalls);
+        else
+            snprintf(ncalls, sizeof ncalls, "%" PRIu64, f->ncalls);
+        tables_py_seconds(tt, sizeof tt, (double)f->tottime_ns);
+        tables_py_seconds(ttpc, sizeof ttpc,
+                          f->ncalls ? (double)f->tottime_ns / (double)f->ncalls : 0);
+        tables_py_seconds(ct, sizeof ct, (double)f->cumtime_ns);
+        tables_py_seconds(ctpc, sizeof ctpc,
+                          f->pcalls ? (double)f->cumtime_ns / (double)f->pcalls : 0);
+        pystats_func_label(f, 1, label, sizeof label);
+        if (py->any_api) {
+            format_ns((double)f->api_ns, api, sizeof api);
+            snprintf(apicalls, sizeof apicalls, "%" PRIu64, f->api_calls);
+            text_table_row(&t, ncalls, tt, ttpc, ct, ctpc, api, apicalls, label);
+        } else {
+            text_table_row(&t, ncalls, tt, ttpc, ct, ctpc, label);
+        }
+    }
+    text_table_end(out, &t);
+    if (limit && py->nfuncs > limit)
+        fprintf(out, "  (%zu more not shown; %s)\n", py->nfuncs - limit, more);
+}
+
+static void tables_py_thread_label(const struct model_process *p, uint32_t tid, char *buf,
+                                   size_t len)
+{
+    const char *name = pystats_thread_name(p, tid);
+    if (name && *name)
+        snprintf(buf, len, "%u (%s)", tid, name);
+    else
+        snprintf(buf, len, "%u", tid);
+}
+
+void tables_python_gaps(FILE *out, const struct summary *s)
+{
+    char thread[300];
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        uint64_t origin = model_start_monotonic_ns(p);
+        for (size_t g = 0; g < p->py.ngaps; g++) {
+            const struct model_py_gap *gap = &p->py.gaps[g];
+            tables_py_thread_label(p, gap->tid, thread, sizeof thread);
+            if (s->nprocs > 1)
+                fprintf(out, "  pid %lld: ", (long long)p->pid);
+            else
+                fputs("  ", out);
+            fprintf(out, "Python profiling was %s in thread %s from +%.3f s to ",
+                    gap->reason == PROF_PY_GAP_OTHER_PROFILER ? "replaced by another profiler"
+                                                              : "interrupted",
+                    thread, ((double)gap->start_ns - (double)origin) / 1e9);
+            if (gap->end_ticks)
+                fprintf(out, "+%.3f s", ((double)gap->end_ns - (double)origin) / 1e9);
+            else
+                fputs("the end", out);
+            fputs(" (its calls are not counted)\n", out);
+        }
+    }
+}
+
+void tables_python_section(FILE *out, const struct summary *s, size_t limit)
+{
+    if (!s->py.nfuncs && !s->py_gaps)
+        return;
+    size_t n = limit ? limit : 15;
+    fprintf(out, "Python functions (top %zu by %s; profreport --python for all)\n", n,
+            pystats_sort_name(s->py_sort));
+    tables_py_table(out, &s->py, n, "profreport --python");
+    tables_python_gaps(out, s);
+    fputc('\n', out);
+}
+
+static void tables_python_one(FILE *out, const struct model_process *p, int64_t tid,
+                              const struct summary *s, size_t limit)
+{
+    struct pystats py;
+    pystats_init(&py);
+    pystats_add(&py, p, tid);
+    pystats_finish(&py, s->py_sort);
+    tables_py_table(out, &py, limit, "--limit");
+    pystats_free(&py);
+}
+
+void tables_python(FILE *out, const struct summary *s, size_t limit, enum tables_python_split split)
+{
+    char thread[300];
+    fprintf(out, "Python functions (ordered by: %s)\n", pystats_sort_title(s->py_sort));
+    if (!s->py.nfuncs) {
+        fprintf(out, "  (no Python calls profiled)\n");
+    } else if (split == TABLES_PYTHON_MERGED) {
+        tables_py_table(out, &s->py, limit, "--limit");
+    } else {
+        for (size_t i = 0; i < s->nprocs; i++) {
+            const struct model_process *p = s->procs[i];
+            if (!p->py.nnodes)
+                continue;
+            if (split == TABLES_PYTHON_PER_PROCESS) {
+                fprintf(out, "\npid %lld (%s)\n", (long long)p->pid,
+                        p->command ? p->command : p->file);
+                tables_python_one(out, p, -1, s, limit);
+                continue;
+            }
+            struct pystats_thread *threads;
+            size_t nthreads = pystats_threads(p, &threads);
+            for (size_t k = 0; k < nthreads; k++) {
+                tables_py_thread_label(p, threads[k].tid, thread, sizeof thread);
+                fprintf(out, "\npid %lld thread %s\n", (long long)p->pid, thread);
+                tables_python_one(out, p, threads[k].tid, s, limit);
+            }
+            free(threads);
+        }
+    }
+    if (s->py_gaps) {
+        fputc('\n', out);
+        tables_python_gaps(out, s);
+    }
+}

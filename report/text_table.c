@@ -1,0 +1,83 @@
+#include "text_table.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void text_table_begin(struct text_table *t, const char *spec)
+{
+    /* spec: "<Name|>Calls|..." where '>' marks a right-aligned column */
+    memset(t, 0, sizeof *t);
+    snprintf(t->spec, sizeof t->spec, "%s", spec);
+    for (char *save = NULL, *c = strtok_r(t->spec, "|", &save); c && t->ncols < TEXT_TABLE_MAX_COLS;
+         c = strtok_r(NULL, "|", &save)) {
+        t->right[t->ncols] = *c == '>';
+        t->head[t->ncols++] = c + 1;
+    }
+}
+
+void text_table_row(struct text_table *t, ...)
+{
+    if ((t->nrows + 1) * t->ncols > t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 64 * t->ncols;
+        while (t->cap < (t->nrows + 1) * t->ncols)
+            t->cap *= 2;
+        char **n = realloc(t->cells, t->cap * sizeof *n);
+        if (!n) {
+            fprintf(stderr, "profreport: out of memory\n");
+            exit(1);
+        }
+        t->cells = n;
+    }
+    va_list ap;
+    va_start(ap, t);
+    for (size_t c = 0; c < t->ncols; c++) {
+        const char *s = va_arg(ap, const char *);
+        char *d = strdup(s ? s : "");
+        if (!d) {
+            fprintf(stderr, "profreport: out of memory\n");
+            exit(1);
+        }
+        t->cells[t->nrows * t->ncols + c] = d;
+    }
+    va_end(ap);
+    t->nrows++;
+}
+
+void text_table_discard(struct text_table *t)
+{
+    for (size_t i = 0; i < t->nrows * t->ncols; i++)
+        free(t->cells[i]);
+    free(t->cells);
+    memset(t, 0, sizeof *t);
+}
+
+void text_table_end(FILE *out, struct text_table *t)
+{
+    size_t w[TEXT_TABLE_MAX_COLS];
+    for (size_t c = 0; c < t->ncols; c++) {
+        w[c] = strlen(t->head[c]);
+        for (size_t r = 0; r < t->nrows; r++) {
+            size_t l = strlen(t->cells[r * t->ncols + c]);
+            if (l > w[c])
+                w[c] = l;
+        }
+    }
+    for (size_t r = 0; r <= t->nrows; r++) {
+        fputs("  ", out);
+        for (size_t c = 0; c < t->ncols; c++) {
+            const char *s = r == 0 ? t->head[c] : t->cells[(r - 1) * t->ncols + c];
+            int last = c + 1 == t->ncols;
+            if (t->right[c])
+                fprintf(out, "%*s", (int)w[c], s);
+            else if (last)
+                fputs(s, out);
+            else
+                fprintf(out, "%-*s", (int)w[c], s);
+            if (!last)
+                fputs("  ", out);
+        }
+        fputc('\n', out);
+    }
+    text_table_discard(t);
+}

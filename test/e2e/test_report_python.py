@@ -1,0 +1,312 @@
+"""profreport's Python tables on synthetic traces (test/fixtures/traces/py_traces.h).
+
+Times in the fixtures are in milliseconds (PY_U); the numbers below follow from the tree
+that py_traces.h draws: main -> fib -> fib -> fib, len and Model.forward -> len in thread
+6000, a root fib and len in thread 6001.
+"""
+import glob
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import BUILD, PROFREPORT, report, report_json
+
+TRACES = os.path.join(BUILD, "test", "traces")
+MS = 1000000
+
+
+@pytest.fixture(scope="module", autouse=True)
+def traces():
+    tool = os.path.join(BUILD, "test", "make_traces")
+    if not os.path.exists(tool) or not os.path.exists(PROFREPORT):
+        pytest.skip("build profreport and the fixtures first: make build/bin/profreport "
+                    "report-fixtures")
+    subprocess.run([tool, TRACES], check=True)
+
+
+def t(*parts):
+    return os.path.join(TRACES, *parts)
+
+
+def run(*args):
+    return subprocess.run([PROFREPORT] + list(args), capture_output=True, text=True, timeout=60)
+
+
+def table_rows(out):
+    """{function label: [column cells]} of the Python table(s) in a text report."""
+    rows = {}
+    for line in out.splitlines():
+        m = re.match(r"^\s+(\d+(?:/\d+)?)\s+((?:\d+\.\d{3}\s+){4})(?:(\S+ \S+)\s+(\d+)\s+)?(\S.*)$",
+                     line)
+        if m:
+            rows[m.group(5)] = [m.group(1)] + m.group(2).split() + \
+                ([m.group(3), m.group(4)] if m.group(3) else [])
+    return rows
+
+
+def test_python_table_columns():
+    proc = run("--python", t("py"))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "Python functions (ordered by: cumulative time)" in out
+    assert "17 function calls (11 primitive calls) in 1.510 seconds" in out
+    header = [l for l in out.splitlines() if "filename:lineno(function)" in l][0]
+    assert header.split() == ["ncalls", "tottime", "percall", "cumtime", "percall", "API",
+                              "time", "API", "calls", "filename:lineno(function)"]
+    rows = table_rows(out)
+    fib = rows["/w/train.py:10(fib)"]
+    assert fib == ["8/2", "1.300", "0.163", "1.300", "0.650", "0 ns", "0"]
+    assert rows["/w/train.py:1(main)"] == ["1", "0.100", "0.100", "1.000", "1.000", "25.00 ms",
+                                           "3"]
+    assert rows["/w/train.py:20(Model.forward)"][:5] == ["2", "0.040", "0.020", "0.070", "0.035"]
+    assert rows["{built-in method builtins.len}"][:5] == ["6", "0.070", "0.012", "0.070", "0.012"]
+    labels = list(rows)
+    assert labels[0] == "/w/train.py:10(fib)"  # cumtime 1.300 first
+    # The CUDA tables of a job without CUDA calls are not printed with --python.
+    assert "CUDA API summary" not in out
+
+
+def test_python_sort_and_limit():
+    out = run("--python", "--sort", "tottime", "--limit", "2", t("py")).stdout
+    rows = list(table_rows(out))
+    assert rows == ["/w/train.py:10(fib)", "/w/train.py:1(main)"]
+    assert "(2 more not shown; --limit)" in out
+    assert "internal time" in out
+    for key, first in [("ncalls", "/w/train.py:10(fib)"),  # 8 calls, len 6
+                       ("calls", "/w/train.py:10(fib)"),
+                       ("cumulative", "/w/train.py:10(fib)"),
+                       ("line", "{built-in method builtins.len}"),
+                       ("name", "{built-in method builtins.len}"),  # '<' before 'f'
+                       ("percall", "/w/train.py:10(fib)"),  # 1.300 / 8
+                       ("time", "/w/train.py:10(fib)")]:
+        out = run("--python", "--sort", key, t("py")).stdout
+        assert list(table_rows(out))[0] == first, key
+
+
+def test_python_per_thread_and_process():
+    out = run("--python", "--per-thread", t("pymulti")).stdout
+    assert "pid 6000 thread 6000 (MainThread)" in out
+    assert "pid 6000 thread 6001 (worker)" in out
+    assert "pid 6100 thread 6100" in out
+    assert "15 function calls (9 primitive calls) in 1.000 seconds" in out
+    assert "2 function calls in 0.510 seconds" in out
+    out = run("--python", "--per-process", t("pymulti")).stdout
+    assert "pid 6000 (python3 train.py)" in out and "pid 6100 (python3 train.py)" in out
+    assert "17 function calls (11 primitive calls) in 1.510 seconds" in out
+    merged = run("--python", t("pymulti")).stdout
+    assert "22 function calls (16 primitive calls) in 1.610 seconds" in merged
+    assert table_rows(merged)["/w/train.py:10(fib)"][:5] == ["9/3", "1.360", "0.151", "1.400",
+                                                            "0.467"]
+
+
+def test_default_report_has_short_python_section():
+    out = report(t("py")).stdout
+    assert "Python functions (top 15 by cumtime" in out
+    assert "/w/train.py:20(Model.forward)" in out
+    # CUDA sections that would only say "(no ...)" are left out for a Python job.
+    assert "(no CUDA API calls)" not in out and "(no kernel launches)" not in out
+    assert "(no allocations)" not in out
+    assert out.index("Python functions") < out.index("Processes")
+    # A CUDA-only trace keeps every section and has no Python one.
+    out = report(t("run")).stdout
+    assert "Python functions" not in out and "CUDA API summary" in out
+
+
+def test_gaps_in_text_and_json():
+    out = run("--python", t("pygap")).stdout
+    assert ("Python profiling was replaced by another profiler in thread 6200 (MainThread) "
+            "from +0.500 s to +1.500 s (its calls are not counted)") in out
+    assert ("Python profiling was replaced by another profiler in thread 6201 (worker) "
+            "from +2.000 s to the end (its calls are not counted)") in out
+    assert "Python profiling was replaced" in report(t("pygap")).stdout
+    rep = report_json(t("pygap"))
+    gaps = rep["processes"][0]["python_gaps"]
+    assert gaps == [
+        {"tid": 6200, "reason": "other_profiler", "start_ns": 1000 + 500 * MS,
+         "end_ns": 1000 + 1500 * MS},
+        {"tid": 6201, "reason": "other_profiler", "start_ns": 1000 + 2000 * MS, "end_ns": None},
+    ]
+
+
+def test_json_fields():
+    rep = report_json(t("py"))
+    rows = {r["name"]: r for r in rep["python"]}
+    assert rows["fib"] == {"file": "/w/train.py", "line": 10, "name": "fib", "qualname": "fib",
+                           "module": "__main__", "kind": "python", "ncalls": 8,
+                           "primitive_calls": 2, "tottime_ns": 1300 * MS, "cumtime_ns": 1300 * MS,
+                           "api_calls": 0, "api_ns": 0}
+    assert rows["forward"]["qualname"] == "Model.forward"
+    assert (rows["forward"]["api_calls"], rows["forward"]["api_ns"]) == (3, 25 * MS)
+    assert (rows["main"]["api_calls"], rows["main"]["api_ns"]) == (3, 25 * MS)
+    length = rows["<built-in method builtins.len>"]
+    assert (length["file"], length["line"], length["kind"]) == ("~", 0, "c")
+    p = rep["processes"][0]
+    assert p["python_threads"] == [{"tid": 6000, "functions": 4, "calls": 15},
+                                   {"tid": 6001, "functions": 2, "calls": 2}]
+    assert p["python_gaps"] == [] and p["python_spans"] == 2
+    assert [r["name"] for r in report_json(t("py"), "--sort", "tottime", "--limit", "1")[
+        "python"]] == ["fib"]
+    cuda = report_json(t("run"))
+    assert cuda["python"] == [] and cuda["processes"][0]["python_threads"] == []
+
+
+def test_csv_section():
+    out = run("--format", "csv", t("py")).stdout
+    block = [b for b in out.split("\n\n") if b.startswith("# python")][0].splitlines()
+    assert block[1] == ("file,line,name,qualname,module,kind,ncalls,primitive_calls,tottime_ns,"
+                        "cumtime_ns,api_calls,api_ns")
+    assert "/w/train.py,10,fib,fib,__main__,python,8,2,1300000000,1300000000,0,0" in block
+
+
+def pythons():
+    found = [("/usr/bin/python3", "/usr/bin/python3")]
+    for v in ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]:
+        hits = sorted(glob.glob("/root/.pyenv/versions/%s.*/bin/python3" % v))
+        found.append((v, hits[-1] if hits else None))
+    return found
+
+
+LOAD = r"""
+import json, pstats, sys
+s = pstats.Stats(sys.argv[1])
+out = {"total": [s.total_calls, s.prim_calls, s.total_tt], "stats": []}
+for k, (cc, nc, tt, ct, callers) in s.stats.items():
+    out["stats"].append([list(k), cc, nc, tt, ct,
+                         sorted([list(c), list(v)] for c, v in callers.items())])
+s.sort_stats("cumulative").print_stats()
+s.print_callers()
+print("JSON" + json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("name,python", pythons(), ids=[n for n, _ in pythons()])
+def test_pstats_loads_in_every_python(tmp_path, name, python):
+    if python is None or not os.path.exists(python):
+        pytest.skip("no Python %s interpreter under /root/.pyenv/versions" % name)
+    prof = tmp_path / "out.prof"
+    proc = run("--pstats", str(prof), t("pymulti"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""  # writing a file alone prints no report
+    got = subprocess.run([python, "-c", LOAD, str(prof)], capture_output=True, text=True,
+                         timeout=60)
+    assert got.returncode == 0, got.stderr
+    assert "22 function calls (16 primitive calls) in 1.610 seconds" in got.stdout
+    assert "{built-in method builtins.len}" in got.stdout
+    data = json.loads(got.stdout.split("JSON", 1)[1])
+    assert data["total"][:2] == [22, 16]
+    stats = {tuple(k): (cc, nc, tt, ct, callers) for k, cc, nc, tt, ct, callers in data["stats"]}
+    # cProfile's keys: (file, line, co_name), and ('~', 0, name) for builtins.
+    assert set(stats) == {("/w/train.py", 1, "main"), ("/w/train.py", 10, "fib"),
+                          ("/w/train.py", 20, "forward"),
+                          ("~", 0, "<built-in method builtins.len>")}
+    cc, nc, tt, ct, callers = stats[("/w/train.py", 10, "fib")]
+    assert (cc, nc) == (3, 9)
+    assert tt == pytest.approx(1.36) and ct == pytest.approx(1.4)
+    callers = {tuple(k): v for k, v in callers}
+    # cProfile's callers values are (nc, cc, tt, ct)
+    assert callers[("/w/train.py", 10, "fib")] == pytest.approx([6, 2, 0.6, 0.6])
+    assert callers[("/w/train.py", 1, "main")] == pytest.approx([1, 1, 0.2, 0.8])
+    assert stats[("/w/train.py", 1, "main")][4] == []
+
+
+def test_pstats_big_counts_use_marshal_long(tmp_path):
+    prof = tmp_path / "gap.prof"
+    assert run("--pstats", str(prof), t("pygap")).returncode == 0
+    got = subprocess.run(["/usr/bin/python3", "-c",
+                          "import pstats,sys; s=pstats.Stats(sys.argv[1]); print(s.total_calls)",
+                          str(prof)], capture_output=True, text=True, timeout=60)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.strip() == "3000000000"
+
+
+def test_pstats_errors(tmp_path):
+    proc = run("--pstats", str(tmp_path / "no" / "such" / "dir.prof"), t("py"))
+    assert proc.returncode == 1
+    assert "cannot write" in proc.stderr and "dir.prof" in proc.stderr
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        if os.access(str(ro), os.W_OK):
+            pass  # root writes anyway: the missing directory above covers the error path
+        else:
+            proc = run("--pstats", str(ro / "x.prof"), t("py"))
+            assert proc.returncode == 1 and "cannot write" in proc.stderr
+    finally:
+        ro.chmod(0o700)
+    assert os.listdir(str(tmp_path / "ro")) == []
+    # A CUDA-only trace has no Python stats: nothing is written.
+    target = tmp_path / "none.prof"
+    proc = run("--pstats", str(target), t("run"))
+    assert proc.returncode == 1 and "no Python calls" in proc.stderr
+    assert not target.exists()
+    # A file that exists is replaced whole, and no temporary is left beside it.
+    target = tmp_path / "keep.prof"
+    target.write_text("old")
+    assert run("--pstats", str(target), t("py")).returncode == 0
+    assert target.read_bytes()[:1] == b"{"
+    assert sorted(os.listdir(str(tmp_path))) == ["keep.prof", "ro"]
+
+
+def test_folded(tmp_path):
+    folded = tmp_path / "out.folded"
+    proc = run("--folded", str(folded), t("py"))
+    assert proc.returncode == 0, proc.stderr
+    lines = folded.read_text().splitlines()
+    pre = "python3 pid 6000;MainThread 6000;"
+    main = "main (/w/train.py:1)"
+    fib = "fib (/w/train.py:10)"
+    assert lines == [
+        pre + main + " 100000",
+        pre + main + ";" + fib + " 200000",
+        pre + main + ";" + fib + ";" + fib + " 300000",
+        pre + main + ";" + fib + ";" + fib + ";" + fib + " 300000",
+        pre + main + ";<built-in method builtins.len> 30000",
+        pre + main + ";Model.forward (/w/train.py:20) 40000",
+        pre + main + ";Model.forward (/w/train.py:20);<built-in method builtins.len> 30000",
+        "python3 pid 6000;worker 6001;" + fib + " 500000",
+        "python3 pid 6000;worker 6001;<built-in method builtins.len> 10000",
+    ]
+    # Every line is "stack count", as flamegraph.pl splits it.
+    for line in lines:
+        assert re.match(r"^.+ \d+$", line)
+    # Self times add up to the total time.
+    assert sum(int(l.rsplit(" ", 1)[1]) for l in lines) == 1510 * 1000
+
+
+def test_python_and_file_together(tmp_path):
+    proc = run("--python", "--pstats", str(tmp_path / "a.prof"), "--folded",
+               str(tmp_path / "a.folded"), t("py"))
+    assert proc.returncode == 0
+    assert "17 function calls" in proc.stdout
+    assert (tmp_path / "a.prof").exists() and (tmp_path / "a.folded").exists()
+
+
+def test_usage_errors():
+    for args in (["--python", "--sort", "total"], ["--sort", "speed"],
+                 ["--per-thread"], ["--python", "--per-thread", "--per-process"],
+                 ["--pstats"], ["--python", "--per-thread", "--format", "json"]):
+        proc = run(*(args + [t("py")]))
+        assert proc.returncode == 2, args
+        assert proc.stderr.count("\n") == 2 and "--help" in proc.stderr, args
+    proc = run("--pstats", t("py"))  # the trace dir taken as the file: no input left
+    assert proc.returncode == 2
+    assert "--pstats FILE" in run("--help").stdout
+    # A sort key of the Python table alone is fine for the default report.
+    assert run("--sort", "tottime", t("py")).returncode == 0
+    assert "top 15 by tottime" in run("--sort", "tottime", t("py")).stdout
+
+
+def test_dump_python_records():
+    out = run("dump", t("py", "main.trace")).stdout
+    assert re.search(r' PY_FUNC func=1 kind=python name=\d+:"main" qualname=\d+:"main" '
+                     r'file=\d+:"/w/train.py" module=\d+:"__main__" line=1 size=32', out)
+    assert " PY_NODE node=3 parent=2 func=2 size=16" in out
+    assert re.search(r" PY_STATS node=7 calls=2 total=70000000 self=40000000 api_calls=2 "
+                     r"api_ticks=20000000 size=48", out)
+    assert " PY_SPAN node=1 " in out
+    gap = run("dump", t("pygap", "gap.trace")).stdout
+    assert " PY_GAP reason=1 (other_profiler) " in gap
