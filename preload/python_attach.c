@@ -216,6 +216,8 @@ static void py_attach(void)
     collector_add_meta("python.span_threshold_ns", threshold);
     if (py_monitoring)
         return; /* interpreter-wide: every thread, with nothing more to do */
+    /* Before our function is in place: this call is ours, not the program's. */
+    py_hook_threading();
     if (py.SetProfileAllThreads) {
         python_installing = 1;
         py.SetProfileAllThreads(py_profile_cb, NULL);
@@ -223,7 +225,6 @@ static void py_attach(void)
     } else {
         py_install_here();
     }
-    py_hook_threading();
 }
 
 static int py_audit_hook(const char *event, py_object *args, void *data)
@@ -242,12 +243,11 @@ static int py_audit_hook(const char *event, py_object *args, void *data)
         if (!py_threading_hooked && !py_monitoring)
             py_hook_threading();
     } else if (strcmp(event, "sys.setprofile") == 0 && !python_installing && !py_monitoring) {
-        /* The program (cProfile, a debugger) sets its own function for this thread. */
-        if (python_thread_is_profiled()) {
-            python_gap_begin();
-        } else if ((uint32_t)gettid() == py_main_tid && !py_reinstall_pending) {
-            /* A second change while we are out: perhaps theirs goes away. Look once it
-             * is done. */
+        /* The program (cProfile, a debugger) puts its own function, or none, in place of
+         * ours for this thread: a gap until ours is back. In the main thread, look once
+         * the call is done: if no function is left, ours goes back. */
+        python_gap_begin();
+        if ((uint32_t)gettid() == py_main_tid && !py_reinstall_pending) {
             py_reinstall_pending = 1;
             py.AddPendingCall(py_reinstall, NULL);
         }

@@ -1,0 +1,314 @@
+"""Python profiling: per-function counts equal cProfile's, in every thread and process.
+
+Each interpreter (the pyenv builds of 3.8-3.13, Debian's static /usr/bin/python3) runs
+test/workloads/py_workload.py under profrun, and the same workload under
+test/workloads/cprofile_reference.py, which runs cProfile in every thread and in the
+forked child. ncalls and primitive calls must be equal function by function, for every
+function on either side. Both runs put test/workloads/site_preload on PYTHONPATH, so the
+workload meets the same import state in both (see that folder's sitecustomize.py).
+
+The other tests: entry points (-m, -c, stdin), PYTHONMALLOC=debug and -X dev, a program
+that runs cProfile itself, multiprocessing with fork and spawn, os._exit in a forked child,
+output and exit status unchanged, and programs without Python left alone.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import PROFRUN, ROOT, profile, report, report_json, trace_files
+
+WORKLOADS = os.path.join(ROOT, "test", "workloads")
+WORKLOAD = os.path.join(WORKLOADS, "py_workload.py")
+REFERENCE = os.path.join(WORKLOADS, "cprofile_reference.py")
+PROCESSES = os.path.join(WORKLOADS, "py_processes.py")
+OWN_CPROFILE = os.path.join(WORKLOADS, "py_own_cprofile.py")
+HOT = os.path.join(WORKLOADS, "py_hot.py")
+PRELOAD_ENV = {"PYTHONPATH": os.path.join(WORKLOADS, "site_preload")}
+
+PYENV = "/root/.pyenv/versions"
+INTERPRETERS = [(v, os.path.join(PYENV, full, "bin", "python3"))
+                for v, full in (("3.8", "3.8.18"), ("3.9", "3.9.18"), ("3.10", "3.10.13"),
+                                ("3.11", "3.11.7"), ("3.12", "3.12.1"), ("3.13", "3.13.0"))]
+INTERPRETERS.append(("debian3.11", "/usr/bin/python3"))
+PY_IDS = [name for name, _ in INTERPRETERS]
+
+
+@pytest.fixture(params=INTERPRETERS, ids=PY_IDS)
+def python(request):
+    _, path = request.param
+    if not os.access(path, os.X_OK):
+        pytest.skip("interpreter %s is not installed" % path)
+    return path
+
+
+def line_of(path, text):
+    """The line number of the first line of path that starts with text."""
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            if line.startswith(text):
+                return number
+    raise AssertionError("%r not in %s" % (text, path))
+
+
+# ---- the report's Python table, normalized to cProfile's keys ----
+ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def norm_key(file, line, name):
+    # cProfile names a C method that a Python subclass overrides by the override's repr,
+    # e.g. "<function Random.seed at 0x7f...>": the address differs from run to run.
+    return (file, int(line), ADDRESS.sub(" at 0x?", name))
+
+
+def python_rows(rep):
+    """{key: {"ncalls", "primitive_calls", "tottime_ns", ...}} from a JSON report, rows of
+    the same function (if the report keeps processes or threads apart) summed."""
+    rows = rep.get("python")
+    assert rows is not None, "the JSON report has no \"python\" table: %s" % sorted(rep)
+    out = {}
+    for row in rows:
+        if row["kind"] == "c":
+            key = norm_key("~", 0, row["name"])
+        else:
+            key = norm_key(row["file"], row["line"], row["name"])
+        acc = out.setdefault(key, {"ncalls": 0, "primitive_calls": 0, "tottime_ns": 0,
+                                   "cumtime_ns": 0})
+        for field in acc:
+            acc[field] += row[field]
+    return out
+
+
+def profiled_rows(tmp_path, cmd, env=None, stdin=None):
+    out = tmp_path / "prof"
+    if stdin is None:
+        profile(cmd, out, env=env)
+    else:
+        full_env = dict(os.environ, **(env or {}))
+        proc = subprocess.run([PROFRUN, "--no-report", "-o", str(out), "--"] + cmd,
+                              input=stdin, env=full_env, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr
+    return python_rows(report_json(out, "--python")), out
+
+
+def reference_rows(tmp_path, python, workload, args=()):
+    out = tmp_path / "reference.json"
+    env = dict(os.environ, **PRELOAD_ENV)
+    proc = subprocess.run([python, REFERENCE, workload, str(out)] + list(args), env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, "reference harness failed:\n%s\n%s" % (proc.stdout,
+                                                                       proc.stderr)
+    with open(out) as f:
+        raw = json.load(f)
+    return {norm_key(*json.loads(k)): {"ncalls": v[0], "primitive_calls": v[1],
+                                       "tottime_ns": int(v[2] * 1e9)}
+            for k, v in raw.items()}
+
+
+def count_diff(want, got):
+    """Readable lines for every function whose ncalls or primitive calls differ."""
+    lines = []
+    # A function entered and never left (os._exit) is no call for cProfile: a row of 0
+    # calls is the same as no row.
+    want = {k: v for k, v in want.items() if v["ncalls"] or v["primitive_calls"]}
+    got = {k: v for k, v in got.items() if v["ncalls"] or v["primitive_calls"]}
+    for key in sorted(set(want) | set(got), key=lambda k: (k[0], k[1], k[2])):
+        w, g = want.get(key), got.get(key)
+        wc = (w["ncalls"], w["primitive_calls"]) if w else None
+        gc = (g["ncalls"], g["primitive_calls"]) if g else None
+        if wc != gc:
+            where = "%s:%d %s" % key if key[0] != "~" else key[2]
+            lines.append("  %-90s cProfile %-12s profrun %s"
+                         % (where[-90:], "%d/%d" % wc if wc else "-", "%d/%d" % gc if gc else "-"))
+    return lines
+
+
+def assert_counts_equal(want, got):
+    diff = count_diff(want, got)
+    assert not diff, ("%d of %d functions differ (ncalls/primitive calls):\n%s"
+                      % (len(diff), len(set(want) | set(got)), "\n".join(diff)))
+
+
+def bare(cmd, env=None, stdin=None):
+    full_env = dict(os.environ, **(env or {}))
+    return subprocess.run(cmd, env=full_env, input=stdin, capture_output=True, text=True,
+                          timeout=120)
+
+
+# ---- counts ----
+def test_counts_match_cprofile(tmp_path, python):
+    want = reference_rows(tmp_path, python, WORKLOAD)
+    got, _ = profiled_rows(tmp_path, [python, WORKLOAD], env=PRELOAD_ENV)
+    assert_counts_equal(want, got)
+
+
+def test_counts_match_cprofile_at_larger_scale(tmp_path, python):
+    want = reference_rows(tmp_path, python, WORKLOAD, ["3"])
+    got, _ = profiled_rows(tmp_path, [python, WORKLOAD, "3"], env=PRELOAD_ENV)
+    assert_counts_equal(want, got)
+
+
+def test_top_function_by_tottime_agrees(tmp_path, python):
+    args = ["20", "20000"]  # fib(20) + 20 000 small method calls, about 0.1 s profiled
+    want = reference_rows(tmp_path, python, HOT, args)
+    got, _ = profiled_rows(tmp_path, [python, HOT] + args, env=PRELOAD_ENV)
+
+    def top(rows, n):
+        return [k for k, _ in sorted(rows.items(), key=lambda kv: -kv[1]["tottime_ns"])[:n]]
+    assert top(got, 1)[0] in top(want, 3), "profrun top %s, cProfile top 5 %s" % (
+        top(got, 5), top(want, 5))
+    assert top(want, 1)[0] in top(got, 3), "cProfile top %s, profrun top 5 %s" % (
+        top(want, 5), top(got, 5))
+
+
+# ---- entry points ----
+def test_entry_point_module(tmp_path, python):
+    env = {"PYTHONPATH": WORKLOADS}
+    got, _ = profiled_rows(tmp_path, [python, "-m", "pyprof_pkg"], env=env)
+    work = os.path.join(WORKLOADS, "pyprof_pkg", "work.py")
+    main = os.path.join(WORKLOADS, "pyprof_pkg", "__main__.py")
+    # tick: 37 from run()'s generator expression, 1 from __main__
+    assert got.get((work, line_of(work, "def tick("), "tick"), {}).get("ncalls") == 38, sorted(got)
+    assert got.get((work, line_of(work, "def run("), "run"), {}).get("ncalls") == 1
+    assert got.get((main, 1, "<module>"), {}).get("ncalls") == 1
+
+
+TICK_SCRIPT = "def tick(i):\n    return i\n\nfor i in range(37):\n    tick(i)\nprint('ok')\n"
+
+
+def test_entry_point_command(tmp_path, python):
+    got, _ = profiled_rows(tmp_path, [python, "-c", TICK_SCRIPT])
+    assert got.get(("<string>", 1, "tick"), {}).get("ncalls") == 37, sorted(got)
+    assert got.get(("<string>", 1, "<module>"), {}).get("ncalls") == 1
+
+
+@pytest.mark.parametrize("args", [[], ["-"]], ids=["stdin", "dash"])
+def test_entry_point_stdin(tmp_path, python, args):
+    got, _ = profiled_rows(tmp_path, [python] + args, stdin=TICK_SCRIPT)
+    assert got.get(("<stdin>", 1, "tick"), {}).get("ncalls") == 37, sorted(got)
+
+
+# ---- debug allocators and dev mode ----
+@pytest.mark.parametrize("mode", ["PYTHONMALLOC=debug", "-X dev"])
+def test_debug_malloc_and_dev_mode(tmp_path, python, mode):
+    if mode == "-X dev":
+        cmd, env = [python, "-X", "dev", WORKLOAD], dict(PRELOAD_ENV)
+    else:
+        cmd, env = [python, WORKLOAD], dict(PRELOAD_ENV, PYTHONMALLOC="debug")
+    want = bare(cmd, env=env)
+    assert want.returncode == 0, want.stderr
+    got = profile(cmd, tmp_path / "prof", env=env, check=False)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == want.stdout
+    assert "Fatal Python error" not in got.stderr
+    # The profiler may attach late here; what it saw must still be counted right.
+    rows = python_rows(report_json(tmp_path / "prof", "--python"))
+    fib = rows.get((WORKLOAD, line_of(WORKLOAD, "def fib("), "fib"))
+    if fib is not None:
+        assert fib["ncalls"] <= 4231
+
+
+# ---- a program that runs cProfile itself ----
+def test_program_with_its_own_cprofile(tmp_path, python):
+    want = bare([python, OWN_CPROFILE])
+    assert want.returncode == 0, want.stderr
+    assert "own cProfile counted work [25]" in want.stdout
+    got = profile([python, OWN_CPROFILE], tmp_path / "prof", check=False)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == want.stdout
+    rep = report_json(tmp_path / "prof", "--python")
+    gaps = [g for p in rep["processes"] for g in p.get("python_gaps", [])]
+    rows = python_rows(rep)
+    key = (OWN_CPROFILE, line_of(OWN_CPROFILE, "def work("), "work")
+    work = rows.get(key, {}).get("ncalls", 0)
+    if gaps:
+        # Ours was replaced while the program's ran (25 calls), and is back after (5).
+        assert 5 <= work < 30, "work: %d calls counted around a gap %s" % (work, gaps)
+    else:
+        # Side by side (3.12+: cProfile on its own sys.monitoring tool): nothing missed.
+        assert work == 30, "work: %d calls counted, no gap reported" % work
+
+
+# ---- processes ----
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_multiprocessing_workers_counted(tmp_path, python, method):
+    cmd = [python, PROCESSES, "mp", method]
+    want = bare(cmd)
+    assert want.returncode == 0, want.stderr
+    got, out = profiled_rows(tmp_path, cmd)
+    assert got.get((PROCESSES, line_of(PROCESSES, "def seven("), "seven"), {}).get("ncalls") == 14, sorted(got)
+    assert got.get((PROCESSES, line_of(PROCESSES, "def worker("), "worker"), {}).get("ncalls") == 2
+    # parent and 2 workers; spawn also starts multiprocessing's resource tracker
+    assert len(report_json(out)["processes"]) == (3 if method == "fork" else 4)
+
+
+def test_os_exit_in_forked_child_delivers(tmp_path, python):
+    cmd = [python, PROCESSES, "os_exit"]
+    want = bare(cmd)
+    proc = profile(cmd, tmp_path / "prof")
+    assert proc.stdout == want.stdout == "worker child 49\nchild status 3\n"
+    rows = python_rows(report_json(tmp_path / "prof", "--python"))
+    assert rows.get((PROCESSES, line_of(PROCESSES, "def seven("), "seven"), {}).get("ncalls") == 7, sorted(rows)
+    # 2 = once in each process: cProfile counts a call when it returns
+    assert rows.get(("~", 0, "<built-in method posix.fork>"), {}).get("ncalls") == 2
+
+
+# ---- the program is unchanged ----
+EXIT_SCRIPT = ("import os, sys\n"
+               "def f(i):\n    return i + 1\n"
+               "print(sum(f(i) for i in range(100)))\n"
+               "sys.stderr.write('to stderr\\n')\n"
+               "sys.stdout.flush()\n"
+               "if hasattr(os, 'fork'):\n"
+               "    pid = os.fork()\n"
+               "    if pid == 0:\n        print('child'); sys.stdout.flush(); os._exit(0)\n"
+               "    os.waitpid(pid, 0)\n"
+               "sys.exit(3)\n")
+
+
+def test_output_and_exit_status_unchanged(tmp_path, python):
+    cmd = [python, "-c", EXIT_SCRIPT]
+    want = bare(cmd)
+    got = profile(cmd, tmp_path / "prof", check=False)
+    assert (got.returncode, got.stdout) == (want.returncode, want.stdout) == (
+        3, "5050\nchild\n")
+    # No fork warning either (3.12+ warns when the process has other threads).
+    assert got.stderr == want.stderr, "stderr changed:\n%s" % got.stderr
+
+
+def test_workload_output_unchanged(tmp_path, python):
+    want = bare([python, WORKLOAD], env=PRELOAD_ENV)
+    got = profile([python, WORKLOAD], tmp_path / "prof", env=PRELOAD_ENV)
+    assert (got.returncode, got.stdout, got.stderr) == (0, want.stdout, want.stderr)
+
+
+def test_non_python_process_untouched(tmp_path):
+    got = profile(["/bin/sh", "-c", "echo hello; exit 4"], tmp_path / "prof", check=False)
+    assert (got.returncode, got.stdout) == (4, "hello\n")
+    if not trace_files(tmp_path / "prof"):
+        return  # nothing to record, nothing written
+    rep = report_json(tmp_path / "prof", "--python")
+    assert not rep.get("python"), rep.get("python")
+    assert not any(p.get("python_gaps") for p in rep["processes"])
+
+
+# ---- exports ----
+def test_pstats_export_loads_with_cprofile_keys(tmp_path, python):
+    want = reference_rows(tmp_path, python, WORKLOAD)
+    profile([python, WORKLOAD], tmp_path / "prof", env=PRELOAD_ENV)
+    path = tmp_path / "out.pstats"
+    report(tmp_path / "prof", "--pstats", str(path))
+    # pstats.Stats(FILE) reads a marshal'd {key: (cc, nc, tt, ct, callers)}; read it with
+    # the interpreter that runs the tests, as a user's pstats would.
+    loaded = subprocess.run([sys.executable, "-c", (
+        "import pstats, sys, json; s = pstats.Stats(sys.argv[1]).stats; "
+        "print(json.dumps([[list(k), v[0], v[1]] for k, v in s.items()]))"), str(path)],
+        capture_output=True, text=True)
+    assert loaded.returncode == 0, loaded.stderr
+    got = {norm_key(*k): {"ncalls": nc, "primitive_calls": cc}
+           for k, cc, nc in json.loads(loaded.stdout)}
+    assert_counts_equal(want, got)
