@@ -332,8 +332,14 @@ static void *cupti_open(void)
     }
     char dir[PATH_MAX] = "";
     void *h = NULL;
-    if (dl_iterate_phdr(cupti_find_cudart_dir, dir) && dir[0])
+    if (dl_iterate_phdr(cupti_find_cudart_dir, dir) && dir[0]) {
         h = cupti_open_in(dir);
+        /* pip wheels: .../nvidia/cuda_runtime/lib beside .../nvidia/cuda_cupti/lib */
+        char sibling[PATH_MAX + 32];
+        snprintf(sibling, sizeof sibling, "%s/../../cuda_cupti/lib", dir);
+        if (!h)
+            h = cupti_open_in(sibling);
+    }
     const char *home = settings_env("CUDA_HOME");
     char buf[PATH_MAX];
     if (!h && home && *home) {

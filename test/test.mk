@@ -72,6 +72,16 @@ demo: deps
 deps:
 	sh scripts/install-deps.sh
 
+GPU_COUNT_LIB := $(BUILD)/test/gpu/libcupti_count.so
+$(GPU_COUNT_LIB): test/gpu/cupti_count.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PROCESS_FIXTURE_CFLAGS) -shared -o $@ $< -L$(CUDA_HOME)/lib64 -lcupti \
+		-Wl,-rpath,$(CUDA_HOME)/lib64
+
+# On a machine with an NVIDIA GPU and a CUDA torch: the GPU paths for real (see the script).
+gpu-check: all $(GPU_COUNT_LIB)
+	sh scripts/gpu-check.sh $(abspath $(BUILD))
+
 # The sanitized builds run the unit tests (the stress test included) in their own folder.
 check-san:
 	$(MAKE) SAN=address,undefined unit

@@ -1,0 +1,29 @@
+#!/bin/sh
+# make gpu-check: on a machine with an NVIDIA GPU, profile a small torch CUDA training
+# run (test/workloads/gpu_train.py) and check the GPU side end to end: our kernel count
+# equals CUPTI's own count for the same run (test/gpu/cupti_count.c, injected in a
+# separate run), cuBLAS/cuBLASLt and cuDNN spans are present, every kernel is tied to a
+# launching call, the torch.cuda.nvtx ranges appear as actions; then the overhead
+# benchmark (test/bench/bench_gpu.py). Without a GPU it says so and exits 0.
+set -e
+B=${1:?build folder}
+PY=${PYTHON:-python3}
+if ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "gpu-check: SKIPPED: no NVIDIA GPU or driver on this machine"
+    exit 0
+fi
+if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
+    echo "gpu-check: FAILED: $PY has no CUDA-enabled torch"
+    exit 1
+fi
+out=$(mktemp -d /tmp/gpu-check.XXXXXX)
+echo "gpu-check: workdir $out"
+CUDA_INJECTION64_PATH="$B/test/gpu/libcupti_count.so" CUPTI_COUNT_FILE="$out/cupti_count" \
+    "$PY" test/workloads/gpu_train.py 20 > "$out/bare.txt"
+"$B/bin/profrun" -o "$out/prof" -- "$PY" test/workloads/gpu_train.py 20 > "$out/report.txt" 2>&1
+"$B/bin/profreport" --format json "$out/prof" > "$out/report.json"
+"$B/bin/profreport" --kernels --limit 15 "$out/prof"
+"$B/bin/profreport" --gpu "$out/prof"
+"$B/bin/profreport" --actions "$out/prof"
+"$PY" scripts/gpu_check.py "$out/report.json" "$(cat "$out/cupti_count")"
+"$PY" test/bench/bench_gpu.py "$B"

@@ -1,0 +1,28 @@
+"""gpu-check's assertions on profreport's JSON for test/workloads/gpu_train.py."""
+import json
+import sys
+
+report = json.load(open(sys.argv[1]))
+cupti_count = int(sys.argv[2])
+failures = []
+
+
+def check(ok, what):
+    print("gpu-check: %s: %s" % ("ok" if ok else "FAILED", what))
+    if not ok:
+        failures.append(what)
+
+
+kernels = sum(k["calls"] for k in report.get("gpu_kernels", []))
+check(kernels == cupti_count, "kernels in our table %d == CUPTI's own count %d" % (kernels, cupti_count))
+libs = [row["name"] for row in report.get("library_calls", [])]
+check(any(n.startswith("cublas") for n in libs), "cuBLAS/cuBLASLt spans present: %s" % libs[:6])
+check(any(n.startswith("cudnn") for n in libs), "cuDNN spans present: %s" % libs[:6])
+unattributed = [w for w in report.get("warnings", []) if "unattributed" in w]
+check(not unattributed, "every kernel tied to a launching call and thread %s" % unattributed)
+actions = {a["name"]: a for a in report.get("actions", [])}
+for name in ["train_step", "forward", "backward", "optimizer_step"]:
+    check(actions.get(name, {}).get("calls") == 20, "NVTX range %s seen 20 times" % name)
+py = [r for r in report.get("python", []) if r.get("gpu_ns")]
+check(bool(py), "GPU time attributed to Python functions (%d rows)" % len(py))
+sys.exit(1 if failures else 0)
