@@ -296,7 +296,7 @@ static void cupti_drain(int fresh)
 static void *cupti_open_in(const char *dir)
 {
     static const char *const names[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
-    char path[PATH_MAX + 32];
+    char path[2 * PATH_MAX];
     for (int i = 0; i < 3; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
