@@ -335,7 +335,7 @@ static void py_note_limits(void)
     }
 }
 
-static inline void py_enter(struct py_thread *pt, const void *key, int kind, py_object *obj,
+static inline __attribute__((always_inline)) void py_enter(struct py_thread *pt, const void *key, int kind, py_object *obj,
                             uint64_t now)
 {
     if (pt->overflow || pt->depth == PY_MAX_DEPTH) {
@@ -377,7 +377,7 @@ static void py_emit_span(struct py_node *n, uint64_t start, uint64_t end)
     ring_commit(&t->ring);
 }
 
-static inline void py_leave(struct py_thread *pt, uint64_t now)
+static inline __attribute__((always_inline)) void py_leave(struct py_thread *pt, uint64_t now)
 {
     if (pt->overflow) {
         pt->overflow--;
@@ -402,16 +402,36 @@ static inline void py_leave(struct py_thread *pt, uint64_t now)
         py_emit_span(n, f->start, now);
 }
 
-static inline py_object *py_frame_code(py_object *frame)
+/* 3.11: PyFrameObject.f_frame (after PyObject_HEAD and f_back) points to the
+ * _PyInterpreterFrame, whose f_code follows f_func, f_globals, f_builtins, f_locals. Read
+ * directly once the first frame showed the layout agrees with PyFrame_GetCode. */
+#define PY311_FRAME_F_FRAME 24
+#define PY311_IFRAME_F_CODE 32
+static int py_frame_layout_checked, py_frame_layout_direct;
+
+static py_object *py_frame_code_api(py_object *frame)
 {
-    /* 3.8-3.10: PyFrameObject.f_code after PyObject_VAR_HEAD and f_back. 3.11+: the API
-     * (it returns a new reference; the frame holds another, so dropping ours at once is
-     * safe). */
-    if (py.minor <= 10)
-        return *(py_object **)((char *)frame + 32);
+    /* a new reference; the frame holds another, so dropping ours at once is safe */
     py_object *code = py.FrameGetCode(frame);
     py.DecRef(code);
     return code;
+}
+
+static inline py_object *py_frame_code(py_object *frame)
+{
+    /* 3.8-3.10: PyFrameObject.f_code after PyObject_VAR_HEAD and f_back. */
+    if (py.minor <= 10)
+        return *(py_object **)((char *)frame + 32);
+    if (__builtin_expect(py_frame_layout_direct, 1))
+        return *(py_object **)(*(char **)((char *)frame + PY311_FRAME_F_FRAME) +
+                               PY311_IFRAME_F_CODE);
+    if (!py_frame_layout_checked && py.minor == 11) {
+        py_frame_layout_checked = 1;
+        py_object *direct = *(py_object **)(*(char **)((char *)frame + PY311_FRAME_F_FRAME) +
+                                            PY311_IFRAME_F_CODE);
+        py_frame_layout_direct = direct == py_frame_code_api(frame);
+    }
+    return py_frame_code_api(frame);
 }
 
 static inline int py_is_cfunction(py_object *o)
@@ -504,13 +524,11 @@ static inline const void *py_c_callee(py_object *callable, py_object *self_arg)
 py_object *python_monitor_call(py_object *self, py_object *const *args, intptr_t nargs)
 {
     (void)self;
-    uint64_t now = prof_clock_ticks();
-    if (nargs < 4)
-        return py.NoneStruct;
-    const void *ml = py_c_callee(args[2], args[3]);
+    /* Every call comes here, Python functions too: the clock is read only for builtins. */
+    const void *ml = nargs >= 4 ? py_c_callee(args[2], args[3]) : NULL;
     struct py_thread *pt;
     if (ml && (pt = py_thread_here()) && !pt->in_gap)
-        py_enter(pt, ml, PROF_PY_FUNC_C, args[2], now);
+        py_enter(pt, ml, PROF_PY_FUNC_C, args[2], prof_clock_ticks());
     return py.NoneStruct;
 }
 
@@ -518,12 +536,10 @@ py_object *python_monitor_call(py_object *self, py_object *const *args, intptr_t
 py_object *python_monitor_c_leave(py_object *self, py_object *const *args, intptr_t nargs)
 {
     (void)self;
-    uint64_t now = prof_clock_ticks();
-    if (nargs < 4)
-        return py.NoneStruct;
+    /* Also called after classes and other non-builtin callables: check first. */
     struct py_thread *pt;
-    if (py_c_callee(args[2], args[3]) && (pt = py_thread_here()) && !pt->in_gap)
-        py_leave(pt, now);
+    if (nargs >= 4 && py_c_callee(args[2], args[3]) && (pt = py_thread_here()) && !pt->in_gap)
+        py_leave(pt, prof_clock_ticks());
     return py.NoneStruct;
 }
 
