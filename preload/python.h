@@ -74,6 +74,10 @@ struct py_api {
     int (*AddPendingCall)(int (*)(void *), void *);
     py_object *(*SysGetObject)(const char *);
     py_object *(*EvalGetFrame)(void);
+    py_object *(*ImportModule)(const char *);
+    intptr_t (*ListSize)(py_object *);
+    py_object *(*ListGetItem)(py_object *, intptr_t);
+    void *FunctionType;
     void *CFunctionType, *CMethodType, *ModuleType, *NoneStruct, *MethodDescrType;
     py_object *MonitoringMissing; /* sys.monitoring.MISSING (3.12+) */
 };
@@ -93,6 +97,8 @@ void python_tree_init(uint64_t span_threshold_ns);
 void python_gap_begin(void);
 void python_gap_end(void);
 int python_thread_is_profiled(void);
+/* atexit callback (METH_NOARGS) naming functions on Python < 3.11. */
+py_object *python_qualnames_at_exit(py_object *self, py_object *unused);
 /* sys.monitoring callbacks (METH_FASTCALL). */
 py_object *python_monitor_enter(py_object *self, py_object *const *args, intptr_t nargs);
 py_object *python_monitor_leave(py_object *self, py_object *const *args, intptr_t nargs);

@@ -195,6 +195,24 @@ static int py_attach_monitoring(void)
     return 0;
 }
 
+static struct py_method_def py_qualnames_def = {"profrun_qualnames", (void *)python_qualnames_at_exit,
+                                                 4 /* METH_NOARGS */, NULL};
+
+/* Before 3.11, qualified names come from the function objects alive at exit. */
+static void py_register_qualnames(void)
+{
+    py_object *atexit_mod = py.ImportModule("atexit"); /* built in: nothing runs */
+    py_object *fn = py.CFunctionNewEx(&py_qualnames_def, NULL, NULL);
+    py_object *r = atexit_mod && fn ? py.ObjectCallMethod(atexit_mod, "register", "O", fn) : NULL;
+    if (r)
+        py.DecRef(r);
+    if (fn)
+        py.DecRef(fn);
+    if (atexit_mod)
+        py.DecRef(atexit_mod);
+    py.ErrClear();
+}
+
 static void py_attach(void)
 {
     py_attached = 1;
@@ -216,8 +234,10 @@ static void py_attach(void)
     collector_add_meta("python.span_threshold_ns", threshold);
     if (py_monitoring)
         return; /* interpreter-wide: every thread, with nothing more to do */
-    /* Before our function is in place: this call is ours, not the program's. */
+    /* Before our function is in place: these calls are ours, not the program's. */
     py_hook_threading();
+    if (py.minor < 11)
+        py_register_qualnames();
     if (py.SetProfileAllThreads) {
         python_installing = 1;
         py.SetProfileAllThreads(py_profile_cb, NULL);
@@ -320,6 +340,10 @@ static int py_resolve_api(void)
     PY_REQUIRE(NoneStruct, "_Py_NoneStruct")
     PY_REQUIRE(MethodDescrType, "PyMethodDescr_Type")
     PY_REQUIRE(EvalGetFrame, "PyEval_GetFrame")
+    PY_REQUIRE(ImportModule, "PyImport_ImportModule")
+    PY_REQUIRE(ListSize, "PyList_Size")
+    PY_REQUIRE(ListGetItem, "PyList_GetItem")
+    PY_REQUIRE(FunctionType, "PyFunction_Type")
 #undef PY_REQUIRE
 #undef PY_OPTIONAL
     return 0;

@@ -70,6 +70,9 @@ struct py_func_slot {
     uint32_t id;
 };
 static struct py_func_slot *py_funcs;
+/* The PY_FUNC record of each Python function, by id, to name it again at exit. */
+static struct prof_rec_py_func *py_func_records;
+static uint32_t py_func_records_cap;
 static uint32_t py_funcs_mask, py_funcs_used, py_next_func_id = 1;
 
 static inline uint64_t py_hash_ptr(const void *p, const void *q)
@@ -189,6 +192,70 @@ static void py_describe(uint32_t id, const void *key, int kind, py_object *obj)
     py.ErrClear();
     py.ErrRestore(et, ev, etb);
     collector_add_process_record(&rec, sizeof rec);
+    if (kind == PROF_PY_FUNC_PYTHON && py.minor < 11) {
+        if (id >= py_func_records_cap) {
+            uint32_t cap = py_func_records_cap ? py_func_records_cap * 2 : 4096;
+            while (cap <= id)
+                cap *= 2;
+            struct prof_rec_py_func *r = realloc(py_func_records, cap * sizeof *r);
+            if (!r)
+                return;
+            memset(r + py_func_records_cap, 0, (cap - py_func_records_cap) * sizeof *r);
+            py_func_records = r;
+            py_func_records_cap = cap;
+        }
+        py_func_records[id] = rec;
+    }
+}
+
+static uint32_t py_func_lookup(const void *key)
+{
+    if (!py_funcs)
+        return 0;
+    uint32_t j = (uint32_t)py_hash_ptr(key, NULL) & py_funcs_mask;
+    for (; py_funcs[j].key; j = (j + 1) & py_funcs_mask)
+        if (py_funcs[j].key == key)
+            return py_funcs[j].id;
+    return 0;
+}
+
+/* Python < 3.11 has no co_qualname: at exit (atexit, while the interpreter still runs),
+ * the function objects alive then name their code objects; a second PY_FUNC record with
+ * the qualified name replaces the first. Functions gone by then keep co_name. */
+py_object *python_qualnames_at_exit(py_object *self, py_object *unused)
+{
+    (void)self;
+    (void)unused;
+    py_object *gc = py.ImportModule("gc");
+    py_object *objects = gc ? py.ObjectCallMethod(gc, "get_objects", NULL) : NULL;
+    intptr_t n = objects ? py.ListSize(objects) : 0;
+    for (intptr_t i = 0; i < n; i++) {
+        py_object *o = py.ListGetItem(objects, i); /* borrowed */
+        if (!o || o->ob_type != py.FunctionType)
+            continue;
+        py_object *code = py.GetAttrString(o, "__code__");
+        uint32_t id = code ? py_func_lookup(code) : 0;
+        if (code)
+            py.DecRef(code);
+        if (!id || id >= py_func_records_cap || !py_func_records[id].func_id)
+            continue;
+        py_object *q = py.GetAttrString(o, "__qualname__");
+        if (q) {
+            struct prof_rec_py_func rec = py_func_records[id];
+            rec.qualname_sid = collector_intern(py_str(q));
+            py.DecRef(q);
+            if (rec.qualname_sid != py_func_records[id].qualname_sid)
+                collector_add_process_record(&rec, sizeof rec);
+            py_func_records[id].func_id = 0; /* named once */
+        }
+    }
+    if (objects)
+        py.DecRef(objects);
+    if (gc)
+        py.DecRef(gc);
+    py.ErrClear();
+    py.IncRef(py.NoneStruct);
+    return py.NoneStruct;
 }
 
 static uint32_t py_func_id(const void *key, int kind, py_object *obj)
