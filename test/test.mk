@@ -38,6 +38,12 @@ $(PROCESS_FIXTURES_DIR)/lifecycle: test/fixtures/process/lifecycle.c
 	$(CC) $(PROCESS_FIXTURE_CFLAGS) -o $@ $< -L$(CUDA_HOME)/lib64 -lcudart \
 		-Wl,--enable-new-dtags -Wl,-rpath,$(CUDA_HOME)/lib64 -pthread
 
+$(PROCESS_FIXTURES_DIR)/libcuda_calls.so: test/fixtures/python/cuda_calls.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PROCESS_FIXTURE_CFLAGS) -shared -o $@ $< -L$(CUDA_HOME)/lib64 -lcudart \
+		-Wl,--enable-new-dtags -Wl,-rpath,$(CUDA_HOME)/lib64
+PROCESS_FIXTURES += $(PROCESS_FIXTURES_DIR)/libcuda_calls.so
+
 BENCH_DIR := $(BUILD)/test/bench
 $(BENCH_DIR)/bench_collector: $(BUILD)/test/bench/bench_collector.o $(BUILD)/libprofcore.a $(BUILD)/libprofreport.a
 	@mkdir -p $(dir $@)

@@ -2,18 +2,20 @@
  * (same SONAME, same symbol version, built from the real CUDA headers) whose "device" is host
  * memory and a clock. It is not profiler code; tests select it with
  * LD_LIBRARY_PATH=$(BUILD)/test/doubles. This file: memory, copies, streams, events, devices,
- * errors; fake_cudart_launch.c: kernel registration, launches, graphs.
+ * errors; fake_cudart_launch.c: kernel registration, launches, graphs; fake_cudart_api.c: the
+ * exported entry points, which report every call and its device work to the fake libcupti
+ * (fake_cupti.c) when one is loaded.
  *
  * Model: allocations are aligned host allocations tracked by kind, so a bad free fails with
- * cudaErrorInvalidValue; copies and memsets really move bytes, at once; a kernel or graph
- * launch validates its configuration and occupies its stream for FAKE_CUDA_KERNEL_NS
- * (default 20000) without running anything; synchronizing calls (and synchronous copies)
- * wait until that time has passed. The legacy default stream waits for all work, a blocking
+ * cudaErrorInvalidValue; copies and memsets really move bytes, at once, then occupy their
+ * stream for a time by size; a kernel or graph launch validates its configuration and
+ * occupies its stream for FAKE_CUDA_KERNEL_NS (default 20000) without running anything;
+ * synchronizing calls (and synchronous copies) wait until that time has passed. The legacy default stream waits for all work, a blocking
  * stream waits for the default stream, a non-blocking stream only for itself. Events record
  * the time at which their stream drains. FAKE_CUDA_DEVICE_COUNT (default 1) sets the device
  * count; 0 makes device calls fail with cudaErrorNoDevice. cudaGetDevice takes no lock:
  * benchmarks use it as the cheapest call there is. Internal work goes through hidden
- * functions only, so an interposed wrapper never sees one API call as two. */
+ * functions only (fake_impl_*), so an interposed wrapper never sees one API call as two. */
 #define _GNU_SOURCE
 #include "fake_cudart.h"
 
@@ -25,8 +27,6 @@
 #define FAKE_EVENT_MAGIC 0x45564e54U
 #define FAKE_ALLOC_BUCKETS 4096
 #define FAKE_ALIGN 256
-
-enum fake_alloc_kind { FAKE_DEVICE, FAKE_HOST, FAKE_MANAGED };
 
 struct fake_alloc {
     void *ptr;
@@ -44,7 +44,9 @@ struct CUevent_st {
 
 pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fake_alloc *fake_allocs[FAKE_ALLOC_BUCKETS];
-static struct CUstream_st fake_default_stream = {FAKE_STREAM_MAGIC, 0, 0};
+static struct CUstream_st fake_default_stream = {FAKE_STREAM_MAGIC, 0, 0,
+                                                  FAKE_DEFAULT_STREAM_ID};
+static uint32_t fake_next_stream_id = FAKE_DEFAULT_STREAM_ID + 6;
 static uint64_t fake_device_busy_until_ns;
 uint64_t fake_kernel_ns = 20000;
 static int fake_device_count = 1;
@@ -70,7 +72,7 @@ __attribute__((constructor)) static void fake_init(void)
     fake_device_count = (int)fake_env_long("FAKE_CUDA_DEVICE_COUNT", 1);
 }
 
-static uint64_t fake_now_ns(void)
+uint64_t fake_now_ns(void)
 {
     struct timespec ts;
 
@@ -80,7 +82,7 @@ static uint64_t fake_now_ns(void)
 
 /* The "device" is busy until deadline: spin like the real runtime's default schedule, but
  * sleep through long waits so that a 2-core machine keeps a core for the profiler. */
-static void fake_wait_until(uint64_t deadline_ns)
+void fake_wait_until(uint64_t deadline_ns)
 {
     for (;;) {
         uint64_t now = fake_now_ns();
@@ -181,6 +183,18 @@ static const struct fake_alloc *fake_find_locked(const void *ptr)
     return NULL;
 }
 
+enum fake_alloc_kind fake_alloc_kind_of(const void *ptr)
+{
+    const struct fake_alloc *node;
+    enum fake_alloc_kind kind;
+
+    pthread_mutex_lock(&fake_lock);
+    node = fake_find_locked(ptr);
+    kind = node ? node->kind : FAKE_UNTRACKED;
+    pthread_mutex_unlock(&fake_lock);
+    return kind;
+}
+
 /* ---- streams, events and the device clock ---- */
 
 struct CUstream_st *fake_stream(cudaStream_t stream)
@@ -200,7 +214,7 @@ static uint64_t fake_stream_ready_locked(const struct CUstream_st *s)
     return fake_max_u64(s->busy_until_ns, fake_default_stream.busy_until_ns);
 }
 
-void fake_enqueue(struct CUstream_st *s, uint64_t duration_ns)
+uint64_t fake_enqueue(struct CUstream_st *s, uint64_t duration_ns)
 {
     uint64_t start, end;
 
@@ -210,6 +224,7 @@ void fake_enqueue(struct CUstream_st *s, uint64_t duration_ns)
     s->busy_until_ns = end;
     fake_device_busy_until_ns = fake_max_u64(fake_device_busy_until_ns, end);
     pthread_mutex_unlock(&fake_lock);
+    return start;
 }
 
 static uint64_t fake_device_idle_at(void)
@@ -239,55 +254,55 @@ static struct CUevent_st *fake_event(cudaEvent_t event)
 
 /* ---- memory ---- */
 
-FAKE_API cudaError_t cudaMalloc(void **devPtr, size_t size)
+cudaError_t fake_impl_cudaMalloc(void **devPtr, size_t size)
 {
     return fake_alloc(devPtr, size, FAKE_DEVICE);
 }
 
-FAKE_API cudaError_t cudaFree(void *devPtr)
+cudaError_t fake_impl_cudaFree(void *devPtr)
 {
     return fake_release(devPtr, 1u << FAKE_DEVICE | 1u << FAKE_MANAGED);
 }
 
-FAKE_API cudaError_t cudaMallocHost(void **ptr, size_t size)
+cudaError_t fake_impl_cudaMallocHost(void **ptr, size_t size)
 {
     return fake_alloc(ptr, size, FAKE_HOST);
 }
 
-FAKE_API cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
+cudaError_t fake_impl_cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 {
     if (flags & ~0xfu)
         return fake_result(cudaErrorInvalidValue);
     return fake_alloc(pHost, size, FAKE_HOST);
 }
 
-FAKE_API cudaError_t cudaFreeHost(void *ptr)
+cudaError_t fake_impl_cudaFreeHost(void *ptr)
 {
     return fake_release(ptr, 1u << FAKE_HOST);
 }
 
-FAKE_API cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
+cudaError_t fake_impl_cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
 {
     if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost)
         return fake_result(cudaErrorInvalidValue);
     return fake_alloc(devPtr, size, FAKE_MANAGED);
 }
 
-FAKE_API cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
+cudaError_t fake_impl_cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
 {
     if (!fake_stream(hStream))
         return fake_result(cudaErrorInvalidResourceHandle);
     return fake_alloc(devPtr, size, FAKE_DEVICE);
 }
 
-FAKE_API cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)
+cudaError_t fake_impl_cudaFreeAsync(void *devPtr, cudaStream_t hStream)
 {
     if (!fake_stream(hStream))
         return fake_result(cudaErrorInvalidResourceHandle);
     return fake_release(devPtr, 1u << FAKE_DEVICE | 1u << FAKE_MANAGED);
 }
 
-FAKE_API cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
+cudaError_t fake_impl_cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
 {
     if (!free_bytes || !total_bytes)
         return fake_result(cudaErrorInvalidValue);
@@ -296,7 +311,7 @@ FAKE_API cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
     return cudaSuccess;
 }
 
-FAKE_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
+cudaError_t fake_impl_cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
                                               const void *ptr)
 {
     const struct fake_alloc *node;
@@ -319,7 +334,8 @@ FAKE_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr
 
 /* ---- copies and memsets: the bytes really move, at once ---- */
 
-static cudaError_t fake_copy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+static cudaError_t fake_copy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                             struct CUstream_st *s, int async)
 {
     if (fake_no_device())
         return fake_result(cudaErrorNoDevice);
@@ -329,11 +345,13 @@ static cudaError_t fake_copy(void *dst, const void *src, size_t count, enum cuda
         return fake_result(cudaErrorInvalidValue);
     if (count)
         memmove(dst, src, count);
+    fake_do_copy(s, dst, src, count, kind, async);
     return cudaSuccess;
 }
 
 static cudaError_t fake_copy_2d(void *dst, size_t dpitch, const void *src, size_t spitch,
-                                size_t width, size_t height, enum cudaMemcpyKind kind)
+                                size_t width, size_t height, enum cudaMemcpyKind kind,
+                                struct CUstream_st *s, int async)
 {
     size_t row;
 
@@ -347,6 +365,7 @@ static cudaError_t fake_copy_2d(void *dst, size_t dpitch, const void *src, size_
         return fake_result(cudaErrorInvalidValue);
     for (row = 0; row < height; row++)
         memmove((char *)dst + row * dpitch, (const char *)src + row * spitch, width);
+    fake_do_copy(s, dst, src, (uint64_t)width * height, kind, async);
     return cudaSuccess;
 }
 
@@ -358,37 +377,41 @@ static cudaError_t fake_peer_check(int dstDevice, int srcDevice)
     return cudaSuccess;
 }
 
-FAKE_API cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+cudaError_t fake_impl_cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
 {
     fake_wait_until(fake_device_idle_at());
-    return fake_copy(dst, src, count, kind);
+    return fake_copy(dst, src, count, kind, &fake_default_stream, 0);
 }
 
-FAKE_API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
+cudaError_t fake_impl_cudaMemcpyAsync(void *dst, const void *src, size_t count,
                                      enum cudaMemcpyKind kind, cudaStream_t stream)
 {
-    if (!fake_stream(stream))
+    struct CUstream_st *s = fake_stream(stream);
+
+    if (!s)
         return fake_result(cudaErrorInvalidResourceHandle);
-    return fake_copy(dst, src, count, kind);
+    return fake_copy(dst, src, count, kind, s, 1);
 }
 
-FAKE_API cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch,
+cudaError_t fake_impl_cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch,
                                   size_t width, size_t height, enum cudaMemcpyKind kind)
 {
     fake_wait_until(fake_device_idle_at());
-    return fake_copy_2d(dst, dpitch, src, spitch, width, height, kind);
+    return fake_copy_2d(dst, dpitch, src, spitch, width, height, kind, &fake_default_stream, 0);
 }
 
-FAKE_API cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+cudaError_t fake_impl_cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
                                        size_t width, size_t height, enum cudaMemcpyKind kind,
                                        cudaStream_t stream)
 {
-    if (!fake_stream(stream))
+    struct CUstream_st *s = fake_stream(stream);
+
+    if (!s)
         return fake_result(cudaErrorInvalidResourceHandle);
-    return fake_copy_2d(dst, dpitch, src, spitch, width, height, kind);
+    return fake_copy_2d(dst, dpitch, src, spitch, width, height, kind, s, 1);
 }
 
-FAKE_API cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice,
+cudaError_t fake_impl_cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice,
                                     size_t count)
 {
     cudaError_t err = fake_peer_check(dstDevice, srcDevice);
@@ -396,46 +419,51 @@ FAKE_API cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, i
     if (err != cudaSuccess)
         return fake_result(err);
     fake_wait_until(fake_device_idle_at());
-    return fake_copy(dst, src, count, cudaMemcpyDeviceToDevice);
+    return fake_copy(dst, src, count, cudaMemcpyDeviceToDevice, &fake_default_stream, 0);
 }
 
-FAKE_API cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
+cudaError_t fake_impl_cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
                                          size_t count, cudaStream_t stream)
 {
     cudaError_t err = fake_peer_check(dstDevice, srcDevice);
+    struct CUstream_st *s = fake_stream(stream);
 
     if (err != cudaSuccess)
         return fake_result(err);
-    if (!fake_stream(stream))
+    if (!s)
         return fake_result(cudaErrorInvalidResourceHandle);
-    return fake_copy(dst, src, count, cudaMemcpyDeviceToDevice);
+    return fake_copy(dst, src, count, cudaMemcpyDeviceToDevice, s, 1);
 }
 
-static cudaError_t fake_memset(void *devPtr, int value, size_t count)
+static cudaError_t fake_memset(void *devPtr, int value, size_t count, struct CUstream_st *s,
+                               int async)
 {
     if (fake_no_device())
         return fake_result(cudaErrorNoDevice);
     if (count && !devPtr)
         return fake_result(cudaErrorInvalidValue);
     memset(devPtr, value, count);
+    fake_do_set(s, devPtr, value, count, async);
     return cudaSuccess;
 }
 
-FAKE_API cudaError_t cudaMemset(void *devPtr, int value, size_t count)
+cudaError_t fake_impl_cudaMemset(void *devPtr, int value, size_t count)
 {
-    return fake_memset(devPtr, value, count);
+    return fake_memset(devPtr, value, count, &fake_default_stream, 0);
 }
 
-FAKE_API cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
+cudaError_t fake_impl_cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
 {
-    if (!fake_stream(stream))
+    struct CUstream_st *s = fake_stream(stream);
+
+    if (!s)
         return fake_result(cudaErrorInvalidResourceHandle);
-    return fake_memset(devPtr, value, count);
+    return fake_memset(devPtr, value, count, s, 1);
 }
 
 /* ---- synchronization ---- */
 
-FAKE_API cudaError_t cudaDeviceSynchronize(void)
+cudaError_t fake_impl_cudaDeviceSynchronize(void)
 {
     if (fake_no_device())
         return fake_result(cudaErrorNoDevice);
@@ -443,7 +471,7 @@ FAKE_API cudaError_t cudaDeviceSynchronize(void)
     return cudaSuccess;
 }
 
-FAKE_API cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+cudaError_t fake_impl_cudaStreamSynchronize(cudaStream_t stream)
 {
     struct CUstream_st *s = fake_stream(stream);
 
@@ -453,7 +481,7 @@ FAKE_API cudaError_t cudaStreamSynchronize(cudaStream_t stream)
     return cudaSuccess;
 }
 
-FAKE_API cudaError_t cudaStreamQuery(cudaStream_t stream)
+cudaError_t fake_impl_cudaStreamQuery(cudaStream_t stream)
 {
     struct CUstream_st *s = fake_stream(stream);
 
@@ -462,7 +490,7 @@ FAKE_API cudaError_t cudaStreamQuery(cudaStream_t stream)
     return fake_now_ns() >= fake_stream_idle_at(s) ? cudaSuccess : cudaErrorNotReady;
 }
 
-FAKE_API cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
+cudaError_t fake_impl_cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
 {
     struct CUstream_st *s = fake_stream(stream);
     struct CUevent_st *e = fake_event(event);
@@ -477,7 +505,7 @@ FAKE_API cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
     return cudaSuccess;
 }
 
-FAKE_API cudaError_t cudaEventSynchronize(cudaEvent_t event)
+cudaError_t fake_impl_cudaEventSynchronize(cudaEvent_t event)
 {
     struct CUevent_st *e = fake_event(event);
     uint64_t t;
@@ -491,7 +519,7 @@ FAKE_API cudaError_t cudaEventSynchronize(cudaEvent_t event)
     return cudaSuccess;
 }
 
-FAKE_API cudaError_t cudaEventQuery(cudaEvent_t event)
+cudaError_t fake_impl_cudaEventQuery(cudaEvent_t event)
 {
     struct CUevent_st *e = fake_event(event);
     uint64_t t;
@@ -518,28 +546,29 @@ static cudaError_t fake_stream_create(cudaStream_t *pStream, unsigned int flags)
         return fake_result(cudaErrorMemoryAllocation);
     s->magic = FAKE_STREAM_MAGIC;
     s->flags = flags;
+    s->id = __atomic_fetch_add(&fake_next_stream_id, 1, __ATOMIC_RELAXED);
     *pStream = s;
     return cudaSuccess;
 }
 
-FAKE_API cudaError_t cudaStreamCreate(cudaStream_t *pStream)
+cudaError_t fake_impl_cudaStreamCreate(cudaStream_t *pStream)
 {
     return fake_stream_create(pStream, cudaStreamDefault);
 }
 
-FAKE_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
+cudaError_t fake_impl_cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
 {
     return fake_stream_create(pStream, flags);
 }
 
-FAKE_API cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags,
+cudaError_t fake_impl_cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags,
                                                   int priority)
 {
     (void)priority;
     return fake_stream_create(pStream, flags);
 }
 
-FAKE_API cudaError_t cudaStreamDestroy(cudaStream_t stream)
+cudaError_t fake_impl_cudaStreamDestroy(cudaStream_t stream)
 {
     struct CUstream_st *s = fake_stream(stream);
 
@@ -566,17 +595,17 @@ static cudaError_t fake_event_create(cudaEvent_t *event, unsigned int flags)
     return cudaSuccess;
 }
 
-FAKE_API cudaError_t cudaEventCreate(cudaEvent_t *event)
+cudaError_t fake_impl_cudaEventCreate(cudaEvent_t *event)
 {
     return fake_event_create(event, cudaEventDefault);
 }
 
-FAKE_API cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
+cudaError_t fake_impl_cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
 {
     return fake_event_create(event, flags);
 }
 
-FAKE_API cudaError_t cudaEventDestroy(cudaEvent_t event)
+cudaError_t fake_impl_cudaEventDestroy(cudaEvent_t event)
 {
     struct CUevent_st *e = fake_event(event);
 
@@ -601,19 +630,19 @@ static cudaError_t fake_event_record(cudaEvent_t event, cudaStream_t stream)
     return cudaSuccess;
 }
 
-FAKE_API cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
+cudaError_t fake_impl_cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 {
     return fake_event_record(event, stream);
 }
 
-FAKE_API cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream,
+cudaError_t fake_impl_cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream,
                                               unsigned int flags)
 {
     (void)flags;
     return fake_event_record(event, stream);
 }
 
-FAKE_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
+cudaError_t fake_impl_cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {
     struct CUevent_st *a = fake_event(start), *b = fake_event(end);
     uint64_t now = fake_now_ns();
@@ -634,7 +663,7 @@ FAKE_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEven
 
 /* ---- devices ---- */
 
-FAKE_API cudaError_t cudaGetDeviceCount(int *count)
+cudaError_t fake_impl_cudaGetDeviceCount(int *count)
 {
     if (!count)
         return fake_result(cudaErrorInvalidValue);
@@ -642,7 +671,7 @@ FAKE_API cudaError_t cudaGetDeviceCount(int *count)
     return fake_device_count > 0 ? cudaSuccess : fake_result(cudaErrorNoDevice);
 }
 
-FAKE_API cudaError_t cudaSetDevice(int device)
+cudaError_t fake_impl_cudaSetDevice(int device)
 {
     if (fake_no_device())
         return fake_result(cudaErrorNoDevice);
@@ -653,7 +682,7 @@ FAKE_API cudaError_t cudaSetDevice(int device)
 }
 
 /* The benchmark's reference call: two thread-local accesses and a global read, no lock. */
-FAKE_API cudaError_t cudaGetDevice(int *device)
+cudaError_t fake_impl_cudaGetDevice(int *device)
 {
     if (__builtin_expect(!device || fake_device_count <= 0, 0))
         return fake_result(device ? cudaErrorNoDevice : cudaErrorInvalidValue);
@@ -661,7 +690,7 @@ FAKE_API cudaError_t cudaGetDevice(int *device)
     return cudaSuccess;
 }
 
-FAKE_API cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
+cudaError_t fake_impl_cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
 {
     if (!prop)
         return fake_result(cudaErrorInvalidValue);
@@ -693,7 +722,7 @@ FAKE_API cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int de
     return cudaSuccess;
 }
 
-FAKE_API cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
+cudaError_t fake_impl_cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
 {
     if (!value)
         return fake_result(cudaErrorInvalidValue);
@@ -719,7 +748,7 @@ FAKE_API cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr
     return cudaSuccess;
 }
 
-FAKE_API cudaError_t cudaDeviceReset(void)
+cudaError_t fake_impl_cudaDeviceReset(void)
 {
     fake_wait_until(fake_device_idle_at());
     return cudaSuccess;
@@ -727,7 +756,7 @@ FAKE_API cudaError_t cudaDeviceReset(void)
 
 /* ---- errors and versions ---- */
 
-FAKE_API cudaError_t cudaGetLastError(void)
+cudaError_t fake_impl_cudaGetLastError(void)
 {
     cudaError_t err = fake_last_error;
 
@@ -735,7 +764,7 @@ FAKE_API cudaError_t cudaGetLastError(void)
     return err;
 }
 
-FAKE_API cudaError_t cudaPeekAtLastError(void)
+cudaError_t fake_impl_cudaPeekAtLastError(void)
 {
     return fake_last_error;
 }
@@ -805,7 +834,7 @@ FAKE_API const char *cudaGetErrorString(cudaError_t error)
     }
 }
 
-FAKE_API cudaError_t cudaRuntimeGetVersion(int *runtimeVersion)
+cudaError_t fake_impl_cudaRuntimeGetVersion(int *runtimeVersion)
 {
     if (!runtimeVersion)
         return fake_result(cudaErrorInvalidValue);
@@ -813,7 +842,7 @@ FAKE_API cudaError_t cudaRuntimeGetVersion(int *runtimeVersion)
     return cudaSuccess;
 }
 
-FAKE_API cudaError_t cudaDriverGetVersion(int *driverVersion)
+cudaError_t fake_impl_cudaDriverGetVersion(int *driverVersion)
 {
     if (!driverVersion)
         return fake_result(cudaErrorInvalidValue);

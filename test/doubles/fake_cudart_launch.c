@@ -82,20 +82,29 @@ static cudaError_t fake_check_dims(dim3 grid, dim3 block)
     return cudaSuccess;
 }
 
-static cudaError_t fake_launch(const void *fun, dim3 grid, dim3 block, cudaStream_t stream)
+const char *fake_kernel_name(const void *fun)
+{
+    struct CUkern_st *k = fun ? fake_kernel_lookup(fun) : NULL;
+
+    return k ? k->name : NULL;
+}
+
+static cudaError_t fake_launch(const void *fun, dim3 grid, dim3 block, size_t shared_mem,
+                               cudaStream_t stream)
 {
     struct CUstream_st *s;
+    struct CUkern_st *k;
     cudaError_t err;
 
     if (fake_no_device())
         return fake_result(cudaErrorNoDevice);
-    if (!fun || !fake_kernel_lookup(fun))
+    if (!fun || !(k = fake_kernel_lookup(fun)))
         return fake_result(cudaErrorInvalidDeviceFunction);
     if ((err = fake_check_dims(grid, block)) != cudaSuccess)
         return fake_result(err);
     if (!(s = fake_stream(stream)))
         return fake_result(cudaErrorInvalidResourceHandle);
-    fake_enqueue(s, fake_kernel_ns);
+    fake_do_kernel(s, k->name, grid, block, shared_mem);
     return cudaSuccess;
 }
 
@@ -165,7 +174,7 @@ FAKE_API unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_
     return 0;
 }
 
-FAKE_API cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
+cudaError_t fake_impl___cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
                                                 void *stream)
 {
     struct fake_launch_config *c;
@@ -180,7 +189,7 @@ FAKE_API cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, s
     return cudaSuccess;
 }
 
-FAKE_API cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *fun)
+cudaError_t fake_impl___cudaGetKernel(cudaKernel_t *kernel, const void *fun)
 {
     struct CUkern_st *k = fun ? fake_kernel_lookup(fun) : NULL;
 
@@ -190,46 +199,48 @@ FAKE_API cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *fun)
     return k ? cudaSuccess : fake_result(cudaErrorInvalidDeviceFunction);
 }
 
-FAKE_API cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+cudaError_t fake_impl___cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
                                         void **args, size_t sharedMem, cudaStream_t stream)
 {
-    (void)args, (void)sharedMem;
-    return fake_launch(kernel, gridDim, blockDim, stream);
+    (void)args;
+    return fake_launch(kernel, gridDim, blockDim, sharedMem, stream);
 }
 
-FAKE_API cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+cudaError_t fake_impl___cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
                                              void **args, size_t sharedMem, cudaStream_t stream)
 {
-    (void)args, (void)sharedMem;
-    return fake_launch(kernel, gridDim, blockDim, stream);
+    (void)args;
+    return fake_launch(kernel, gridDim, blockDim, sharedMem, stream);
 }
 
-FAKE_API cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+cudaError_t fake_impl_cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                                       size_t sharedMem, cudaStream_t stream)
 {
-    (void)args, (void)sharedMem;
-    return fake_launch(func, gridDim, blockDim, stream);
+    (void)args;
+    return fake_launch(func, gridDim, blockDim, sharedMem, stream);
 }
 
-FAKE_API cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func,
+cudaError_t fake_impl_cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func,
                                          void **args)
 {
     (void)args;
     if (!config)
         return fake_result(cudaErrorInvalidValue);
-    return fake_launch(func, config->gridDim, config->blockDim, config->stream);
+    return fake_launch(func, config->gridDim, config->blockDim, config->dynamicSmemBytes,
+                       config->stream);
 }
 
-FAKE_API cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim,
+cudaError_t fake_impl_cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim,
                                                  void **args, size_t sharedMem, cudaStream_t stream)
 {
-    (void)args, (void)sharedMem;
-    return fake_launch(func, gridDim, blockDim, stream);
+    (void)args;
+    return fake_launch(func, gridDim, blockDim, sharedMem, stream);
 }
 
-/* ---- graphs: opaque handles; a launch occupies its stream like one kernel ---- */
+/* ---- graphs: opaque handles; a launch occupies its stream like one kernel (the fake CUPTI
+ * reports no kernel: the graphs hold no nodes) ---- */
 
-FAKE_API cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags)
+cudaError_t fake_impl_cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags)
 {
     struct CUgraph_st *g;
 
@@ -242,7 +253,7 @@ FAKE_API cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags)
     return cudaSuccess;
 }
 
-FAKE_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+cudaError_t fake_impl_cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
                                           unsigned long long flags)
 {
     struct CUgraphExec_st *e;
@@ -257,7 +268,7 @@ FAKE_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph
     return cudaSuccess;
 }
 
-FAKE_API cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
+cudaError_t fake_impl_cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
 {
     struct CUstream_st *s;
 
@@ -269,7 +280,7 @@ FAKE_API cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t str
     return cudaSuccess;
 }
 
-FAKE_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec)
+cudaError_t fake_impl_cudaGraphExecDestroy(cudaGraphExec_t graphExec)
 {
     if (!graphExec || graphExec->magic != FAKE_EXEC_MAGIC)
         return fake_result(cudaErrorInvalidValue);
@@ -278,7 +289,7 @@ FAKE_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec)
     return cudaSuccess;
 }
 
-FAKE_API cudaError_t cudaGraphDestroy(cudaGraph_t graph)
+cudaError_t fake_impl_cudaGraphDestroy(cudaGraph_t graph)
 {
     if (!graph || graph->magic != FAKE_GRAPH_MAGIC)
         return fake_result(cudaErrorInvalidValue);
