@@ -2,6 +2,7 @@
  * registration entry points that need their own logic (kernel names). */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cuda_runtime_api.h>
 
@@ -64,6 +65,31 @@ static void *cudart_resolve(const char *name)
     return p;
 }
 
+/* The process uses CUDA: note the versions, start GPU activity (CUPTI). */
+static int cudart_used;
+
+static void cudart_first_use(void)
+{
+    cudart_used = 1;
+    prof_tls_busy++;
+    typedef cudaError_t (*version_fn)(int *);
+    version_fn runtime = (version_fn)resolve_symbol("cudaRuntimeGetVersion", "libcudart");
+    version_fn driver = (version_fn)resolve_symbol("cudaDriverGetVersion", "libcudart");
+    int v = 0;
+    char text[16];
+    if (runtime && runtime(&v) == cudaSuccess) {
+        snprintf(text, sizeof text, "%d", v);
+        collector_add_meta("cuda_runtime_version", text);
+    }
+    v = 0;
+    if (driver && driver(&v) == cudaSuccess) {
+        snprintf(text, sizeof text, "%d", v); /* 0: no driver */
+        collector_add_meta("cuda_driver_version", text);
+    }
+    prof_tls_busy--;
+    cupti_start();
+}
+
 /* Whether this call is recorded: not from inside the profiler, not when turned off. */
 static inline int cudart_capture_begin(void)
 {
@@ -88,8 +114,8 @@ static inline void cudart_capture_end(void)
                 return cudaErrorUnknown;                                                           \
             cudart_real_##name = real;                                                             \
         }                                                                                          \
-        if (__builtin_expect(!cupti_started, 0))                                                   \
-            cupti_start(); /* the process uses CUDA: GPU activity from here on */                  \
+        if (__builtin_expect(!cudart_used, 0))                                                     \
+            cudart_first_use();                                                                    \
         if (!cudart_capture_begin())                                                               \
             return real args;                                                                      \
         uint64_t prof_t0 = prof_clock_ticks();                                                     \

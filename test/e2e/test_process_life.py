@@ -136,3 +136,15 @@ def test_prof_disable_records_nothing(tmp_path):
     proc = profile([FIXTURE, "threads", "1", "10"], out, env=dict(DOUBLE_ENV, PROF_DISABLE="1"))
     assert proc.returncode == 0
     assert trace_files(out) == []
+
+
+def test_trace_records_process_metadata(tmp_path):
+    proc, out = profiled(tmp_path, ["threads", "1", "10"])
+    assert proc.returncode == 0
+    (p,) = report_json(out)["processes"]
+    meta = p["meta"]
+    assert meta["cuda_runtime_version"] == "13000"  # the device double reports 13.0
+    assert meta["argv"] == [FIXTURE, "threads", "1", "10"]
+    for key in ["pid", "ppid", "host", "exe", "run_id", "start_realtime_ns", "clock"]:
+        assert key in meta, key
+    assert p["pid"] == int(meta["pid"])
