@@ -7,7 +7,7 @@
 #include <cublas_v2.h>
 
 #include "clock.h"
-#include "cublas.h"
+#include "cublas_wrap.h"
 #include "emit.h"
 #include "resolve.h"
 

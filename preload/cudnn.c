@@ -11,8 +11,8 @@
 #include <cudnn_ops.h>
 
 #include "clock.h"
-#include "cublas.h"
-#include "cudnn.h"
+#include "cublas_wrap.h"
+#include "cudnn_wrap.h"
 #include "emit.h"
 #include "resolve.h"
 

@@ -17,7 +17,10 @@
 #include "trace_format.h"
 #ifdef PROF_HAVE_CUDA
 #include "cudart.h"
+#include "cublas_wrap.h"
+#include "cudnn_wrap.h"
 #include "cupti_sub.h"
+#include "nvtx.h"
 #endif
 
 static uint64_t init_round_up_pow2(uint64_t v)
@@ -86,6 +89,9 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
     cfg.features |= PROF_FEATURE_CUDART;
     cudart_init(strcmp(settings_get(SETTING_PROF_CUDART), "0") != 0);
     cupti_init(strcmp(settings_get(SETTING_PROF_CUPTI), "0") != 0);
+    cublas_init(strcmp(settings_get(SETTING_PROF_CUBLAS), "0") != 0);
+    cudnn_init(strcmp(settings_get(SETTING_PROF_CUDNN), "0") != 0);
+    nvtx_init(strcmp(settings_get(SETTING_PROF_NVTX), "0") != 0);
 #endif
     collector_init(&cfg, argc, argv);
     for (int i = 0; settings_recorded_env[i]; i++) {

@@ -484,7 +484,7 @@ static void *nvtx_real(void *_Atomic *slot, const char *name)
 
 #define NVTX_REAL(name) ((name##_impl_fntype)nvtx_real(&nvtx_real_##name, #name))
 
-/* Called before the real function: 1 when the call is ours to record afterwards. */
+/* Before the real function: our callback marks the call handled if the library forwards it. */
 static inline void nvtx_forward_begin(void)
 {
     nvtx_tls_handled = 0;

@@ -1,7 +1,7 @@
 PRELOAD_SRCS := preload/init.c preload/lifecycle.c preload/resolve.c preload/settings.c \
 	preload/python_attach.c preload/python_tree.c
 ifeq ($(HAVE_CUDA),1)
-PRELOAD_SRCS += preload/cudart.c preload/cupti_sub.c
+PRELOAD_SRCS += preload/cudart.c preload/cupti_sub.c preload/cublas.c preload/cudnn.c preload/nvtx.c
 endif
 PRELOAD_OBJS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.o)
 

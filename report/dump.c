@@ -93,6 +93,93 @@ static void dump_py_func(FILE *out, const struct prof_rec_py_func *f, const stru
     fprintf(out, " line=%u", f->line);
 }
 
+static void dump_gpu_op(FILE *out, uint32_t correlation, uint64_t start, uint64_t end,
+                        uint32_t device, uint32_t stream)
+{
+    fprintf(out,
+            " correlation=%u start_ns=%" PRIu64 " end_ns=%" PRIu64 " dur=%" PRIu64
+            " device=%u stream=%u",
+            correlation, start, end, end >= start ? end - start : 0, device, stream);
+}
+
+static const char *dump_nvtx_kind(unsigned kind)
+{
+    static const char *const names[] = {"?", "push", "pop", "start", "end", "mark"};
+    return kind < sizeof names / sizeof *names ? names[kind] : "?";
+}
+
+/* The GPU and NVTX records. 0 when rec is none of them. */
+static int dump_gpu_record(FILE *out, const struct trace_record *rec, const struct u64map *strings)
+{
+    char dim[48];
+    switch (rec->type) {
+    case PROF_REC_GPU_KERNEL: {
+        const struct prof_rec_gpu_kernel *k = rec->data;
+        dump_gpu_op(out, k->correlation, k->start_ns, k->end_ns, k->device, k->stream);
+        dump_string_field(out, "name", k->name_sid, strings);
+        fprintf(out, " context=%u", k->context);
+        model_dim3_format(k->grid, dim, sizeof dim);
+        fprintf(out, " grid=%s", dim);
+        model_dim3_format(k->block, dim, sizeof dim);
+        fprintf(out, " block=%s registers=%u shared_bytes=%u", dim, k->registers, k->shared_bytes);
+        return 1;
+    }
+    case PROF_REC_GPU_MEMCPY: {
+        const struct prof_rec_gpu_memcpy *m = rec->data;
+        dump_gpu_op(out, m->correlation, m->start_ns, m->end_ns, m->device, m->stream);
+        fprintf(out, " bytes=%" PRIu64 " copy_kind=%u (%s) src_kind=%u (%s) dst_kind=%u (%s) flags=%u",
+                m->bytes, m->copy_kind, model_gpu_copy_kind_name(m->copy_kind), m->src_kind,
+                model_gpu_memory_kind_name(m->src_kind), m->dst_kind,
+                model_gpu_memory_kind_name(m->dst_kind), m->flags);
+        return 1;
+    }
+    case PROF_REC_GPU_MEMSET: {
+        const struct prof_rec_gpu_memset *m = rec->data;
+        dump_gpu_op(out, m->correlation, m->start_ns, m->end_ns, m->device, m->stream);
+        fprintf(out, " bytes=%" PRIu64 " value=%u", m->bytes, m->value);
+        return 1;
+    }
+    case PROF_REC_GPU_API: {
+        const struct prof_rec_gpu_api *a = rec->data;
+        fprintf(out,
+                " domain=%u (%s) cbid=%u correlation=%u py_node=%u start=%" PRIu64 " end=%" PRIu64
+                " dur=%" PRIu64,
+                a->domain, a->domain == PROF_GPU_API_RUNTIME ? "runtime"
+                           : a->domain == PROF_GPU_API_DRIVER ? "driver" : "?",
+                a->cbid, a->correlation, a->py_node, a->start, a->end,
+                a->end >= a->start ? a->end - a->start : 0);
+        return 1;
+    }
+    case PROF_REC_GPU_API_NAME: {
+        const struct prof_rec_gpu_api_name *n = rec->data;
+        fprintf(out, " domain=%u cbid=%u name=", n->domain, n->cbid);
+        dump_text(out, trace_record_text(rec, sizeof *n, NULL));
+        return 1;
+    }
+    case PROF_REC_GPU_DEVICE: {
+        const struct prof_rec_gpu_device *d = rec->data;
+        fprintf(out, " device=%u name=", d->device);
+        dump_text(out, trace_record_text(rec, sizeof *d, NULL));
+        fprintf(out,
+                " global_memory_bytes=%" PRIu64 " sm_count=%u core_clock_khz=%u "
+                "memory_clock_khz=%u compute=%u.%u",
+                d->global_memory_bytes, d->sm_count, d->core_clock_khz, d->memory_clock_khz,
+                d->compute_major, d->compute_minor);
+        return 1;
+    }
+    case PROF_REC_NVTX: {
+        const struct prof_rec_nvtx *n = rec->data;
+        fprintf(out, " kind=%u (%s)", n->kind, dump_nvtx_kind(n->kind));
+        dump_string_field(out, "name", n->name_sid, strings);
+        dump_string_field(out, "domain", n->domain_sid, strings);
+        fprintf(out, " id=%" PRIu64 " ticks=%" PRIu64, n->id, n->ticks);
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
 static void dump_record(FILE *out, const struct trace_record *rec, struct u64map *apis,
                         struct u64map *strings)
 {
@@ -230,7 +317,8 @@ static void dump_record(FILE *out, const struct trace_record *rec, struct u64map
     case PROF_REC_PAD:
         break;
     default:
-        fprintf(out, " type=%u", rec->type);
+        if (!dump_gpu_record(out, rec, strings))
+            fprintf(out, " type=%u", rec->type);
         break;
     }
     fprintf(out, " size=%u\n", rec->size);

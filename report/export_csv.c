@@ -13,6 +13,88 @@ static void export_csv_mem_row(FILE *out, const char *scope, const char *space,
             m->alloc_count, m->alloc_bytes, m->free_count, m->free_bytes, m->peak_bytes);
 }
 
+static void export_csv_gpu(FILE *out, const struct summary *s, size_t limit)
+{
+    const struct summary_gpu *g = &s->gpu;
+    char grid[48], block[48];
+    fprintf(out, "\n# gpu_kernels\nname,calls,total_ns,avg_ns,min_ns,max_ns,percent,grid,block,"
+                 "registers,launched_from\n");
+    for (size_t i = 0; i < g->nkernels && (!limit || i < limit); i++) {
+        const struct summary_gpu_kernel_row *r = &g->kernels[i];
+        model_dim3_format(r->grid, grid, sizeof grid);
+        model_dim3_format(r->block, block, sizeof block);
+        format_csv_field(out, r->name);
+        fprintf(out, ",%" PRIu64 ",%" PRIu64 ",%.1f,%" PRIu64 ",%" PRIu64 ",%.3f,", r->calls,
+                r->total_ns, r->avg_ns, r->min_ns, r->max_ns, r->percent);
+        format_csv_field(out, grid);
+        fputc(',', out);
+        format_csv_field(out, block);
+        fprintf(out, ",%" PRIu64 ",", r->registers);
+        format_csv_field(out, r->nsites ? r->sites[0].qualname : "");
+        fputc('\n', out);
+    }
+    fprintf(out, "\n# gpu_copies\ndirection,src,dst,calls,bytes,total_ns,gbps\n");
+    for (size_t i = 0; i < g->ncopies; i++) {
+        const struct summary_gpu_copy_row *r = &g->copies[i];
+        fprintf(out, "%s,%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.3f\n",
+                model_gpu_copy_kind_name(r->copy_kind), model_gpu_memory_kind_name(r->src_kind),
+                model_gpu_memory_kind_name(r->dst_kind), r->calls, r->bytes, r->total_ns,
+                format_gbps_value(r->bytes, r->total_ns));
+    }
+    fprintf(out, "\n# gpu_sets\ndevice,calls,bytes,total_ns,gbps\n");
+    for (size_t i = 0; i < g->nsets; i++) {
+        const struct summary_gpu_set_row *r = &g->sets[i];
+        fprintf(out, "%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.3f\n", r->device, r->calls, r->bytes,
+                r->total_ns, format_gbps_value(r->bytes, r->total_ns));
+    }
+    fprintf(out, "\n# gpu_utilization\npid,device,stream,busy_ns,wall_ns,fraction\n");
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        for (size_t b = 0; b < p->gpu.nbusy; b++) {
+            const struct model_gpu_busy *u = &p->gpu.busy[b];
+            fprintf(out, "%lld,%u,", (long long)p->pid, u->device);
+            if (u->stream >= 0)
+                fprintf(out, "%" PRId64, u->stream);
+            fprintf(out, ",%" PRIu64 ",%" PRIu64 ",%.6f\n", u->busy_ns, p->wall_ns,
+                    p->wall_ns ? (double)u->busy_ns / (double)p->wall_ns : 0.0);
+        }
+    }
+    fprintf(out, "\n# gpu_devices\npid,device,name,sm_count,global_memory_bytes,core_clock_khz,"
+                 "memory_clock_khz,compute_capability\n");
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        for (size_t d = 0; d < p->gpu.ndevices; d++) {
+            const struct model_gpu_device *m = &p->gpu.devices[d];
+            fprintf(out, "%lld,%u,", (long long)p->pid, m->device);
+            format_csv_field(out, m->name);
+            fprintf(out, ",%u,%" PRIu64 ",%u,%u,%u.%u\n", m->sm_count, m->global_memory_bytes,
+                    m->core_clock_khz, m->memory_clock_khz, m->compute_major, m->compute_minor);
+        }
+    }
+    fprintf(out, "\n# library_calls\nname,calls,cpu_ns,gpu_ns,kernels\n");
+    for (size_t i = 0; i < g->nlibrary; i++) {
+        const struct summary_library_row *r = &g->library[i];
+        format_csv_field(out, r->name);
+        fprintf(out, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", r->calls, r->cpu_ns,
+                r->gpu_ns, r->kernels);
+    }
+    fprintf(out, "\n# cupti_api\nname,domain,calls,total_ns,avg_ns,max_ns\n");
+    for (size_t i = 0; i < g->ncupti && (!limit || i < limit); i++) {
+        const struct summary_cupti_row *r = &g->cupti[i];
+        format_csv_field(out, r->name);
+        fprintf(out, ",%s,%" PRIu64 ",%" PRIu64 ",%.1f,%" PRIu64 "\n",
+                r->domain == PROF_GPU_API_DRIVER ? "driver" : "runtime", r->calls, r->total_ns,
+                r->avg_ns, r->max_ns);
+    }
+    fprintf(out, "\n# actions\nname,calls,mean_s,total_s,percent,gpu_s,kernels\n");
+    for (size_t i = 0; i < g->nactions && (!limit || i < limit); i++) {
+        const struct summary_action_row *r = &g->actions[i];
+        format_csv_field(out, r->name);
+        fprintf(out, ",%" PRIu64 ",%.9f,%.9f,%.3f,%.9f,%" PRIu64 "\n", r->calls, r->mean_ns / 1e9,
+                (double)r->total_ns / 1e9, r->percent, (double)r->gpu_ns / 1e9, r->kernels);
+    }
+}
+
 int export_csv_write(FILE *out, const struct summary *s, size_t limit)
 {
     char a[48], b[48], scope[64];
@@ -92,8 +174,12 @@ int export_csv_write(FILE *out, const struct summary *s, size_t limit)
         }
     }
 
+    export_csv_gpu(out, s, limit);
+
+    /* gpu_ns only when the inputs hold GPU records: the columns stay as they were else. */
     fprintf(out, "\n# python\nfile,line,name,qualname,module,kind,ncalls,primitive_calls,"
-                 "tottime_ns,cumtime_ns,api_calls,api_ns\n");
+                 "tottime_ns,cumtime_ns,api_calls,api_ns%s\n",
+            s->gpu.any ? ",gpu_ns" : "");
     for (size_t i = 0; i < s->py.nfuncs && (!limit || i < limit); i++) {
         const struct pystats_func *f = &s->py.funcs[s->py.order[i]];
         format_csv_field(out, f->file);
@@ -103,10 +189,12 @@ int export_csv_write(FILE *out, const struct summary *s, size_t limit)
         format_csv_field(out, f->qualname ? f->qualname : "");
         fputc(',', out);
         format_csv_field(out, f->module ? f->module : "");
-        fprintf(out,
-                ",%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+        fprintf(out, ",%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
                 f->kind == PROF_PY_FUNC_C ? "c" : "python", f->ncalls, f->pcalls, f->tottime_ns,
                 f->cumtime_ns, f->api_calls, f->api_ns);
+        if (s->gpu.any)
+            fprintf(out, ",%" PRIu64, f->gpu_ns);
+        fputc('\n', out);
     }
 
     fprintf(out, "\n# warnings\nmessage\n");

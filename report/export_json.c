@@ -133,7 +133,7 @@ static json_t *export_json_process(const struct model_process *p)
     return o;
 }
 
-static json_t *export_json_python(const struct pystats *py, size_t limit)
+static json_t *export_json_python(const struct pystats *py, size_t limit, int gpu)
 {
     json_t *rows = json_array();
     for (size_t i = 0; i < py->nfuncs && (!limit || i < limit); i++) {
@@ -151,9 +151,153 @@ static json_t *export_json_python(const struct pystats *py, size_t limit)
         json_object_set_new(o, "cumtime_ns", export_json_u64(f->cumtime_ns));
         json_object_set_new(o, "api_calls", export_json_u64(f->api_calls));
         json_object_set_new(o, "api_ns", export_json_u64(f->api_ns));
+        if (gpu) /* the inputs hold GPU records */
+            json_object_set_new(o, "gpu_ns", export_json_u64(f->gpu_ns));
         json_array_append_new(rows, o);
     }
     return rows;
+}
+
+/* ---- GPU ---- */
+
+static json_t *export_json_kernel(const struct summary_gpu_kernel_row *r)
+{
+    json_t *from = json_array();
+    for (size_t i = 0; i < r->nsites; i++) {
+        const struct summary_launch_site *l = &r->sites[i];
+        json_array_append_new(from, json_pack("{s:o,s:o,s:o,s:o,s:o}", "python",
+                                              export_json_str(l->qualname), "file",
+                                              export_json_str(l->file), "line",
+                                              export_json_u64(l->line), "calls",
+                                              export_json_u64(l->calls), "gpu_ns",
+                                              export_json_u64(l->gpu_ns)));
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "name", export_json_str(r->name));
+    json_object_set_new(o, "calls", export_json_u64(r->calls));
+    json_object_set_new(o, "total_ns", export_json_u64(r->total_ns));
+    json_object_set_new(o, "avg_ns", json_real(r->avg_ns));
+    json_object_set_new(o, "min_ns", export_json_u64(r->min_ns));
+    json_object_set_new(o, "max_ns", export_json_u64(r->max_ns));
+    json_object_set_new(o, "percent", json_real(r->percent));
+    json_object_set_new(o, "grid", export_json_dim3(r->grid, 1));
+    json_object_set_new(o, "block", export_json_dim3(r->block, 1));
+    json_object_set_new(o, "registers", export_json_u64(r->registers));
+    json_object_set_new(o, "launched_from", from);
+    return o;
+}
+
+static json_t *export_json_gpu_processes(const struct summary *s, int devices)
+{
+    json_t *rows = json_array();
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        json_t *pid = p->pid >= 0 ? json_integer(p->pid) : json_null();
+        for (size_t d = 0; devices && d < p->gpu.ndevices; d++) {
+            const struct model_gpu_device *m = &p->gpu.devices[d];
+            char cc[16];
+            snprintf(cc, sizeof cc, "%u.%u", m->compute_major, m->compute_minor);
+            json_array_append_new(
+                rows, json_pack("{s:O,s:o,s:o,s:o,s:o,s:o,s:o,s:s}", "pid", pid, "device",
+                                export_json_u64(m->device), "name", export_json_str(m->name),
+                                "sm_count", export_json_u64(m->sm_count), "global_memory_bytes",
+                                export_json_u64(m->global_memory_bytes), "core_clock_khz",
+                                export_json_u64(m->core_clock_khz), "memory_clock_khz",
+                                export_json_u64(m->memory_clock_khz), "compute_capability", cc));
+        }
+        for (size_t b = 0; !devices && b < p->gpu.nbusy; b++) {
+            const struct model_gpu_busy *u = &p->gpu.busy[b];
+            json_array_append_new(
+                rows, json_pack("{s:O,s:o,s:o,s:o,s:o,s:f}", "pid", pid, "device",
+                                export_json_u64(u->device), "stream",
+                                u->stream < 0 ? json_null() : json_integer(u->stream), "busy_ns",
+                                export_json_u64(u->busy_ns), "wall_ns", export_json_u64(p->wall_ns),
+                                "fraction",
+                                p->wall_ns ? (double)u->busy_ns / (double)p->wall_ns : 0.0));
+        }
+        json_decref(pid);
+    }
+    return rows;
+}
+
+static void export_json_gpu(json_t *root, const struct summary *s, size_t limit)
+{
+    const struct summary_gpu *g = &s->gpu;
+    json_t *a = json_array();
+    for (size_t i = 0; i < g->nkernels && (!limit || i < limit); i++)
+        json_array_append_new(a, export_json_kernel(&g->kernels[i]));
+    json_object_set_new(root, "gpu_kernels", a);
+
+    a = json_array();
+    for (size_t i = 0; i < g->ncopies; i++) {
+        const struct summary_gpu_copy_row *r = &g->copies[i];
+        json_array_append_new(
+            a, json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:f}", "direction",
+                         model_gpu_copy_kind_name(r->copy_kind), "src",
+                         model_gpu_memory_kind_name(r->src_kind), "dst",
+                         model_gpu_memory_kind_name(r->dst_kind), "calls", export_json_u64(r->calls),
+                         "bytes", export_json_u64(r->bytes), "total_ns",
+                         export_json_u64(r->total_ns), "gbps",
+                         format_gbps_value(r->bytes, r->total_ns)));
+    }
+    json_object_set_new(root, "gpu_copies", a);
+
+    a = json_array();
+    for (size_t i = 0; i < g->nsets; i++) {
+        const struct summary_gpu_set_row *r = &g->sets[i];
+        json_array_append_new(a, json_pack("{s:o,s:o,s:o,s:o,s:f}", "device",
+                                           export_json_u64(r->device), "calls",
+                                           export_json_u64(r->calls), "bytes",
+                                           export_json_u64(r->bytes), "total_ns",
+                                           export_json_u64(r->total_ns), "gbps",
+                                           format_gbps_value(r->bytes, r->total_ns)));
+    }
+    json_object_set_new(root, "gpu_sets", a);
+    json_object_set_new(root, "gpu_utilization", export_json_gpu_processes(s, 0));
+    json_object_set_new(root, "gpu_devices", export_json_gpu_processes(s, 1));
+
+    a = json_array();
+    for (size_t i = 0; i < g->nlibrary; i++) {
+        const struct summary_library_row *r = &g->library[i];
+        json_array_append_new(a, json_pack("{s:o,s:o,s:o,s:o,s:o}", "name",
+                                           export_json_str(r->name), "calls",
+                                           export_json_u64(r->calls), "cpu_ns",
+                                           export_json_u64(r->cpu_ns), "gpu_ns",
+                                           export_json_u64(r->gpu_ns), "kernels",
+                                           export_json_u64(r->kernels)));
+    }
+    json_object_set_new(root, "library_calls", a);
+
+    a = json_array();
+    for (size_t i = 0; i < g->ncupti && (!limit || i < limit); i++) {
+        const struct summary_cupti_row *r = &g->cupti[i];
+        json_array_append_new(
+            a, json_pack("{s:o,s:s,s:o,s:o,s:f,s:o}", "name", export_json_str(r->name), "domain",
+                         r->domain == PROF_GPU_API_DRIVER    ? "driver"
+                         : r->domain == PROF_GPU_API_RUNTIME ? "runtime"
+                                                             : "other",
+                         "calls", export_json_u64(r->calls), "total_ns",
+                         export_json_u64(r->total_ns), "avg_ns", r->avg_ns, "max_ns",
+                         export_json_u64(r->max_ns)));
+    }
+    json_object_set_new(root, "cupti_api", a);
+
+    a = json_array();
+    for (size_t i = 0; i < g->nactions && (!limit || i < limit); i++) {
+        const struct summary_action_row *r = &g->actions[i];
+        json_array_append_new(
+            a, json_pack("{s:o,s:o,s:f,s:f,s:f,s:f,s:o}", "name", export_json_str(r->name),
+                         "calls", export_json_u64(r->calls), "mean_s", r->mean_ns / 1e9, "total_s",
+                         (double)r->total_ns / 1e9, "percent", r->percent, "gpu_s",
+                         (double)r->gpu_ns / 1e9, "kernels", export_json_u64(r->kernels)));
+    }
+    json_object_set_new(root, "actions", a);
+    a = json_array();
+    for (size_t i = 0; i < g->nmarks; i++)
+        json_array_append_new(a, json_pack("{s:o,s:o}", "name", export_json_str(g->marks[i].name),
+                                           "calls", export_json_u64(g->marks[i].calls)));
+    json_object_set_new(root, "nvtx_marks", a);
+    json_object_set_new(root, "gpu_unattributed_kernels", export_json_u64(g->unattributed));
 }
 
 int export_json_write(FILE *out, const struct summary *s, size_t limit)
@@ -209,7 +353,8 @@ int export_json_write(FILE *out, const struct summary *s, size_t limit)
                       format_gbps_value(c->bytes, c->ns)));
     }
     json_object_set_new(root, "copies", copies);
-    json_object_set_new(root, "python", export_json_python(&s->py, limit));
+    json_object_set_new(root, "python", export_json_python(&s->py, limit, s->gpu.any));
+    export_json_gpu(root, s, limit);
 
     json_t *warnings = json_array();
     for (size_t i = 0; i < s->nwarnings; i++)

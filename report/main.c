@@ -30,6 +30,14 @@ static void main_usage(FILE *out)
           "                    cumtime (default), tottime, ncalls, percall, name, filename,\n"
           "                    line (cProfile's; also cumulative, time, calls)\n"
           "  -n, --limit N     show the first N rows of the API, kernel and Python tables\n"
+          "      --kernels     print the GPU kernels as CUPTI saw them run (sort: total,\n"
+          "                    calls, avg, min, max, name), with the Python function that\n"
+          "                    launched the most GPU time\n"
+          "      --gpu         print GPU devices, utilization, copies and sets as the GPU\n"
+          "                    ran them, library calls (cuBLAS, cuBLASLt, cuDNN) with the\n"
+          "                    GPU time of their kernels, and calls only CUPTI saw\n"
+          "      --actions     print NVTX ranges as actions (Lightning's SimpleProfiler\n"
+          "                    columns, plus the GPU time of the kernels launched inside)\n"
           "      --python      print the Python function table (cProfile's columns) only\n"
           "      --per-thread  with --python: one table per thread\n"
           "      --per-process with --python: one table per process\n"
@@ -152,6 +160,35 @@ static int main_write_python_files(const struct summary *s, const char *pstats_p
     return rc;
 }
 
+/* The tables asked for by name, in a fixed order, a blank line between them. */
+static void main_print_selected(const struct summary *s, size_t limit,
+                                enum tables_python_split split, int python, int kernels, int gpu,
+                                int actions)
+{
+    int first = 1;
+    if (kernels) {
+        tables_gpu_kernels(stdout, s, limit);
+        first = 0;
+    }
+    if (gpu) {
+        if (!first)
+            fputc('\n', stdout);
+        tables_gpu(stdout, s, limit);
+        first = 0;
+    }
+    if (actions) {
+        if (!first)
+            fputc('\n', stdout);
+        tables_actions(stdout, s, limit);
+        first = 0;
+    }
+    if (python) {
+        if (!first)
+            fputc('\n', stdout);
+        tables_python(stdout, s, limit, split);
+    }
+}
+
 int main(int argc, char **argv)
 {
     enum main_format format = MAIN_FORMAT_TEXT;
@@ -161,6 +198,7 @@ int main(int argc, char **argv)
     size_t limit = 0;
     const char *run_id = NULL;
     int all_runs = 0, python = 0, format_given = 0;
+    int kernels = 0, gpu = 0, actions = 0; /* --kernels, --gpu, --actions: those tables only */
     enum tables_python_split split = TABLES_PYTHON_MERGED;
     const char *pstats_path = NULL, *folded_path = NULL;
 
@@ -181,7 +219,10 @@ int main(int argc, char **argv)
         OPT_PER_THREAD,
         OPT_PER_PROCESS,
         OPT_PSTATS,
-        OPT_FOLDED
+        OPT_FOLDED,
+        OPT_KERNELS,
+        OPT_GPU,
+        OPT_ACTIONS
     };
     static const struct option options[] = {
         {"format", required_argument, NULL, 'f'},
@@ -194,6 +235,9 @@ int main(int argc, char **argv)
         {"per-process", no_argument, NULL, OPT_PER_PROCESS},
         {"pstats", required_argument, NULL, OPT_PSTATS},
         {"folded", required_argument, NULL, OPT_FOLDED},
+        {"kernels", no_argument, NULL, OPT_KERNELS},
+        {"gpu", no_argument, NULL, OPT_GPU},
+        {"actions", no_argument, NULL, OPT_ACTIONS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -232,6 +276,15 @@ int main(int argc, char **argv)
             break;
         case OPT_PYTHON:
             python = 1;
+            break;
+        case OPT_KERNELS:
+            kernels = 1;
+            break;
+        case OPT_GPU:
+            gpu = 1;
+            break;
+        case OPT_ACTIONS:
+            actions = 1;
             break;
         case OPT_PER_THREAD:
         case OPT_PER_PROCESS: {
@@ -310,7 +363,8 @@ int main(int argc, char **argv)
     if (main_write_python_files(&s, pstats_path, folded_path) != 0)
         failed = 1;
     /* Writing a file alone prints no report, unless one was asked for too. */
-    int print = !(pstats_path || folded_path) || python || format_given;
+    int print = !(pstats_path || folded_path) || python || format_given || kernels || gpu ||
+                actions;
     int rc = 0;
     if (!print)
         rc = 0;
@@ -318,8 +372,8 @@ int main(int argc, char **argv)
         rc = export_json_write(stdout, &s, limit);
     else if (format == MAIN_FORMAT_CSV)
         rc = export_csv_write(stdout, &s, limit);
-    else if (python)
-        tables_python(stdout, &s, limit, split);
+    else if (python || kernels || gpu || actions)
+        main_print_selected(&s, limit, split, python, kernels, gpu, actions);
     else
         tables_print(stdout, &s, limit);
     summary_free(&s);

@@ -54,7 +54,9 @@ const char *model_category_name(unsigned category)
         [PROF_CAT_SET] = "set",       [PROF_CAT_LAUNCH] = "launch", [PROF_CAT_SYNC] = "sync",
         [PROF_CAT_STREAM] = "stream", [PROF_CAT_DEVICE] = "device",
     };
-    return category < PROF_CAT_COUNT ? names[category] : "other";
+    if (category == MODEL_CAT_LIBRARY)
+        return "library";
+    return category < PROF_CAT_COUNT && names[category] ? names[category] : "other";
 }
 
 void model_dim3_unpack(uint64_t packed, uint32_t *x, uint32_t *y, uint32_t *z)
@@ -145,6 +147,9 @@ struct model_process *model_process_new(const char *file, uint32_t features)
     u64map_init(&p->kernels);
     u64map_init(&p->py.func_index);
     u64map_init(&p->py.node_index);
+    u64map_init(&p->gpu.kernel_index);
+    u64map_init(&p->gpu.call_index);
+    u64map_init(&p->gpu.api_index);
     return p;
 }
 
@@ -202,6 +207,7 @@ void model_process_free(struct model_process *p)
         free(p->warnings[i]);
     free(p->warnings);
     model_python_free(&p->py);
+    model_gpu_free(&p->gpu);
     free(p);
 }
 
@@ -231,6 +237,11 @@ static struct model_thread *model_thread_current(struct model_process *p)
     if (p->current_thread == SIZE_MAX)
         p->current_thread = (size_t)(model_thread_get(p, 0) - p->threads);
     return &p->threads[p->current_thread];
+}
+
+static uint32_t model_current_tid(const struct model_process *p)
+{
+    return p->current_thread == SIZE_MAX ? 0 : p->threads[p->current_thread].tid;
 }
 
 static struct model_api *model_api_get(struct model_process *p, uint16_t id)
@@ -355,6 +366,10 @@ static void model_on_api_name(struct model_process *p, const struct trace_record
     /* The argument name says that a successful call makes `set_device` the thread's
      * current device (cudaSetDevice). */
     a->is_set_device = a->role[MODEL_ARG_SET_DEVICE] >= 0;
+    /* Library calls are spans that own the GPU calls inside them. The category says so;
+     * the name does for a writer older than the category. */
+    a->library = a->category == MODEL_CAT_LIBRARY || !strncmp(a->name, "cublas", 6) ||
+                 !strncmp(a->name, "cudnn", 5);
 }
 
 static void model_on_api_call(struct model_process *p, const struct trace_record *rec)
@@ -385,6 +400,8 @@ static void model_on_api_call(struct model_process *p, const struct trace_record
     }
     model_memory_on_call(p, a, c, args, nargs);
     model_kernel_on_call(p, a, c, args, nargs);
+    model_gpu_on_api_call(p, a, c, t->tid);
+    model_cpu_event(p, c->start, c->end);
 }
 
 void model_add_record(struct model_process *p, const struct trace_record *rec)
@@ -466,11 +483,28 @@ void model_add_record(struct model_process *p, const struct trace_record *rec)
         model_push_string(&p->notes, &p->nnotes,
                           model_strdup(trace_record_text(rec, sizeof(struct prof_rec_note), NULL)));
         break;
+    case PROF_REC_GPU_KERNEL:
+    case PROF_REC_GPU_MEMCPY:
+    case PROF_REC_GPU_MEMSET:
+    case PROF_REC_GPU_API:
+    case PROF_REC_GPU_API_NAME:
+    case PROF_REC_GPU_DEVICE:
+    case PROF_REC_NVTX:
+        /* Activity records are process-wide and may come before any THREAD record. */
+        if (rec->type == PROF_REC_NVTX)
+            model_nvtx_on_record(p, rec, model_current_tid(p));
+        else
+            model_gpu_on_record(p, rec, model_current_tid(p));
+        break;
     case PROF_REC_PY_FUNC:
     case PROF_REC_PY_NODE:
     case PROF_REC_PY_STATS:
     case PROF_REC_PY_SPAN:
     case PROF_REC_PY_GAP:
+        if (rec->type == PROF_REC_PY_SPAN) {
+            const struct prof_rec_py_span *sp = rec->data;
+            model_cpu_event(p, sp->start, sp->end);
+        }
         /* PY_FUNC is process-wide and may precede every THREAD record: no thread 0. */
         model_python_on_record(
             p, rec, p->current_thread == SIZE_MAX ? 0 : p->threads[p->current_thread].tid);
@@ -553,6 +587,8 @@ void model_finish(struct model_process *p)
     model_memory_finish(p);
     model_kernel_finish(p);
     model_python_finish(p);
+    model_gpu_finish(p);
+    model_nvtx_finish(p);
     if (p->end_lost > p->lost)
         p->lost = p->end_lost;
     if (p->lost && p->lost_calls >= p->lost)

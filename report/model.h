@@ -79,6 +79,8 @@ struct model_api {
     uint64_t recorded;      /* calls with a record of their own: min and max come from these */
     uint64_t total_ticks, min_ticks, max_ticks;
     uint64_t total_ns, min_ns, max_ns; /* set by model_finish */
+    int library;                       /* a library call (cuBLAS, cuBLASLt, cuDNN): a span */
+    uint64_t gpu_kernels, gpu_ns;      /* kernels launched inside its calls (model_gpu.c) */
 };
 
 struct model_thread {
@@ -124,6 +126,7 @@ struct model_py_node {
     int defined; /* a PY_NODE record named it (else only PY_STATS did) */
     uint64_t calls, total_ticks, self_ticks, api_calls, api_ticks;
     uint64_t total_ns, self_ns, api_ns;
+    uint64_t gpu_kernels, gpu_ns; /* kernels launched with this node innermost (model_gpu.c) */
 };
 
 struct model_py_gap {
@@ -142,6 +145,128 @@ struct model_python {
     struct model_py_gap *gaps;
     size_t ngaps, cap_gaps;
     uint64_t spans;
+};
+
+/* ---- GPU (CUPTI) records and NVTX ranges (model_gpu.c, model_nvtx.c) ----
+ * GPU operations are kept (compactly) until the file ends: a kernel is tied to the call
+ * that launched it through its correlation id, and the GPU_API record may come before or
+ * after it. */
+
+/* API_NAME category of library calls (cuBLAS, cuBLASLt, cuDNN): PROF_CAT_LIBRARY in the
+ * format header once it ships; a reader must not need the header to know it. */
+#define MODEL_CAT_LIBRARY 8
+
+enum model_gpu_kind { MODEL_GPU_KERNEL, MODEL_GPU_MEMCPY, MODEL_GPU_MEMSET };
+
+/* One kernel, copy or set as the GPU ran it; CLOCK_MONOTONIC ns. */
+struct model_gpu_op {
+    uint64_t start_ns, end_ns;
+    uint32_t correlation;
+    uint32_t device, stream;
+    uint32_t row; /* kernel: index in gpu.kernels */
+    uint8_t kind; /* enum model_gpu_kind */
+};
+
+/* GPU kernels of one process by name. */
+struct model_gpu_kernel {
+    uint32_t name_sid;
+    char *name; /* demangled, set by model_finish */
+    uint64_t calls, total_ns, min_ns, max_ns;
+    struct u64map grids, blocks, registers; /* value -> calls */
+    struct u64map py_calls, py_ns; /* Python func id -> kernels launched from it, their GPU ns */
+};
+
+struct model_gpu_copy {
+    uint8_t copy_kind, src_kind, dst_kind; /* CUpti_ActivityMemcpyKind, CUpti_ActivityMemoryKind */
+    uint64_t calls, bytes, ns;
+};
+
+struct model_gpu_set {
+    uint32_t device;
+    uint64_t calls, bytes, ns;
+};
+
+/* One GPU_API record: a runtime or driver call CUPTI saw. */
+struct model_gpu_call {
+    uint64_t start, end; /* ticks */
+    uint32_t tid, correlation, py_node;
+    uint16_t domain, cbid;
+    uint32_t lib_api; /* API id + 1 of the innermost library call around it; 0: none */
+};
+
+/* CUPTI's calls by (domain, callback id). */
+struct model_gpu_api {
+    uint16_t domain, cbid;
+    char *name; /* GPU_API_NAME's, or "cupti#domain:cbid" */
+    uint64_t calls, total_ticks, max_ticks;
+    uint64_t total_ns, max_ns; /* set by model_finish */
+};
+
+/* A library call on one thread (API_CALL of a library API). */
+struct model_lib_span {
+    uint64_t start, end; /* ticks */
+    uint32_t tid;
+    uint16_t api;
+};
+
+struct model_gpu_device {
+    uint32_t device;
+    char *name;
+    uint64_t global_memory_bytes;
+    uint32_t sm_count, core_clock_khz, memory_clock_khz;
+    uint16_t compute_major, compute_minor;
+};
+
+/* Busy time of one device (stream -1) or one stream: the union of its operations'
+ * intervals within the process's wall time. */
+struct model_gpu_busy {
+    uint32_t device;
+    int64_t stream;
+    uint64_t busy_ns;
+};
+
+struct model_nvtx_event {
+    uint64_t ticks, id;
+    uint32_t tid, name_sid, domain_sid;
+    uint16_t kind; /* enum prof_nvtx_kind */
+};
+
+/* NVTX ranges (or marks) of one process merged by name. */
+struct model_action {
+    char *name;
+    uint64_t calls, total_ns, gpu_ns, kernels;
+};
+
+struct model_gpu {
+    struct model_gpu_op *ops;
+    size_t nops, cap_ops;
+    struct model_gpu_kernel *kernels;
+    size_t nkernels, cap_kernels;
+    struct u64map kernel_index; /* name_sid -> index + 1 */
+    struct model_gpu_copy *copies;
+    size_t ncopies, cap_copies;
+    struct model_gpu_set *sets;
+    size_t nsets, cap_sets;
+    struct model_gpu_call *calls;
+    size_t ncalls, cap_calls;
+    struct u64map call_index; /* correlation -> index + 1 in calls (the first record) */
+    struct model_gpu_api *apis;
+    size_t napis, cap_apis;
+    struct u64map api_index; /* domain << 16 | cbid -> index + 1 */
+    struct model_lib_span *lib_spans;
+    size_t nlib_spans, cap_lib_spans;
+    struct model_gpu_device *devices;
+    size_t ndevices, cap_devices;
+    struct model_gpu_busy *busy; /* per device, then its streams; set by model_finish */
+    size_t nbusy;
+    uint64_t kernel_ns;    /* GPU time of every kernel */
+    uint64_t unattributed; /* kernels whose correlation matches no GPU_API record */
+
+    struct model_nvtx_event *nvtx;
+    size_t nnvtx, cap_nvtx;
+    struct model_action *actions, *marks; /* set by model_finish */
+    size_t nactions, nmarks;
+    uint64_t nvtx_unclosed, nvtx_unmatched;
 };
 
 struct model_process {
@@ -196,6 +321,13 @@ struct model_process {
     double ns_per_tick;
 
     struct model_python py;
+    struct model_gpu gpu;
+
+    /* The process's wall time, CLOCK_MONOTONIC: from the first to the last CPU event or
+     * CLOCK record, whichever reach further (set by model_finish). */
+    int cpu_seen;
+    uint64_t cpu_first_ticks, cpu_last_ticks;
+    uint64_t wall_start_ns, wall_end_ns, wall_ns;
 };
 
 /* Reads a whole trace file into a new process model (model_finish included). On an error
@@ -258,5 +390,27 @@ const struct model_py_func *model_python_func(const struct model_process *p, uin
 /* The node of an id, or NULL. */
 const struct model_py_node *model_python_node(const struct model_process *p, uint32_t node_id);
 const char *model_py_gap_reason_name(uint32_t reason);
+
+/* model_gpu.c: GPU_* records, library spans; attribution, utilization at the end. */
+void model_gpu_on_record(struct model_process *p, const struct trace_record *rec, uint32_t tid);
+/* A call of a library API is kept as a span: the GPU calls inside it are its. */
+void model_gpu_on_api_call(struct model_process *p, const struct model_api *api,
+                           const struct prof_rec_api_call *call, uint32_t tid);
+/* Widens the process's CPU event window by [start, end] ticks. */
+void model_cpu_event(struct model_process *p, uint64_t start, uint64_t end);
+void model_gpu_finish(struct model_process *p);
+void model_gpu_free(struct model_gpu *g);
+const char *model_gpu_copy_kind_name(unsigned kind);   /* "HtoD", "DtoH", ... */
+const char *model_gpu_memory_kind_name(unsigned kind); /* "pageable", "pinned", ... */
+/* The GPU_API record of a correlation id, or NULL. */
+const struct model_gpu_call *model_gpu_call_of(const struct model_process *p, uint32_t correlation);
+/* A CUPTI runtime name without its version tag: "cudaLaunchKernel_v7000" ->
+ * "cudaLaunchKernel", into buf. */
+void model_gpu_api_base_name(const char *name, char *buf, size_t len);
+
+/* model_nvtx.c: NVTX records; ranges paired and summed into actions at the end. */
+void model_nvtx_on_record(struct model_process *p, const struct trace_record *rec, uint32_t tid);
+void model_nvtx_finish(struct model_process *p);
+void model_nvtx_free(struct model_gpu *g);
 
 #endif

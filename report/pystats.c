@@ -312,6 +312,8 @@ void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid)
         struct pystats_func *f = &s->funcs[n->func];
         f->ncalls += node->calls;
         f->tottime_ns += node->self_ns;
+        f->gpu_kernels += node->gpu_kernels;
+        f->gpu_ns += node->gpu_ns;
         if (!n->recursive) {
             f->pcalls += node->calls;
             f->cumtime_ns += node->total_ns;
@@ -391,6 +393,7 @@ void pystats_finish(struct pystats *s, enum pystats_sort key)
 {
     s->total_calls = s->total_pcalls = s->total_tt_ns = 0;
     s->any_api = 0;
+    s->any_gpu = 0;
     free(s->order);
     s->order = pystats_alloc(s->nfuncs, sizeof *s->order);
     for (size_t i = 0; i < s->nfuncs; i++) {
@@ -400,6 +403,7 @@ void pystats_finish(struct pystats *s, enum pystats_sort key)
         s->total_pcalls += f->pcalls;
         s->total_tt_ns += f->tottime_ns;
         s->any_api |= f->api_calls > 0;
+        s->any_gpu |= f->gpu_kernels > 0;
     }
     /* qsort has no context argument in C11; the reporter is single-threaded. */
     pystats_sort_key = key;

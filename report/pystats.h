@@ -6,6 +6,7 @@
  *   tottime  = sum of self(n)
  *   cumtime  = sum of total(n) over the same n as pcalls (a recursion is not counted twice)
  *   api      = the API calls and time of n's subtree, over the same n as pcalls
+ *   gpu      = the GPU time of kernels launched with n innermost, over every n (self)
  * and a caller edge (function of parent(n) -> f) sums calls, self and total the same way,
  * except that an edge is "recursive" when the same caller -> callee pair is active above
  * n, as _lsprof counts its sub-entries: cProfile's callers of fib are fib 8/2, not 8/0.
@@ -49,6 +50,7 @@ struct pystats_func {
     uint16_t kind; /* enum prof_py_func_kind */
     uint64_t ncalls, pcalls, tottime_ns, cumtime_ns;
     uint64_t api_calls, api_ns;
+    uint64_t gpu_kernels, gpu_ns; /* kernels launched while the function was innermost */
     struct pystats_caller *callers;
     size_t ncallers, cap_callers;
 };
@@ -61,6 +63,7 @@ struct pystats {
     size_t *order;       /* funcs in report order, after pystats_finish */
     uint64_t total_calls, total_pcalls, total_tt_ns;
     int any_api; /* some function has api_calls */
+    int any_gpu; /* some function launched GPU kernels */
 };
 
 void pystats_init(struct pystats *s);

@@ -321,6 +321,8 @@ void summary_build(struct summary *s, struct model_process **procs, size_t n)
         s->py_spans += procs[i]->py.spans;
     }
     summary_sort_python(s, PYSTATS_SORT_CUMTIME);
+    summary_build_gpu(s);
+    summary_sort_gpu(s, SUMMARY_SORT_TOTAL);
 }
 
 void summary_sort_python(struct summary *s, enum pystats_sort key)
@@ -399,6 +401,7 @@ void summary_sort(struct summary *s, enum summary_sort key)
     summary_sort_key = key;
     qsort(s->api, s->napi, sizeof *s->api, summary_api_cmp);
     qsort(s->kernels, s->nkernels, sizeof *s->kernels, summary_kernel_cmp);
+    summary_sort_gpu(s, key);
 }
 
 void summary_free(struct summary *s)
@@ -420,5 +423,6 @@ void summary_free(struct summary *s)
         free(s->warnings[i]);
     free(s->warnings);
     pystats_free(&s->py);
+    summary_free_gpu(&s->gpu);
     memset(s, 0, sizeof *s);
 }

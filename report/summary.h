@@ -26,6 +26,73 @@ struct summary_kernel_row {
     struct u64map grids, blocks;
 };
 
+/* ---- GPU (summary_gpu.c) ---- */
+
+/* A Python function kernels were launched from. */
+struct summary_launch_site {
+    char *qualname, *file; /* owned */
+    uint32_t line;
+    uint64_t calls, gpu_ns;
+};
+
+struct summary_gpu_kernel_row {
+    char *name;
+    uint64_t calls, total_ns, min_ns, max_ns;
+    double avg_ns, percent;
+    uint64_t grid, block, registers; /* the most common of each */
+    struct u64map grids, blocks, regs;
+    struct summary_launch_site *sites; /* by GPU time, descending */
+    size_t nsites;
+};
+
+struct summary_gpu_copy_row {
+    uint8_t copy_kind, src_kind, dst_kind;
+    uint64_t calls, bytes, total_ns;
+};
+
+struct summary_gpu_set_row {
+    uint32_t device;
+    uint64_t calls, bytes, total_ns;
+};
+
+struct summary_library_row {
+    char *name;
+    uint64_t calls, cpu_ns, gpu_ns, kernels;
+};
+
+/* Calls CUPTI saw that no wrapper recorded, by name. */
+struct summary_cupti_row {
+    char *name;
+    uint16_t domain;
+    uint64_t calls, total_ns, max_ns;
+    double avg_ns;
+};
+
+struct summary_action_row {
+    char *name;
+    uint64_t calls, total_ns, gpu_ns, kernels;
+    double mean_ns, percent;
+};
+
+struct summary_gpu {
+    int any; /* the inputs hold GPU or NVTX records */
+    struct summary_gpu_kernel_row *kernels;
+    size_t nkernels;
+    uint64_t kernel_ns, kernel_calls, unattributed;
+    struct summary_gpu_copy_row *copies;
+    size_t ncopies;
+    struct summary_gpu_set_row *sets;
+    size_t nsets;
+    struct summary_library_row *library;
+    size_t nlibrary;
+    struct summary_cupti_row *cupti;
+    size_t ncupti;
+    struct summary_action_row *actions, *marks;
+    size_t nactions, nmarks;
+    uint64_t action_wall_ns; /* wall time summed over the processes with NVTX records */
+    uint64_t action_gpu_ns;  /* GPU time of every kernel of those processes */
+};
+
 struct summary_run {
     char *id; /* "" when the files carry no run_id */
     uint64_t start_realtime_ns;
@@ -49,6 +116,7 @@ struct summary {
     struct pystats py; /* Python functions merged over every process and thread */
     enum pystats_sort py_sort;
     uint64_t py_gaps, py_spans; /* summed over the processes */
+    struct summary_gpu gpu;
 };
 
 enum summary_sort {
@@ -79,5 +147,11 @@ void summary_sort(struct summary *s, enum summary_sort key);
 /* Orders the Python functions (default: cumtime). */
 void summary_sort_python(struct summary *s, enum pystats_sort key);
 void summary_free(struct summary *s);
+
+/* summary_gpu.c: the GPU tables merged over the processes: kernels, copies and sets by
+ * kind, library calls and CUPTI-only calls by name, NVTX actions by name. */
+void summary_build_gpu(struct summary *s);
+void summary_sort_gpu(struct summary *s, enum summary_sort key);
+void summary_free_gpu(struct summary_gpu *g);
 
 #endif

@@ -11,6 +11,16 @@
  * tables that would be empty are left out. */
 void tables_print(FILE *out, const struct summary *s, size_t limit);
 
+/* tables_gpu.c */
+/* --kernels: every GPU kernel CUPTI recorded (limit rows, 0 = all), in s's order. */
+void tables_gpu_kernels(FILE *out, const struct summary *s, size_t limit);
+/* The default report's section: the first limit (0: 15) kernels; nothing without any. */
+void tables_gpu_section(FILE *out, const struct summary *s, size_t limit);
+/* --gpu: devices, utilization, copies and sets, library calls, CUPTI-only calls. */
+void tables_gpu(FILE *out, const struct summary *s, size_t limit);
+/* --actions: NVTX ranges as Lightning's SimpleProfiler shows actions, and marks. */
+void tables_actions(FILE *out, const struct summary *s, size_t limit);
+
 /* tables_python.c */
 enum tables_python_split {
     TABLES_PYTHON_MERGED,      /* one table, functions merged over threads and processes */

@@ -19,17 +19,19 @@ static const char *tables_py_seconds(char *buf, size_t len, double ns)
 /* The header line, the table and the "more not shown" line of one pystats. */
 static void tables_py_table(FILE *out, const struct pystats *py, size_t limit, const char *more)
 {
-    char ncalls[48], tt[32], ttpc[32], ct[32], ctpc[32], api[32], apicalls[24];
+    char ncalls[48], tt[32], ttpc[32], ct[32], ctpc[32], api[32], apicalls[24], gpu[32];
     char label[TABLES_PY_LABEL];
     fprintf(out, "  %" PRIu64 " function calls", py->total_calls);
     if (py->total_pcalls != py->total_calls)
         fprintf(out, " (%" PRIu64 " primitive calls)", py->total_pcalls);
     fprintf(out, " in %.3f seconds\n\n", (double)py->total_tt_ns / 1e9);
     struct text_table t;
-    text_table_begin(&t, py->any_api ? ">ncalls|>tottime|>percall|>cumtime|>percall|>API time|"
-                                       ">API calls|<filename:lineno(function)"
-                                     : ">ncalls|>tottime|>percall|>cumtime|>percall|"
-                                       "<filename:lineno(function)");
+    /* GPU time: of the kernels launched while the function was innermost. */
+    char spec[160];
+    snprintf(spec, sizeof spec, ">ncalls|>tottime|>percall|>cumtime|>percall|%s%s"
+             "<filename:lineno(function)",
+             py->any_api ? ">API time|>API calls|" : "", py->any_gpu ? ">GPU time|" : "");
+    text_table_begin(&t, spec);
     for (size_t i = 0; i < py->nfuncs && (!limit || i < limit); i++) {
         const struct pystats_func *f = &py->funcs[py->order[i]];
         if (f->ncalls != f->pcalls)
@@ -43,13 +45,17 @@ static void tables_py_table(FILE *out, const struct pystats *py, size_t limit, c
         tables_py_seconds(ctpc, sizeof ctpc,
                           f->pcalls ? (double)f->cumtime_ns / (double)f->pcalls : 0);
         pystats_func_label(f, 1, label, sizeof label);
-        if (py->any_api) {
-            format_ns((double)f->api_ns, api, sizeof api);
-            snprintf(apicalls, sizeof apicalls, "%" PRIu64, f->api_calls);
+        format_ns((double)f->api_ns, api, sizeof api);
+        snprintf(apicalls, sizeof apicalls, "%" PRIu64, f->api_calls);
+        format_ns((double)f->gpu_ns, gpu, sizeof gpu);
+        if (py->any_api && py->any_gpu)
+            text_table_row(&t, ncalls, tt, ttpc, ct, ctpc, api, apicalls, gpu, label);
+        else if (py->any_api)
             text_table_row(&t, ncalls, tt, ttpc, ct, ctpc, api, apicalls, label);
-        } else {
+        else if (py->any_gpu)
+            text_table_row(&t, ncalls, tt, ttpc, ct, ctpc, gpu, label);
+        else
             text_table_row(&t, ncalls, tt, ttpc, ct, ctpc, label);
-        }
     }
     text_table_end(out, &t);
     if (limit && py->nfuncs > limit)

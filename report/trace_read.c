@@ -44,6 +44,13 @@ static const uint16_t trace_min_sizes[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_PY_STATS] = sizeof(struct prof_rec_py_stats),
     [PROF_REC_PY_SPAN] = sizeof(struct prof_rec_py_span),
     [PROF_REC_PY_GAP] = sizeof(struct prof_rec_py_gap),
+    [PROF_REC_GPU_KERNEL] = sizeof(struct prof_rec_gpu_kernel),
+    [PROF_REC_GPU_MEMCPY] = sizeof(struct prof_rec_gpu_memcpy),
+    [PROF_REC_GPU_MEMSET] = sizeof(struct prof_rec_gpu_memset),
+    [PROF_REC_GPU_API] = sizeof(struct prof_rec_gpu_api),
+    [PROF_REC_GPU_API_NAME] = sizeof(struct prof_rec_gpu_api_name),
+    [PROF_REC_GPU_DEVICE] = sizeof(struct prof_rec_gpu_device),
+    [PROF_REC_NVTX] = sizeof(struct prof_rec_nvtx),
 };
 
 static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
@@ -65,6 +72,13 @@ static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_PY_STATS] = "PY_STATS",
     [PROF_REC_PY_SPAN] = "PY_SPAN",
     [PROF_REC_PY_GAP] = "PY_GAP",
+    [PROF_REC_GPU_KERNEL] = "GPU_KERNEL",
+    [PROF_REC_GPU_MEMCPY] = "GPU_MEMCPY",
+    [PROF_REC_GPU_MEMSET] = "GPU_MEMSET",
+    [PROF_REC_GPU_API] = "GPU_API",
+    [PROF_REC_GPU_API_NAME] = "GPU_API_NAME",
+    [PROF_REC_GPU_DEVICE] = "GPU_DEVICE",
+    [PROF_REC_NVTX] = "NVTX",
 };
 
 uint16_t trace_record_min_size(uint16_t type)

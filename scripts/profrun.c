@@ -178,6 +178,7 @@ int main(int argc, char **argv)
         /* The driver calls our InitializeInjection at cuInit: programs whose CUDA runtime
          * is linked statically are seen too. A user's own injection library wins. */
         setenv("CUDA_INJECTION64_PATH", lib_abs, 0);
+        setenv("NVTX_INJECTION64_PATH", lib_abs, 0);
         execvp(argv[optind], argv + optind);
         int err = errno;
         fprintf(stderr, "profrun: cannot run %s: %s\n", argv[optind], strerror(err));

@@ -4,6 +4,7 @@
 
 -include test/doubles/doubles.mk
 -include test/fixtures/cuda/cuda.mk
+-include test/fixtures/libs/libs.mk
 
 .SECONDARY:
 
@@ -54,7 +55,7 @@ $(BENCH_DIR)/bench_call_cost: test/bench/bench_call_cost.c
 		-Wl,--enable-new-dtags -Wl,-rpath,$(CUDA_HOME)/lib64 -ldl
 
 ifeq ($(HAVE_CUDA),1)
-TEST_FIXTURES := cuda-fixtures $(PROCESS_FIXTURES)
+TEST_FIXTURES := cuda-fixtures libs-fixtures $(PROCESS_FIXTURES)
 BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_call_cost
 else
 TEST_FIXTURES :=

@@ -22,7 +22,13 @@ ifeq ($(HAVE_CUDA),1)
 doubles: $(FAKE_CUDART) $(FAKE_CUPTI)
 
 doubles-check: $(FAKE_CUDART) $(FAKE_CUPTI) $(FAKE_CUPTI_TEST)
-	LD_LIBRARY_PATH=$(abspath $(DOUBLES_DIR)) $(FAKE_CUPTI_TEST) $(abspath $(FAKE_CUPTI))
+	@set -e; cd $(DOUBLES_DIR); export LD_LIBRARY_PATH=$(abspath $(DOUBLES_DIR)); \
+	./test_fake_cupti ./libcupti.so.13 cudart-first; \
+	./test_fake_cupti ./libcupti.so.13 cupti-first; \
+	FAKE_CUPTI_BUSY=1 ./test_fake_cupti ./libcupti.so.13 busy; \
+	FAKE_CUPTI_NO_DRIVER=1 ./test_fake_cupti ./libcupti.so.13 nodriver; \
+	if [ -f $(CUDA_HOME)/lib64/libcupti.so.13 ]; then \
+		./test_fake_cupti $(CUDA_HOME)/lib64/libcupti.so.13 nodriver; fi
 else
 doubles doubles-check:
 	@echo "$@: no CUDA toolkit at $(CUDA_HOME), test doubles not built"
@@ -36,7 +42,8 @@ $(FAKE_CUDART): $(FAKE_CUDART_SRC) test/doubles/fake_cudart.h test/doubles/fake_
 
 # The callback names and result strings, taken from the real CUPTI headers: a runtime or driver
 # cbid's name is its enum name without the CUPTI_*_TRACE_CBID_ prefix, as the real library says.
-CUPTI_CBID_NAMES = sed -n 's/^ *CUPTI_$(1)_TRACE_CBID_\([A-Za-z0-9_]*\) *= *\([0-9][0-9]*\),.*/    [\2] = "\1",/p' \
+CUPTI_CBID_NAMES = sed -n \
+	's/^ *CUPTI_$(1)_TRACE_CBID_\([A-Za-z0-9_]*\) *= *\([0-9][0-9]*\),.*/    [\2] = "\1",/p' \
 	$(CUDA_HOME)/include/$(2) | grep -v '"INVALID"\|"SIZE"'
 
 $(FAKE_CUPTI_NAMES): $(CUDA_HOME)/include/cupti_runtime_cbid.h \
@@ -58,8 +65,14 @@ $(FAKE_CUPTI): $(FAKE_CUPTI_SRC) $(FAKE_CUPTI_NAMES) test/doubles/fake_cupti.h \
 		-Wl,-soname,libcupti.so.13 -Wl,--version-script=test/doubles/fake_cupti.map \
 		-Wl,-Bsymbolic -ldl
 
-# The self-test plays a profiled job with a CUPTI client inside: linked against the real
-# runtime's name, run with the fake one first in LD_LIBRARY_PATH, CUPTI loaded by path.
+# The self-test plays a CUDA job with a CUPTI client inside; it dlopens libcudart.so.13 (the
+# fake one, first in LD_LIBRARY_PATH) and the libcupti.so.13 it is given by path. Its last
+# run holds the fake's no-driver answers against the real library's.
 $(FAKE_CUPTI_TEST): test/doubles/test_fake_cupti.c
 	@mkdir -p $(dir $@)
-	$(CC) $(DOUBLES_CFLAGS) -o $@ $< -L$(CUDA_HOME)/lib64 -lcudart -ldl -pthread
+	$(CC) $(DOUBLES_CFLAGS) -o $@ $< -ldl -pthread
+
+# The CUDA fixtures come with both doubles and the fake CUPTI's self-test.
+ifeq ($(HAVE_CUDA),1)
+cuda-fixtures: $(FAKE_CUPTI) $(FAKE_CUPTI_TEST)
+endif

@@ -10,12 +10,13 @@
  * cudaErrorInvalidValue; copies and memsets really move bytes, at once, then occupy their
  * stream for a time by size; a kernel or graph launch validates its configuration and
  * occupies its stream for FAKE_CUDA_KERNEL_NS (default 20000) without running anything;
- * synchronizing calls (and synchronous copies) wait until that time has passed. The legacy default stream waits for all work, a blocking
- * stream waits for the default stream, a non-blocking stream only for itself. Events record
- * the time at which their stream drains. FAKE_CUDA_DEVICE_COUNT (default 1) sets the device
- * count; 0 makes device calls fail with cudaErrorNoDevice. cudaGetDevice takes no lock:
- * benchmarks use it as the cheapest call there is. Internal work goes through hidden
- * functions only (fake_impl_*), so an interposed wrapper never sees one API call as two. */
+ * synchronizing calls (and synchronous copies) wait until that time has passed. The legacy
+ * default stream waits for all work, a blocking stream waits for the default stream, a
+ * non-blocking stream only for itself. Events record the time at which their stream drains.
+ * FAKE_CUDA_DEVICE_COUNT (default 1) sets the device count; 0 makes device calls fail with
+ * cudaErrorNoDevice. cudaGetDevice takes no lock: benchmarks use it as the cheapest call
+ * there is. Internal work goes through hidden functions only (fake_impl_*), so an interposed
+ * wrapper never sees one API call as two. */
 #define _GNU_SOURCE
 #include "fake_cudart.h"
 
@@ -44,8 +45,7 @@ struct CUevent_st {
 
 pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fake_alloc *fake_allocs[FAKE_ALLOC_BUCKETS];
-static struct CUstream_st fake_default_stream = {FAKE_STREAM_MAGIC, 0, 0,
-                                                  FAKE_DEFAULT_STREAM_ID};
+static struct CUstream_st fake_default_stream = {FAKE_STREAM_MAGIC, 0, 0, FAKE_DEFAULT_STREAM_ID};
 static uint32_t fake_next_stream_id = FAKE_DEFAULT_STREAM_ID + 6;
 static uint64_t fake_device_busy_until_ns;
 uint64_t fake_kernel_ns = 20000;
@@ -312,7 +312,7 @@ cudaError_t fake_impl_cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
 }
 
 cudaError_t fake_impl_cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
-                                              const void *ptr)
+                                               const void *ptr)
 {
     const struct fake_alloc *node;
 
@@ -384,7 +384,7 @@ cudaError_t fake_impl_cudaMemcpy(void *dst, const void *src, size_t count, enum 
 }
 
 cudaError_t fake_impl_cudaMemcpyAsync(void *dst, const void *src, size_t count,
-                                     enum cudaMemcpyKind kind, cudaStream_t stream)
+                                      enum cudaMemcpyKind kind, cudaStream_t stream)
 {
     struct CUstream_st *s = fake_stream(stream);
 
@@ -394,15 +394,15 @@ cudaError_t fake_impl_cudaMemcpyAsync(void *dst, const void *src, size_t count,
 }
 
 cudaError_t fake_impl_cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch,
-                                  size_t width, size_t height, enum cudaMemcpyKind kind)
+                                   size_t width, size_t height, enum cudaMemcpyKind kind)
 {
     fake_wait_until(fake_device_idle_at());
     return fake_copy_2d(dst, dpitch, src, spitch, width, height, kind, &fake_default_stream, 0);
 }
 
 cudaError_t fake_impl_cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
-                                       size_t width, size_t height, enum cudaMemcpyKind kind,
-                                       cudaStream_t stream)
+                                        size_t width, size_t height, enum cudaMemcpyKind kind,
+                                        cudaStream_t stream)
 {
     struct CUstream_st *s = fake_stream(stream);
 
@@ -412,7 +412,7 @@ cudaError_t fake_impl_cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *sr
 }
 
 cudaError_t fake_impl_cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice,
-                                    size_t count)
+                                     size_t count)
 {
     cudaError_t err = fake_peer_check(dstDevice, srcDevice);
 
@@ -423,7 +423,7 @@ cudaError_t fake_impl_cudaMemcpyPeer(void *dst, int dstDevice, const void *src, 
 }
 
 cudaError_t fake_impl_cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
-                                         size_t count, cudaStream_t stream)
+                                          size_t count, cudaStream_t stream)
 {
     cudaError_t err = fake_peer_check(dstDevice, srcDevice);
     struct CUstream_st *s = fake_stream(stream);
@@ -490,7 +490,8 @@ cudaError_t fake_impl_cudaStreamQuery(cudaStream_t stream)
     return fake_now_ns() >= fake_stream_idle_at(s) ? cudaSuccess : cudaErrorNotReady;
 }
 
-cudaError_t fake_impl_cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
+cudaError_t fake_impl_cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
+                                          unsigned int flags)
 {
     struct CUstream_st *s = fake_stream(stream);
     struct CUevent_st *e = fake_event(event);
@@ -548,6 +549,7 @@ static cudaError_t fake_stream_create(cudaStream_t *pStream, unsigned int flags)
     s->flags = flags;
     s->id = __atomic_fetch_add(&fake_next_stream_id, 1, __ATOMIC_RELAXED);
     *pStream = s;
+    fake_do_resource(FAKE_CUPTI_STREAM_CREATED, s);
     return cudaSuccess;
 }
 
@@ -562,7 +564,7 @@ cudaError_t fake_impl_cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned 
 }
 
 cudaError_t fake_impl_cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags,
-                                                  int priority)
+                                                   int priority)
 {
     (void)priority;
     return fake_stream_create(pStream, flags);
@@ -574,6 +576,7 @@ cudaError_t fake_impl_cudaStreamDestroy(cudaStream_t stream)
 
     if (!s || s == &fake_default_stream)
         return fake_result(cudaErrorInvalidResourceHandle);
+    fake_do_resource(FAKE_CUPTI_STREAM_DESTROY_STARTING, s);
     s->magic = 0;
     free(s);
     return cudaSuccess;
@@ -636,7 +639,7 @@ cudaError_t fake_impl_cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 }
 
 cudaError_t fake_impl_cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream,
-                                              unsigned int flags)
+                                               unsigned int flags)
 {
     (void)flags;
     return fake_event_record(event, stream);
@@ -751,6 +754,7 @@ cudaError_t fake_impl_cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr att
 cudaError_t fake_impl_cudaDeviceReset(void)
 {
     fake_wait_until(fake_device_idle_at());
+    fake_do_resource(FAKE_CUPTI_CONTEXT_DESTROY_STARTING, NULL);
     return cudaSuccess;
 }
 

@@ -55,6 +55,8 @@ void fake_do_kernel(struct CUstream_st *s, const char *name, dim3 grid, dim3 blo
 void fake_do_copy(struct CUstream_st *s, void *dst, const void *src, uint64_t bytes,
                   enum cudaMemcpyKind kind, int async);
 void fake_do_set(struct CUstream_st *s, void *ptr, int value, uint64_t bytes, int async);
+/* Tells a linked fake CUPTI about a context or stream event. */
+void fake_do_resource(enum fake_cupti_resource what, const void *stream);
 
 /* The implementations behind the exported entry points of fake_cudart_api.def. */
 #define FAKE_RT(name, cbid, params, args, symbol) cudaError_t fake_impl_##name params;

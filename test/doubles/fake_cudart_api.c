@@ -11,10 +11,12 @@
 
 #include <dlfcn.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 static const struct fake_cupti_link *fake_cupti;
 /* The call whose device work is being done, for the work's correlation id. */
-static __thread struct fake_cupti_call *fake_current_call __attribute__((tls_model("initial-exec")));
+static __thread struct fake_cupti_call *fake_current_call
+    __attribute__((tls_model("initial-exec")));
 
 static uint32_t fake_stream_id(const void *stream)
 {
@@ -60,6 +62,28 @@ static inline const struct fake_cupti_link *fake_cupti_linked(void)
     return __atomic_load_n(&fake_cupti, __ATOMIC_ACQUIRE);
 }
 
+void fake_do_resource(enum fake_cupti_resource what, const void *stream)
+{
+    const struct fake_cupti_link *cupti = fake_cupti_linked();
+
+    if (cupti)
+        cupti->resource(what, stream);
+}
+
+/* The real runtime destroys its primary context at exit, from a handler registered at its
+ * first call: after the profiler's own, so it runs before them. */
+static void fake_teardown(void)
+{
+    fake_do_resource(FAKE_CUPTI_CONTEXT_DESTROY_STARTING, NULL);
+}
+
+static void fake_register_teardown(void)
+{
+    atexit(fake_teardown);
+}
+
+static pthread_once_t fake_teardown_once = PTHREAD_ONCE_INIT;
+
 /* ---- the entry points ---- */
 
 static inline cudaError_t fake_call_exit(const struct fake_cupti_link *cupti,
@@ -74,7 +98,7 @@ static inline cudaError_t fake_call_exit(const struct fake_cupti_link *cupti,
 }
 
 /* Each entry point: ENTER (with the kernel's name for launches), the implementation, EXIT. */
-#define FAKE_RT(name, cbid, params, args, kernel_name)                                                \
+#define FAKE_RT(name, cbid, params, args, kernel_name)                                             \
     FAKE_API cudaError_t name params                                                               \
     {                                                                                              \
         struct fake_cupti_call call = {CUPTI_RUNTIME_TRACE_CBID_##cbid, 0, #name, NULL, 0, 0};     \
@@ -82,6 +106,7 @@ static inline cudaError_t fake_call_exit(const struct fake_cupti_link *cupti,
         const struct fake_cupti_link *cupti = fake_cupti_linked();                                 \
                                                                                                    \
         if (cupti) {                                                                               \
+            pthread_once(&fake_teardown_once, fake_register_teardown);                             \
             call.symbol = kernel_name;                                                             \
             cupti->api_enter(&call);                                                               \
             fake_current_call = &call;                                                             \
@@ -103,7 +128,8 @@ static uint8_t fake_memory_kind(const void *ptr, int device_side)
     case FAKE_MANAGED:
         return CUPTI_ACTIVITY_MEMORY_KIND_MANAGED;
     default:
-        return device_side ? CUPTI_ACTIVITY_MEMORY_KIND_DEVICE : CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+        return device_side ? CUPTI_ACTIVITY_MEMORY_KIND_DEVICE
+                           : CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
     }
 }
 
@@ -116,8 +142,13 @@ void fake_do_kernel(struct CUstream_st *s, const char *name, dim3 grid, dim3 blo
                     size_t dynamic_shared)
 {
     const struct fake_cupti_link *cupti = fake_cupti_linked();
-    struct fake_cupti_kernel k = {name, {grid.x, grid.y, grid.z}, {block.x, block.y, block.z},
-                                  (uint32_t)dynamic_shared, s->id, 0, 0};
+    struct fake_cupti_kernel k = {name,
+                                  {grid.x, grid.y, grid.z},
+                                  {block.x, block.y, block.z},
+                                  (uint32_t)dynamic_shared,
+                                  s->id,
+                                  0,
+                                  0};
 
     k.start_mono = fake_enqueue(s, fake_kernel_ns);
     k.end_mono = k.start_mono + fake_kernel_ns;
@@ -133,10 +164,10 @@ void fake_do_copy(struct CUstream_st *s, void *dst, const void *src, uint64_t by
     int src_device, dst_device;
     uint64_t bytes_per_us;
 
-    c.src_kind = fake_memory_kind(src, kind == cudaMemcpyDeviceToHost ||
-                                           kind == cudaMemcpyDeviceToDevice);
-    c.dst_kind = fake_memory_kind(dst, kind == cudaMemcpyHostToDevice ||
-                                           kind == cudaMemcpyDeviceToDevice);
+    c.src_kind =
+        fake_memory_kind(src, kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice);
+    c.dst_kind =
+        fake_memory_kind(dst, kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice);
     if (kind == cudaMemcpyDefault) {
         src_device = fake_memory_is_device(c.src_kind);
         dst_device = fake_memory_is_device(c.dst_kind);
@@ -144,14 +175,12 @@ void fake_do_copy(struct CUstream_st *s, void *dst, const void *src, uint64_t by
         src_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
         dst_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
     }
-    c.copy_kind = src_device ? (dst_device ? CUPTI_ACTIVITY_MEMCPY_KIND_DTOD
-                                           : CUPTI_ACTIVITY_MEMCPY_KIND_DTOH)
-                             : (dst_device ? CUPTI_ACTIVITY_MEMCPY_KIND_HTOD
-                                           : CUPTI_ACTIVITY_MEMCPY_KIND_HTOH);
+    c.copy_kind =
+        src_device
+            ? (dst_device ? CUPTI_ACTIVITY_MEMCPY_KIND_DTOD : CUPTI_ACTIVITY_MEMCPY_KIND_DTOH)
+            : (dst_device ? CUPTI_ACTIVITY_MEMCPY_KIND_HTOD : CUPTI_ACTIVITY_MEMCPY_KIND_HTOH);
     /* PCIe-like 25 GB/s across the bus, 1 TB/s on the device, 10 GB/s host to host. */
-    bytes_per_us = src_device && dst_device      ? 1000000
-                   : (src_device || dst_device) ? 25000
-                                                : 10000;
+    bytes_per_us = src_device && dst_device ? 1000000 : (src_device || dst_device) ? 25000 : 10000;
     c.start_mono = fake_enqueue(s, 1000 + bytes * 1000 / bytes_per_us);
     c.end_mono = c.start_mono + 1000 + bytes * 1000 / bytes_per_us;
     if (cupti)
@@ -163,8 +192,8 @@ void fake_do_copy(struct CUstream_st *s, void *dst, const void *src, uint64_t by
 void fake_do_set(struct CUstream_st *s, void *ptr, int value, uint64_t bytes, int async)
 {
     const struct fake_cupti_link *cupti = fake_cupti_linked();
-    struct fake_cupti_set m = {(uint32_t)value, fake_memory_kind(ptr, 1), (uint8_t)(async != 0),
-                               bytes, s->id, 0, 0};
+    struct fake_cupti_set m = {
+        (uint32_t)value, fake_memory_kind(ptr, 1), (uint8_t)(async != 0), bytes, s->id, 0, 0};
     uint64_t duration = 500 + bytes / 1000;
 
     m.start_mono = fake_enqueue(s, duration);

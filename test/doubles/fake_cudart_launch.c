@@ -175,7 +175,7 @@ FAKE_API unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_
 }
 
 cudaError_t fake_impl___cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
-                                                void *stream)
+                                                 void *stream)
 {
     struct fake_launch_config *c;
 
@@ -200,28 +200,28 @@ cudaError_t fake_impl___cudaGetKernel(cudaKernel_t *kernel, const void *fun)
 }
 
 cudaError_t fake_impl___cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
-                                        void **args, size_t sharedMem, cudaStream_t stream)
+                                         void **args, size_t sharedMem, cudaStream_t stream)
 {
     (void)args;
     return fake_launch(kernel, gridDim, blockDim, sharedMem, stream);
 }
 
 cudaError_t fake_impl___cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
-                                             void **args, size_t sharedMem, cudaStream_t stream)
+                                              void **args, size_t sharedMem, cudaStream_t stream)
 {
     (void)args;
     return fake_launch(kernel, gridDim, blockDim, sharedMem, stream);
 }
 
 cudaError_t fake_impl_cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
-                                      size_t sharedMem, cudaStream_t stream)
+                                       size_t sharedMem, cudaStream_t stream)
 {
     (void)args;
     return fake_launch(func, gridDim, blockDim, sharedMem, stream);
 }
 
 cudaError_t fake_impl_cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func,
-                                         void **args)
+                                          void **args)
 {
     (void)args;
     if (!config)
@@ -231,7 +231,8 @@ cudaError_t fake_impl_cudaLaunchKernelExC(const cudaLaunchConfig_t *config, cons
 }
 
 cudaError_t fake_impl_cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim,
-                                                 void **args, size_t sharedMem, cudaStream_t stream)
+                                                  void **args, size_t sharedMem,
+                                                  cudaStream_t stream)
 {
     (void)args;
     return fake_launch(func, gridDim, blockDim, sharedMem, stream);
@@ -254,7 +255,7 @@ cudaError_t fake_impl_cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags)
 }
 
 cudaError_t fake_impl_cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
-                                          unsigned long long flags)
+                                           unsigned long long flags)
 {
     struct CUgraphExec_st *e;
 

@@ -9,11 +9,13 @@
  * Model: one subscriber; a runtime call of the fake runtime gets a correlation id (increasing,
  * process-wide) while a subscriber exists or an activity kind is enabled, and calls the
  * subscriber's callback at ENTER and EXIT when its runtime cbid is enabled (functionParams is
- * NULL; symbolName is the kernel's name for launches). There is no driver layer: no driver
- * callbacks or records. Knobs: FAKE_CUPTI_BUSY=1, another profiler holds CUPTI (cuptiSubscribe
- * answers CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED); FAKE_CUPTI_NO_DRIVER=1, no driver
- * (the calls that need one answer CUPTI_ERROR_UNKNOWN, as the real library does);
- * FAKE_CUPTI_FLUSH_AT_EXIT=1, a forced flush when the library unloads. */
+ * NULL; symbolName is the kernel's name for launches). Resource callbacks: stream created and
+ * destroy-starting, context destroy-starting (cudaDeviceReset, and at exit from the fake
+ * runtime's atexit handler, as the real runtime tears down). There is no driver layer: no
+ * driver callbacks or records, no context-created callback. Knobs: FAKE_CUPTI_BUSY=1, another
+ * profiler holds CUPTI (cuptiSubscribe answers CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+ * FAKE_CUPTI_NO_DRIVER=1, no driver (the calls that need one answer CUPTI_ERROR_UNKNOWN, as the
+ * real library does); FAKE_CUPTI_FLUSH_AT_EXIT=1, a forced flush when the library unloads. */
 #define _GNU_SOURCE
 #include "fake_cupti.h"
 
@@ -27,6 +29,7 @@ struct CUpti_Subscriber_st {
     CUpti_CallbackFunc callback;
     void *userdata;
     uint8_t runtime[CUPTI_RUNTIME_TRACE_CBID_SIZE]; /* enabled runtime cbids */
+    uint8_t resource[CUPTI_CBID_RESOURCE_SIZE];     /* enabled resource cbids */
     uint8_t domains[CUPTI_CB_DOMAIN_SIZE];          /* other domains: recorded, never called */
 };
 
@@ -62,9 +65,11 @@ static struct CUpti_Subscriber_st *fc_current_subscriber(void)
 static void fc_api_enter(struct fake_cupti_call *call);
 static void fc_api_exit(struct fake_cupti_call *call, void *result, uint32_t code);
 
+static void fc_resource(enum fake_cupti_resource what, const void *stream);
+
 static const struct fake_cupti_link fc_link = {
-    FAKE_CUPTI_LINK_VERSION, fc_api_enter, fc_api_exit, fc_activity_kernel, fc_activity_copy,
-    fc_activity_set,
+    FAKE_CUPTI_LINK_VERSION, fc_api_enter,    fc_api_exit, fc_activity_kernel,
+    fc_activity_copy,        fc_activity_set, fc_resource,
 };
 
 FC_API const struct fake_cupti_link *fake_cupti_attach_cudart(const struct fake_cudart_link *rt)
@@ -158,6 +163,24 @@ static void fc_api_exit(struct fake_cupti_call *call, void *result, uint32_t cod
     fc_activity_api(call, end, code);
 }
 
+static void fc_resource(enum fake_cupti_resource what, const void *stream)
+{
+    static const CUpti_CallbackIdResource cbids[] = {
+        [FAKE_CUPTI_CONTEXT_DESTROY_STARTING] = CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+        [FAKE_CUPTI_STREAM_CREATED] = CUPTI_CBID_RESOURCE_STREAM_CREATED,
+        [FAKE_CUPTI_STREAM_DESTROY_STARTING] = CUPTI_CBID_RESOURCE_STREAM_DESTROY_STARTING,
+    };
+    struct CUpti_Subscriber_st *sub = fc_current_subscriber();
+    CUpti_ResourceData data;
+
+    if (!sub || !__atomic_load_n(&sub->resource[cbids[what]], __ATOMIC_RELAXED))
+        return;
+    memset(&data, 0, sizeof(data));
+    data.context = &fc_context;
+    data.resourceHandle.stream = (CUstream)stream;
+    sub->callback(sub->userdata, CUPTI_CB_DOMAIN_RESOURCE, cbids[what], &data);
+}
+
 /* ---- subscribing ---- */
 
 FC_API CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *subscriber,
@@ -232,6 +255,9 @@ static void fc_set_domain(CUpti_SubscriberHandle sub, CUpti_CallbackDomain domai
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
         for (cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; cbid++)
             __atomic_store_n(&sub->runtime[cbid], on, __ATOMIC_RELAXED);
+    if (domain == CUPTI_CB_DOMAIN_RESOURCE)
+        for (cbid = 1; cbid < CUPTI_CBID_RESOURCE_SIZE; cbid++)
+            __atomic_store_n(&sub->resource[cbid], on, __ATOMIC_RELAXED);
 }
 
 FC_API CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber,
@@ -262,6 +288,8 @@ static uint32_t fc_cbid_count(CUpti_CallbackDomain domain)
         return CUPTI_RUNTIME_TRACE_CBID_SIZE;
     case CUPTI_CB_DOMAIN_DRIVER_API:
         return CUPTI_DRIVER_TRACE_CBID_SIZE;
+    case CUPTI_CB_DOMAIN_RESOURCE:
+        return CUPTI_CBID_RESOURCE_SIZE;
     default:
         return 0;
     }
@@ -276,6 +304,8 @@ FC_API CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_Subscribe
         return CUPTI_ERROR_INVALID_PARAMETER;
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
         __atomic_store_n(&subscriber->runtime[cbid], enable != 0, __ATOMIC_RELAXED);
+    if (domain == CUPTI_CB_DOMAIN_RESOURCE)
+        __atomic_store_n(&subscriber->resource[cbid], enable != 0, __ATOMIC_RELAXED);
     return CUPTI_SUCCESS;
 }
 
@@ -288,9 +318,12 @@ FC_API CUptiResult CUPTIAPI cuptiGetCallbackState(uint32_t *enable,
         return CUPTI_ERROR_INVALID_PARAMETER;
     if (fc_cbid_count(domain) && (cbid == 0 || cbid >= fc_cbid_count(domain)))
         return CUPTI_ERROR_INVALID_PARAMETER;
-    *enable = domain == CUPTI_CB_DOMAIN_RUNTIME_API
-                  ? __atomic_load_n(&subscriber->runtime[cbid], __ATOMIC_RELAXED)
-                  : __atomic_load_n(&subscriber->domains[domain], __ATOMIC_RELAXED);
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+        *enable = __atomic_load_n(&subscriber->runtime[cbid], __ATOMIC_RELAXED);
+    else if (domain == CUPTI_CB_DOMAIN_RESOURCE)
+        *enable = __atomic_load_n(&subscriber->resource[cbid], __ATOMIC_RELAXED);
+    else
+        *enable = __atomic_load_n(&subscriber->domains[domain], __ATOMIC_RELAXED);
     return CUPTI_SUCCESS;
 }
 
@@ -301,8 +334,8 @@ FC_API CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain domain, ui
 
     if (!name)
         return CUPTI_ERROR_INVALID_PARAMETER;
-    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < sizeof(fake_cupti_runtime_names) /
-                                                            sizeof(fake_cupti_runtime_names[0]))
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
+        cbid < sizeof(fake_cupti_runtime_names) / sizeof(fake_cupti_runtime_names[0]))
         found = fake_cupti_runtime_names[cbid];
     else if (domain == CUPTI_CB_DOMAIN_DRIVER_API &&
              cbid < sizeof(fake_cupti_driver_names) / sizeof(fake_cupti_driver_names[0]))

@@ -9,8 +9,8 @@
  * Clock: CLOCK_REALTIME ns, like the real library, or the callback given to
  * cuptiActivityRegisterTimestampCallback before the first cuptiActivityEnable; a callback
  * registered later is ignored (with a note on stderr). Device times become CUPTI times by the
- * offset between the two clocks when the work is queued. Kernels report 32 registers per
- * thread and no static shared memory; a kernel's and a copy's correlationId and
+ * offset between the two clocks, measured when the first activity kind is enabled. Kernels report
+ * 32 registers per thread and no static shared memory; a kernel's and a copy's correlationId and
  * runtimeCorrelationId are those of the runtime call that queued it (there is no driver). */
 #define _GNU_SOURCE
 #include "fake_cupti.h"
@@ -36,6 +36,8 @@ static uint8_t fc_kinds[CUPTI_ACTIVITY_KIND_COUNT];
 static int fc_kinds_on;    /* how many kinds are enabled */
 static int fc_kinds_ever;  /* a kind was enabled: the clock is fixed from then on */
 static int fc_latency;     /* cuptiActivityEnableLatencyTimestamps */
+static uint64_t fc_offset; /* CUPTI time - device time, fixed with the clock */
+static int fc_offset_set;
 static CUpti_TimestampCallbackFunc fc_clock;
 static CUpti_BuffersCallbackRequestFunc fc_requested;
 static CUpti_BuffersCallbackCompleteFunc fc_completed;
@@ -64,12 +66,22 @@ uint64_t fc_now(void)
     return clock ? clock() : fc_clock_ns(CLOCK_REALTIME);
 }
 
+/* CUPTI time - device time, read around the CUPTI clock so that its cost cancels out. */
+static uint64_t fc_measure_offset(void)
+{
+    uint64_t before = fc_clock_ns(CLOCK_MONOTONIC), now = fc_now();
+    uint64_t after = fc_clock_ns(CLOCK_MONOTONIC);
+
+    return now - (before + (after - before) / 2);
+}
+
+/* Unsigned wrap-around makes the offset right whichever clock is ahead. One offset for the
+ * whole session keeps durations and the order of records exact. */
 uint64_t fc_from_mono(uint64_t mono_ns)
 {
-    uint64_t now = fc_now();
-
-    /* Unsigned wrap-around makes this right for device times before and after now. */
-    return now + (mono_ns - fc_clock_ns(CLOCK_MONOTONIC));
+    if (__atomic_load_n(&fc_offset_set, __ATOMIC_ACQUIRE))
+        return mono_ns + fc_offset;
+    return mono_ns + fc_measure_offset();
 }
 
 FC_API CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t *timestamp)
@@ -124,8 +136,11 @@ static CUptiResult fc_activity_switch(CUpti_ActivityKind kind, uint8_t on)
         __atomic_store_n(&fc_kinds[kind], on, __ATOMIC_RELAXED);
         __atomic_add_fetch(&fc_kinds_on, on ? 1 : -1, __ATOMIC_RELAXED);
     }
-    if (on)
+    if (on && !fc_kinds_ever) {
         fc_kinds_ever = 1;
+        fc_offset = fc_measure_offset();
+        __atomic_store_n(&fc_offset_set, 1, __ATOMIC_RELEASE);
+    }
     pthread_mutex_unlock(&fc_lock);
     return CUPTI_SUCCESS;
 }
@@ -266,9 +281,9 @@ static void fc_emit(const void *record, size_t size, uint64_t end_mono)
     fc_deliver(&full);
 }
 
-FC_API CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(
-    CUpti_BuffersCallbackRequestFunc funcBufferRequested,
-    CUpti_BuffersCallbackCompleteFunc funcBufferCompleted)
+FC_API CUptiResult CUPTIAPI
+cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc funcBufferRequested,
+                               CUpti_BuffersCallbackCompleteFunc funcBufferCompleted)
 {
     if (!funcBufferRequested || !funcBufferCompleted)
         return CUPTI_ERROR_INVALID_PARAMETER;
@@ -291,8 +306,8 @@ FC_API CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
         pthread_mutex_unlock(&fc_lock);
         return CUPTI_ERROR_INVALID_OPERATION;
     }
-    if (fc_buf.base && (forced || (fc_buf.records && fc_buf.last_end_mono <=
-                                                         fc_clock_ns(CLOCK_MONOTONIC)))) {
+    if (fc_buf.base &&
+        (forced || (fc_buf.records && fc_buf.last_end_mono <= fc_clock_ns(CLOCK_MONOTONIC)))) {
         out = fc_buf;
         memset(&fc_buf, 0, sizeof(fc_buf));
     }
@@ -361,6 +376,7 @@ void fc_activity_finalize(void)
         __atomic_store_n(&fc_kinds[kind], 0, __ATOMIC_RELAXED);
     __atomic_store_n(&fc_kinds_on, 0, __ATOMIC_RELAXED);
     fc_kinds_ever = 0;
+    __atomic_store_n(&fc_offset_set, 0, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&fc_lock);
 }
 
@@ -372,8 +388,8 @@ static int fc_ext_kind_valid(CUpti_ExternalCorrelationKind kind)
            kind < CUPTI_EXTERNAL_CORRELATION_KIND_SIZE;
 }
 
-FC_API CUptiResult CUPTIAPI cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
-                                                                   uint64_t id)
+FC_API CUptiResult CUPTIAPI
+cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind, uint64_t id)
 {
     if (fc_no_driver)
         return CUPTI_ERROR_UNKNOWN;
@@ -385,8 +401,8 @@ FC_API CUptiResult CUPTIAPI cuptiActivityPushExternalCorrelationId(CUpti_Externa
     return CUPTI_SUCCESS;
 }
 
-FC_API CUptiResult CUPTIAPI cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
-                                                                  uint64_t *lastId)
+FC_API CUptiResult CUPTIAPI
+cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind, uint64_t *lastId)
 {
     if (fc_no_driver)
         return CUPTI_ERROR_UNKNOWN;
@@ -404,7 +420,8 @@ FC_API CUptiResult CUPTIAPI cuptiActivityPopExternalCorrelationId(CUpti_External
 
 static uint32_t fc_thread_id(void)
 {
-    if (__atomic_load_n(&fc_thread_id_type, __ATOMIC_RELAXED) == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)
+    if (__atomic_load_n(&fc_thread_id_type, __ATOMIC_RELAXED) ==
+        CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)
         return (uint32_t)syscall(SYS_gettid);
     return (uint32_t)pthread_self();
 }

@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#define FAKE_CUPTI_LINK_VERSION 1
+#define FAKE_CUPTI_LINK_VERSION 2
 #define FAKE_CUPTI_ATTACH_SYMBOL "fake_cupti_attach_cudart"
 #define FAKE_CUDART_ATTACH_SYMBOL "fake_cudart_attach_cupti"
 
@@ -53,6 +53,15 @@ struct fake_cupti_set {
     uint64_t start_mono, end_mono;
 };
 
+/* Resource events (CUPTI_CB_DOMAIN_RESOURCE): the fake runtime's one context is destroyed by
+ * cudaDeviceReset and at exit (an atexit handler registered at the first call, as the real
+ * runtime's teardown is). */
+enum fake_cupti_resource {
+    FAKE_CUPTI_CONTEXT_DESTROY_STARTING,
+    FAKE_CUPTI_STREAM_CREATED,
+    FAKE_CUPTI_STREAM_DESTROY_STARTING,
+};
+
 /* What the fake CUPTI offers the fake runtime. */
 struct fake_cupti_link {
     uint32_t version;
@@ -62,6 +71,7 @@ struct fake_cupti_link {
     void (*kernel)(const struct fake_cupti_call *call, const struct fake_cupti_kernel *k);
     void (*copy)(const struct fake_cupti_call *call, const struct fake_cupti_copy *c);
     void (*set)(const struct fake_cupti_call *call, const struct fake_cupti_set *s);
+    void (*resource)(enum fake_cupti_resource what, const void *stream);
 };
 
 /* What the fake runtime offers the fake CUPTI. */

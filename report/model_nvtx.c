@@ -1,0 +1,285 @@
+/* model_nvtx: NVTX ranges of one process as actions (Lightning's SimpleProfiler): PUSH and
+ * POP pair on their thread's stack (per domain), START and END by range id on any threads,
+ * MARKs are counted. Each range gets the GPU time of the kernels launched inside it — a
+ * kernel whose launching call (GPU_API) started within the range, on the same thread for
+ * a pushed range, on any thread for a started one. Kept until the file ends: a thread's
+ * records reach the file in blocks, so an END may come before its START. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "trace_read.h"
+
+static void model_nvtx_oom(void)
+{
+    fprintf(stderr, "profreport: out of memory\n");
+    exit(1);
+}
+
+void model_nvtx_on_record(struct model_process *p, const struct trace_record *rec, uint32_t tid)
+{
+    const struct prof_rec_nvtx *r = rec->data;
+    struct model_gpu *g = &p->gpu;
+    if (g->nnvtx == g->cap_nvtx) {
+        size_t cap = g->cap_nvtx ? g->cap_nvtx * 2 : 64;
+        struct model_nvtx_event *n = realloc(g->nvtx, cap * sizeof *n);
+        if (!n)
+            model_nvtx_oom();
+        g->nvtx = n;
+        g->cap_nvtx = cap;
+    }
+    g->nvtx[g->nnvtx++] = (struct model_nvtx_event){.ticks = r->ticks,
+                                                    .id = r->id,
+                                                    .tid = tid,
+                                                    .name_sid = r->name_sid,
+                                                    .domain_sid = r->domain_sid,
+                                                    .kind = r->kind};
+    model_cpu_event(p, r->ticks, r->ticks);
+}
+
+/* A kernel's launch: its call's start and thread, its GPU time. */
+struct model_nvtx_launch {
+    uint64_t start; /* ticks */
+    uint32_t tid;
+    uint64_t ns;
+    uint64_t sum_ns; /* GPU ns of the launches before this one in its sorted list */
+};
+
+static int model_nvtx_launch_cmp(const void *a, const void *b)
+{
+    const struct model_nvtx_launch *x = a, *y = b;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int model_nvtx_launch_time_cmp(const void *a, const void *b)
+{
+    const struct model_nvtx_launch *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The first launch of list[0, n) not before (tid, start) in the list's order. */
+static size_t model_nvtx_lower(const struct model_nvtx_launch *list, size_t n, int by_thread,
+                               uint32_t tid, uint64_t start)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct model_nvtx_launch *l = &list[mid];
+        int before = by_thread && l->tid != tid ? l->tid < tid : l->start < start;
+        if (before)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+struct model_nvtx_index {
+    struct model_nvtx_launch *by_thread, *by_time;
+    size_t n;
+};
+
+static void model_nvtx_sums(struct model_nvtx_launch *l, size_t n)
+{
+    uint64_t ns = 0;
+    for (size_t i = 0; i < n; i++) {
+        l[i].sum_ns = ns;
+        ns += l[i].ns;
+    }
+}
+
+static void model_nvtx_index_build(struct model_nvtx_index *x, const struct model_process *p)
+{
+    const struct model_gpu *g = &p->gpu;
+    x->n = 0;
+    x->by_thread = malloc((g->nops + 1) * sizeof *x->by_thread);
+    x->by_time = malloc((g->nops + 1) * sizeof *x->by_time);
+    if (!x->by_thread || !x->by_time)
+        model_nvtx_oom();
+    for (size_t i = 0; i < g->nops; i++) {
+        const struct model_gpu_op *op = &g->ops[i];
+        const struct model_gpu_call *c;
+        if (op->kind != MODEL_GPU_KERNEL || !(c = model_gpu_call_of(p, op->correlation)))
+            continue;
+        x->by_thread[x->n++] = (struct model_nvtx_launch){
+            .start = c->start, .tid = c->tid, .ns = op->end_ns - op->start_ns};
+    }
+    memcpy(x->by_time, x->by_thread, x->n * sizeof *x->by_time);
+    qsort(x->by_thread, x->n, sizeof *x->by_thread, model_nvtx_launch_cmp);
+    qsort(x->by_time, x->n, sizeof *x->by_time, model_nvtx_launch_time_cmp);
+    model_nvtx_sums(x->by_thread, x->n);
+    model_nvtx_sums(x->by_time, x->n);
+}
+
+/* GPU ns and kernels of the launches in [start, end] ticks, on tid or (any) on every thread. */
+static void model_nvtx_gpu_in(const struct model_nvtx_index *x, int any, uint32_t tid,
+                              uint64_t start, uint64_t end, uint64_t *ns, uint64_t *kernels)
+{
+    const struct model_nvtx_launch *l = any ? x->by_time : x->by_thread;
+    size_t a = model_nvtx_lower(l, x->n, !any, tid, start);
+    size_t b = end == UINT64_MAX ? x->n : model_nvtx_lower(l, x->n, !any, tid, end + 1);
+    uint64_t total_ns = x->n ? l[x->n - 1].sum_ns + l[x->n - 1].ns : 0;
+    uint64_t ns_a = a < x->n ? l[a].sum_ns : total_ns, ns_b = b < x->n ? l[b].sum_ns : total_ns;
+    *ns = b > a ? ns_b - ns_a : 0;
+    *kernels = b > a ? b - a : 0;
+}
+
+/* Actions of one process, merged by (domain, name) string id pair. */
+struct model_nvtx_acc {
+    struct model_action *rows;
+    size_t n, cap;
+    struct u64map index;
+};
+
+static struct model_action *model_nvtx_row(struct model_nvtx_acc *acc, const struct model_process *p,
+                                           uint32_t name_sid, uint32_t domain_sid)
+{
+    uint64_t *slot = u64map_slot(&acc->index, (uint64_t)domain_sid << 32 | name_sid);
+    if (!slot)
+        model_nvtx_oom();
+    if (*slot)
+        return &acc->rows[*slot - 1];
+    if (acc->n == acc->cap) {
+        acc->cap = acc->cap ? acc->cap * 2 : 16;
+        struct model_action *n = realloc(acc->rows, acc->cap * sizeof *n);
+        if (!n)
+            model_nvtx_oom();
+        acc->rows = n;
+    }
+    const char *name = name_sid ? u64map_get_ptr(&p->strings, name_sid) : NULL;
+    const char *domain = domain_sid ? u64map_get_ptr(&p->strings, domain_sid) : NULL;
+    char buf[1024];
+    if (domain_sid)
+        snprintf(buf, sizeof buf, "%s: %s", domain ? domain : "?", name ? name : "(unnamed)");
+    else
+        snprintf(buf, sizeof buf, "%s", name ? name : "(unnamed)");
+    struct model_action *a = &acc->rows[acc->n];
+    memset(a, 0, sizeof *a);
+    a->name = strdup(buf);
+    if (!a->name)
+        model_nvtx_oom();
+    *slot = ++acc->n;
+    return a;
+}
+
+static void model_nvtx_range(struct model_nvtx_acc *acc, const struct model_process *p,
+                             const struct model_nvtx_index *x, const struct model_nvtx_event *open,
+                             uint64_t end, int any)
+{
+    struct model_action *a = model_nvtx_row(acc, p, open->name_sid, open->domain_sid);
+    uint64_t ns, kernels;
+    model_nvtx_gpu_in(x, any, open->tid, open->ticks, end, &ns, &kernels);
+    a->calls++;
+    a->total_ns += model_ticks_to_ns(p, end >= open->ticks ? end - open->ticks : 0);
+    a->gpu_ns += ns;
+    a->kernels += kernels;
+}
+
+static int model_nvtx_event_cmp(const void *a, const void *b)
+{
+    const struct model_nvtx_event *x = *(const struct model_nvtx_event *const *)a;
+    const struct model_nvtx_event *y = *(const struct model_nvtx_event *const *)b;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    if (x->domain_sid != y->domain_sid)
+        return x->domain_sid < y->domain_sid ? -1 : 1;
+    /* A thread's records are in its order already: the address keeps it (stable). */
+    return x < y ? -1 : x > y;
+}
+
+void model_nvtx_finish(struct model_process *p)
+{
+    struct model_gpu *g = &p->gpu;
+    if (!g->nnvtx)
+        return;
+    struct model_nvtx_index x;
+    model_nvtx_index_build(&x, p);
+    struct model_nvtx_acc ranges = {0}, marks = {0};
+    u64map_init(&ranges.index);
+    u64map_init(&marks.index);
+    const struct model_nvtx_event **ev = malloc(g->nnvtx * sizeof *ev);
+    const struct model_nvtx_event **stack = malloc(g->nnvtx * sizeof *stack);
+    if (!ev || !stack)
+        model_nvtx_oom();
+    for (size_t i = 0; i < g->nnvtx; i++)
+        ev[i] = &g->nvtx[i];
+    qsort(ev, g->nnvtx, sizeof *ev, model_nvtx_event_cmp);
+    struct u64map started; /* START id -> index + 1 in g->nvtx */
+    u64map_init(&started);
+    size_t top = 0;
+    for (size_t i = 0; i < g->nnvtx; i++) {
+        const struct model_nvtx_event *e = ev[i];
+        if (i && (e->tid != ev[i - 1]->tid || e->domain_sid != ev[i - 1]->domain_sid)) {
+            g->nvtx_unclosed += top; /* pushed, never popped */
+            top = 0;
+        }
+        switch (e->kind) {
+        case PROF_NVTX_PUSH:
+            stack[top++] = e;
+            break;
+        case PROF_NVTX_POP:
+            if (top)
+                model_nvtx_range(&ranges, p, &x, stack[--top], e->ticks, 0);
+            else
+                g->nvtx_unmatched++;
+            break;
+        case PROF_NVTX_START: {
+            uint64_t *slot = u64map_slot(&started, e->id);
+            if (!slot)
+                model_nvtx_oom();
+            *slot = (size_t)(e - g->nvtx) + 1;
+            break;
+        }
+        case PROF_NVTX_MARK:
+            model_nvtx_row(&marks, p, e->name_sid, e->domain_sid)->calls++;
+            break;
+        default:
+            break;
+        }
+    }
+    g->nvtx_unclosed += top;
+    for (size_t i = 0; i < g->nnvtx; i++) {
+        const struct model_nvtx_event *e = &g->nvtx[i];
+        uint64_t *v;
+        if (e->kind != PROF_NVTX_END)
+            continue;
+        if (!(v = u64map_find(&started, e->id))) {
+            g->nvtx_unmatched++;
+            continue;
+        }
+        model_nvtx_range(&ranges, p, &x, &g->nvtx[*v - 1], e->ticks, 1);
+        u64map_remove(&started, e->id);
+    }
+    g->nvtx_unclosed += started.count;
+    u64map_free(&started);
+    free(ev);
+    free(stack);
+    free(x.by_thread);
+    free(x.by_time);
+    u64map_free(&ranges.index);
+    u64map_free(&marks.index);
+    g->actions = ranges.rows;
+    g->nactions = ranges.n;
+    g->marks = marks.rows;
+    g->nmarks = marks.n;
+    if (g->nvtx_unclosed || g->nvtx_unmatched)
+        model_add_warning(p,
+                          "%s (pid %lld): %" PRIu64 " NVTX range(s) never ended and %" PRIu64
+                          " end(s) matched no start; not counted as actions",
+                          p->file, (long long)p->pid, g->nvtx_unclosed, g->nvtx_unmatched);
+}
+
+void model_nvtx_free(struct model_gpu *g)
+{
+    free(g->nvtx);
+    for (size_t i = 0; i < g->nactions; i++)
+        free(g->actions[i].name);
+    free(g->actions);
+    for (size_t i = 0; i < g->nmarks; i++)
+        free(g->marks[i].name);
+    free(g->marks);
+}

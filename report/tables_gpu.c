@@ -1,0 +1,274 @@
+/* tables_gpu: the GPU text tables — kernels as the GPU ran them (--kernels, and a section
+ * of the default report), copies, sets, utilization, devices, library calls and the calls
+ * only CUPTI saw (--gpu), NVTX ranges as actions (--actions). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+#include "tables.h"
+#include "text_table.h"
+
+static const char *tables_gpu_u64(char *buf, size_t len, uint64_t v)
+{
+    snprintf(buf, len, "%" PRIu64, v);
+    return buf;
+}
+
+static const char *tables_gpu_time(char *buf, size_t len, double ns)
+{
+    format_ns(ns, buf, len);
+    return buf;
+}
+
+static const char *tables_gpu_seconds(char *buf, size_t len, double ns)
+{
+    snprintf(buf, len, "%.6f", ns / 1e9);
+    return buf;
+}
+
+static void tables_gpu_kernel_table(FILE *out, const struct summary *s, size_t limit,
+                                    const char *more)
+{
+    const struct summary_gpu *g = &s->gpu;
+    char calls[24], total[32], avg[32], min[32], max[32], pct[16], grid[48], block[48], regs[16];
+    char from[512];
+    struct text_table t;
+    text_table_begin(&t, "<Kernel|>Calls|>GPU total|>Avg|>Min|>Max|>% GPU time|>Grid|>Block|"
+                         ">Regs|<Launched from");
+    for (size_t i = 0; i < g->nkernels && (!limit || i < limit); i++) {
+        const struct summary_gpu_kernel_row *r = &g->kernels[i];
+        snprintf(pct, sizeof pct, "%.1f%%", r->percent);
+        model_dim3_format(r->grid, grid, sizeof grid);
+        model_dim3_format(r->block, block, sizeof block);
+        if (r->nsites > 1)
+            snprintf(from, sizeof from, "%s (+%zu more)", r->sites[0].qualname, r->nsites - 1);
+        else
+            snprintf(from, sizeof from, "%s", r->nsites ? r->sites[0].qualname : "-");
+        text_table_row(&t, r->name, tables_gpu_u64(calls, sizeof calls, r->calls),
+                       tables_gpu_time(total, sizeof total, (double)r->total_ns),
+                       tables_gpu_time(avg, sizeof avg, r->avg_ns),
+                       tables_gpu_time(min, sizeof min, (double)r->min_ns),
+                       tables_gpu_time(max, sizeof max, (double)r->max_ns), pct, grid, block,
+                       tables_gpu_u64(regs, sizeof regs, r->registers), from);
+    }
+    text_table_end(out, &t);
+    if (limit && g->nkernels > limit)
+        fprintf(out, "  (%zu more not shown; %s)\n", g->nkernels - limit, more);
+    if (g->unattributed)
+        fprintf(out, "  %" PRIu64 " kernel(s) matched no CUDA call: unattributed\n",
+                g->unattributed);
+}
+
+static void tables_gpu_kernels_title(FILE *out, const struct summary *s)
+{
+    char total[32];
+    fprintf(out, "GPU kernels (CUPTI: %" PRIu64 " kernel%s, GPU time %s)\n", s->gpu.kernel_calls,
+            s->gpu.kernel_calls == 1 ? "" : "s",
+            tables_gpu_time(total, sizeof total, (double)s->gpu.kernel_ns));
+}
+
+void tables_gpu_kernels(FILE *out, const struct summary *s, size_t limit)
+{
+    tables_gpu_kernels_title(out, s);
+    if (!s->gpu.nkernels)
+        fprintf(out, "  (no GPU kernels recorded; CUPTI off or unavailable?)\n");
+    else
+        tables_gpu_kernel_table(out, s, limit, "--limit");
+}
+
+void tables_gpu_section(FILE *out, const struct summary *s, size_t limit)
+{
+    if (!s->gpu.nkernels)
+        return;
+    tables_gpu_kernels_title(out, s);
+    tables_gpu_kernel_table(out, s, limit ? limit : 15, "profreport --kernels");
+    fputs("  (profreport --gpu: copies, utilization, library calls)\n\n", out);
+}
+
+/* ---- --gpu ---- */
+
+static void tables_gpu_devices(FILE *out, const struct summary *s)
+{
+    char pid[24], dev[16], sms[16], mem[32], cc[16], clock[32];
+    struct text_table t;
+    text_table_begin(&t, ">PID|>Device|<Name|>SMs|>Memory|>Compute|>Clock");
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        for (size_t d = 0; d < p->gpu.ndevices; d++) {
+            const struct model_gpu_device *m = &p->gpu.devices[d];
+            snprintf(pid, sizeof pid, "%lld", (long long)p->pid);
+            snprintf(dev, sizeof dev, "%u", m->device);
+            snprintf(sms, sizeof sms, "%u", m->sm_count);
+            format_bytes(m->global_memory_bytes, mem, sizeof mem);
+            snprintf(cc, sizeof cc, "%u.%u", m->compute_major, m->compute_minor);
+            snprintf(clock, sizeof clock, "%.0f MHz", m->core_clock_khz / 1e3);
+            text_table_row(&t, pid, dev, m->name, sms, mem, cc, clock);
+        }
+    }
+    fprintf(out, "GPU devices\n");
+    if (t.nrows) {
+        text_table_end(out, &t);
+    } else {
+        text_table_discard(&t);
+        fprintf(out, "  (no GPU_DEVICE records)\n");
+    }
+    fputc('\n', out);
+}
+
+static void tables_gpu_utilization(FILE *out, const struct summary *s)
+{
+    char pid[24], dev[16], stream[24], busy[32], wall[32], pct[16];
+    struct text_table t;
+    text_table_begin(&t, ">PID|>Device|>Stream|>Busy|>Wall|>Busy %");
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        for (size_t b = 0; b < p->gpu.nbusy; b++) {
+            const struct model_gpu_busy *u = &p->gpu.busy[b];
+            snprintf(pid, sizeof pid, "%lld", (long long)p->pid);
+            snprintf(dev, sizeof dev, "%u", u->device);
+            if (u->stream < 0)
+                strcpy(stream, "all");
+            else
+                snprintf(stream, sizeof stream, "%" PRId64, u->stream);
+            snprintf(pct, sizeof pct, "%.1f%%",
+                     p->wall_ns ? 100.0 * (double)u->busy_ns / (double)p->wall_ns : 0.0);
+            text_table_row(&t, pid, dev, stream,
+                           tables_gpu_time(busy, sizeof busy, (double)u->busy_ns),
+                           tables_gpu_time(wall, sizeof wall, (double)p->wall_ns), pct);
+        }
+    }
+    fprintf(out, "GPU utilization (busy = kernels, copies and sets running; wall = the "
+                 "process's first to last event)\n");
+    if (t.nrows) {
+        text_table_end(out, &t);
+    } else {
+        text_table_discard(&t);
+        fprintf(out, "  (no GPU activity)\n");
+    }
+    fputc('\n', out);
+}
+
+static void tables_gpu_copies(FILE *out, const struct summary *s)
+{
+    const struct summary_gpu *g = &s->gpu;
+    char calls[24], bytes[32], total[32], gbps[32], dev[16];
+    struct text_table t;
+    fprintf(out, "GPU copies and sets (as the GPU ran them)\n");
+    if (!g->ncopies && !g->nsets) {
+        fprintf(out, "  (no copies or sets)\n\n");
+        return;
+    }
+    text_table_begin(&t, "<Direction|<Source|<Destination|>Count|>Bytes|>GPU time|>GB/s");
+    for (size_t i = 0; i < g->ncopies; i++) {
+        const struct summary_gpu_copy_row *r = &g->copies[i];
+        format_bytes(r->bytes, bytes, sizeof bytes);
+        format_gbps(r->bytes, r->total_ns, gbps, sizeof gbps);
+        text_table_row(&t, model_gpu_copy_kind_name(r->copy_kind),
+                       model_gpu_memory_kind_name(r->src_kind),
+                       model_gpu_memory_kind_name(r->dst_kind),
+                       tables_gpu_u64(calls, sizeof calls, r->calls), bytes,
+                       tables_gpu_time(total, sizeof total, (double)r->total_ns), gbps);
+    }
+    for (size_t i = 0; i < g->nsets; i++) {
+        const struct summary_gpu_set_row *r = &g->sets[i];
+        format_bytes(r->bytes, bytes, sizeof bytes);
+        format_gbps(r->bytes, r->total_ns, gbps, sizeof gbps);
+        snprintf(dev, sizeof dev, "device %u", r->device);
+        text_table_row(&t, "memset", "-", dev, tables_gpu_u64(calls, sizeof calls, r->calls),
+                       bytes, tables_gpu_time(total, sizeof total, (double)r->total_ns), gbps);
+    }
+    text_table_end(out, &t);
+    fputc('\n', out);
+}
+
+static void tables_gpu_library(FILE *out, const struct summary *s)
+{
+    const struct summary_gpu *g = &s->gpu;
+    char calls[24], cpu[32], gpu[32], kernels[24];
+    fprintf(out, "Library calls (GPU time: the kernels each call launched)\n");
+    if (!g->nlibrary) {
+        fprintf(out, "  (no cuBLAS, cuBLASLt or cuDNN calls)\n\n");
+        return;
+    }
+    struct text_table t;
+    text_table_begin(&t, "<Name|>Calls|>CPU time|>GPU time|>Kernels");
+    for (size_t i = 0; i < g->nlibrary; i++) {
+        const struct summary_library_row *r = &g->library[i];
+        text_table_row(&t, r->name, tables_gpu_u64(calls, sizeof calls, r->calls),
+                       tables_gpu_time(cpu, sizeof cpu, (double)r->cpu_ns),
+                       tables_gpu_time(gpu, sizeof gpu, (double)r->gpu_ns),
+                       tables_gpu_u64(kernels, sizeof kernels, r->kernels));
+    }
+    text_table_end(out, &t);
+    fputc('\n', out);
+}
+
+static void tables_gpu_cupti(FILE *out, const struct summary *s, size_t limit)
+{
+    const struct summary_gpu *g = &s->gpu;
+    char name[512], calls[24], total[32], avg[32], max[32];
+    fprintf(out, "CUDA calls only CUPTI saw (driver calls of libraries with their own runtime)\n");
+    if (!g->ncupti) {
+        fprintf(out, "  (none)\n\n");
+        return;
+    }
+    struct text_table t;
+    text_table_begin(&t, "<Name|>Calls|>Total|>Avg|>Max");
+    for (size_t i = 0; i < g->ncupti && (!limit || i < limit); i++) {
+        const struct summary_cupti_row *r = &g->cupti[i];
+        snprintf(name, sizeof name, "%s (CUPTI)", r->name);
+        text_table_row(&t, name, tables_gpu_u64(calls, sizeof calls, r->calls),
+                       tables_gpu_time(total, sizeof total, (double)r->total_ns),
+                       tables_gpu_time(avg, sizeof avg, r->avg_ns),
+                       tables_gpu_time(max, sizeof max, (double)r->max_ns));
+    }
+    text_table_end(out, &t);
+    if (limit && g->ncupti > limit)
+        fprintf(out, "  (%zu more not shown; --limit)\n", g->ncupti - limit);
+    fputc('\n', out);
+}
+
+void tables_gpu(FILE *out, const struct summary *s, size_t limit)
+{
+    tables_gpu_devices(out, s);
+    tables_gpu_utilization(out, s);
+    tables_gpu_copies(out, s);
+    tables_gpu_library(out, s);
+    tables_gpu_cupti(out, s, limit);
+}
+
+/* ---- --actions ---- */
+
+void tables_actions(FILE *out, const struct summary *s, size_t limit)
+{
+    const struct summary_gpu *g = &s->gpu;
+    char mean[32], calls[24], total[32], pct[16], gpu[32];
+    fprintf(out, "Actions (NVTX ranges; times in seconds, %% of the wall time)\n");
+    if (!g->nactions && !g->nmarks) {
+        fprintf(out, "  (no NVTX ranges)\n");
+        return;
+    }
+    struct text_table t;
+    text_table_begin(&t, "<Action|>Mean duration (s)|>Num calls|>Total time (s)|>Percentage %|"
+                         ">GPU time (s)");
+    uint64_t ncalls = 0;
+    for (size_t i = 0; i < g->nactions; i++)
+        ncalls += g->actions[i].calls;
+    text_table_row(&t, "Total", "-", tables_gpu_u64(calls, sizeof calls, ncalls),
+                   tables_gpu_seconds(total, sizeof total, (double)g->action_wall_ns), "100 %",
+                   tables_gpu_seconds(gpu, sizeof gpu, (double)g->action_gpu_ns));
+    for (size_t i = 0; i < g->nactions && (!limit || i < limit); i++) {
+        const struct summary_action_row *r = &g->actions[i];
+        snprintf(pct, sizeof pct, "%.3f", r->percent);
+        text_table_row(&t, r->name, tables_gpu_seconds(mean, sizeof mean, r->mean_ns),
+                       tables_gpu_u64(calls, sizeof calls, r->calls),
+                       tables_gpu_seconds(total, sizeof total, (double)r->total_ns), pct,
+                       tables_gpu_seconds(gpu, sizeof gpu, (double)r->gpu_ns));
+    }
+    text_table_end(out, &t);
+    if (limit && g->nactions > limit)
+        fprintf(out, "  (%zu more not shown; --limit)\n", g->nactions - limit);
+    for (size_t i = 0; i < g->nmarks; i++)
+        fprintf(out, "  mark %s: %" PRIu64 "\n", g->marks[i].name, g->marks[i].calls);
+}

@@ -1,0 +1,146 @@
+"""NVTX ranges and marks as NVTX records. test/fixtures/libs/nvtx_threads.c uses the nvtx3
+header-only API (reached through NVTX_INJECTION64_PATH=libprof.so and the exported
+InitializeInjectionNvtx2), in the main thread and two more; nvtx_interop.c makes the same
+annotations through the exported functions of libnvtx3interop.so.1 (interposed like
+libnvToolsExt.so.1). The records are read from the trace files (kinds, names, domains,
+range ids, per-thread order); every expectation comes from the fixtures' sources."""
+import os
+import struct
+import subprocess
+
+import pytest
+
+from conftest import LIBPROF, build_path, needs_cuda, profile, trace_files
+
+pytestmark = needs_cuda
+
+FIXTURES = build_path("test", "fixtures")
+THREADS = os.path.join(FIXTURES, "nvtx_threads")
+INTEROP = os.path.join(FIXTURES, "nvtx_interop")
+
+# trace_format.h: record types and NVTX kinds
+REC_STRING, REC_THREAD, REC_NVTX = 2, 4, 24
+KINDS = {1: "PUSH", 2: "POP", 3: "START", 4: "END", 5: "MARK"}
+
+
+def nvtx_records(outdir):
+    """{tid: [(kind, name, domain, id, ticks), ...]} over every trace in outdir, in the
+    order each thread recorded them; names and domains as text (None: none / default)."""
+    strings, per_thread = {}, {}
+    for path in trace_files(outdir):
+        data = open(path, "rb").read()
+        assert data[:8] == b"PROFTRC\n"
+        (header_size,) = struct.unpack_from("<H", data, 10)
+        off, tid = header_size, None
+        while off + 4 <= len(data):
+            rtype, size = struct.unpack_from("<HH", data, off)
+            if size < 8 or off + size > len(data):
+                break
+            if rtype == REC_STRING:
+                (sid,) = struct.unpack_from("<I", data, off + 4)
+                strings[sid] = data[off + 8:off + size].split(b"\0", 1)[0].decode()
+            elif rtype == REC_THREAD:
+                (tid,) = struct.unpack_from("<I", data, off + 4)
+            elif rtype == REC_NVTX:
+                kind, _, name, domain, rid, ticks = struct.unpack_from("<HHIIQQ", data, off + 4)
+                per_thread.setdefault(tid, []).append((kind, name, domain, rid, ticks))
+            off += size
+    out = {}
+    for tid, recs in per_thread.items():
+        ticks = [r[4] for r in recs]
+        assert ticks == sorted(ticks), "a thread's NVTX records are in time order"
+        out[tid] = [(KINDS[k], strings.get(n) if n else None, strings.get(d) if d else None, rid,
+                     t) for k, n, d, rid, t in recs]
+    return out
+
+
+def annotated_sequence(x):
+    """What one annotate() call of the fixtures records, without ids and ticks."""
+    return [("PUSH", "outer-" + x, None), ("PUSH", "inner-" + x, None),
+            ("MARK", "mark-" + x, None), ("POP", None, None), ("START", "async-" + x, None),
+            ("PUSH", "registered-" + x, "libs-domain"), ("POP", None, "libs-domain"),
+            ("END", None, None), ("POP", None, None)]
+
+
+def check_range_ids(recs):
+    """START and END of one range share a non-zero id; PUSH/POP/MARK carry none."""
+    (start,) = [r for r in recs if r[0] == "START"]
+    (end,) = [r for r in recs if r[0] == "END"]
+    assert start[3] == end[3] != 0
+    assert all(r[3] == 0 for r in recs if r[0] not in ("START", "END"))
+    return start[3]
+
+
+def require(*paths):
+    for p in paths:
+        if not os.path.exists(p):
+            pytest.fail("library fixtures not built: run `make libs-fixtures` (%s)" % p)
+
+
+# A path NVTX cannot load: no tool, whether or not profrun would name libprof.so. (An
+# empty value is not "none": dlopen("") is the main program, whose scope holds the
+# preloaded libprof.so.)
+NO_TOOL = "/nonexistent/libno-nvtx-tool.so"
+
+
+def run(cmd, outdir, env):
+    """The program alone (no NVTX tool: NVTX would load libprof.so by itself otherwise),
+    then under profrun with env."""
+    bare = {k: v for k, v in os.environ.items() if k != "NVTX_INJECTION64_PATH"}
+    plain = subprocess.run(cmd, env=bare, capture_output=True, text=True, timeout=60)
+    profiled = profile(cmd, outdir, env=env)
+    return plain, profiled
+
+
+def test_nvtx_injection_threads(tmp_path):
+    require(THREADS)
+    plain, profiled = run([THREADS], tmp_path, {"NVTX_INJECTION64_PATH": LIBPROF})
+    # Push levels come from the tool: ours counts them; with no tool NVTX returns -2.
+    assert profiled.stdout == "nvtx_threads: levels=0,1\n"
+    assert plain.stdout == "nvtx_threads: levels=-2,-2\n"
+    threads = nvtx_records(tmp_path)
+    assert len(threads) == 3
+    by_first = {recs[0][1]: recs for recs in threads.values()}
+    assert set(by_first) == {"wide-main-\u00e9", "outer-a", "outer-b"}
+    assert [r[:3] for r in by_first["wide-main-\u00e9"]] == [
+        ("PUSH", "wide-main-\u00e9", None), ("POP", None, None),
+        ("PUSH", "ex-main", None), ("POP", None, None)]
+    ids = []
+    for x in ("a", "b"):
+        recs = by_first["outer-" + x]
+        assert [r[:3] for r in recs] == annotated_sequence(x)
+        ids.append(check_range_ids(recs))
+    assert ids[0] != ids[1]
+
+
+def test_nvtx_other_injection_path_records_nothing(tmp_path):
+    """Header-only NVTX reaches us only through NVTX_INJECTION64_PATH: naming another
+    (here unloadable) tool leaves the program without us, unharmed."""
+    require(THREADS)
+    plain, profiled = run([THREADS], tmp_path, {"NVTX_INJECTION64_PATH": NO_TOOL})
+    assert profiled.stdout == plain.stdout == "nvtx_threads: levels=-2,-2\n"
+    assert nvtx_records(tmp_path) == {}
+
+
+def test_nvtx_off(tmp_path):
+    """PROF_NVTX=0: the injection attaches but records nothing and tracks no levels."""
+    require(THREADS)
+    proc = profile([THREADS], tmp_path, env={"NVTX_INJECTION64_PATH": LIBPROF, "PROF_NVTX": "0"})
+    assert proc.stdout == "nvtx_threads: levels=-2,-2\n"
+    assert nvtx_records(tmp_path) == {}
+
+
+@pytest.mark.parametrize("inject", [False, True], ids=["interposed", "interposed+injected"])
+def test_nvtx_exported_functions(tmp_path, inject):
+    """A program linked against a shared NVTX library: its calls reach our exported
+    functions; with NVTX_INJECTION64_PATH set too, the library forwards them to our
+    injected callbacks as well, and each event is still recorded once."""
+    require(INTEROP)
+    env = {"NVTX_INJECTION64_PATH": LIBPROF if inject else NO_TOOL}
+    plain, profiled = run([INTEROP], tmp_path, env)
+    assert profiled.stdout == plain.stdout == "nvtx_interop: done\n"
+    threads = nvtx_records(tmp_path)
+    assert len(threads) == 1
+    (recs,) = threads.values()
+    assert [r[:3] for r in recs] == annotated_sequence("x")
+    check_range_ids(recs)
