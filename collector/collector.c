@@ -41,7 +41,7 @@ static int collector_api_table_count;
  * and only nodes that are not the head, so pushers and the unlinker never write the
  * same pointer. */
 #define COLLECTOR_MAX_SOURCES 4
-static void (*collector_sources[COLLECTOR_MAX_SOURCES])(int fresh);
+static void (*collector_sources[COLLECTOR_MAX_SOURCES])(int fresh, int last);
 static _Atomic int collector_source_count; /* released after the slot is filled */
 static int collector_sources_fresh = 1; /* the file is new: sources write everything */
 
@@ -244,7 +244,7 @@ void collector_count_lost_call(struct prof_thread *t, uint16_t api, int failed, 
                           memory_order_relaxed);
 }
 
-void collector_add_source(void (*drain)(int fresh))
+void collector_add_source(void (*drain)(int fresh, int last))
 {
     if (collector_source_count < COLLECTOR_MAX_SOURCES)
         collector_sources[collector_source_count++] = drain;
@@ -437,12 +437,18 @@ static void collector_write_bytes(const void *data, size_t len)
 }
 
 /* Copies every ring and the metadata log into the file. Returns the bytes drained. */
-static uint64_t collector_drain(int from_signal)
+enum collector_drain_mode {
+    DRAIN_PASS = 0,   /* the collector thread's periodic pass */
+    DRAIN_SIGNAL = 1, /* from a signal handler: no waiting on locks */
+    DRAIN_LAST = 2    /* before exit or exec: sources flush what they hold */
+};
+
+static uint64_t collector_drain(enum collector_drain_mode mode)
 {
     if (collector_ensure_file() != 0)
         return 0;
     uint64_t drained = 0;
-    metalog_copy_out(&collector_metalog_offset, collector_write_bytes, from_signal);
+    metalog_copy_out(&collector_metalog_offset, collector_write_bytes, mode == DRAIN_SIGNAL);
     struct prof_thread *prev = NULL;
     for (struct prof_thread *t = atomic_load(&collector_threads); t;) {
         struct prof_thread *next = atomic_load_explicit(&t->next, memory_order_relaxed);
@@ -468,7 +474,7 @@ static uint64_t collector_drain(int from_signal)
         /* Every pass, not only when `lost` grew: the producer counts the drop in the
          * ring before it adds the call to the sums. */
         collector_write_lost_calls(t);
-        if (exited && !from_signal) {
+        if (exited && mode != DRAIN_SIGNAL) {
             char name[16] = "";
             memcpy(name, t->name, sizeof name - 1);
             struct prof_rec_thread_name rec = {{PROF_REC_THREAD_NAME, 0}, t->tid};
@@ -485,7 +491,7 @@ static uint64_t collector_drain(int from_signal)
         t = next;
     }
     for (int i = 0; i < collector_source_count; i++)
-        collector_sources[i](collector_sources_fresh);
+        collector_sources[i](collector_sources_fresh, mode == DRAIN_LAST);
     collector_sources_fresh = 0;
     collector_written += drained;
     return drained;
@@ -565,7 +571,7 @@ static void *collector_main(void *arg)
         if (collector_drain_lock(-1) != 0)
             continue;
         if (atomic_load(&prof_recording) && collector_pid == getpid()) {
-            collector_drain(0);
+            collector_drain(DRAIN_PASS);
             if (writer_is_open() && ++passes % 4 == 0)
                 collector_write_clock_now();
             if (writer_is_open() && writer_flush() != 0) {
@@ -604,7 +610,7 @@ void collector_finish(void)
     int saved = errno;
     prof_tls_busy++;
     if (collector_drain_lock(5000) == 0) {
-        collector_drain(0);
+        collector_drain(DRAIN_LAST);
         if (writer_is_open()) {
             collector_write_end();
             writer_close();
@@ -623,7 +629,7 @@ void collector_flush_for_exec(void)
     int saved = errno;
     prof_tls_busy++;
     if (collector_drain_lock(5000) == 0) {
-        collector_drain(0);
+        collector_drain(DRAIN_LAST);
         if (writer_is_open()) {
             collector_write_end();
             writer_flush();
@@ -643,7 +649,7 @@ int collector_flush_from_signal(void)
     int saved = errno;
     int rc = -1;
     if (collector_drain_lock(1000) == 0) {
-        collector_drain(1);
+        collector_drain(DRAIN_SIGNAL);
         rc = writer_is_open() ? writer_flush() : -1;
         collector_drain_unlock();
     }

@@ -77,11 +77,12 @@ void collector_add_meta(const char *key, const char *value);
 /* A message from the profiler: stderr (unless quiet) and a NOTE record. */
 void collector_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Record sources that are not rings (the Python call trees): drain(fresh) is called by
- * the drain-lock holder on every pass, after the rings, and writes with
+/* Record sources that are not rings (Python call trees, CUPTI): drain(fresh, last) is
+ * called by the drain-lock holder on every pass, after the rings, and writes with
  * collector_write_thread / collector_write. fresh: a new file was started since the last
- * call (after a fork), so everything must be written again. */
-void collector_add_source(void (*drain)(int fresh));
+ * call (after a fork), so everything must be written again. last: the process is about
+ * to exit or exec: flush what is held elsewhere. */
+void collector_add_source(void (*drain)(int fresh, int last));
 void collector_write_thread(uint32_t tid);
 void collector_write(const void *data, size_t len);
 /* A process-wide record (like a symbol) that every file of this process carries. */

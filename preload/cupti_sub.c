@@ -35,6 +35,8 @@ static CUpti_SubscriberHandle cupti_subscriber;
 static struct {
     CUptiResult (*Subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
     CUptiResult (*EnableDomain)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
+    CUptiResult (*EnableCallback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain,
+                                  CUpti_CallbackId);
     CUptiResult (*GetCallbackName)(CUpti_CallbackDomain, uint32_t, const char **);
     CUptiResult (*ActivityEnable)(CUpti_ActivityKind);
     CUptiResult (*ActivityRegisterCallbacks)(CUpti_BuffersCallbackRequestFunc,
@@ -276,11 +278,13 @@ static void CUPTIAPI cupti_callback(void *userdata, CUpti_CallbackDomain domain,
 }
 
 /* The collector's source: queued GPU records, and a periodic flush of CUPTI buffers. */
-static void cupti_drain(int fresh)
+static void cupti_drain(int fresh, int last)
 {
     (void)fresh; /* GPU records belong to the process that got them: nothing to repeat */
     static unsigned passes;
-    if (cupti_started > 0 && ++passes % 10 == 0)
+    if (cupti_started > 0 && last)
+        cupti.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); /* exit, _exit, exec */
+    else if (cupti_started > 0 && ++passes % 10 == 0)
         cupti.ActivityFlushAll(0);
     pthread_mutex_lock(&cupti_queue_lock);
     if (cupti_queue_used)
@@ -363,6 +367,7 @@ static int cupti_bind(void *h)
         return -1;
     CUPTI_BIND(Subscribe, "cuptiSubscribe")
     CUPTI_BIND(EnableDomain, "cuptiEnableDomain")
+    CUPTI_BIND(EnableCallback, "cuptiEnableCallback")
     CUPTI_BIND(GetCallbackName, "cuptiGetCallbackName")
     CUPTI_BIND(ActivityEnable, "cuptiActivityEnable")
     CUPTI_BIND(ActivityRegisterCallbacks, "cuptiActivityRegisterCallbacks")
@@ -374,6 +379,26 @@ static int cupti_bind(void *h)
 #undef CUPTI_BIND
     *(void **)&cupti.ActivityGetNumDroppedRecords = dlsym(h, "cuptiActivityGetNumDroppedRecords");
     return 0;
+}
+
+/* Only the calls that put work on the GPU (launches, copies, sets) get callbacks: they
+ * are what correlation ids tie kernels to; everything else (cudaGetDevice,
+ * cudaGetLastError, which torch calls constantly) costs nothing. Chosen by name, so new
+ * entry points of a newer CUDA are included. */
+static void cupti_enable_launch_callbacks(CUpti_CallbackDomain domain, uint32_t count)
+{
+    static const char *const work[] = {"Launch", "Memcpy", "Memset", "memcpy", "memset"};
+    for (uint32_t cbid = 1; cbid < count && cbid < CUPTI_MAX_CBID; cbid++) {
+        const char *name = NULL;
+        if (cupti.GetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name)
+            continue;
+        for (size_t i = 0; i < sizeof work / sizeof work[0]; i++) {
+            if (strstr(name, work[i])) {
+                cupti.EnableCallback(1, cupti_subscriber, domain, cbid);
+                break;
+            }
+        }
+    }
 }
 
 static int cupti_subscribe(void)
@@ -419,8 +444,8 @@ static int cupti_subscribe(void)
                            "recorded", cupti_error(r), (int)r);
         return -1;
     }
-    cupti.EnableDomain(1, cupti_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
-    cupti.EnableDomain(1, cupti_subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+    cupti_enable_launch_callbacks(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
+    cupti_enable_launch_callbacks(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
     cupti.EnableDomain(1, cupti_subscriber, CUPTI_CB_DOMAIN_RESOURCE);
     r = cupti.ActivityRegisterCallbacks(cupti_buffer_requested, cupti_buffer_completed);
     static const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,

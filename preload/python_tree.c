@@ -734,8 +734,9 @@ static void py_free_thread(struct py_thread *pt)
     munmap(pt, sizeof *pt);
 }
 
-static void py_drain(int fresh)
+static void py_drain(int fresh, int last)
 {
+    (void)last;
     struct py_thread *prev = NULL;
     for (struct py_thread *pt = atomic_load(&py_threads); pt;) {
         struct py_thread *next = atomic_load_explicit(&pt->next, memory_order_relaxed);

@@ -127,7 +127,8 @@ static int dump_gpu_record(FILE *out, const struct trace_record *rec, const stru
     case PROF_REC_GPU_MEMCPY: {
         const struct prof_rec_gpu_memcpy *m = rec->data;
         dump_gpu_op(out, m->correlation, m->start_ns, m->end_ns, m->device, m->stream);
-        fprintf(out, " bytes=%" PRIu64 " copy_kind=%u (%s) src_kind=%u (%s) dst_kind=%u (%s) flags=%u",
+        fprintf(out,
+                " bytes=%" PRIu64 " copy_kind=%u (%s) src_kind=%u (%s) dst_kind=%u (%s) flags=%u",
                 m->bytes, m->copy_kind, model_gpu_copy_kind_name(m->copy_kind), m->src_kind,
                 model_gpu_memory_kind_name(m->src_kind), m->dst_kind,
                 model_gpu_memory_kind_name(m->dst_kind), m->flags);
@@ -144,8 +145,10 @@ static int dump_gpu_record(FILE *out, const struct trace_record *rec, const stru
         fprintf(out,
                 " domain=%u (%s) cbid=%u correlation=%u py_node=%u start=%" PRIu64 " end=%" PRIu64
                 " dur=%" PRIu64,
-                a->domain, a->domain == PROF_GPU_API_RUNTIME ? "runtime"
-                           : a->domain == PROF_GPU_API_DRIVER ? "driver" : "?",
+                a->domain,
+                a->domain == PROF_GPU_API_RUNTIME  ? "runtime"
+                : a->domain == PROF_GPU_API_DRIVER ? "driver"
+                                                   : "?",
                 a->cbid, a->correlation, a->py_node, a->start, a->end,
                 a->end >= a->start ? a->end - a->start : 0);
         return 1;

@@ -177,8 +177,9 @@ int export_csv_write(FILE *out, const struct summary *s, size_t limit)
     export_csv_gpu(out, s, limit);
 
     /* gpu_ns only when the inputs hold GPU records: the columns stay as they were else. */
-    fprintf(out, "\n# python\nfile,line,name,qualname,module,kind,ncalls,primitive_calls,"
-                 "tottime_ns,cumtime_ns,api_calls,api_ns%s\n",
+    fprintf(out,
+            "\n# python\nfile,line,name,qualname,module,kind,ncalls,primitive_calls,"
+            "tottime_ns,cumtime_ns,api_calls,api_ns%s\n",
             s->gpu.any ? ",gpu_ns" : "");
     for (size_t i = 0; i < s->py.nfuncs && (!limit || i < limit); i++) {
         const struct pystats_func *f = &s->py.funcs[s->py.order[i]];

@@ -165,12 +165,10 @@ static json_t *export_json_kernel(const struct summary_gpu_kernel_row *r)
     json_t *from = json_array();
     for (size_t i = 0; i < r->nsites; i++) {
         const struct summary_launch_site *l = &r->sites[i];
-        json_array_append_new(from, json_pack("{s:o,s:o,s:o,s:o,s:o}", "python",
-                                              export_json_str(l->qualname), "file",
-                                              export_json_str(l->file), "line",
-                                              export_json_u64(l->line), "calls",
-                                              export_json_u64(l->calls), "gpu_ns",
-                                              export_json_u64(l->gpu_ns)));
+        json_array_append_new(
+            from, json_pack("{s:o,s:o,s:o,s:o,s:o}", "python", export_json_str(l->qualname), "file",
+                            export_json_str(l->file), "line", export_json_u64(l->line), "calls",
+                            export_json_u64(l->calls), "gpu_ns", export_json_u64(l->gpu_ns)));
     }
     json_t *o = json_object();
     json_object_set_new(o, "name", export_json_str(r->name));
@@ -208,12 +206,12 @@ static json_t *export_json_gpu_processes(const struct summary *s, int devices)
         for (size_t b = 0; !devices && b < p->gpu.nbusy; b++) {
             const struct model_gpu_busy *u = &p->gpu.busy[b];
             json_array_append_new(
-                rows, json_pack("{s:O,s:o,s:o,s:o,s:o,s:f}", "pid", pid, "device",
-                                export_json_u64(u->device), "stream",
-                                u->stream < 0 ? json_null() : json_integer(u->stream), "busy_ns",
-                                export_json_u64(u->busy_ns), "wall_ns", export_json_u64(p->wall_ns),
-                                "fraction",
-                                p->wall_ns ? (double)u->busy_ns / (double)p->wall_ns : 0.0));
+                rows,
+                json_pack("{s:O,s:o,s:o,s:o,s:o,s:f}", "pid", pid, "device",
+                          export_json_u64(u->device), "stream",
+                          u->stream < 0 ? json_null() : json_integer(u->stream), "busy_ns",
+                          export_json_u64(u->busy_ns), "wall_ns", export_json_u64(p->wall_ns),
+                          "fraction", p->wall_ns ? (double)u->busy_ns / (double)p->wall_ns : 0.0));
         }
         json_decref(pid);
     }
@@ -231,26 +229,25 @@ static void export_json_gpu(json_t *root, const struct summary *s, size_t limit)
     a = json_array();
     for (size_t i = 0; i < g->ncopies; i++) {
         const struct summary_gpu_copy_row *r = &g->copies[i];
-        json_array_append_new(
-            a, json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:f}", "direction",
-                         model_gpu_copy_kind_name(r->copy_kind), "src",
-                         model_gpu_memory_kind_name(r->src_kind), "dst",
-                         model_gpu_memory_kind_name(r->dst_kind), "calls", export_json_u64(r->calls),
-                         "bytes", export_json_u64(r->bytes), "total_ns",
-                         export_json_u64(r->total_ns), "gbps",
-                         format_gbps_value(r->bytes, r->total_ns)));
+        json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:f}", "direction",
+                                           model_gpu_copy_kind_name(r->copy_kind), "src",
+                                           model_gpu_memory_kind_name(r->src_kind), "dst",
+                                           model_gpu_memory_kind_name(r->dst_kind), "calls",
+                                           export_json_u64(r->calls), "bytes",
+                                           export_json_u64(r->bytes), "total_ns",
+                                           export_json_u64(r->total_ns), "gbps",
+                                           format_gbps_value(r->bytes, r->total_ns)));
     }
     json_object_set_new(root, "gpu_copies", a);
 
     a = json_array();
     for (size_t i = 0; i < g->nsets; i++) {
         const struct summary_gpu_set_row *r = &g->sets[i];
-        json_array_append_new(a, json_pack("{s:o,s:o,s:o,s:o,s:f}", "device",
-                                           export_json_u64(r->device), "calls",
-                                           export_json_u64(r->calls), "bytes",
-                                           export_json_u64(r->bytes), "total_ns",
-                                           export_json_u64(r->total_ns), "gbps",
-                                           format_gbps_value(r->bytes, r->total_ns)));
+        json_array_append_new(
+            a, json_pack("{s:o,s:o,s:o,s:o,s:f}", "device", export_json_u64(r->device), "calls",
+                         export_json_u64(r->calls), "bytes", export_json_u64(r->bytes), "total_ns",
+                         export_json_u64(r->total_ns), "gbps",
+                         format_gbps_value(r->bytes, r->total_ns)));
     }
     json_object_set_new(root, "gpu_sets", a);
     json_object_set_new(root, "gpu_utilization", export_json_gpu_processes(s, 0));
@@ -259,26 +256,24 @@ static void export_json_gpu(json_t *root, const struct summary *s, size_t limit)
     a = json_array();
     for (size_t i = 0; i < g->nlibrary; i++) {
         const struct summary_library_row *r = &g->library[i];
-        json_array_append_new(a, json_pack("{s:o,s:o,s:o,s:o,s:o}", "name",
-                                           export_json_str(r->name), "calls",
-                                           export_json_u64(r->calls), "cpu_ns",
-                                           export_json_u64(r->cpu_ns), "gpu_ns",
-                                           export_json_u64(r->gpu_ns), "kernels",
-                                           export_json_u64(r->kernels)));
+        json_array_append_new(
+            a, json_pack("{s:o,s:o,s:o,s:o,s:o}", "name", export_json_str(r->name), "calls",
+                         export_json_u64(r->calls), "cpu_ns", export_json_u64(r->cpu_ns), "gpu_ns",
+                         export_json_u64(r->gpu_ns), "kernels", export_json_u64(r->kernels)));
     }
     json_object_set_new(root, "library_calls", a);
 
     a = json_array();
     for (size_t i = 0; i < g->ncupti && (!limit || i < limit); i++) {
         const struct summary_cupti_row *r = &g->cupti[i];
-        json_array_append_new(
-            a, json_pack("{s:o,s:s,s:o,s:o,s:f,s:o}", "name", export_json_str(r->name), "domain",
-                         r->domain == PROF_GPU_API_DRIVER    ? "driver"
-                         : r->domain == PROF_GPU_API_RUNTIME ? "runtime"
-                                                             : "other",
-                         "calls", export_json_u64(r->calls), "total_ns",
-                         export_json_u64(r->total_ns), "avg_ns", r->avg_ns, "max_ns",
-                         export_json_u64(r->max_ns)));
+        json_array_append_new(a, json_pack("{s:o,s:s,s:o,s:o,s:f,s:o}", "name",
+                                           export_json_str(r->name), "domain",
+                                           r->domain == PROF_GPU_API_DRIVER    ? "driver"
+                                           : r->domain == PROF_GPU_API_RUNTIME ? "runtime"
+                                                                               : "other",
+                                           "calls", export_json_u64(r->calls), "total_ns",
+                                           export_json_u64(r->total_ns), "avg_ns", r->avg_ns,
+                                           "max_ns", export_json_u64(r->max_ns)));
     }
     json_object_set_new(root, "cupti_api", a);
 
@@ -286,8 +281,8 @@ static void export_json_gpu(json_t *root, const struct summary *s, size_t limit)
     for (size_t i = 0; i < g->nactions && (!limit || i < limit); i++) {
         const struct summary_action_row *r = &g->actions[i];
         json_array_append_new(
-            a, json_pack("{s:o,s:o,s:f,s:f,s:f,s:f,s:o}", "name", export_json_str(r->name),
-                         "calls", export_json_u64(r->calls), "mean_s", r->mean_ns / 1e9, "total_s",
+            a, json_pack("{s:o,s:o,s:f,s:f,s:f,s:f,s:o}", "name", export_json_str(r->name), "calls",
+                         export_json_u64(r->calls), "mean_s", r->mean_ns / 1e9, "total_s",
                          (double)r->total_ns / 1e9, "percent", r->percent, "gpu_s",
                          (double)r->gpu_ns / 1e9, "kernels", export_json_u64(r->kernels)));
     }

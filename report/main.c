@@ -363,8 +363,8 @@ int main(int argc, char **argv)
     if (main_write_python_files(&s, pstats_path, folded_path) != 0)
         failed = 1;
     /* Writing a file alone prints no report, unless one was asked for too. */
-    int print = !(pstats_path || folded_path) || python || format_given || kernels || gpu ||
-                actions;
+    int print =
+        !(pstats_path || folded_path) || python || format_given || kernels || gpu || actions;
     int rc = 0;
     if (!print)
         rc = 0;

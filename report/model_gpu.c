@@ -59,7 +59,7 @@ const char *model_gpu_copy_kind_name(unsigned kind)
 const char *model_gpu_memory_kind_name(unsigned kind)
 {
     /* CUpti_ActivityMemoryKind */
-    static const char *const names[] = {"unknown", "pageable", "pinned",  "device",
+    static const char *const names[] = {"unknown", "pageable", "pinned",        "device",
                                         "array",   "managed",  "device_static", "managed_static"};
     return kind < sizeof names / sizeof *names ? names[kind] : "unknown";
 }
@@ -69,7 +69,8 @@ void model_gpu_api_base_name(const char *name, char *buf, size_t len)
     snprintf(buf, len, "%s", name);
     /* CUPTI's runtime names carry the version that introduced them: _v3020, _ptsz_v7000. */
     char *v = strrchr(buf, '_');
-    if (v && v[1] == 'v' && v[2] >= '0' && v[2] <= '9' && strspn(v + 2, "0123456789") == strlen(v + 2))
+    if (v && v[1] == 'v' && v[2] >= '0' && v[2] <= '9' &&
+        strspn(v + 2, "0123456789") == strlen(v + 2))
         *v = 0;
     size_t n = strlen(buf);
     if (n > 5 && (!strcmp(buf + n - 5, "_ptsz") || !strcmp(buf + n - 5, "_ptds")))
@@ -108,7 +109,8 @@ static void model_gpu_on_kernel(struct model_gpu *g, const struct prof_rec_gpu_k
                                                r->end_ns, r->device, r->stream);
     uint64_t *slot = model_gpu_slot(&g->kernel_index, r->name_sid);
     if (!*slot) {
-        g->kernels = model_gpu_grow(g->kernels, &g->cap_kernels, g->nkernels + 1, sizeof *g->kernels);
+        g->kernels =
+            model_gpu_grow(g->kernels, &g->cap_kernels, g->nkernels + 1, sizeof *g->kernels);
         struct model_gpu_kernel *k = &g->kernels[g->nkernels];
         memset(k, 0, sizeof *k);
         k->name_sid = r->name_sid;
@@ -139,9 +141,9 @@ static void model_gpu_on_memcpy(struct model_gpu *g, const struct prof_rec_gpu_m
     struct model_gpu_op *op = model_gpu_op_add(g, MODEL_GPU_MEMCPY, r->correlation, r->start_ns,
                                                r->end_ns, r->device, r->stream);
     size_t i = 0;
-    while (i < g->ncopies && !(g->copies[i].copy_kind == r->copy_kind &&
-                               g->copies[i].src_kind == r->src_kind &&
-                               g->copies[i].dst_kind == r->dst_kind))
+    while (i < g->ncopies &&
+           !(g->copies[i].copy_kind == r->copy_kind && g->copies[i].src_kind == r->src_kind &&
+             g->copies[i].dst_kind == r->dst_kind))
         i++;
     if (i == g->ncopies) {
         g->copies = model_gpu_grow(g->copies, &g->cap_copies, g->ncopies + 1, sizeof *g->copies);
@@ -267,9 +269,11 @@ void model_gpu_on_api_call(struct model_process *p, const struct model_api *api,
     struct model_gpu *g = &p->gpu;
     g->lib_spans =
         model_gpu_grow(g->lib_spans, &g->cap_lib_spans, g->nlib_spans + 1, sizeof *g->lib_spans);
-    g->lib_spans[g->nlib_spans++] = (struct model_lib_span){
-        .start = call->start, .end = call->end >= call->start ? call->end : call->start,
-        .tid = tid, .api = api->id};
+    g->lib_spans[g->nlib_spans++] =
+        (struct model_lib_span){.start = call->start,
+                                .end = call->end >= call->start ? call->end : call->start,
+                                .tid = tid,
+                                .api = api->id};
 }
 
 const struct model_gpu_call *model_gpu_call_of(const struct model_process *p, uint32_t correlation)

@@ -135,8 +135,9 @@ struct model_nvtx_acc {
     struct u64map index;
 };
 
-static struct model_action *model_nvtx_row(struct model_nvtx_acc *acc, const struct model_process *p,
-                                           uint32_t name_sid, uint32_t domain_sid)
+static struct model_action *model_nvtx_row(struct model_nvtx_acc *acc,
+                                           const struct model_process *p, uint32_t name_sid,
+                                           uint32_t domain_sid)
 {
     uint64_t *slot = u64map_slot(&acc->index, (uint64_t)domain_sid << 32 | name_sid);
     if (!slot)

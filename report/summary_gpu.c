@@ -69,8 +69,8 @@ static void summary_gpu_add_site(struct summary_gpu_kernel_row *r, size_t *cap,
         }
     }
     r->sites = summary_gpu_grow(r->sites, cap, r->nsites + 1, sizeof *r->sites);
-    r->sites[r->nsites++] = (struct summary_launch_site){
-        summary_gpu_strdup(qual), summary_gpu_strdup(file), line, calls, ns};
+    r->sites[r->nsites++] = (struct summary_launch_site){summary_gpu_strdup(qual),
+                                                         summary_gpu_strdup(file), line, calls, ns};
 }
 
 static int summary_gpu_site_cmp(const void *a, const void *b)
@@ -156,9 +156,9 @@ static void summary_gpu_copies(struct summary *s)
         for (size_t c = 0; c < m->ncopies; c++) {
             const struct model_gpu_copy *mc = &m->copies[c];
             size_t k = 0;
-            while (k < g->ncopies &&
-                   !(g->copies[k].copy_kind == mc->copy_kind &&
-                     g->copies[k].src_kind == mc->src_kind && g->copies[k].dst_kind == mc->dst_kind))
+            while (k < g->ncopies && !(g->copies[k].copy_kind == mc->copy_kind &&
+                                       g->copies[k].src_kind == mc->src_kind &&
+                                       g->copies[k].dst_kind == mc->dst_kind))
                 k++;
             if (k == g->ncopies) {
                 g->copies = summary_gpu_grow(g->copies, &ccap, k + 1, sizeof *g->copies);
@@ -235,7 +235,8 @@ static void summary_gpu_cupti(struct summary *s)
             if (!m->calls || summary_gpu_wrapped(p, m->name))
                 continue;
             size_t k = 0;
-            while (k < g->ncupti && !(g->cupti[k].domain == m->domain && !strcmp(g->cupti[k].name, m->name)))
+            while (k < g->ncupti &&
+                   !(g->cupti[k].domain == m->domain && !strcmp(g->cupti[k].name, m->name)))
                 k++;
             if (k == g->ncupti) {
                 g->cupti = summary_gpu_grow(g->cupti, &cap, k + 1, sizeof *g->cupti);
@@ -368,7 +369,7 @@ static int summary_gpu_library_cmp(const void *a, const void *b)
 static int summary_gpu_cupti_cmp(const void *a, const void *b)
 {
     const struct summary_cupti_row *x = a, *y = b;
-    int c = summary_gpu_sort_key == SUMMARY_SORT_CALLS ? summary_gpu_u64(x->calls, y->calls)
+    int c = summary_gpu_sort_key == SUMMARY_SORT_CALLS  ? summary_gpu_u64(x->calls, y->calls)
             : summary_gpu_sort_key == SUMMARY_SORT_NAME ? 0
                                                         : summary_gpu_u64(x->total_ns, y->total_ns);
     return c ? c : strcmp(x->name, y->name);

@@ -164,19 +164,18 @@ static void tables_gpu_copies(FILE *out, const struct summary *s)
         const struct summary_gpu_copy_row *r = &g->copies[i];
         format_bytes(r->bytes, bytes, sizeof bytes);
         format_gbps(r->bytes, r->total_ns, gbps, sizeof gbps);
-        text_table_row(&t, model_gpu_copy_kind_name(r->copy_kind),
-                       model_gpu_memory_kind_name(r->src_kind),
-                       model_gpu_memory_kind_name(r->dst_kind),
-                       tables_gpu_u64(calls, sizeof calls, r->calls), bytes,
-                       tables_gpu_time(total, sizeof total, (double)r->total_ns), gbps);
+        text_table_row(
+            &t, model_gpu_copy_kind_name(r->copy_kind), model_gpu_memory_kind_name(r->src_kind),
+            model_gpu_memory_kind_name(r->dst_kind), tables_gpu_u64(calls, sizeof calls, r->calls),
+            bytes, tables_gpu_time(total, sizeof total, (double)r->total_ns), gbps);
     }
     for (size_t i = 0; i < g->nsets; i++) {
         const struct summary_gpu_set_row *r = &g->sets[i];
         format_bytes(r->bytes, bytes, sizeof bytes);
         format_gbps(r->bytes, r->total_ns, gbps, sizeof gbps);
         snprintf(dev, sizeof dev, "device %u", r->device);
-        text_table_row(&t, "memset", "-", dev, tables_gpu_u64(calls, sizeof calls, r->calls),
-                       bytes, tables_gpu_time(total, sizeof total, (double)r->total_ns), gbps);
+        text_table_row(&t, "memset", "-", dev, tables_gpu_u64(calls, sizeof calls, r->calls), bytes,
+                       tables_gpu_time(total, sizeof total, (double)r->total_ns), gbps);
     }
     text_table_end(out, &t);
     fputc('\n', out);

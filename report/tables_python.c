@@ -28,7 +28,8 @@ static void tables_py_table(FILE *out, const struct pystats *py, size_t limit, c
     struct text_table t;
     /* GPU time: of the kernels launched while the function was innermost. */
     char spec[160];
-    snprintf(spec, sizeof spec, ">ncalls|>tottime|>percall|>cumtime|>percall|%s%s"
+    snprintf(spec, sizeof spec,
+             ">ncalls|>tottime|>percall|>cumtime|>percall|%s%s"
              "<filename:lineno(function)",
              py->any_api ? ">API time|>API calls|" : "", py->any_gpu ? ">GPU time|" : "");
     text_table_begin(&t, spec);

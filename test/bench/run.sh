@@ -8,8 +8,10 @@ echo "== collector: drain rate, paced load without drops, bytes per record"
 if [ -x "$B/test/bench/bench_call_cost" ] && [ -f "$B/test/doubles/libcudart.so.13" ]; then
     echo "== added cost per intercepted call (device double's cudaGetDevice)"
     out=$(mktemp -d)
-    # Default settings; 20 000 calls (480 KB of records) per round, then a 120 ms pause.
-    LD_LIBRARY_PATH="$B/test/doubles" \
+    # Default settings but CUPTI off (the wrapper's own cost; CUPTI calls back only for
+    # launches, copies and sets anyway); 20 000 calls (480 KB of records) per round, then
+    # a 120 ms pause.
+    LD_LIBRARY_PATH="$B/test/doubles" PROF_CUPTI=0 \
         "$B/bin/profrun" --no-report -o "$out" -- "$B/test/bench/bench_call_cost" 20000 40 120
     "$B/bin/profreport" --format json "$out" | /usr/bin/python3 -c '
 import json, sys

@@ -214,8 +214,8 @@ Test(report_gpu, innermost_library_span_wins)
     trace_build_thread(&b, 11);
     trace_build_gpu_api(&b, PROF_GPU_API_DRIVER, 307, 4, 0, 3000, 3100);
     for (uint32_t c = 1; c <= 4; c++)
-        trace_build_gpu_kernel(&b, c, 10000 + c * 1000, 10000 + c * 1000 + 10 * c, 1, 0, 1, 0,
-                               0, 0);
+        trace_build_gpu_kernel(&b, c, 10000 + c * 1000, 10000 + c * 1000 + 10 * c, 1, 0, 1, 0, 0,
+                               0);
     trace_build_end(&b, 20000, 0, 0);
     cr_assert_eq(trace_build_close(&b), 0);
     struct model_process *p = load(path);
