@@ -77,7 +77,7 @@ struct py_api {
     py_object *(*ImportModule)(const char *);
     intptr_t (*ListSize)(py_object *);
     py_object *(*ListGetItem)(py_object *, intptr_t);
-    void *FunctionType;
+    void *FunctionType, *MethodType;
     void *CFunctionType, *CMethodType, *ModuleType, *NoneStruct, *MethodDescrType;
     py_object *MonitoringMissing; /* sys.monitoring.MISSING (3.12+) */
 };

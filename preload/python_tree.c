@@ -580,10 +580,19 @@ py_object *python_monitor_leave(py_object *self, py_object *const *args, intptr_
  * finds it: a builtin function, or a method descriptor called with its self. */
 static inline const void *py_c_callee(py_object *callable, py_object *self_arg)
 {
-    if (py_is_cfunction(callable))
+    void *type = callable->ob_type;
+    /* Most calls are to Python functions and bound methods: answer those first, without
+     * PyType_IsSubtype's walk of the MRO. */
+    if (type == py.FunctionType || type == py.MethodType)
+        return NULL;
+    if (type == py.CFunctionType || type == py.CMethodType)
         return ((struct py_cfunction *)callable)->m_ml;
-    if (callable->ob_type == py.MethodDescrType && self_arg != py.MonitoringMissing)
-        return *(void **)((char *)callable + PY_METHOD_DESCR_D_METHOD);
+    if (type == py.MethodDescrType)
+        return self_arg != py.MonitoringMissing
+                   ? *(void **)((char *)callable + PY_METHOD_DESCR_D_METHOD)
+                   : NULL;
+    if (py.TypeIsSubtype(type, py.CFunctionType))
+        return ((struct py_cfunction *)callable)->m_ml;
     return NULL;
 }
 
