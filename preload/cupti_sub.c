@@ -46,6 +46,7 @@ static struct {
     CUptiResult (*ActivityGetNextRecord)(uint8_t *, size_t, CUpti_Activity **);
     CUptiResult (*ActivityGetNumDroppedRecords)(CUcontext, uint32_t, size_t *);
     CUptiResult (*GetVersion)(uint32_t *);
+    CUptiResult (*GetDeviceId)(CUcontext, uint32_t *);
     CUptiResult (*GetResultString)(CUptiResult, const char **);
 } cupti;
 
@@ -242,14 +243,65 @@ static void cupti_api_record(uint16_t domain, uint32_t cbid, uint32_t correlatio
     ring_commit(&t->ring);
 }
 
+/* A GPU_DEVICE record for the device of a new context, from the driver API (which the
+ * process has loaded by then; nothing here creates a context). Once per device. */
+static void cupti_describe_device(CUcontext ctx)
+{
+    static _Atomic uint64_t described;
+    uint32_t dev = 0;
+    if (!cupti.GetDeviceId || cupti.GetDeviceId(ctx, &dev) != CUPTI_SUCCESS || dev >= 64)
+        return;
+    if (atomic_fetch_or(&described, 1ull << dev) & (1ull << dev))
+        return;
+    void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!cuda)
+        return;
+    int (*get)(int *, int) = (int (*)(int *, int))dlsym(cuda, "cuDeviceGet");
+    int (*name)(char *, int, int) = (int (*)(char *, int, int))dlsym(cuda, "cuDeviceGetName");
+    int (*mem)(size_t *, int) = (int (*)(size_t *, int))dlsym(cuda, "cuDeviceTotalMem_v2");
+    int (*attr)(int *, int, int) = (int (*)(int *, int, int))dlsym(cuda, "cuDeviceGetAttribute");
+    int handle = 0;
+    if (!get || !name || !mem || !attr || get(&handle, (int)dev) != 0) {
+        dlclose(cuda);
+        return;
+    }
+    uint8_t rec[sizeof(struct prof_rec_gpu_device) + 256];
+    memset(rec, 0, sizeof rec);
+    struct prof_rec_gpu_device *d = (struct prof_rec_gpu_device *)rec;
+    char text[256] = "";
+    name(text, sizeof text - 1, handle);
+    size_t bytes = 0;
+    mem(&bytes, handle);
+    int v = 0;
+    d->device = dev;
+    d->global_memory_bytes = bytes;
+    d->sm_count = attr(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, handle) == 0 ? (uint32_t)v : 0;
+    d->core_clock_khz = attr(&v, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, handle) == 0 ? (uint32_t)v : 0;
+    d->memory_clock_khz =
+        attr(&v, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, handle) == 0 ? (uint32_t)v : 0;
+    d->compute_major =
+        attr(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, handle) == 0 ? (uint16_t)v : 0;
+    d->compute_minor =
+        attr(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, handle) == 0 ? (uint16_t)v : 0;
+    size_t n = strlen(text);
+    memcpy(rec + sizeof *d, text, n + 1);
+    d->h.type = PROF_REC_GPU_DEVICE;
+    d->h.size = (uint16_t)prof_record_align((uint32_t)(sizeof *d + n + 1));
+    collector_add_process_record(rec, d->h.size);
+    dlclose(cuda);
+}
+
 static void CUPTIAPI cupti_callback(void *userdata, CUpti_CallbackDomain domain,
                                     CUpti_CallbackId cbid, const void *data)
 {
     (void)userdata;
     if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
         /* Before a context goes, its activity must be out: flush. */
+        const CUpti_ResourceData *rd = data;
         if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)
             cupti.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED && rd)
+            cupti_describe_device(rd->context);
         return;
     }
     if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API)
@@ -378,6 +430,7 @@ static int cupti_bind(void *h)
     CUPTI_BIND(GetResultString, "cuptiGetResultString")
 #undef CUPTI_BIND
     *(void **)&cupti.ActivityGetNumDroppedRecords = dlsym(h, "cuptiActivityGetNumDroppedRecords");
+    *(void **)&cupti.GetDeviceId = dlsym(h, "cuptiGetDeviceId");
     return 0;
 }
 
