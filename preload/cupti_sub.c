@@ -78,9 +78,9 @@ static uint64_t CUPTIAPI cupti_timestamp(void)
     return clock_monotonic_ns(); /* GPU records then share CLOCK_MONOTONIC with our CLOCK pairs */
 }
 
+/* Caller holds cupti_queue_lock. */
 static void cupti_queue_put(const void *rec, size_t len)
 {
-    pthread_mutex_lock(&cupti_queue_lock);
     if (cupti_queue_used + len > cupti_queue_cap) {
         size_t cap = cupti_queue_cap ? cupti_queue_cap * 2 : 1u << 20;
         while (cap < cupti_queue_used + len)
@@ -88,7 +88,6 @@ static void cupti_queue_put(const void *rec, size_t len)
         uint8_t *q = realloc(cupti_queue, cap);
         if (!q) {
             cupti_dropped++;
-            pthread_mutex_unlock(&cupti_queue_lock);
             return;
         }
         cupti_queue = q;
@@ -96,7 +95,27 @@ static void cupti_queue_put(const void *rec, size_t len)
     }
     memcpy(cupti_queue + cupti_queue_used, rec, len);
     cupti_queue_used += len;
-    pthread_mutex_unlock(&cupti_queue_lock);
+}
+
+/* Kernel names: CUPTI hands the same name pointer for every launch of a function, so the
+ * string id is looked up by pointer first (under cupti_queue_lock). */
+#define CUPTI_NAME_CACHE 1024
+static struct {
+    const char *name;
+    uint32_t sid;
+} cupti_name_cache[CUPTI_NAME_CACHE];
+
+static uint32_t cupti_kernel_name(const char *name)
+{
+    if (!name)
+        name = "(unnamed kernel)";
+    size_t slot = ((uintptr_t)name >> 4) % CUPTI_NAME_CACHE;
+    if (cupti_name_cache[slot].name == name)
+        return cupti_name_cache[slot].sid;
+    uint32_t sid = collector_intern(name);
+    cupti_name_cache[slot].name = name;
+    cupti_name_cache[slot].sid = sid;
+    return sid;
 }
 
 static uint64_t cupti_pack_dim3(int32_t x, int32_t y, int32_t z)
@@ -117,7 +136,7 @@ static void cupti_convert(CUpti_Activity *a)
         r.correlation = k->correlationId;
         r.start_ns = k->start;
         r.end_ns = k->end;
-        r.name_sid = collector_intern(k->name ? k->name : "(unnamed kernel)");
+        r.name_sid = cupti_kernel_name(k->name);
         r.device = k->deviceId;
         r.context = k->contextId;
         r.stream = k->streamId;
@@ -168,10 +187,19 @@ static void cupti_convert(CUpti_Activity *a)
     }
 }
 
+/* Spent buffers are kept for reuse: fresh 4 MiB each time cost page faults per kernel. */
+#define CUPTI_SPARE_BUFFERS 8
+static uint8_t *cupti_spare[CUPTI_SPARE_BUFFERS];
+static int cupti_spare_count;
+
 static void CUPTIAPI cupti_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
+    pthread_mutex_lock(&cupti_queue_lock);
+    *buffer = cupti_spare_count ? cupti_spare[--cupti_spare_count] : NULL;
+    pthread_mutex_unlock(&cupti_queue_lock);
     /* CUPTI wants 8-byte alignment; aligned_alloc gives it. */
-    *buffer = aligned_alloc(8, CUPTI_BUFFER_BYTES);
+    if (!*buffer)
+        *buffer = aligned_alloc(8, CUPTI_BUFFER_BYTES);
     *size = *buffer ? CUPTI_BUFFER_BYTES : 0;
     *max_records = 0;
 }
@@ -182,8 +210,14 @@ static void CUPTIAPI cupti_buffer_completed(CUcontext ctx, uint32_t stream, uint
     (void)size;
     prof_tls_busy++;
     CUpti_Activity *a = NULL;
+    pthread_mutex_lock(&cupti_queue_lock); /* once per buffer, not per record */
     while (cupti.ActivityGetNextRecord(buffer, valid, &a) == CUPTI_SUCCESS)
         cupti_convert(a);
+    if (cupti_spare_count < CUPTI_SPARE_BUFFERS) {
+        cupti_spare[cupti_spare_count++] = buffer;
+        buffer = NULL;
+    }
+    pthread_mutex_unlock(&cupti_queue_lock);
     size_t dropped = 0;
     if (cupti.ActivityGetNumDroppedRecords &&
         cupti.ActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped) {

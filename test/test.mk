@@ -54,9 +54,14 @@ $(BENCH_DIR)/bench_call_cost: test/bench/bench_call_cost.c
 	$(CC) $(PROCESS_FIXTURE_CFLAGS) -o $@ $< -L$(CUDA_HOME)/lib64 -lcudart \
 		-Wl,--enable-new-dtags -Wl,-rpath,$(CUDA_HOME)/lib64 -ldl
 
+$(BENCH_DIR)/bench_launch: test/bench/bench_launch.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -ccbin $(NVCC_HOST_CXX) $(NVCC_ARCH) -cudart shared -O2 -o $@ $< \
+		-Xlinker --enable-new-dtags -Xlinker -rpath -Xlinker $(CUDA_HOME)/lib64
+
 ifeq ($(HAVE_CUDA),1)
 TEST_FIXTURES := cuda-fixtures libs-fixtures $(PROCESS_FIXTURES)
-BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_call_cost
+BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_call_cost $(BENCH_DIR)/bench_launch
 else
 TEST_FIXTURES :=
 BENCH_BINS := $(BENCH_DIR)/bench_collector

@@ -19,6 +19,13 @@ r = json.load(sys.stdin)
 row = [a for a in r["api"] if a["name"] == "cudaGetDevice"][0]
 lost = sum(p["lost"] for p in r["processes"])
 print("call cost: report counts %d cudaGetDevice calls, %d events lost from the timeline" % (row["calls"], lost))'
+    echo "== CPU-side cost per kernel of the CUPTI path (device doubles, 0 ns kernels)"
+    launch() { LD_LIBRARY_PATH="$B/test/doubles" FAKE_CUDA_KERNEL_NS=0 "$@" "$B/test/bench/bench_launch" 100000 | tail -1; }
+    bare=$(launch env)
+    nocupti=$(launch env PROF_CUPTI=0 "$B/bin/profrun" --no-report -o "$out")
+    cupti=$(launch env "$B/bin/profrun" --no-report -o "$out")
+    echo "kernel launch: bare $bare ns, profiled without CUPTI $nocupti ns, with CUPTI $cupti ns per launch" \
+        "(CUPTI path: +$(echo "$cupti - $nocupti" | bc) ns per kernel, the double's own CUPTI work included)"
     rm -rf "$out"
 else
     echo "== call cost: skipped (no CUDA toolkit: the device double is not built)"
