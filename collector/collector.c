@@ -583,6 +583,8 @@ static void *collector_main(void *arg)
         }
         collector_drain_unlock();
     }
+    if (atomic_load(&collector_stop) == 2)
+        pthread_detach(pthread_self());
     return NULL;
 }
 
@@ -600,6 +602,31 @@ static void collector_write_end(void)
     writer_append(&end, sizeof end);
 }
 
+/* The last drain before the process image goes: everything, then END. close: at exit;
+ * else (exec) the file stays open in case the exec fails. */
+static void collector_drain_last(int close)
+{
+    int saved = errno;
+    prof_tls_busy++;
+    if (collector_drain_lock(5000) == 0) {
+        collector_drain(DRAIN_LAST);
+        if (writer_is_open()) {
+            collector_write_end();
+            if (close)
+                writer_close();
+            else
+                writer_flush();
+        }
+        if (close) { /* 2: the thread detaches itself, nobody joins it: the process is ending */
+            atomic_store(&prof_collector_running, 0);
+            atomic_store(&collector_stop, 2);
+        }
+        collector_drain_unlock();
+    }
+    prof_tls_busy--;
+    errno = saved;
+}
+
 void collector_finish(void)
 {
     if (collector_pid != getpid())
@@ -607,37 +634,14 @@ void collector_finish(void)
     int was = atomic_exchange(&prof_recording, 0);
     if (!was || !atomic_load(&collector_threads))
         return;
-    int saved = errno;
-    prof_tls_busy++;
-    if (collector_drain_lock(5000) == 0) {
-        collector_drain(DRAIN_LAST);
-        if (writer_is_open()) {
-            collector_write_end();
-            writer_close();
-        }
-        atomic_store(&collector_stop, 1); /* not joined: the process is ending */
-        collector_drain_unlock();
-    }
-    prof_tls_busy--;
-    errno = saved;
+    collector_drain_last(1);
 }
 
 void collector_flush_for_exec(void)
 {
     if (collector_pid != getpid() || !atomic_load(&collector_threads))
         return; /* a vfork child shares our memory: leave it all to the parent */
-    int saved = errno;
-    prof_tls_busy++;
-    if (collector_drain_lock(5000) == 0) {
-        collector_drain(DRAIN_LAST);
-        if (writer_is_open()) {
-            collector_write_end();
-            writer_flush();
-        }
-        collector_drain_unlock();
-    }
-    prof_tls_busy--;
-    errno = saved;
+    collector_drain_last(0);
 }
 
 int collector_flush_from_signal(void)

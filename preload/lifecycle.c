@@ -166,6 +166,14 @@ static size_t lifecycle_count_args(const char *arg0, va_list ap)
     return n;
 }
 
+/* Copies arg0 and the variadic arguments up to NULL into argv (n slots, NULL included). */
+static void lifecycle_fill_args(char **argv, size_t n, const char *arg0, va_list *ap)
+{
+    argv[0] = (char *)arg0;
+    for (size_t i = 1; i < n; i++)
+        argv[i] = va_arg(*ap, char *);
+}
+
 PROF_EXPORT int execl(const char *path, const char *arg, ...)
 {
     va_list ap;
@@ -174,9 +182,7 @@ PROF_EXPORT int execl(const char *path, const char *arg, ...)
     va_end(ap);
     char *argv[n];
     va_start(ap, arg);
-    argv[0] = (char *)arg;
-    for (size_t i = 1; i < n; i++)
-        argv[i] = va_arg(ap, char *);
+    lifecycle_fill_args(argv, n, arg, &ap);
     va_end(ap);
     return execve(path, argv, environ);
 }
@@ -189,9 +195,7 @@ PROF_EXPORT int execlp(const char *file, const char *arg, ...)
     va_end(ap);
     char *argv[n];
     va_start(ap, arg);
-    argv[0] = (char *)arg;
-    for (size_t i = 1; i < n; i++)
-        argv[i] = va_arg(ap, char *);
+    lifecycle_fill_args(argv, n, arg, &ap);
     va_end(ap);
     return execvpe(file, argv, environ);
 }
@@ -204,10 +208,8 @@ PROF_EXPORT int execle(const char *path, const char *arg, ...)
     va_end(ap);
     char *argv[n];
     va_start(ap, arg);
-    argv[0] = (char *)arg;
-    for (size_t i = 1; i < n; i++)
-        argv[i] = va_arg(ap, char *);
-    char *const *envp = va_arg(ap, char *const *);
+    lifecycle_fill_args(argv, n, arg, &ap);
+    char *const *envp = va_arg(ap, char *const *); /* after the NULL that ends the list */
     va_end(ap);
     return execve(path, argv, envp);
 }

@@ -1,3 +1,4 @@
+#include "alloc.h"
 #include "model.h"
 
 #include <inttypes.h>
@@ -85,37 +86,10 @@ uint64_t model_histogram_mode(const struct u64map *hist)
     return best;
 }
 
-static char *model_strdup(const char *s)
-{
-    char *d = strdup(s ? s : "");
-    if (!d) {
-        fprintf(stderr, "profreport: out of memory\n");
-        exit(1);
-    }
-    return d;
-}
-
-static void *model_grow(void *ptr, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return ptr;
-    size_t n = *cap ? *cap : 8;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(ptr, n * elem);
-    if (!q) {
-        fprintf(stderr, "profreport: out of memory\n");
-        exit(1);
-    }
-    memset((char *)q + *cap * elem, 0, (n - *cap) * elem);
-    *cap = n;
-    return q;
-}
-
 static void model_push_string(char ***list, size_t *n, char *s)
 {
     size_t cap = *n; /* lists grow one at a time: they hold a handful of entries */
-    *list = model_grow(*list, &cap, *n + 1, sizeof **list);
+    *list = report_grow(*list, &cap, *n + 1, sizeof **list);
     (*list)[(*n)++] = s;
 }
 
@@ -126,7 +100,7 @@ void model_add_warning(struct model_process *p, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    model_push_string(&p->warnings, &p->nwarnings, model_strdup(buf));
+    model_push_string(&p->warnings, &p->nwarnings, report_strdup(buf));
 }
 
 struct model_process *model_process_new(const char *file, uint32_t features)
@@ -136,7 +110,7 @@ struct model_process *model_process_new(const char *file, uint32_t features)
         fprintf(stderr, "profreport: out of memory\n");
         exit(1);
     }
-    p->file = model_strdup(file);
+    p->file = report_strdup(file);
     p->features = features;
     p->pid = p->ppid = p->rank = -1;
     p->current_thread = SIZE_MAX;
@@ -224,7 +198,7 @@ static struct model_thread *model_thread_get(struct model_process *p, uint32_t t
     for (size_t i = 0; i < p->nthreads; i++)
         if (p->threads[i].tid == tid)
             return &p->threads[i];
-    p->threads = model_grow(p->threads, &p->cap_threads, p->nthreads + 1, sizeof *p->threads);
+    p->threads = report_grow(p->threads, &p->cap_threads, p->nthreads + 1, sizeof *p->threads);
     struct model_thread *t = &p->threads[p->nthreads++];
     memset(t, 0, sizeof *t);
     t->tid = tid;
@@ -248,7 +222,7 @@ static struct model_api *model_api_get(struct model_process *p, uint16_t id)
 {
     if (id >= p->napis) {
         size_t cap = p->napis;
-        p->apis = model_grow(p->apis, &cap, (size_t)id + 1, sizeof *p->apis);
+        p->apis = report_grow(p->apis, &cap, (size_t)id + 1, sizeof *p->apis);
         p->napis = cap;
     }
     if (!p->apis[id]) {
@@ -260,7 +234,7 @@ static struct model_api *model_api_get(struct model_process *p, uint16_t id)
         char name[32];
         snprintf(name, sizeof name, "api#%u", id);
         a->id = id;
-        a->name = model_strdup(name);
+        a->name = report_strdup(name);
         for (int r = 0; r < MODEL_ARG_COUNT; r++)
             a->role[r] = -1;
         p->apis[id] = a;
@@ -272,11 +246,11 @@ static void model_on_meta(struct model_process *p, const struct trace_record *re
 {
     size_t klen;
     const char *key = trace_record_text(rec, sizeof(struct prof_record_header), &klen);
-    char *k = model_strdup(key);
+    char *k = report_strdup(key);
     char *v =
-        model_strdup(trace_record_text(rec, sizeof(struct prof_record_header) + klen + 1, NULL));
+        report_strdup(trace_record_text(rec, sizeof(struct prof_record_header) + klen + 1, NULL));
     size_t cap = p->nmeta;
-    p->meta = model_grow(p->meta, &cap, p->nmeta + 1, sizeof *p->meta);
+    p->meta = report_grow(p->meta, &cap, p->nmeta + 1, sizeof *p->meta);
     p->meta[p->nmeta].key = k;
     p->meta[p->nmeta].value = v;
     p->nmeta++;
@@ -289,10 +263,10 @@ static void model_on_meta(struct model_process *p, const struct trace_record *re
         p->rank = strtoll(v, NULL, 10);
     else if (!strcmp(k, "host")) {
         free(p->host);
-        p->host = model_strdup(v);
+        p->host = report_strdup(v);
     } else if (!strcmp(k, "run_id")) {
         free(p->run_id);
-        p->run_id = model_strdup(v);
+        p->run_id = report_strdup(v);
     } else if (!strcmp(k, "start_realtime_ns"))
         p->start_realtime_ns = strtoull(v, NULL, 10);
     else if (!strcmp(k, "tsc_hz"))
@@ -335,7 +309,7 @@ static void model_on_api_name(struct model_process *p, const struct trace_record
     const char *name = trace_record_text(rec, sizeof *r, &nlen);
     const char *args = trace_record_text(rec, sizeof *r + nlen + 1, NULL);
     free(a->name);
-    a->name = model_strdup(name);
+    a->name = report_strdup(name);
     for (size_t i = 0; i < a->nargs; i++)
         free(a->arg_names[i]);
     free(a->arg_names);
@@ -349,7 +323,7 @@ static void model_on_api_name(struct model_process *p, const struct trace_record
     size_t cap = 0;
     for (const char *s = args; *s;) {
         size_t len = strcspn(s, ",");
-        a->arg_names = model_grow(a->arg_names, &cap, a->nargs + 1, sizeof *a->arg_names);
+        a->arg_names = report_grow(a->arg_names, &cap, a->nargs + 1, sizeof *a->arg_names);
         char *n = strndup(s, len);
         if (!n) {
             fprintf(stderr, "profreport: out of memory\n");
@@ -417,7 +391,7 @@ void model_add_record(struct model_process *p, const struct trace_record *rec)
         if (!slot)
             break;
         free((void *)(uintptr_t)*slot);
-        *slot = (uintptr_t)model_strdup(trace_record_text(rec, sizeof *s, NULL));
+        *slot = (uintptr_t)report_strdup(trace_record_text(rec, sizeof *s, NULL));
         break;
     }
     case PROF_REC_API_NAME:
@@ -432,7 +406,7 @@ void model_add_record(struct model_process *p, const struct trace_record *rec)
         const struct prof_rec_thread_name *n = rec->data;
         struct model_thread *t = model_thread_get(p, n->tid);
         free(t->name);
-        t->name = model_strdup(trace_record_text(rec, sizeof *n, NULL));
+        t->name = report_strdup(trace_record_text(rec, sizeof *n, NULL));
         break;
     }
     case PROF_REC_CLOCK: {
@@ -481,7 +455,7 @@ void model_add_record(struct model_process *p, const struct trace_record *rec)
     }
     case PROF_REC_NOTE:
         model_push_string(&p->notes, &p->nnotes,
-                          model_strdup(trace_record_text(rec, sizeof(struct prof_rec_note), NULL)));
+                          report_strdup(trace_record_text(rec, sizeof(struct prof_rec_note), NULL)));
         break;
     case PROF_REC_GPU_KERNEL:
     case PROF_REC_GPU_MEMCPY:
@@ -619,7 +593,7 @@ struct model_process *model_load_file(const char *path, char *err, size_t errlen
     const char *w = trace_reader_warning(r);
     if (w) {
         p->truncated = 1;
-        p->stop_warning = model_strdup(w);
+        p->stop_warning = report_strdup(w);
         model_add_warning(p, "%s", w);
     }
     trace_reader_close(r);

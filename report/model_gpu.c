@@ -9,43 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "model.h"
 #include "trace_read.h"
-
-static void model_gpu_oom(void)
-{
-    fprintf(stderr, "profreport: out of memory\n");
-    exit(1);
-}
-
-static void *model_gpu_grow(void *ptr, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return ptr;
-    size_t n = *cap ? *cap * 2 : 16;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(ptr, n * elem);
-    if (!q)
-        model_gpu_oom();
-    *cap = n;
-    return q;
-}
 
 static uint64_t *model_gpu_slot(struct u64map *m, uint64_t key)
 {
     uint64_t *slot = u64map_slot(m, key);
     if (!slot)
-        model_gpu_oom();
+        report_oom();
     return slot;
-}
-
-static char *model_gpu_strdup(const char *s)
-{
-    char *d = strdup(s);
-    if (!d)
-        model_gpu_oom();
-    return d;
 }
 
 const char *model_gpu_copy_kind_name(unsigned kind)
@@ -92,7 +65,7 @@ static struct model_gpu_op *model_gpu_op_add(struct model_gpu *g, uint8_t kind, 
                                              uint64_t start, uint64_t end, uint32_t device,
                                              uint32_t stream)
 {
-    g->ops = model_gpu_grow(g->ops, &g->cap_ops, g->nops + 1, sizeof *g->ops);
+    g->ops = report_grow(g->ops, &g->cap_ops, g->nops + 1, sizeof *g->ops);
     struct model_gpu_op *op = &g->ops[g->nops++];
     *op = (struct model_gpu_op){.start_ns = start,
                                 .end_ns = end >= start ? end : start,
@@ -110,7 +83,7 @@ static void model_gpu_on_kernel(struct model_gpu *g, const struct prof_rec_gpu_k
     uint64_t *slot = model_gpu_slot(&g->kernel_index, r->name_sid);
     if (!*slot) {
         g->kernels =
-            model_gpu_grow(g->kernels, &g->cap_kernels, g->nkernels + 1, sizeof *g->kernels);
+            report_grow(g->kernels, &g->cap_kernels, g->nkernels + 1, sizeof *g->kernels);
         struct model_gpu_kernel *k = &g->kernels[g->nkernels];
         memset(k, 0, sizeof *k);
         k->name_sid = r->name_sid;
@@ -146,7 +119,7 @@ static void model_gpu_on_memcpy(struct model_gpu *g, const struct prof_rec_gpu_m
              g->copies[i].dst_kind == r->dst_kind))
         i++;
     if (i == g->ncopies) {
-        g->copies = model_gpu_grow(g->copies, &g->cap_copies, g->ncopies + 1, sizeof *g->copies);
+        g->copies = report_grow(g->copies, &g->cap_copies, g->ncopies + 1, sizeof *g->copies);
         g->copies[g->ncopies++] = (struct model_gpu_copy){
             .copy_kind = r->copy_kind, .src_kind = r->src_kind, .dst_kind = r->dst_kind};
     }
@@ -163,7 +136,7 @@ static void model_gpu_on_memset(struct model_gpu *g, const struct prof_rec_gpu_m
     while (i < g->nsets && g->sets[i].device != r->device)
         i++;
     if (i == g->nsets) {
-        g->sets = model_gpu_grow(g->sets, &g->cap_sets, g->nsets + 1, sizeof *g->sets);
+        g->sets = report_grow(g->sets, &g->cap_sets, g->nsets + 1, sizeof *g->sets);
         g->sets[g->nsets++] = (struct model_gpu_set){.device = r->device};
     }
     g->sets[i].calls++;
@@ -175,7 +148,7 @@ static struct model_gpu_api *model_gpu_api_get(struct model_gpu *g, uint16_t dom
 {
     uint64_t *slot = model_gpu_slot(&g->api_index, (uint64_t)domain << 16 | cbid);
     if (!*slot) {
-        g->apis = model_gpu_grow(g->apis, &g->cap_apis, g->napis + 1, sizeof *g->apis);
+        g->apis = report_grow(g->apis, &g->cap_apis, g->napis + 1, sizeof *g->apis);
         struct model_gpu_api *a = &g->apis[g->napis];
         memset(a, 0, sizeof *a);
         a->domain = domain;
@@ -189,7 +162,7 @@ static void model_gpu_on_call(struct model_process *p, const struct prof_rec_gpu
                               uint32_t tid)
 {
     struct model_gpu *g = &p->gpu;
-    g->calls = model_gpu_grow(g->calls, &g->cap_calls, g->ncalls + 1, sizeof *g->calls);
+    g->calls = report_grow(g->calls, &g->cap_calls, g->ncalls + 1, sizeof *g->calls);
     g->calls[g->ncalls] = (struct model_gpu_call){.start = r->start,
                                                   .end = r->end >= r->start ? r->end : r->start,
                                                   .tid = tid,
@@ -230,7 +203,7 @@ void model_gpu_on_record(struct model_process *p, const struct trace_record *rec
         const struct prof_rec_gpu_api_name *n = rec->data;
         struct model_gpu_api *a = model_gpu_api_get(g, n->domain, n->cbid);
         free(a->name);
-        a->name = model_gpu_strdup(trace_record_text(rec, sizeof *n, NULL));
+        a->name = report_strdup(trace_record_text(rec, sizeof *n, NULL));
         break;
     }
     case PROF_REC_GPU_DEVICE: {
@@ -240,14 +213,14 @@ void model_gpu_on_record(struct model_process *p, const struct trace_record *rec
             i++;
         if (i == g->ndevices) {
             g->devices =
-                model_gpu_grow(g->devices, &g->cap_devices, g->ndevices + 1, sizeof *g->devices);
+                report_grow(g->devices, &g->cap_devices, g->ndevices + 1, sizeof *g->devices);
             g->ndevices++;
         } else {
             free(g->devices[i].name);
         }
         g->devices[i] = (struct model_gpu_device){
             .device = d->device,
-            .name = model_gpu_strdup(trace_record_text(rec, sizeof *d, NULL)),
+            .name = report_strdup(trace_record_text(rec, sizeof *d, NULL)),
             .global_memory_bytes = d->global_memory_bytes,
             .sm_count = d->sm_count,
             .core_clock_khz = d->core_clock_khz,
@@ -268,7 +241,7 @@ void model_gpu_on_api_call(struct model_process *p, const struct model_api *api,
         return;
     struct model_gpu *g = &p->gpu;
     g->lib_spans =
-        model_gpu_grow(g->lib_spans, &g->cap_lib_spans, g->nlib_spans + 1, sizeof *g->lib_spans);
+        report_grow(g->lib_spans, &g->cap_lib_spans, g->nlib_spans + 1, sizeof *g->lib_spans);
     g->lib_spans[g->nlib_spans++] =
         (struct model_lib_span){.start = call->start,
                                 .end = call->end >= call->start ? call->end : call->start,
@@ -317,7 +290,7 @@ static void model_gpu_contain(struct model_gpu *g)
     size_t *order = malloc(g->ncalls * sizeof *order);
     size_t *stack = malloc(g->nlib_spans * sizeof *stack);
     if (!order || !stack)
-        model_gpu_oom();
+        report_oom();
     for (size_t i = 0; i < g->ncalls; i++)
         order[i] = i;
     model_gpu_sorting = g;
@@ -410,7 +383,7 @@ static int model_gpu_op_device_cmp(const void *a, const void *b)
 static void model_gpu_busy_add(struct model_gpu *g, size_t *cap, uint32_t device, int64_t stream,
                                uint64_t busy)
 {
-    g->busy = model_gpu_grow(g->busy, cap, g->nbusy + 1, sizeof *g->busy);
+    g->busy = report_grow(g->busy, cap, g->nbusy + 1, sizeof *g->busy);
     g->busy[g->nbusy++] = (struct model_gpu_busy){device, stream, busy};
 }
 
@@ -447,14 +420,14 @@ static void model_gpu_utilization(struct model_process *p)
         return;
     size_t *order = malloc(g->nops * sizeof *order), cap = 0;
     if (!order)
-        model_gpu_oom();
+        report_oom();
     for (size_t i = 0; i < g->nops; i++)
         order[i] = i;
     model_gpu_sorting = g;
     qsort(order, g->nops, sizeof *order, model_gpu_op_device_cmp);
     size_t *by_stream = malloc(g->nops * sizeof *by_stream);
     if (!by_stream)
-        model_gpu_oom();
+        report_oom();
     memcpy(by_stream, order, g->nops * sizeof *order);
     qsort(by_stream, g->nops, sizeof *by_stream, model_gpu_op_cmp);
     model_gpu_sorting = NULL;
@@ -529,7 +502,7 @@ void model_gpu_finish(struct model_process *p)
         struct model_gpu_api *a = &g->apis[i];
         if (!a->name) {
             snprintf(name, sizeof name, "cupti#%u:%u", a->domain, a->cbid);
-            a->name = model_gpu_strdup(name);
+            a->name = report_strdup(name);
         }
         a->total_ns = model_ticks_to_ns(p, a->total_ticks);
         a->max_ns = model_ticks_to_ns(p, a->max_ticks);

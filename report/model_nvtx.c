@@ -9,14 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "model.h"
 #include "trace_read.h"
-
-static void model_nvtx_oom(void)
-{
-    fprintf(stderr, "profreport: out of memory\n");
-    exit(1);
-}
 
 void model_nvtx_on_record(struct model_process *p, const struct trace_record *rec, uint32_t tid)
 {
@@ -26,7 +21,7 @@ void model_nvtx_on_record(struct model_process *p, const struct trace_record *re
         size_t cap = g->cap_nvtx ? g->cap_nvtx * 2 : 64;
         struct model_nvtx_event *n = realloc(g->nvtx, cap * sizeof *n);
         if (!n)
-            model_nvtx_oom();
+            report_oom();
         g->nvtx = n;
         g->cap_nvtx = cap;
     }
@@ -99,7 +94,7 @@ static void model_nvtx_index_build(struct model_nvtx_index *x, const struct mode
     x->by_thread = malloc((g->nops + 1) * sizeof *x->by_thread);
     x->by_time = malloc((g->nops + 1) * sizeof *x->by_time);
     if (!x->by_thread || !x->by_time)
-        model_nvtx_oom();
+        report_oom();
     for (size_t i = 0; i < g->nops; i++) {
         const struct model_gpu_op *op = &g->ops[i];
         const struct model_gpu_call *c;
@@ -141,14 +136,14 @@ static struct model_action *model_nvtx_row(struct model_nvtx_acc *acc,
 {
     uint64_t *slot = u64map_slot(&acc->index, (uint64_t)domain_sid << 32 | name_sid);
     if (!slot)
-        model_nvtx_oom();
+        report_oom();
     if (*slot)
         return &acc->rows[*slot - 1];
     if (acc->n == acc->cap) {
         acc->cap = acc->cap ? acc->cap * 2 : 16;
         struct model_action *n = realloc(acc->rows, acc->cap * sizeof *n);
         if (!n)
-            model_nvtx_oom();
+            report_oom();
         acc->rows = n;
     }
     const char *name = name_sid ? u64map_get_ptr(&p->strings, name_sid) : NULL;
@@ -162,7 +157,7 @@ static struct model_action *model_nvtx_row(struct model_nvtx_acc *acc,
     memset(a, 0, sizeof *a);
     a->name = strdup(buf);
     if (!a->name)
-        model_nvtx_oom();
+        report_oom();
     *slot = ++acc->n;
     return a;
 }
@@ -205,7 +200,7 @@ void model_nvtx_finish(struct model_process *p)
     const struct model_nvtx_event **ev = malloc(g->nnvtx * sizeof *ev);
     const struct model_nvtx_event **stack = malloc(g->nnvtx * sizeof *stack);
     if (!ev || !stack)
-        model_nvtx_oom();
+        report_oom();
     for (size_t i = 0; i < g->nnvtx; i++)
         ev[i] = &g->nvtx[i];
     qsort(ev, g->nnvtx, sizeof *ev, model_nvtx_event_cmp);
@@ -231,7 +226,7 @@ void model_nvtx_finish(struct model_process *p)
         case PROF_NVTX_START: {
             uint64_t *slot = u64map_slot(&started, e->id);
             if (!slot)
-                model_nvtx_oom();
+                report_oom();
             *slot = (size_t)(e - g->nvtx) + 1;
             break;
         }

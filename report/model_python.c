@@ -6,24 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "model.h"
 #include "trace_read.h"
-
-static void *model_python_grow(void *ptr, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return ptr;
-    size_t n = *cap ? *cap * 2 : 64;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(ptr, n * elem);
-    if (!q) {
-        fprintf(stderr, "profreport: out of memory\n");
-        exit(1);
-    }
-    *cap = n;
-    return q;
-}
 
 static struct model_py_node *model_python_node_get(struct model_python *py, uint32_t id)
 {
@@ -34,7 +19,7 @@ static struct model_py_node *model_python_node_get(struct model_python *py, uint
     }
     if (*slot)
         return &py->nodes[*slot - 1];
-    py->nodes = model_python_grow(py->nodes, &py->cap_nodes, py->nnodes + 1, sizeof *py->nodes);
+    py->nodes = report_grow(py->nodes, &py->cap_nodes, py->nnodes + 1, sizeof *py->nodes);
     struct model_py_node *n = &py->nodes[py->nnodes++];
     memset(n, 0, sizeof *n);
     n->id = id;
@@ -50,7 +35,7 @@ static void model_python_on_func(struct model_python *py, const struct prof_rec_
         exit(1);
     }
     if (!*slot) {
-        py->funcs = model_python_grow(py->funcs, &py->cap_funcs, py->nfuncs + 1, sizeof *py->funcs);
+        py->funcs = report_grow(py->funcs, &py->cap_funcs, py->nfuncs + 1, sizeof *py->funcs);
         *slot = ++py->nfuncs;
     }
     struct model_py_func *f = &py->funcs[*slot - 1];
@@ -98,7 +83,7 @@ void model_python_on_record(struct model_process *p, const struct trace_record *
         break;
     case PROF_REC_PY_GAP: {
         const struct prof_rec_py_gap *r = rec->data;
-        py->gaps = model_python_grow(py->gaps, &py->cap_gaps, py->ngaps + 1, sizeof *py->gaps);
+        py->gaps = report_grow(py->gaps, &py->cap_gaps, py->ngaps + 1, sizeof *py->gaps);
         py->gaps[py->ngaps++] = (struct model_py_gap){
             .tid = tid, .reason = r->reason, .start_ticks = r->start, .end_ticks = r->end};
         break;

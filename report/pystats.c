@@ -1,3 +1,4 @@
+#include "alloc.h"
 #include "pystats.h"
 
 #include <stdio.h>
@@ -51,47 +52,19 @@ const char *pystats_sort_name(enum pystats_sort key)
     return names[key];
 }
 
-static void pystats_oom(void)
-{
-    fprintf(stderr, "profreport: out of memory\n");
-    exit(1);
-}
-
 static void *pystats_alloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size);
     if (!p)
-        pystats_oom();
+        report_oom();
     return p;
-}
-
-static void *pystats_grow(void *ptr, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return ptr;
-    size_t n = *cap ? *cap * 2 : 16;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(ptr, n * elem);
-    if (!q)
-        pystats_oom();
-    *cap = n;
-    return q;
-}
-
-static char *pystats_strdup(const char *s)
-{
-    char *d = strdup(s);
-    if (!d)
-        pystats_oom();
-    return d;
 }
 
 static uint64_t *pystats_slot(struct u64map *m, uint64_t key)
 {
     uint64_t *slot = u64map_slot(m, key);
     if (!slot)
-        pystats_oom();
+        report_oom();
     return slot;
 }
 
@@ -165,13 +138,13 @@ static size_t pystats_intern(struct pystats *s, const struct model_py_func *mf, 
                 return *slot - 1;
             continue;
         }
-        s->funcs = pystats_grow(s->funcs, &s->cap_funcs, s->nfuncs + 1, sizeof *s->funcs);
+        s->funcs = report_grow(s->funcs, &s->cap_funcs, s->nfuncs + 1, sizeof *s->funcs);
         struct pystats_func *f = &s->funcs[s->nfuncs];
         memset(f, 0, sizeof *f);
-        f->file = pystats_strdup(file);
-        f->name = pystats_strdup(name);
-        f->qualname = mf && mf->qualname ? pystats_strdup(mf->qualname) : NULL;
-        f->module = mf && mf->module ? pystats_strdup(mf->module) : NULL;
+        f->file = report_strdup(file);
+        f->name = report_strdup(name);
+        f->qualname = mf && mf->qualname ? report_strdup(mf->qualname) : NULL;
+        f->module = mf && mf->module ? report_strdup(mf->module) : NULL;
         f->line = line;
         f->kind = kind;
         *slot = ++s->nfuncs;
@@ -184,7 +157,7 @@ static struct pystats_caller *pystats_edge(struct pystats *s, size_t caller, siz
     uint64_t *slot = pystats_slot(&s->edges, (uint64_t)caller << 32 | callee);
     struct pystats_func *f = &s->funcs[callee];
     if (!*slot) {
-        f->callers = pystats_grow(f->callers, &f->cap_callers, f->ncallers + 1, sizeof *f->callers);
+        f->callers = report_grow(f->callers, &f->cap_callers, f->ncallers + 1, sizeof *f->callers);
         f->callers[f->ncallers] = (struct pystats_caller){.caller = caller};
         *slot = ++f->ncallers;
     }
@@ -274,7 +247,7 @@ void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid)
     u64map_init(&pairs);
     size_t cap = 64, top = 0;
     size_t *stack = pystats_alloc(cap, sizeof *stack); /* node * 2 + (1: leaving) */
-    stack = pystats_grow(stack, &cap, forest.nroots + 1, sizeof *stack);
+    stack = report_grow(stack, &cap, forest.nroots + 1, sizeof *stack);
     for (size_t r = forest.nroots; r-- > 0;)
         stack[top++] = forest.roots[r] * 2;
     while (top) {
@@ -292,13 +265,13 @@ void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid)
             }
             n->sub_api_calls = node->api_calls;
             n->sub_api_ns = node->api_ns;
-            stack = pystats_grow(stack, &cap, top + 1, sizeof *stack);
+            stack = report_grow(stack, &cap, top + 1, sizeof *stack);
             stack[top++] = i * 2 + 1;
             /* Children pushed in reverse so that they are entered in order. */
             size_t nchild = 0;
             for (size_t c = forest.first_child[i]; c != SIZE_MAX; c = forest.next_sibling[c])
                 nchild++;
-            stack = pystats_grow(stack, &cap, top + nchild, sizeof *stack);
+            stack = report_grow(stack, &cap, top + nchild, sizeof *stack);
             size_t k = top + nchild;
             for (size_t c = forest.first_child[i]; c != SIZE_MAX; c = forest.next_sibling[c]) {
                 v[c].parent = i;
@@ -446,7 +419,7 @@ size_t pystats_threads(const struct model_process *p, struct pystats_thread **ou
             continue;
         uint64_t *slot = pystats_slot(&index, node->tid);
         if (!*slot) {
-            t = pystats_grow(t, &cap, n + 1, sizeof *t);
+            t = report_grow(t, &cap, n + 1, sizeof *t);
             t[n] = (struct pystats_thread){.tid = node->tid};
             *slot = ++n;
         }

@@ -1,3 +1,4 @@
+#include "alloc.h"
 #include "summary.h"
 
 #include <stdlib.h>
@@ -31,16 +32,6 @@ static void *summary_xcalloc(size_t n, size_t size)
     return p;
 }
 
-static char *summary_xstrdup(const char *s)
-{
-    char *d = strdup(s);
-    if (!d) {
-        fprintf(stderr, "profreport: out of memory\n");
-        exit(1);
-    }
-    return d;
-}
-
 static const char *summary_run_of(const struct model_process *p)
 {
     return p->run_id ? p->run_id : "";
@@ -57,7 +48,7 @@ static size_t summary_list_runs(struct model_process **procs, size_t n, struct s
         while (r < nruns && strcmp(runs[r].id, id))
             r++;
         if (r == nruns) {
-            runs[r].id = summary_xstrdup(id);
+            runs[r].id = report_strdup(id);
             runs[r].start_realtime_ns = procs[i]->start_realtime_ns;
             nruns++;
         }
@@ -208,7 +199,7 @@ static void summary_build_api(struct summary *s)
     }
     s->api_total_ns = 0;
     for (size_t i = 0; i < out; i++) {
-        rows[i].name = summary_xstrdup(rows[i].name);
+        rows[i].name = report_strdup(rows[i].name);
         rows[i].avg_ns = (double)rows[i].total_ns / (double)rows[i].calls;
         s->api_total_ns += rows[i].total_ns;
     }
@@ -259,7 +250,7 @@ static void summary_build_kernels(struct summary *s)
     }
     for (size_t i = 0; i < out; i++) {
         struct summary_kernel_row *r = &rows[i];
-        r->name = summary_xstrdup(r->name);
+        r->name = report_strdup(r->name);
         r->avg_ns = r->launches ? (double)r->total_ns / (double)r->launches : 0.0;
         r->has_grid = r->grids.count > 0;
         r->has_block = r->blocks.count > 0;
@@ -278,7 +269,7 @@ static void summary_add_warning(struct summary *s, const char *w)
         exit(1);
     }
     s->warnings = n;
-    s->warnings[s->nwarnings++] = summary_xstrdup(w);
+    s->warnings[s->nwarnings++] = report_strdup(w);
 }
 
 void summary_build(struct summary *s, struct model_process **procs, size_t n)

@@ -5,42 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "summary.h"
-
-static void summary_gpu_oom(void)
-{
-    fprintf(stderr, "profreport: out of memory\n");
-    exit(1);
-}
-
-static void *summary_gpu_grow(void *ptr, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return ptr;
-    size_t n = *cap ? *cap * 2 : 16;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(ptr, n * elem);
-    if (!q)
-        summary_gpu_oom();
-    *cap = n;
-    return q;
-}
-
-static char *summary_gpu_strdup(const char *s)
-{
-    char *d = strdup(s ? s : "");
-    if (!d)
-        summary_gpu_oom();
-    return d;
-}
 
 static void summary_gpu_hist(struct u64map *into, const struct u64map *from)
 {
     uint64_t k, v, *slot;
     for (size_t i = 0; u64map_next(from, &i, &k, &v);) {
         if (!(slot = u64map_slot(into, k)))
-            summary_gpu_oom();
+            report_oom();
         *slot += v;
     }
 }
@@ -68,9 +41,9 @@ static void summary_gpu_add_site(struct summary_gpu_kernel_row *r, size_t *cap,
             return;
         }
     }
-    r->sites = summary_gpu_grow(r->sites, cap, r->nsites + 1, sizeof *r->sites);
-    r->sites[r->nsites++] = (struct summary_launch_site){summary_gpu_strdup(qual),
-                                                         summary_gpu_strdup(file), line, calls, ns};
+    r->sites = report_grow(r->sites, cap, r->nsites + 1, sizeof *r->sites);
+    r->sites[r->nsites++] = (struct summary_launch_site){report_strdup(qual),
+                                                         report_strdup(file), line, calls, ns};
 }
 
 static int summary_gpu_site_cmp(const void *a, const void *b)
@@ -87,10 +60,10 @@ static struct summary_gpu_kernel_row *summary_gpu_kernel_row(struct summary_gpu 
     for (size_t i = 0; i < g->nkernels; i++) /* a job runs tens to hundreds of kernels */
         if (!strcmp(g->kernels[i].name, name))
             return &g->kernels[i];
-    g->kernels = summary_gpu_grow(g->kernels, cap, g->nkernels + 1, sizeof *g->kernels);
+    g->kernels = report_grow(g->kernels, cap, g->nkernels + 1, sizeof *g->kernels);
     struct summary_gpu_kernel_row *r = &g->kernels[g->nkernels++];
     memset(r, 0, sizeof *r);
-    r->name = summary_gpu_strdup(name);
+    r->name = report_strdup(name);
     u64map_init(&r->grids);
     u64map_init(&r->blocks);
     u64map_init(&r->regs);
@@ -109,7 +82,7 @@ static void summary_gpu_kernels(struct summary *s)
             const struct model_gpu_kernel *m = &p->gpu.kernels[k];
             struct summary_gpu_kernel_row *r = summary_gpu_kernel_row(g, &cap, m->name);
             size_t idx = (size_t)(r - g->kernels);
-            site_caps = summary_gpu_grow(site_caps, &site_caps_n, g->nkernels, sizeof *site_caps);
+            site_caps = report_grow(site_caps, &site_caps_n, g->nkernels, sizeof *site_caps);
             if (r->calls == 0 && r->nsites == 0)
                 site_caps[idx] = 0;
             if (!r->calls || m->min_ns < r->min_ns)
@@ -161,7 +134,7 @@ static void summary_gpu_copies(struct summary *s)
                                        g->copies[k].dst_kind == mc->dst_kind))
                 k++;
             if (k == g->ncopies) {
-                g->copies = summary_gpu_grow(g->copies, &ccap, k + 1, sizeof *g->copies);
+                g->copies = report_grow(g->copies, &ccap, k + 1, sizeof *g->copies);
                 g->copies[g->ncopies++] = (struct summary_gpu_copy_row){
                     .copy_kind = mc->copy_kind, .src_kind = mc->src_kind, .dst_kind = mc->dst_kind};
             }
@@ -175,7 +148,7 @@ static void summary_gpu_copies(struct summary *s)
             while (k < g->nsets && g->sets[k].device != ms->device)
                 k++;
             if (k == g->nsets) {
-                g->sets = summary_gpu_grow(g->sets, &scap, k + 1, sizeof *g->sets);
+                g->sets = report_grow(g->sets, &scap, k + 1, sizeof *g->sets);
                 g->sets[g->nsets++] = (struct summary_gpu_set_row){.device = ms->device};
             }
             g->sets[k].calls += ms->calls;
@@ -201,9 +174,9 @@ static void summary_gpu_library(struct summary *s)
             while (k < g->nlibrary && strcmp(g->library[k].name, api->name))
                 k++;
             if (k == g->nlibrary) {
-                g->library = summary_gpu_grow(g->library, &cap, k + 1, sizeof *g->library);
+                g->library = report_grow(g->library, &cap, k + 1, sizeof *g->library);
                 g->library[g->nlibrary++] =
-                    (struct summary_library_row){.name = summary_gpu_strdup(api->name)};
+                    (struct summary_library_row){.name = report_strdup(api->name)};
             }
             g->library[k].calls += api->calls;
             g->library[k].cpu_ns += api->total_ns;
@@ -239,9 +212,9 @@ static void summary_gpu_cupti(struct summary *s)
                    !(g->cupti[k].domain == m->domain && !strcmp(g->cupti[k].name, m->name)))
                 k++;
             if (k == g->ncupti) {
-                g->cupti = summary_gpu_grow(g->cupti, &cap, k + 1, sizeof *g->cupti);
+                g->cupti = report_grow(g->cupti, &cap, k + 1, sizeof *g->cupti);
                 g->cupti[g->ncupti++] = (struct summary_cupti_row){
-                    .name = summary_gpu_strdup(m->name), .domain = m->domain};
+                    .name = report_strdup(m->name), .domain = m->domain};
             }
             struct summary_cupti_row *r = &g->cupti[k];
             r->calls += m->calls;
@@ -264,8 +237,8 @@ static void summary_gpu_merge_actions(struct summary_action_row **rows, size_t *
         while (k < *n && strcmp((*rows)[k].name, from[i].name))
             k++;
         if (k == *n) {
-            *rows = summary_gpu_grow(*rows, cap, k + 1, sizeof **rows);
-            (*rows)[(*n)++] = (struct summary_action_row){.name = summary_gpu_strdup(from[i].name)};
+            *rows = report_grow(*rows, cap, k + 1, sizeof **rows);
+            (*rows)[(*n)++] = (struct summary_action_row){.name = report_strdup(from[i].name)};
         }
         (*rows)[k].calls += from[i].calls;
         (*rows)[k].total_ns += from[i].total_ns;

@@ -1,0 +1,34 @@
+#include "alloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void report_oom(void)
+{
+    fprintf(stderr, "profreport: out of memory\n");
+    exit(1);
+}
+
+void *report_grow(void *ptr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return ptr;
+    size_t n = *cap ? *cap * 2 : 16;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(ptr, n * elem);
+    if (!q)
+        report_oom();
+    memset((char *)q + *cap * elem, 0, (n - *cap) * elem); /* new slots start zeroed */
+    *cap = n;
+    return q;
+}
+
+char *report_strdup(const char *s)
+{
+    char *d = strdup(s ? s : "");
+    if (!d)
+        report_oom();
+    return d;
+}

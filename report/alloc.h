@@ -1,0 +1,13 @@
+/* Allocation for profreport: out of memory ends the program with one line. */
+#ifndef REPORT_ALLOC_H
+#define REPORT_ALLOC_H
+
+#include <stddef.h>
+
+void report_oom(void) __attribute__((noreturn));
+/* Grows ptr (cap elements of elem bytes) to hold need, doubling. */
+void *report_grow(void *ptr, size_t *cap, size_t need, size_t elem);
+/* A copy of s ("" for NULL). */
+char *report_strdup(const char *s);
+
+#endif
