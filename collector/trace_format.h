@@ -66,6 +66,7 @@ enum prof_record_type {
     PROF_REC_GPU_API_NAME = 22, /* CUPTI (domain, callback id) -> name */
     PROF_REC_GPU_DEVICE = 23, /* properties of one GPU */
     PROF_REC_NVTX = 24,       /* an NVTX range push/pop/start/end or mark */
+    PROF_REC_TORCH_OP = 25,   /* one PyTorch operator or record_function scope (RecordFunction) */
     PROF_REC_TYPE_COUNT
 };
 
@@ -395,6 +396,26 @@ struct prof_rec_nvtx {
     uint64_t ticks;
 };
 _Static_assert(sizeof(struct prof_rec_nvtx) == 32, "nvtx record");
+
+/* ---- PyTorch ----
+ * TORCH_OP records follow a THREAD record (the thread that ran the op: autograd threads
+ * included) and are written when the op ends, so an op's children come before it.
+ * depth is the number of enclosing TORCH_OP spans on the thread when it began. */
+struct prof_rec_torch_op {
+    struct prof_record_header h;
+    uint32_t name_sid;
+    uint64_t start; /* ticks */
+    uint64_t end;
+    int64_t sequence_nr; /* autograd sequence number linking forward and backward; -1: none */
+    uint64_t fwd_thread; /* for a backward op: torch's id of the forward thread; else 0 */
+    uint8_t scope;       /* at::RecordScope: 0 FUNCTION, 1 BACKWARD_FUNCTION, 2 TORCHSCRIPT_FUNCTION,
+                          * 3 KERNEL_FUNCTION_DTYPE, 4 CUSTOM_CLASS, 5 BUILD_FEATURE, 6 LITE_INTERPRETER,
+                          * 7 USER_SCOPE, 8 STATIC_RUNTIME_OP, 9 STATIC_RUNTIME_MODEL */
+    uint8_t depth;
+    uint16_t reserved;
+    uint32_t shapes_sid; /* input shapes and dtypes as text when PROF_SHAPES=1; else 0 */
+};
+_Static_assert(sizeof(struct prof_rec_torch_op) == 48, "torch op record");
 
 static inline uint32_t prof_record_align(uint32_t n)
 {
