@@ -588,10 +588,9 @@ static void *collector_main(void *arg)
     return NULL;
 }
 
-static void collector_write_end(void)
+/* The END record alone: what a signal handler can write (no stdio, no allocation). */
+static void collector_write_end_record(void)
 {
-    collector_write_thread_names();
-    collector_write_clock_now();
     struct prof_rec_end end;
     memset(&end, 0, sizeof end);
     end.h.type = PROF_REC_END;
@@ -600,6 +599,13 @@ static void collector_write_end(void)
     end.events_written = collector_written;
     end.events_lost = collector_lost;
     writer_append(&end, sizeof end);
+}
+
+static void collector_write_end(void)
+{
+    collector_write_thread_names();
+    collector_write_clock_now();
+    collector_write_end_record();
 }
 
 /* The last drain before the process image goes: everything, then END. close: at exit;
@@ -654,7 +660,11 @@ int collector_flush_from_signal(void)
     int rc = -1;
     if (collector_drain_lock(1000) == 0) {
         collector_drain(DRAIN_SIGNAL);
-        rc = writer_is_open() ? writer_flush() : -1;
+        /* The signal's default action ends the process next: its record ends here. */
+        if (writer_is_open()) {
+            collector_write_end_record();
+            rc = writer_flush();
+        }
         collector_drain_unlock();
     }
     errno = saved;

@@ -231,10 +231,20 @@ struct model_nvtx_event {
     uint16_t kind; /* enum prof_nvtx_kind */
 };
 
-/* NVTX ranges (or marks) of one process merged by name. */
+/* Where an action comes from. */
+enum model_action_source {
+    MODEL_ACTION_NVTX,            /* an NVTX range (model_nvtx.c) */
+    MODEL_ACTION_RECORD_FUNCTION, /* a record_function scope: TORCH_OP USER_SCOPE (model_torch.c) */
+    MODEL_ACTION_BUILTIN          /* a PyTorch loop function of the Python call tree
+                                   * (model_torch_actions.c) */
+};
+
+/* NVTX ranges (or marks), record_function scopes or built-in actions of one process merged
+ * by name. */
 struct model_action {
     char *name;
     uint64_t calls, total_ns, gpu_ns, kernels;
+    uint8_t source; /* enum model_action_source */
 };
 
 struct model_gpu {
@@ -267,6 +277,48 @@ struct model_gpu {
     struct model_action *actions, *marks; /* set by model_finish */
     size_t nactions, nmarks;
     uint64_t nvtx_unclosed, nvtx_unmatched;
+};
+
+/* ---- PyTorch operators (model_torch.c) ---- */
+
+/* at::RecordScope values the reporter treats apart. */
+#define MODEL_TORCH_SCOPE_BACKWARD 1
+#define MODEL_TORCH_SCOPE_USER 7
+
+/* One TORCH_OP record, kept until the file ends (its children come before it). */
+struct model_torch_op {
+    uint64_t start, end; /* ticks */
+    int64_t sequence_nr;
+    uint32_t tid, name_sid, shapes_sid;
+    uint8_t scope, depth;
+    /* Set by model_torch_finish: */
+    uint64_t self_ticks;                /* the span minus its children's on the thread */
+    uint64_t self_cuda_ns, cuda_ns;     /* kernels with this op innermost; under it */
+    uint64_t self_kernels, kernels;
+};
+
+/* The operators of one process merged by (name, input shapes), as key_averages does. */
+struct model_torch_row {
+    uint32_t name_sid, shapes_sid;
+    const char *name, *shapes; /* into the process's strings; NULL: unknown */
+    uint8_t scope;             /* of the first op seen */
+    uint64_t calls;
+    uint64_t self_cpu_ticks, cpu_total_ticks;
+    uint64_t self_cpu_ns, cpu_total_ns; /* set by model_torch_finish */
+    uint64_t self_cuda_ns, cuda_total_ns, kernels;
+};
+
+struct model_torch {
+    struct model_torch_op *ops; /* freed by model_torch_finish */
+    size_t nops, cap_ops;
+    uint64_t records; /* TORCH_OP records read */
+    struct model_torch_row *rows;
+    size_t nrows;
+    struct model_action *scopes; /* record_function scopes (USER_SCOPE ops) by name */
+    size_t nscopes;
+    struct model_action *builtin; /* forward, backward, optimizer_step, dataloader_next */
+    size_t nbuiltin;
+    uint64_t unnested; /* ops that overlap a sibling instead of nesting */
 };
 
 struct model_process {
@@ -322,6 +374,7 @@ struct model_process {
 
     struct model_python py;
     struct model_gpu gpu;
+    struct model_torch torch;
 
     /* The process's wall time, CLOCK_MONOTONIC: from the first to the last CPU event or
      * CLOCK record, whichever reach further (set by model_finish). */
@@ -412,5 +465,17 @@ void model_gpu_api_base_name(const char *name, char *buf, size_t len);
 void model_nvtx_on_record(struct model_process *p, const struct trace_record *rec, uint32_t tid);
 void model_nvtx_finish(struct model_process *p);
 void model_nvtx_free(struct model_gpu *g);
+
+/* model_torch.c: TORCH_OP records; at the end, nesting (self CPU), the kernels launched
+ * inside each op (CUDA), rows by name and shapes, record_function scopes as actions. */
+void model_torch_on_record(struct model_process *p, const struct trace_record *rec, uint32_t tid);
+void model_torch_finish(struct model_process *p);
+void model_torch_free(struct model_torch *t);
+/* "FUNCTION", "BACKWARD_FUNCTION", ... "USER_SCOPE" (at::RecordScope), "?" else. */
+const char *model_torch_scope_name(unsigned scope);
+
+/* model_torch_actions.c: the built-in actions of a plain PyTorch loop, from the Python call
+ * trees: forward, backward, optimizer_step, dataloader_next (into p->torch.builtin). */
+void model_torch_actions_finish(struct model_process *p);
 
 #endif
