@@ -18,6 +18,10 @@ else
     export LD_LIBRARY_PATH
 fi
 out=$(mktemp -d /tmp/profrun-demo.XXXXXX)
-"$B/bin/profrun" -o "$out" -- "$B/test/fixtures/cuda_app"
+"$B/bin/profrun" -o "$out/cuda" -- "$B/test/fixtures/cuda_app"
 echo
-echo "demo: traces in $out; read them again with: $B/bin/profreport $out"
+echo "demo: a Python workload (test/workloads/py_hot.py: recursion and method calls), top 15 by cumtime"
+"$B/bin/profrun" --no-report -o "$out/python" -- python3 test/workloads/py_hot.py 22 100000
+"$B/bin/profreport" --python --limit 15 "$out/python"
+echo
+echo "demo: traces in $out; read them again with: $B/bin/profreport $out/cuda (or $out/python)"
