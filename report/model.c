@@ -182,6 +182,7 @@ void model_process_free(struct model_process *p)
     free(p->warnings);
     model_python_free(&p->py);
     model_gpu_free(&p->gpu);
+    model_torch_free(&p->torch);
     free(p);
 }
 
@@ -483,6 +484,9 @@ void model_add_record(struct model_process *p, const struct trace_record *rec)
         model_python_on_record(
             p, rec, p->current_thread == SIZE_MAX ? 0 : p->threads[p->current_thread].tid);
         break;
+    case PROF_REC_TORCH_OP:
+        model_torch_on_record(p, rec, model_current_tid(p));
+        break;
     case PROF_REC_END: {
         const struct prof_rec_end *e = rec->data;
         p->clean_end = 1;
@@ -563,6 +567,8 @@ void model_finish(struct model_process *p)
     model_python_finish(p);
     model_gpu_finish(p);
     model_nvtx_finish(p);
+    model_torch_finish(p);
+    model_torch_actions_finish(p);
     if (p->end_lost > p->lost)
         p->lost = p->end_lost;
     if (p->lost && p->lost_calls >= p->lost)

@@ -51,6 +51,7 @@ static const uint16_t trace_min_sizes[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_GPU_API_NAME] = sizeof(struct prof_rec_gpu_api_name),
     [PROF_REC_GPU_DEVICE] = sizeof(struct prof_rec_gpu_device),
     [PROF_REC_NVTX] = sizeof(struct prof_rec_nvtx),
+    [PROF_REC_TORCH_OP] = sizeof(struct prof_rec_torch_op),
 };
 
 static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
@@ -79,6 +80,7 @@ static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_GPU_API_NAME] = "GPU_API_NAME",
     [PROF_REC_GPU_DEVICE] = "GPU_DEVICE",
     [PROF_REC_NVTX] = "NVTX",
+    [PROF_REC_TORCH_OP] = "TORCH_OP",
 };
 
 uint16_t trace_record_min_size(uint16_t type)

@@ -1,0 +1,148 @@
+/* model_torch_actions: the actions of a plain PyTorch training loop, read off the Python
+ * call trees as Lightning's SimpleProfiler names them for its own loop:
+ *   forward          Module._call_impl (torch/nn/modules/module.py): a model (or loss) call
+ *   backward         Tensor.backward (torch/_tensor.py), torch.autograd.backward
+ *   optimizer_step   Optimizer.step and its hook wrapper (torch/optim/optimizer.py), the step
+ *                    of torch.optim's optimizers (torch.optim.sgd, ...)
+ *   dataloader_next  _BaseDataLoaderIter.__next__ (torch/utils/data/dataloader.py): the wait
+ *                    for the next batch
+ * A node counts (its calls and cumulative time) when no ancestor matches the same action,
+ * as cProfile's cumtime counts a recursion once: a submodule's _call_impl is part of its
+ * parent's forward, SGD.step inside the wrapper part of one optimizer step. GPU time: the
+ * kernels launched with the counted node or a descendant innermost. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "model.h"
+
+enum model_builtin {
+    MODEL_BUILTIN_FORWARD,
+    MODEL_BUILTIN_BACKWARD,
+    MODEL_BUILTIN_OPTIMIZER_STEP,
+    MODEL_BUILTIN_DATALOADER_NEXT,
+    MODEL_BUILTIN_COUNT
+};
+
+static const char *const model_builtin_names[MODEL_BUILTIN_COUNT] = {
+    "forward", "backward", "optimizer_step", "dataloader_next"};
+
+static int model_builtin_eq(const char *s, const char *want)
+{
+    return s && !strcmp(s, want);
+}
+
+static int model_builtin_prefix(const char *s, const char *prefix)
+{
+    return s && !strncmp(s, prefix, strlen(prefix));
+}
+
+/* Whether file is, or ends with "/" + tail: "torch/_tensor.py" in any site-packages. */
+static int model_builtin_file(const char *file, const char *tail)
+{
+    if (!file)
+        return 0;
+    size_t n = strlen(file), t = strlen(tail);
+    return n >= t && !strcmp(file + n - t, tail) && (n == t || file[n - t - 1] == '/');
+}
+
+/* The module, or a file under torch/ spelled as the module it would be. */
+static int model_builtin_in(const struct model_py_func *f, const char *module, const char *file)
+{
+    return model_builtin_eq(f->module, module) || model_builtin_file(f->file, file);
+}
+
+/* The action a function is, or -1. */
+static int model_builtin_of(const struct model_py_func *f)
+{
+    if (!f || f->kind != PROF_PY_FUNC_PYTHON || !f->name)
+        return -1;
+    const char *name = f->name;
+    if (!strcmp(name, "_call_impl") &&
+        model_builtin_in(f, "torch.nn.modules.module", "torch/nn/modules/module.py"))
+        return MODEL_BUILTIN_FORWARD;
+    if (!strcmp(name, "backward") &&
+        (model_builtin_eq(f->qualname, "Tensor.backward") ||
+         model_builtin_in(f, "torch._tensor", "torch/_tensor.py") ||
+         model_builtin_in(f, "torch.autograd", "torch/autograd/__init__.py")))
+        return MODEL_BUILTIN_BACKWARD;
+    if (!strcmp(name, "__next__") &&
+        (model_builtin_eq(f->qualname, "_BaseDataLoaderIter.__next__") ||
+         model_builtin_in(f, "torch.utils.data.dataloader", "torch/utils/data/dataloader.py")))
+        return MODEL_BUILTIN_DATALOADER_NEXT;
+    /* The learning-rate schedulers' step (torch.optim.lr_scheduler) is not an optimizer's. */
+    if (model_builtin_prefix(f->module, "torch.optim.lr_scheduler") ||
+        model_builtin_prefix(f->module, "torch.optim.swa_utils"))
+        return -1;
+    if (model_builtin_eq(f->qualname, "Optimizer.step") ||
+        (!strcmp(name, "step") && (model_builtin_eq(f->module, "torch.optim") ||
+                                   model_builtin_prefix(f->module, "torch.optim."))) ||
+        ((!strcmp(name, "wrapper") || !strcmp(name, "step")) &&
+         model_builtin_in(f, "torch.optim.optimizer", "torch/optim/optimizer.py") &&
+         (!f->qualname || strstr(f->qualname, "step"))))
+        return MODEL_BUILTIN_OPTIMIZER_STEP;
+    return -1;
+}
+
+void model_torch_actions_finish(struct model_process *p)
+{
+    const struct model_python *py = &p->py;
+    if (!py->nnodes)
+        return;
+    /* The action of each node, or -1. */
+    int *action = malloc(py->nnodes * sizeof *action);
+    if (!action)
+        report_oom();
+    int any = 0;
+    for (size_t i = 0; i < py->nnodes; i++) {
+        action[i] = model_builtin_of(model_python_func(p, py->nodes[i].func));
+        any |= action[i] >= 0;
+    }
+    if (!any) {
+        free(action);
+        return;
+    }
+    struct model_action acc[MODEL_BUILTIN_COUNT];
+    memset(acc, 0, sizeof acc);
+    for (size_t i = 0; i < py->nnodes; i++) {
+        const struct model_py_node *n = &py->nodes[i];
+        if (!n->defined)
+            continue;
+        /* The outermost node of each action on the path from the root to n. */
+        size_t outer[MODEL_BUILTIN_COUNT];
+        for (int a = 0; a < MODEL_BUILTIN_COUNT; a++)
+            outer[a] = SIZE_MAX;
+        size_t k = i, steps = 0;
+        for (;;) {
+            if (action[k] >= 0)
+                outer[action[k]] = k;
+            const struct model_py_node *up;
+            /* steps: a corrupt tree with a cycle ends the walk. */
+            if (!py->nodes[k].parent || ++steps > py->nnodes ||
+                !(up = model_python_node(p, py->nodes[k].parent)))
+                break;
+            k = (size_t)(up - py->nodes);
+        }
+        for (int a = 0; a < MODEL_BUILTIN_COUNT; a++) {
+            if (outer[a] == SIZE_MAX)
+                continue;
+            if (outer[a] == i) {
+                acc[a].calls += n->calls;
+                acc[a].total_ns += n->total_ns;
+            }
+            acc[a].gpu_ns += n->gpu_ns;
+            acc[a].kernels += n->gpu_kernels;
+        }
+    }
+    free(action);
+    struct model_torch *t = &p->torch;
+    size_t cap = 0;
+    for (int a = 0; a < MODEL_BUILTIN_COUNT; a++) {
+        if (!acc[a].calls)
+            continue;
+        t->builtin = report_grow(t->builtin, &cap, t->nbuiltin + 1, sizeof *t->builtin);
+        acc[a].name = report_strdup(model_builtin_names[a]);
+        acc[a].source = MODEL_ACTION_BUILTIN;
+        t->builtin[t->nbuiltin++] = acc[a];
+    }
+}
