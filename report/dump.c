@@ -311,6 +311,17 @@ static void dump_record(FILE *out, const struct trace_record *rec, struct u64map
         fprintf(out, " node=%u start=%" PRIu64 " end=%" PRIu64, sp->node_id, sp->start, sp->end);
         break;
     }
+    case PROF_REC_TORCH_OP: {
+        const struct prof_rec_torch_op *op = rec->data;
+        dump_string_field(out, "name", op->name_sid, strings);
+        fprintf(out,
+                " start=%" PRIu64 " end=%" PRIu64 " dur=%" PRIu64 " sequence_nr=%" PRId64
+                " fwd_thread=%" PRIu64 " scope=%u (%s) depth=%u",
+                op->start, op->end, op->end >= op->start ? op->end - op->start : 0, op->sequence_nr,
+                op->fwd_thread, op->scope, model_torch_scope_name(op->scope), op->depth);
+        dump_string_field(out, "shapes", op->shapes_sid, strings);
+        break;
+    }
     case PROF_REC_PY_GAP: {
         const struct prof_rec_py_gap *g = rec->data;
         fprintf(out, " reason=%u (%s) start=%" PRIu64 " end=%" PRIu64, g->reason,

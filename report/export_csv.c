@@ -86,12 +86,36 @@ static void export_csv_gpu(FILE *out, const struct summary *s, size_t limit)
                 r->domain == PROF_GPU_API_DRIVER ? "driver" : "runtime", r->calls, r->total_ns,
                 r->avg_ns, r->max_ns);
     }
-    fprintf(out, "\n# actions\nname,calls,mean_s,total_s,percent,gpu_s,kernels\n");
+    fprintf(out, "\n# actions\nname,calls,mean_s,total_s,percent,gpu_s,kernels,source\n");
     for (size_t i = 0; i < g->nactions && (!limit || i < limit); i++) {
         const struct summary_action_row *r = &g->actions[i];
         format_csv_field(out, r->name);
-        fprintf(out, ",%" PRIu64 ",%.9f,%.9f,%.3f,%.9f,%" PRIu64 "\n", r->calls, r->mean_ns / 1e9,
-                (double)r->total_ns / 1e9, r->percent, (double)r->gpu_ns / 1e9, r->kernels);
+        fprintf(out, ",%" PRIu64 ",%.9f,%.9f,%.3f,%.9f,%" PRIu64 ",%s\n", r->calls,
+                r->mean_ns / 1e9, (double)r->total_ns / 1e9, r->percent, (double)r->gpu_ns / 1e9,
+                r->kernels,
+                r->source == MODEL_ACTION_RECORD_FUNCTION ? "record_function"
+                : r->source == MODEL_ACTION_BUILTIN       ? "builtin"
+                                                          : "nvtx");
+    }
+}
+
+/* torch.profiler's key_averages() rows; shapes empty unless grouped by shape. */
+static void export_csv_ops(FILE *out, const struct summary *s, size_t limit)
+{
+    fprintf(out, "\n# ops\nname,shapes,calls,self_cpu_ns,cpu_total_ns,cpu_avg_ns,self_cuda_ns,"
+                 "cuda_total_ns,cuda_avg_ns,self_cpu_percent,cpu_total_percent,"
+                 "self_cuda_percent\n");
+    for (size_t i = 0; i < s->torch.nrows && (!limit || i < limit); i++) {
+        const struct summary_op_row *r = &s->torch.rows[i];
+        format_csv_field(out, r->name);
+        fputc(',', out);
+        format_csv_field(out, r->shapes ? r->shapes : "");
+        fprintf(out,
+                ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.1f,%" PRIu64 ",%" PRIu64
+                ",%.1f,%.3f,%.3f,%.3f\n",
+                r->calls, r->self_cpu_ns, r->cpu_total_ns, r->cpu_avg_ns, r->self_cuda_ns,
+                r->cuda_total_ns, r->cuda_avg_ns, r->self_cpu_percent, r->cpu_total_percent,
+                r->self_cuda_percent);
     }
 }
 
@@ -175,6 +199,7 @@ int export_csv_write(FILE *out, const struct summary *s, size_t limit)
     }
 
     export_csv_gpu(out, s, limit);
+    export_csv_ops(out, s, limit);
 
     /* gpu_ns only when the inputs hold GPU records: the columns stay as they were else. */
     fprintf(out,

@@ -218,6 +218,37 @@ static json_t *export_json_gpu_processes(const struct summary *s, int devices)
     return rows;
 }
 
+static const char *export_json_action_source(unsigned source)
+{
+    return source == MODEL_ACTION_RECORD_FUNCTION ? "record_function"
+           : source == MODEL_ACTION_BUILTIN       ? "builtin"
+                                                  : "nvtx";
+}
+
+/* torch.profiler's key_averages() rows; shapes null unless grouped by shape. */
+static json_t *export_json_ops(const struct summary *s, size_t limit)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < s->torch.nrows && (!limit || i < limit); i++) {
+        const struct summary_op_row *r = &s->torch.rows[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "name", export_json_str(r->name));
+        json_object_set_new(o, "shapes", export_json_str(r->shapes));
+        json_object_set_new(o, "calls", export_json_u64(r->calls));
+        json_object_set_new(o, "self_cpu_ns", export_json_u64(r->self_cpu_ns));
+        json_object_set_new(o, "cpu_total_ns", export_json_u64(r->cpu_total_ns));
+        json_object_set_new(o, "cpu_avg_ns", json_real(r->cpu_avg_ns));
+        json_object_set_new(o, "self_cuda_ns", export_json_u64(r->self_cuda_ns));
+        json_object_set_new(o, "cuda_total_ns", export_json_u64(r->cuda_total_ns));
+        json_object_set_new(o, "cuda_avg_ns", json_real(r->cuda_avg_ns));
+        json_object_set_new(o, "self_cpu_percent", json_real(r->self_cpu_percent));
+        json_object_set_new(o, "cpu_total_percent", json_real(r->cpu_total_percent));
+        json_object_set_new(o, "self_cuda_percent", json_real(r->self_cuda_percent));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
 static void export_json_gpu(json_t *root, const struct summary *s, size_t limit)
 {
     const struct summary_gpu *g = &s->gpu;
@@ -281,10 +312,11 @@ static void export_json_gpu(json_t *root, const struct summary *s, size_t limit)
     for (size_t i = 0; i < g->nactions && (!limit || i < limit); i++) {
         const struct summary_action_row *r = &g->actions[i];
         json_array_append_new(
-            a, json_pack("{s:o,s:o,s:f,s:f,s:f,s:f,s:o}", "name", export_json_str(r->name), "calls",
-                         export_json_u64(r->calls), "mean_s", r->mean_ns / 1e9, "total_s",
+            a, json_pack("{s:o,s:o,s:f,s:f,s:f,s:f,s:o,s:s}", "name", export_json_str(r->name),
+                         "calls", export_json_u64(r->calls), "mean_s", r->mean_ns / 1e9, "total_s",
                          (double)r->total_ns / 1e9, "percent", r->percent, "gpu_s",
-                         (double)r->gpu_ns / 1e9, "kernels", export_json_u64(r->kernels)));
+                         (double)r->gpu_ns / 1e9, "kernels", export_json_u64(r->kernels), "source",
+                         export_json_action_source(r->source)));
     }
     json_object_set_new(root, "actions", a);
     a = json_array();
@@ -350,6 +382,7 @@ int export_json_write(FILE *out, const struct summary *s, size_t limit)
     json_object_set_new(root, "copies", copies);
     json_object_set_new(root, "python", export_json_python(&s->py, limit, s->gpu.any));
     export_json_gpu(root, s, limit);
+    json_object_set_new(root, "ops", export_json_ops(s, limit));
 
     json_t *warnings = json_array();
     for (size_t i = 0; i < s->nwarnings; i++)

@@ -36,8 +36,15 @@ static void main_usage(FILE *out)
           "      --gpu         print GPU devices, utilization, copies and sets as the GPU\n"
           "                    ran them, library calls (cuBLAS, cuBLASLt, cuDNN) with the\n"
           "                    GPU time of their kernels, and calls only CUPTI saw\n"
-          "      --actions     print NVTX ranges as actions (Lightning's SimpleProfiler\n"
-          "                    columns, plus the GPU time of the kernels launched inside)\n"
+          "      --actions     print actions in Lightning's SimpleProfiler columns, plus the\n"
+          "                    GPU time of the kernels launched inside: NVTX ranges,\n"
+          "                    record_function scopes, and forward, backward,\n"
+          "                    optimizer_step, dataloader_next from the Python call tree\n"
+          "      --ops         print the PyTorch operators in torch.profiler's\n"
+          "                    key_averages() columns (sort: self_cpu (default),\n"
+          "                    cpu_total, self_cuda, cuda_total, calls, name; or torch's\n"
+          "                    self_cpu_time_total, cpu_time_total, cuda_time_total, count)\n"
+          "      --group-by-shape  one operator row per name and input shapes (PROF_SHAPES=1)\n"
           "      --python      print the Python function table (cProfile's columns) only\n"
           "      --per-thread  with --python: one table per thread\n"
           "      --per-process with --python: one table per process\n"
@@ -163,10 +170,16 @@ static int main_write_python_files(const struct summary *s, const char *pstats_p
 /* The tables asked for by name, in a fixed order, a blank line between them. */
 static void main_print_selected(const struct summary *s, size_t limit,
                                 enum tables_python_split split, int python, int kernels, int gpu,
-                                int actions)
+                                int actions, int ops)
 {
     int first = 1;
+    if (ops) {
+        tables_ops(stdout, s, limit);
+        first = 0;
+    }
     if (kernels) {
+        if (!first)
+            fputc('\n', stdout);
         tables_gpu_kernels(stdout, s, limit);
         first = 0;
     }
@@ -199,6 +212,8 @@ int main(int argc, char **argv)
     const char *run_id = NULL;
     int all_runs = 0, python = 0, format_given = 0;
     int kernels = 0, gpu = 0, actions = 0; /* --kernels, --gpu, --actions: those tables only */
+    int ops = 0, by_shape = 0;             /* --ops, --group-by-shape */
+    enum summary_op_sort op_sort = SUMMARY_OP_SORT_SELF_CPU;
     enum tables_python_split split = TABLES_PYTHON_MERGED;
     const char *pstats_path = NULL, *folded_path = NULL;
 
@@ -222,7 +237,9 @@ int main(int argc, char **argv)
         OPT_FOLDED,
         OPT_KERNELS,
         OPT_GPU,
-        OPT_ACTIONS
+        OPT_ACTIONS,
+        OPT_OPS,
+        OPT_GROUP_BY_SHAPE
     };
     static const struct option options[] = {
         {"format", required_argument, NULL, 'f'},
@@ -238,6 +255,8 @@ int main(int argc, char **argv)
         {"kernels", no_argument, NULL, OPT_KERNELS},
         {"gpu", no_argument, NULL, OPT_GPU},
         {"actions", no_argument, NULL, OPT_ACTIONS},
+        {"ops", no_argument, NULL, OPT_OPS},
+        {"group-by-shape", no_argument, NULL, OPT_GROUP_BY_SHAPE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -286,6 +305,12 @@ int main(int argc, char **argv)
         case OPT_ACTIONS:
             actions = 1;
             break;
+        case OPT_OPS:
+            ops = 1;
+            break;
+        case OPT_GROUP_BY_SHAPE:
+            by_shape = 1;
+            break;
         case OPT_PER_THREAD:
         case OPT_PER_PROCESS: {
             enum tables_python_split want =
@@ -320,18 +345,29 @@ int main(int argc, char **argv)
                               split == TABLES_PYTHON_PER_THREAD ? "--per-thread" : "--per-process");
     if (split != TABLES_PYTHON_MERGED && format_given && format != MAIN_FORMAT_TEXT)
         return main_bad_usage("--per-thread and --per-process are for the text report%s", "");
+    /* --group-by-shape alone asks for the table it changes. */
+    if (by_shape && !ops && !python && !kernels && !gpu && !actions && format == MAIN_FORMAT_TEXT)
+        ops = 1;
     if (sort_arg) {
         /* A key of both tables (calls, name) orders both; otherwise the key says which. */
         int api_ok = summary_parse_sort(sort_arg, &sort) == 0;
         int py_ok = pystats_parse_sort(sort_arg, &py_sort) == 0;
+        int ops_ok = summary_parse_op_sort(sort_arg, &op_sort) == 0;
+        if (ops && !ops_ok)
+            return main_bad_usage("unknown sort key '%s' for --ops (self_cpu, cpu_total, "
+                                  "self_cuda, cuda_total, calls or name; or torch's "
+                                  "self_cpu_time_total, cpu_time_total, self_cuda_time_total, "
+                                  "cuda_time_total, count)",
+                                  sort_arg);
         if (python && !py_ok)
             return main_bad_usage("unknown sort key '%s' for --python (cumtime, tottime, ncalls, "
                                   "percall, name, filename or line)",
                                   sort_arg);
-        if (!api_ok && !py_ok)
+        if (!api_ok && !py_ok && !ops_ok)
             return main_bad_usage("unknown sort key '%s' (total, calls, avg, min, max, errors or "
                                   "name; for Python: cumtime, tottime, ncalls, percall, "
-                                  "filename or line)",
+                                  "filename or line; for --ops: self_cpu, cpu_total, "
+                                  "self_cuda, cuda_total)",
                                   sort_arg);
     }
     if (optind >= argc)
@@ -357,6 +393,9 @@ int main(int argc, char **argv)
     summary_build(&s, in.procs, in.n);
     summary_sort(&s, sort);
     summary_sort_python(&s, py_sort);
+    if (by_shape)
+        summary_build_torch(&s, 1);
+    summary_sort_torch(&s, op_sort);
     for (size_t i = 0; i < s.nwarnings; i++)
         fprintf(stderr, "profreport: warning: %s\n", s.warnings[i]);
     int failed = in.failed;
@@ -364,7 +403,7 @@ int main(int argc, char **argv)
         failed = 1;
     /* Writing a file alone prints no report, unless one was asked for too. */
     int print =
-        !(pstats_path || folded_path) || python || format_given || kernels || gpu || actions;
+        !(pstats_path || folded_path) || python || format_given || kernels || gpu || actions || ops;
     int rc = 0;
     if (!print)
         rc = 0;
@@ -372,8 +411,8 @@ int main(int argc, char **argv)
         rc = export_json_write(stdout, &s, limit);
     else if (format == MAIN_FORMAT_CSV)
         rc = export_csv_write(stdout, &s, limit);
-    else if (python || kernels || gpu || actions)
-        main_print_selected(&s, limit, split, python, kernels, gpu, actions);
+    else if (python || kernels || gpu || actions || ops)
+        main_print_selected(&s, limit, split, python, kernels, gpu, actions, ops);
     else
         tables_print(stdout, &s, limit);
     summary_free(&s);

@@ -292,8 +292,8 @@ struct model_torch_op {
     uint32_t tid, name_sid, shapes_sid;
     uint8_t scope, depth;
     /* Set by model_torch_finish: */
-    uint64_t self_ticks;                /* the span minus its children's on the thread */
-    uint64_t self_cuda_ns, cuda_ns;     /* kernels with this op innermost; under it */
+    uint64_t self_ticks;            /* the span minus its children's on the thread */
+    uint64_t self_cuda_ns, cuda_ns; /* kernels with this op innermost; under it */
     uint64_t self_kernels, kernels;
 };
 

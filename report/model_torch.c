@@ -18,8 +18,8 @@
 const char *model_torch_scope_name(unsigned scope)
 {
     static const char *const names[] = {
-        "FUNCTION",    "BACKWARD_FUNCTION", "TORCHSCRIPT_FUNCTION", "KERNEL_FUNCTION_DTYPE",
-        "CUSTOM_CLASS", "BUILD_FEATURE",    "LITE_INTERPRETER",     "USER_SCOPE",
+        "FUNCTION",          "BACKWARD_FUNCTION",   "TORCHSCRIPT_FUNCTION", "KERNEL_FUNCTION_DTYPE",
+        "CUSTOM_CLASS",      "BUILD_FEATURE",       "LITE_INTERPRETER",     "USER_SCOPE",
         "STATIC_RUNTIME_OP", "STATIC_RUNTIME_MODEL"};
     return scope < sizeof names / sizeof *names ? names[scope] : "?";
 }
@@ -170,12 +170,12 @@ static void model_torch_rows(struct model_process *p)
             report_oom();
         if (!*slot) {
             t->rows = report_grow(t->rows, &cap, t->nrows + 1, sizeof *t->rows);
-            t->rows[t->nrows] = (struct model_torch_row){
-                .name_sid = op->name_sid,
-                .shapes_sid = op->shapes_sid,
-                .name = model_torch_string(p, op->name_sid),
-                .shapes = model_torch_string(p, op->shapes_sid),
-                .scope = op->scope};
+            t->rows[t->nrows] =
+                (struct model_torch_row){.name_sid = op->name_sid,
+                                         .shapes_sid = op->shapes_sid,
+                                         .name = model_torch_string(p, op->name_sid),
+                                         .shapes = model_torch_string(p, op->shapes_sid),
+                                         .scope = op->scope};
             *slot = ++t->nrows;
         }
         struct model_torch_row *r = &t->rows[*slot - 1];
@@ -214,8 +214,8 @@ static void model_torch_scopes(struct model_process *p)
             k++;
         if (k == t->nscopes) {
             t->scopes = report_grow(t->scopes, &cap, k + 1, sizeof *t->scopes);
-            t->scopes[t->nscopes++] = (struct model_action){
-                .name = report_strdup(name), .source = MODEL_ACTION_RECORD_FUNCTION};
+            t->scopes[t->nscopes++] = (struct model_action){.name = report_strdup(name),
+                                                            .source = MODEL_ACTION_RECORD_FUNCTION};
         }
         struct model_action *a = &t->scopes[k];
         a->calls++;

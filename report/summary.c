@@ -314,6 +314,7 @@ void summary_build(struct summary *s, struct model_process **procs, size_t n)
     summary_sort_python(s, PYSTATS_SORT_CUMTIME);
     summary_build_gpu(s);
     summary_sort_gpu(s, SUMMARY_SORT_TOTAL);
+    summary_build_torch(s, 0);
 }
 
 void summary_sort_python(struct summary *s, enum pystats_sort key)
@@ -415,5 +416,6 @@ void summary_free(struct summary *s)
     free(s->warnings);
     pystats_free(&s->py);
     summary_free_gpu(&s->gpu);
+    summary_free_torch(&s->torch);
     memset(s, 0, sizeof *s);
 }

@@ -72,6 +72,7 @@ struct summary_action_row {
     char *name;
     uint64_t calls, total_ns, gpu_ns, kernels;
     double mean_ns, percent;
+    uint8_t source; /* enum model_action_source */
 };
 
 struct summary_gpu {
@@ -89,8 +90,42 @@ struct summary_gpu {
     size_t ncupti;
     struct summary_action_row *actions, *marks;
     size_t nactions, nmarks;
-    uint64_t action_wall_ns; /* wall time summed over the processes with NVTX records */
+    uint64_t action_wall_ns; /* wall time summed over the processes with actions */
     uint64_t action_gpu_ns;  /* GPU time of every kernel of those processes */
+    int action_sources;      /* 1 << enum model_action_source of every action */
+};
+
+/* ---- PyTorch operators (summary_torch.c) ---- */
+
+/* One row of torch.profiler's key_averages() table: ops merged by name (and input shapes
+ * when grouped) over the processes. Percentages are of the sums over every row. */
+struct summary_op_row {
+    char *name;
+    char *shapes; /* NULL unless grouped by shape; "" for an op recorded without shapes */
+    uint64_t calls;
+    uint64_t self_cpu_ns, cpu_total_ns, self_cuda_ns, cuda_total_ns;
+    double cpu_avg_ns, cuda_avg_ns;
+    double self_cpu_percent, cpu_total_percent, self_cuda_percent;
+};
+
+enum summary_op_sort {
+    SUMMARY_OP_SORT_SELF_CPU, /* the default, as torch's examples sort */
+    SUMMARY_OP_SORT_CPU_TOTAL,
+    SUMMARY_OP_SORT_SELF_CUDA,
+    SUMMARY_OP_SORT_CUDA_TOTAL,
+    SUMMARY_OP_SORT_CALLS,
+    SUMMARY_OP_SORT_NAME
+};
+
+struct summary_torch {
+    struct summary_op_row *rows;
+    size_t nrows;
+    int by_shape;
+    enum summary_op_sort sort;
+    uint64_t records;            /* TORCH_OP records read */
+    uint64_t self_cpu_total_ns;  /* the sum of Self CPU over every row */
+    uint64_t self_cuda_total_ns; /* the sum of Self CUDA */
+    int any_cuda;                /* some op launched kernels */
 };
 
 struct summary_run {
@@ -117,6 +152,7 @@ struct summary {
     enum pystats_sort py_sort;
     uint64_t py_gaps, py_spans; /* summed over the processes */
     struct summary_gpu gpu;
+    struct summary_torch torch;
 };
 
 enum summary_sort {
@@ -153,5 +189,17 @@ void summary_free(struct summary *s);
 void summary_build_gpu(struct summary *s);
 void summary_sort_gpu(struct summary *s, enum summary_sort key);
 void summary_free_gpu(struct summary_gpu *g);
+
+/* summary_torch.c: the PyTorch operator rows. */
+/* self_cpu, cpu_total, self_cuda, cuda_total, calls, name, and torch's spellings
+ * self_cpu_time_total, cpu_time_total, self_cuda_time_total, cuda_time_total, count.
+ * 0 and *out set, or -1. */
+int summary_parse_op_sort(const char *s, enum summary_op_sort *out);
+const char *summary_op_sort_name(enum summary_op_sort key);
+/* (Re)builds the rows from s->procs: by name, or by name and input shapes. */
+void summary_build_torch(struct summary *s, int by_shape);
+/* Descending, name ascending; ties by name, then shapes. */
+void summary_sort_torch(struct summary *s, enum summary_op_sort key);
+void summary_free_torch(struct summary_torch *t);
 
 #endif

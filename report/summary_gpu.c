@@ -1,7 +1,8 @@
 /* summary_gpu: the GPU tables of a report merged over the processes — kernels by
  * demangled name (with the Python functions that launched them), copies by direction and
- * memory kinds, sets by device, library calls and CUPTI-only calls by name, NVTX actions
- * and marks by name. Utilization and devices stay per process (model_gpu.c). */
+ * memory kinds, sets by device, library calls and CUPTI-only calls by name, actions (NVTX
+ * ranges, record_function scopes, built-in PyTorch loop actions) and NVTX marks by name.
+ * Utilization and devices stay per process (model_gpu.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,21 +230,26 @@ static void summary_gpu_cupti(struct summary *s)
 
 /* ---- NVTX actions ---- */
 
-static void summary_gpu_merge_actions(struct summary_action_row **rows, size_t *n, size_t *cap,
-                                      const struct model_action *from, size_t nfrom)
+static void summary_gpu_merge_actions(struct summary_gpu *g, struct summary_action_row **rows,
+                                      size_t *n, size_t *cap, const struct model_action *from,
+                                      size_t nfrom)
 {
     for (size_t i = 0; i < nfrom; i++) {
         size_t k = 0;
-        while (k < *n && strcmp((*rows)[k].name, from[i].name))
+        /* One row per (source, name): a scope and a range of one name stay apart. */
+        while (k < *n &&
+               ((*rows)[k].source != from[i].source || strcmp((*rows)[k].name, from[i].name)))
             k++;
         if (k == *n) {
             *rows = report_grow(*rows, cap, k + 1, sizeof **rows);
-            (*rows)[(*n)++] = (struct summary_action_row){.name = report_strdup(from[i].name)};
+            (*rows)[(*n)++] = (struct summary_action_row){.name = report_strdup(from[i].name),
+                                                          .source = from[i].source};
         }
         (*rows)[k].calls += from[i].calls;
         (*rows)[k].total_ns += from[i].total_ns;
         (*rows)[k].gpu_ns += from[i].gpu_ns;
         (*rows)[k].kernels += from[i].kernels;
+        g->action_sources |= 1 << from[i].source;
     }
 }
 
@@ -262,13 +268,17 @@ static void summary_gpu_actions(struct summary *s)
     size_t acap = 0, mcap = 0;
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
-        if (!p->gpu.nnvtx)
+        if (!p->gpu.nnvtx && !p->torch.nscopes && !p->torch.nbuiltin)
             continue;
         g->action_wall_ns += p->wall_ns;
         g->action_gpu_ns += p->gpu.kernel_ns;
-        summary_gpu_merge_actions(&g->actions, &g->nactions, &acap, p->gpu.actions,
+        summary_gpu_merge_actions(g, &g->actions, &g->nactions, &acap, p->gpu.actions,
                                   p->gpu.nactions);
-        summary_gpu_merge_actions(&g->marks, &g->nmarks, &mcap, p->gpu.marks, p->gpu.nmarks);
+        summary_gpu_merge_actions(g, &g->actions, &g->nactions, &acap, p->torch.scopes,
+                                  p->torch.nscopes);
+        summary_gpu_merge_actions(g, &g->actions, &g->nactions, &acap, p->torch.builtin,
+                                  p->torch.nbuiltin);
+        summary_gpu_merge_actions(g, &g->marks, &g->nmarks, &mcap, p->gpu.marks, p->gpu.nmarks);
     }
     for (size_t k = 0; k < g->nactions; k++) {
         struct summary_action_row *r = &g->actions[k];

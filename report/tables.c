@@ -213,6 +213,7 @@ void tables_print(FILE *out, const struct summary *s, size_t limit)
     if (!python || s->nkernels)
         tables_kernels(out, s, limit);
     tables_gpu_section(out, s, limit);
+    tables_ops_section(out, s, limit);
     if (!python || tables_memory_any(s))
         tables_memory(out, s);
     tables_python_section(out, s, limit);

@@ -2,6 +2,7 @@
 #ifndef REPORT_TABLES_H
 #define REPORT_TABLES_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "summary.h"
@@ -18,8 +19,20 @@ void tables_gpu_kernels(FILE *out, const struct summary *s, size_t limit);
 void tables_gpu_section(FILE *out, const struct summary *s, size_t limit);
 /* --gpu: devices, utilization, copies and sets, library calls, CUPTI-only calls. */
 void tables_gpu(FILE *out, const struct summary *s, size_t limit);
-/* --actions: NVTX ranges as Lightning's SimpleProfiler shows actions, and marks. */
+/* --actions: NVTX ranges, record_function scopes and the built-in PyTorch loop actions
+ * as Lightning's SimpleProfiler shows actions, and NVTX marks. */
 void tables_actions(FILE *out, const struct summary *s, size_t limit);
+
+/* tables_torch.c */
+/* --ops: torch.profiler's key_averages() table, in s's op order (limit rows, 0 = all). */
+void tables_ops(FILE *out, const struct summary *s, size_t limit);
+/* The default report's section: the first limit (0: 15) ops; nothing without any. */
+void tables_ops_section(FILE *out, const struct summary *s, size_t limit);
+/* torch's units: "812.000us", "3.250ms", "2.503s"; "12.34%" ("NaN" of nothing);
+ * "512 b", "1.50 Kb", "2.00 Gb". */
+void tables_torch_time(double ns, char *buf, size_t len);
+void tables_torch_share(double part, double total, char *buf, size_t len);
+void tables_torch_memory(int64_t bytes, char *buf, size_t len);
 
 /* tables_python.c */
 enum tables_python_split {

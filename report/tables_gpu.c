@@ -1,6 +1,7 @@
 /* tables_gpu: the GPU text tables — kernels as the GPU ran them (--kernels, and a section
  * of the default report), copies, sets, utilization, devices, library calls and the calls
- * only CUPTI saw (--gpu), NVTX ranges as actions (--actions). */
+ * only CUPTI saw (--gpu), NVTX ranges, record_function scopes and built-in PyTorch loop
+ * functions as actions (--actions). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,13 +240,56 @@ void tables_gpu(FILE *out, const struct summary *s, size_t limit)
 
 /* ---- --actions ---- */
 
+static const char *const tables_action_source_names[] = {
+    [MODEL_ACTION_NVTX] = "NVTX",
+    [MODEL_ACTION_RECORD_FUNCTION] = "record_function",
+    [MODEL_ACTION_BUILTIN] = "built-in",
+};
+
+/* Which source each action comes from: the title says it for the sources other than
+ * NVTX, naming their rows. */
+static void tables_actions_title(FILE *out, const struct summary_gpu *g)
+{
+    fputs("Actions (", out);
+    int parts = 0;
+    for (int src = MODEL_ACTION_RECORD_FUNCTION; src <= MODEL_ACTION_BUILTIN; src++) {
+        if (!(g->action_sources & (1 << src)))
+            continue;
+        fprintf(out, "%s%s: ", parts++ ? "; " : "",
+                src == MODEL_ACTION_BUILTIN ? "built-in, from the Python call tree"
+                                            : "record_function scopes");
+        int n = 0;
+        for (size_t i = 0; i < g->nactions; i++)
+            if (g->actions[i].source == src)
+                fprintf(out, "%s%s", n++ ? ", " : "", g->actions[i].name);
+    }
+    if (!parts)
+        fputs("NVTX ranges", out);
+    else if (g->action_sources & (1 << MODEL_ACTION_NVTX))
+        fputs("; the other rows NVTX ranges", out);
+    fputs("; times in seconds, % of the wall time)\n", out);
+}
+
+/* A row's name, its source after it when another source has a row of the same name. */
+static const char *tables_actions_name(const struct summary_gpu *g, size_t i, char *buf, size_t len)
+{
+    const struct summary_action_row *r = &g->actions[i];
+    for (size_t k = 0; k < g->nactions; k++) {
+        if (k != i && !strcmp(g->actions[k].name, r->name)) {
+            snprintf(buf, len, "%s (%s)", r->name, tables_action_source_names[r->source]);
+            return buf;
+        }
+    }
+    return r->name;
+}
+
 void tables_actions(FILE *out, const struct summary *s, size_t limit)
 {
     const struct summary_gpu *g = &s->gpu;
-    char mean[32], calls[24], total[32], pct[16], gpu[32];
-    fprintf(out, "Actions (NVTX ranges; times in seconds, %% of the wall time)\n");
+    char mean[32], calls[24], total[32], pct[16], gpu[32], name[512];
+    tables_actions_title(out, g);
     if (!g->nactions && !g->nmarks) {
-        fprintf(out, "  (no NVTX ranges)\n");
+        fprintf(out, "  (no NVTX ranges, record_function scopes or PyTorch loop functions)\n");
         return;
     }
     struct text_table t;
@@ -260,7 +304,8 @@ void tables_actions(FILE *out, const struct summary *s, size_t limit)
     for (size_t i = 0; i < g->nactions && (!limit || i < limit); i++) {
         const struct summary_action_row *r = &g->actions[i];
         snprintf(pct, sizeof pct, "%.3f", r->percent);
-        text_table_row(&t, r->name, tables_gpu_seconds(mean, sizeof mean, r->mean_ns),
+        text_table_row(&t, tables_actions_name(g, i, name, sizeof name),
+                       tables_gpu_seconds(mean, sizeof mean, r->mean_ns),
                        tables_gpu_u64(calls, sizeof calls, r->calls),
                        tables_gpu_seconds(total, sizeof total, (double)r->total_ns), pct,
                        tables_gpu_seconds(gpu, sizeof gpu, (double)r->gpu_ns));

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#define TEXT_TABLE_MAX_COLS 12
+#define TEXT_TABLE_MAX_COLS 16
 
 /* A text table: cells are collected, then printed with each column as wide as its widest
  * cell. Numbers align right, text left. */

@@ -1,0 +1,115 @@
+/* tables_torch: the PyTorch operator table (--ops) in the columns, meanings and units of
+ * torch.profiler's key_averages().table(): times as "1.234ms", shares as "12.34%", memory
+ * as "1.50 Kb". */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tables.h"
+#include "text_table.h"
+
+void tables_torch_time(double ns, char *buf, size_t len)
+{
+    /* torch's _format_time, from microseconds. */
+    double us = ns / 1e3;
+    if (us >= 1e6)
+        snprintf(buf, len, "%.3fs", us / 1e6);
+    else if (us >= 1e3)
+        snprintf(buf, len, "%.3fms", us / 1e3);
+    else
+        snprintf(buf, len, "%.3fus", us);
+}
+
+void tables_torch_share(double part, double total, char *buf, size_t len)
+{
+    /* torch's _format_time_share: NaN when nothing is counted at all. */
+    if (total <= 0)
+        snprintf(buf, len, "NaN");
+    else
+        snprintf(buf, len, "%.2f%%", 100.0 * part / total);
+}
+
+void tables_torch_memory(int64_t bytes, char *buf, size_t len)
+{
+    /* torch's _format_memory */
+    const double kb = 1024.0, mb = 1024.0 * kb, gb = 1024.0 * mb;
+    double v = (double)bytes, a = v < 0 ? -v : v;
+    if (a >= gb)
+        snprintf(buf, len, "%.2f Gb", v / gb);
+    else if (a >= mb)
+        snprintf(buf, len, "%.2f Mb", v / mb);
+    else if (a >= kb)
+        snprintf(buf, len, "%.2f Kb", v / kb);
+    else
+        snprintf(buf, len, "%" PRId64 " b", bytes);
+}
+
+static void tables_torch_table(FILE *out, const struct summary *s, size_t limit, const char *more)
+{
+    const struct summary_torch *t = &s->torch;
+    char self_pct[16], self_cpu[32], total_pct[16], total[32], avg[32];
+    char self_cuda[32], self_cuda_pct[16], cuda_total[32], cuda_avg[32], mem[16], calls[24];
+    double cpu_sum = (double)t->self_cpu_total_ns, cuda_sum = (double)t->self_cuda_total_ns;
+    struct text_table tt;
+    text_table_begin(&tt, t->by_shape
+                              ? "<Name|>Self CPU %|>Self CPU|>CPU total %|>CPU total|>CPU time avg|"
+                                ">Self CUDA|>Self CUDA %|>CUDA total|>CUDA time avg|>CPU Mem|"
+                                ">Self CPU Mem|>CUDA Mem|>Self CUDA Mem|># of Calls|<Input Shapes"
+                              : "<Name|>Self CPU %|>Self CPU|>CPU total %|>CPU total|>CPU time avg|"
+                                ">Self CUDA|>Self CUDA %|>CUDA total|>CUDA time avg|>CPU Mem|"
+                                ">Self CPU Mem|>CUDA Mem|>Self CUDA Mem|># of Calls");
+    /* No allocator records yet: the memory columns are 0, as torch shows them without
+     * profile_memory. */
+    tables_torch_memory(0, mem, sizeof mem);
+    for (size_t i = 0; i < t->nrows && (!limit || i < limit); i++) {
+        const struct summary_op_row *r = &t->rows[i];
+        tables_torch_share((double)r->self_cpu_ns, cpu_sum, self_pct, sizeof self_pct);
+        tables_torch_time((double)r->self_cpu_ns, self_cpu, sizeof self_cpu);
+        tables_torch_share((double)r->cpu_total_ns, cpu_sum, total_pct, sizeof total_pct);
+        tables_torch_time((double)r->cpu_total_ns, total, sizeof total);
+        tables_torch_time(r->cpu_avg_ns, avg, sizeof avg);
+        tables_torch_time((double)r->self_cuda_ns, self_cuda, sizeof self_cuda);
+        tables_torch_share((double)r->self_cuda_ns, cuda_sum, self_cuda_pct, sizeof self_cuda_pct);
+        tables_torch_time((double)r->cuda_total_ns, cuda_total, sizeof cuda_total);
+        tables_torch_time(r->cuda_avg_ns, cuda_avg, sizeof cuda_avg);
+        snprintf(calls, sizeof calls, "%" PRIu64, r->calls);
+        text_table_row(&tt, r->name, self_pct, self_cpu, total_pct, total, avg, self_cuda,
+                       self_cuda_pct, cuda_total, cuda_avg, mem, mem, mem, mem, calls,
+                       r->shapes && *r->shapes ? r->shapes : "[]");
+    }
+    text_table_end(out, &tt);
+    if (limit && t->nrows > limit)
+        fprintf(out, "  (%zu more not shown; %s)\n", t->nrows - limit, more);
+    tables_torch_time(cpu_sum, self_cpu, sizeof self_cpu);
+    tables_torch_time(cuda_sum, self_cuda, sizeof self_cuda);
+    fprintf(out, "  Self CPU time total: %s\n", self_cpu);
+    fprintf(out, "  Self CUDA time total: %s\n", self_cuda);
+    fprintf(out, "  (memory columns need the allocator hooks, not recorded yet)\n");
+}
+
+static void tables_torch_title(FILE *out, const struct summary *s)
+{
+    const struct summary_torch *t = &s->torch;
+    fprintf(out, "PyTorch operators (%" PRIu64 " op%s; ordered by %s%s)\n", t->records,
+            t->records == 1 ? "" : "s", summary_op_sort_name(t->sort),
+            t->by_shape ? "; grouped by input shapes" : "");
+}
+
+void tables_ops(FILE *out, const struct summary *s, size_t limit)
+{
+    tables_torch_title(out, s);
+    if (!s->torch.nrows) {
+        fprintf(out, "  (no PyTorch operators recorded; is the torch hook on?)\n");
+        return;
+    }
+    tables_torch_table(out, s, limit, "--limit");
+}
+
+void tables_ops_section(FILE *out, const struct summary *s, size_t limit)
+{
+    if (!s->torch.nrows)
+        return;
+    tables_torch_title(out, s);
+    tables_torch_table(out, s, limit ? limit : 15, "profreport --ops");
+    fputc('\n', out);
+}

@@ -1,0 +1,309 @@
+/* PyTorch operators (TORCH_OP): nesting by time into self and total CPU time, kernels tied
+ * to the ops around their launch (CUDA columns), rows by name or by name and shapes,
+ * torch's sort keys and units, record_function scopes and the built-in loop actions. The
+ * numbers are those test/fixtures/traces/torch_traces.h documents. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../fixtures/traces/torch_traces.h"
+#include "model.h"
+#include "summary.h"
+#include "tables.h"
+
+#define U TORCH_U
+
+static char path[64];
+
+static void setup(void)
+{
+    strcpy(path, "/tmp/test_report_torch_XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+}
+
+static void teardown(void)
+{
+    unlink(path);
+}
+
+TestSuite(report_torch, .init = setup, .fini = teardown);
+
+static struct model_process *load(const char *file)
+{
+    char err[256];
+    struct model_process *p = model_load_file(file, err, sizeof err);
+    cr_assert_not_null(p, "%s", err);
+    return p;
+}
+
+static void build_n(struct summary *s, size_t n)
+{
+    struct model_process **procs = malloc(n * sizeof *procs);
+    cr_assert_not_null(procs);
+    for (size_t i = 0; i < n; i++)
+        procs[i] = load(path);
+    summary_build(s, procs, n);
+}
+
+static const struct summary_op_row *op_named(const struct summary *s, const char *name,
+                                             const char *shapes)
+{
+    for (size_t i = 0; i < s->torch.nrows; i++) {
+        const struct summary_op_row *r = &s->torch.rows[i];
+        if (!strcmp(r->name, name) && (!shapes || (r->shapes && !strcmp(r->shapes, shapes))))
+            return r;
+    }
+    return NULL;
+}
+
+static const struct summary_action_row *action_named(const struct summary *s, const char *name)
+{
+    for (size_t i = 0; i < s->gpu.nactions; i++)
+        if (!strcmp(s->gpu.actions[i].name, name))
+            return &s->gpu.actions[i];
+    return NULL;
+}
+
+/* name, calls, self CPU, CPU total, self CUDA, CUDA total (U) */
+static void expect_op(const struct summary *s, const char *name, uint64_t calls, uint64_t self,
+                      uint64_t total, uint64_t self_cuda, uint64_t cuda)
+{
+    const struct summary_op_row *r = op_named(s, name, NULL);
+    cr_assert_not_null(r, "no row %s", name);
+    cr_expect_eq(r->calls, calls, "%s calls %llu", name, (unsigned long long)r->calls);
+    cr_expect_eq(r->self_cpu_ns, self * U, "%s self %llu", name,
+                 (unsigned long long)r->self_cpu_ns);
+    cr_expect_eq(r->cpu_total_ns, total * U, "%s total %llu", name,
+                 (unsigned long long)r->cpu_total_ns);
+    cr_expect_eq(r->self_cuda_ns, self_cuda * U, "%s self cuda %llu", name,
+                 (unsigned long long)r->self_cuda_ns);
+    cr_expect_eq(r->cuda_total_ns, cuda * U, "%s cuda %llu", name,
+                 (unsigned long long)r->cuda_total_ns);
+}
+
+Test(report_torch, ops_nest_by_time_into_self_and_total)
+{
+    cr_assert_eq(torch_trace_main(path), 0);
+    struct summary s;
+    build_n(&s, 1);
+    cr_assert_eq(s.torch.records, 13);
+    cr_assert_eq(s.torch.nrows, 8);
+    expect_op(&s, "aten::addmm", 2, 280, 280, 18, 18);
+    expect_op(&s, "my_scope", 2, 130, 600, 0, 20);
+    expect_op(&s, "aten::mm", 1, 80, 80, 10, 10);
+    expect_op(&s, "aten::clamp_min", 1, 60, 60, 2, 2);
+    expect_op(&s, "aten::relu", 2, 60, 120, 0, 2);
+    expect_op(&s, "aten::linear", 2, 55, 350, 0, 18);
+    expect_op(&s, "AddmmBackward0", 1, 20, 100, 0, 10);
+    expect_op(&s, "aten::t", 2, 15, 15, 0, 0);
+    /* Self CPU adds up to the time the top-level ops cover; no row has shapes ungrouped. */
+    cr_assert_eq(s.torch.self_cpu_total_ns, 700 * U);
+    for (size_t i = 0; i < s.torch.nrows; i++)
+        cr_assert_null(s.torch.rows[i].shapes);
+    summary_free(&s);
+}
+
+Test(report_torch, cuda_only_from_launches_inside_ops_of_the_thread)
+{
+    cr_assert_eq(torch_trace_main(path), 0);
+    struct summary s;
+    build_n(&s, 1);
+    /* corr 5 was launched outside any op, corr 7 inside AddmmBackward0's span but on the
+     * main thread: neither counts; every other kernel counts once as self CUDA. */
+    cr_assert_eq(s.torch.self_cuda_total_ns, 30 * U);
+    cr_assert_eq(s.gpu.kernel_ns, 36 * U);
+    cr_assert(s.torch.any_cuda);
+    const struct summary_op_row *addmm = op_named(&s, "aten::addmm", NULL);
+    cr_assert_float_eq(addmm->cuda_avg_ns, 9.0 * U, 1e-6);
+    cr_assert_float_eq(addmm->cpu_avg_ns, 140.0 * U, 1e-6);
+    summary_free(&s);
+}
+
+Test(report_torch, percentages_are_of_the_self_cpu_sum)
+{
+    cr_assert_eq(torch_trace_main(path), 0);
+    struct summary s;
+    build_n(&s, 1);
+    const struct summary_op_row *addmm = op_named(&s, "aten::addmm", NULL);
+    const struct summary_op_row *scope = op_named(&s, "my_scope", NULL);
+    const struct summary_op_row *mm = op_named(&s, "aten::mm", NULL);
+    cr_assert_float_eq(addmm->self_cpu_percent, 40.0, 1e-9);
+    cr_assert_float_eq(addmm->self_cuda_percent, 60.0, 1e-9);
+    cr_assert_float_eq(scope->self_cpu_percent, 100.0 * 130 / 700, 1e-9);
+    cr_assert_float_eq(scope->cpu_total_percent, 100.0 * 600 / 700, 1e-9);
+    cr_assert_float_eq(mm->self_cuda_percent, 100.0 / 3, 1e-9);
+    summary_free(&s);
+}
+
+Test(report_torch, group_by_shape_splits_rows)
+{
+    cr_assert_eq(torch_trace_main(path), 0);
+    struct summary s;
+    build_n(&s, 1);
+    summary_build_torch(&s, 1);
+    cr_assert(s.torch.by_shape);
+    cr_assert_eq(s.torch.nrows, 10);
+    const struct summary_op_row *a1 = op_named(&s, "aten::addmm", "[[4], [8, 16], [16, 4]]");
+    const struct summary_op_row *a2 = op_named(&s, "aten::addmm", "[[4], [2, 16], [16, 4]]");
+    cr_assert(a1 && a2);
+    cr_assert_eq(a1->self_cpu_ns, 160 * U);
+    cr_assert_eq(a2->self_cpu_ns, 120 * U);
+    cr_assert_eq(a1->self_cuda_ns, 10 * U);
+    cr_assert_eq(op_named(&s, "aten::linear", "[[2, 16], [4, 16], [4]]")->self_cpu_ns, 25 * U);
+    cr_assert_eq(op_named(&s, "aten::t", "[[4, 16]]")->calls, 2);
+    cr_assert_eq(op_named(&s, "aten::relu", "[[8, 4]]")->calls, 2);
+    cr_assert_str_eq(op_named(&s, "aten::mm", NULL)->shapes, ""); /* recorded without */
+    cr_assert_eq(s.torch.self_cpu_total_ns, 700 * U);
+    /* And back. */
+    summary_build_torch(&s, 0);
+    cr_assert_eq(s.torch.nrows, 8);
+    summary_free(&s);
+}
+
+Test(report_torch, sort_keys_and_torch_spellings)
+{
+    enum summary_op_sort k;
+    cr_assert_eq(summary_parse_op_sort("self_cpu", &k), 0);
+    cr_assert_eq(k, SUMMARY_OP_SORT_SELF_CPU);
+    cr_assert_eq(summary_parse_op_sort("cpu_time_total", &k), 0);
+    cr_assert_eq(k, SUMMARY_OP_SORT_CPU_TOTAL);
+    cr_assert_eq(summary_parse_op_sort("self_cpu_time_total", &k), 0);
+    cr_assert_eq(k, SUMMARY_OP_SORT_SELF_CPU);
+    cr_assert_eq(summary_parse_op_sort("cuda_time_total", &k), 0);
+    cr_assert_eq(k, SUMMARY_OP_SORT_CUDA_TOTAL);
+    cr_assert_eq(summary_parse_op_sort("count", &k), 0);
+    cr_assert_eq(k, SUMMARY_OP_SORT_CALLS);
+    cr_assert_eq(summary_parse_op_sort("cumtime", &k), -1);
+
+    cr_assert_eq(torch_trace_main(path), 0);
+    struct summary s;
+    build_n(&s, 1);
+    /* Default: self CPU; the tie of relu and clamp_min (60U) by name. */
+    const char *by_self[] = {"aten::addmm", "my_scope",     "aten::mm",       "aten::clamp_min",
+                             "aten::relu",  "aten::linear", "AddmmBackward0", "aten::t"};
+    for (size_t i = 0; i < 8; i++)
+        cr_expect_str_eq(s.torch.rows[i].name, by_self[i]);
+    summary_sort_torch(&s, SUMMARY_OP_SORT_CPU_TOTAL);
+    cr_expect_str_eq(s.torch.rows[0].name, "my_scope");
+    cr_expect_str_eq(s.torch.rows[1].name, "aten::linear");
+    summary_sort_torch(&s, SUMMARY_OP_SORT_SELF_CUDA);
+    cr_expect_str_eq(s.torch.rows[0].name, "aten::addmm");
+    cr_expect_str_eq(s.torch.rows[1].name, "aten::mm");
+    summary_sort_torch(&s, SUMMARY_OP_SORT_CUDA_TOTAL);
+    cr_expect_str_eq(s.torch.rows[0].name, "my_scope");
+    summary_sort_torch(&s, SUMMARY_OP_SORT_CALLS);
+    cr_expect_eq(s.torch.rows[0].calls, 2);
+    cr_expect_str_eq(s.torch.rows[0].name, "aten::addmm");
+    summary_sort_torch(&s, SUMMARY_OP_SORT_NAME);
+    cr_expect_str_eq(s.torch.rows[0].name, "AddmmBackward0");
+    cr_expect_str_eq(s.torch.rows[7].name, "my_scope");
+    summary_free(&s);
+}
+
+Test(report_torch, processes_merge_by_name)
+{
+    cr_assert_eq(torch_trace_main(path), 0);
+    struct summary s;
+    build_n(&s, 2);
+    cr_assert_eq(s.torch.nrows, 8);
+    expect_op(&s, "aten::addmm", 4, 560, 560, 36, 36);
+    cr_assert_float_eq(op_named(&s, "aten::addmm", NULL)->self_cpu_percent, 40.0, 1e-9);
+    cr_assert_eq(action_named(&s, "forward")->calls, 6);
+    cr_assert_eq(s.gpu.action_wall_ns, 2 * 4000 * U);
+    summary_free(&s);
+}
+
+Test(report_torch, scopes_and_builtin_actions)
+{
+    cr_assert_eq(torch_trace_main(path), 0);
+    struct summary s;
+    build_n(&s, 1);
+    cr_assert_eq(s.gpu.nactions, 5);
+    static const struct {
+        const char *name;
+        uint64_t calls, total, gpu;
+        uint8_t source;
+    } want[] = {
+        {"forward", 3, 890, 20, MODEL_ACTION_BUILTIN},
+        {"backward", 2, 600, 1, MODEL_ACTION_BUILTIN},
+        {"my_scope", 2, 600, 20, MODEL_ACTION_RECORD_FUNCTION},
+        {"optimizer_step", 2, 400, 5, MODEL_ACTION_BUILTIN},
+        {"dataloader_next", 3, 300, 0, MODEL_ACTION_BUILTIN},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        const struct summary_action_row *a = &s.gpu.actions[i]; /* by total, then name */
+        cr_expect_str_eq(a->name, want[i].name);
+        cr_expect_eq(a->calls, want[i].calls, "%s calls", a->name);
+        cr_expect_eq(a->total_ns, want[i].total * U, "%s total", a->name);
+        cr_expect_eq(a->gpu_ns, want[i].gpu * U, "%s gpu", a->name);
+        cr_expect_eq(a->source, want[i].source, "%s source", a->name);
+    }
+    cr_assert_float_eq(action_named(&s, "forward")->percent, 22.25, 1e-9);
+    cr_assert_eq(s.gpu.action_wall_ns, 4000 * U);
+    cr_assert_eq(s.gpu.action_gpu_ns, 36 * U);
+    cr_assert_eq(s.gpu.action_sources,
+                 1 << MODEL_ACTION_RECORD_FUNCTION | 1 << MODEL_ACTION_BUILTIN);
+    summary_free(&s);
+}
+
+Test(report_torch, torch_units)
+{
+    char b[32];
+    tables_torch_time(812, b, sizeof b);
+    cr_assert_str_eq(b, "0.812us");
+    tables_torch_time(3250000, b, sizeof b);
+    cr_assert_str_eq(b, "3.250ms");
+    tables_torch_time(2503000000.0, b, sizeof b);
+    cr_assert_str_eq(b, "2.503s");
+    tables_torch_share(1, 8, b, sizeof b);
+    cr_assert_str_eq(b, "12.50%");
+    tables_torch_share(0, 0, b, sizeof b);
+    cr_assert_str_eq(b, "NaN");
+    tables_torch_memory(512, b, sizeof b);
+    cr_assert_str_eq(b, "512 b");
+    tables_torch_memory(1536, b, sizeof b);
+    cr_assert_str_eq(b, "1.50 Kb");
+    tables_torch_memory(3 * 1024 * 1024, b, sizeof b);
+    cr_assert_str_eq(b, "3.00 Mb");
+    tables_torch_memory(2LL * 1024 * 1024 * 1024, b, sizeof b);
+    cr_assert_str_eq(b, "2.00 Gb");
+    tables_torch_memory(-2048, b, sizeof b);
+    cr_assert_str_eq(b, "-2.00 Kb");
+}
+
+/* Ops whose records come in any order still nest by time; an op overlapping a sibling
+ * without holding it is no child of it, and says so. */
+Test(report_torch, nesting_does_not_depend_on_record_order)
+{
+    struct trace_build b;
+    cr_assert_eq(trace_build_open(&b, path, PROF_TRACE_VERSION, 24, 0), 0);
+    trace_build_meta(&b, "pid", "1");
+    trace_build_string(&b, 1, "outer");
+    trace_build_string(&b, 2, "inner");
+    trace_build_string(&b, 3, "skewed");
+    trace_build_thread(&b, 9);
+    trace_build_torch_op(&b, 1, 1000, 2000, -1, 0, 0, 0, 0); /* parent first, this time */
+    trace_build_torch_op(&b, 2, 1100, 1300, -1, 0, 0, 1, 0);
+    trace_build_torch_op(&b, 2, 1500, 1600, -1, 0, 0, 1, 0);
+    trace_build_torch_op(&b, 3, 1900, 2500, -1, 0, 0, 1, 0); /* starts inside, ends after */
+    cr_assert_eq(trace_build_close(&b), 0);
+    struct model_process *p = load(path);
+    const struct model_torch *t = &p->torch;
+    cr_assert_eq(t->nrows, 3);
+    for (size_t i = 0; i < t->nrows; i++) {
+        const struct model_torch_row *r = &t->rows[i];
+        if (!strcmp(r->name, "outer"))
+            cr_expect_eq(r->self_cpu_ns, 700);
+        else if (!strcmp(r->name, "inner"))
+            cr_expect(r->calls == 2 && r->self_cpu_ns == 300 && r->cpu_total_ns == 300);
+        else
+            cr_expect_eq(r->self_cpu_ns, 600);
+    }
+    cr_assert_eq(t->unnested, 1);
+    cr_assert_eq(p->nwarnings, 1);
+    cr_assert_null(t->ops); /* the raw ops are gone once the rows are made */
+    model_process_free(p);
+}
