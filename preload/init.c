@@ -14,6 +14,7 @@
 #include "lifecycle.h"
 #include "python.h"
 #include "settings.h"
+#include "torch.h"
 #include "trace_format.h"
 #ifdef PROF_HAVE_CUDA
 #include "cudart.h"
@@ -104,6 +105,8 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
     }
     lifecycle_init(strcmp(settings_get(SETTING_PROF_SIGNALS), "0") != 0);
     python_init(argc, argv);
+    torch_init(strcmp(settings_get(SETTING_PROF_TORCH), "0") != 0,
+               strcmp(settings_get(SETTING_PROF_SHAPES), "1") == 0);
     prof_tls_busy = 0;
 }
 

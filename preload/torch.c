@@ -1,0 +1,696 @@
+/* The PyTorch layer (see torch.h): the op stack and TORCH_OP records, the dlopen wrapper
+ * that notices libtorch arriving, and the on-demand build of the C++ bridge.
+ *
+ * The bridge's source (torch_bridge.cpp and torch.h) is embedded in libprof.so with
+ * .incbin below; it is built once per torch (key: the libtorch_cpu path, size, mtime and
+ * a hash of the source) into $PROF_TORCH_CACHE and linked against that very libtorch_cpu:
+ * torch loads it in a local scope, where a global symbol lookup would not find at::. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "collector.h"
+#include "emit.h"
+#include "settings.h"
+#include "torch.h"
+
+#define PROF_EXPORT __attribute__((visibility("default")))
+
+/* The embedded source; .incbin paths are relative to the repository root, where make runs
+ * the compiler (preload.mk makes torch.o depend on both files). */
+__asm__(".pushsection .rodata\n"
+        "torch_bridge_cpp_text:\n"
+        ".incbin \"preload/torch_bridge.cpp\"\n"
+        ".byte 0\n"
+        "torch_h_text:\n"
+        ".incbin \"preload/torch.h\"\n"
+        ".byte 0\n"
+        ".popsection\n");
+extern const char torch_bridge_cpp_text[] __attribute__((visibility("hidden")));
+extern const char torch_h_text[] __attribute__((visibility("hidden")));
+
+static int torch_enabled;
+static int torch_shapes;
+/* 0: libtorch not seen yet; 1: a thread is looking or installing; 2: done (installed or
+ * given up, said once). */
+static _Atomic int torch_state;
+
+/* ---- the op stack and the records ---- */
+
+#define TORCH_MAX_DEPTH 255 /* depth is a u8 in the record */
+#define TORCH_NAME_SLOTS 512
+#define TORCH_THREAD_BITS 20 /* a token is (serial << 20) | thread number */
+
+struct torch_frame {
+    uint64_t start;
+    uint64_t serial;
+    int64_t sequence_nr;
+    uint64_t fwd_thread;
+    uint32_t name_sid;
+    uint32_t shapes_sid;
+    uint8_t scope;
+};
+
+/* Name pointer -> string id. The text is kept and compared: record_function names are
+ * owned strings whose memory is reused by later, different names. */
+struct torch_name_slot {
+    const char *ptr;
+    char *text;
+    uint32_t sid;
+};
+
+struct torch_thread {
+    uint32_t depth;
+    uint32_t number;
+    uint64_t serial;
+    struct torch_frame stack[TORCH_MAX_DEPTH];
+    struct torch_name_slot names[TORCH_NAME_SLOTS];
+};
+
+static __thread struct torch_thread *torch_tls PROF_TLS;
+static pthread_key_t torch_thread_key;
+static _Atomic uint32_t torch_next_thread_number = 1;
+
+static void torch_thread_free(void *arg)
+{
+    struct torch_thread *tt = arg;
+    if (tt == torch_tls)
+        torch_tls = NULL;
+    for (int i = 0; i < TORCH_NAME_SLOTS; i++)
+        free(tt->names[i].text);
+    munmap(tt, sizeof *tt);
+}
+
+static struct torch_thread *torch_thread_new(void)
+{
+    /* mmap, not malloc: zeroed and never re-entering an allocator the op may hold. */
+    struct torch_thread *tt =
+        mmap(NULL, sizeof *tt, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (tt == MAP_FAILED)
+        return NULL;
+    tt->number = atomic_fetch_add_explicit(&torch_next_thread_number, 1, memory_order_relaxed) &
+                 ((1u << TORCH_THREAD_BITS) - 1);
+    torch_tls = tt;
+    pthread_setspecific(torch_thread_key, tt);
+    return tt;
+}
+
+static uint32_t torch_intern(const char *text)
+{
+    prof_tls_busy++; /* interning allocates */
+    uint32_t sid = collector_intern(text);
+    prof_tls_busy--;
+    return sid;
+}
+
+static uint32_t torch_name_sid(struct torch_thread *tt, const char *name)
+{
+    uint64_t h = (uint64_t)(uintptr_t)name * 0x9E3779B97F4A7C15ull;
+    struct torch_name_slot *s = &tt->names[(h >> 40) & (TORCH_NAME_SLOTS - 1)];
+    if (s->ptr == name && s->text && strcmp(s->text, name) == 0)
+        return s->sid;
+    prof_tls_busy++;
+    uint32_t sid = collector_intern(name);
+    char *copy = strdup(name);
+    free(s->text);
+    prof_tls_busy--;
+    s->ptr = copy ? name : NULL;
+    s->text = copy;
+    s->sid = sid;
+    return sid;
+}
+
+static uint64_t torch_begin(const struct prof_torch_op_info *op)
+{
+    if (prof_tls_busy || !atomic_load_explicit(&prof_recording, memory_order_relaxed))
+        return 0;
+    struct torch_thread *tt = torch_tls;
+    if (__builtin_expect(!tt, 0) && !(tt = torch_thread_new()))
+        return 0;
+    if (tt->depth >= TORCH_MAX_DEPTH)
+        return 0;
+    struct torch_frame *f = &tt->stack[tt->depth];
+    f->name_sid = op->name ? torch_name_sid(tt, op->name) : 0;
+    f->shapes_sid = op->shapes ? torch_intern(op->shapes) : 0;
+    f->sequence_nr = op->sequence_nr;
+    f->fwd_thread = op->fwd_thread;
+    f->scope = op->scope;
+    f->serial = ++tt->serial;
+    tt->depth++;
+    f->start = prof_clock_ticks(); /* last: the naming above is not the op's time */
+    return (f->serial << TORCH_THREAD_BITS) | tt->number;
+}
+
+static void torch_emit(const struct torch_frame *f, uint32_t depth, uint64_t end)
+{
+    struct prof_thread *t = emit_thread();
+    if (!t || !atomic_load_explicit(&prof_recording, memory_order_relaxed))
+        return;
+    if (__builtin_expect(!atomic_load_explicit(&prof_collector_running, memory_order_relaxed), 0))
+        collector_resume();
+    struct prof_rec_torch_op *rec = ring_reserve(&t->ring, sizeof *rec);
+    if (!rec)
+        return; /* counted by the ring; the collector writes a LOST record */
+    rec->h.type = PROF_REC_TORCH_OP;
+    rec->h.size = sizeof *rec;
+    rec->name_sid = f->name_sid;
+    rec->start = f->start;
+    rec->end = end;
+    rec->sequence_nr = f->sequence_nr;
+    rec->fwd_thread = f->fwd_thread;
+    rec->scope = f->scope;
+    rec->depth = (uint8_t)depth;
+    rec->reserved = 0;
+    rec->shapes_sid = f->shapes_sid;
+    ring_commit(&t->ring);
+}
+
+static void torch_end(uint64_t token)
+{
+    uint64_t end = prof_clock_ticks();
+    struct torch_thread *tt = torch_tls;
+    /* An op that ends on another thread than it began on (async ops) is not recorded. */
+    if (!tt || (token & ((1u << TORCH_THREAD_BITS) - 1)) != tt->number)
+        return;
+    uint64_t serial = token >> TORCH_THREAD_BITS;
+    uint32_t i = tt->depth;
+    /* Normally the top; ops whose end never came are popped with it. */
+    while (i > 0 && tt->stack[i - 1].serial > serial)
+        i--;
+    if (i == 0 || tt->stack[i - 1].serial != serial)
+        return;
+    tt->depth = i - 1;
+    if (!prof_tls_busy)
+        torch_emit(&tt->stack[i - 1], i - 1, end);
+}
+
+static struct prof_torch_hooks torch_hooks = {PROF_TORCH_HOOKS_VERSION, 0, torch_begin, torch_end};
+
+/* snprintf for paths: -1 (and an empty string) when the result would not fit. */
+static int torch_pathf(char *out, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int torch_pathf(char *out, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(out, len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= len) {
+        out[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- finding libtorch and its headers ---- */
+
+typedef void *(*torch_dlopen_fn)(const char *, int);
+static torch_dlopen_fn torch_real_dlopen;
+
+struct torch_libs {
+    char torch_cpu[PATH_MAX];
+    char c10[PATH_MAX];
+};
+
+static int torch_find_visit(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct torch_libs *libs = arg;
+    const char *path = info->dlpi_name;
+    if (!path || !*path)
+        return 0;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (!libs->torch_cpu[0] && strncmp(base, "libtorch_cpu.so", 15) == 0)
+        snprintf(libs->torch_cpu, sizeof libs->torch_cpu, "%s", path);
+    else if (!libs->c10[0] && strncmp(base, "libc10.so", 9) == 0)
+        snprintf(libs->c10, sizeof libs->c10, "%s", path);
+    return 0;
+}
+
+static int torch_is_file(const char *dir, const char *rel)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    torch_pathf(path, sizeof path, "%s/%s", dir, rel);
+    return stat(path, &st) == 0;
+}
+
+/* <prefix>/lib/libtorch_cpu.so (pip: torch/lib) -> <prefix>/include; Debian's
+ * /usr/lib/<triplet> -> /usr/include. */
+static int torch_find_headers(const char *libdir, char *inc, size_t len)
+{
+    static const char *const ups[] = {"/../include", "/../../include"};
+    for (size_t i = 0; i < sizeof ups / sizeof ups[0]; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s%s", libdir, ups[i]);
+        if (realpath(path, inc) && strlen(inc) < len &&
+            torch_is_file(inc, "ATen/record_function.h"))
+            return 0;
+    }
+    return -1;
+}
+
+/* The C++ ABI libtorch was built with, from a symbol whose mangling depends on it. */
+static const char *torch_abi_flag(const char *torch_cpu)
+{
+    void *h = torch_real_dlopen(torch_cpu, RTLD_LAZY | RTLD_NOLOAD);
+    const char *flag = "";
+    if (!h) {
+        dlerror();
+        return flag;
+    }
+    if (dlsym(
+            h,
+            "_ZN2at14RecordFunction6beforeENSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEEl"))
+        flag = "-D_GLIBCXX_USE_CXX11_ABI=1";
+    else if (dlsym(h, "_ZN2at14RecordFunction6beforeESsl"))
+        flag = "-D_GLIBCXX_USE_CXX11_ABI=0";
+    dlerror();
+    dlclose(h);
+    return flag;
+}
+
+/* ---- the cache and the build ---- */
+
+static uint64_t torch_fnv(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static int torch_mkdirs(const char *dir)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+static void torch_cache_dir(char *out, size_t len)
+{
+    const char *dir = settings_get(SETTING_PROF_TORCH_CACHE);
+    const char *xdg = settings_env("XDG_CACHE_HOME");
+    const char *home = settings_env("HOME");
+    if (dir[0])
+        snprintf(out, len, "%s", dir);
+    else if (xdg && xdg[0] == '/')
+        snprintf(out, len, "%s/profrun", xdg);
+    else
+        snprintf(out, len, "%s/.cache/profrun", home && *home ? home : "/tmp");
+}
+
+static int torch_write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1;
+    size_t len = strlen(text), done = 0;
+    while (done < len) {
+        ssize_t n = write(fd, text + done, len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            close(fd);
+            return -1;
+        }
+        done += (size_t)n;
+    }
+    return close(fd);
+}
+
+/* The environment of the compiler: ours without libprof.so in it. */
+static char **torch_compiler_env(void)
+{
+    extern char **environ;
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 2, sizeof *env);
+    if (!env)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0 &&
+            strncmp(environ[i], "PROF_DISABLE=", 13) != 0)
+            env[k++] = environ[i];
+    env[k++] = "PROF_DISABLE=1";
+    env[k] = NULL;
+    return env;
+}
+
+/* Runs argv with stdout and stderr into log; returns the exit status, or -1. */
+static int torch_run(char *const argv[], const char *log)
+{
+    posix_spawn_file_actions_t fa;
+    if (posix_spawn_file_actions_init(&fa) != 0)
+        return -1;
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    char **env = torch_compiler_env();
+    pid_t pid;
+    int rc = env ? posix_spawnp(&pid, argv[0], &fa, NULL, argv, env) : ENOMEM;
+    posix_spawn_file_actions_destroy(&fa);
+    free(env);
+    if (rc != 0) {
+        errno = rc;
+        return -1;
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR)
+            return -2; /* the program reaped it (SIGCHLD handler): judge by the output */
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Builds the bridge into so_path (absent). Returns 0, or -1 with why in err. */
+static int torch_build(const struct torch_libs *libs, const char *libdir, const char *inc,
+                       const char *dir, const char *key, const char *so_path, char *err,
+                       size_t err_len)
+{
+    char src_dir[PATH_MAX], src[PATH_MAX], hdr[PATH_MAX], tmp[PATH_MAX], log[PATH_MAX];
+    if (torch_pathf(src_dir, sizeof src_dir, "%s/torch-bridge-%s.src.%ld", dir, key,
+                    (long)getpid()) ||
+        torch_pathf(src, sizeof src, "%s/torch_bridge.cpp", src_dir) ||
+        torch_pathf(hdr, sizeof hdr, "%s/torch.h", src_dir) ||
+        torch_pathf(tmp, sizeof tmp, "%s.tmp.%ld", so_path, (long)getpid()) ||
+        torch_pathf(log, sizeof log, "%s/torch-bridge-%s.log", dir, key)) {
+        snprintf(err, err_len, "the bridge cache path %s is too long", dir);
+        return -1;
+    }
+    if (torch_mkdirs(src_dir) != 0 || torch_write_file(src, torch_bridge_cpp_text) != 0 ||
+        torch_write_file(hdr, torch_h_text) != 0) {
+        snprintf(err, err_len, "cannot write the bridge source into %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    /* CXX may carry words ("ccache g++"). */
+    const char *cxx_env = settings_env("CXX");
+    char cxx[256];
+    snprintf(cxx, sizeof cxx, "%s", cxx_env && *cxx_env ? cxx_env : "c++");
+    char inc_flag[PATH_MAX + 2], api_flag[PATH_MAX + 40], src_flag[PATH_MAX + 2],
+        rpath[PATH_MAX + 16];
+    snprintf(inc_flag, sizeof inc_flag, "-I%s", inc);
+    snprintf(api_flag, sizeof api_flag, "-I%s/torch/csrc/api/include", inc);
+    snprintf(src_flag, sizeof src_flag, "-I%s", src_dir);
+    snprintf(rpath, sizeof rpath, "-Wl,-rpath,%s", libdir);
+    char *argv[32];
+    int n = 0;
+    for (char *save = NULL, *w = strtok_r(cxx, " ", &save); w && n < 8;
+         w = strtok_r(NULL, " ", &save))
+        argv[n++] = w;
+    const char *abi = torch_abi_flag(libs->torch_cpu);
+    /* -DNDEBUG as torch's release builds: RecordFunction's layout depends on it. */
+    const char *fixed[] = {"-std=c++17", "-O1",          "-DNDEBUG", "-fPIC",  "-shared", "-w",
+                           src,          "-o",           tmp,        src_flag, inc_flag,  api_flag,
+                           rpath,        libs->torch_cpu};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        argv[n++] = (char *)fixed[i];
+    if (libs->c10[0])
+        argv[n++] = (char *)libs->c10;
+    if (abi[0])
+        argv[n++] = (char *)abi;
+    argv[n] = NULL;
+    int rc = torch_run(argv, log);
+    struct stat st;
+    if (rc == -1)
+        snprintf(err, err_len, "cannot run the C++ compiler %s: %s", argv[0], strerror(errno));
+    else if ((rc != 0 && rc != -2) || stat(tmp, &st) != 0)
+        snprintf(err, err_len, "the C++ compiler %s failed (status %d); see %s", argv[0], rc, log);
+    else if (rename(tmp, so_path) != 0)
+        snprintf(err, err_len, "cannot move the bridge into %s: %s", dir, strerror(errno));
+    else
+        rc = 0;
+    if (rc != 0)
+        unlink(tmp);
+    unlink(src);
+    unlink(hdr);
+    rmdir(src_dir);
+    return rc == 0 ? 0 : -1;
+}
+
+/* Finds or builds the bridge for this libtorch and installs it. Returns 0, or -1 with
+ * why in err. */
+static int torch_bridge_load(const struct torch_libs *libs, char *err, size_t err_len)
+{
+    char real_torch[PATH_MAX], libdir[PATH_MAX], inc[PATH_MAX], dir[PATH_MAX];
+    struct stat st;
+    if (!realpath(libs->torch_cpu, real_torch) || stat(real_torch, &st) != 0) {
+        snprintf(err, err_len, "cannot read %s: %s", libs->torch_cpu, strerror(errno));
+        return -1;
+    }
+    snprintf(libdir, sizeof libdir, "%s", real_torch);
+    *strrchr(libdir, '/') = '\0';
+    if (torch_find_headers(libdir, inc, sizeof inc) != 0) {
+        snprintf(err, err_len, "no torch headers (ATen/record_function.h) beside %s", real_torch);
+        return -1;
+    }
+    uint64_t h = torch_fnv(0xcbf29ce484222325ull, real_torch, strlen(real_torch));
+    int64_t stamp[3] = {(int64_t)st.st_size, (int64_t)st.st_mtim.tv_sec,
+                        (int64_t)st.st_mtim.tv_nsec};
+    h = torch_fnv(h, stamp, sizeof stamp);
+    h = torch_fnv(h, torch_bridge_cpp_text, strlen(torch_bridge_cpp_text));
+    h = torch_fnv(h, torch_h_text, strlen(torch_h_text));
+    char key[17], so_path[PATH_MAX], lock_path[PATH_MAX];
+    snprintf(key, sizeof key, "%016llx", (unsigned long long)h);
+    torch_cache_dir(dir, sizeof dir);
+    if (torch_pathf(so_path, sizeof so_path, "%s/torch-bridge-%s.so", dir, key) ||
+        torch_pathf(lock_path, sizeof lock_path, "%s/torch-bridge-%s.lock", dir, key)) {
+        snprintf(err, err_len, "the bridge cache path %s is too long", dir);
+        return -1;
+    }
+    if (stat(so_path, &st) != 0) {
+        if (torch_mkdirs(dir) != 0) {
+            snprintf(err, err_len, "cannot make the bridge cache %s: %s", dir, strerror(errno));
+            return -1;
+        }
+        /* Ranks of one job share the cache: one builds, the others wait for it. */
+        int lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (lock < 0) {
+            snprintf(err, err_len, "cannot write the bridge cache %s: %s", dir, strerror(errno));
+            return -1;
+        }
+        while (flock(lock, LOCK_EX) != 0 && errno == EINTR)
+            ;
+        int rc = 0;
+        if (stat(so_path, &st) != 0) {
+            collector_note("building the libtorch bridge for %s (once; cached in %s)", real_torch,
+                           dir);
+            rc = torch_build(libs, libdir, inc, dir, key, so_path, err, err_len);
+        }
+        close(lock); /* releases the lock */
+        if (rc != 0)
+            return -1;
+    }
+    void *plugin = torch_real_dlopen(so_path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (!plugin) {
+        const char *why = dlerror();
+        snprintf(err, err_len, "cannot load %s: %s", so_path, why ? why : "?");
+        return -1;
+    }
+    prof_torch_install_fn install = (prof_torch_install_fn)dlsym(plugin, PROF_TORCH_INSTALL_SYMBOL);
+    dlerror();
+    if (!install) {
+        snprintf(err, err_len, "%s has no %s", so_path, PROF_TORCH_INSTALL_SYMBOL);
+        return -1;
+    }
+    torch_hooks.want_shapes = (uint32_t)torch_shapes;
+    char why[256] = "";
+    if (install(&torch_hooks, why, sizeof why) != 0) {
+        snprintf(err, err_len, "the bridge did not install: %s", why);
+        return -1;
+    }
+    collector_add_meta("torch_lib", real_torch);
+    return 0;
+}
+
+/* After the outermost dlopen (or at load): if libtorch is there now, install once. */
+static void torch_check_loaded(void)
+{
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&torch_state, &expected, 1))
+        return;
+    struct torch_libs *libs = calloc(1, sizeof *libs);
+    if (!libs) {
+        atomic_store(&torch_state, 0);
+        return;
+    }
+    dl_iterate_phdr(torch_find_visit, libs);
+    if (!libs->torch_cpu[0]) {
+        free(libs);
+        atomic_store(&torch_state, 0);
+        return;
+    }
+    char err[PATH_MAX + 256];
+    if (torch_bridge_load(libs, err, sizeof err) != 0)
+        collector_note("no PyTorch operator spans: %s", err);
+    free(libs);
+    atomic_store(&torch_state, 2);
+}
+
+/* ---- the dlopen wrapper ---- */
+
+static __thread int torch_dlopen_depth PROF_TLS;
+
+static torch_dlopen_fn torch_resolve_dlopen(void)
+{
+    torch_dlopen_fn real = (torch_dlopen_fn)dlsym(RTLD_NEXT, "dlopen");
+    torch_real_dlopen = real;
+    return real;
+}
+
+static int torch_in_search_list(const Dl_serinfo *list, const char *dir)
+{
+    for (unsigned i = 0; list && i < list->dls_cnt; i++)
+        if (strcmp(list->dls_serpath[i].dls_name, dir) == 0)
+            return 1;
+    return 0;
+}
+
+static Dl_serinfo *torch_search_list(void *handle)
+{
+    Dl_serinfo size;
+    if (dlinfo(handle, RTLD_DI_SERINFOSIZE, &size) != 0)
+        return NULL;
+    Dl_serinfo *list = malloc(size.dls_size);
+    if (!list)
+        return NULL;
+    memcpy(list, &size, sizeof size);
+    if (dlinfo(handle, RTLD_DI_SERINFO, list) != 0) {
+        free(list);
+        return NULL;
+    }
+    return list;
+}
+
+/* Our dlopen call would search as libprof.so does, not as its caller: a directory only
+ * the caller's RPATH/RUNPATH names is found here, in the loader's order, and opened by
+ * its full path. 0: leave the search to the loader. */
+static Dl_serinfo *torch_own_search_list;
+static pthread_once_t torch_own_search_once = PTHREAD_ONCE_INIT;
+
+static void torch_own_search_init(void)
+{
+    Dl_info info;
+    void *self_map = NULL;
+    if (dladdr1((void *)torch_own_search_init, &info, &self_map, RTLD_DL_LINKMAP) && self_map)
+        torch_own_search_list = torch_search_list(self_map);
+}
+
+static int torch_caller_path(void *caller_map, const char *file, char *out, size_t len)
+{
+    pthread_once(&torch_own_search_once, torch_own_search_init);
+    const Dl_serinfo *ours = torch_own_search_list;
+    Dl_serinfo *theirs = torch_search_list(caller_map);
+    int found = 0;
+    for (unsigned i = 0; theirs && i < theirs->dls_cnt; i++) {
+        const char *dir = theirs->dls_serpath[i].dls_name;
+        struct stat st;
+        if (torch_pathf(out, len, "%s/%s", dir, file) || stat(out, &st) != 0)
+            continue;
+        found = !torch_in_search_list(ours, dir);
+        break;
+    }
+    free(theirs);
+    dlerror();
+    return found;
+}
+
+/* dlopen as the caller would have: the loader takes the search path and $ORIGIN from the
+ * calling object, which is us now. */
+static void *torch_dlopen_as(torch_dlopen_fn real, const char *file, int mode, void *caller)
+{
+    Dl_info info;
+    struct link_map *map = NULL;
+    if (!file || !dladdr1(caller, &info, (void **)&map, RTLD_DL_LINKMAP) || !map)
+        return real(file, mode);
+    Lmid_t ns = LM_ID_BASE;
+    if (dlinfo(map, RTLD_DI_LMID, &ns) == 0 && ns != LM_ID_BASE)
+        return dlmopen(ns, file, mode);
+    char path[PATH_MAX];
+    const char *origin = strstr(file, "$ORIGIN");
+    if (origin || strstr(file, "${ORIGIN}")) {
+        char dir[PATH_MAX];
+        if (!map->l_name[0] ? !realpath("/proc/self/exe", dir) : !realpath(map->l_name, dir))
+            return real(file, mode);
+        *strrchr(dir, '/') = '\0';
+        const char *rest = origin ? origin + 7 : strstr(file, "${ORIGIN}") + 9;
+        size_t head = (size_t)((origin ? origin : strstr(file, "${ORIGIN}")) - file);
+        if (torch_pathf(path, sizeof path, "%.*s%s%s", (int)head, file, dir, rest))
+            return real(file, mode);
+        return real(path, mode);
+    }
+    if (strchr(file, '/'))
+        return real(file, mode);
+    void *h = real(file, mode | RTLD_NOLOAD); /* already loaded: the name matches */
+    if (h)
+        return h;
+    if (torch_caller_path(map, file, path, sizeof path)) {
+        h = real(path, mode);
+        if (h)
+            return h;
+    }
+    return real(file, mode);
+}
+
+PROF_EXPORT void *dlopen(const char *file, int mode)
+{
+    void *caller = __builtin_return_address(0);
+    torch_dlopen_fn real = torch_real_dlopen;
+    if (__builtin_expect(!real, 0) && !(real = torch_resolve_dlopen()))
+        return NULL;
+    if (prof_tls_busy)
+        return real(file, mode); /* ours (resolve.c): nothing to emulate, nothing to check */
+    torch_dlopen_depth++;
+    void *h = torch_dlopen_as(real, file, mode, caller);
+    torch_dlopen_depth--;
+    /* Only after the outermost one: libtorch's constructors have run, the loader's lock is
+     * free (checking inside a nested dlopen crashed). */
+    if (h && torch_dlopen_depth == 0 && torch_enabled &&
+        atomic_load_explicit(&torch_state, memory_order_relaxed) == 0) {
+        int saved = errno;
+        prof_tls_busy++;
+        torch_check_loaded();
+        prof_tls_busy--;
+        errno = saved;
+    }
+    return h;
+}
+
+void torch_init(int enabled, int shapes)
+{
+    torch_enabled = enabled;
+    torch_shapes = shapes;
+    if (!torch_real_dlopen)
+        torch_resolve_dlopen();
+    if (!enabled)
+        return;
+    pthread_key_create(&torch_thread_key, torch_thread_free);
+    torch_check_loaded(); /* a program linked with libtorch has it already */
+}
