@@ -30,3 +30,9 @@ print("call cost: report counts %d cudaGetDevice calls, %d events lost from the 
 else
     echo "== call cost: skipped (no CUDA toolkit: the device double is not built)"
 fi
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+    echo "== PyTorch CPU small-op step: profrun vs torch.profiler overhead"
+    BUILD="$B" /usr/bin/python3 "$(dirname "$0")/bench_torch.py"
+else
+    echo "== PyTorch: skipped (no torch for /usr/bin/python3)"
+fi
