@@ -90,6 +90,16 @@ void python_threading_seen(void);
 /* Whether this thread is installing our profile function (its audit event is ours). */
 extern __thread int python_installing;
 
+static inline uint64_t python_hash_ptr(const void *p, const void *q)
+{
+    uint64_t h = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)q;
+    return h ^ (h >> 29);
+}
+
+/* python_names.c: the id of a function (key: code object or PyMethodDef), naming it with
+ * a PY_FUNC record the first time (obj: its frame, or the builtin object). 0 on failure. */
+uint32_t python_func_id(const void *key, int kind, py_object *obj);
+
 /* python_tree.c */
 int python_profile(py_object *obj, py_object *frame, int what, py_object *arg);
 void python_tree_init(uint64_t span_threshold_ns);

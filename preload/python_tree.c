@@ -2,7 +2,7 @@
  * collector. A node is a call path (parent node + function); its counters are written
  * only by the owning thread (which holds the GIL) and read by the collector, so each is
  * a relaxed atomic. Nodes live in chunks that never move and are published by a release
- * store of the node count. Functions (PY_FUNC) are process-wide and named once. */
+ * store of the node count. Functions (PY_FUNC) are named in python_names.c. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
@@ -63,233 +63,6 @@ static uint64_t py_span_ticks = UINT64_MAX; /* until the tick rate is known */
 static uint32_t py_next_node_id = 1; /* under the GIL */
 static int py_noted_limits;
 
-/* ---- functions: key (code object or PyMethodDef) -> func id, under the GIL ---- */
-
-struct py_func_slot {
-    const void *key;
-    uint32_t id;
-};
-static struct py_func_slot *py_funcs;
-/* The PY_FUNC record of each Python function, by id, to name it again at exit. */
-static struct prof_rec_py_func *py_func_records;
-static uint32_t py_func_records_cap;
-static uint32_t py_funcs_mask, py_funcs_used, py_next_func_id = 1;
-
-static inline uint64_t py_hash_ptr(const void *p, const void *q)
-{
-    uint64_t h = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)q;
-    return h ^ (h >> 29);
-}
-
-static const char *py_str(py_object *o)
-{
-    const char *s = o ? py.AsUTF8(o) : NULL;
-    if (!s)
-        py.ErrClear();
-    return s ? s : "";
-}
-
-static uint32_t py_intern_attr(py_object *o, const char *attr)
-{
-    py_object *v = py.GetAttrString(o, attr);
-    uint32_t id = collector_intern(py_str(v));
-    if (v)
-        py.DecRef(v);
-    else
-        py.ErrClear();
-    return id;
-}
-
-/* The name cProfile gives a builtin (its normalizeUserObj), so keys compare equal. */
-static void py_cfunction_name(struct py_cfunction *fn, char *out, size_t len)
-{
-    struct py_method_def *ml = fn->m_ml;
-    py_object *mod = fn->m_module;
-    const char *modname = NULL;
-    if (!fn->m_self) {
-        if (mod && (py.TypeGetFlags(mod->ob_type) & (1ul << 28))) /* str */
-            modname = py_str(mod);
-        if (modname && *modname && strcmp(modname, "builtins") != 0)
-            snprintf(out, len, "<%s.%s>", modname, ml->ml_name);
-        else
-            snprintf(out, len, "<%s>", ml->ml_name);
-        return;
-    }
-    py_object *name = py.UnicodeFromString(ml->ml_name);
-    py_object *found = name && py.TypeLookup ? py.TypeLookup(fn->m_self->ob_type, name) : NULL;
-    if (name)
-        py.DecRef(name);
-    if (found) { /* borrowed */
-        py_object *r = py.Repr(found);
-        if (r) {
-            snprintf(out, len, "%s", py_str(r));
-            py.DecRef(r);
-            return;
-        }
-    }
-    py.ErrClear();
-    if (mod && (py.TypeGetFlags(mod->ob_type) & (1ul << 28)))
-        snprintf(out, len, "<built-in method %s.%s>", py_str(mod), ml->ml_name);
-    else
-        snprintf(out, len, "<built-in method %s>", ml->ml_name);
-}
-
-static void py_describe(uint32_t id, const void *key, int kind, py_object *obj)
-{
-    struct prof_rec_py_func rec;
-    memset(&rec, 0, sizeof rec);
-    rec.h.type = PROF_REC_PY_FUNC;
-    rec.h.size = sizeof rec;
-    rec.func_id = id;
-    rec.kind = (uint16_t)kind;
-    /* The program may be between raising and catching an exception: keep it intact. */
-    py_object *et, *ev, *etb;
-    py.ErrFetch(&et, &ev, &etb);
-    if (kind == PROF_PY_FUNC_C && obj->ob_type == py.MethodDescrType) {
-        /* cProfile names the bound method by repr(type(self).<name>): this descriptor */
-        py_object *r = py.Repr(obj);
-        rec.name_sid = rec.qualname_sid = collector_intern(py_str(r));
-        if (r)
-            py.DecRef(r);
-        rec.file_sid = collector_intern("~");
-    } else if (kind == PROF_PY_FUNC_C) {
-        char name[512];
-        struct py_cfunction *fn = (struct py_cfunction *)obj;
-        py_cfunction_name(fn, name, sizeof name);
-        rec.name_sid = rec.qualname_sid = collector_intern(name);
-        rec.file_sid = collector_intern("~");
-        if (fn->m_module && (py.TypeGetFlags(fn->m_module->ob_type) & (1ul << 28)))
-            rec.module_sid = collector_intern(py_str(fn->m_module));
-    } else {
-        if (!obj)
-            obj = py.EvalGetFrame(); /* monitoring callbacks run in the new frame */
-        py_object *code = (py_object *)key;
-        rec.name_sid = py_intern_attr(code, "co_name");
-        rec.qualname_sid = py.minor >= 11 ? py_intern_attr(code, "co_qualname") : rec.name_sid;
-        py_object *file = py.GetAttrString(code, "co_filename");
-        const char *path = py_str(file);
-        rec.file_sid = collector_intern(path);
-        size_t plen = strlen(path);
-        /* threading.py's first function running (Thread.__init__ comes before any
-         * start()) is when its thread-start hook can be set. */
-        if (plen >= 12 && strcmp(path + plen - 12, "threading.py") == 0)
-            python_threading_seen();
-        if (file)
-            py.DecRef(file);
-        py_object *line = py.GetAttrString(code, "co_firstlineno");
-        rec.line = line ? (uint32_t)py.AsLong(line) : 0;
-        if (line)
-            py.DecRef(line);
-        py_object *globals = !obj                ? NULL
-                             : py.FrameGetGlobals ? py.FrameGetGlobals(obj)
-                                                  : py.GetAttrString(obj, "f_globals");
-        if (globals) {
-            rec.module_sid = collector_intern(py_str(py.DictGetItemString(globals, "__name__")));
-            py.DecRef(globals);
-        }
-        py.IncRef(code); /* keep it alive: its address is this function's identity */
-    }
-    py.ErrClear();
-    py.ErrRestore(et, ev, etb);
-    collector_add_process_record(&rec, sizeof rec);
-    if (kind == PROF_PY_FUNC_PYTHON && py.minor < 11) {
-        if (id >= py_func_records_cap) {
-            uint32_t cap = py_func_records_cap ? py_func_records_cap * 2 : 4096;
-            while (cap <= id)
-                cap *= 2;
-            struct prof_rec_py_func *r = realloc(py_func_records, cap * sizeof *r);
-            if (!r)
-                return;
-            memset(r + py_func_records_cap, 0, (cap - py_func_records_cap) * sizeof *r);
-            py_func_records = r;
-            py_func_records_cap = cap;
-        }
-        py_func_records[id] = rec;
-    }
-}
-
-static uint32_t py_func_lookup(const void *key)
-{
-    if (!py_funcs)
-        return 0;
-    uint32_t j = (uint32_t)py_hash_ptr(key, NULL) & py_funcs_mask;
-    for (; py_funcs[j].key; j = (j + 1) & py_funcs_mask)
-        if (py_funcs[j].key == key)
-            return py_funcs[j].id;
-    return 0;
-}
-
-/* Python < 3.11 has no co_qualname: at exit (atexit, while the interpreter still runs),
- * the function objects alive then name their code objects; a second PY_FUNC record with
- * the qualified name replaces the first. Functions gone by then keep co_name. */
-py_object *python_qualnames_at_exit(py_object *self, py_object *unused)
-{
-    (void)self;
-    (void)unused;
-    py_object *gc = py.ImportModule("gc");
-    py_object *objects = gc ? py.ObjectCallMethod(gc, "get_objects", NULL) : NULL;
-    intptr_t n = objects ? py.ListSize(objects) : 0;
-    for (intptr_t i = 0; i < n; i++) {
-        py_object *o = py.ListGetItem(objects, i); /* borrowed */
-        if (!o || o->ob_type != py.FunctionType)
-            continue;
-        py_object *code = py.GetAttrString(o, "__code__");
-        uint32_t id = code ? py_func_lookup(code) : 0;
-        if (code)
-            py.DecRef(code);
-        if (!id || id >= py_func_records_cap || !py_func_records[id].func_id)
-            continue;
-        py_object *q = py.GetAttrString(o, "__qualname__");
-        if (q) {
-            struct prof_rec_py_func rec = py_func_records[id];
-            rec.qualname_sid = collector_intern(py_str(q));
-            py.DecRef(q);
-            if (rec.qualname_sid != py_func_records[id].qualname_sid)
-                collector_add_process_record(&rec, sizeof rec);
-            py_func_records[id].func_id = 0; /* named once */
-        }
-    }
-    if (objects)
-        py.DecRef(objects);
-    if (gc)
-        py.DecRef(gc);
-    py.ErrClear();
-    py.IncRef(py.NoneStruct);
-    return py.NoneStruct;
-}
-
-static uint32_t py_func_id(const void *key, int kind, py_object *obj)
-{
-    if ((py_funcs_used + 1) * 2 > py_funcs_mask + 1) {
-        uint32_t cap = py_funcs ? (py_funcs_mask + 1) * 2 : 4096;
-        struct py_func_slot *slots = calloc(cap, sizeof *slots);
-        if (!slots)
-            return 0;
-        for (uint32_t i = 0; py_funcs && i <= py_funcs_mask; i++) {
-            if (!py_funcs[i].key)
-                continue;
-            uint32_t j = (uint32_t)py_hash_ptr(py_funcs[i].key, NULL) & (cap - 1);
-            while (slots[j].key)
-                j = (j + 1) & (cap - 1);
-            slots[j] = py_funcs[i];
-        }
-        free(py_funcs);
-        py_funcs = slots;
-        py_funcs_mask = cap - 1;
-    }
-    uint32_t j = (uint32_t)py_hash_ptr(key, NULL) & py_funcs_mask;
-    while (py_funcs[j].key) {
-        if (py_funcs[j].key == key)
-            return py_funcs[j].id;
-        j = (j + 1) & py_funcs_mask;
-    }
-    uint32_t id = py_next_func_id++;
-    py_funcs[j] = (struct py_func_slot){key, id};
-    py_funcs_used++;
-    py_describe(id, key, kind, obj);
-    return id;
-}
-
 /* ---- per-thread trees ---- */
 
 static void py_thread_key_destroy(void *arg)
@@ -332,7 +105,7 @@ static int py_table_grow(struct py_thread *pt)
         struct py_node *n = pt->table[i];
         if (!n)
             continue;
-        uint32_t j = (uint32_t)py_hash_ptr(n->parent, n->key) & (cap - 1);
+        uint32_t j = (uint32_t)python_hash_ptr(n->parent, n->key) & (cap - 1);
         while (t[j])
             j = (j + 1) & (cap - 1);
         t[j] = n;
@@ -357,7 +130,7 @@ static struct py_node *py_node_new(struct py_thread *pt, struct py_node *parent,
             return NULL;
         pt->chunks[chunk] = p;
     }
-    uint32_t func = py_func_id(key, kind, obj);
+    uint32_t func = python_func_id(key, kind, obj);
     if (!func)
         return NULL;
     struct py_node *n = &pt->chunks[chunk][count % PY_CHUNK_NODES];
@@ -375,7 +148,7 @@ static struct py_node *py_node_find(struct py_thread *pt, struct py_node *parent
 {
     if ((pt->table_used + 1) * 2 > (pt->table ? pt->table_mask + 1 : 0) && py_table_grow(pt) != 0)
         return NULL;
-    uint32_t j = (uint32_t)py_hash_ptr(parent, key) & pt->table_mask;
+    uint32_t j = (uint32_t)python_hash_ptr(parent, key) & pt->table_mask;
     for (struct py_node *n; (n = pt->table[j]); j = (j + 1) & pt->table_mask)
         if (n->parent == parent && n->key == key)
             return n;
