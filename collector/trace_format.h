@@ -67,6 +67,7 @@ enum prof_record_type {
     PROF_REC_GPU_DEVICE = 23, /* properties of one GPU */
     PROF_REC_NVTX = 24,       /* an NVTX range push/pop/start/end or mark */
     PROF_REC_TORCH_OP = 25,   /* one PyTorch operator or record_function scope (RecordFunction) */
+    PROF_REC_TORCH_MEM = 26,  /* one c10::alloc_cpu / c10::free_cpu call (CPU tensor memory) */
     PROF_REC_TYPE_COUNT
 };
 
@@ -416,6 +417,21 @@ struct prof_rec_torch_op {
     uint32_t shapes_sid; /* input shapes and dtypes as text when PROF_SHAPES=1; else 0 */
 };
 _Static_assert(sizeof(struct prof_rec_torch_op) == 48, "torch op record");
+
+/* One CPU tensor allocation (bytes > 0) or free (bytes < 0; 0: a free of a block whose
+ * allocation was not seen, which a reader ignores), by c10::alloc_cpu / c10::free_cpu.
+ * Follows a THREAD record (the thread that called it); the op it belongs to is the
+ * innermost TORCH_OP span of that thread holding ticks. */
+struct prof_rec_torch_mem {
+    struct prof_record_header h;
+    uint32_t reserved;
+    int64_t bytes;
+    uint64_t ptr;
+    uint64_t ticks;
+};
+_Static_assert(sizeof(struct prof_rec_torch_mem) == 32, "torch mem record");
+_Static_assert(offsetof(struct prof_rec_torch_mem, bytes) == 8, "torch mem bytes offset");
+_Static_assert(offsetof(struct prof_rec_torch_mem, ticks) == 24, "torch mem ticks offset");
 
 static inline uint32_t prof_record_align(uint32_t n)
 {

@@ -322,6 +322,12 @@ static void dump_record(FILE *out, const struct trace_record *rec, struct u64map
         dump_string_field(out, "shapes", op->shapes_sid, strings);
         break;
     }
+    case PROF_REC_TORCH_MEM: {
+        const struct prof_rec_torch_mem *m = rec->data;
+        fprintf(out, " bytes=%" PRId64 " ptr=0x%" PRIx64 " ticks=%" PRIu64, m->bytes, m->ptr,
+                m->ticks);
+        break;
+    }
     case PROF_REC_PY_GAP: {
         const struct prof_rec_py_gap *g = rec->data;
         fprintf(out, " reason=%u (%s) start=%" PRIu64 " end=%" PRIu64, g->reason,

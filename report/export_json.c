@@ -241,6 +241,8 @@ static json_t *export_json_ops(const struct summary *s, size_t limit)
         json_object_set_new(o, "self_cuda_ns", export_json_u64(r->self_cuda_ns));
         json_object_set_new(o, "cuda_total_ns", export_json_u64(r->cuda_total_ns));
         json_object_set_new(o, "cuda_avg_ns", json_real(r->cuda_avg_ns));
+        json_object_set_new(o, "cpu_mem_bytes", json_integer((json_int_t)r->cpu_mem));
+        json_object_set_new(o, "self_cpu_mem_bytes", json_integer((json_int_t)r->self_cpu_mem));
         json_object_set_new(o, "self_cpu_percent", json_real(r->self_cpu_percent));
         json_object_set_new(o, "cpu_total_percent", json_real(r->cpu_total_percent));
         json_object_set_new(o, "self_cuda_percent", json_real(r->self_cuda_percent));

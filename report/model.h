@@ -295,6 +295,14 @@ struct model_torch_op {
     uint64_t self_ticks;            /* the span minus its children's on the thread */
     uint64_t self_cuda_ns, cuda_ns; /* kernels with this op innermost; under it */
     uint64_t self_kernels, kernels;
+    int64_t self_cpu_mem, cpu_mem; /* bytes allocated minus freed with this op innermost; under it */
+};
+
+/* One TORCH_MEM record (a free of an unknown block is not kept). */
+struct model_torch_mem {
+    uint64_t ticks;
+    uint32_t tid;
+    int64_t bytes;
 };
 
 /* The operators of one process merged by (name, input shapes), as key_averages does. */
@@ -306,12 +314,16 @@ struct model_torch_row {
     uint64_t self_cpu_ticks, cpu_total_ticks;
     uint64_t self_cpu_ns, cpu_total_ns; /* set by model_torch_finish */
     uint64_t self_cuda_ns, cuda_total_ns, kernels;
+    int64_t self_cpu_mem, cpu_mem; /* torch's self_cpu_memory_usage, cpu_memory_usage */
 };
 
 struct model_torch {
     struct model_torch_op *ops; /* freed by model_torch_finish */
     size_t nops, cap_ops;
     uint64_t records; /* TORCH_OP records read */
+    struct model_torch_mem *mems; /* freed by model_torch_finish */
+    size_t nmems, cap_mems;
+    uint64_t mem_records; /* TORCH_MEM records read */
     struct model_torch_row *rows;
     size_t nrows;
     struct model_action *scopes; /* record_function scopes (USER_SCOPE ops) by name */
@@ -469,6 +481,8 @@ void model_nvtx_free(struct model_gpu *g);
 /* model_torch.c: TORCH_OP records; at the end, nesting (self CPU), the kernels launched
  * inside each op (CUDA), rows by name and shapes, record_function scopes as actions. */
 void model_torch_on_record(struct model_process *p, const struct trace_record *rec, uint32_t tid);
+/* TORCH_MEM records: kept until the end, then given to the ops holding them in time. */
+void model_torch_on_mem(struct model_process *p, const struct trace_record *rec, uint32_t tid);
 void model_torch_finish(struct model_process *p);
 void model_torch_free(struct model_torch *t);
 /* "FUNCTION", "BACKWARD_FUNCTION", ... "USER_SCOPE" (at::RecordScope), "?" else. */

@@ -41,6 +41,17 @@ void model_torch_on_record(struct model_process *p, const struct trace_record *r
     model_cpu_event(p, r->start, r->end);
 }
 
+void model_torch_on_mem(struct model_process *p, const struct trace_record *rec, uint32_t tid)
+{
+    const struct prof_rec_torch_mem *r = rec->data;
+    struct model_torch *t = &p->torch;
+    t->mem_records++;
+    if (!r->bytes)
+        return; /* a free of a block allocated before recording: not counted, as torch */
+    t->mems = report_grow(t->mems, &t->cap_mems, t->nmems + 1, sizeof *t->mems);
+    t->mems[t->nmems++] = (struct model_torch_mem){.ticks = r->ticks, .tid = tid, .bytes = r->bytes};
+}
+
 /* qsort has no context argument in C11; the reporter is single-threaded. */
 static const struct model_torch_op *model_torch_sorting;
 
@@ -152,6 +163,45 @@ static void model_torch_cuda(struct model_process *p, const size_t *order, size_
     free(l);
 }
 
+static int model_torch_mem_cmp(const void *a, const void *b)
+{
+    const struct model_torch_mem *x = a, *y = b;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    return x->ticks < y->ticks ? -1 : x->ticks > y->ticks;
+}
+
+/* CPU memory, as key_averages counts it: cpu_memory_usage sums the allocations minus the
+ * frees inside the op's span (children included), self_cpu_memory_usage those whose
+ * innermost op on the thread is this one. Same sweep as the kernels. */
+static void model_torch_memory(struct model_torch *t, const size_t *order, size_t *stack)
+{
+    qsort(t->mems, t->nmems, sizeof *t->mems, model_torch_mem_cmp);
+    size_t top = 0, next = 0;
+    for (size_t k = 0; k < t->nmems; k++) {
+        const struct model_torch_mem *m = &t->mems[k];
+        if (k == 0 || m->tid != t->mems[k - 1].tid) {
+            top = 0;
+            while (next < t->nops && t->ops[order[next]].tid < m->tid)
+                next++;
+        }
+        while (next < t->nops && t->ops[order[next]].tid == m->tid &&
+               t->ops[order[next]].start <= m->ticks) {
+            const struct model_torch_op *op = &t->ops[order[next]];
+            while (top && !model_torch_holds(&t->ops[stack[top - 1]], op))
+                top--;
+            stack[top++] = order[next++];
+        }
+        while (top && t->ops[stack[top - 1]].end < m->ticks)
+            top--;
+        if (!top)
+            continue;
+        t->ops[stack[top - 1]].self_cpu_mem += m->bytes;
+        for (size_t s = 0; s < top; s++)
+            t->ops[stack[s]].cpu_mem += m->bytes;
+    }
+}
+
 static const char *model_torch_string(const struct model_process *p, uint32_t sid)
 {
     return sid ? u64map_get_ptr(&p->strings, sid) : NULL;
@@ -185,6 +235,8 @@ static void model_torch_rows(struct model_process *p)
         r->self_cuda_ns += op->self_cuda_ns;
         r->cuda_total_ns += op->cuda_ns;
         r->kernels += op->kernels;
+        r->self_cpu_mem += op->self_cpu_mem;
+        r->cpu_mem += op->cpu_mem;
     }
     u64map_free(&index);
     for (size_t i = 0; i < t->nrows; i++) {
@@ -240,6 +292,7 @@ void model_torch_finish(struct model_process *p)
         model_torch_sorting = NULL;
         model_torch_nest(t, order, stack);
         model_torch_cuda(p, order, stack);
+        model_torch_memory(t, order, stack);
         free(order);
         free(stack);
         model_torch_rows(p);
@@ -251,6 +304,9 @@ void model_torch_finish(struct model_process *p)
                               p->file, (long long)p->pid, t->unnested);
     }
     /* The rows hold what the tables need: the raw ops go. */
+    free(t->mems);
+    t->mems = NULL;
+    t->nmems = t->cap_mems = 0;
     free(t->ops);
     t->ops = NULL;
     t->nops = t->cap_ops = 0;
@@ -258,6 +314,7 @@ void model_torch_finish(struct model_process *p)
 
 void model_torch_free(struct model_torch *t)
 {
+    free(t->mems);
     free(t->ops);
     free(t->rows);
     for (size_t i = 0; i < t->nscopes; i++)

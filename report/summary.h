@@ -104,6 +104,7 @@ struct summary_op_row {
     char *shapes; /* NULL unless grouped by shape; "" for an op recorded without shapes */
     uint64_t calls;
     uint64_t self_cpu_ns, cpu_total_ns, self_cuda_ns, cuda_total_ns;
+    int64_t self_cpu_mem, cpu_mem; /* bytes: torch's self_cpu_memory_usage, cpu_memory_usage */
     double cpu_avg_ns, cuda_avg_ns;
     double self_cpu_percent, cpu_total_percent, self_cuda_percent;
 };
@@ -123,6 +124,7 @@ struct summary_torch {
     int by_shape;
     enum summary_op_sort sort;
     uint64_t records;            /* TORCH_OP records read */
+    uint64_t mem_records;        /* TORCH_MEM records read: the memory columns are measured */
     uint64_t self_cpu_total_ns;  /* the sum of Self CPU over every row */
     uint64_t self_cuda_total_ns; /* the sum of Self CUDA */
     int any_cuda;                /* some op launched kernels */

@@ -102,6 +102,7 @@ void summary_build_torch(struct summary *s, int by_shape)
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         t->records += p->torch.records;
+        t->mem_records += p->torch.mem_records;
         for (size_t k = 0; k < p->torch.nrows; k++) {
             const struct model_torch_row *m = &p->torch.rows[k];
             const char *name = m->name;
@@ -116,6 +117,8 @@ void summary_build_torch(struct summary *s, int by_shape)
             r->cpu_total_ns += m->cpu_total_ns;
             r->self_cuda_ns += m->self_cuda_ns;
             r->cuda_total_ns += m->cuda_total_ns;
+            r->self_cpu_mem += m->self_cpu_mem;
+            r->cpu_mem += m->cpu_mem;
         }
     }
     u64map_free(&index);

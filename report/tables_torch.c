@@ -49,6 +49,7 @@ static void tables_torch_table(FILE *out, const struct summary *s, size_t limit,
     const struct summary_torch *t = &s->torch;
     char self_pct[16], self_cpu[32], total_pct[16], total[32], avg[32];
     char self_cuda[32], self_cuda_pct[16], cuda_total[32], cuda_avg[32], mem[16], calls[24];
+    char cpu_mem[32], self_cpu_mem[32];
     double cpu_sum = (double)t->self_cpu_total_ns, cuda_sum = (double)t->self_cuda_total_ns;
     struct text_table tt;
     text_table_begin(&tt, t->by_shape
@@ -58,8 +59,8 @@ static void tables_torch_table(FILE *out, const struct summary *s, size_t limit,
                               : "<Name|>Self CPU %|>Self CPU|>CPU total %|>CPU total|>CPU time avg|"
                                 ">Self CUDA|>Self CUDA %|>CUDA total|>CUDA time avg|>CPU Mem|"
                                 ">Self CPU Mem|>CUDA Mem|>Self CUDA Mem|># of Calls");
-    /* No allocator records yet: the memory columns are 0, as torch shows them without
-     * profile_memory. */
+    /* CPU memory from the TORCH_MEM records (0 without them, as torch without
+     * profile_memory); no CUDA allocator records: CUDA memory is 0. */
     tables_torch_memory(0, mem, sizeof mem);
     for (size_t i = 0; i < t->nrows && (!limit || i < limit); i++) {
         const struct summary_op_row *r = &t->rows[i];
@@ -72,9 +73,11 @@ static void tables_torch_table(FILE *out, const struct summary *s, size_t limit,
         tables_torch_share((double)r->self_cuda_ns, cuda_sum, self_cuda_pct, sizeof self_cuda_pct);
         tables_torch_time((double)r->cuda_total_ns, cuda_total, sizeof cuda_total);
         tables_torch_time(r->cuda_avg_ns, cuda_avg, sizeof cuda_avg);
+        tables_torch_memory(r->cpu_mem, cpu_mem, sizeof cpu_mem);
+        tables_torch_memory(r->self_cpu_mem, self_cpu_mem, sizeof self_cpu_mem);
         snprintf(calls, sizeof calls, "%" PRIu64, r->calls);
         text_table_row(&tt, r->name, self_pct, self_cpu, total_pct, total, avg, self_cuda,
-                       self_cuda_pct, cuda_total, cuda_avg, mem, mem, mem, mem, calls,
+                       self_cuda_pct, cuda_total, cuda_avg, cpu_mem, self_cpu_mem, mem, mem, calls,
                        r->shapes && *r->shapes ? r->shapes : "[]");
     }
     text_table_end(out, &tt);
@@ -84,7 +87,10 @@ static void tables_torch_table(FILE *out, const struct summary *s, size_t limit,
     tables_torch_time(cuda_sum, self_cuda, sizeof self_cuda);
     fprintf(out, "  Self CPU time total: %s\n", self_cpu);
     fprintf(out, "  Self CUDA time total: %s\n", self_cuda);
-    fprintf(out, "  (memory columns need the allocator hooks, not recorded yet)\n");
+    if (t->mem_records)
+        fprintf(out, "  (CUDA memory columns need the CUDA allocator hooks, not recorded yet)\n");
+    else
+        fprintf(out, "  (memory columns need the allocator hooks, not recorded yet)\n");
 }
 
 static void tables_torch_title(FILE *out, const struct summary *s)

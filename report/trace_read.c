@@ -52,6 +52,7 @@ static const uint16_t trace_min_sizes[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_GPU_DEVICE] = sizeof(struct prof_rec_gpu_device),
     [PROF_REC_NVTX] = sizeof(struct prof_rec_nvtx),
     [PROF_REC_TORCH_OP] = sizeof(struct prof_rec_torch_op),
+    [PROF_REC_TORCH_MEM] = sizeof(struct prof_rec_torch_mem),
 };
 
 static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
@@ -81,6 +82,7 @@ static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_GPU_DEVICE] = "GPU_DEVICE",
     [PROF_REC_NVTX] = "NVTX",
     [PROF_REC_TORCH_OP] = "TORCH_OP",
+    [PROF_REC_TORCH_MEM] = "TORCH_MEM",
 };
 
 uint16_t trace_record_min_size(uint16_t type)

@@ -141,7 +141,7 @@ def test_ops_json():
     assert set(rep["ops"][0]) == {
         "name", "shapes", "calls", "self_cpu_ns", "cpu_total_ns", "cpu_avg_ns", "self_cuda_ns",
         "cuda_total_ns", "cuda_avg_ns", "self_cpu_percent", "cpu_total_percent",
-        "self_cuda_percent"}
+        "self_cuda_percent", "cpu_mem_bytes", "self_cpu_mem_bytes"}
     addmm = ops["aten::addmm"]
     assert addmm["shapes"] is None
     assert (addmm["calls"], addmm["self_cpu_ns"], addmm["cpu_total_ns"]) == (2, 2800000, 2800000)
