@@ -43,7 +43,7 @@ static int collector_api_table_count;
 #define COLLECTOR_MAX_SOURCES 4
 static void (*collector_sources[COLLECTOR_MAX_SOURCES])(int fresh, int last);
 static _Atomic int collector_source_count; /* released after the slot is filled */
-static int collector_sources_fresh = 1; /* the file is new: sources write everything */
+static int collector_sources_fresh = 1;    /* the file is new: sources write everything */
 
 static struct prof_thread *_Atomic collector_threads;
 static pthread_key_t collector_thread_key;

@@ -23,8 +23,10 @@ static inline int16_t emit_clamp_result(long result)
     return (int16_t)result;
 }
 
-static inline __attribute__((always_inline)) void emit_api_call(uint16_t api, long result, uint64_t start, uint64_t end,
-                                 const uint64_t *args, unsigned nargs)
+static inline __attribute__((always_inline)) void emit_api_call(uint16_t api, long result,
+                                                                uint64_t start, uint64_t end,
+                                                                const uint64_t *args,
+                                                                unsigned nargs)
 {
     struct prof_thread *t = emit_thread();
     if (!t || !atomic_load_explicit(&prof_recording, memory_order_relaxed))

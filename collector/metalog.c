@@ -29,8 +29,9 @@ static int metalog_reserve(size_t more)
     size_t cap = metalog_capacity ? metalog_capacity * 2 : 64 * 1024;
     while (cap < metalog_used + more)
         cap *= 2;
-    void *p = metalog_data ? mremap(metalog_data, metalog_capacity, cap, MREMAP_MAYMOVE)
-                           : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p = metalog_data
+                  ? mremap(metalog_data, metalog_capacity, cap, MREMAP_MAYMOVE)
+                  : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return -1;
     metalog_data = p;

@@ -62,12 +62,13 @@ enum prof_record_type {
     PROF_REC_GPU_KERNEL = 18, /* a kernel that ran on a GPU (CUPTI) */
     PROF_REC_GPU_MEMCPY = 19, /* a copy that ran on a GPU (CUPTI) */
     PROF_REC_GPU_MEMSET = 20, /* a memset that ran on a GPU (CUPTI) */
-    PROF_REC_GPU_API = 21,    /* a CUDA runtime or driver call CUPTI reported, with its correlation id */
+    PROF_REC_GPU_API =
+        21, /* a CUDA runtime or driver call CUPTI reported, with its correlation id */
     PROF_REC_GPU_API_NAME = 22, /* CUPTI (domain, callback id) -> name */
-    PROF_REC_GPU_DEVICE = 23, /* properties of one GPU */
-    PROF_REC_NVTX = 24,       /* an NVTX range push/pop/start/end or mark */
-    PROF_REC_TORCH_OP = 25,   /* one PyTorch operator or record_function scope (RecordFunction) */
-    PROF_REC_TORCH_MEM = 26,  /* one c10::alloc_cpu / c10::free_cpu call (CPU tensor memory) */
+    PROF_REC_GPU_DEVICE = 23,   /* properties of one GPU */
+    PROF_REC_NVTX = 24,         /* an NVTX range push/pop/start/end or mark */
+    PROF_REC_TORCH_OP = 25,     /* one PyTorch operator or record_function scope (RecordFunction) */
+    PROF_REC_TORCH_MEM = 26,    /* one c10::alloc_cpu / c10::free_cpu call (CPU tensor memory) */
     PROF_REC_TYPE_COUNT
 };
 
@@ -301,10 +302,10 @@ struct prof_rec_gpu_kernel {
     uint32_t device;
     uint32_t context;
     uint32_t stream;
-    uint64_t grid;  /* dim3 packed like API_CALL's grid */
+    uint64_t grid; /* dim3 packed like API_CALL's grid */
     uint64_t block;
-    uint32_t registers;      /* per thread */
-    uint32_t shared_bytes;   /* static + dynamic */
+    uint32_t registers;    /* per thread */
+    uint32_t shared_bytes; /* static + dynamic */
 };
 _Static_assert(sizeof(struct prof_rec_gpu_kernel) == 64, "gpu kernel record");
 
@@ -379,7 +380,7 @@ struct prof_rec_gpu_device {
 _Static_assert(sizeof(struct prof_rec_gpu_device) == 32, "gpu device record header");
 
 enum prof_nvtx_kind {
-    PROF_NVTX_PUSH = 1,  /* nvtxRangePush: a range on this thread's stack */
+    PROF_NVTX_PUSH = 1, /* nvtxRangePush: a range on this thread's stack */
     PROF_NVTX_POP = 2,
     PROF_NVTX_START = 3, /* nvtxRangeStart: a range that may end on another thread (id) */
     PROF_NVTX_END = 4,
@@ -409,9 +410,9 @@ struct prof_rec_torch_op {
     uint64_t end;
     int64_t sequence_nr; /* autograd sequence number linking forward and backward; -1: none */
     uint64_t fwd_thread; /* for a backward op: torch's id of the forward thread; else 0 */
-    uint8_t scope;       /* at::RecordScope: 0 FUNCTION, 1 BACKWARD_FUNCTION, 2 TORCHSCRIPT_FUNCTION,
-                          * 3 KERNEL_FUNCTION_DTYPE, 4 CUSTOM_CLASS, 5 BUILD_FEATURE, 6 LITE_INTERPRETER,
-                          * 7 USER_SCOPE, 8 STATIC_RUNTIME_OP, 9 STATIC_RUNTIME_MODEL */
+    uint8_t scope; /* at::RecordScope: 0 FUNCTION, 1 BACKWARD_FUNCTION, 2 TORCHSCRIPT_FUNCTION,
+                    * 3 KERNEL_FUNCTION_DTYPE, 4 CUSTOM_CLASS, 5 BUILD_FEATURE, 6 LITE_INTERPRETER,
+                    * 7 USER_SCOPE, 8 STATIC_RUNTIME_OP, 9 STATIC_RUNTIME_MODEL */
     uint8_t depth;
     uint16_t reserved;
     uint32_t shapes_sid; /* input shapes and dtypes as text when PROF_SHAPES=1; else 0 */

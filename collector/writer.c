@@ -36,8 +36,8 @@ static int writer_mkdirs(const char *dir)
     return 0;
 }
 
-int writer_open(const char *dir, const char *run_id, const char *host, long rank,
-                uint32_t features, char *err, size_t errlen)
+int writer_open(const char *dir, const char *run_id, const char *host, long rank, uint32_t features,
+                char *err, size_t errlen)
 {
     if (writer_mkdirs(dir) != 0) {
         snprintf(err, errlen, "cannot create output folder %s: %s", dir, strerror(errno));

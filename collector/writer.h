@@ -9,8 +9,8 @@
 /* Creates dir (and parents) and a new file named
  * <run_id>_<host>_pid<pid>[_rank<rank>][_<n>].trace that overwrites nothing.
  * Returns 0, or -1 with a message in err. */
-int writer_open(const char *dir, const char *run_id, const char *host, long rank,
-                uint32_t features, char *err, size_t errlen);
+int writer_open(const char *dir, const char *run_id, const char *host, long rank, uint32_t features,
+                char *err, size_t errlen);
 int writer_is_open(void);
 const char *writer_path(void);
 void writer_append(const void *data, size_t len);

@@ -41,8 +41,7 @@ static struct prof_api_desc cudart_apis[] = {
 #undef PROF_CUDART_FN
     {PROF_API_CUDART_BASE + CUDART_API_cudaRegisterFunction, PROF_CAT_OTHER, 0,
      "__cudaRegisterFunction", "stub"},
-    {PROF_API_CUDART_BASE + CUDART_API_cudaGetKernel, PROF_CAT_OTHER, 0, "__cudaGetKernel",
-     "stub"},
+    {PROF_API_CUDART_BASE + CUDART_API_cudaGetKernel, PROF_CAT_OTHER, 0, "__cudaGetKernel", "stub"},
 };
 _Static_assert(sizeof cudart_apis / sizeof cudart_apis[0] == CUDART_API_COUNT, "one row per API");
 
@@ -105,7 +104,7 @@ static inline void cudart_capture_end(void)
 }
 
 #define PROF_CUDART_FN(name, cat, params, args, argnames, record)                                  \
-    PROF_EXPORT cudaError_t name params                                                             \
+    PROF_EXPORT cudaError_t name params                                                            \
     {                                                                                              \
         cudart_##name##_fn real = cudart_real_##name;                                              \
         if (__builtin_expect(real == NULL, 0)) {                                                   \
@@ -123,7 +122,7 @@ static inline void cudart_capture_end(void)
         uint64_t prof_t1 = prof_clock_ticks();                                                     \
         int saved_errno = errno;                                                                   \
         uint64_t recorded[] = {PROF_STRIP record};                                                 \
-        emit_api_call(PROF_API_CUDART_BASE + CUDART_API_##name, rc, prof_t0, prof_t1, recorded,      \
+        emit_api_call(PROF_API_CUDART_BASE + CUDART_API_##name, rc, prof_t0, prof_t1, recorded,    \
                       sizeof recorded / sizeof recorded[0]);                                       \
         cudart_capture_end();                                                                      \
         errno = saved_errno;                                                                       \
@@ -138,9 +137,9 @@ typedef void (*cudart_register_function_fn)(void **, const char *, char *, const
                                             uint3 *, uint3 *, dim3 *, dim3 *, int *);
 static cudart_register_function_fn cudart_real_register_function;
 
-PROF_EXPORT void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun,
-                                        char *deviceFun, const char *deviceName, int thread_limit,
-                                        uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize)
+PROF_EXPORT void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
+                                        const char *deviceName, int thread_limit, uint3 *tid,
+                                        uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize)
 {
     cudart_register_function_fn real = cudart_real_register_function;
     if (!real) {
@@ -190,8 +189,7 @@ PROF_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFu
     uint64_t end = prof_clock_ticks();
     int saved_errno = errno;
     if (rc == cudaSuccess && kernel)
-        collector_add_symbol(PROF_SYMBOL_KERNEL_ALIAS, CUDART_PTR(*kernel), 0,
-                             CUDART_PTR(hostFun));
+        collector_add_symbol(PROF_SYMBOL_KERNEL_ALIAS, CUDART_PTR(*kernel), 0, CUDART_PTR(hostFun));
     uint64_t recorded[] = {CUDART_PTR(hostFun)};
     emit_api_call(PROF_API_CUDART_BASE + CUDART_API_cudaGetKernel, rc, start, end, recorded, 1);
     cudart_capture_end();

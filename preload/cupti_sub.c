@@ -359,8 +359,8 @@ static void CUPTIAPI cupti_callback(void *userdata, CUpti_CallbackDomain domain,
     if (!runtime && cupti_runtime_depth)
         return;
     uint64_t start = cupti_call_depth < 8 ? cupti_call_start[cupti_call_depth] : end;
-    cupti_api_record(runtime ? PROF_GPU_API_RUNTIME : PROF_GPU_API_DRIVER, cbid,
-                     cb->correlationId, start, end);
+    cupti_api_record(runtime ? PROF_GPU_API_RUNTIME : PROF_GPU_API_DRIVER, cbid, cb->correlationId,
+                     start, end);
 }
 
 /* The collector's source: queued GPU records, and a periodic flush of CUPTI buffers. */
@@ -449,7 +449,7 @@ static void *cupti_open(void)
 static int cupti_bind(void *h)
 {
 #define CUPTI_BIND(field, name)                                                                    \
-    if (!(*(void **)&cupti.field = dlsym(h, name)))                                                 \
+    if (!(*(void **)&cupti.field = dlsym(h, name)))                                                \
         return -1;
     CUPTI_BIND(Subscribe, "cuptiSubscribe")
     CUPTI_BIND(EnableDomain, "cuptiEnableDomain")
@@ -528,7 +528,8 @@ static int cupti_subscribe(void)
                            "activity is not recorded");
         else
             collector_note("CUPTI cannot subscribe (%s, %d): no GPU driver? GPU activity is not "
-                           "recorded", cupti_error(r), (int)r);
+                           "recorded",
+                           cupti_error(r), (int)r);
         return -1;
     }
     cupti_enable_launch_callbacks(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);

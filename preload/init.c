@@ -77,7 +77,8 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
     memset(&cfg, 0, sizeof cfg);
     cfg.output_dir = init_output_dir();
     cfg.run_id = init_run_id();
-    cfg.ring_bytes = init_round_up_pow2((uint64_t)settings_get_long(SETTING_PROF_RING_KB, 64, 65536) * 1024);
+    cfg.ring_bytes =
+        init_round_up_pow2((uint64_t)settings_get_long(SETTING_PROF_RING_KB, 64, 65536) * 1024);
     cfg.flush_ms = (unsigned)settings_get_long(SETTING_PROF_FLUSH_MS, 1, 1000);
     cfg.quiet = strcmp(settings_get(SETTING_PROF_QUIET), "1") == 0;
     struct prof_rank_info rank;

@@ -54,8 +54,8 @@ PROF_EXPORT void _Exit(int status)
 static char *const *lifecycle_env(char *const envp[], char **out, size_t out_slots, char *text,
                                   size_t text_len)
 {
-    const char *lib = settings_is_set(SETTING_PROF_LIB) ? settings_get(SETTING_PROF_LIB)
-                                                         : resolve_self_path();
+    const char *lib =
+        settings_is_set(SETTING_PROF_LIB) ? settings_get(SETTING_PROF_LIB) : resolve_self_path();
     size_t n = 0, used = 0;
     int have_preload = 0;
     for (size_t i = 0; envp && envp[i]; i++) {
@@ -285,7 +285,8 @@ PROF_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction
 PROF_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 {
     if (sig <= 0 || sig >= LIFECYCLE_NSIG || !lifecycle_managed[sig]) {
-        sighandler_t (*real)(int, sighandler_t) = (sighandler_t(*)(int, sighandler_t))lifecycle_next("signal");
+        sighandler_t (*real)(int, sighandler_t) =
+            (sighandler_t(*)(int, sighandler_t))lifecycle_next("signal");
         return real(sig, handler);
     }
     /* glibc's signal(): BSD semantics. */

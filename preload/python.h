@@ -31,13 +31,13 @@ struct py_method_def {
 };
 
 enum py_trace_what { /* PyTrace_* */
-    PY_TRACE_CALL = 0,
-    PY_TRACE_EXCEPTION = 1,
-    PY_TRACE_LINE = 2,
-    PY_TRACE_RETURN = 3,
-    PY_TRACE_C_CALL = 4,
-    PY_TRACE_C_EXCEPTION = 5,
-    PY_TRACE_C_RETURN = 6
+                     PY_TRACE_CALL = 0,
+                     PY_TRACE_EXCEPTION = 1,
+                     PY_TRACE_LINE = 2,
+                     PY_TRACE_RETURN = 3,
+                     PY_TRACE_C_CALL = 4,
+                     PY_TRACE_C_EXCEPTION = 5,
+                     PY_TRACE_C_RETURN = 6
 };
 
 /* The C-API functions and objects we use, found with dlsym when the process turns out
@@ -49,7 +49,7 @@ struct py_api {
     const char *(*GetVersion)(void);
     void (*SetProfile)(int (*)(py_object *, py_object *, int, py_object *), py_object *);
     void (*SetProfileAllThreads)(int (*)(py_object *, py_object *, int, py_object *),
-                                 py_object *); /* 3.12+ */
+                                 py_object *);  /* 3.12+ */
     py_object *(*FrameGetCode)(py_object *);    /* 3.9+ */
     py_object *(*FrameGetGlobals)(py_object *); /* 3.11+ */
     py_object *(*GetAttrString)(py_object *, const char *);

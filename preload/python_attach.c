@@ -54,7 +54,7 @@ static py_object *py_trampoline(py_object *self, py_object *args)
     py_object *arg = py.TupleGetItem(args, 2);
     const char *e = event ? py.AsUTF8(event) : NULL;
     if (e) {
-        static const char *const names[] = {"call", "exception", "line", "return",
+        static const char *const names[] = {"call",   "exception",   "line",    "return",
                                             "c_call", "c_exception", "c_return"};
         for (int what = 0; what < 7; what++)
             if (strcmp(e, names[what]) == 0)
@@ -195,8 +195,8 @@ static int py_attach_monitoring(void)
     return 0;
 }
 
-static struct py_method_def py_qualnames_def = {"profrun_qualnames", (void *)python_qualnames_at_exit,
-                                                 4 /* METH_NOARGS */, NULL};
+static struct py_method_def py_qualnames_def = {
+    "profrun_qualnames", (void *)python_qualnames_at_exit, 4 /* METH_NOARGS */, NULL};
 
 /* Before 3.11, qualified names come from the function objects alive at exit. */
 static void py_register_qualnames(void)
@@ -254,8 +254,8 @@ static int py_audit_hook(const char *event, py_object *args, void *data)
     if (event[0] != 'c' && event[0] != '_' && event[0] != 's')
         return 0;
     if (!py_attached) {
-        if (strncmp(event, "cpython.run_", 12) == 0 && strcmp(event, "cpython.run_interactivehook") &&
-            strcmp(event, "cpython.run_startup"))
+        if (strncmp(event, "cpython.run_", 12) == 0 &&
+            strcmp(event, "cpython.run_interactivehook") && strcmp(event, "cpython.run_startup"))
             py_attach();
         return 0;
     }
@@ -303,7 +303,7 @@ static void *py_sym(const char *name)
 static int py_resolve_api(void)
 {
 #define PY_REQUIRE(field, name)                                                                    \
-    if (!(*(void **)&py.field = py_sym(name)))                                                      \
+    if (!(*(void **)&py.field = py_sym(name)))                                                     \
         return -1;
 #define PY_OPTIONAL(field, name) *(void **)&py.field = py_sym(name);
     PY_REQUIRE(AddAuditHook, "PySys_AddAuditHook")

@@ -117,7 +117,7 @@ static void py_describe(uint32_t id, const void *key, int kind, py_object *obj)
         rec.line = line ? (uint32_t)py.AsLong(line) : 0;
         if (line)
             py.DecRef(line);
-        py_object *globals = !obj                ? NULL
+        py_object *globals = !obj                 ? NULL
                              : py.FrameGetGlobals ? py.FrameGetGlobals(obj)
                                                   : py.GetAttrString(obj, "f_globals");
         if (globals) {
@@ -226,4 +226,3 @@ uint32_t python_func_id(const void *key, int kind, py_object *obj)
     py_describe(id, key, kind, obj);
     return id;
 }
-

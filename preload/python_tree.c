@@ -60,7 +60,7 @@ static struct py_thread *_Atomic py_threads;
 static pthread_key_t py_thread_key;
 static uint64_t py_span_ns;
 static uint64_t py_span_ticks = UINT64_MAX; /* until the tick rate is known */
-static uint32_t py_next_node_id = 1; /* under the GIL */
+static uint32_t py_next_node_id = 1;        /* under the GIL */
 static int py_noted_limits;
 
 /* ---- per-thread trees ---- */
@@ -74,8 +74,8 @@ static void py_thread_key_destroy(void *arg)
 
 static struct py_thread *py_thread_create(void)
 {
-    struct py_thread *pt = mmap(NULL, sizeof *pt, PROT_READ | PROT_WRITE,
-                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    struct py_thread *pt =
+        mmap(NULL, sizeof *pt, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (pt == MAP_FAILED)
         return NULL;
     pt->stack = mmap(NULL, PY_MAX_DEPTH * sizeof *pt->stack, PROT_READ | PROT_WRITE,
@@ -143,8 +143,8 @@ static struct py_node *py_node_new(struct py_thread *pt, struct py_node *parent,
     return n;
 }
 
-static struct py_node *py_node_find(struct py_thread *pt, struct py_node *parent,
-                                    const void *key, int kind, py_object *obj)
+static struct py_node *py_node_find(struct py_thread *pt, struct py_node *parent, const void *key,
+                                    int kind, py_object *obj)
 {
     if ((pt->table_used + 1) * 2 > (pt->table ? pt->table_mask + 1 : 0) && py_table_grow(pt) != 0)
         return NULL;
@@ -171,12 +171,13 @@ static void py_note_limits(void)
     if (!py_noted_limits) {
         py_noted_limits = 1;
         collector_note("Python calls deeper than %d frames, or beyond %d call paths per thread, "
-                       "are not counted", PY_MAX_DEPTH, PY_CHUNK_NODES * PY_MAX_CHUNKS);
+                       "are not counted",
+                       PY_MAX_DEPTH, PY_CHUNK_NODES * PY_MAX_CHUNKS);
     }
 }
 
-static inline __attribute__((always_inline)) void py_enter(struct py_thread *pt, const void *key, int kind, py_object *obj,
-                            uint64_t now)
+static inline __attribute__((always_inline)) void py_enter(struct py_thread *pt, const void *key,
+                                                           int kind, py_object *obj, uint64_t now)
 {
     if (pt->overflow || pt->depth == PY_MAX_DEPTH) {
         pt->overflow++;
@@ -267,8 +268,8 @@ static inline py_object *py_frame_code(py_object *frame)
                                PY311_IFRAME_F_CODE);
     if (!py_frame_layout_checked && py.minor == 11) {
         py_frame_layout_checked = 1;
-        py_object *direct = *(py_object **)(*(char **)((char *)frame + PY311_FRAME_F_FRAME) +
-                                            PY311_IFRAME_F_CODE);
+        py_object *direct =
+            *(py_object **)(*(char **)((char *)frame + PY311_FRAME_F_FRAME) + PY311_IFRAME_F_CODE);
         py_frame_layout_direct = direct == py_frame_code_api(frame);
     }
     return py_frame_code_api(frame);
@@ -484,8 +485,8 @@ static void py_drain_thread(struct py_thread *pt, int fresh)
             thread_written = 1;
         }
         if (define) {
-            struct prof_rec_py_node rec = {{PROF_REC_PY_NODE, sizeof rec}, n->id,
-                                           n->parent ? n->parent->id : 0, n->func_id};
+            struct prof_rec_py_node rec = {
+                {PROF_REC_PY_NODE, sizeof rec}, n->id, n->parent ? n->parent->id : 0, n->func_id};
             collector_write(&rec, sizeof rec);
         }
         if (changed) {

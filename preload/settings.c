@@ -68,8 +68,8 @@ static long settings_first_number(const char *const names[])
 
 void settings_rank(struct prof_rank_info *out)
 {
-    static const char *const rank[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
-                                       "SLURM_PROCID", NULL};
+    static const char *const rank[] = {"RANK",      "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                       "PMIX_RANK", "SLURM_PROCID",         NULL};
     static const char *const local[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
                                         "MPI_LOCALRANKID", "SLURM_LOCALID", NULL};
     static const char *const world[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
@@ -79,9 +79,13 @@ void settings_rank(struct prof_rank_info *out)
     out->world_size = settings_first_number(world);
 }
 
-const char *const settings_recorded_env[] = {
-    "CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING", "OMP_NUM_THREADS", "PYTHONPATH",
-    "SLURM_JOB_ID", "MASTER_ADDR", NULL};
+const char *const settings_recorded_env[] = {"CUDA_VISIBLE_DEVICES",
+                                             "CUDA_LAUNCH_BLOCKING",
+                                             "OMP_NUM_THREADS",
+                                             "PYTHONPATH",
+                                             "SLURM_JOB_ID",
+                                             "MASTER_ADDR",
+                                             NULL};
 
 const char *settings_env(const char *name)
 {

@@ -455,8 +455,9 @@ void model_add_record(struct model_process *p, const struct trace_record *rec)
         break;
     }
     case PROF_REC_NOTE:
-        model_push_string(&p->notes, &p->nnotes,
-                          report_strdup(trace_record_text(rec, sizeof(struct prof_rec_note), NULL)));
+        model_push_string(
+            &p->notes, &p->nnotes,
+            report_strdup(trace_record_text(rec, sizeof(struct prof_rec_note), NULL)));
         break;
     case PROF_REC_GPU_KERNEL:
     case PROF_REC_GPU_MEMCPY:

@@ -295,7 +295,8 @@ struct model_torch_op {
     uint64_t self_ticks;            /* the span minus its children's on the thread */
     uint64_t self_cuda_ns, cuda_ns; /* kernels with this op innermost; under it */
     uint64_t self_kernels, kernels;
-    int64_t self_cpu_mem, cpu_mem; /* bytes allocated minus freed with this op innermost; under it */
+    int64_t self_cpu_mem,
+        cpu_mem; /* bytes allocated minus freed with this op innermost; under it */
 };
 
 /* One TORCH_MEM record (a free of an unknown block is not kept). */
@@ -320,7 +321,7 @@ struct model_torch_row {
 struct model_torch {
     struct model_torch_op *ops; /* freed by model_torch_finish */
     size_t nops, cap_ops;
-    uint64_t records; /* TORCH_OP records read */
+    uint64_t records;             /* TORCH_OP records read */
     struct model_torch_mem *mems; /* freed by model_torch_finish */
     size_t nmems, cap_mems;
     uint64_t mem_records; /* TORCH_MEM records read */

@@ -82,8 +82,7 @@ static void model_gpu_on_kernel(struct model_gpu *g, const struct prof_rec_gpu_k
                                                r->end_ns, r->device, r->stream);
     uint64_t *slot = model_gpu_slot(&g->kernel_index, r->name_sid);
     if (!*slot) {
-        g->kernels =
-            report_grow(g->kernels, &g->cap_kernels, g->nkernels + 1, sizeof *g->kernels);
+        g->kernels = report_grow(g->kernels, &g->cap_kernels, g->nkernels + 1, sizeof *g->kernels);
         struct model_gpu_kernel *k = &g->kernels[g->nkernels];
         memset(k, 0, sizeof *k);
         k->name_sid = r->name_sid;

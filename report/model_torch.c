@@ -49,7 +49,8 @@ void model_torch_on_mem(struct model_process *p, const struct trace_record *rec,
     if (!r->bytes)
         return; /* a free of a block allocated before recording: not counted, as torch */
     t->mems = report_grow(t->mems, &t->cap_mems, t->nmems + 1, sizeof *t->mems);
-    t->mems[t->nmems++] = (struct model_torch_mem){.ticks = r->ticks, .tid = tid, .bytes = r->bytes};
+    t->mems[t->nmems++] =
+        (struct model_torch_mem){.ticks = r->ticks, .tid = tid, .bytes = r->bytes};
 }
 
 /* qsort has no context argument in C11; the reporter is single-threaded. */

@@ -43,8 +43,8 @@ static void summary_gpu_add_site(struct summary_gpu_kernel_row *r, size_t *cap,
         }
     }
     r->sites = report_grow(r->sites, cap, r->nsites + 1, sizeof *r->sites);
-    r->sites[r->nsites++] = (struct summary_launch_site){report_strdup(qual),
-                                                         report_strdup(file), line, calls, ns};
+    r->sites[r->nsites++] =
+        (struct summary_launch_site){report_strdup(qual), report_strdup(file), line, calls, ns};
 }
 
 static int summary_gpu_site_cmp(const void *a, const void *b)
@@ -214,8 +214,8 @@ static void summary_gpu_cupti(struct summary *s)
                 k++;
             if (k == g->ncupti) {
                 g->cupti = report_grow(g->cupti, &cap, k + 1, sizeof *g->cupti);
-                g->cupti[g->ncupti++] = (struct summary_cupti_row){
-                    .name = report_strdup(m->name), .domain = m->domain};
+                g->cupti[g->ncupti++] =
+                    (struct summary_cupti_row){.name = report_strdup(m->name), .domain = m->domain};
             }
             struct summary_cupti_row *r = &g->cupti[k];
             r->calls += m->calls;

@@ -88,12 +88,24 @@ int main(int argc, char **argv)
     /* '+': stop at the first non-option, so CMD's own options stay CMD's. */
     while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
         switch (c) {
-        case 'o': output = optarg; break;
-        case 'n': no_report = 1; break;
-        case 'f': format = optarg; break;
-        case 's': sort = optarg; break;
-        case 'l': limit = optarg; break;
-        case 'h': profrun_usage(stdout); return 0;
+        case 'o':
+            output = optarg;
+            break;
+        case 'n':
+            no_report = 1;
+            break;
+        case 'f':
+            format = optarg;
+            break;
+        case 's':
+            sort = optarg;
+            break;
+        case 'l':
+            limit = optarg;
+            break;
+        case 'h':
+            profrun_usage(stdout);
+            return 0;
         default:
             fprintf(stderr, "profrun: see profrun --help\n");
             return 2;

@@ -105,9 +105,14 @@ static void run_phase(int is_paced, long events_per_thread, uint64_t ring_bytes,
     if (!mkdtemp(dir))
         _exit(1);
     clock_init();
-    struct collector_config cfg = {.output_dir = dir, .run_id = "bench", .ring_bytes = ring_bytes,
-                                   .flush_ms = flush_ms, .quiet = 1, .rank = -1,
-                                   .local_rank = -1, .world_size = -1};
+    struct collector_config cfg = {.output_dir = dir,
+                                   .run_id = "bench",
+                                   .ring_bytes = ring_bytes,
+                                   .flush_ms = flush_ms,
+                                   .quiet = 1,
+                                   .rank = -1,
+                                   .local_rank = -1,
+                                   .world_size = -1};
     char *argv[] = {"bench_collector", NULL};
     collector_init(&cfg, 1, argv);
     per_thread = events_per_thread;

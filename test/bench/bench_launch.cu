@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 
-__global__ void empty_kernel() {}
+__global__ void empty_kernel()
+{
+}
 
 int main(int argc, char **argv)
 {

@@ -44,11 +44,12 @@ static int failures;
     X(cuptiGetVersion)                                                                             \
     X(cuptiGetResultString)                                                                        \
     X(cuptiSubscribe)                                                                              \
-    X(cuptiUnsubscribe) X(cuptiEnableDomain) X(cuptiEnableCallback) X(cuptiGetCallbackName)        \
-        X(cuptiActivityEnable) X(cuptiActivityDisable) X(cuptiActivityRegisterCallbacks)           \
-            X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord)                                 \
-                X(cuptiActivityGetNumDroppedRecords) X(cuptiActivityRegisterTimestampCallback)     \
-                    X(cuptiGetTimestamp) X(cuptiActivityPushExternalCorrelationId)                 \
+    X(cuptiUnsubscribe)                                                                            \
+    X(cuptiEnableDomain) X(cuptiEnableCallback) X(cuptiGetCallbackName) X(cuptiActivityEnable)     \
+        X(cuptiActivityDisable) X(cuptiActivityRegisterCallbacks) X(cuptiActivityFlushAll)         \
+            X(cuptiActivityGetNextRecord) X(cuptiActivityGetNumDroppedRecords)                     \
+                X(cuptiActivityRegisterTimestampCallback) X(cuptiGetTimestamp)                     \
+                    X(cuptiActivityPushExternalCorrelationId)                                      \
                         X(cuptiActivityPopExternalCorrelationId) X(cuptiGetStreamId)               \
                             X(cuptiFinalize)
 
@@ -56,9 +57,9 @@ static int failures;
     X(cudaMalloc)                                                                                  \
     X(cudaMallocHost)                                                                              \
     X(cudaFree)                                                                                    \
-    X(cudaFreeHost) X(cudaMemcpy) X(cudaMemcpyAsync) X(cudaMemset) X(cudaMemsetAsync)              \
-        X(cudaStreamCreate) X(cudaStreamDestroy) X(cudaStreamSynchronize) X(cudaDeviceSynchronize) \
-            X(cudaLaunchKernel)
+    X(cudaFreeHost)                                                                                \
+    X(cudaMemcpy) X(cudaMemcpyAsync) X(cudaMemset) X(cudaMemsetAsync) X(cudaStreamCreate)          \
+        X(cudaStreamDestroy) X(cudaStreamSynchronize) X(cudaDeviceSynchronize) X(cudaLaunchKernel)
 
 #define DECLARE(name) __typeof__(&name) name;
 static struct {

@@ -23,7 +23,8 @@ static void CUPTIAPI completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, 
     (void)size;
     CUpti_Activity *a = NULL;
     while (cuptiActivityGetNextRecord(buffer, valid, &a) == CUPTI_SUCCESS)
-        if (a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || a->kind == CUPTI_ACTIVITY_KIND_KERNEL)
+        if (a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
+            a->kind == CUPTI_ACTIVITY_KIND_KERNEL)
             kernels++;
     free(buffer);
 }
@@ -40,7 +41,8 @@ static void report(void)
     }
 }
 
-static void CUPTIAPI on_resource(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id, const void *data)
+static void CUPTIAPI on_resource(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id,
+                                 const void *data)
 {
     (void)u;
     (void)data;

@@ -21,7 +21,7 @@ static int failures;
 #define CHECK(cond, ...)                                                                           \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
-            fprintf(stderr, "stress: FAILED %s: ", #cond);                                        \
+            fprintf(stderr, "stress: FAILED %s: ", #cond);                                         \
             fprintf(stderr, __VA_ARGS__);                                                          \
             fprintf(stderr, "\n");                                                                 \
             failures++;                                                                            \
@@ -44,8 +44,13 @@ static void stress_collector(void)
         perror("mkdtemp");
         exit(1);
     }
-    struct collector_config cfg = {.output_dir = dir, .run_id = "stress", .ring_bytes = 256 * 1024,
-                                   .flush_ms = 2, .quiet = 1, .rank = -1, .local_rank = -1,
+    struct collector_config cfg = {.output_dir = dir,
+                                   .run_id = "stress",
+                                   .ring_bytes = 256 * 1024,
+                                   .flush_ms = 2,
+                                   .quiet = 1,
+                                   .rank = -1,
+                                   .local_rank = -1,
                                    .world_size = -1};
     char *argv[] = {"stress_collector", NULL};
     collector_init(&cfg, 1, argv);

@@ -16,8 +16,13 @@ static char dir[] = "/tmp/prof-collector-XXXXXX";
 static void start_collector(uint64_t ring_bytes)
 {
     cr_assert_not_null(mkdtemp(dir));
-    struct collector_config cfg = {.output_dir = dir, .run_id = "unit", .ring_bytes = ring_bytes,
-                                   .flush_ms = 5, .quiet = 1, .rank = -1, .local_rank = -1,
+    struct collector_config cfg = {.output_dir = dir,
+                                   .run_id = "unit",
+                                   .ring_bytes = ring_bytes,
+                                   .flush_ms = 5,
+                                   .quiet = 1,
+                                   .rank = -1,
+                                   .local_rank = -1,
                                    .world_size = -1};
     char *argv[] = {"test_collector", NULL};
     collector_init(&cfg, 1, argv);
