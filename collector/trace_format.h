@@ -422,15 +422,18 @@ _Static_assert(sizeof(struct prof_rec_torch_op) == 48, "torch op record");
 /* One CPU tensor allocation (bytes > 0) or free (bytes < 0; 0: a free of a block whose
  * allocation was not seen, which a reader ignores), by c10::alloc_cpu / c10::free_cpu.
  * Follows a THREAD record (the thread that called it); the op it belongs to is the
- * innermost TORCH_OP span of that thread holding ticks. */
+ * innermost TORCH_OP span of that thread holding ticks. py_node is the innermost Python
+ * call-tree node (PY_NODE id) of that thread at the call; 0: none or Python not profiled
+ * (older writers wrote 0 here as a reserved field). */
 struct prof_rec_torch_mem {
     struct prof_record_header h;
-    uint32_t reserved;
+    uint32_t py_node;
     int64_t bytes;
     uint64_t ptr;
     uint64_t ticks;
 };
 _Static_assert(sizeof(struct prof_rec_torch_mem) == 32, "torch mem record");
+_Static_assert(offsetof(struct prof_rec_torch_mem, py_node) == 4, "torch mem py_node offset");
 _Static_assert(offsetof(struct prof_rec_torch_mem, bytes) == 8, "torch mem bytes offset");
 _Static_assert(offsetof(struct prof_rec_torch_mem, ticks) == 24, "torch mem ticks offset");
 

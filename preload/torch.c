@@ -787,12 +787,14 @@ static void torch_mem_emit(int64_t bytes, uint64_t ptr, uint64_t ticks)
         return;
     if (__builtin_expect(!atomic_load_explicit(&prof_collector_running, memory_order_relaxed), 0))
         collector_resume();
+    /* The Python node first: it reads the thread's Python state and never allocates. */
+    uint32_t node = prof_current_py_node ? prof_current_py_node() : 0;
     struct prof_rec_torch_mem *rec = ring_reserve(&t->ring, sizeof *rec);
     if (!rec)
         return; /* counted by the ring */
     rec->h.type = PROF_REC_TORCH_MEM;
     rec->h.size = sizeof *rec;
-    rec->reserved = 0;
+    rec->py_node = node;
     rec->bytes = bytes;
     rec->ptr = ptr;
     rec->ticks = ticks;

@@ -324,8 +324,8 @@ static void dump_record(FILE *out, const struct trace_record *rec, struct u64map
     }
     case PROF_REC_TORCH_MEM: {
         const struct prof_rec_torch_mem *m = rec->data;
-        fprintf(out, " bytes=%" PRId64 " ptr=0x%" PRIx64 " ticks=%" PRIu64, m->bytes, m->ptr,
-                m->ticks);
+        fprintf(out, " bytes=%" PRId64 " ptr=0x%" PRIx64 " ticks=%" PRIu64 " py_node=%" PRIu32,
+                m->bytes, m->ptr, m->ticks, m->py_node);
         break;
     }
     case PROF_REC_PY_GAP: {

@@ -17,4 +17,9 @@ int export_pstats_write(const char *path, const struct pystats *py, char *err, s
 /* Folded stacks, "process pid P;thread T;frame;... <self microseconds>" per line. */
 int export_folded_write(const char *path, const struct summary *s, char *err, size_t errlen);
 
+/* --memory-timeline: CSV "pid,time_ns,live_bytes", one row per change of the live PyTorch
+ * CPU tensor bytes of each process (ns since its start); the header alone without any. */
+int export_memory_timeline_write(const char *path, const struct summary *s, char *err,
+                                 size_t errlen);
+
 #endif

@@ -70,6 +70,28 @@ static json_t *export_json_meta(const struct model_process *p)
     return o;
 }
 
+/* The CPU tensor memory peak of a process; null without TORCH_MEM records. */
+static json_t *export_json_torch_memory(const struct model_process *p)
+{
+    const struct model_torch_memory *m = &p->torch.memory;
+    if (!m->any)
+        return json_null();
+    json_t *o = json_object();
+    json_object_set_new(o, "peak_bytes", json_integer((json_int_t)m->peak_bytes));
+    json_object_set_new(o, "peak_ns", export_json_u64(m->peak_ns));
+    json_object_set_new(o, "peak_op", export_json_str(m->peak_op ? m->peak_op : "(no op)"));
+    const struct model_py_func *f = model_torch_peak_func(p);
+    json_object_set_new(o, "peak_python",
+                        f ? json_pack("{s:o,s:o,s:I}", "qualname",
+                                      export_json_str(f->qualname ? f->qualname : f->name), "file",
+                                      export_json_str(f->file), "line", (json_int_t)f->line)
+                          : json_null());
+    json_object_set_new(o, "allocated_bytes", export_json_u64(m->allocated));
+    json_object_set_new(o, "freed_bytes", export_json_u64(m->freed));
+    json_object_set_new(o, "live_at_end_bytes", json_integer((json_int_t)m->live_at_end));
+    return o;
+}
+
 static json_t *export_json_process(const struct model_process *p)
 {
     json_t *o = json_object();
@@ -90,6 +112,7 @@ static json_t *export_json_process(const struct model_process *p)
     json_object_set_new(o, "notes", notes);
     json_object_set_new(o, "meta", export_json_meta(p));
     json_object_set_new(o, "memory", export_json_memory(p->mem));
+    json_object_set_new(o, "torch_memory", export_json_torch_memory(p));
     if (p->set_device_used) {
         json_t *devs = json_array();
         for (size_t d = 0; d < p->ndevice_mem; d++) {

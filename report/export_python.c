@@ -335,3 +335,22 @@ int export_folded_write(const char *path, const struct summary *s, char *err, si
     }
     return export_file_close(&x, path, 1, err, errlen);
 }
+
+int export_memory_timeline_write(const char *path, const struct summary *s, char *err,
+                                 size_t errlen)
+{
+    struct export_file x;
+    if (export_file_open(&x, path, err, errlen) != 0)
+        return -1;
+    fputs("pid,time_ns,live_bytes\n", x.f);
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        const struct model_torch_memory *m = &p->torch.memory;
+        for (size_t k = 0; k < m->ntimeline; k++) {
+            if (p->pid >= 0)
+                fprintf(x.f, "%lld", (long long)p->pid);
+            fprintf(x.f, ",%" PRIu64 ",%" PRId64 "\n", m->timeline[k].ns, m->timeline[k].live);
+        }
+    }
+    return export_file_close(&x, path, 1, err, errlen);
+}

@@ -52,6 +52,9 @@ static void main_usage(FILE *out)
           "                    snakeviz)\n"
           "      --folded FILE write the Python call stacks as folded stacks, self time in\n"
           "                    microseconds (flamegraph.pl, speedscope)\n"
+          "      --memory-timeline FILE  write the live PyTorch CPU tensor bytes over time\n"
+          "                    as CSV: pid,time_ns,live_bytes (one row per change, ns\n"
+          "                    since the process start)\n"
           "      --run ID      report the run whose META run_id is ID\n"
           "      --all-runs    merge every run found in the inputs (default: the latest)\n"
           "  -h, --help        this help\n"
@@ -216,6 +219,7 @@ int main(int argc, char **argv)
     enum summary_op_sort op_sort = SUMMARY_OP_SORT_SELF_CPU;
     enum tables_python_split split = TABLES_PYTHON_MERGED;
     const char *pstats_path = NULL, *folded_path = NULL;
+    const char *timeline_path = NULL; /* --memory-timeline */
 
     if (argc >= 2 && !strcmp(argv[1], "dump")) {
         if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
@@ -239,7 +243,8 @@ int main(int argc, char **argv)
         OPT_GPU,
         OPT_ACTIONS,
         OPT_OPS,
-        OPT_GROUP_BY_SHAPE
+        OPT_GROUP_BY_SHAPE,
+        OPT_MEMORY_TIMELINE
     };
     static const struct option options[] = {
         {"format", required_argument, NULL, 'f'},
@@ -257,6 +262,7 @@ int main(int argc, char **argv)
         {"actions", no_argument, NULL, OPT_ACTIONS},
         {"ops", no_argument, NULL, OPT_OPS},
         {"group-by-shape", no_argument, NULL, OPT_GROUP_BY_SHAPE},
+        {"memory-timeline", required_argument, NULL, OPT_MEMORY_TIMELINE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -320,6 +326,11 @@ int main(int argc, char **argv)
             split = want;
             break;
         }
+        case OPT_MEMORY_TIMELINE:
+            if (!*optarg)
+                return main_bad_usage("%s wants a file name", "--memory-timeline");
+            timeline_path = optarg;
+            break;
         case OPT_PSTATS:
         case OPT_FOLDED:
             if (!*optarg)
@@ -401,9 +412,16 @@ int main(int argc, char **argv)
     int failed = in.failed;
     if (main_write_python_files(&s, pstats_path, folded_path) != 0)
         failed = 1;
+    if (timeline_path) {
+        char err[512];
+        if (export_memory_timeline_write(timeline_path, &s, err, sizeof err) != 0) {
+            fprintf(stderr, "profreport: %s\n", err);
+            failed = 1;
+        }
+    }
     /* Writing a file alone prints no report, unless one was asked for too. */
-    int print =
-        !(pstats_path || folded_path) || python || format_given || kernels || gpu || actions || ops;
+    int print = !(pstats_path || folded_path || timeline_path) || python || format_given ||
+                kernels || gpu || actions || ops;
     int rc = 0;
     if (!print)
         rc = 0;

@@ -303,7 +303,32 @@ struct model_torch_op {
 struct model_torch_mem {
     uint64_t ticks;
     uint32_t tid;
+    uint32_t py_node; /* innermost Python node at the call; 0: none */
     int64_t bytes;
+    size_t seq; /* order read: ties in time keep it */
+    size_t op;  /* index + 1 in ops of the innermost op holding it (set at the end); 0: none */
+};
+
+/* One change of the live CPU tensor bytes: ns since the process start. */
+struct model_torch_mem_point {
+    uint64_t ns;
+    int64_t live;
+};
+
+/* The CPU tensor memory of one process over time, from TORCH_MEM records in time order
+ * over its threads (set by model_torch_finish when it has any). */
+struct model_torch_memory {
+    int any;             /* TORCH_MEM allocations or frees of known blocks were read */
+    int64_t peak_bytes;  /* the most live bytes at once (the first time reached) */
+    uint64_t peak_ns;    /* since the process start */
+    const char *peak_op; /* innermost op of the allocation that reached it (into the
+                          * strings); NULL: none */
+    uint32_t peak_op_sid;
+    uint32_t peak_py_node; /* of that allocation; 0: none */
+    uint64_t allocated, freed;
+    int64_t live_at_end;
+    struct model_torch_mem_point *timeline;
+    size_t ntimeline;
 };
 
 /* The operators of one process merged by (name, input shapes), as key_averages does. */
@@ -325,6 +350,7 @@ struct model_torch {
     struct model_torch_mem *mems; /* freed by model_torch_finish */
     size_t nmems, cap_mems;
     uint64_t mem_records; /* TORCH_MEM records read */
+    struct model_torch_memory memory;
     struct model_torch_row *rows;
     size_t nrows;
     struct model_action *scopes; /* record_function scopes (USER_SCOPE ops) by name */
@@ -486,6 +512,10 @@ void model_torch_on_record(struct model_process *p, const struct trace_record *r
 void model_torch_on_mem(struct model_process *p, const struct trace_record *rec, uint32_t tid);
 void model_torch_finish(struct model_process *p);
 void model_torch_free(struct model_torch *t);
+/* The Python function at the CPU memory peak: of torch.memory.peak_py_node, the innermost
+ * Python-code function on its path (builtins skipped; the innermost one when all are), or
+ * NULL. */
+const struct model_py_func *model_torch_peak_func(const struct model_process *p);
 /* "FUNCTION", "BACKWARD_FUNCTION", ... "USER_SCOPE" (at::RecordScope), "?" else. */
 const char *model_torch_scope_name(unsigned scope);
 

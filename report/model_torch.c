@@ -49,8 +49,8 @@ void model_torch_on_mem(struct model_process *p, const struct trace_record *rec,
     if (!r->bytes)
         return; /* a free of a block allocated before recording: not counted, as torch */
     t->mems = report_grow(t->mems, &t->cap_mems, t->nmems + 1, sizeof *t->mems);
-    t->mems[t->nmems++] =
-        (struct model_torch_mem){.ticks = r->ticks, .tid = tid, .bytes = r->bytes};
+    t->mems[t->nmems++] = (struct model_torch_mem){
+        .ticks = r->ticks, .tid = tid, .py_node = r->py_node, .bytes = r->bytes, .seq = t->nmems};
 }
 
 /* qsort has no context argument in C11; the reporter is single-threaded. */
@@ -169,7 +169,18 @@ static int model_torch_mem_cmp(const void *a, const void *b)
     const struct model_torch_mem *x = a, *y = b;
     if (x->tid != y->tid)
         return x->tid < y->tid ? -1 : 1;
-    return x->ticks < y->ticks ? -1 : x->ticks > y->ticks;
+    if (x->ticks != y->ticks)
+        return x->ticks < y->ticks ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* In time over the threads; ties in the order read. */
+static int model_torch_mem_time_cmp(const void *a, const void *b)
+{
+    const struct model_torch_mem *x = a, *y = b;
+    if (x->ticks != y->ticks)
+        return x->ticks < y->ticks ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
 /* CPU memory, as key_averages counts it: cpu_memory_usage sums the allocations minus the
@@ -197,6 +208,7 @@ static void model_torch_memory(struct model_torch *t, const size_t *order, size_
             top--;
         if (!top)
             continue;
+        t->mems[k].op = stack[top - 1] + 1;
         t->ops[stack[top - 1]].self_cpu_mem += m->bytes;
         for (size_t s = 0; s < top; s++)
             t->ops[stack[s]].cpu_mem += m->bytes;
@@ -206,6 +218,46 @@ static void model_torch_memory(struct model_torch *t, const size_t *order, size_
 static const char *model_torch_string(const struct model_process *p, uint32_t sid)
 {
     return sid ? u64map_get_ptr(&p->strings, sid) : NULL;
+}
+
+/* Live CPU tensor bytes over time, the peak and where it was reached. The ops must still
+ * be there (mems[].op points into them). */
+static void model_torch_timeline(struct model_process *p)
+{
+    struct model_torch *t = &p->torch;
+    struct model_torch_memory *m = &t->memory;
+    if (!t->nmems)
+        return;
+    qsort(t->mems, t->nmems, sizeof *t->mems, model_torch_mem_time_cmp);
+    m->any = 1;
+    m->timeline = malloc(t->nmems * sizeof *m->timeline);
+    if (!m->timeline)
+        report_oom();
+    uint64_t start = model_start_monotonic_ns(p);
+    int64_t live = 0;
+    int peaked = 0;
+    for (size_t k = 0; k < t->nmems; k++) {
+        const struct model_torch_mem *e = &t->mems[k];
+        uint64_t at = model_ticks_to_monotonic_ns(p, e->ticks);
+        uint64_t ns = at > start ? at - start : 0;
+        live += e->bytes;
+        if (e->bytes > 0)
+            m->allocated += (uint64_t)e->bytes;
+        else
+            m->freed += (uint64_t)-e->bytes;
+        m->timeline[m->ntimeline++] = (struct model_torch_mem_point){.ns = ns, .live = live};
+        if (e->bytes > 0 && (!peaked || live > m->peak_bytes)) {
+            peaked = 1;
+            m->peak_bytes = live;
+            m->peak_ns = ns;
+            m->peak_py_node = e->py_node;
+            m->peak_op_sid = e->op ? t->ops[e->op - 1].name_sid : 0;
+            m->peak_op = e->op ? model_torch_string(p, m->peak_op_sid) : NULL;
+            if (e->op && !m->peak_op)
+                m->peak_op = "(unknown op)";
+        }
+    }
+    m->live_at_end = live;
 }
 
 static void model_torch_rows(struct model_process *p)
@@ -304,6 +356,7 @@ void model_torch_finish(struct model_process *p)
                               "thread without nesting in it; counted as not nested",
                               p->file, (long long)p->pid, t->unnested);
     }
+    model_torch_timeline(p);
     /* The rows hold what the tables need: the raw ops go. */
     free(t->mems);
     t->mems = NULL;
@@ -318,6 +371,7 @@ void model_torch_free(struct model_torch *t)
     free(t->mems);
     free(t->ops);
     free(t->rows);
+    free(t->memory.timeline);
     for (size_t i = 0; i < t->nscopes; i++)
         free(t->scopes[i].name);
     free(t->scopes);
@@ -325,4 +379,22 @@ void model_torch_free(struct model_torch *t)
         free(t->builtin[i].name);
     free(t->builtin);
     memset(t, 0, sizeof *t);
+}
+
+const struct model_py_func *model_torch_peak_func(const struct model_process *p)
+{
+    /* The innermost Python-code function on the path: a builtin (torch's C methods) has
+     * no file or line of the user's; the innermost node itself when none is. */
+    const struct model_torch_memory *m = &p->torch.memory;
+    const struct model_py_node *n = m->peak_py_node ? model_python_node(p, m->peak_py_node) : NULL;
+    const struct model_py_func *first = NULL;
+    for (int hops = 0; n && hops < 10000; hops++) {
+        const struct model_py_func *f = model_python_func(p, n->func);
+        if (f && !first)
+            first = f;
+        if (f && f->kind == PROF_PY_FUNC_PYTHON)
+            return f;
+        n = n->parent ? model_python_node(p, n->parent) : NULL;
+    }
+    return first;
 }

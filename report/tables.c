@@ -214,6 +214,7 @@ void tables_print(FILE *out, const struct summary *s, size_t limit)
         tables_kernels(out, s, limit);
     tables_gpu_section(out, s, limit);
     tables_ops_section(out, s, limit);
+    tables_torch_memory_default(out, s);
     if (!python || tables_memory_any(s))
         tables_memory(out, s);
     tables_python_section(out, s, limit);

@@ -28,6 +28,11 @@ void tables_actions(FILE *out, const struct summary *s, size_t limit);
 void tables_ops(FILE *out, const struct summary *s, size_t limit);
 /* The default report's section: the first limit (0: 15) ops; nothing without any. */
 void tables_ops_section(FILE *out, const struct summary *s, size_t limit);
+/* The "PyTorch CPU memory" section: per process, the peak of live CPU tensor bytes with
+ * the op and Python function that reached it, and the totals; nothing without TORCH_MEM
+ * records. _default: the default report's (a blank line after). */
+void tables_torch_memory_section(FILE *out, const struct summary *s);
+void tables_torch_memory_default(FILE *out, const struct summary *s);
 /* torch's units: "812.000us", "3.250ms", "2.503s"; "12.34%" ("NaN" of nothing);
  * "512 b", "1.50 Kb", "2.00 Gb". */
 void tables_torch_time(double ns, char *buf, size_t len);

@@ -6,6 +6,14 @@
 #include <string.h>
 
 #include "tables.h"
+
+static int summary_torch_memory_any(const struct summary *s)
+{
+    for (size_t i = 0; i < s->nprocs; i++)
+        if (s->procs[i]->torch.memory.any)
+            return 1;
+    return 0;
+}
 #include "text_table.h"
 
 void tables_torch_time(double ns, char *buf, size_t len)
@@ -109,6 +117,10 @@ void tables_ops(FILE *out, const struct summary *s, size_t limit)
         return;
     }
     tables_torch_table(out, s, limit, "--limit");
+    if (summary_torch_memory_any(s)) {
+        fputc('\n', out);
+        tables_torch_memory_section(out, s);
+    }
 }
 
 void tables_ops_section(FILE *out, const struct summary *s, size_t limit)
@@ -118,4 +130,46 @@ void tables_ops_section(FILE *out, const struct summary *s, size_t limit)
     tables_torch_title(out, s);
     tables_torch_table(out, s, limit ? limit : 15, "profreport --ops");
     fputc('\n', out);
+}
+
+void tables_torch_memory_default(FILE *out, const struct summary *s)
+{
+    if (!summary_torch_memory_any(s))
+        return;
+    tables_torch_memory_section(out, s);
+    fputc('\n', out);
+}
+
+/* "pid 7300: peak 1.50 Mb at +2.345 s in aten::addmm, from train.py:20(Model.forward)" and
+ * the totals, one process each; nothing when no process has TORCH_MEM records. */
+void tables_torch_memory_section(FILE *out, const struct summary *s)
+{
+    int any = 0;
+    for (size_t i = 0; i < s->nprocs; i++)
+        any |= s->procs[i]->torch.memory.any;
+    if (!any)
+        return;
+    fprintf(out, "PyTorch CPU memory\n");
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        const struct model_torch_memory *m = &p->torch.memory;
+        if (!m->any)
+            continue;
+        char peak[32], alloc[32], freed[32], live[32];
+        tables_torch_memory(m->peak_bytes, peak, sizeof peak);
+        tables_torch_memory((int64_t)m->allocated, alloc, sizeof alloc);
+        tables_torch_memory((int64_t)m->freed, freed, sizeof freed);
+        tables_torch_memory(m->live_at_end, live, sizeof live);
+        if (p->pid >= 0)
+            fprintf(out, "  pid %lld: ", (long long)p->pid);
+        else
+            fprintf(out, "  %s: ", p->file);
+        fprintf(out, "peak %s at +%.3f s in %s", peak, (double)m->peak_ns / 1e9,
+                m->peak_op ? m->peak_op : "(no op)");
+        const struct model_py_func *f = model_torch_peak_func(p);
+        if (f)
+            fprintf(out, ", from %s:%" PRIu32 "(%s)", f->file ? f->file : "?", f->line,
+                    f->qualname ? f->qualname : (f->name ? f->name : "?"));
+        fprintf(out, "\n    allocated %s, freed %s, live at end %s\n", alloc, freed, live);
+    }
 }

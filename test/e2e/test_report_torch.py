@@ -234,3 +234,55 @@ def test_dump_prints_torch_ops():
     assert "sequence_nr=-1" in addmm and "scope=0 (FUNCTION) depth=2" in addmm
     assert 'shapes=12:"[[4], [8, 16], [16, 4]]"' in addmm
     assert any("scope=7 (USER_SCOPE)" in l and '"my_scope"' in l for l in ops)
+
+
+# ---- CPU tensor memory: torchmem/mem.trace (torch_traces.h, torch_trace_mem) ----
+
+def tm(*parts):
+    return os.path.join(TRACES, "torchmem", *parts)
+
+
+MEM_LINE = ("pid 7300: peak 10.39 Kb at +0.003 s in aten::relu, "
+            "from /w/train.py:10(Net.forward)")
+
+
+def test_memory_section_default_and_ops():
+    for args in ([], ["--ops"]):
+        out = ok(*args, tm())
+        assert "PyTorch CPU memory" in out
+        assert MEM_LINE in out
+        assert "allocated 11.47 Kb, freed 4.44 Kb, live at end 7.03 Kb" in out
+
+
+def test_memory_section_absent_without_records():
+    assert "PyTorch CPU memory" not in ok(t())
+
+
+def test_memory_json():
+    p = rep_json(tm())["processes"][0]
+    assert p["torch_memory"] == {
+        "peak_bytes": 10644, "peak_ns": 3300000, "peak_op": "aten::relu",
+        "peak_python": {"qualname": "Net.forward", "file": "/w/train.py", "line": 10},
+        "allocated_bytes": 11744, "freed_bytes": 4548, "live_at_end_bytes": 7196}
+    assert rep_json(t())["processes"][0]["torch_memory"] is None
+
+
+def test_memory_timeline_csv(tmp_path):
+    dest = tmp_path / "mem.csv"
+    proc = run("--memory-timeline", str(dest), tm())
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""  # the file alone: no report
+    rows = list(csv.reader(io.StringIO(dest.read_text())))
+    assert rows[0] == ["pid", "time_ns", "live_bytes"]
+    got = [(int(a), int(b), int(c)) for a, b, c in rows[1:]]
+    at = [105, 150, 200, 250, 260, 330, 340, 350, 600]
+    live = [1000, 5096, 7144, 6144, 7644, 10644, 9144, 7096, 7196]
+    assert got == [(7300, u * 10000, v) for u, v in zip(at, live)]
+    assert [n for n in os.listdir(tmp_path)] == ["mem.csv"]  # no temporary left
+
+
+def test_memory_timeline_bad_path(tmp_path):
+    proc = run("--memory-timeline", str(tmp_path / "no" / "such" / "mem.csv"), tm())
+    assert proc.returncode == 1
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert "mem.csv" in proc.stderr

@@ -134,3 +134,24 @@ def test_memory_profiling_program_unchanged(runs, tmp_path):
     prof = profile([PYTHON, str(ref_py), "-", SCRIPT], tmp_path / "p", env=ENV, timeout=300)
     assert prof.returncode == 0
     assert prof.stdout == plain.stdout
+
+
+def test_memory_peak_real_run(tmp_path):
+    """The CPU memory peak under profrun: at least the largest single allocation the
+    script makes, reached in a function of the script."""
+    out = tmp_path / "p"
+    profile([PYTHON, SCRIPT], out, env=ENV, timeout=300)
+    from conftest import PROFREPORT, trace_files
+    dump = subprocess.run([PROFREPORT, "dump", trace_files(out)[0]], capture_output=True,
+                          text=True, timeout=120)
+    assert dump.returncode == 0
+    sizes = [int(w[6:]) for l in dump.stdout.splitlines() if " TORCH_MEM " in l
+             for w in l.split() if w.startswith("bytes=")]
+    biggest = max(sizes)
+    assert biggest >= 256 * 64 * FLOAT  # torch.empty(256, 64)
+    mem = report_json(out)["processes"][0]["torch_memory"]
+    assert mem["peak_bytes"] >= biggest
+    assert mem["allocated_bytes"] >= mem["peak_bytes"]
+    assert mem["peak_python"] is not None
+    assert mem["peak_python"]["file"] == SCRIPT
+    assert mem["peak_python"]["qualname"] in ("step", "main")

@@ -307,3 +307,32 @@ Test(report_torch, nesting_does_not_depend_on_record_order)
     cr_assert_null(t->ops); /* the raw ops are gone once the rows are made */
     model_process_free(p);
 }
+
+/* CPU tensor memory (TORCH_MEM with py_node): live bytes in time over both threads, the
+ * peak, the op and Python function that reached it (torch_traces.h, torch_trace_mem). */
+Test(report_torch, memory_peak_over_threads)
+{
+    cr_assert_eq(torch_trace_mem(path), 0);
+    struct model_process *p = load(path);
+    const struct model_torch_memory *m = &p->torch.memory;
+    cr_assert(m->any);
+    cr_assert_eq(m->peak_bytes, 10644);
+    cr_assert_eq(m->peak_ns, 330 * U);
+    cr_assert_str_eq(m->peak_op, "aten::relu");
+    const struct model_py_func *f = model_torch_peak_func(p);
+    cr_assert_not_null(f);
+    cr_assert_str_eq(f->qualname, "Net.forward");
+    cr_assert_str_eq(f->file, "/w/train.py");
+    cr_assert_eq(f->line, 10);
+    cr_assert_eq(m->allocated, 11744);
+    cr_assert_eq(m->freed, 4548);
+    cr_assert_eq(m->live_at_end, 7196);
+    cr_assert_eq(m->ntimeline, 9);
+    static const int64_t live[] = {1000, 5096, 7144, 6144, 7644, 10644, 9144, 7096, 7196};
+    static const uint64_t at[] = {105, 150, 200, 250, 260, 330, 340, 350, 600};
+    for (size_t i = 0; i < 9; i++) {
+        cr_assert_eq(m->timeline[i].live, live[i], "row %zu", i);
+        cr_assert_eq(m->timeline[i].ns, at[i] * U, "row %zu", i);
+    }
+    model_process_free(p);
+}
