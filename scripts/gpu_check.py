@@ -18,8 +18,8 @@ check(kernels == cupti_count, "kernels in our table %d == CUPTI's own count %d" 
 libs = [row["name"] for row in report.get("library_calls", [])]
 check(any(n.startswith("cublas") for n in libs), "cuBLAS/cuBLASLt spans present: %s" % libs[:6])
 check(any(n.startswith("cudnn") for n in libs), "cuDNN spans present: %s" % libs[:6])
-unattributed = [w for w in report.get("warnings", []) if "unattributed" in w]
-check(not unattributed, "every kernel tied to a launching call and thread %s" % unattributed)
+unattributed = report.get("gpu_unattributed_kernels", -1)
+check(unattributed == 0, "every kernel tied to a launching call and thread (unattributed: %s)" % unattributed)
 actions = {a["name"]: a for a in report.get("actions", [])}
 for name in ["train_step", "forward", "backward", "optimizer_step"]:
     check(actions.get(name, {}).get("calls") == 20, "NVTX range %s seen 20 times" % name)
