@@ -20,7 +20,7 @@ check(any(n.startswith("cublas") for n in libs), "cuBLAS/cuBLASLt spans present:
 check(any(n.startswith("cudnn") for n in libs), "cuDNN spans present: %s" % libs[:6])
 unattributed = report.get("gpu_unattributed_kernels", -1)
 check(unattributed == 0, "every kernel tied to a launching call and thread (unattributed: %s)" % unattributed)
-actions = {a["name"]: a for a in report.get("actions", [])}
+actions = {a["name"]: a for a in report.get("actions", []) if a.get("source", "nvtx") == "nvtx"}
 for name in ["train_step", "forward", "backward", "optimizer_step"]:
     check(actions.get(name, {}).get("calls") == 20, "NVTX range %s seen 20 times" % name)
 py = [r for r in report.get("python", []) if r.get("gpu_ns")]
