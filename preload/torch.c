@@ -30,6 +30,7 @@
 #include "resolve.h"
 #include "settings.h"
 #include "torch.h"
+#include "torch_memory.h"
 
 #define PROF_EXPORT __attribute__((visibility("default")))
 
@@ -684,191 +685,6 @@ PROF_EXPORT void *dlopen(const char *file, int mode)
     return h;
 }
 
-/* ---- CPU tensor memory: c10::alloc_cpu / c10::free_cpu ----
- * Both are called through the PLT (libc10 included), so exporting their mangled names
- * interposes them. Each call while recording writes a TORCH_MEM record; the size of a
- * free comes from a process-wide pointer -> size table (a free may come on another
- * thread). The table is a fixed mmap'ed open-addressing array under a spinlock:
- * alloc_cpu is rare next to the op that calls it, and nothing here allocates. */
-
-#define TORCH_MEM_SLOTS (1u << 17) /* 2 MiB; when full, new blocks are not tracked */
-
-struct torch_mem_slot {
-    uint64_t ptr; /* 0: empty */
-    uint64_t bytes;
-};
-
-typedef void *(*torch_alloc_cpu_fn)(size_t);
-typedef void (*torch_free_cpu_fn)(void *);
-static _Atomic(torch_alloc_cpu_fn) torch_real_alloc_cpu;
-static _Atomic(torch_free_cpu_fn) torch_real_free_cpu;
-static struct torch_mem_slot *torch_mem_table; /* set by torch_init when enabled */
-static atomic_flag torch_mem_lock = ATOMIC_FLAG_INIT;
-static size_t torch_mem_used;
-
-static void torch_mem_lock_take(void)
-{
-    while (atomic_flag_test_and_set_explicit(&torch_mem_lock, memory_order_acquire))
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-}
-
-static void torch_mem_lock_give(void)
-{
-    atomic_flag_clear_explicit(&torch_mem_lock, memory_order_release);
-}
-
-static size_t torch_mem_home(uint64_t ptr)
-{
-    return (size_t)((ptr * 0x9E3779B97F4A7C15ull) >> 40) & (TORCH_MEM_SLOTS - 1);
-}
-
-static void torch_mem_put(uint64_t ptr, uint64_t bytes)
-{
-    torch_mem_lock_take();
-    if (torch_mem_used < TORCH_MEM_SLOTS - TORCH_MEM_SLOTS / 8) {
-        size_t i = torch_mem_home(ptr);
-        while (torch_mem_table[i].ptr && torch_mem_table[i].ptr != ptr)
-            i = (i + 1) & (TORCH_MEM_SLOTS - 1);
-        if (!torch_mem_table[i].ptr)
-            torch_mem_used++;
-        torch_mem_table[i].ptr = ptr;
-        torch_mem_table[i].bytes = bytes;
-    }
-    torch_mem_lock_give();
-}
-
-/* Removes ptr; returns its size, 0 when unknown. Linear probing with backward-shift
- * deletion: no tombstones. */
-static uint64_t torch_mem_take(uint64_t ptr)
-{
-    uint64_t bytes = 0;
-    torch_mem_lock_take();
-    size_t i = torch_mem_home(ptr);
-    while (torch_mem_table[i].ptr && torch_mem_table[i].ptr != ptr)
-        i = (i + 1) & (TORCH_MEM_SLOTS - 1);
-    if (torch_mem_table[i].ptr) {
-        bytes = torch_mem_table[i].bytes;
-        torch_mem_used--;
-        size_t hole = i;
-        for (size_t j = (i + 1) & (TORCH_MEM_SLOTS - 1); torch_mem_table[j].ptr;
-             j = (j + 1) & (TORCH_MEM_SLOTS - 1)) {
-            size_t home = torch_mem_home(torch_mem_table[j].ptr);
-            /* j's entry may move into the hole unless its home lies in (hole, j]. */
-            int stays = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
-            if (stays)
-                continue;
-            torch_mem_table[hole] = torch_mem_table[j];
-            hole = j;
-        }
-        torch_mem_table[hole].ptr = 0;
-        torch_mem_table[hole].bytes = 0;
-    }
-    torch_mem_lock_give();
-    return bytes;
-}
-
-static void torch_mem_after_fork_child(void)
-{
-    atomic_flag_clear(&torch_mem_lock); /* the holder may have been another thread */
-}
-
-static int torch_mem_on(void)
-{
-    return torch_mem_table && !prof_tls_busy &&
-           atomic_load_explicit(&prof_recording, memory_order_relaxed);
-}
-
-static void torch_mem_emit(int64_t bytes, uint64_t ptr, uint64_t ticks)
-{
-    struct prof_thread *t = emit_thread();
-    if (!t || !atomic_load_explicit(&prof_recording, memory_order_relaxed))
-        return;
-    if (__builtin_expect(!atomic_load_explicit(&prof_collector_running, memory_order_relaxed), 0))
-        collector_resume();
-    /* The Python node first: it reads the thread's Python state and never allocates. */
-    uint32_t node = prof_current_py_node ? prof_current_py_node() : 0;
-    struct prof_rec_torch_mem *rec = ring_reserve(&t->ring, sizeof *rec);
-    if (!rec)
-        return; /* counted by the ring */
-    rec->h.type = PROF_REC_TORCH_MEM;
-    rec->h.size = sizeof *rec;
-    rec->py_node = node;
-    rec->bytes = bytes;
-    rec->ptr = ptr;
-    rec->ticks = ticks;
-    ring_commit(&t->ring);
-}
-
-static torch_alloc_cpu_fn torch_alloc_cpu_real(void)
-{
-    torch_alloc_cpu_fn f = atomic_load_explicit(&torch_real_alloc_cpu, memory_order_acquire);
-    if (__builtin_expect(!f, 0)) {
-        prof_tls_busy++;
-        f = (torch_alloc_cpu_fn)resolve_symbol("_ZN3c109alloc_cpuEm", "libc10");
-        prof_tls_busy--;
-        atomic_store_explicit(&torch_real_alloc_cpu, f, memory_order_release);
-    }
-    return f;
-}
-
-static torch_free_cpu_fn torch_free_cpu_real(void)
-{
-    torch_free_cpu_fn f = atomic_load_explicit(&torch_real_free_cpu, memory_order_acquire);
-    if (__builtin_expect(!f, 0)) {
-        prof_tls_busy++;
-        f = (torch_free_cpu_fn)resolve_symbol("_ZN3c108free_cpuEPv", "libc10");
-        prof_tls_busy--;
-        atomic_store_explicit(&torch_real_free_cpu, f, memory_order_release);
-    }
-    return f;
-}
-
-/* void *c10::alloc_cpu(size_t) */
-PROF_EXPORT void *_ZN3c109alloc_cpuEm(size_t nbytes)
-{
-    torch_alloc_cpu_fn real = torch_alloc_cpu_real();
-    if (!real)
-        abort(); /* only reachable when libc10 calls it, so it is there */
-    void *p = real(nbytes);
-    if (p && nbytes && torch_mem_on()) {
-        int saved = errno;
-        uint64_t ticks = prof_clock_ticks();
-        torch_mem_put((uint64_t)(uintptr_t)p, nbytes);
-        torch_mem_emit((int64_t)nbytes, (uint64_t)(uintptr_t)p, ticks);
-        errno = saved;
-    }
-    return p;
-}
-
-/* void c10::free_cpu(void *) */
-PROF_EXPORT void _ZN3c108free_cpuEPv(void *data)
-{
-    torch_free_cpu_fn real = torch_free_cpu_real();
-    if (data && torch_mem_table) {
-        int saved = errno;
-        /* Always forget the block (a later block may reuse the address); record only while
-         * recording. */
-        uint64_t bytes = torch_mem_take((uint64_t)(uintptr_t)data);
-        if (torch_mem_on())
-            torch_mem_emit(-(int64_t)bytes, (uint64_t)(uintptr_t)data, prof_clock_ticks());
-        errno = saved;
-    }
-    if (real)
-        real(data);
-}
-
-static void torch_mem_init(void)
-{
-    void *t = mmap(NULL, TORCH_MEM_SLOTS * sizeof(struct torch_mem_slot), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (t == MAP_FAILED)
-        return;
-    pthread_atfork(NULL, NULL, torch_mem_after_fork_child);
-    torch_mem_table = t;
-}
-
 void torch_init(int enabled, int shapes)
 {
     torch_enabled = enabled;
@@ -878,6 +694,6 @@ void torch_init(int enabled, int shapes)
     if (!enabled)
         return;
     pthread_key_create(&torch_thread_key, torch_thread_free);
-    torch_mem_init();
+    torch_memory_init();
     torch_check_loaded(); /* a program linked with libtorch has it already */
 }

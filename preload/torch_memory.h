@@ -1,0 +1,8 @@
+/* PyTorch CPU tensor memory (torch_memory.c). */
+#ifndef PROF_TORCH_MEMORY_H
+#define PROF_TORCH_MEMORY_H
+
+/* Sets up the pointer -> size table; the wrappers record once it exists. */
+void torch_memory_init(void);
+
+#endif
