@@ -6,8 +6,8 @@
 
 DOUBLES_DIR := $(BUILD)/test/doubles
 FAKE_CUDART := $(DOUBLES_DIR)/libcudart.so.13
-FAKE_CUDART_SRC := test/doubles/fake_cudart.c test/doubles/fake_cudart_launch.c \
-	test/doubles/fake_cudart_api.c
+FAKE_CUDART_SRC := test/doubles/fake_cudart.c test/doubles/fake_cudart_device.c \
+	test/doubles/fake_cudart_launch.c test/doubles/fake_cudart_api.c
 FAKE_CUPTI := $(DOUBLES_DIR)/libcupti.so.13
 FAKE_CUPTI_SRC := test/doubles/fake_cupti.c test/doubles/fake_cupti_activity.c
 FAKE_CUPTI_NAMES := $(DOUBLES_DIR)/fake_cupti_names.h

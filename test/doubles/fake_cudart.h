@@ -31,6 +31,11 @@ extern uint64_t fake_kernel_ns;
 
 /* Records err as the thread's last error when it is one; returns err. */
 cudaError_t fake_result(cudaError_t err);
+/* Shared between fake_cudart.c and fake_cudart_device.c. */
+extern int fake_device_count;
+extern __thread int fake_current_device __attribute__((tls_model("initial-exec")));
+extern __thread cudaError_t fake_last_error __attribute__((tls_model("initial-exec")));
+uint64_t fake_device_idle_at(void);
 /* FAKE_CUDA_DEVICE_COUNT=0: every device call fails with cudaErrorNoDevice. */
 int fake_no_device(void);
 /* The stream behind a handle (NULL and the special handles are the default stream), or NULL. */
