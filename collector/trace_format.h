@@ -69,6 +69,7 @@ enum prof_record_type {
     PROF_REC_NVTX = 24,         /* an NVTX range push/pop/start/end or mark */
     PROF_REC_TORCH_OP = 25,     /* one PyTorch operator or record_function scope (RecordFunction) */
     PROF_REC_TORCH_MEM = 26,    /* one c10::alloc_cpu / c10::free_cpu call (CPU tensor memory) */
+    PROF_REC_TORCH_DEV_MEM = 27, /* one report of torch's allocators (CUDA caching allocator) */
     PROF_REC_TYPE_COUNT
 };
 
@@ -436,6 +437,29 @@ _Static_assert(sizeof(struct prof_rec_torch_mem) == 32, "torch mem record");
 _Static_assert(offsetof(struct prof_rec_torch_mem, py_node) == 4, "torch mem py_node offset");
 _Static_assert(offsetof(struct prof_rec_torch_mem, bytes) == 8, "torch mem bytes offset");
 _Static_assert(offsetof(struct prof_rec_torch_mem, ticks) == 24, "torch mem ticks offset");
+
+/* One report of torch's allocator reporting interface (c10::reportMemoryUsageToProfiler),
+ * which the CUDA caching allocator (and other device allocators) call for every block
+ * handed out (bytes > 0) or given back (bytes < 0). total_allocated / total_reserved are
+ * the allocator's own figures for that device after the call. device_type is
+ * c10::DeviceType (0 CPU, 1 CUDA, ...); CPU reports only come while torch.profiler's
+ * profile_memory is on and repeat what TORCH_MEM records say, so readers skip them.
+ * Follows a THREAD record; op and py_node as for TORCH_MEM. */
+struct prof_rec_torch_dev_mem {
+    struct prof_record_header h;
+    uint32_t py_node;
+    int64_t bytes;
+    uint64_t ptr;
+    uint64_t ticks;
+    uint64_t total_allocated;
+    uint64_t total_reserved;
+    int8_t device_type;
+    int8_t device_index; /* -1: the current device */
+    uint8_t reserved[6];
+};
+_Static_assert(sizeof(struct prof_rec_torch_dev_mem) == 56, "torch device mem record");
+_Static_assert(offsetof(struct prof_rec_torch_dev_mem, bytes) == 8, "dev mem bytes offset");
+_Static_assert(offsetof(struct prof_rec_torch_dev_mem, device_type) == 48, "dev mem device offset");
 
 static inline uint32_t prof_record_align(uint32_t n)
 {

@@ -1,5 +1,7 @@
-/* PyTorch CPU tensor memory: c10::alloc_cpu / c10::free_cpu interposed, one TORCH_MEM
- * record per call while recording. */
+/* PyTorch tensor memory: c10::alloc_cpu / c10::free_cpu interposed, one TORCH_MEM record
+ * per call while recording (CPU); c10::reportMemoryUsageToProfiler interposed, one
+ * TORCH_DEV_MEM record per report (the CUDA caching allocator and other device
+ * allocators report every block they hand out or take back). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -112,25 +114,36 @@ static int torch_mem_on(void)
            atomic_load_explicit(&prof_recording, memory_order_relaxed);
 }
 
-static void torch_mem_emit(int64_t bytes, uint64_t ptr, uint64_t ticks)
+/* Reserves a record in the calling thread's ring (*ring, to commit it) with its Python
+ * node filled in; NULL when not recording or the ring is full (counted by the ring). */
+static void *torch_mem_reserve(uint32_t size, struct prof_ring **ring)
 {
     struct prof_thread *t = emit_thread();
     if (!t || !atomic_load_explicit(&prof_recording, memory_order_relaxed))
-        return;
+        return NULL;
     if (__builtin_expect(!atomic_load_explicit(&prof_collector_running, memory_order_relaxed), 0))
         collector_resume();
     /* The Python node first: it reads the thread's Python state and never allocates. */
     uint32_t node = prof_current_py_node ? prof_current_py_node() : 0;
-    struct prof_rec_torch_mem *rec = ring_reserve(&t->ring, sizeof *rec);
+    struct prof_rec_torch_mem *rec = ring_reserve(&t->ring, size);
+    if (rec)
+        rec->py_node = node; /* the same offset in both memory records */
+    *ring = &t->ring;
+    return rec;
+}
+
+static void torch_mem_emit(int64_t bytes, uint64_t ptr, uint64_t ticks)
+{
+    struct prof_ring *ring;
+    struct prof_rec_torch_mem *rec = torch_mem_reserve(sizeof *rec, &ring);
     if (!rec)
-        return; /* counted by the ring */
+        return;
     rec->h.type = PROF_REC_TORCH_MEM;
     rec->h.size = sizeof *rec;
-    rec->py_node = node;
     rec->bytes = bytes;
     rec->ptr = ptr;
     rec->ticks = ticks;
-    ring_commit(&t->ring);
+    ring_commit(ring);
 }
 
 static torch_alloc_cpu_fn torch_alloc_cpu_real(void)
@@ -189,6 +202,81 @@ PROF_EXPORT void _ZN3c108free_cpuEPv(void *data)
     }
     if (real)
         real(data);
+}
+
+/* ---- Device memory: c10::reportMemoryUsageToProfiler ----
+ * torch's allocators call it through the PLT (libc10_cuda -> libc10) for every block:
+ * it looks for torch.profiler's thread-local reporter and does nothing without one. We
+ * record the report and call the real function, so torch.profiler still gets it. Its
+ * totals were int64_t up to torch 1.13 and size_t since 2.0: two mangled names, one ABI.
+ * c10::Device is two int8_t passed by value in a register. */
+struct torch_c10_device {
+    int8_t type;
+    int8_t index;
+};
+typedef void (*torch_report_fn)(void *, int64_t, uint64_t, uint64_t, struct torch_c10_device);
+
+#define TORCH_REPORT_SYM_V2 "_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE"
+#define TORCH_REPORT_SYM_V1 "_ZN3c1027reportMemoryUsageToProfilerEPvlllNS_6DeviceE"
+
+static _Atomic(torch_report_fn) torch_real_report_v2, torch_real_report_v1;
+
+static torch_report_fn torch_report_real(_Atomic(torch_report_fn) *slot, const char *symbol)
+{
+    torch_report_fn f = atomic_load_explicit(slot, memory_order_acquire);
+    if (__builtin_expect(!f, 0)) {
+        prof_tls_busy++;
+        f = (torch_report_fn)resolve_symbol(symbol, "libc10");
+        prof_tls_busy--;
+        atomic_store_explicit(slot, f, memory_order_release);
+    }
+    return f;
+}
+
+static void torch_report_record(void *ptr, int64_t bytes, uint64_t allocated, uint64_t reserved,
+                                struct torch_c10_device device)
+{
+    if (!bytes || !torch_mem_on())
+        return;
+    int saved = errno;
+    uint64_t ticks = prof_clock_ticks();
+    struct prof_ring *ring;
+    struct prof_rec_torch_dev_mem *rec = torch_mem_reserve(sizeof *rec, &ring);
+    if (rec) {
+        rec->h.type = PROF_REC_TORCH_DEV_MEM;
+        rec->h.size = sizeof *rec;
+        rec->bytes = bytes;
+        rec->ptr = (uint64_t)(uintptr_t)ptr;
+        rec->ticks = ticks;
+        rec->total_allocated = allocated;
+        rec->total_reserved = reserved;
+        rec->device_type = device.type;
+        rec->device_index = device.index;
+        memset(rec->reserved, 0, sizeof rec->reserved);
+        ring_commit(ring);
+    }
+    errno = saved;
+}
+
+/* void c10::reportMemoryUsageToProfiler(void*, int64_t, size_t, size_t, c10::Device) */
+PROF_EXPORT void _ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE(
+    void *ptr, int64_t bytes, uint64_t allocated, uint64_t reserved, struct torch_c10_device device)
+{
+    torch_report_record(ptr, bytes, allocated, reserved, device);
+    torch_report_fn real = torch_report_real(&torch_real_report_v2, TORCH_REPORT_SYM_V2);
+    if (real)
+        real(ptr, bytes, allocated, reserved, device);
+}
+
+/* torch <= 1.13: void c10::reportMemoryUsageToProfiler(void*, int64_t, int64_t, int64_t,
+ * c10::Device) */
+PROF_EXPORT void _ZN3c1027reportMemoryUsageToProfilerEPvlllNS_6DeviceE(
+    void *ptr, int64_t bytes, uint64_t allocated, uint64_t reserved, struct torch_c10_device device)
+{
+    torch_report_record(ptr, bytes, allocated, reserved, device);
+    torch_report_fn real = torch_report_real(&torch_real_report_v1, TORCH_REPORT_SYM_V1);
+    if (real)
+        real(ptr, bytes, allocated, reserved, device);
 }
 
 void torch_memory_init(void)

@@ -328,6 +328,15 @@ static void dump_record(FILE *out, const struct trace_record *rec, struct u64map
                 m->bytes, m->ptr, m->ticks, m->py_node);
         break;
     }
+    case PROF_REC_TORCH_DEV_MEM: {
+        const struct prof_rec_torch_dev_mem *m = rec->data;
+        fprintf(out,
+                " device=%d:%d bytes=%" PRId64 " ptr=0x%" PRIx64 " ticks=%" PRIu64
+                " allocated=%" PRIu64 " reserved=%" PRIu64 " py_node=%" PRIu32,
+                m->device_type, m->device_index, m->bytes, m->ptr, m->ticks, m->total_allocated,
+                m->total_reserved, m->py_node);
+        break;
+    }
     case PROF_REC_PY_GAP: {
         const struct prof_rec_py_gap *g = rec->data;
         fprintf(out, " reason=%u (%s) start=%" PRIu64 " end=%" PRIu64, g->reason,

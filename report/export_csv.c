@@ -104,7 +104,8 @@ static void export_csv_ops(FILE *out, const struct summary *s, size_t limit)
 {
     fprintf(out, "\n# ops\nname,shapes,calls,self_cpu_ns,cpu_total_ns,cpu_avg_ns,self_cuda_ns,"
                  "cuda_total_ns,cuda_avg_ns,self_cpu_percent,cpu_total_percent,"
-                 "self_cuda_percent\n");
+                 "self_cuda_percent,cpu_mem_bytes,self_cpu_mem_bytes,cuda_mem_bytes,"
+                 "self_cuda_mem_bytes\n");
     for (size_t i = 0; i < s->torch.nrows && (!limit || i < limit); i++) {
         const struct summary_op_row *r = &s->torch.rows[i];
         format_csv_field(out, r->name);
@@ -112,10 +113,10 @@ static void export_csv_ops(FILE *out, const struct summary *s, size_t limit)
         format_csv_field(out, r->shapes ? r->shapes : "");
         fprintf(out,
                 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.1f,%" PRIu64 ",%" PRIu64
-                ",%.1f,%.3f,%.3f,%.3f\n",
+                ",%.1f,%.3f,%.3f,%.3f,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 "\n",
                 r->calls, r->self_cpu_ns, r->cpu_total_ns, r->cpu_avg_ns, r->self_cuda_ns,
                 r->cuda_total_ns, r->cuda_avg_ns, r->self_cpu_percent, r->cpu_total_percent,
-                r->self_cuda_percent);
+                r->self_cuda_percent, r->cpu_mem, r->self_cpu_mem, r->dev_mem, r->self_dev_mem);
     }
 }
 

@@ -70,17 +70,20 @@ static json_t *export_json_meta(const struct model_process *p)
     return o;
 }
 
-/* The CPU tensor memory peak of a process; null without TORCH_MEM records. */
-static json_t *export_json_torch_memory(const struct model_process *p)
+/* The tensor memory peak of one device of a process; null without its records. */
+static json_t *export_json_torch_memory(const struct model_process *p,
+                                        const struct model_torch_memory *m)
 {
-    const struct model_torch_memory *m = &p->torch.memory;
     if (!m->any)
         return json_null();
+    char device[48];
     json_t *o = json_object();
+    json_object_set_new(o, "device", export_json_str(model_torch_device_name(
+                                         m->dev_type, m->dev_index, device, sizeof device)));
     json_object_set_new(o, "peak_bytes", json_integer((json_int_t)m->peak_bytes));
     json_object_set_new(o, "peak_ns", export_json_u64(m->peak_ns));
     json_object_set_new(o, "peak_op", export_json_str(m->peak_op ? m->peak_op : "(no op)"));
-    const struct model_py_func *f = model_torch_peak_func(p);
+    const struct model_py_func *f = model_torch_peak_func(p, m);
     json_object_set_new(o, "peak_python",
                         f ? json_pack("{s:o,s:o,s:I}", "qualname",
                                       export_json_str(f->qualname ? f->qualname : f->name), "file",
@@ -89,6 +92,8 @@ static json_t *export_json_torch_memory(const struct model_process *p)
     json_object_set_new(o, "allocated_bytes", export_json_u64(m->allocated));
     json_object_set_new(o, "freed_bytes", export_json_u64(m->freed));
     json_object_set_new(o, "live_at_end_bytes", json_integer((json_int_t)m->live_at_end));
+    if (m->dev_type != MODEL_TORCH_DEVICE_CPU)
+        json_object_set_new(o, "reserved_peak_bytes", export_json_u64(m->reserved_peak));
     return o;
 }
 
@@ -112,7 +117,11 @@ static json_t *export_json_process(const struct model_process *p)
     json_object_set_new(o, "notes", notes);
     json_object_set_new(o, "meta", export_json_meta(p));
     json_object_set_new(o, "memory", export_json_memory(p->mem));
-    json_object_set_new(o, "torch_memory", export_json_torch_memory(p));
+    json_object_set_new(o, "torch_memory", export_json_torch_memory(p, &p->torch.memory));
+    json_t *devices = json_array();
+    for (size_t d = 0; d < p->torch.ndevices; d++)
+        json_array_append_new(devices, export_json_torch_memory(p, &p->torch.devices[d]));
+    json_object_set_new(o, "torch_device_memory", devices);
     if (p->set_device_used) {
         json_t *devs = json_array();
         for (size_t d = 0; d < p->ndevice_mem; d++) {
@@ -266,6 +275,8 @@ static json_t *export_json_ops(const struct summary *s, size_t limit)
         json_object_set_new(o, "cuda_avg_ns", json_real(r->cuda_avg_ns));
         json_object_set_new(o, "cpu_mem_bytes", json_integer((json_int_t)r->cpu_mem));
         json_object_set_new(o, "self_cpu_mem_bytes", json_integer((json_int_t)r->self_cpu_mem));
+        json_object_set_new(o, "cuda_mem_bytes", json_integer((json_int_t)r->dev_mem));
+        json_object_set_new(o, "self_cuda_mem_bytes", json_integer((json_int_t)r->self_dev_mem));
         json_object_set_new(o, "self_cpu_percent", json_real(r->self_cpu_percent));
         json_object_set_new(o, "cpu_total_percent", json_real(r->cpu_total_percent));
         json_object_set_new(o, "self_cuda_percent", json_real(r->self_cuda_percent));

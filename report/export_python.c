@@ -342,14 +342,19 @@ int export_memory_timeline_write(const char *path, const struct summary *s, char
     struct export_file x;
     if (export_file_open(&x, path, err, errlen) != 0)
         return -1;
-    fputs("pid,time_ns,live_bytes\n", x.f);
+    fputs("pid,device,time_ns,live_bytes\n", x.f);
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
-        const struct model_torch_memory *m = &p->torch.memory;
-        for (size_t k = 0; k < m->ntimeline; k++) {
-            if (p->pid >= 0)
-                fprintf(x.f, "%lld", (long long)p->pid);
-            fprintf(x.f, ",%" PRIu64 ",%" PRId64 "\n", m->timeline[k].ns, m->timeline[k].live);
+        for (size_t d = 0; d <= p->torch.ndevices; d++) {
+            const struct model_torch_memory *m = d ? &p->torch.devices[d - 1] : &p->torch.memory;
+            char device[48];
+            model_torch_device_name(m->dev_type, m->dev_index, device, sizeof device);
+            for (size_t k = 0; k < m->ntimeline; k++) {
+                if (p->pid >= 0)
+                    fprintf(x.f, "%lld", (long long)p->pid);
+                fprintf(x.f, ",%s,%" PRIu64 ",%" PRId64 "\n", device, m->timeline[k].ns,
+                        m->timeline[k].live);
+            }
         }
     }
     return export_file_close(&x, path, 1, err, errlen);

@@ -43,7 +43,9 @@ static void main_usage(FILE *out)
           "      --ops         print the PyTorch operators in torch.profiler's\n"
           "                    key_averages() columns (sort: self_cpu (default),\n"
           "                    cpu_total, self_cuda, cuda_total, calls, name; or torch's\n"
-          "                    self_cpu_time_total, cpu_time_total, cuda_time_total, count)\n"
+          "                    self_cpu_time_total, cpu_time_total, cuda_time_total, count,\n"
+          "                    cpu_memory_usage, self_cpu_memory_usage, cuda_memory_usage,\n"
+          "                    self_cuda_memory_usage)\n"
           "      --group-by-shape  one operator row per name and input shapes (PROF_SHAPES=1)\n"
           "      --python      print the Python function table (cProfile's columns) only\n"
           "      --per-thread  with --python: one table per thread\n"
@@ -52,9 +54,9 @@ static void main_usage(FILE *out)
           "                    snakeviz)\n"
           "      --folded FILE write the Python call stacks as folded stacks, self time in\n"
           "                    microseconds (flamegraph.pl, speedscope)\n"
-          "      --memory-timeline FILE  write the live PyTorch CPU tensor bytes over time\n"
-          "                    as CSV: pid,time_ns,live_bytes (one row per change, ns\n"
-          "                    since the process start)\n"
+          "      --memory-timeline FILE  write the live PyTorch tensor bytes over time as\n"
+          "                    CSV: pid,device,time_ns,live_bytes (device CPU, CUDA:0, ...;\n"
+          "                    one row per change, ns since the process start)\n"
           "      --run ID      report the run whose META run_id is ID\n"
           "      --all-runs    merge every run found in the inputs (default: the latest)\n"
           "  -h, --help        this help\n"
@@ -368,7 +370,9 @@ int main(int argc, char **argv)
             return main_bad_usage("unknown sort key '%s' for --ops (self_cpu, cpu_total, "
                                   "self_cuda, cuda_total, calls or name; or torch's "
                                   "self_cpu_time_total, cpu_time_total, self_cuda_time_total, "
-                                  "cuda_time_total, count)",
+                                  "cuda_time_total, count, cpu_memory_usage, "
+                                  "self_cpu_memory_usage, cuda_memory_usage, "
+                                  "self_cuda_memory_usage)",
                                   sort_arg);
         if (python && !py_ok)
             return main_bad_usage("unknown sort key '%s' for --python (cumtime, tottime, ncalls, "

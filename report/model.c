@@ -491,6 +491,9 @@ void model_add_record(struct model_process *p, const struct trace_record *rec)
     case PROF_REC_TORCH_MEM:
         model_torch_on_mem(p, rec, model_current_tid(p));
         break;
+    case PROF_REC_TORCH_DEV_MEM:
+        model_torch_on_dev_mem(p, rec, model_current_tid(p));
+        break;
     case PROF_REC_END: {
         const struct prof_rec_end *e = rec->data;
         p->clean_end = 1;

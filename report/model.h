@@ -297,14 +297,22 @@ struct model_torch_op {
     uint64_t self_kernels, kernels;
     int64_t self_cpu_mem,
         cpu_mem; /* bytes allocated minus freed with this op innermost; under it */
+    int64_t self_dev_mem, dev_mem; /* the same for device (CUDA) memory */
 };
 
-/* One TORCH_MEM record (a free of an unknown block is not kept). */
+/* c10::DeviceType of CPU memory (TORCH_MEM records). */
+#define MODEL_TORCH_DEVICE_CPU 0
+
+/* One TORCH_MEM record (a free of an unknown block is not kept) or TORCH_DEV_MEM record
+ * of a device. */
 struct model_torch_mem {
     uint64_t ticks;
     uint32_t tid;
     uint32_t py_node; /* innermost Python node at the call; 0: none */
     int64_t bytes;
+    uint64_t reserved;  /* the allocator's reserved bytes after it (devices); else 0 */
+    int8_t dev_type;    /* c10::DeviceType; MODEL_TORCH_DEVICE_CPU for TORCH_MEM */
+    int8_t dev_index;   /* -1 for CPU */
     size_t seq; /* order read: ties in time keep it */
     size_t op;  /* index + 1 in ops of the innermost op holding it (set at the end); 0: none */
 };
@@ -315,10 +323,13 @@ struct model_torch_mem_point {
     int64_t live;
 };
 
-/* The CPU tensor memory of one process over time, from TORCH_MEM records in time order
- * over its threads (set by model_torch_finish when it has any). */
+/* The tensor memory of one device of one process over time, from its memory records in
+ * time order over the threads (set by model_torch_finish when it has any). */
 struct model_torch_memory {
-    int any;             /* TORCH_MEM allocations or frees of known blocks were read */
+    int any;             /* allocations or frees of known blocks were read */
+    int8_t dev_type;     /* c10::DeviceType: MODEL_TORCH_DEVICE_CPU, 1 CUDA, ... */
+    int8_t dev_index;    /* -1 for CPU */
+    uint64_t reserved_peak; /* devices: the most bytes the allocator held (cached) at once */
     int64_t peak_bytes;  /* the most live bytes at once (the first time reached) */
     uint64_t peak_ns;    /* since the process start */
     const char *peak_op; /* innermost op of the allocation that reached it (into the
@@ -341,6 +352,7 @@ struct model_torch_row {
     uint64_t self_cpu_ns, cpu_total_ns; /* set by model_torch_finish */
     uint64_t self_cuda_ns, cuda_total_ns, kernels;
     int64_t self_cpu_mem, cpu_mem; /* torch's self_cpu_memory_usage, cpu_memory_usage */
+    int64_t self_dev_mem, dev_mem; /* self_device_memory_usage, device_memory_usage */
 };
 
 struct model_torch {
@@ -349,8 +361,11 @@ struct model_torch {
     uint64_t records;             /* TORCH_OP records read */
     struct model_torch_mem *mems; /* freed by model_torch_finish */
     size_t nmems, cap_mems;
-    uint64_t mem_records; /* TORCH_MEM records read */
-    struct model_torch_memory memory;
+    uint64_t mem_records;     /* TORCH_MEM records read */
+    uint64_t dev_mem_records; /* TORCH_DEV_MEM records read, CPU reports included */
+    struct model_torch_memory memory;   /* CPU */
+    struct model_torch_memory *devices; /* one per device with memory records */
+    size_t ndevices;
     struct model_torch_row *rows;
     size_t nrows;
     struct model_action *scopes; /* record_function scopes (USER_SCOPE ops) by name */
@@ -508,14 +523,20 @@ void model_nvtx_free(struct model_gpu *g);
 /* model_torch.c: TORCH_OP records; at the end, nesting (self CPU), the kernels launched
  * inside each op (CUDA), rows by name and shapes, record_function scopes as actions. */
 void model_torch_on_record(struct model_process *p, const struct trace_record *rec, uint32_t tid);
-/* TORCH_MEM records: kept until the end, then given to the ops holding them in time. */
+/* TORCH_MEM and TORCH_DEV_MEM records: kept until the end, then given to the ops holding
+ * them in time. */
 void model_torch_on_mem(struct model_process *p, const struct trace_record *rec, uint32_t tid);
+void model_torch_on_dev_mem(struct model_process *p, const struct trace_record *rec,
+                            uint32_t tid);
 void model_torch_finish(struct model_process *p);
 void model_torch_free(struct model_torch *t);
-/* The Python function at the CPU memory peak: of torch.memory.peak_py_node, the innermost
- * Python-code function on its path (builtins skipped; the innermost one when all are), or
- * NULL. */
-const struct model_py_func *model_torch_peak_func(const struct model_process *p);
+/* The Python function at a memory peak of p (m: &p->torch.memory or one of its devices):
+ * of m->peak_py_node, the innermost Python-code function on its path (builtins skipped;
+ * the innermost one when all are), or NULL. */
+const struct model_py_func *model_torch_peak_func(const struct model_process *p,
+                                                  const struct model_torch_memory *m);
+/* "CPU", "CUDA:0", "XPU:1", ... into buf. */
+const char *model_torch_device_name(int dev_type, int dev_index, char *buf, size_t len);
 /* "FUNCTION", "BACKWARD_FUNCTION", ... "USER_SCOPE" (at::RecordScope), "?" else. */
 const char *model_torch_scope_name(unsigned scope);
 

@@ -49,8 +49,48 @@ void model_torch_on_mem(struct model_process *p, const struct trace_record *rec,
     if (!r->bytes)
         return; /* a free of a block allocated before recording: not counted, as torch */
     t->mems = report_grow(t->mems, &t->cap_mems, t->nmems + 1, sizeof *t->mems);
-    t->mems[t->nmems++] = (struct model_torch_mem){
-        .ticks = r->ticks, .tid = tid, .py_node = r->py_node, .bytes = r->bytes, .seq = t->nmems};
+    t->mems[t->nmems++] = (struct model_torch_mem){.ticks = r->ticks,
+                                                   .tid = tid,
+                                                   .py_node = r->py_node,
+                                                   .bytes = r->bytes,
+                                                   .dev_type = MODEL_TORCH_DEVICE_CPU,
+                                                   .dev_index = -1,
+                                                   .seq = t->nmems};
+}
+
+void model_torch_on_dev_mem(struct model_process *p, const struct trace_record *rec, uint32_t tid)
+{
+    const struct prof_rec_torch_dev_mem *r = rec->data;
+    struct model_torch *t = &p->torch;
+    t->dev_mem_records++;
+    /* CPU reports come only under torch.profiler's profile_memory and repeat TORCH_MEM. */
+    if (!r->bytes || r->device_type == MODEL_TORCH_DEVICE_CPU)
+        return;
+    t->mems = report_grow(t->mems, &t->cap_mems, t->nmems + 1, sizeof *t->mems);
+    t->mems[t->nmems++] = (struct model_torch_mem){.ticks = r->ticks,
+                                                   .tid = tid,
+                                                   .py_node = r->py_node,
+                                                   .bytes = r->bytes,
+                                                   .reserved = r->total_reserved,
+                                                   .dev_type = r->device_type,
+                                                   .dev_index = r->device_index,
+                                                   .seq = t->nmems};
+}
+
+const char *model_torch_device_name(int dev_type, int dev_index, char *buf, size_t len)
+{
+    static const char *const names[] = {[0] = "CPU",  [1] = "CUDA", [6] = "HIP",  [9] = "XLA",
+                                        [12] = "XPU", [13] = "MPS", [15] = "HPU", [19] = "MTIA",
+                                        [20] = "PrivateUse1"};
+    const char *name =
+        dev_type >= 0 && (size_t)dev_type < sizeof names / sizeof *names ? names[dev_type] : NULL;
+    if (dev_type == MODEL_TORCH_DEVICE_CPU)
+        snprintf(buf, len, "CPU");
+    else if (name)
+        snprintf(buf, len, "%s:%d", name, dev_index);
+    else
+        snprintf(buf, len, "device type %d:%d", dev_type, dev_index);
+    return buf;
 }
 
 /* qsort has no context argument in C11; the reporter is single-threaded. */
@@ -183,9 +223,10 @@ static int model_torch_mem_time_cmp(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* CPU memory, as key_averages counts it: cpu_memory_usage sums the allocations minus the
+/* Memory, as key_averages counts it: cpu_memory_usage sums the allocations minus the
  * frees inside the op's span (children included), self_cpu_memory_usage those whose
- * innermost op on the thread is this one. Same sweep as the kernels. */
+ * innermost op on the thread is this one; the same for device memory. Same sweep as the
+ * kernels. */
 static void model_torch_memory(struct model_torch *t, const size_t *order, size_t *stack)
 {
     qsort(t->mems, t->nmems, sizeof *t->mems, model_torch_mem_cmp);
@@ -209,9 +250,15 @@ static void model_torch_memory(struct model_torch *t, const size_t *order, size_
         if (!top)
             continue;
         t->mems[k].op = stack[top - 1] + 1;
-        t->ops[stack[top - 1]].self_cpu_mem += m->bytes;
-        for (size_t s = 0; s < top; s++)
-            t->ops[stack[s]].cpu_mem += m->bytes;
+        if (m->dev_type == MODEL_TORCH_DEVICE_CPU) {
+            t->ops[stack[top - 1]].self_cpu_mem += m->bytes;
+            for (size_t s = 0; s < top; s++)
+                t->ops[stack[s]].cpu_mem += m->bytes;
+        } else {
+            t->ops[stack[top - 1]].self_dev_mem += m->bytes;
+            for (size_t s = 0; s < top; s++)
+                t->ops[stack[s]].dev_mem += m->bytes;
+        }
     }
 }
 
@@ -220,24 +267,29 @@ static const char *model_torch_string(const struct model_process *p, uint32_t si
     return sid ? u64map_get_ptr(&p->strings, sid) : NULL;
 }
 
-/* Live CPU tensor bytes over time, the peak and where it was reached. The ops must still
- * be there (mems[].op points into them). */
-static void model_torch_timeline(struct model_process *p)
+/* Live bytes of one device over time, the peak and where it was reached, from the
+ * memory events of that device (mems in time order). The ops must still be there
+ * (mems[].op points into them). */
+static void model_torch_timeline_one(struct model_process *p, struct model_torch_memory *m,
+                                     int8_t dev_type, int8_t dev_index)
 {
     struct model_torch *t = &p->torch;
-    struct model_torch_memory *m = &t->memory;
-    if (!t->nmems)
-        return;
-    qsort(t->mems, t->nmems, sizeof *t->mems, model_torch_mem_time_cmp);
-    m->any = 1;
-    m->timeline = malloc(t->nmems * sizeof *m->timeline);
-    if (!m->timeline)
-        report_oom();
+    memset(m, 0, sizeof *m);
+    m->dev_type = dev_type;
+    m->dev_index = dev_index;
     uint64_t start = model_start_monotonic_ns(p);
     int64_t live = 0;
     int peaked = 0;
     for (size_t k = 0; k < t->nmems; k++) {
         const struct model_torch_mem *e = &t->mems[k];
+        if (e->dev_type != dev_type || e->dev_index != dev_index)
+            continue;
+        if (!m->timeline) {
+            m->timeline = malloc(t->nmems * sizeof *m->timeline);
+            if (!m->timeline)
+                report_oom();
+            m->any = 1;
+        }
         uint64_t at = model_ticks_to_monotonic_ns(p, e->ticks);
         uint64_t ns = at > start ? at - start : 0;
         live += e->bytes;
@@ -245,6 +297,8 @@ static void model_torch_timeline(struct model_process *p)
             m->allocated += (uint64_t)e->bytes;
         else
             m->freed += (uint64_t)-e->bytes;
+        if (e->reserved > m->reserved_peak)
+            m->reserved_peak = e->reserved;
         m->timeline[m->ntimeline++] = (struct model_torch_mem_point){.ns = ns, .live = live};
         if (e->bytes > 0 && (!peaked || live > m->peak_bytes)) {
             peaked = 1;
@@ -258,6 +312,30 @@ static void model_torch_timeline(struct model_process *p)
         }
     }
     m->live_at_end = live;
+}
+
+/* The CPU timeline into torch.memory, one per device into torch.devices (by device). */
+static void model_torch_timeline(struct model_process *p)
+{
+    struct model_torch *t = &p->torch;
+    if (!t->nmems)
+        return;
+    qsort(t->mems, t->nmems, sizeof *t->mems, model_torch_mem_time_cmp);
+    model_torch_timeline_one(p, &t->memory, MODEL_TORCH_DEVICE_CPU, -1);
+    size_t cap = 0;
+    for (size_t k = 0; k < t->nmems; k++) {
+        const struct model_torch_mem *e = &t->mems[k];
+        if (e->dev_type == MODEL_TORCH_DEVICE_CPU)
+            continue;
+        size_t d = 0;
+        while (d < t->ndevices &&
+               (t->devices[d].dev_type != e->dev_type || t->devices[d].dev_index != e->dev_index))
+            d++;
+        if (d < t->ndevices)
+            continue;
+        t->devices = report_grow(t->devices, &cap, t->ndevices + 1, sizeof *t->devices);
+        model_torch_timeline_one(p, &t->devices[t->ndevices++], e->dev_type, e->dev_index);
+    }
 }
 
 static void model_torch_rows(struct model_process *p)
@@ -290,6 +368,8 @@ static void model_torch_rows(struct model_process *p)
         r->kernels += op->kernels;
         r->self_cpu_mem += op->self_cpu_mem;
         r->cpu_mem += op->cpu_mem;
+        r->self_dev_mem += op->self_dev_mem;
+        r->dev_mem += op->dev_mem;
     }
     u64map_free(&index);
     for (size_t i = 0; i < t->nrows; i++) {
@@ -372,6 +452,9 @@ void model_torch_free(struct model_torch *t)
     free(t->ops);
     free(t->rows);
     free(t->memory.timeline);
+    for (size_t i = 0; i < t->ndevices; i++)
+        free(t->devices[i].timeline);
+    free(t->devices);
     for (size_t i = 0; i < t->nscopes; i++)
         free(t->scopes[i].name);
     free(t->scopes);
@@ -381,11 +464,11 @@ void model_torch_free(struct model_torch *t)
     memset(t, 0, sizeof *t);
 }
 
-const struct model_py_func *model_torch_peak_func(const struct model_process *p)
+const struct model_py_func *model_torch_peak_func(const struct model_process *p,
+                                                  const struct model_torch_memory *m)
 {
     /* The innermost Python-code function on the path: a builtin (torch's C methods) has
      * no file or line of the user's; the innermost node itself when none is. */
-    const struct model_torch_memory *m = &p->torch.memory;
     const struct model_py_node *n = m->peak_py_node ? model_python_node(p, m->peak_py_node) : NULL;
     const struct model_py_func *first = NULL;
     for (int hops = 0; n && hops < 10000; hops++) {

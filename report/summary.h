@@ -105,6 +105,7 @@ struct summary_op_row {
     uint64_t calls;
     uint64_t self_cpu_ns, cpu_total_ns, self_cuda_ns, cuda_total_ns;
     int64_t self_cpu_mem, cpu_mem; /* bytes: torch's self_cpu_memory_usage, cpu_memory_usage */
+    int64_t self_dev_mem, dev_mem; /* bytes: self_device_memory_usage, device_memory_usage */
     double cpu_avg_ns, cuda_avg_ns;
     double self_cpu_percent, cpu_total_percent, self_cuda_percent;
 };
@@ -115,7 +116,11 @@ enum summary_op_sort {
     SUMMARY_OP_SORT_SELF_CUDA,
     SUMMARY_OP_SORT_CUDA_TOTAL,
     SUMMARY_OP_SORT_CALLS,
-    SUMMARY_OP_SORT_NAME
+    SUMMARY_OP_SORT_NAME,
+    SUMMARY_OP_SORT_CPU_MEM, /* torch's cpu_memory_usage, then the self and device forms */
+    SUMMARY_OP_SORT_SELF_CPU_MEM,
+    SUMMARY_OP_SORT_CUDA_MEM,
+    SUMMARY_OP_SORT_SELF_CUDA_MEM
 };
 
 struct summary_torch {
@@ -125,6 +130,7 @@ struct summary_torch {
     enum summary_op_sort sort;
     uint64_t records;            /* TORCH_OP records read */
     uint64_t mem_records;        /* TORCH_MEM records read: the memory columns are measured */
+    uint64_t dev_mem_records;    /* TORCH_DEV_MEM records read (device allocators) */
     uint64_t self_cpu_total_ns;  /* the sum of Self CPU over every row */
     uint64_t self_cuda_total_ns; /* the sum of Self CUDA */
     int any_cuda;                /* some op launched kernels */

@@ -25,6 +25,10 @@ static const struct {
     {"self_cuda_time_total", SUMMARY_OP_SORT_SELF_CUDA},
     {"cuda_time_total", SUMMARY_OP_SORT_CUDA_TOTAL},
     {"count", SUMMARY_OP_SORT_CALLS},
+    {"cpu_memory_usage", SUMMARY_OP_SORT_CPU_MEM},
+    {"self_cpu_memory_usage", SUMMARY_OP_SORT_SELF_CPU_MEM},
+    {"cuda_memory_usage", SUMMARY_OP_SORT_CUDA_MEM},
+    {"self_cuda_memory_usage", SUMMARY_OP_SORT_SELF_CUDA_MEM},
 };
 
 int summary_parse_op_sort(const char *s, enum summary_op_sort *out)
@@ -103,6 +107,7 @@ void summary_build_torch(struct summary *s, int by_shape)
         const struct model_process *p = s->procs[i];
         t->records += p->torch.records;
         t->mem_records += p->torch.mem_records;
+        t->dev_mem_records += p->torch.dev_mem_records;
         for (size_t k = 0; k < p->torch.nrows; k++) {
             const struct model_torch_row *m = &p->torch.rows[k];
             const char *name = m->name;
@@ -119,6 +124,8 @@ void summary_build_torch(struct summary *s, int by_shape)
             r->cuda_total_ns += m->cuda_total_ns;
             r->self_cpu_mem += m->self_cpu_mem;
             r->cpu_mem += m->cpu_mem;
+            r->self_dev_mem += m->self_dev_mem;
+            r->dev_mem += m->dev_mem;
         }
     }
     u64map_free(&index);
@@ -146,6 +153,11 @@ static int summary_torch_u64(uint64_t a, uint64_t b)
     return a > b ? -1 : a < b; /* descending */
 }
 
+static int summary_torch_i64(int64_t a, int64_t b)
+{
+    return a > b ? -1 : a < b; /* descending */
+}
+
 static int summary_torch_cmp(const void *a, const void *b)
 {
     const struct summary_op_row *x = a, *y = b;
@@ -167,6 +179,18 @@ static int summary_torch_cmp(const void *a, const void *b)
         c = summary_torch_u64(x->calls, y->calls);
         break;
     case SUMMARY_OP_SORT_NAME:
+        break;
+    case SUMMARY_OP_SORT_CPU_MEM:
+        c = summary_torch_i64(x->cpu_mem, y->cpu_mem);
+        break;
+    case SUMMARY_OP_SORT_SELF_CPU_MEM:
+        c = summary_torch_i64(x->self_cpu_mem, y->self_cpu_mem);
+        break;
+    case SUMMARY_OP_SORT_CUDA_MEM:
+        c = summary_torch_i64(x->dev_mem, y->dev_mem);
+        break;
+    case SUMMARY_OP_SORT_SELF_CUDA_MEM:
+        c = summary_torch_i64(x->self_dev_mem, y->self_dev_mem);
         break;
     }
     if (!c)

@@ -6,15 +6,16 @@
 #include <string.h>
 
 #include "tables.h"
+#include "text_table.h"
 
+/* Some process has CPU or device tensor memory records. */
 static int summary_torch_memory_any(const struct summary *s)
 {
     for (size_t i = 0; i < s->nprocs; i++)
-        if (s->procs[i]->torch.memory.any)
+        if (s->procs[i]->torch.memory.any || s->procs[i]->torch.ndevices)
             return 1;
     return 0;
 }
-#include "text_table.h"
 
 void tables_torch_time(double ns, char *buf, size_t len)
 {
@@ -56,8 +57,8 @@ static void tables_torch_table(FILE *out, const struct summary *s, size_t limit,
 {
     const struct summary_torch *t = &s->torch;
     char self_pct[16], self_cpu[32], total_pct[16], total[32], avg[32];
-    char self_cuda[32], self_cuda_pct[16], cuda_total[32], cuda_avg[32], mem[16], calls[24];
-    char cpu_mem[32], self_cpu_mem[32];
+    char self_cuda[32], self_cuda_pct[16], cuda_total[32], cuda_avg[32], calls[24];
+    char cpu_mem[32], self_cpu_mem[32], cuda_mem[32], self_cuda_mem[32];
     double cpu_sum = (double)t->self_cpu_total_ns, cuda_sum = (double)t->self_cuda_total_ns;
     struct text_table tt;
     text_table_begin(&tt, t->by_shape
@@ -67,9 +68,6 @@ static void tables_torch_table(FILE *out, const struct summary *s, size_t limit,
                               : "<Name|>Self CPU %|>Self CPU|>CPU total %|>CPU total|>CPU time avg|"
                                 ">Self CUDA|>Self CUDA %|>CUDA total|>CUDA time avg|>CPU Mem|"
                                 ">Self CPU Mem|>CUDA Mem|>Self CUDA Mem|># of Calls");
-    /* CPU memory from the TORCH_MEM records (0 without them, as torch without
-     * profile_memory); no CUDA allocator records: CUDA memory is 0. */
-    tables_torch_memory(0, mem, sizeof mem);
     for (size_t i = 0; i < t->nrows && (!limit || i < limit); i++) {
         const struct summary_op_row *r = &t->rows[i];
         tables_torch_share((double)r->self_cpu_ns, cpu_sum, self_pct, sizeof self_pct);
@@ -83,9 +81,11 @@ static void tables_torch_table(FILE *out, const struct summary *s, size_t limit,
         tables_torch_time(r->cuda_avg_ns, cuda_avg, sizeof cuda_avg);
         tables_torch_memory(r->cpu_mem, cpu_mem, sizeof cpu_mem);
         tables_torch_memory(r->self_cpu_mem, self_cpu_mem, sizeof self_cpu_mem);
+        tables_torch_memory(r->dev_mem, cuda_mem, sizeof cuda_mem);
+        tables_torch_memory(r->self_dev_mem, self_cuda_mem, sizeof self_cuda_mem);
         snprintf(calls, sizeof calls, "%" PRIu64, r->calls);
         text_table_row(&tt, r->name, self_pct, self_cpu, total_pct, total, avg, self_cuda,
-                       self_cuda_pct, cuda_total, cuda_avg, cpu_mem, self_cpu_mem, mem, mem, calls,
+                       self_cuda_pct, cuda_total, cuda_avg, cpu_mem, self_cpu_mem, cuda_mem, self_cuda_mem, calls,
                        r->shapes && *r->shapes ? r->shapes : "[]");
     }
     text_table_end(out, &tt);
@@ -95,10 +95,8 @@ static void tables_torch_table(FILE *out, const struct summary *s, size_t limit,
     tables_torch_time(cuda_sum, self_cuda, sizeof self_cuda);
     fprintf(out, "  Self CPU time total: %s\n", self_cpu);
     fprintf(out, "  Self CUDA time total: %s\n", self_cuda);
-    if (t->mem_records)
-        fprintf(out, "  (CUDA memory columns need the CUDA allocator hooks, not recorded yet)\n");
-    else
-        fprintf(out, "  (memory columns need the allocator hooks, not recorded yet)\n");
+    if (!t->mem_records && !t->dev_mem_records)
+        fprintf(out, "  (no tensor memory was recorded: the memory columns are 0)\n");
 }
 
 static void tables_torch_title(FILE *out, const struct summary *s)
@@ -140,36 +138,45 @@ void tables_torch_memory_default(FILE *out, const struct summary *s)
     fputc('\n', out);
 }
 
-/* "pid 7300: peak 1.50 Mb at +2.345 s in aten::addmm, from train.py:20(Model.forward)" and
- * the totals, one process each; nothing when no process has TORCH_MEM records. */
+static void tables_torch_memory_line(FILE *out, const struct model_process *p,
+                                     const struct model_torch_memory *m)
+{
+    char peak[32], alloc[32], freed[32], live[32], reserved[32], device[48];
+    tables_torch_memory(m->peak_bytes, peak, sizeof peak);
+    tables_torch_memory((int64_t)m->allocated, alloc, sizeof alloc);
+    tables_torch_memory((int64_t)m->freed, freed, sizeof freed);
+    tables_torch_memory(m->live_at_end, live, sizeof live);
+    model_torch_device_name(m->dev_type, m->dev_index, device, sizeof device);
+    if (p->pid >= 0)
+        fprintf(out, "  pid %lld %s: ", (long long)p->pid, device);
+    else
+        fprintf(out, "  %s %s: ", p->file, device);
+    fprintf(out, "peak %s at +%.3f s in %s", peak, (double)m->peak_ns / 1e9,
+            m->peak_op ? m->peak_op : "(no op)");
+    const struct model_py_func *f = model_torch_peak_func(p, m);
+    if (f)
+        fprintf(out, ", from %s:%" PRIu32 "(%s)", f->file ? f->file : "?", f->line,
+                f->qualname ? f->qualname : (f->name ? f->name : "?"));
+    fprintf(out, "\n    allocated %s, freed %s, live at end %s", alloc, freed, live);
+    if (m->dev_type != MODEL_TORCH_DEVICE_CPU) {
+        tables_torch_memory((int64_t)m->reserved_peak, reserved, sizeof reserved);
+        fprintf(out, "; allocator reserved at most %s", reserved);
+    }
+    fputc('\n', out);
+}
+
+/* "pid 7300 CPU: peak 1.50 Mb at +2.345 s in aten::addmm, from train.py:20(Model.forward)"
+ * and the totals, one line pair per process and device; nothing without memory records. */
 void tables_torch_memory_section(FILE *out, const struct summary *s)
 {
-    int any = 0;
-    for (size_t i = 0; i < s->nprocs; i++)
-        any |= s->procs[i]->torch.memory.any;
-    if (!any)
+    if (!summary_torch_memory_any(s))
         return;
-    fprintf(out, "PyTorch CPU memory\n");
+    fprintf(out, "PyTorch memory (tensor bytes live, per process and device)\n");
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
-        const struct model_torch_memory *m = &p->torch.memory;
-        if (!m->any)
-            continue;
-        char peak[32], alloc[32], freed[32], live[32];
-        tables_torch_memory(m->peak_bytes, peak, sizeof peak);
-        tables_torch_memory((int64_t)m->allocated, alloc, sizeof alloc);
-        tables_torch_memory((int64_t)m->freed, freed, sizeof freed);
-        tables_torch_memory(m->live_at_end, live, sizeof live);
-        if (p->pid >= 0)
-            fprintf(out, "  pid %lld: ", (long long)p->pid);
-        else
-            fprintf(out, "  %s: ", p->file);
-        fprintf(out, "peak %s at +%.3f s in %s", peak, (double)m->peak_ns / 1e9,
-                m->peak_op ? m->peak_op : "(no op)");
-        const struct model_py_func *f = model_torch_peak_func(p);
-        if (f)
-            fprintf(out, ", from %s:%" PRIu32 "(%s)", f->file ? f->file : "?", f->line,
-                    f->qualname ? f->qualname : (f->name ? f->name : "?"));
-        fprintf(out, "\n    allocated %s, freed %s, live at end %s\n", alloc, freed, live);
+        if (p->torch.memory.any)
+            tables_torch_memory_line(out, p, &p->torch.memory);
+        for (size_t d = 0; d < p->torch.ndevices; d++)
+            tables_torch_memory_line(out, p, &p->torch.devices[d]);
     }
 }

@@ -53,6 +53,7 @@ static const uint16_t trace_min_sizes[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_NVTX] = sizeof(struct prof_rec_nvtx),
     [PROF_REC_TORCH_OP] = sizeof(struct prof_rec_torch_op),
     [PROF_REC_TORCH_MEM] = sizeof(struct prof_rec_torch_mem),
+    [PROF_REC_TORCH_DEV_MEM] = sizeof(struct prof_rec_torch_dev_mem),
 };
 
 static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
@@ -83,6 +84,7 @@ static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_NVTX] = "NVTX",
     [PROF_REC_TORCH_OP] = "TORCH_OP",
     [PROF_REC_TORCH_MEM] = "TORCH_MEM",
+    [PROF_REC_TORCH_DEV_MEM] = "TORCH_DEV_MEM",
 };
 
 uint16_t trace_record_min_size(uint16_t type)

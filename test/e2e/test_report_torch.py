@@ -87,7 +87,7 @@ def test_ops_table_columns_and_units():
                                                    "100.000us"]
     assert "Self CPU time total: 7.000ms" in out
     assert "Self CUDA time total: 300.000us" in out
-    assert "memory columns need the allocator hooks, not recorded yet" in out
+    assert "(no tensor memory was recorded: the memory columns are 0)" in out
     assert names(out) == ["aten::addmm", "my_scope", "aten::mm", "aten::clamp_min",
                           "aten::relu", "aten::linear", "AddmmBackward0", "aten::t"]
 
@@ -141,7 +141,8 @@ def test_ops_json():
     assert set(rep["ops"][0]) == {
         "name", "shapes", "calls", "self_cpu_ns", "cpu_total_ns", "cpu_avg_ns", "self_cuda_ns",
         "cuda_total_ns", "cuda_avg_ns", "self_cpu_percent", "cpu_total_percent",
-        "self_cuda_percent", "cpu_mem_bytes", "self_cpu_mem_bytes"}
+        "self_cuda_percent", "cpu_mem_bytes", "self_cpu_mem_bytes", "cuda_mem_bytes",
+        "self_cuda_mem_bytes"}
     addmm = ops["aten::addmm"]
     assert addmm["shapes"] is None
     assert (addmm["calls"], addmm["self_cpu_ns"], addmm["cpu_total_ns"]) == (2, 2800000, 2800000)
@@ -242,29 +243,39 @@ def tm(*parts):
     return os.path.join(TRACES, "torchmem", *parts)
 
 
-MEM_LINE = ("pid 7300: peak 10.39 Kb at +0.003 s in aten::relu, "
+MEM_LINE = ("pid 7300 CPU: peak 10.39 Kb at +0.003 s in aten::relu, "
             "from /w/train.py:10(Net.forward)")
 
 
 def test_memory_section_default_and_ops():
     for args in ([], ["--ops"]):
         out = ok(*args, tm())
-        assert "PyTorch CPU memory" in out
+        assert "PyTorch memory" in out
         assert MEM_LINE in out
         assert "allocated 11.47 Kb, freed 4.44 Kb, live at end 7.03 Kb" in out
+        assert ("pid 7300 CUDA:0: peak 12.00 Kb at +0.003 s in aten::relu, "
+                "from /w/train.py:10(Net.forward)") in out
+        assert "pid 7300 CUDA:1: peak 512 b at +0.007 s in (no op)" in out
 
 
 def test_memory_section_absent_without_records():
-    assert "PyTorch CPU memory" not in ok(t())
+    assert "PyTorch memory" not in ok(t())
 
 
 def test_memory_json():
     p = rep_json(tm())["processes"][0]
     assert p["torch_memory"] == {
-        "peak_bytes": 10644, "peak_ns": 3300000, "peak_op": "aten::relu",
+        "device": "CPU", "peak_bytes": 10644, "peak_ns": 3300000, "peak_op": "aten::relu",
         "peak_python": {"qualname": "Net.forward", "file": "/w/train.py", "line": 10},
         "allocated_bytes": 11744, "freed_bytes": 4548, "live_at_end_bytes": 7196}
+    assert p["torch_device_memory"][0] == {
+        "device": "CUDA:0", "peak_bytes": 12288, "peak_ns": 3350000, "peak_op": "aten::relu",
+        "peak_python": {"qualname": "Net.forward", "file": "/w/train.py", "line": 10},
+        "allocated_bytes": 12288, "freed_bytes": 8192, "live_at_end_bytes": 4096,
+        "reserved_peak_bytes": 2 << 20}
+    assert p["torch_device_memory"][1]["device"] == "CUDA:1"
     assert rep_json(t())["processes"][0]["torch_memory"] is None
+    assert rep_json(t())["processes"][0]["torch_device_memory"] == []
 
 
 def test_memory_timeline_csv(tmp_path):
@@ -273,11 +284,14 @@ def test_memory_timeline_csv(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == ""  # the file alone: no report
     rows = list(csv.reader(io.StringIO(dest.read_text())))
-    assert rows[0] == ["pid", "time_ns", "live_bytes"]
-    got = [(int(a), int(b), int(c)) for a, b, c in rows[1:]]
+    assert rows[0] == ["pid", "device", "time_ns", "live_bytes"]
+    got = [(int(a), d, int(b), int(c)) for a, d, b, c in rows[1:]]
     at = [105, 150, 200, 250, 260, 330, 340, 350, 600]
     live = [1000, 5096, 7144, 6144, 7644, 10644, 9144, 7096, 7196]
-    assert got == [(7300, u * 10000, v) for u, v in zip(at, live)]
+    want = [(7300, "CPU", u * 10000, v) for u, v in zip(at, live)]
+    want += [(7300, "CUDA:0", u * 10000, v) for u, v in ((160, 8192), (335, 12288), (380, 4096))]
+    want += [(7300, "CUDA:1", 7000000, 512)]
+    assert got == want
     assert [n for n in os.listdir(tmp_path)] == ["mem.csv"]  # no temporary left
 
 

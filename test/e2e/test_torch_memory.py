@@ -108,8 +108,7 @@ def test_text_table_and_dump(runs, tmp_path):
     profile([PYTHON, SCRIPT], out, env=ENV, timeout=300)
     from conftest import report
     text = report(out, "--ops").stdout
-    assert "memory columns need the allocator hooks" not in text
-    assert "CUDA memory columns" in text
+    assert "no tensor memory was recorded" not in text
     line = next(l for l in text.splitlines() if l.strip().startswith("aten::addmm"))
     assert "80.00 Kb" in line  # CPU Mem and Self CPU Mem, torch's units
 
@@ -125,15 +124,75 @@ def test_dump_prints_torch_mem(tmp_path):
     assert mem and "bytes=16384" in "\n".join(mem)
 
 
+def dump_words(out, kind):
+    """The key=value words of every `kind` record of the one trace in out."""
+    from conftest import PROFREPORT, trace_files
+    proc = subprocess.run([PROFREPORT, "dump", trace_files(out)[0]], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return [dict(w.split("=", 1) for w in l.split() if "=" in w)
+            for l in proc.stdout.splitlines() if " %s " % kind in l]
+
+
 def test_memory_profiling_program_unchanged(runs, tmp_path):
-    """torch.profiler(profile_memory=True) under profrun: same output, exit 0."""
+    """torch.profiler(profile_memory=True) under profrun: same output, exit 0. Its CPU
+    allocator then reports every block through c10::reportMemoryUsageToProfiler, the
+    function the CUDA caching allocator calls: each report we recorded is a block the
+    alloc_cpu/free_cpu wrappers saw (same address and size), so the interposed function
+    reads its arguments right; the reporter does not count them twice."""
     _, _, _, ref_py = runs
     plain = subprocess.run([PYTHON, str(ref_py), "-", SCRIPT], capture_output=True, text=True,
                            timeout=300)
     assert plain.returncode == 0, plain.stderr
-    prof = profile([PYTHON, str(ref_py), "-", SCRIPT], tmp_path / "p", env=ENV, timeout=300)
+    out = tmp_path / "p"
+    prof = profile([PYTHON, str(ref_py), "-", SCRIPT], out, env=ENV, timeout=300)
     assert prof.returncode == 0
     assert prof.stdout == plain.stdout
+    cpu_events = [(w["ptr"], int(w["bytes"])) for w in dump_words(out, "TORCH_MEM")]
+    cpu = set(cpu_events)
+    reports = dump_words(out, "TORCH_DEV_MEM")
+    assert len(reports) >= STEPS * 4  # addmm, cat, clamp_min, empty per step at least
+    for w in reports:
+        assert w["device"] == "0:-1", w  # CPU
+        assert (w["ptr"], int(w["bytes"])) in cpu, w
+    proc = report_json(out)["processes"][0]
+    assert proc["torch_device_memory"] == []
+    assert proc["torch_memory"]["allocated_bytes"] == sum(b for _, b in cpu_events if b > 0)
+
+
+CUDA_DOUBLE = os.path.join(ROOT, "test", "doubles", "torch_cuda_allocator.cpp")
+
+
+@pytest.fixture(scope="module")
+def cuda_allocator_double(tmp_path_factory):
+    """test/doubles/torch_cuda_allocator.cpp built against Debian's libtorch-dev."""
+    if not os.path.isdir("/usr/include/c10"):
+        pytest.skip("no c10 headers (Debian's libtorch-dev)")
+    exe = tmp_path_factory.mktemp("cuda_alloc") / "torch_cuda_allocator"
+    subprocess.run(["c++", "-std=c++17", "-O1", "-o", str(exe), CUDA_DOUBLE, "-lc10"],
+                   check=True, capture_output=True, timeout=300)
+    return str(exe)
+
+
+def test_cuda_allocator_reports(cuda_allocator_double, tmp_path):
+    """The CUDA caching allocator's reports (a double: no GPU here) become per-device
+    memory: peak, totals, the allocator's reserved bytes; and still reach torch's own
+    reporter (torch.profiler keeps its CUDA memory columns)."""
+    plain = subprocess.run([cuda_allocator_double], capture_output=True, text=True, timeout=60)
+    assert plain.stdout == "reports seen: 5\n"
+    out = tmp_path / "p"
+    prof = profile([cuda_allocator_double], out, env=ENV)
+    assert prof.stdout == plain.stdout
+    devices = report_json(out)["processes"][0]["torch_device_memory"]
+    kib = 1024
+    assert [(d["device"], d["peak_bytes"], d["allocated_bytes"], d["freed_bytes"],
+             d["live_at_end_bytes"], d["reserved_peak_bytes"]) for d in devices] == [
+        ("CUDA:0", 3072 * kib, 3584 * kib, 1024 * kib, 2560 * kib, 4096 * kib),
+        ("CUDA:1", 256 * kib, 256 * kib, 0, 256 * kib, 2048 * kib)]
+    from conftest import report
+    text = report(out).stdout
+    assert "CUDA:0: peak 3.00 Mb" in text
+    assert "allocator reserved at most 4.00 Mb" in text
 
 
 def test_memory_peak_real_run(tmp_path):

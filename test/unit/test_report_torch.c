@@ -319,7 +319,7 @@ Test(report_torch, memory_peak_over_threads)
     cr_assert_eq(m->peak_bytes, 10644);
     cr_assert_eq(m->peak_ns, 330 * U);
     cr_assert_str_eq(m->peak_op, "aten::relu");
-    const struct model_py_func *f = model_torch_peak_func(p);
+    const struct model_py_func *f = model_torch_peak_func(p, m);
     cr_assert_not_null(f);
     cr_assert_str_eq(f->qualname, "Net.forward");
     cr_assert_str_eq(f->file, "/w/train.py");
@@ -335,4 +335,61 @@ Test(report_torch, memory_peak_over_threads)
         cr_assert_eq(m->timeline[i].ns, at[i] * U, "row %zu", i);
     }
     model_process_free(p);
+}
+
+/* Device memory (TORCH_DEV_MEM) of the same trace: one timeline per device, the CPU
+ * reports ignored (they repeat TORCH_MEM), CUDA Mem per op (torch_traces.h). */
+Test(report_torch, device_memory_per_device_and_op)
+{
+    cr_assert_eq(torch_trace_mem(path), 0);
+    struct model_process *p = load(path);
+    const struct model_torch *t = &p->torch;
+    cr_assert_eq(t->dev_mem_records, 5);
+    cr_assert_eq(t->memory.allocated, 11744); /* the CPU report added nothing */
+    cr_assert_eq(t->ndevices, 2);
+    const struct model_torch_memory *c0 = &t->devices[0], *c1 = &t->devices[1];
+    char name[48];
+    cr_assert_str_eq(model_torch_device_name(c0->dev_type, c0->dev_index, name, sizeof name),
+                     "CUDA:0");
+    cr_assert_str_eq(model_torch_device_name(c1->dev_type, c1->dev_index, name, sizeof name),
+                     "CUDA:1");
+    cr_assert_eq(c0->peak_bytes, 12288);
+    cr_assert_eq(c0->peak_ns, 335 * U);
+    cr_assert_str_eq(c0->peak_op, "aten::relu");
+    const struct model_py_func *f = model_torch_peak_func(p, c0);
+    cr_assert(f && !strcmp(f->qualname, "Net.forward"));
+    cr_assert_eq(c0->allocated, 12288);
+    cr_assert_eq(c0->freed, 8192);
+    cr_assert_eq(c0->live_at_end, 4096);
+    cr_assert_eq(c0->reserved_peak, 2u << 20);
+    cr_assert_eq(c0->ntimeline, 3);
+    cr_assert_eq(c1->peak_bytes, 512);
+    cr_assert_null(c1->peak_op);
+    cr_assert_eq(c1->reserved_peak, 20u << 20);
+    for (size_t i = 0; i < t->nrows; i++) {
+        const struct model_torch_row *r = &t->rows[i];
+        if (!strcmp(r->name, "aten::addmm"))
+            cr_expect(r->self_dev_mem == 8192 && r->dev_mem == 8192);
+        else if (!strcmp(r->name, "aten::linear"))
+            cr_expect(r->self_dev_mem == 0 && r->dev_mem == 8192);
+        else if (!strcmp(r->name, "aten::relu"))
+            cr_expect(r->self_dev_mem == -4096 && r->dev_mem == -4096);
+    }
+    model_process_free(p);
+
+    struct summary s; /* the merged rows carry it, and sort by it */
+    build_n(&s, 1);
+    enum summary_op_sort k;
+    cr_assert_eq(summary_parse_op_sort("self_cuda_memory_usage", &k), 0);
+    summary_sort_torch(&s, k);
+    cr_assert_str_eq(s.torch.rows[0].name, "aten::addmm");
+    cr_assert_eq(s.torch.rows[0].self_dev_mem, 8192);
+    cr_assert_eq(summary_parse_op_sort("cpu_memory_usage", &k), 0);
+    summary_sort_torch(&s, k);
+    /* 4096 + 2048 - 1000 under both; the tie by name */
+    cr_assert_str_eq(s.torch.rows[0].name, "aten::addmm");
+    cr_assert_str_eq(s.torch.rows[1].name, "aten::linear");
+    cr_assert_eq(s.torch.rows[1].cpu_mem, 5144);
+    cr_assert_eq(s.torch.dev_mem_records, 5);
+    summary_free(&s);
 }
