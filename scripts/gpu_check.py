@@ -25,4 +25,14 @@ for name in ["train_step", "forward", "backward", "optimizer_step"]:
     check(actions.get(name, {}).get("calls") == 20, "NVTX range %s seen 20 times" % name)
 py = [r for r in report.get("python", []) if r.get("gpu_ns")]
 check(bool(py), "GPU time attributed to Python functions (%d rows)" % len(py))
+ops = report.get("ops", [])
+cuda_ops = [o["name"] for o in ops if o.get("self_cuda_ns")]
+check(len(cuda_ops) >= 3, "ops with Self CUDA time: %s" % cuda_ops[:6])
+check(any(o.get("cuda_mem_bytes") for o in ops),
+      "ops with CUDA Mem (caching allocator reports): %s"
+      % [o["name"] for o in ops if o.get("cuda_mem_bytes")][:6])
+devmem = [d for p in report.get("processes", []) for d in p.get("torch_device_memory", [])]
+check(any(d["device"] == "CUDA:0" and d["peak_bytes"] > 0 for d in devmem),
+      "CUDA:0 memory peak recorded: %s" % [(d["device"], d["peak_bytes"], d["peak_op"])
+                                           for d in devmem])
 sys.exit(1 if failures else 0)
