@@ -70,6 +70,7 @@ enum prof_record_type {
     PROF_REC_TORCH_OP = 25,     /* one PyTorch operator or record_function scope (RecordFunction) */
     PROF_REC_TORCH_MEM = 26,    /* one c10::alloc_cpu / c10::free_cpu call (CPU tensor memory) */
     PROF_REC_TORCH_DEV_MEM = 27, /* one report of torch's allocators (CUDA caching allocator) */
+    PROF_REC_ACTION = 28,        /* a named action started or stopped (Lightning's profiler) */
     PROF_REC_TYPE_COUNT
 };
 
@@ -460,6 +461,25 @@ struct prof_rec_torch_dev_mem {
 _Static_assert(sizeof(struct prof_rec_torch_dev_mem) == 56, "torch device mem record");
 _Static_assert(offsetof(struct prof_rec_torch_dev_mem, bytes) == 8, "dev mem bytes offset");
 _Static_assert(offsetof(struct prof_rec_torch_dev_mem, device_type) == 48, "dev mem device offset");
+
+/* ---- Actions ----
+ * A named action started or stopped by a framework's own profiler calls, as the program
+ * made them: Lightning's Trainer calls profiler.start(action_name) / stop(action_name)
+ * (PassThroughProfiler by default) around every hook, loop step and dataloader fetch.
+ * Follows a THREAD record (the calling thread); a STOP ends the latest open START of the
+ * same name in the process. */
+enum prof_action_kind { PROF_ACTION_START = 1, PROF_ACTION_STOP = 2 };
+enum prof_action_source { PROF_ACTION_LIGHTNING = 1 };
+
+struct prof_rec_action {
+    struct prof_record_header h;
+    uint16_t kind;   /* enum prof_action_kind */
+    uint16_t source; /* enum prof_action_source */
+    uint32_t name_sid;
+    uint32_t reserved;
+    uint64_t ticks;
+};
+_Static_assert(sizeof(struct prof_rec_action) == 24, "action record");
 
 static inline uint32_t prof_record_align(uint32_t n)
 {

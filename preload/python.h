@@ -76,6 +76,7 @@ struct py_api {
     py_object *(*EvalGetFrame)(void);
     py_object *(*ImportModule)(const char *);
     intptr_t (*ListSize)(py_object *);
+    py_object *(*ObjectGetItem)(py_object *, py_object *);
     py_object *(*ListGetItem)(py_object *, intptr_t);
     void *FunctionType, *MethodType;
     void *CFunctionType, *CMethodType, *ModuleType, *NoneStruct, *MethodDescrType;
@@ -99,6 +100,15 @@ static inline uint64_t python_hash_ptr(const void *p, const void *q)
 /* python_names.c: the id of a function (key: code object or PyMethodDef), naming it with
  * a PY_FUNC record the first time (obj: its frame, or the builtin object). 0 on failure. */
 uint32_t python_func_id(const void *key, int kind, py_object *obj);
+
+/* python_actions.c: Lightning's profiler calls as actions. Classifies a Python function
+ * when it is named (its code object and file): 0, or enum prof_action_kind when its calls
+ * start or stop the action its first argument names. */
+void python_action_classify(uint32_t func_id, py_object *code, const char *path);
+int python_func_action(uint32_t func_id);
+/* A call of such a function began at now (frame: its frame, NULL in a sys.monitoring
+ * callback, which runs in it): one ACTION record with the name. */
+void python_action_called(int kind, py_object *frame, uint64_t now);
 
 /* python_tree.c */
 int python_profile(py_object *obj, py_object *frame, int what, py_object *arg);

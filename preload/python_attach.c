@@ -343,6 +343,7 @@ static int py_resolve_api(void)
     PY_REQUIRE(ImportModule, "PyImport_ImportModule")
     PY_REQUIRE(ListSize, "PyList_Size")
     PY_REQUIRE(ListGetItem, "PyList_GetItem")
+    PY_REQUIRE(ObjectGetItem, "PyObject_GetItem")
     PY_REQUIRE(FunctionType, "PyFunction_Type")
     PY_REQUIRE(MethodType, "PyMethod_Type")
 #undef PY_REQUIRE

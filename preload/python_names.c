@@ -111,6 +111,7 @@ static void py_describe(uint32_t id, const void *key, int kind, py_object *obj)
          * start()) is when its thread-start hook can be set. */
         if (plen >= 12 && strcmp(path + plen - 12, "threading.py") == 0)
             python_threading_seen();
+        python_action_classify(id, code, path);
         if (file)
             py.DecRef(file);
         py_object *line = py.GetAttrString(code, "co_firstlineno");

@@ -30,6 +30,7 @@ struct py_node {
     struct py_node *last_child; /* the child found last: loops call the same one again */
     _Atomic uint64_t calls, total, self, api_calls, api_ticks;
     uint64_t written_calls, written_api_calls; /* the collector's */
+    uint8_t action; /* its function starts or stops a Lightning action (python_actions.c) */
 };
 
 struct py_frame {
@@ -138,6 +139,7 @@ static struct py_node *py_node_new(struct py_thread *pt, struct py_node *parent,
     n->func_id = func;
     n->key = key;
     n->parent = parent;
+    n->action = (uint8_t)python_func_action(func);
     /* release: the collector that reads the new count sees the node's fields */
     atomic_store_explicit(&pt->node_count, count + 1, memory_order_release);
     return n;
@@ -200,6 +202,8 @@ static inline __attribute__((always_inline)) void py_enter(struct py_thread *pt,
     f->node = n;
     f->start = now;
     f->child = 0;
+    if (__builtin_expect(n->action, 0))
+        python_action_called(n->action, kind == PROF_PY_FUNC_PYTHON ? obj : NULL, now);
 }
 
 static void py_emit_span(struct py_node *n, uint64_t start, uint64_t end)

@@ -170,6 +170,17 @@ static int dump_gpu_record(FILE *out, const struct trace_record *rec, const stru
                 d->compute_major, d->compute_minor);
         return 1;
     }
+    case PROF_REC_ACTION: {
+        const struct prof_rec_action *a = rec->data;
+        fprintf(out, " kind=%u (%s) source=%u (%s)", a->kind,
+                a->kind == PROF_ACTION_START  ? "start"
+                : a->kind == PROF_ACTION_STOP ? "stop"
+                                              : "?",
+                a->source, a->source == PROF_ACTION_LIGHTNING ? "Lightning" : "?");
+        dump_string_field(out, "name", a->name_sid, strings);
+        fprintf(out, " ticks=%" PRIu64, a->ticks);
+        return 1;
+    }
     case PROF_REC_NVTX: {
         const struct prof_rec_nvtx *n = rec->data;
         fprintf(out, " kind=%u (%s)", n->kind, dump_nvtx_kind(n->kind));

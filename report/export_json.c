@@ -254,6 +254,7 @@ static const char *export_json_action_source(unsigned source)
 {
     return source == MODEL_ACTION_RECORD_FUNCTION ? "record_function"
            : source == MODEL_ACTION_BUILTIN       ? "builtin"
+           : source == MODEL_ACTION_LIGHTNING     ? "lightning"
                                                   : "nvtx";
 }
 

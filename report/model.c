@@ -466,8 +466,9 @@ void model_add_record(struct model_process *p, const struct trace_record *rec)
     case PROF_REC_GPU_API_NAME:
     case PROF_REC_GPU_DEVICE:
     case PROF_REC_NVTX:
+    case PROF_REC_ACTION:
         /* Activity records are process-wide and may come before any THREAD record. */
-        if (rec->type == PROF_REC_NVTX)
+        if (rec->type == PROF_REC_NVTX || rec->type == PROF_REC_ACTION)
             model_nvtx_on_record(p, rec, model_current_tid(p));
         else
             model_gpu_on_record(p, rec, model_current_tid(p));

@@ -228,15 +228,18 @@ struct model_gpu_busy {
 struct model_nvtx_event {
     uint64_t ticks, id;
     uint32_t tid, name_sid, domain_sid;
-    uint16_t kind; /* enum prof_nvtx_kind */
+    uint16_t kind;   /* enum prof_nvtx_kind; an ACTION record's START/STOP as START/END */
+    uint8_t action;  /* from an ACTION record (Lightning's profiler), not NVTX */
 };
 
 /* Where an action comes from. */
 enum model_action_source {
     MODEL_ACTION_NVTX,            /* an NVTX range (model_nvtx.c) */
     MODEL_ACTION_RECORD_FUNCTION, /* a record_function scope: TORCH_OP USER_SCOPE (model_torch.c) */
-    MODEL_ACTION_BUILTIN          /* a PyTorch loop function of the Python call tree
+    MODEL_ACTION_BUILTIN,         /* a PyTorch loop function of the Python call tree
                                    * (model_torch_actions.c) */
+    MODEL_ACTION_LIGHTNING        /* Lightning's profiler start/stop: ACTION records
+                                   * (model_nvtx.c) */
 };
 
 /* NVTX ranges (or marks), record_function scopes or built-in actions of one process merged
@@ -277,6 +280,7 @@ struct model_gpu {
     struct model_action *actions, *marks; /* set by model_finish */
     size_t nactions, nmarks;
     uint64_t nvtx_unclosed, nvtx_unmatched;
+    size_t lightning_actions; /* of actions, the last ones come from Lightning's profiler */
 };
 
 /* ---- PyTorch operators (model_torch.c) ---- */

@@ -1,9 +1,11 @@
 /* model_nvtx: NVTX ranges of one process as actions (Lightning's SimpleProfiler): PUSH and
  * POP pair on their thread's stack (per domain), START and END by range id on any threads,
- * MARKs are counted. Each range gets the GPU time of the kernels launched inside it — a
- * kernel whose launching call (GPU_API) started within the range, on the same thread for
- * a pushed range, on any thread for a started one. Kept until the file ends: a thread's
- * records reach the file in blocks, so an END may come before its START. */
+ * MARKs are counted. Lightning's own actions (ACTION records: its profiler's start/stop
+ * calls) pair by name in time, the latest open start first. Each range gets the GPU time
+ * of the kernels launched inside it — a kernel whose launching call (GPU_API) started
+ * within the range, on the same thread for a pushed range, on any thread else. Kept until
+ * the file ends: a thread's records reach the file in blocks, so an END may come before
+ * its START. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,23 +17,30 @@
 
 void model_nvtx_on_record(struct model_process *p, const struct trace_record *rec, uint32_t tid)
 {
-    const struct prof_rec_nvtx *r = rec->data;
     struct model_gpu *g = &p->gpu;
-    if (g->nnvtx == g->cap_nvtx) {
-        size_t cap = g->cap_nvtx ? g->cap_nvtx * 2 : 64;
-        struct model_nvtx_event *n = realloc(g->nvtx, cap * sizeof *n);
-        if (!n)
-            report_oom();
-        g->nvtx = n;
-        g->cap_nvtx = cap;
+    struct model_nvtx_event e;
+    if (rec->type == PROF_REC_ACTION) {
+        const struct prof_rec_action *a = rec->data;
+        if (a->kind != PROF_ACTION_START && a->kind != PROF_ACTION_STOP)
+            return;
+        e = (struct model_nvtx_event){.ticks = a->ticks,
+                                      .tid = tid,
+                                      .name_sid = a->name_sid,
+                                      .kind = a->kind == PROF_ACTION_START ? PROF_NVTX_START
+                                                                           : PROF_NVTX_END,
+                                      .action = 1};
+    } else {
+        const struct prof_rec_nvtx *r = rec->data;
+        e = (struct model_nvtx_event){.ticks = r->ticks,
+                                      .id = r->id,
+                                      .tid = tid,
+                                      .name_sid = r->name_sid,
+                                      .domain_sid = r->domain_sid,
+                                      .kind = r->kind};
     }
-    g->nvtx[g->nnvtx++] = (struct model_nvtx_event){.ticks = r->ticks,
-                                                    .id = r->id,
-                                                    .tid = tid,
-                                                    .name_sid = r->name_sid,
-                                                    .domain_sid = r->domain_sid,
-                                                    .kind = r->kind};
-    model_cpu_event(p, r->ticks, r->ticks);
+    g->nvtx = report_grow(g->nvtx, &g->cap_nvtx, g->nnvtx + 1, sizeof *g->nvtx);
+    g->nvtx[g->nnvtx++] = e;
+    model_cpu_event(p, e.ticks, e.ticks);
 }
 
 /* A kernel's launch: its call's start and thread, its GPU time. */
@@ -175,6 +184,58 @@ static void model_nvtx_range(struct model_nvtx_acc *acc, const struct model_proc
     a->kernels += kernels;
 }
 
+/* Lightning's actions in time (ties in the order read). */
+static int model_nvtx_action_cmp(const void *a, const void *b)
+{
+    const struct model_nvtx_event *x = *(const struct model_nvtx_event *const *)a;
+    const struct model_nvtx_event *y = *(const struct model_nvtx_event *const *)b;
+    if (x->ticks != y->ticks)
+        return x->ticks < y->ticks ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/* ACTION records: a stop ends the latest open start of its name. Rows into acc. */
+static void model_nvtx_actions(struct model_nvtx_acc *acc, struct model_process *p,
+                               const struct model_nvtx_index *x)
+{
+    struct model_gpu *g = &p->gpu;
+    const struct model_nvtx_event **ev = malloc(g->nnvtx * sizeof *ev);
+    size_t *below = malloc(g->nnvtx * sizeof *below); /* the open start it hid, + 1 */
+    if (!ev || !below)
+        report_oom();
+    size_t n = 0;
+    for (size_t i = 0; i < g->nnvtx; i++)
+        if (g->nvtx[i].action)
+            ev[n++] = &g->nvtx[i];
+    qsort(ev, n, sizeof *ev, model_nvtx_action_cmp);
+    struct u64map open; /* name sid -> index + 1 in ev of its latest open start */
+    u64map_init(&open);
+    size_t nopen = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t *slot = u64map_slot(&open, ev[i]->name_sid);
+        if (!slot)
+            report_oom();
+        if (ev[i]->kind == PROF_NVTX_START) {
+            below[i] = *slot;
+            *slot = i + 1;
+            nopen++;
+        } else if (*slot) {
+            size_t s = *slot - 1;
+            model_nvtx_range(acc, p, x, ev[s], ev[i]->ticks, 1);
+            *slot = below[s];
+            nopen--;
+        } else {
+            g->nvtx_unmatched++;
+        }
+    }
+    g->nvtx_unclosed += nopen;
+    u64map_free(&open);
+    free(ev);
+    free(below);
+    for (size_t i = 0; i < acc->n; i++)
+        acc->rows[i].source = MODEL_ACTION_LIGHTNING;
+}
+
 static int model_nvtx_event_cmp(const void *a, const void *b)
 {
     const struct model_nvtx_event *x = *(const struct model_nvtx_event *const *)a;
@@ -194,20 +255,24 @@ void model_nvtx_finish(struct model_process *p)
         return;
     struct model_nvtx_index x;
     model_nvtx_index_build(&x, p);
-    struct model_nvtx_acc ranges = {0}, marks = {0};
+    struct model_nvtx_acc ranges = {0}, marks = {0}, lightning = {0};
     u64map_init(&ranges.index);
     u64map_init(&marks.index);
+    u64map_init(&lightning.index);
+    model_nvtx_actions(&lightning, p, &x);
     const struct model_nvtx_event **ev = malloc(g->nnvtx * sizeof *ev);
     const struct model_nvtx_event **stack = malloc(g->nnvtx * sizeof *stack);
     if (!ev || !stack)
         report_oom();
+    size_t n = 0;
     for (size_t i = 0; i < g->nnvtx; i++)
-        ev[i] = &g->nvtx[i];
-    qsort(ev, g->nnvtx, sizeof *ev, model_nvtx_event_cmp);
+        if (!g->nvtx[i].action)
+            ev[n++] = &g->nvtx[i];
+    qsort(ev, n, sizeof *ev, model_nvtx_event_cmp);
     struct u64map started; /* START id -> index + 1 in g->nvtx */
     u64map_init(&started);
     size_t top = 0;
-    for (size_t i = 0; i < g->nnvtx; i++) {
+    for (size_t i = 0; i < n; i++) {
         const struct model_nvtx_event *e = ev[i];
         if (i && (e->tid != ev[i - 1]->tid || e->domain_sid != ev[i - 1]->domain_sid)) {
             g->nvtx_unclosed += top; /* pushed, never popped */
@@ -241,7 +306,7 @@ void model_nvtx_finish(struct model_process *p)
     for (size_t i = 0; i < g->nnvtx; i++) {
         const struct model_nvtx_event *e = &g->nvtx[i];
         uint64_t *v;
-        if (e->kind != PROF_NVTX_END)
+        if (e->kind != PROF_NVTX_END || e->action)
             continue;
         if (!(v = u64map_find(&started, e->id))) {
             g->nvtx_unmatched++;
@@ -258,14 +323,20 @@ void model_nvtx_finish(struct model_process *p)
     free(x.by_time);
     u64map_free(&ranges.index);
     u64map_free(&marks.index);
-    g->actions = ranges.rows;
-    g->nactions = ranges.n;
+    u64map_free(&lightning.index);
+    /* NVTX ranges, then Lightning's actions. */
+    g->actions = report_grow(ranges.rows, &ranges.cap, ranges.n + lightning.n, sizeof *g->actions);
+    if (lightning.n)
+        memcpy(g->actions + ranges.n, lightning.rows, lightning.n * sizeof *lightning.rows);
+    free(lightning.rows);
+    g->nactions = ranges.n + lightning.n;
+    g->lightning_actions = lightning.n;
     g->marks = marks.rows;
     g->nmarks = marks.n;
     if (g->nvtx_unclosed || g->nvtx_unmatched)
         model_add_warning(p,
-                          "%s (pid %lld): %" PRIu64 " NVTX range(s) never ended and %" PRIu64
-                          " end(s) matched no start; not counted as actions",
+                          "%s (pid %lld): %" PRIu64 " NVTX or Lightning range(s) never ended and "
+                          "%" PRIu64 " end(s) matched no start; not counted as actions",
                           p->file, (long long)p->pid, g->nvtx_unclosed, g->nvtx_unmatched);
 }
 

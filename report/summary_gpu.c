@@ -276,8 +276,12 @@ static void summary_gpu_actions(struct summary *s)
                                   p->gpu.nactions);
         summary_gpu_merge_actions(g, &g->actions, &g->nactions, &acap, p->torch.scopes,
                                   p->torch.nscopes);
-        summary_gpu_merge_actions(g, &g->actions, &g->nactions, &acap, p->torch.builtin,
-                                  p->torch.nbuiltin);
+        /* Lightning's own names cover the phases the built-in actions find (its training
+         * step, backward, optimizer step, dataloader next): those of a process with
+         * Lightning actions are left out. */
+        if (!p->gpu.lightning_actions)
+            summary_gpu_merge_actions(g, &g->actions, &g->nactions, &acap, p->torch.builtin,
+                                      p->torch.nbuiltin);
         summary_gpu_merge_actions(g, &g->marks, &g->nmarks, &mcap, p->gpu.marks, p->gpu.nmarks);
     }
     for (size_t k = 0; k < g->nactions; k++) {

@@ -213,6 +213,7 @@ void tables_print(FILE *out, const struct summary *s, size_t limit)
     if (!python || s->nkernels)
         tables_kernels(out, s, limit);
     tables_gpu_section(out, s, limit);
+    tables_actions_section(out, s, limit);
     tables_ops_section(out, s, limit);
     tables_torch_memory_default(out, s);
     if (!python || tables_memory_any(s))

@@ -22,6 +22,8 @@ void tables_gpu(FILE *out, const struct summary *s, size_t limit);
 /* --actions: NVTX ranges, record_function scopes and the built-in PyTorch loop actions
  * as Lightning's SimpleProfiler shows actions, and NVTX marks. */
 void tables_actions(FILE *out, const struct summary *s, size_t limit);
+/* The actions table in the default report (at most 15 rows), when there are actions. */
+void tables_actions_section(FILE *out, const struct summary *s, size_t limit);
 
 /* tables_torch.c */
 /* --ops: torch.profiler's key_averages() table, in s's op order (limit rows, 0 = all). */

@@ -244,6 +244,7 @@ static const char *const tables_action_source_names[] = {
     [MODEL_ACTION_NVTX] = "NVTX",
     [MODEL_ACTION_RECORD_FUNCTION] = "record_function",
     [MODEL_ACTION_BUILTIN] = "built-in",
+    [MODEL_ACTION_LIGHTNING] = "Lightning",
 };
 
 /* Which source each action comes from: the title says it for the sources other than
@@ -252,9 +253,13 @@ static void tables_actions_title(FILE *out, const struct summary_gpu *g)
 {
     fputs("Actions (", out);
     int parts = 0;
-    for (int src = MODEL_ACTION_RECORD_FUNCTION; src <= MODEL_ACTION_BUILTIN; src++) {
+    for (int src = MODEL_ACTION_RECORD_FUNCTION; src <= MODEL_ACTION_LIGHTNING; src++) {
         if (!(g->action_sources & (1 << src)))
             continue;
+        if (src == MODEL_ACTION_LIGHTNING) { /* dozens of names: the rows say them */
+            fprintf(out, "%sLightning's own action names", parts++ ? "; " : "");
+            continue;
+        }
         fprintf(out, "%s%s: ", parts++ ? "; " : "",
                 src == MODEL_ACTION_BUILTIN ? "built-in, from the Python call tree"
                                             : "record_function scopes");
@@ -283,7 +288,8 @@ static const char *tables_actions_name(const struct summary_gpu *g, size_t i, ch
     return r->name;
 }
 
-void tables_actions(FILE *out, const struct summary *s, size_t limit)
+static void tables_actions_table(FILE *out, const struct summary *s, size_t limit,
+                                 const char *more)
 {
     const struct summary_gpu *g = &s->gpu;
     char mean[32], calls[24], total[32], pct[16], gpu[32], name[512];
@@ -312,7 +318,20 @@ void tables_actions(FILE *out, const struct summary *s, size_t limit)
     }
     text_table_end(out, &t);
     if (limit && g->nactions > limit)
-        fprintf(out, "  (%zu more not shown; --limit)\n", g->nactions - limit);
+        fprintf(out, "  (%zu more not shown; %s)\n", g->nactions - limit, more);
     for (size_t i = 0; i < g->nmarks; i++)
         fprintf(out, "  mark %s: %" PRIu64 "\n", g->marks[i].name, g->marks[i].calls);
+}
+
+void tables_actions(FILE *out, const struct summary *s, size_t limit)
+{
+    tables_actions_table(out, s, limit, "--limit");
+}
+
+void tables_actions_section(FILE *out, const struct summary *s, size_t limit)
+{
+    if (!s->gpu.nactions && !s->gpu.nmarks)
+        return;
+    tables_actions_table(out, s, limit ? limit : 15, "profreport --actions");
+    fputc('\n', out);
 }

@@ -54,6 +54,7 @@ static const uint16_t trace_min_sizes[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_TORCH_OP] = sizeof(struct prof_rec_torch_op),
     [PROF_REC_TORCH_MEM] = sizeof(struct prof_rec_torch_mem),
     [PROF_REC_TORCH_DEV_MEM] = sizeof(struct prof_rec_torch_dev_mem),
+    [PROF_REC_ACTION] = sizeof(struct prof_rec_action),
 };
 
 static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
@@ -85,6 +86,7 @@ static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_TORCH_OP] = "TORCH_OP",
     [PROF_REC_TORCH_MEM] = "TORCH_MEM",
     [PROF_REC_TORCH_DEV_MEM] = "TORCH_DEV_MEM",
+    [PROF_REC_ACTION] = "ACTION",
 };
 
 uint16_t trace_record_min_size(uint16_t type)

@@ -25,5 +25,19 @@ CUDA_INJECTION64_PATH="$B/test/gpu/libcupti_count.so" CUPTI_COUNT_FILE="$out/cup
 "$B/bin/profreport" --kernels --limit 15 "$out/prof"
 "$B/bin/profreport" --gpu "$out/prof"
 "$B/bin/profreport" --actions "$out/prof"
-"$PY" scripts/gpu_check.py "$out/report.json" "$(cat "$out/cupti_count")"
+# A real Lightning fit (the GPU machine has Lightning 2.x): its SimpleProfiler's actions
+# are the reference for ours under the default profiler.
+lightning=""
+if "$PY" -c "import lightning.pytorch" 2>/dev/null || "$PY" -c "import pytorch_lightning" 2>/dev/null; then
+    "$PY" test/workloads/lightning_fit.py simple 2>/dev/null | tail -n 1 > "$out/lightning_want.json"
+    "$B/bin/profrun" --no-report -o "$out/lprof" -- "$PY" test/workloads/lightning_fit.py none \
+        > /dev/null 2>&1
+    "$B/bin/profreport" --format json "$out/lprof" > "$out/lightning.json"
+    "$B/bin/profreport" --actions --limit 25 "$out/lprof"
+    lightning="$out/lightning.json $out/lightning_want.json"
+else
+    echo "gpu-check: FAILED: no Lightning for $PY: Lightning's action names not checked"
+fi
+# shellcheck disable=SC2086
+"$PY" scripts/gpu_check.py "$out/report.json" "$(cat "$out/cupti_count")" $lightning
 "$PY" test/bench/bench_gpu.py "$B"

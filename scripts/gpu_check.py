@@ -35,4 +35,14 @@ devmem = [d for p in report.get("processes", []) for d in p.get("torch_device_me
 check(any(d["device"] == "CUDA:0" and d["peak_bytes"] > 0 for d in devmem),
       "CUDA:0 memory peak recorded: %s" % [(d["device"], d["peak_bytes"], d["peak_op"])
                                            for d in devmem])
+if len(sys.argv) > 4:  # a real Lightning fit: ours against its SimpleProfiler's counts
+    lightning = json.load(open(sys.argv[3]))
+    want = json.load(open(sys.argv[4]))
+    got = {a["name"]: a["calls"] for a in lightning.get("actions", [])
+           if a.get("source") == "lightning"}
+    diff = sorted(set(want.items()) ^ set(got.items()))
+    check(bool(want) and got == want,
+          "Lightning actions == SimpleProfiler's (%d names; differing: %s)" % (len(want), diff[:6]))
+else:
+    check(False, "a real Lightning fit (Lightning not importable)")
 sys.exit(1 if failures else 0)

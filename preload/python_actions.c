@@ -1,0 +1,105 @@
+/* Lightning's action names from an unmodified run: the Trainer wraps every hook, loop step
+ * and dataloader fetch in `with self.profiler.profile(name)`, which calls the profiler's
+ * start(name) and stop(name) — PassThroughProfiler's empty methods unless the user chose a
+ * profiler. The start and stop methods defined in Lightning's profilers package are
+ * recognised when their code is first named; each call then writes an ACTION record with
+ * the name it was given (read from the frame's first argument after self). */
+#define _GNU_SOURCE
+#include <stdatomic.h>
+#include <string.h>
+
+#include "clock.h"
+#include "collector.h"
+#include "emit.h"
+#include "python.h"
+
+#define PY_ACTION_FUNCS 32 /* start/stop of every profiler class Lightning ships, twice over */
+
+static struct {
+    uint32_t func_id;
+    int kind;
+} py_action_funcs[PY_ACTION_FUNCS];
+static int py_naction_funcs; /* under the GIL */
+
+/* lightning.pytorch (the `lightning` package) and the standalone pytorch_lightning. */
+static const char *const py_action_dirs[] = {"/lightning/pytorch/profilers/",
+                                             "/pytorch_lightning/profilers/"};
+
+void python_action_classify(uint32_t func_id, py_object *code, const char *path)
+{
+    int in_dir = 0;
+    for (size_t i = 0; i < sizeof py_action_dirs / sizeof *py_action_dirs; i++)
+        in_dir |= strstr(path, py_action_dirs[i]) != NULL;
+    if (!in_dir || py_naction_funcs == PY_ACTION_FUNCS)
+        return;
+    py_object *name = py.GetAttrString(code, "co_name");
+    const char *s = name ? py.AsUTF8(name) : NULL;
+    int kind = !s                     ? 0
+               : !strcmp(s, "start") ? PROF_ACTION_START
+               : !strcmp(s, "stop")  ? PROF_ACTION_STOP
+                                     : 0;
+    if (name)
+        py.DecRef(name);
+    py.ErrClear();
+    if (kind)
+        py_action_funcs[py_naction_funcs++] = (typeof(py_action_funcs[0])){func_id, kind};
+}
+
+int python_func_action(uint32_t func_id)
+{
+    for (int i = 0; i < py_naction_funcs; i++)
+        if (py_action_funcs[i].func_id == func_id)
+            return py_action_funcs[i].kind;
+    return 0;
+}
+
+/* The value of the frame's first argument after self, interned; 0 when it is not a str. */
+static uint32_t py_action_name(py_object *frame)
+{
+    uint32_t sid = 0;
+    py_object *code = py.GetAttrString(frame, "f_code");
+    py_object *names = code ? py.GetAttrString(code, "co_varnames") : NULL;
+    py_object *arg = names ? py.TupleGetItem(names, 1) : NULL; /* borrowed */
+    py_object *locals = arg ? py.GetAttrString(frame, "f_locals") : NULL;
+    py_object *value = locals ? py.ObjectGetItem(locals, arg) : NULL;
+    const char *s = value ? py.AsUTF8(value) : NULL;
+    if (s)
+        sid = collector_intern(s);
+    if (value)
+        py.DecRef(value);
+    if (locals)
+        py.DecRef(locals);
+    if (names)
+        py.DecRef(names);
+    if (code)
+        py.DecRef(code);
+    return sid;
+}
+
+void python_action_called(int kind, py_object *frame, uint64_t now)
+{
+    struct prof_thread *t = emit_thread();
+    if (!t || !atomic_load_explicit(&prof_recording, memory_order_relaxed))
+        return;
+    /* The program may be between raising and catching an exception: keep it intact. */
+    py_object *et, *ev, *etb;
+    py.ErrFetch(&et, &ev, &etb);
+    if (!frame)
+        frame = py.EvalGetFrame(); /* borrowed */
+    uint32_t sid = frame ? py_action_name(frame) : 0;
+    py.ErrClear();
+    py.ErrRestore(et, ev, etb);
+    if (!sid)
+        return;
+    struct prof_rec_action *rec = ring_reserve(&t->ring, sizeof *rec);
+    if (!rec)
+        return; /* counted as lost */
+    rec->h.type = PROF_REC_ACTION;
+    rec->h.size = sizeof *rec;
+    rec->kind = (uint16_t)kind;
+    rec->source = PROF_ACTION_LIGHTNING;
+    rec->name_sid = sid;
+    rec->reserved = 0;
+    rec->ticks = now;
+    ring_commit(&t->ring);
+}

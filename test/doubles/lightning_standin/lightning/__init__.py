@@ -1,0 +1,1 @@
+"""Stand-in for the `lightning` package (see ../README.md)."""

@@ -1,0 +1,1 @@
+"""Stand-in for `lightning.pytorch` (see ../../README.md)."""

@@ -1,0 +1,72 @@
+"""The profiler calls an unmodified Lightning `Trainer.fit` makes, with its action names,
+on the default PassThroughProfiler: EPOCHS epochs of BATCHES batches, each fetch, training
+step, backward and optimizer step inside its action. Run with Lightning, or with the
+stand-in (test/doubles/lightning_standin) on PYTHONPATH. Also: an action whose block
+raises (the stop still comes), a start with a name that is not a str (ignored), and a
+second thread's own action. Prints the counts it made, as JSON.
+
+    python3 lightning_loop.py [EPOCHS BATCHES]"""
+import json
+import sys
+import threading
+
+from lightning.pytorch.profilers import PassThroughProfiler
+
+EPOCHS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+BATCHES = int(sys.argv[2]) if len(sys.argv) > 2 else 4
+profiler = PassThroughProfiler()
+made = {}
+
+
+def action(name):
+    made[name] = made.get(name, 0) + 1
+    return profiler.profile(name)
+
+
+def work(n):
+    return sum(i * i for i in range(n))
+
+
+def batches():
+    for b in range(BATCHES):
+        yield work(2000) + b
+
+
+def fit():
+    with action("[Callback]ModelCheckpoint.on_fit_start"):
+        work(500)
+    for _ in range(EPOCHS):
+        with action("run_training_epoch"):
+            it = batches()
+            for _ in range(BATCHES):
+                with action("[_TrainingEpochLoop].train_dataloader_next"):
+                    next(it)
+                with action("run_training_batch"):
+                    with action("[LightningModule]Model.optimizer_step"):
+                        with action("[Strategy]SingleDeviceStrategy.training_step"):
+                            work(5000)
+                        with action("[Strategy]SingleDeviceStrategy.backward"):
+                            work(8000)
+                        with action("[LightningModule]Model.optimizer_zero_grad"):
+                            work(100)
+            try:
+                with action("[Callback]TQDMProgressBar.on_train_epoch_end"):
+                    raise ValueError("a hook that raises")
+            except ValueError:
+                pass
+
+
+profiler.start(42)  # not an action name: ignored
+profiler.stop(42)
+
+
+def worker_main():
+    with action("worker_action"):
+        work(1000)
+
+
+worker = threading.Thread(target=worker_main)
+worker.start()
+worker.join()
+fit()
+print(json.dumps(made, sort_keys=True))
