@@ -3,8 +3,9 @@
 # run (test/workloads/gpu_train.py) and check the GPU side end to end: our kernel count
 # equals CUPTI's own count for the same run (test/gpu/cupti_count.c, injected in a
 # separate run), cuBLAS/cuBLASLt and cuDNN spans are present, every kernel is tied to a
-# launching call, the torch.cuda.nvtx ranges appear as actions; then the overhead
-# benchmark (test/bench/bench_gpu.py). Without a GPU it says so and exits 0.
+# launching call, the torch.cuda.nvtx ranges appear as actions, ops get CUDA time and
+# CUDA memory; a real Lightning fit gives the actions its SimpleProfiler records; then the
+# overhead benchmark (test/bench/bench_gpu.py). Without a GPU it says so and exits 0.
 set -e
 B=${1:?build folder}
 PY=${PYTHON:-python3}

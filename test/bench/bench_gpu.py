@@ -3,7 +3,8 @@ step (MLP of 12 Linear+ReLU, batch 64, width 256, SGD) and a GPU-bound conv step
 timed bare, under profrun (libprof.so preloaded, everything on) and under torch.profiler
 (CPU+CUDA activities), as subprocesses taken in turn; prints the ratios to bare.
 Goals: profrun <= 1.10x on the small-op step (torch.profiler measured 2.30x on an H100),
-<= 1.01x on the conv step.
+<= 1.01x on the conv step; with input shapes and memory on both sides (PROF_SHAPES=1;
+record_shapes and profile_memory) <= 1.15x on the small-op step (torch.profiler 2.77x).
 
     python3 test/bench/bench_gpu.py BUILD_DIR"""
 import os
@@ -34,9 +35,11 @@ for _ in range(20):
     step()
 torch.cuda.synchronize()
 ctx = None
-if mode == "torchprof":
+if mode.startswith("torchprof"):
     from torch.profiler import profile, ProfilerActivity
-    ctx = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+    full = mode == "torchprof_full"
+    ctx = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                  record_shapes=full, profile_memory=full)
     ctx.__enter__()
 t0 = time.perf_counter()
 for _ in range(steps):
@@ -51,9 +54,12 @@ print((t1 - t0) / steps)
 
 def run(build, kind, mode, steps):
     cmd = [sys.executable, "-c", STEP, kind, mode, str(steps)]
-    if mode == "profrun":
+    env = dict(os.environ)
+    if mode.startswith("profrun"):
         cmd = [os.path.join(build, "bin", "profrun"), "--no-report", "-o", "/tmp/bench-gpu-prof", "--"] + cmd
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.split()
+        if mode == "profrun_shapes":
+            env["PROF_SHAPES"] = "1"
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stdout.split()
     return float(out[-1])
 
 
@@ -61,14 +67,19 @@ def main():
     build = sys.argv[1]
     for kind, steps, goal in [("mlp", 300, 1.10), ("conv", 30, 1.01)]:
         times = {"bare": [], "profrun": [], "torchprof": []}
+        if kind == "mlp":  # issue 5: ops + shapes + memory on both sides, goal <= 1.15
+            times.update({"profrun_shapes": [], "torchprof_full": []})
         for _ in range(3):
             for mode in times:
                 times[mode].append(run(build, kind, mode, steps))
         bare = statistics.median(times["bare"])
-        ours = statistics.median(times["profrun"]) / bare
-        theirs = statistics.median(times["torchprof"]) / bare
+        ratio = {m: statistics.median(t) / bare for m, t in times.items()}
         print("bench_gpu: %s step: bare %.3f ms, profrun %.3fx (goal <= %.2f), torch.profiler %.2fx"
-              % (kind, bare * 1e3, ours, goal, theirs))
+              % (kind, bare * 1e3, ratio["profrun"], goal, ratio["torchprof"]))
+        if "profrun_shapes" in ratio:
+            print("bench_gpu: %s step with shapes + memory: profrun %.3fx (goal <= 1.15), "
+                  "torch.profiler (record_shapes, profile_memory) %.2fx"
+                  % (kind, ratio["profrun_shapes"], ratio["torchprof_full"]))
 
 
 if __name__ == "__main__":
