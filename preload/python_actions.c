@@ -34,7 +34,7 @@ void python_action_classify(uint32_t func_id, py_object *code, const char *path)
         return;
     py_object *name = py.GetAttrString(code, "co_name");
     const char *s = name ? py.AsUTF8(name) : NULL;
-    int kind = !s                     ? 0
+    int kind = !s                    ? 0
                : !strcmp(s, "start") ? PROF_ACTION_START
                : !strcmp(s, "stop")  ? PROF_ACTION_STOP
                                      : 0;

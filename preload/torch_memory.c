@@ -216,9 +216,6 @@ struct torch_c10_device {
 };
 typedef void (*torch_report_fn)(void *, int64_t, uint64_t, uint64_t, struct torch_c10_device);
 
-#define TORCH_REPORT_SYM_V2 "_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE"
-#define TORCH_REPORT_SYM_V1 "_ZN3c1027reportMemoryUsageToProfilerEPvlllNS_6DeviceE"
-
 static _Atomic(torch_report_fn) torch_real_report_v2, torch_real_report_v1;
 
 static torch_report_fn torch_report_real(_Atomic(torch_report_fn) *slot, const char *symbol)
@@ -258,26 +255,21 @@ static void torch_report_record(void *ptr, int64_t bytes, uint64_t allocated, ui
     errno = saved;
 }
 
-/* void c10::reportMemoryUsageToProfiler(void*, int64_t, size_t, size_t, c10::Device) */
-PROF_EXPORT void _ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE(
-    void *ptr, int64_t bytes, uint64_t allocated, uint64_t reserved, struct torch_c10_device device)
-{
-    torch_report_record(ptr, bytes, allocated, reserved, device);
-    torch_report_fn real = torch_report_real(&torch_real_report_v2, TORCH_REPORT_SYM_V2);
-    if (real)
-        real(ptr, bytes, allocated, reserved, device);
-}
+/* Both wrappers: record, then call the real function of that name. */
+#define TORCH_REPORT_WRAPPER(symbol_name, slot)                                                    \
+    PROF_EXPORT void symbol_name(void *ptr, int64_t bytes, uint64_t allocated, uint64_t reserved,  \
+                                 struct torch_c10_device device)                                   \
+    {                                                                                              \
+        torch_report_record(ptr, bytes, allocated, reserved, device);                              \
+        torch_report_fn real = torch_report_real(&slot, #symbol_name);                             \
+        if (real)                                                                                  \
+            real(ptr, bytes, allocated, reserved, device);                                         \
+    }
 
-/* torch <= 1.13: void c10::reportMemoryUsageToProfiler(void*, int64_t, int64_t, int64_t,
- * c10::Device) */
-PROF_EXPORT void _ZN3c1027reportMemoryUsageToProfilerEPvlllNS_6DeviceE(
-    void *ptr, int64_t bytes, uint64_t allocated, uint64_t reserved, struct torch_c10_device device)
-{
-    torch_report_record(ptr, bytes, allocated, reserved, device);
-    torch_report_fn real = torch_report_real(&torch_real_report_v1, TORCH_REPORT_SYM_V1);
-    if (real)
-        real(ptr, bytes, allocated, reserved, device);
-}
+/* void c10::reportMemoryUsageToProfiler(void*, int64_t, size_t, size_t, c10::Device) */
+TORCH_REPORT_WRAPPER(_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE, torch_real_report_v2)
+/* torch <= 1.13: the totals were int64_t */
+TORCH_REPORT_WRAPPER(_ZN3c1027reportMemoryUsageToProfilerEPvlllNS_6DeviceE, torch_real_report_v1)
 
 void torch_memory_init(void)
 {

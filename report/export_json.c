@@ -78,8 +78,9 @@ static json_t *export_json_torch_memory(const struct model_process *p,
         return json_null();
     char device[48];
     json_t *o = json_object();
-    json_object_set_new(o, "device", export_json_str(model_torch_device_name(
-                                         m->dev_type, m->dev_index, device, sizeof device)));
+    json_object_set_new(
+        o, "device",
+        export_json_str(model_torch_device_name(m->dev_type, m->dev_index, device, sizeof device)));
     json_object_set_new(o, "peak_bytes", json_integer((json_int_t)m->peak_bytes));
     json_object_set_new(o, "peak_ns", export_json_u64(m->peak_ns));
     json_object_set_new(o, "peak_op", export_json_str(m->peak_op ? m->peak_op : "(no op)"));

@@ -228,8 +228,8 @@ struct model_gpu_busy {
 struct model_nvtx_event {
     uint64_t ticks, id;
     uint32_t tid, name_sid, domain_sid;
-    uint16_t kind;   /* enum prof_nvtx_kind; an ACTION record's START/STOP as START/END */
-    uint8_t action;  /* from an ACTION record (Lightning's profiler), not NVTX */
+    uint16_t kind;  /* enum prof_nvtx_kind; an ACTION record's START/STOP as START/END */
+    uint8_t action; /* from an ACTION record (Lightning's profiler), not NVTX */
 };
 
 /* Where an action comes from. */
@@ -314,11 +314,11 @@ struct model_torch_mem {
     uint32_t tid;
     uint32_t py_node; /* innermost Python node at the call; 0: none */
     int64_t bytes;
-    uint64_t reserved;  /* the allocator's reserved bytes after it (devices); else 0 */
-    int8_t dev_type;    /* c10::DeviceType; MODEL_TORCH_DEVICE_CPU for TORCH_MEM */
-    int8_t dev_index;   /* -1 for CPU */
-    size_t seq; /* order read: ties in time keep it */
-    size_t op;  /* index + 1 in ops of the innermost op holding it (set at the end); 0: none */
+    uint64_t reserved; /* the allocator's reserved bytes after it (devices); else 0 */
+    int8_t dev_type;   /* c10::DeviceType; MODEL_TORCH_DEVICE_CPU for TORCH_MEM */
+    int8_t dev_index;  /* -1 for CPU */
+    size_t seq;        /* order read: ties in time keep it */
+    size_t op; /* index + 1 in ops of the innermost op holding it (set at the end); 0: none */
 };
 
 /* One change of the live CPU tensor bytes: ns since the process start. */
@@ -330,14 +330,14 @@ struct model_torch_mem_point {
 /* The tensor memory of one device of one process over time, from its memory records in
  * time order over the threads (set by model_torch_finish when it has any). */
 struct model_torch_memory {
-    int any;             /* allocations or frees of known blocks were read */
-    int8_t dev_type;     /* c10::DeviceType: MODEL_TORCH_DEVICE_CPU, 1 CUDA, ... */
-    int8_t dev_index;    /* -1 for CPU */
+    int any;                /* allocations or frees of known blocks were read */
+    int8_t dev_type;        /* c10::DeviceType: MODEL_TORCH_DEVICE_CPU, 1 CUDA, ... */
+    int8_t dev_index;       /* -1 for CPU */
     uint64_t reserved_peak; /* devices: the most bytes the allocator held (cached) at once */
-    int64_t peak_bytes;  /* the most live bytes at once (the first time reached) */
-    uint64_t peak_ns;    /* since the process start */
-    const char *peak_op; /* innermost op of the allocation that reached it (into the
-                          * strings); NULL: none */
+    int64_t peak_bytes;     /* the most live bytes at once (the first time reached) */
+    uint64_t peak_ns;       /* since the process start */
+    const char *peak_op;    /* innermost op of the allocation that reached it (into the
+                             * strings); NULL: none */
     uint32_t peak_op_sid;
     uint32_t peak_py_node; /* of that allocation; 0: none */
     uint64_t allocated, freed;
@@ -365,8 +365,8 @@ struct model_torch {
     uint64_t records;             /* TORCH_OP records read */
     struct model_torch_mem *mems; /* freed by model_torch_finish */
     size_t nmems, cap_mems;
-    uint64_t mem_records;     /* TORCH_MEM records read */
-    uint64_t dev_mem_records; /* TORCH_DEV_MEM records read, CPU reports included */
+    uint64_t mem_records;               /* TORCH_MEM records read */
+    uint64_t dev_mem_records;           /* TORCH_DEV_MEM records read, CPU reports included */
     struct model_torch_memory memory;   /* CPU */
     struct model_torch_memory *devices; /* one per device with memory records */
     size_t ndevices;
@@ -530,8 +530,7 @@ void model_torch_on_record(struct model_process *p, const struct trace_record *r
 /* TORCH_MEM and TORCH_DEV_MEM records: kept until the end, then given to the ops holding
  * them in time. */
 void model_torch_on_mem(struct model_process *p, const struct trace_record *rec, uint32_t tid);
-void model_torch_on_dev_mem(struct model_process *p, const struct trace_record *rec,
-                            uint32_t tid);
+void model_torch_on_dev_mem(struct model_process *p, const struct trace_record *rec, uint32_t tid);
 void model_torch_finish(struct model_process *p);
 void model_torch_free(struct model_torch *t);
 /* The Python function at a memory peak of p (m: &p->torch.memory or one of its devices):

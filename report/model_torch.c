@@ -79,9 +79,9 @@ void model_torch_on_dev_mem(struct model_process *p, const struct trace_record *
 
 const char *model_torch_device_name(int dev_type, int dev_index, char *buf, size_t len)
 {
-    static const char *const names[] = {[0] = "CPU",  [1] = "CUDA", [6] = "HIP",  [9] = "XLA",
-                                        [12] = "XPU", [13] = "MPS", [15] = "HPU", [19] = "MTIA",
-                                        [20] = "PrivateUse1"};
+    static const char *const names[] = {
+        [0] = "CPU",  [1] = "CUDA", [6] = "HIP",   [9] = "XLA",         [12] = "XPU",
+        [13] = "MPS", [15] = "HPU", [19] = "MTIA", [20] = "PrivateUse1"};
     const char *name =
         dev_type >= 0 && (size_t)dev_type < sizeof names / sizeof *names ? names[dev_type] : NULL;
     if (dev_type == MODEL_TORCH_DEVICE_CPU)

@@ -288,8 +288,7 @@ static const char *tables_actions_name(const struct summary_gpu *g, size_t i, ch
     return r->name;
 }
 
-static void tables_actions_table(FILE *out, const struct summary *s, size_t limit,
-                                 const char *more)
+static void tables_actions_table(FILE *out, const struct summary *s, size_t limit, const char *more)
 {
     const struct summary_gpu *g = &s->gpu;
     char mean[32], calls[24], total[32], pct[16], gpu[32], name[512];

@@ -85,8 +85,8 @@ static void tables_torch_table(FILE *out, const struct summary *s, size_t limit,
         tables_torch_memory(r->self_dev_mem, self_cuda_mem, sizeof self_cuda_mem);
         snprintf(calls, sizeof calls, "%" PRIu64, r->calls);
         text_table_row(&tt, r->name, self_pct, self_cpu, total_pct, total, avg, self_cuda,
-                       self_cuda_pct, cuda_total, cuda_avg, cpu_mem, self_cpu_mem, cuda_mem, self_cuda_mem, calls,
-                       r->shapes && *r->shapes ? r->shapes : "[]");
+                       self_cuda_pct, cuda_total, cuda_avg, cpu_mem, self_cpu_mem, cuda_mem,
+                       self_cuda_mem, calls, r->shapes && *r->shapes ? r->shapes : "[]");
     }
     text_table_end(out, &tt);
     if (limit && t->nrows > limit)

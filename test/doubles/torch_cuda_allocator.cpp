@@ -42,10 +42,9 @@ struct CountingReporter : public c10::MemoryReportingInfoBase {
 
 void report(uintptr_t ptr, int64_t kib, int64_t allocated_kib, int64_t reserved_kib, int index)
 {
-    c10::reportMemoryUsageToProfiler(reinterpret_cast<void *>(ptr), kib * 1024,
-                                     static_cast<total_t>(allocated_kib * 1024),
-                                     static_cast<total_t>(reserved_kib * 1024),
-                                     c10::Device(c10::DeviceType::CUDA, index));
+    c10::reportMemoryUsageToProfiler(
+        reinterpret_cast<void *>(ptr), kib * 1024, static_cast<total_t>(allocated_kib * 1024),
+        static_cast<total_t>(reserved_kib * 1024), c10::Device(c10::DeviceType::CUDA, index));
 }
 
 } // namespace

@@ -17,20 +17,12 @@ import subprocess
 import pytest
 
 from conftest import ROOT, profile, report, report_json
-from test_python_counts import INTERPRETERS, PY_IDS
+from test_python_counts import python  # noqa: F401 (the interpreters fixture)
 
 WORKLOADS = os.path.join(ROOT, "test", "workloads")
 LOOP = os.path.join(WORKLOADS, "lightning_loop.py")
 FIT = os.path.join(WORKLOADS, "lightning_fit.py")
 STANDIN = {"PYTHONPATH": os.path.join(ROOT, "test", "doubles", "lightning_standin")}
-
-
-@pytest.fixture(params=INTERPRETERS, ids=PY_IDS)
-def python(request):
-    _, path = request.param
-    if not os.access(path, os.X_OK):
-        pytest.skip("interpreter %s is not installed" % path)
-    return path
 
 
 def lightning_actions(out):
