@@ -5,7 +5,8 @@ its profiler's start(name)/stop(name) become actions (source "lightning").
   Lightning cannot be installed on CI machines), test/workloads/lightning_loop.py makes a
   Trainer.fit's calls with Lightning's names, on every interpreter: the action counts
   equal the calls made, nesting holds, a raising block still stops, a name that is not a
-  str is ignored, a second thread's action counts.
+  str is ignored, a second thread's action counts; under the stand-in SimpleProfiler our
+  total per action agrees with the one it measures itself.
 - With real Lightning, where importable (the GPU machine; make gpu-check): a small fit
   under profrun with the default profiler gives the actions Lightning's SimpleProfiler
   records for the same fit, name by name, with the same counts.
@@ -47,6 +48,19 @@ def test_standin_loop_actions(python, tmp_path):
     # Lightning's names replace the built-in loop actions; nothing left unpaired
     assert not [a for a in rep["actions"] if a["source"] == "builtin"]
     assert not [w for w in rep.get("warnings", []) if "range(s) never ended" in w]
+
+
+def test_standin_simple_profiler_times_agree(tmp_path):
+    """Under the stand-in SimpleProfiler (start/stop that time themselves), our total per
+    action agrees with its own: both time the same start-to-stop interval."""
+    out = tmp_path / "p"
+    proc = profile(["/usr/bin/python3", LOOP, "3", "4", "simple"], out, env=STANDIN)
+    theirs = json.loads(proc.stdout).pop("simple_total_s")
+    got, _ = lightning_actions(out)
+    assert set(got) == set(theirs)
+    for name, seconds in theirs.items():
+        ours = got[name]["total_s"]
+        assert abs(ours - seconds) <= 0.2 * seconds + 200e-6, (name, ours, seconds)
 
 
 def test_standin_default_report_and_table(tmp_path):

@@ -3,18 +3,21 @@ on the default PassThroughProfiler: EPOCHS epochs of BATCHES batches, each fetch
 step, backward and optimizer step inside its action. Run with Lightning, or with the
 stand-in (test/doubles/lightning_standin) on PYTHONPATH. Also: an action whose block
 raises (the stop still comes), a start with a name that is not a str (ignored), and a
-second thread's own action. Prints the counts it made, as JSON.
+second thread's own action. Prints the counts it made, as JSON; with `simple`, Lightning's
+SimpleProfiler records the same actions and the JSON also holds its total seconds per
+action ("simple_total_s").
 
-    python3 lightning_loop.py [EPOCHS BATCHES]"""
+    python3 lightning_loop.py [EPOCHS BATCHES [simple]]"""
 import json
 import sys
 import threading
 
-from lightning.pytorch.profilers import PassThroughProfiler
+from lightning.pytorch.profilers import PassThroughProfiler, SimpleProfiler
 
 EPOCHS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 BATCHES = int(sys.argv[2]) if len(sys.argv) > 2 else 4
-profiler = PassThroughProfiler()
+SIMPLE = len(sys.argv) > 3 and sys.argv[3] == "simple"
+profiler = SimpleProfiler() if SIMPLE else PassThroughProfiler()
 made = {}
 
 
@@ -56,8 +59,9 @@ def fit():
                 pass
 
 
-profiler.start(42)  # not an action name: ignored
-profiler.stop(42)
+if not SIMPLE:
+    profiler.start(42)  # not an action name: ignored
+    profiler.stop(42)
 
 
 def worker_main():
@@ -69,4 +73,6 @@ worker = threading.Thread(target=worker_main)
 worker.start()
 worker.join()
 fit()
+if SIMPLE:
+    made["simple_total_s"] = {k: sum(v) for k, v in profiler.recorded_durations.items()}
 print(json.dumps(made, sort_keys=True))
