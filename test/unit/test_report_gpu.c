@@ -10,15 +10,13 @@
 #include "model.h"
 #include "pystats.h"
 #include "summary.h"
+#include "report_test.h"
 
 static char path[64];
 
 static void setup(void)
 {
-    strcpy(path, "/tmp/test_report_gpu_XXXXXX");
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    close(fd);
+    report_test_temp(path, "report_gpu");
 }
 
 static void teardown(void)
@@ -27,14 +25,6 @@ static void teardown(void)
 }
 
 TestSuite(report_gpu, .init = setup, .fini = teardown);
-
-static struct model_process *load(const char *file)
-{
-    char err[256];
-    struct model_process *p = model_load_file(file, err, sizeof err);
-    cr_assert_not_null(p, "%s", err);
-    return p;
-}
 
 static void build(struct summary *s, struct model_process *p)
 {
@@ -73,7 +63,7 @@ Test(report_gpu, every_kernel_counted_and_named)
 {
     cr_assert_eq(gpu_trace_main(path), 0);
     struct summary s;
-    build(&s, load(path));
+    build(&s, report_test_load(path));
     cr_assert_eq(s.gpu.kernel_calls, 6);
     cr_assert_eq(s.gpu.kernel_ns, 11600);
     cr_assert_eq(s.gpu.nkernels, 4);
@@ -102,7 +92,7 @@ Test(report_gpu, kernels_attributed_to_python_functions)
 {
     cr_assert_eq(gpu_trace_main(path), 0);
     struct summary s;
-    build(&s, load(path));
+    build(&s, report_test_load(path));
     const struct summary_gpu_kernel_row *scale = kernel_named(&s, "void scale<float>(float*, int)");
     cr_assert_eq(scale->nsites, 1);
     cr_assert_str_eq(scale->sites[0].qualname, "Trainer.train_step");
@@ -136,7 +126,7 @@ Test(report_gpu, library_span_owns_the_launches_inside)
 {
     cr_assert_eq(gpu_trace_main(path), 0);
     struct summary s;
-    build(&s, load(path));
+    build(&s, report_test_load(path));
     cr_assert_eq(s.gpu.nlibrary, 1);
     cr_assert_str_eq(s.gpu.library[0].name, "cublasSgemm_v2");
     cr_assert_eq(s.gpu.library[0].calls, 1);
@@ -156,7 +146,7 @@ Test(report_gpu, library_span_owns_the_launches_inside)
 Test(report_gpu, utilization_is_the_union_of_intervals)
 {
     cr_assert_eq(gpu_trace_main(path), 0);
-    struct model_process *p = load(path);
+    struct model_process *p = report_test_load(path);
     cr_assert_eq(p->wall_ns, 100000);
     cr_assert_eq(p->gpu.nbusy, 4);
     cr_assert_eq(busy_of(p, -1), 11300); /* streams 13 and 14 overlap 26000-28000 */
@@ -173,7 +163,7 @@ Test(report_gpu, copies_and_sets_by_kind)
 {
     cr_assert_eq(gpu_trace_main(path), 0);
     struct summary s;
-    build(&s, load(path));
+    build(&s, report_test_load(path));
     cr_assert_eq(s.gpu.ncopies, 2);
     const struct summary_gpu_copy_row *htod = &s.gpu.copies[0], *dtoh = &s.gpu.copies[1];
     cr_assert_str_eq(model_gpu_copy_kind_name(htod->copy_kind), "HtoD");
@@ -218,7 +208,7 @@ Test(report_gpu, innermost_library_span_wins)
                                0);
     trace_build_end(&b, 20000, 0, 0);
     cr_assert_eq(trace_build_close(&b), 0);
-    struct model_process *p = load(path);
+    struct model_process *p = report_test_load(path);
     cr_assert(p->apis[1]->library && p->apis[2]->library);
     cr_assert_eq(p->apis[2]->gpu_kernels, 1);
     cr_assert_eq(p->apis[2]->gpu_ns, 10);
@@ -246,7 +236,7 @@ Test(report_gpu, nvtx_ranges_become_actions)
 {
     cr_assert_eq(gpu_trace_nvtx(path), 0);
     struct summary s;
-    build(&s, load(path));
+    build(&s, report_test_load(path));
     const uint64_t U = NVTX_U;
     cr_assert_eq(s.gpu.action_wall_ns, 1000 * U);
     cr_assert_eq(s.gpu.action_gpu_ns, 35 * U);
@@ -285,7 +275,7 @@ Test(report_gpu, no_gpu_records_no_gpu_tables)
     trace_build_end(&b, 1, 0, 0);
     cr_assert_eq(trace_build_close(&b), 0);
     struct summary s;
-    build(&s, load(path));
+    build(&s, report_test_load(path));
     cr_assert_not(s.gpu.any);
     cr_assert_eq(s.gpu.nkernels + s.gpu.ncopies + s.gpu.nactions + s.gpu.ncupti, 0);
     cr_assert_eq(s.procs[0]->nthreads, 0);

@@ -7,15 +7,13 @@
 #include "../fixtures/traces/trace_build.h"
 #include "model.h"
 #include "summary.h"
+#include "report_test.h"
 
 static char path[64];
 
 static void setup(void)
 {
-    strcpy(path, "/tmp/test_report_model_XXXXXX");
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    close(fd);
+    report_test_temp(path, "report_model");
 }
 
 static void teardown(void)
@@ -27,10 +25,7 @@ TestSuite(report_model, .init = setup, .fini = teardown);
 
 static struct model_process *load(void)
 {
-    char err[256];
-    struct model_process *p = model_load_file(path, err, sizeof err);
-    cr_assert_not_null(p, "%s", err);
-    return p;
+    return report_test_load(path);
 }
 
 static struct trace_build open_trace(unsigned features)

@@ -10,17 +10,14 @@
 #include "model.h"
 #include "pystats.h"
 #include "summary.h"
+#include "report_test.h"
 
 static char path[64], path2[64];
 
 static void setup(void)
 {
-    strcpy(path, "/tmp/test_report_python_XXXXXX");
-    strcpy(path2, "/tmp/test_report_python_XXXXXX");
-    int fd = mkstemp(path), fd2 = mkstemp(path2);
-    cr_assert(fd >= 0 && fd2 >= 0);
-    close(fd);
-    close(fd2);
+    report_test_temp(path, "report_python");
+    report_test_temp(path2, "report_python");
 }
 
 static void teardown(void)
@@ -30,14 +27,6 @@ static void teardown(void)
 }
 
 TestSuite(report_python, .init = setup, .fini = teardown);
-
-static struct model_process *load(const char *file)
-{
-    char err[256];
-    struct model_process *p = model_load_file(file, err, sizeof err);
-    cr_assert_not_null(p, "%s", err);
-    return p;
-}
 
 static const struct pystats_func *func_named(const struct pystats *s, const char *name)
 {
@@ -66,7 +55,7 @@ static void stats_of(struct pystats *s, const struct model_process *p, int64_t t
 Test(report_python, recursion_splits_calls_and_counts_cumtime_once)
 {
     cr_assert_eq(py_trace_main(path), 0);
-    struct model_process *p = load(path);
+    struct model_process *p = report_test_load(path);
     struct pystats s;
     stats_of(&s, p, -1);
     cr_assert_eq(s.nfuncs, 4);
@@ -94,7 +83,7 @@ Test(report_python, recursion_splits_calls_and_counts_cumtime_once)
 Test(report_python, callers_follow_lsprof_pairs)
 {
     cr_assert_eq(py_trace_main(path), 0);
-    struct model_process *p = load(path);
+    struct model_process *p = report_test_load(path);
     struct pystats s;
     stats_of(&s, p, -1);
     const struct pystats_func *fib = func_named(&s, "fib");
@@ -122,7 +111,7 @@ Test(report_python, callers_follow_lsprof_pairs)
 Test(report_python, api_time_is_cumulative_below_a_function)
 {
     cr_assert_eq(py_trace_main(path), 0);
-    struct model_process *p = load(path);
+    struct model_process *p = report_test_load(path);
     struct pystats s;
     stats_of(&s, p, -1);
     const struct pystats_func *main_f = func_named(&s, "main");
@@ -141,7 +130,7 @@ Test(report_python, api_time_is_cumulative_below_a_function)
 Test(report_python, last_stats_win_and_late_func_names_resolve)
 {
     cr_assert_eq(py_trace_main(path), 0);
-    struct model_process *p = load(path);
+    struct model_process *p = report_test_load(path);
     struct pystats s;
     stats_of(&s, p, -1);
     const struct pystats_func *main_f = func_named(&s, "main");
@@ -170,7 +159,7 @@ Test(report_python, last_stats_win_and_late_func_names_resolve)
 Test(report_python, one_thread)
 {
     cr_assert_eq(py_trace_main(path), 0);
-    struct model_process *p = load(path);
+    struct model_process *p = report_test_load(path);
     struct pystats s;
     stats_of(&s, p, 6001);
     cr_assert_eq(s.nfuncs, 2); /* functions of other threads make no rows */
@@ -197,8 +186,8 @@ Test(report_python, processes_merge_by_key_not_by_id)
     cr_assert_eq(py_trace_main(path), 0);
     cr_assert_eq(py_trace_other(path2), 0);
     struct model_process **procs = malloc(2 * sizeof *procs);
-    procs[0] = load(path);
-    procs[1] = load(path2);
+    procs[0] = report_test_load(path);
+    procs[1] = report_test_load(path2);
     struct summary sum;
     summary_build(&sum, procs, 2);
     const struct pystats_func *fib = func_named(&sum.py, "fib");
@@ -244,7 +233,7 @@ Test(report_python, mutual_recursion)
     trace_build_py_stats(&b, 3, 1, 70, 30, 0, 0);
     trace_build_py_stats(&b, 4, 1, 40, 40, 0, 0);
     trace_build_close(&b);
-    struct model_process *p = load(path);
+    struct model_process *p = report_test_load(path);
     struct pystats s;
     stats_of(&s, p, -1);
     const struct pystats_func *fa = func_named(&s, "a"), *fb = func_named(&s, "b");
@@ -283,7 +272,7 @@ Test(report_python, deep_recursion)
         trace_build_py_stats(&b, i, 1, depth - i + 1, 1, 0, 0);
     }
     trace_build_close(&b);
-    struct model_process *p = load(path);
+    struct model_process *p = report_test_load(path);
     struct pystats s;
     stats_of(&s, p, -1);
     cr_assert_eq(s.nfuncs, 1);
@@ -300,7 +289,7 @@ Test(report_python, deep_recursion)
 Test(report_python, gaps_and_unknown_functions)
 {
     cr_assert_eq(py_trace_gap(path), 0);
-    struct model_process *p = load(path);
+    struct model_process *p = report_test_load(path);
     cr_assert_eq(p->py.ngaps, 2);
     cr_assert_eq(p->py.gaps[0].tid, 6200);
     cr_assert_eq(p->py.gaps[0].reason, PROF_PY_GAP_OTHER_PROFILER);
@@ -318,7 +307,7 @@ Test(report_python, gaps_and_unknown_functions)
     trace_build_py_stats(&b, 1, 3, 30, 30, 0, 0);
     trace_build_py_stats(&b, 9, 1, 1, 1, 0, 0); /* stats of a node never defined */
     trace_build_close(&b);
-    p = load(path);
+    p = report_test_load(path);
     struct pystats s;
     stats_of(&s, p, -1);
     cr_assert_eq(s.nfuncs, 1);

@@ -6,15 +6,13 @@
 
 #include "../fixtures/traces/trace_build.h"
 #include "trace_read.h"
+#include "report_test.h"
 
 static char path[64];
 
 static void setup(void)
 {
-    strcpy(path, "/tmp/test_report_reader_XXXXXX");
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    close(fd);
+    report_test_temp(path, "report_reader");
 }
 
 static void teardown(void)

@@ -11,6 +11,7 @@
 #include "model.h"
 #include "summary.h"
 #include "tables.h"
+#include "report_test.h"
 
 #define U TORCH_U
 
@@ -18,10 +19,7 @@ static char path[64];
 
 static void setup(void)
 {
-    strcpy(path, "/tmp/test_report_torch_XXXXXX");
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    close(fd);
+    report_test_temp(path, "report_torch");
 }
 
 static void teardown(void)
@@ -31,20 +29,12 @@ static void teardown(void)
 
 TestSuite(report_torch, .init = setup, .fini = teardown);
 
-static struct model_process *load(const char *file)
-{
-    char err[256];
-    struct model_process *p = model_load_file(file, err, sizeof err);
-    cr_assert_not_null(p, "%s", err);
-    return p;
-}
-
 static void build_n(struct summary *s, size_t n)
 {
     struct model_process **procs = malloc(n * sizeof *procs);
     cr_assert_not_null(procs);
     for (size_t i = 0; i < n; i++)
-        procs[i] = load(path);
+        procs[i] = report_test_load(path);
     summary_build(s, procs, n);
 }
 
@@ -290,7 +280,7 @@ Test(report_torch, nesting_does_not_depend_on_record_order)
     trace_build_torch_op(&b, 2, 1500, 1600, -1, 0, 0, 1, 0);
     trace_build_torch_op(&b, 3, 1900, 2500, -1, 0, 0, 1, 0); /* starts inside, ends after */
     cr_assert_eq(trace_build_close(&b), 0);
-    struct model_process *p = load(path);
+    struct model_process *p = report_test_load(path);
     const struct model_torch *t = &p->torch;
     cr_assert_eq(t->nrows, 3);
     for (size_t i = 0; i < t->nrows; i++) {
@@ -313,7 +303,7 @@ Test(report_torch, nesting_does_not_depend_on_record_order)
 Test(report_torch, memory_peak_over_threads)
 {
     cr_assert_eq(torch_trace_mem(path), 0);
-    struct model_process *p = load(path);
+    struct model_process *p = report_test_load(path);
     const struct model_torch_memory *m = &p->torch.memory;
     cr_assert(m->any);
     cr_assert_eq(m->peak_bytes, 10644);
@@ -342,7 +332,7 @@ Test(report_torch, memory_peak_over_threads)
 Test(report_torch, device_memory_per_device_and_op)
 {
     cr_assert_eq(torch_trace_mem(path), 0);
-    struct model_process *p = load(path);
+    struct model_process *p = report_test_load(path);
     const struct model_torch *t = &p->torch;
     cr_assert_eq(t->dev_mem_records, 5);
     cr_assert_eq(t->memory.allocated, 11744); /* the CPU report added nothing */
