@@ -1,6 +1,6 @@
 PRELOAD_SRCS := preload/init.c preload/lifecycle.c preload/resolve.c preload/settings.c \
 	preload/python_attach.c preload/python_names.c preload/python_tree.c \
-	preload/python_actions.c preload/torch.c \
+	preload/python_actions.c preload/python_threads.c preload/torch.c \
 	preload/torch_memory.c
 ifeq ($(HAVE_CUDA),1)
 PRELOAD_SRCS += preload/cudart.c preload/cupti_sub.c preload/cublas.c preload/cudnn.c preload/nvtx.c

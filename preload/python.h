@@ -40,6 +40,9 @@ enum py_trace_what { /* PyTrace_* */
                      PY_TRACE_C_RETURN = 6
 };
 
+/* Py_tracefunc */
+typedef int (*py_thread_profile_fn)(py_object *obj, py_object *frame, int what, py_object *arg);
+
 /* The C-API functions and objects we use, found with dlsym when the process turns out
  * to be Python. Optional ones (newer versions only) may be NULL. */
 struct py_api {
@@ -47,9 +50,9 @@ struct py_api {
     int (*AddAuditHook)(int (*)(const char *, py_object *, void *), void *);
     int (*IsInitialized)(void);
     const char *(*GetVersion)(void);
-    void (*SetProfile)(int (*)(py_object *, py_object *, int, py_object *), py_object *);
-    void (*SetProfileAllThreads)(int (*)(py_object *, py_object *, int, py_object *),
-                                 py_object *);  /* 3.12+ */
+    void (*SetProfile)(py_thread_profile_fn, py_object *);
+    void (*SetProfileAllThreads)(py_thread_profile_fn, py_object *); /* 3.12+ */
+    void *(*GILStateGetThisThreadState)(void);
     py_object *(*FrameGetCode)(py_object *);    /* 3.9+ */
     py_object *(*FrameGetGlobals)(py_object *); /* 3.11+ */
     py_object *(*GetAttrString)(py_object *, const char *);
@@ -86,10 +89,13 @@ extern struct py_api py;
 
 /* python_attach.c */
 void python_init(int argc, char **argv);
-/* Code from threading.py ran: make new threading.Thread objects profile themselves. */
-void python_threading_seen(void);
 /* Whether this thread is installing our profile function (its audit event is ours). */
 extern __thread int python_installing;
+
+/* python_threads.c: at attach, in the main thread, before fn is in place there: every
+ * thread state made from now on gets fn as its profile function. 0, or -1 (said on
+ * stderr) where only the main thread can be profiled. */
+int python_threads_attach(py_thread_profile_fn fn);
 
 static inline uint64_t python_hash_ptr(const void *p, const void *q)
 {

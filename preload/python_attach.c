@@ -2,7 +2,7 @@
  * interpreter starts (PySys_AddAuditHook works then, on 3.8-3.13, with libpython shared
  * or linked into the executable) installs our profile function on the first
  * cpython.run_file/run_module/run_command/run_stdin event. Later events of the same hook
- * follow threads (_thread.start_new_thread) and other profilers (sys.setprofile). */
+ * follow other profilers (sys.setprofile); python_threads.c follows new threads. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -15,7 +15,6 @@
 #include "clock.h"
 #include "collector.h"
 #include "python.h"
-#include "resolve.h"
 #include "settings.h"
 
 #define PROF_EXPORT __attribute__((visibility("default")))
@@ -25,7 +24,6 @@ __thread int python_installing PROF_TLS;
 
 static int py_attached;
 static int py_monitoring; /* sys.monitoring, not setprofile */
-static int py_threading_hooked;
 static uint32_t py_main_tid;
 static int py_reinstall_pending;
 
@@ -41,60 +39,6 @@ static void py_install_here(void)
     python_installing = 1;
     py.SetProfile(py_profile_cb, NULL);
     python_installing = 0;
-}
-
-/* threading.setprofile(trampoline): a new threading.Thread calls it once, with its first
- * event; it puts the C profile function in place for that thread and passes the event
- * on. */
-static py_object *py_trampoline(py_object *self, py_object *args)
-{
-    (void)self;
-    py_install_here();
-    py_object *frame = py.TupleGetItem(args, 0), *event = py.TupleGetItem(args, 1);
-    py_object *arg = py.TupleGetItem(args, 2);
-    const char *e = event ? py.AsUTF8(event) : NULL;
-    if (e) {
-        static const char *const names[] = {"call",   "exception",   "line",    "return",
-                                            "c_call", "c_exception", "c_return"};
-        for (int what = 0; what < 7; what++)
-            if (strcmp(e, names[what]) == 0)
-                python_profile(NULL, frame, what, arg == py.NoneStruct ? NULL : arg);
-    } else {
-        py.ErrClear();
-    }
-    py.IncRef(py.NoneStruct);
-    return py.NoneStruct;
-}
-
-static struct py_method_def py_trampoline_def = {"profrun_thread_start", (void *)py_trampoline,
-                                                 1 /* METH_VARARGS */, NULL};
-
-/* Once threading is imported, new threading.Thread objects install our function. */
-static void py_hook_threading(void)
-{
-    py_object *modules = py.ImportGetModuleDict();
-    py_object *threading = modules ? py.DictGetItemString(modules, "threading") : NULL;
-    if (!threading)
-        return;
-    py_object *tramp = py.CFunctionNewEx(&py_trampoline_def, NULL, NULL);
-    if (!tramp) {
-        py.ErrClear();
-        return;
-    }
-    py_object *r = py.ObjectCallMethod(threading, "setprofile", "O", tramp);
-    py.DecRef(tramp);
-    if (r) {
-        py.DecRef(r);
-        py_threading_hooked = 1;
-    } else {
-        py.ErrClear(); /* threading is still being imported: try at its next function */
-    }
-}
-
-void python_threading_seen(void)
-{
-    if (!py_threading_hooked && !py_monitoring)
-        py_hook_threading();
 }
 
 /* Runs in the main thread once the program's sys.setprofile call has returned. */
@@ -235,7 +179,8 @@ static void py_attach(void)
     if (py_monitoring)
         return; /* interpreter-wide: every thread, with nothing more to do */
     /* Before our function is in place: these calls are ours, not the program's. */
-    py_hook_threading();
+    collector_add_meta("python.threads",
+                       python_threads_attach(py_profile_cb) == 0 ? "all" : "main");
     if (py.minor < 11)
         py_register_qualnames();
     if (py.SetProfileAllThreads) {
@@ -259,10 +204,7 @@ static int py_audit_hook(const char *event, py_object *args, void *data)
             py_attach();
         return 0;
     }
-    if (strcmp(event, "_thread.start_new_thread") == 0) {
-        if (!py_threading_hooked && !py_monitoring)
-            py_hook_threading();
-    } else if (strcmp(event, "sys.setprofile") == 0 && !python_installing && !py_monitoring) {
+    if (strcmp(event, "sys.setprofile") == 0 && !python_installing && !py_monitoring) {
         /* The program (cProfile, a debugger) puts its own function, or none, in place of
          * ours for this thread: a gap until ours is back. In the main thread, look once
          * the call is done: if no function is left, ours goes back. */
@@ -273,26 +215,6 @@ static int py_audit_hook(const char *event, py_object *args, void *data)
         }
     }
     return 0;
-}
-
-/* Threads made in C that take the GIL (not threading.Thread): where the call reaches us
- * (libpython shared), install our function the first time such a thread gets the GIL. */
-typedef int (*py_gilstate_ensure_fn)(void);
-PROF_EXPORT int PyGILState_Ensure(void)
-{
-    static py_gilstate_ensure_fn real;
-    if (!real)
-        real = (py_gilstate_ensure_fn)resolve_symbol("PyGILState_Ensure", "libpython");
-    if (!real) {
-        /* Unreachable where a caller links Python; nothing sane is left to do. */
-        fprintf(stderr, "profrun: PyGILState_Ensure called but no libpython is loaded\n");
-        abort();
-    }
-    int state = real();
-    if (py_attached && !py_monitoring && !python_thread_is_profiled() && !python_installing &&
-        py.IsInitialized())
-        py_install_here();
-    return state;
 }
 
 static void *py_sym(const char *name)
@@ -311,6 +233,7 @@ static int py_resolve_api(void)
     PY_REQUIRE(GetVersion, "Py_GetVersion")
     PY_REQUIRE(SetProfile, "PyEval_SetProfile")
     PY_OPTIONAL(SetProfileAllThreads, "PyEval_SetProfileAllThreads")
+    PY_OPTIONAL(GILStateGetThisThreadState, "PyGILState_GetThisThreadState")
     PY_OPTIONAL(FrameGetCode, "PyFrame_GetCode")
     PY_OPTIONAL(FrameGetGlobals, "PyFrame_GetGlobals")
     PY_REQUIRE(GetAttrString, "PyObject_GetAttrString")

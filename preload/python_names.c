@@ -106,11 +106,6 @@ static void py_describe(uint32_t id, const void *key, int kind, py_object *obj)
         py_object *file = py.GetAttrString(code, "co_filename");
         const char *path = py_str(file);
         rec.file_sid = collector_intern(path);
-        size_t plen = strlen(path);
-        /* threading.py's first function running (Thread.__init__ comes before any
-         * start()) is when its thread-start hook can be set. */
-        if (plen >= 12 && strcmp(path + plen - 12, "threading.py") == 0)
-            python_threading_seen();
         python_action_classify(id, code, path);
         if (file)
             py.DecRef(file);

@@ -45,6 +45,12 @@ $(PROCESS_FIXTURES_DIR)/libcuda_calls.so: test/fixtures/python/cuda_calls.c
 		-Wl,--enable-new-dtags -Wl,-rpath,$(CUDA_HOME)/lib64
 PROCESS_FIXTURES += $(PROCESS_FIXTURES_DIR)/libcuda_calls.so
 
+# Python calling back from a thread made in C (no CUDA needed).
+$(PROCESS_FIXTURES_DIR)/libgil_thread.so: test/fixtures/python/gil_thread.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PROCESS_FIXTURE_CFLAGS) -shared -o $@ $< -pthread
+PYTHON_FIXTURES := $(PROCESS_FIXTURES_DIR)/libgil_thread.so
+
 BENCH_DIR := $(BUILD)/test/bench
 $(BENCH_DIR)/bench_collector: $(BUILD)/test/bench/bench_collector.o $(BUILD)/libprofcore.a $(BUILD)/libprofreport.a
 	@mkdir -p $(dir $@)
@@ -60,10 +66,10 @@ $(BENCH_DIR)/bench_launch: test/bench/bench_launch.cu
 		-Xlinker --enable-new-dtags -Xlinker -rpath -Xlinker $(CUDA_HOME)/lib64
 
 ifeq ($(HAVE_CUDA),1)
-TEST_FIXTURES := cuda-fixtures libs-fixtures $(PROCESS_FIXTURES)
+TEST_FIXTURES := cuda-fixtures libs-fixtures $(PROCESS_FIXTURES) $(PYTHON_FIXTURES)
 BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_call_cost $(BENCH_DIR)/bench_launch
 else
-TEST_FIXTURES :=
+TEST_FIXTURES := $(PYTHON_FIXTURES)
 BENCH_BINS := $(BENCH_DIR)/bench_collector
 endif
 

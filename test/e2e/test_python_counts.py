@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from conftest import PROFRUN, ROOT, profile, report, report_json, trace_files
+from conftest import PROFRUN, ROOT, build_path, profile, report, report_json, trace_files
 
 WORKLOADS = os.path.join(ROOT, "test", "workloads")
 WORKLOAD = os.path.join(WORKLOADS, "py_workload.py")
@@ -231,6 +231,47 @@ def test_program_with_its_own_cprofile(tmp_path, python):
     else:
         # Side by side (3.12+: cProfile on its own sys.monitoring tool): nothing missed.
         assert work == 30, "work: %d calls counted, no gap reported" % work
+
+
+# ---- threads made in C ----
+GIL_THREAD = os.path.join(WORKLOADS, "py_gil_thread.py")
+THREAD_HEADER = re.compile(r"^pid (\d+) thread (\d+)")
+
+
+def per_thread_calls(outdir, names):
+    """{(pid, tid): {name: ncalls}} for the functions named, from --per-thread."""
+    out = report(outdir, "--python", "--per-thread", "--limit", "0").stdout
+    table, current = {}, None
+    for line in out.splitlines():
+        header = THREAD_HEADER.match(line)
+        if header:
+            current = table.setdefault((int(header.group(1)), int(header.group(2))), {})
+            continue
+        fields = line.split()
+        if current is not None and fields and fields[0].isdigit():
+            for name in names:
+                if fields[-1].endswith("(%s)" % name):
+                    current[name] = int(fields[0].split("/")[0])
+    return {k: v for k, v in table.items() if v}
+
+
+@pytest.mark.parametrize("forked", [False, True], ids=["plain", "forked"])
+def test_threads_made_in_c_are_profiled(tmp_path, python, forked):
+    # PyGILState_Ensure makes a new thread state four times in a thread threading never
+    # saw; with Debian's static python3 no PyGILState_Ensure of ours can be reached.
+    lib = build_path("test", "fixtures", "libgil_thread.so")
+    cmd = [python, GIL_THREAD, lib] + (["fork"] if forked else [])
+    proc = profile(cmd, tmp_path)
+    assert proc.stdout == bare(cmd).stdout == "done\n"
+    names = ("from_c", "in_c_thread", "in_main_thread")
+    threads = per_thread_calls(tmp_path, names)
+    processes = {pid for pid, _ in threads}
+    assert len(processes) == (2 if forked else 1), threads
+    for pid in processes:
+        main = threads.get((pid, pid))
+        c_threads = [calls for (p, tid), calls in threads.items() if p == pid and tid != pid]
+        assert main == {"in_main_thread": 1}, threads
+        assert c_threads == [{"from_c": 4, "in_c_thread": 12}], threads
 
 
 # ---- processes ----

@@ -1,6 +1,6 @@
 """cProfile's counts for a Python workload: every thread, every forked child, merged.
 
-    python3 cprofile_reference.py [--threads full|trampoline] WORKLOAD OUT.json [ARGS...]
+    python3 cprofile_reference.py WORKLOAD OUT.json [ARGS...]
 
 Runs WORKLOAD as __main__ (sys.argv = [WORKLOAD] + ARGS) under cProfile's profiler
 (`_lsprof`, the engine of cProfile) and writes OUT.json: {key: [ncalls, primitive_calls,
@@ -22,11 +22,9 @@ program calls:
 - a forked child inherits the parent's profiler: its counts are the child's final counts
   minus a snapshot taken just before fork. As cProfile counts a call when it returns,
   os.fork counts once in each process and os._exit (which never returns) nowhere;
-- threads (--threads): "full" (default on 3.12+, where cProfile's sys.monitoring sees
-  every thread from its first frame) profiles each thread from Thread._bootstrap;
-  "trampoline" (default before 3.12) starts a thread's profiler the way
-  threading.setprofile does, on the thread's first event after _bootstrap_inner installs
-  the hook (the call of Thread.run, which cProfile misses and the harness adds back).
+- threads: each thread is profiled from Thread._bootstrap, its first frame (profrun gives
+  every new thread state its profile function before the thread runs; cProfile's
+  sys.monitoring on 3.12+ sees every thread from there too);
 - On 3.12+ one cProfile profiler sees every thread on one shared stack, so a function
   running in one thread while another thread calls it counts as recursive there. A second
   sys.monitoring tool here keeps a stack per thread and gives the primitive counts; its
@@ -50,7 +48,6 @@ _state = {"parent": os.getpid(), "base": None, "pending": None, "emu_base": None
           "emu_pending": None, "done": False}
 _main_prof = None
 _thread_profiles = []  # before 3.12: one profiler per thread
-_thread_fixups = []    # trampoline: the event that started each thread's profiler
 _real_exit = os._exit
 
 
@@ -198,16 +195,6 @@ _emu = PerThreadCounter() if MONITORING else None
 
 
 # ---- threads before 3.12 ----
-def _trampoline_boot(frame, event, arg):
-    prof = _lsprof.Profiler()
-    prof.enable()
-    _thread_profiles.append(prof)
-    if event == "call":
-        _thread_fixups.append(code_key(frame.f_code))
-    elif event == "c_call":
-        _thread_fixups.append(("~", 0, c_label(arg)))
-
-
 def _profiled_thread(function, args, kwargs):
     prof = _lsprof.Profiler()
     _thread_profiles.append(prof)
@@ -218,11 +205,8 @@ def _profiled_thread(function, args, kwargs):
         prof.disable()
 
 
-def _install_thread_profiling(mode):
+def _install_thread_profiling():
     import threading  # loaded already by site_preload's sitecustomize
-    if mode == "trampoline":
-        threading.setprofile(_trampoline_boot)
-        return
     real_start = threading._start_new_thread
 
     def start_new_thread(function, args, kwargs=None):
@@ -327,8 +311,6 @@ def _finish():
     for prof in _thread_profiles:
         for key, v in _stats_table(prof.getstats()).items():
             add(key, *v)
-    for key in _thread_fixups:
-        add(key, 1, 1, 0.0, 0.0)
     add(EXEC_KEY, -1, -1, 0.0, 0.0)
     emu = PerThreadCounter.keyed(emu_final) if emu_final is not None else {}
     emu = {k: list(v) for k, v in emu.items()}
@@ -373,10 +355,6 @@ def _finish():
 
 def main():
     args = sys.argv[1:]
-    mode = "full" if MONITORING else "trampoline"
-    if args and args[0].startswith("--threads"):
-        mode = args[0].split("=", 1)[1] if "=" in args[0] else args.pop(1)
-        args.pop(0)
     if len(args) < 2:
         sys.stderr.write(__doc__)
         _real_exit(2)
@@ -390,9 +368,7 @@ def main():
                     "__doc__": None, "__package__": None, "__spec__": None,
                     "__loader__": None, "__cached__": None}
     if not MONITORING:
-        _install_thread_profiling(mode)
-    elif mode != "full":
-        sys.stderr.write("cprofile_reference: 3.12+ profiles every thread fully\n")
+        _install_thread_profiling()
     os.register_at_fork(before=_before_fork, after_in_child=_after_fork_child)
     os._exit = _exit_wrapper
     atexit.register(_finish)  # first registered, last run: after the program's handlers

@@ -1,0 +1,177 @@
+/* Every thread that runs Python gets our profile function, before 3.12 (from 3.12
+ * sys.monitoring is interpreter-wide): threading.Thread and threads made in C that take
+ * the GIL (PyGILState_Ensure), with libpython shared or linked into the executable.
+ *
+ * CPython 3.8-3.11 binds each new thread state to its thread with
+ * pthread_setspecific(autoTSSkey, tstate), in that thread, before the thread takes the GIL:
+ * in threading's bootstrap and in PyGILState_Ensure alike. libpython calls libc through
+ * its PLT even when it is linked into the executable, so our pthread_setspecific sees
+ * every new thread state, where a PyGILState_Ensure of ours would lose to the
+ * executable's own definition. There we set the state's profile function the way
+ * PyEval_SetProfile does (c_profilefunc, then the use_tracing flag the evaluation loop
+ * reads), writing only fields of a state that no thread runs yet. We cannot call
+ * _PyEval_SetProfile there: it raises its audit event in the GIL holder's thread state,
+ * which builds a tuple without the GIL.
+ *
+ * The offsets are those of the release builds of each version (x86-64), and are checked
+ * on the main thread at attach: PyEval_SetProfile must change exactly the fields we would
+ * write, and autoTSSkey must be the one key that holds the main thread's state. If not,
+ * only the main thread is profiled and stderr says so. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "collector.h"
+#include "python.h"
+
+#define PROF_EXPORT __attribute__((visibility("default")))
+
+/* PyThreadState.interp: after prev and next, on every version. */
+#define PY_TSTATE_INTERP 16
+
+static const struct py_tstate_layout {
+    int minor;
+    unsigned profilefunc; /* PyThreadState.c_profilefunc */
+    unsigned tracing;     /* 3.8-3.9: PyThreadState.use_tracing (int); 3.10+: .cframe */
+    unsigned root_cframe; /* 3.10+: PyThreadState.root_cframe, a new state's cframe */
+    int on;               /* use_tracing with a profile function: int 1; 3.11: uint8 255 */
+} py_layouts[] = {
+    {8, 56, 48, 0, 1}, {9, 56, 48, 0, 1}, {10, 56, 48, 264, 1}, {11, 64, 56, 336, 255}};
+
+static const struct py_tstate_layout *py_layout;
+static py_thread_profile_fn py_thread_fn;
+static void *py_main_interp;
+static pthread_key_t py_tss_key;
+static _Atomic int py_tss_watch; /* set once py_tss_key and the rest are valid */
+/* In a forked child, CPython makes autoTSSkey again and binds the forking thread's state
+ * to the new key: the first key that gets that state is the new autoTSSkey. */
+static const void *py_fork_state;
+static int py_tss_relearn;
+
+/* Where a thread state keeps the use_tracing flag (3.10+: in the C frame it points to). */
+static void *py_tracing_flag(char *ts)
+{
+    return py_layout->root_cframe ? *(char **)(ts + py_layout->tracing) : ts + py_layout->tracing;
+}
+
+static int py_tracing_get(const void *flag)
+{
+    return py_layout->minor >= 11 ? *(const uint8_t *)flag : *(const int *)flag;
+}
+
+static void py_tracing_set(void *flag)
+{
+    if (py_layout->minor >= 11)
+        *(uint8_t *)flag = (uint8_t)py_layout->on;
+    else
+        *(int *)flag = py_layout->on;
+}
+
+/* A thread state was just bound to the calling thread, which does not hold the GIL yet. */
+static void py_thread_state_born(char *ts)
+{
+    if (*(void **)(ts + PY_TSTATE_INTERP) != py_main_interp)
+        return; /* a subinterpreter's */
+    void **profilefunc = (void **)(ts + py_layout->profilefunc);
+    if (*profilefunc)
+        return; /* a state already profiled, by us or by the program */
+    if (py_layout->root_cframe &&
+        *(char **)(ts + py_layout->tracing) != ts + py_layout->root_cframe)
+        return; /* not a state that is new */
+    *profilefunc = (void *)py_thread_fn;
+    py_tracing_set(py_tracing_flag(ts));
+}
+
+static void py_tss_seen(pthread_key_t key, const void *value)
+{
+    if (py_tss_relearn && value == py_fork_state) {
+        py_tss_key = key;
+        py_tss_relearn = 0;
+        return;
+    }
+    if (key == py_tss_key)
+        py_thread_state_born((char *)value);
+}
+
+typedef int (*py_setspecific_fn)(pthread_key_t, const void *);
+
+PROF_EXPORT int pthread_setspecific(pthread_key_t key, const void *value)
+{
+    static _Atomic(py_setspecific_fn) real;
+    py_setspecific_fn fn = atomic_load_explicit(&real, memory_order_relaxed);
+    if (!fn) {
+        fn = (py_setspecific_fn)dlsym(RTLD_NEXT, "pthread_setspecific");
+        atomic_store_explicit(&real, fn, memory_order_relaxed);
+    }
+    int r = fn(key, value);
+    if (__builtin_expect(atomic_load_explicit(&py_tss_watch, memory_order_acquire), 0) && r == 0 &&
+        value)
+        py_tss_seen(key, value);
+    return r;
+}
+
+static void py_threads_atfork_child(void)
+{
+    if (!atomic_load(&py_tss_watch))
+        return;
+    py_fork_state = pthread_getspecific(py_tss_key);
+    py_tss_relearn = py_fork_state != NULL;
+}
+
+/* The one key whose value in this thread is ts, or -1. */
+static long py_find_key(const void *ts)
+{
+    long found = -1;
+    for (long k = 0; k < PTHREAD_KEYS_MAX; k++) {
+        if (pthread_getspecific((pthread_key_t)k) != ts)
+            continue;
+        if (found >= 0)
+            return -1;
+        found = k;
+    }
+    return found;
+}
+
+/* Checks the layout on the main thread's state: PyEval_SetProfile must set and clear
+ * exactly what py_thread_state_born writes. */
+static int py_layout_agrees(char *ts, py_thread_profile_fn fn)
+{
+    void **profilefunc = (void **)(ts + py_layout->profilefunc);
+    if (*profilefunc || (py_layout->root_cframe && !*(char **)(ts + py_layout->tracing)) ||
+        py_tracing_get(py_tracing_flag(ts)) != 0)
+        return 0;
+    python_installing = 1;
+    py.SetProfile(fn, NULL);
+    int set = *profilefunc == (void *)fn && py_tracing_get(py_tracing_flag(ts)) == py_layout->on;
+    py.SetProfile(NULL, NULL);
+    python_installing = 0;
+    return set && !*profilefunc && py_tracing_get(py_tracing_flag(ts)) == 0;
+}
+
+int python_threads_attach(py_thread_profile_fn fn)
+{
+    if (py.SetProfileAllThreads)
+        return 0; /* 3.12+: new threads take the interpreter's profile function */
+    for (size_t i = 0; i < sizeof py_layouts / sizeof py_layouts[0]; i++)
+        if (py_layouts[i].minor == py.minor)
+            py_layout = &py_layouts[i];
+    char *ts =
+        py_layout && py.GILStateGetThisThreadState ? (char *)py.GILStateGetThisThreadState() : NULL;
+    long key = ts && py_layout_agrees(ts, fn) ? py_find_key(ts) : -1;
+    if (key < 0) {
+        collector_note("Python threads other than the main thread are not profiled: new "
+                       "thread states cannot be reached on this interpreter (not laid out "
+                       "as CPython 3.%d's, or a profile function was set before ours)",
+                       py.minor);
+        return -1;
+    }
+    py_thread_fn = fn;
+    py_main_interp = *(void **)(ts + PY_TSTATE_INTERP);
+    py_tss_key = (pthread_key_t)key;
+    pthread_atfork(NULL, NULL, py_threads_atfork_child);
+    atomic_store_explicit(&py_tss_watch, 1, memory_order_release);
+    return 0;
+}
