@@ -67,6 +67,7 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
 {
     (void)envp;
     prof_tls_busy = 1;
+    python_threads_init(); /* interposed libc functions work even when profiling is off */
     settings_load();
     if (strcmp(settings_get(SETTING_PROF_DISABLE), "1") == 0) {
         prof_tls_busy = 0;

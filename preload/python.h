@@ -96,6 +96,8 @@ extern __thread int python_installing;
  * thread state made from now on gets fn as its profile function. 0, or -1 (said on
  * stderr) where only the main thread can be profiled. */
 int python_threads_attach(py_thread_profile_fn fn);
+/* From the library's constructor: the libc functions interposed there are looked up. */
+void python_threads_init(void);
 
 static inline uint64_t python_hash_ptr(const void *p, const void *q)
 {

@@ -19,6 +19,7 @@
  * only the main thread is profiled and stderr says so. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -41,15 +42,25 @@ static const struct py_tstate_layout {
 } py_layouts[] = {
     {8, 56, 48, 0, 1}, {9, 56, 48, 0, 1}, {10, 56, 48, 264, 1}, {11, 64, 56, 336, 255}};
 
+/* PyThreadState.c_tracefunc follows c_profilefunc on every version. */
+#define PY_TSTATE_TRACEFUNC_AFTER_PROFILEFUNC 8
+
 static const struct py_tstate_layout *py_layout;
 static py_thread_profile_fn py_thread_fn;
 static void *py_main_interp;
 static pthread_key_t py_tss_key;
-static _Atomic int py_tss_watch; /* set once py_tss_key and the rest are valid */
-/* In a forked child, CPython makes autoTSSkey again and binds the forking thread's state
- * to the new key: the first key that gets that state is the new autoTSSkey. */
+/* Set once py_tss_key and the rest are valid; cleared when CPython deletes the key at
+ * finalization (the number may then be handed to anyone). */
+static _Atomic int py_tss_watch;
+/* In a forked child, CPython deletes autoTSSkey, makes it again and binds the forking
+ * thread's state to the new key: the first key that gets that state is autoTSSkey. */
 static const void *py_fork_state;
 static int py_tss_relearn;
+
+typedef int (*py_setspecific_fn)(pthread_key_t, const void *);
+typedef int (*py_key_delete_fn)(pthread_key_t);
+static _Atomic(py_setspecific_fn) py_real_setspecific;
+static _Atomic(py_key_delete_fn) py_real_key_delete;
 
 /* Where a thread state keeps the use_tracing flag (3.10+: in the C frame it points to). */
 static void *py_tracing_flag(char *ts)
@@ -70,7 +81,9 @@ static void py_tracing_set(void *flag)
         *(int *)flag = py_layout->on;
 }
 
-/* A thread state was just bound to the calling thread, which does not hold the GIL yet. */
+/* A thread state was just bound to the calling thread, which does not hold the GIL yet.
+ * (A profiler that sets every thread's function from the GIL holder, as yappi does, could
+ * meet this state between our test and our write: its state keeps our function then.) */
 static void py_thread_state_born(char *ts)
 {
     if (*(void **)(ts + PY_TSTATE_INTERP) != py_main_interp)
@@ -96,21 +109,50 @@ static void py_tss_seen(pthread_key_t key, const void *value)
         py_thread_state_born((char *)value);
 }
 
-typedef int (*py_setspecific_fn)(pthread_key_t, const void *);
+/* The real functions, looked up from the library's constructor (python_threads_init) or,
+ * for a call that comes before it, at that call. */
+static void *py_next(_Atomic(void *) *slot, const char *name)
+{
+    void *fn = atomic_load_explicit(slot, memory_order_relaxed);
+    if (!fn) {
+        fn = dlsym(RTLD_NEXT, name);
+        atomic_store_explicit(slot, fn, memory_order_relaxed);
+    }
+    return fn;
+}
+
+void python_threads_init(void)
+{
+    py_next((_Atomic(void *) *)&py_real_setspecific, "pthread_setspecific");
+    py_next((_Atomic(void *) *)&py_real_key_delete, "pthread_key_delete");
+}
 
 PROF_EXPORT int pthread_setspecific(pthread_key_t key, const void *value)
 {
-    static _Atomic(py_setspecific_fn) real;
-    py_setspecific_fn fn = atomic_load_explicit(&real, memory_order_relaxed);
-    if (!fn) {
-        fn = (py_setspecific_fn)dlsym(RTLD_NEXT, "pthread_setspecific");
-        atomic_store_explicit(&real, fn, memory_order_relaxed);
-    }
+    py_setspecific_fn fn =
+        (py_setspecific_fn)py_next((_Atomic(void *) *)&py_real_setspecific, "pthread_setspecific");
+    if (!fn)
+        return EINVAL;
     int r = fn(key, value);
     if (__builtin_expect(atomic_load_explicit(&py_tss_watch, memory_order_acquire), 0) && r == 0 &&
         value)
         py_tss_seen(key, value);
     return r;
+}
+
+PROF_EXPORT int pthread_key_delete(pthread_key_t key)
+{
+    py_key_delete_fn fn =
+        (py_key_delete_fn)py_next((_Atomic(void *) *)&py_real_key_delete, "pthread_key_delete");
+    if (!fn)
+        return EINVAL;
+    if (atomic_load_explicit(&py_tss_watch, memory_order_acquire) && key == py_tss_key) {
+        if (py_tss_relearn)
+            py_tss_key = (pthread_key_t)-1; /* a forked child: the next key is made now */
+        else
+            atomic_store(&py_tss_watch, 0); /* finalization */
+    }
+    return fn(key);
 }
 
 static void py_threads_atfork_child(void)
@@ -121,34 +163,34 @@ static void py_threads_atfork_child(void)
     py_tss_relearn = py_fork_state != NULL;
 }
 
-/* The one key whose value in this thread is ts, or -1. */
+/* The lowest key whose value in this thread is ts, or -1. CPython makes autoTSSkey
+ * first thing when it starts (_PyRuntimeState_Init), and glibc hands out the lowest free
+ * key: a key made later with the same value (pybind11 keeps one) has a higher number. */
 static long py_find_key(const void *ts)
 {
-    long found = -1;
-    for (long k = 0; k < PTHREAD_KEYS_MAX; k++) {
-        if (pthread_getspecific((pthread_key_t)k) != ts)
-            continue;
-        if (found >= 0)
-            return -1;
-        found = k;
-    }
-    return found;
+    for (long k = 0; k < PTHREAD_KEYS_MAX; k++)
+        if (pthread_getspecific((pthread_key_t)k) == ts)
+            return k;
+    return -1;
 }
 
 /* Checks the layout on the main thread's state: PyEval_SetProfile must set and clear
- * exactly what py_thread_state_born writes. */
+ * exactly what py_thread_state_born writes. A trace function (coverage, a debugger) may
+ * already be set: the flag is on then, before and after. */
 static int py_layout_agrees(char *ts, py_thread_profile_fn fn)
 {
     void **profilefunc = (void **)(ts + py_layout->profilefunc);
+    void *tracefunc = profilefunc[PY_TSTATE_TRACEFUNC_AFTER_PROFILEFUNC / sizeof(void *)];
+    int before = tracefunc ? py_layout->on : 0;
     if (*profilefunc || (py_layout->root_cframe && !*(char **)(ts + py_layout->tracing)) ||
-        py_tracing_get(py_tracing_flag(ts)) != 0)
+        py_tracing_get(py_tracing_flag(ts)) != before)
         return 0;
     python_installing = 1;
     py.SetProfile(fn, NULL);
     int set = *profilefunc == (void *)fn && py_tracing_get(py_tracing_flag(ts)) == py_layout->on;
     py.SetProfile(NULL, NULL);
     python_installing = 0;
-    return set && !*profilefunc && py_tracing_get(py_tracing_flag(ts)) == 0;
+    return set && !*profilefunc && py_tracing_get(py_tracing_flag(ts)) == before;
 }
 
 int python_threads_attach(py_thread_profile_fn fn)

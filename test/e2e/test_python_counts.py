@@ -255,18 +255,28 @@ def per_thread_calls(outdir, names):
     return {k: v for k, v in table.items() if v}
 
 
-@pytest.mark.parametrize("forked", [False, True], ids=["plain", "forked"])
-def test_threads_made_in_c_are_profiled(tmp_path, python, forked):
+@pytest.mark.parametrize("mode", ["plain", "fork", "key-at-exit", "settrace"])
+def test_threads_made_in_c_are_profiled(tmp_path, python, mode):
     # PyGILState_Ensure makes a new thread state four times in a thread threading never
     # saw; with Debian's static python3 no PyGILState_Ensure of ours can be reached.
+    # fork: the child makes its thread-state key anew. key-at-exit: after finalization,
+    # the key's number goes to a library that stores (void *)1 in it. settrace: a trace
+    # function (coverage, a debugger) is in place before we attach.
     lib = build_path("test", "fixtures", "libgil_thread.so")
-    cmd = [python, GIL_THREAD, lib] + (["fork"] if forked else [])
-    proc = profile(cmd, tmp_path)
-    assert proc.stdout == bare(cmd).stdout == "done\n"
+    cmd = [python, GIL_THREAD, lib] + ([mode] if mode in ("fork", "key-at-exit") else [])
+    env = None
+    if mode == "settrace":
+        site = tmp_path / "site"
+        site.mkdir()
+        (site / "sitecustomize.py").write_text("import sys\nsys.settrace(lambda *a: None)\n")
+        env = {"PYTHONPATH": str(site)}
+    proc = profile(cmd, tmp_path / "prof", env=env)
+    assert proc.stdout == bare(cmd, env=env).stdout == "done\n"
+    assert "not profiled" not in proc.stderr
     names = ("from_c", "in_c_thread", "in_main_thread")
-    threads = per_thread_calls(tmp_path, names)
+    threads = per_thread_calls(tmp_path / "prof", names)
     processes = {pid for pid, _ in threads}
-    assert len(processes) == (2 if forked else 1), threads
+    assert len(processes) == (2 if mode == "fork" else 1), threads
     for pid in processes:
         main = threads.get((pid, pid))
         c_threads = [calls for (p, tid), calls in threads.items() if p == pid and tid != pid]
