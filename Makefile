@@ -22,6 +22,11 @@ CFLAGS_BASE := -std=gnu11 $(OPT) -g -Wall -Wextra -Werror -fPIC -pthread \
 ifneq ($(SAN),)
 CFLAGS_BASE += -fsanitize=$(SAN)
 LDFLAGS_SAN := -fsanitize=$(SAN)
+# undefined behaviour fails the test that meets it, instead of a line in the log
+ifneq ($(findstring undefined,$(SAN)),)
+CFLAGS_BASE += -fno-sanitize-recover=undefined
+LDFLAGS_SAN += -fno-sanitize-recover=undefined
+endif
 endif
 ifeq ($(HAVE_CUDA),1)
 CUDA_CFLAGS := -DPROF_HAVE_CUDA=1 -isystem $(CUDA_HOME)/include

@@ -229,6 +229,8 @@ static int model_torch_mem_time_cmp(const void *a, const void *b)
  * kernels. */
 static void model_torch_memory(struct model_torch *t, const size_t *order, size_t *stack)
 {
+    if (!t->nmems)
+        return; /* qsort's array may not be NULL, even empty */
     qsort(t->mems, t->nmems, sizeof *t->mems, model_torch_mem_cmp);
     size_t top = 0, next = 0;
     for (size_t k = 0; k < t->nmems; k++) {
