@@ -124,7 +124,6 @@ void python_tree_init(uint64_t span_threshold_ns);
 /* Another profile function replaced ours in this thread, or ours is back. */
 void python_gap_begin(void);
 void python_gap_end(void);
-int python_thread_is_profiled(void);
 /* atexit callback (METH_NOARGS) naming functions on Python < 3.11. */
 py_object *python_qualnames_at_exit(py_object *self, py_object *unused);
 /* sys.monitoring callbacks (METH_FASTCALL). */

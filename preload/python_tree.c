@@ -414,11 +414,6 @@ static uint32_t py_current_node(void)
     return pt && pt->depth && !pt->overflow ? pt->stack[pt->depth - 1].node->id : 0;
 }
 
-int python_thread_is_profiled(void)
-{
-    return py_tls != NULL && !py_tls->in_gap;
-}
-
 static void py_write_gap(uint64_t start, uint64_t end)
 {
     struct prof_thread *t = emit_thread();
