@@ -15,8 +15,10 @@
  *
  * The offsets are those of the release builds of each version (x86-64), and are checked
  * on the main thread at attach: PyEval_SetProfile must change exactly the fields we would
- * write, and autoTSSkey must be the one key that holds the main thread's state. If not,
- * only the main thread is profiled and stderr says so. */
+ * write, and autoTSSkey is the lowest key that holds the main thread's state. If the
+ * check fails, only the main thread is profiled and stderr says so. When CPython deletes
+ * the key (finalization) we stop watching; in a forked child we follow it to its new
+ * number. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
