@@ -11,6 +11,10 @@ BUILD ?= build-san-$(subst $(comma),-,$(SAN))
 endif
 comma := ,
 
+# Every layer folder is on the include path: a header is named by its file name alone.
+PRELOAD_INCLUDES := -Ipreload -Ipreload/cuda -Ipreload/python -Ipreload/torch
+REPORT_INCLUDES := -Ireport -Ireport/read -Ireport/model -Ireport/merge -Ireport/views
+
 CUDA_HOME ?= /usr/local/cuda
 HAVE_CUDA := $(shell test -f $(CUDA_HOME)/include/cuda_runtime_api.h && echo 1)
 
@@ -18,7 +22,7 @@ CC ?= cc
 CXX ?= c++
 OPT ?= -O2
 CFLAGS_BASE := -std=gnu11 $(OPT) -g -Wall -Wextra -Werror -fPIC -pthread \
-	-fno-omit-frame-pointer -I. -Icollector -Ipreload -Ireport
+	-fno-omit-frame-pointer -I. -Icollector $(PRELOAD_INCLUDES) $(REPORT_INCLUDES)
 ifneq ($(SAN),)
 CFLAGS_BASE += -fsanitize=$(SAN)
 LDFLAGS_SAN := -fsanitize=$(SAN)

@@ -1,9 +1,8 @@
+# The process-wide parts sit at the top of preload/; each capture layer has its folder.
 PRELOAD_SRCS := preload/init.c preload/lifecycle.c preload/resolve.c preload/settings.c \
-	preload/python_attach.c preload/python_names.c preload/python_tree.c \
-	preload/python_actions.c preload/python_threads.c preload/torch.c \
-	preload/torch_memory.c
+	$(wildcard preload/python/*.c) $(wildcard preload/torch/*.c)
 ifeq ($(HAVE_CUDA),1)
-PRELOAD_SRCS += preload/cudart.c preload/cupti_sub.c preload/cublas.c preload/cudnn.c preload/nvtx.c
+PRELOAD_SRCS += $(wildcard preload/cuda/*.c)
 endif
 PRELOAD_OBJS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.o)
 
@@ -17,4 +16,4 @@ $(LIB): $(PRELOAD_OBJS) $(COLLECTOR_OBJS)
 	$(CC) -shared -o $@ $^ -Wl,-z,now -Wl,--no-undefined -pthread -ldl $(LDFLAGS_SAN)
 
 # torch.c embeds the bridge's source (.incbin): rebuild it when they change.
-$(BUILD)/preload/torch.o: preload/torch_bridge.cpp preload/torch.h
+$(BUILD)/preload/torch/torch.o: preload/torch/torch_bridge.cpp preload/torch/torch.h

@@ -38,10 +38,10 @@
  * the compiler (preload.mk makes torch.o depend on both files). */
 __asm__(".pushsection .rodata\n"
         "torch_bridge_cpp_text:\n"
-        ".incbin \"preload/torch_bridge.cpp\"\n"
+        ".incbin \"preload/torch/torch_bridge.cpp\"\n"
         ".byte 0\n"
         "torch_h_text:\n"
-        ".incbin \"preload/torch.h\"\n"
+        ".incbin \"preload/torch/torch.h\"\n"
         ".byte 0\n"
         ".popsection\n");
 extern const char torch_bridge_cpp_text[] __attribute__((visibility("hidden")));
