@@ -1,5 +1,5 @@
-/* libprof.so's entry: read the settings, set up the collector and the interposers at
- * load; write everything out when the process ends normally. */
+/* libprof.so's entry: read the settings, set up the collector and the capture layers at
+ * load (the table below); write everything out when the process ends normally. */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <pthread.h>
@@ -11,18 +11,30 @@
 
 #include "clock.h"
 #include "collector.h"
+#include "layer.h"
 #include "lifecycle.h"
-#include "python.h"
 #include "settings.h"
-#include "torch.h"
 #include "trace_format.h"
+
+/* The capture layers, in the order their hooks run. */
+static const struct preload_layer *const init_layers[] = {
 #ifdef PROF_HAVE_CUDA
-#include "cudart.h"
-#include "cublas_wrap.h"
-#include "cudnn_wrap.h"
-#include "cupti_sub.h"
-#include "nvtx.h"
+    &cudart_layer, &cupti_layer, &cublas_layer, &cudnn_layer, &nvtx_layer,
 #endif
+    &python_layer, &torch_layer,
+};
+#define INIT_LAYER_COUNT (sizeof init_layers / sizeof init_layers[0])
+
+/* Which layers are on (their switch), decided once at load. */
+static int init_layer_on[INIT_LAYER_COUNT];
+
+static void init_after_fork_child(void)
+{
+    collector_atfork_child();
+    for (size_t i = 0; i < INIT_LAYER_COUNT; i++)
+        if (init_layer_on[i] && init_layers[i]->after_fork_child)
+            init_layers[i]->after_fork_child();
+}
 
 static uint64_t init_round_up_pow2(uint64_t v)
 {
@@ -67,7 +79,9 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
 {
     (void)envp;
     prof_tls_busy = 1;
-    python_threads_init(); /* interposed libc functions work even when profiling is off */
+    for (size_t i = 0; i < INIT_LAYER_COUNT; i++)
+        if (init_layers[i]->load)
+            init_layers[i]->load();
     settings_load();
     if (strcmp(settings_get(SETTING_PROF_DISABLE), "1") == 0) {
         prof_tls_busy = 0;
@@ -90,12 +104,12 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
     cfg.features = prof_clock_tsc ? PROF_FEATURE_TSC_CLOCK : 0;
 #ifdef PROF_HAVE_CUDA
     cfg.features |= PROF_FEATURE_CUDART;
-    cudart_init(strcmp(settings_get(SETTING_PROF_CUDART), "0") != 0);
-    cupti_init(strcmp(settings_get(SETTING_PROF_CUPTI), "0") != 0);
-    cublas_init(strcmp(settings_get(SETTING_PROF_CUBLAS), "0") != 0);
-    cudnn_init(strcmp(settings_get(SETTING_PROF_CUDNN), "0") != 0);
-    nvtx_init(strcmp(settings_get(SETTING_PROF_NVTX), "0") != 0);
 #endif
+    for (size_t i = 0; i < INIT_LAYER_COUNT; i++) {
+        init_layer_on[i] = strcmp(settings_get(init_layers[i]->enable), "0") != 0;
+        if (init_layers[i]->setup)
+            init_layers[i]->setup(init_layer_on[i]);
+    }
     collector_init(&cfg, argc, argv);
     for (int i = 0; settings_recorded_env[i]; i++) {
         const char *v = settings_env(settings_recorded_env[i]);
@@ -105,10 +119,11 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
             collector_add_meta(key, v);
         }
     }
+    pthread_atfork(collector_atfork_prepare, collector_atfork_parent, init_after_fork_child);
     lifecycle_init(strcmp(settings_get(SETTING_PROF_SIGNALS), "0") != 0);
-    python_init(argc, argv);
-    torch_init(strcmp(settings_get(SETTING_PROF_TORCH), "0") != 0,
-               strcmp(settings_get(SETTING_PROF_SHAPES), "1") == 0);
+    for (size_t i = 0; i < INIT_LAYER_COUNT; i++)
+        if (init_layer_on[i] && init_layers[i]->start)
+            init_layers[i]->start(argc, argv);
     prof_tls_busy = 0;
 }
 

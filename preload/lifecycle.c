@@ -303,7 +303,6 @@ PROF_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 
 void lifecycle_init(int handle_signals)
 {
-    pthread_atfork(collector_atfork_prepare, collector_atfork_parent, collector_atfork_child);
     lifecycle_real_sigaction = (lifecycle_sigaction_fn)lifecycle_next("sigaction");
     if (!handle_signals || !lifecycle_real_sigaction)
         return;

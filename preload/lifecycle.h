@@ -1,5 +1,6 @@
-/* Process life: fork, exec, _exit and fatal signals, so that every process's trace
- * reaches its file whatever way the process ends. */
+/* Process life: exec, _exit and fatal signals, so that every process's trace reaches its
+ * file whatever way the process ends (fork: init.c runs the collector's and each layer's
+ * handlers). */
 #ifndef PROF_LIFECYCLE_H
 #define PROF_LIFECYCLE_H
 

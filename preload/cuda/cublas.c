@@ -7,6 +7,7 @@
 #include <cublas_v2.h>
 
 #include "clock.h"
+#include "layer.h"
 #include "cublas_wrap.h"
 #include "emit.h"
 #include "resolve.h"
@@ -303,7 +304,7 @@ PROF_EXPORT cublasStatus_t cublasLtMatmul(
     return rc;
 }
 
-void cublas_init(int enabled)
+static void cublas_init(int enabled)
 {
     cublas_enabled = enabled;
     for (size_t i = 0; i < CUBLAS_API_COUNT; i++) {
@@ -315,3 +316,9 @@ void cublas_init(int enabled)
     }
     collector_add_api_table(cublas_apis, CUBLAS_API_COUNT);
 }
+
+const struct preload_layer cublas_layer = {
+    .name = "cublas",
+    .enable = SETTING_PROF_CUBLAS,
+    .setup = cublas_init,
+};

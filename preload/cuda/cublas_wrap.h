@@ -14,7 +14,4 @@
  * prof_tls_busy: the inner span must still be recorded. */
 extern __thread unsigned prof_tls_lib_depth PROF_TLS;
 
-/* Registers the API table; enabled: record calls (else they only pass through). */
-void cublas_init(int enabled);
-
 #endif

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include "clock.h"
+#include "layer.h"
 #include "cudart.h"
 #include "cupti_sub.h"
 #include "emit.h"
@@ -197,7 +198,7 @@ PROF_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFu
     return rc;
 }
 
-void cudart_init(int enabled)
+static void cudart_init(int enabled)
 {
     cudart_enabled = enabled;
     for (size_t i = 0; i < CUDART_API_COUNT; i++) {
@@ -209,3 +210,9 @@ void cudart_init(int enabled)
     }
     collector_add_api_table(cudart_apis, CUDART_API_COUNT);
 }
+
+const struct preload_layer cudart_layer = {
+    .name = "cudart",
+    .enable = SETTING_PROF_CUDART,
+    .setup = cudart_init,
+};

@@ -11,6 +11,7 @@
 #include <cudnn_ops.h>
 
 #include "clock.h"
+#include "layer.h"
 #include "cublas_wrap.h"
 #include "cudnn_wrap.h"
 #include "emit.h"
@@ -123,7 +124,7 @@ static uint64_t cudnn_stream_of(cudnnHandle_t handle, cudnnStatus_t rc)
 #include "cudnn.def"
 #undef PROF_CUDNN_FN
 
-void cudnn_init(int enabled)
+static void cudnn_init(int enabled)
 {
     cudnn_enabled = enabled;
     for (size_t i = 0; i < CUDNN_API_COUNT; i++) {
@@ -135,3 +136,9 @@ void cudnn_init(int enabled)
     }
     collector_add_api_table(cudnn_apis, CUDNN_API_COUNT);
 }
+
+const struct preload_layer cudnn_layer = {
+    .name = "cudnn",
+    .enable = SETTING_PROF_CUDNN,
+    .setup = cudnn_init,
+};

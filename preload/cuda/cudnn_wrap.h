@@ -5,7 +5,4 @@
 
 #define PROF_API_CUDNN_BASE 512
 
-/* Registers the API table; enabled: record calls (else they only pass through). */
-void cudnn_init(int enabled);
-
 #endif

@@ -18,6 +18,7 @@
 #include <cupti.h>
 
 #include "clock.h"
+#include "layer.h"
 #include "collector.h"
 #include "cupti_sub.h"
 #include "emit.h"
@@ -574,7 +575,13 @@ PROF_EXPORT int InitializeInjection(void)
     return 1;
 }
 
-void cupti_init(int enabled)
+static void cupti_init(int enabled)
 {
     cupti_enabled = enabled;
 }
+
+const struct preload_layer cupti_layer = {
+    .name = "cupti",
+    .enable = SETTING_PROF_CUPTI,
+    .setup = cupti_init,
+};

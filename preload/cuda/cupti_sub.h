@@ -4,7 +4,6 @@
 #ifndef PROF_CUPTI_SUB_H
 #define PROF_CUPTI_SUB_H
 
-void cupti_init(int enabled);
 /* First use of CUDA seen (a runtime wrapper, or the driver's injection call): subscribe. */
 void cupti_start(void);
 extern int cupti_started;

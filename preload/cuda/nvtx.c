@@ -12,6 +12,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include "clock.h"
+#include "layer.h"
 #include "emit.h"
 #include "nvtx.h"
 #include "resolve.h"
@@ -751,7 +752,13 @@ PROF_EXPORT void nvtxDomainDestroy(nvtxDomainHandle_t domain)
         real(domain);
 }
 
-void nvtx_init(int enabled)
+static void nvtx_init(int enabled)
 {
     nvtx_enabled = enabled;
 }
+
+const struct preload_layer nvtx_layer = {
+    .name = "nvtx",
+    .enable = SETTING_PROF_NVTX,
+    .setup = nvtx_init,
+};

@@ -11,8 +11,4 @@
 
 #define PROF_API_NVTX_BASE 768
 
-/* enabled: record NVTX events (else the injection installs nothing and the exported
- * functions only pass through). */
-void nvtx_init(int enabled);
-
 #endif

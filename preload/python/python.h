@@ -88,7 +88,6 @@ struct py_api {
 extern struct py_api py;
 
 /* python_attach.c */
-void python_init(int argc, char **argv);
 /* Whether this thread is installing our profile function (its audit event is ours). */
 extern __thread int python_installing;
 
@@ -98,6 +97,8 @@ extern __thread int python_installing;
 int python_threads_attach(py_thread_profile_fn fn);
 /* From the library's constructor: the libc functions interposed there are looked up. */
 void python_threads_init(void);
+/* In a forked child: follow CPython's thread-state key to its new number. */
+void python_threads_after_fork_child(void);
 
 static inline uint64_t python_hash_ptr(const void *p, const void *q)
 {
@@ -121,6 +122,8 @@ void python_action_called(int kind, py_object *frame, uint64_t now);
 /* python_tree.c */
 int python_profile(py_object *obj, py_object *frame, int what, py_object *arg);
 void python_tree_init(uint64_t span_threshold_ns);
+/* In a forked child: the forking thread's tree restarts at zero, the others are dropped. */
+void python_tree_after_fork_child(void);
 /* Another profile function replaced ours in this thread, or ours is back. */
 void python_gap_begin(void);
 void python_gap_end(void);

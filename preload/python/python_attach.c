@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "collector.h"
+#include "layer.h"
 #include "python.h"
 #include "settings.h"
 
@@ -317,12 +318,10 @@ static void *py_wait_for_interpreter(void *arg)
     return NULL;
 }
 
-void python_init(int argc, char **argv)
+static void python_start(int argc, char **argv)
 {
     if (!py_sym("PySys_AddAuditHook"))
         return; /* not a Python process (or libpython comes later, by dlopen) */
-    if (strcmp(settings_get(SETTING_PROF_PYTHON), "0") == 0)
-        return;
     if (py_resolve_api() != 0) {
         collector_note("Python found but part of its C API is missing; Python profiling is off");
         return;
@@ -350,3 +349,17 @@ void python_init(int argc, char **argv)
     if (py.AddAuditHook(py_audit_hook, NULL) != 0)
         collector_note("cannot add the Python audit hook; Python profiling is off");
 }
+
+static void python_after_fork_child(void)
+{
+    python_threads_after_fork_child();
+    python_tree_after_fork_child();
+}
+
+const struct preload_layer python_layer = {
+    .name = "python",
+    .enable = SETTING_PROF_PYTHON,
+    .load = python_threads_init,
+    .start = python_start,
+    .after_fork_child = python_after_fork_child,
+};

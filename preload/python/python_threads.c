@@ -157,7 +157,7 @@ PROF_EXPORT int pthread_key_delete(pthread_key_t key)
     return fn(key);
 }
 
-static void py_threads_atfork_child(void)
+void python_threads_after_fork_child(void)
 {
     if (!atomic_load(&py_tss_watch))
         return;
@@ -215,7 +215,6 @@ int python_threads_attach(py_thread_profile_fn fn)
     py_thread_fn = fn;
     py_main_interp = *(void **)(ts + PY_TSTATE_INTERP);
     py_tss_key = (pthread_key_t)key;
-    pthread_atfork(NULL, NULL, py_threads_atfork_child);
     atomic_store_explicit(&py_tss_watch, 1, memory_order_release);
     return 0;
 }

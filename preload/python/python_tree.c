@@ -537,7 +537,7 @@ static void py_drain(int fresh, int last)
 
 /* In a forked child only the forking thread goes on: its tree restarts at zero (the
  * parent's file has what came before), the other threads' trees are dropped. */
-static void py_atfork_child(void)
+void python_tree_after_fork_child(void)
 {
     struct py_thread *self = py_tls;
     for (struct py_thread *pt = atomic_load(&py_threads); pt;) {
@@ -572,7 +572,6 @@ void python_tree_init(uint64_t span_threshold_ns)
 {
     py_span_ns = span_threshold_ns;
     pthread_key_create(&py_thread_key, py_thread_key_destroy);
-    pthread_atfork(NULL, NULL, py_atfork_child);
     collector_add_source(py_drain);
     prof_api_observer = py_observe_api_call;
     prof_current_py_node = py_current_node;

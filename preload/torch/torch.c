@@ -27,6 +27,7 @@
 #include "clock.h"
 #include "collector.h"
 #include "emit.h"
+#include "layer.h"
 #include "resolve.h"
 #include "settings.h"
 #include "torch.h"
@@ -685,15 +686,30 @@ PROF_EXPORT void *dlopen(const char *file, int mode)
     return h;
 }
 
-void torch_init(int enabled, int shapes)
+/* The dlopen wrapper passes calls through even when the layer is off. */
+static void torch_setup(int enabled)
 {
     torch_enabled = enabled;
-    torch_shapes = shapes;
+    torch_shapes = strcmp(settings_get(SETTING_PROF_SHAPES), "1") == 0;
     if (!torch_real_dlopen)
         torch_resolve_dlopen();
-    if (!enabled)
-        return;
+}
+
+/* When libtorch is already there (a C++ program linked with it) the bridge is installed
+ * at once, else after the outermost dlopen that brings libtorch_cpu in. */
+static void torch_start(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
     pthread_key_create(&torch_thread_key, torch_thread_free);
     torch_memory_init();
     torch_check_loaded(); /* a program linked with libtorch has it already */
 }
+
+const struct preload_layer torch_layer = {
+    .name = "torch",
+    .enable = SETTING_PROF_TORCH,
+    .setup = torch_setup,
+    .start = torch_start,
+    .after_fork_child = torch_memory_after_fork_child,
+};

@@ -33,11 +33,4 @@ typedef int (*prof_torch_install_fn)(const struct prof_torch_hooks *hooks, char 
                                      unsigned err_len);
 #define PROF_TORCH_INSTALL_SYMBOL "prof_torch_bridge_install"
 
-#ifndef __cplusplus
-/* Called once at load (init.c). enabled: PROF_TORCH; shapes: PROF_SHAPES. When libtorch
- * is already there (a C++ program linked with it) the bridge is installed at once, else
- * after the outermost dlopen that brings libtorch_cpu in. */
-void torch_init(int enabled, int shapes);
-#endif
-
 #endif

@@ -103,7 +103,7 @@ static uint64_t torch_mem_take(uint64_t ptr)
     return bytes;
 }
 
-static void torch_mem_after_fork_child(void)
+void torch_memory_after_fork_child(void)
 {
     atomic_flag_clear(&torch_mem_lock); /* the holder may have been another thread */
 }
@@ -277,6 +277,5 @@ void torch_memory_init(void)
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (t == MAP_FAILED)
         return;
-    pthread_atfork(NULL, NULL, torch_mem_after_fork_child);
     torch_mem_table = t;
 }

@@ -4,5 +4,7 @@
 
 /* Sets up the pointer -> size table; the wrappers record once it exists. */
 void torch_memory_init(void);
+/* In a forked child: the table's lock may have been held by a thread that is gone. */
+void torch_memory_after_fork_child(void);
 
 #endif
