@@ -1,13 +1,21 @@
 #include "alloc.h"
 #include "model.h"
+#include "model_part.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "trace_read.h"
+
+/* Record type -> the one handler that decodes it, from every part's list (built once,
+ * before the first model). */
+static model_record_fn model_dispatch[PROF_REC_TYPE_COUNT];
+static pthread_once_t model_dispatch_once = PTHREAD_ONCE_INIT;
+static void model_dispatch_build(void);
 
 static const char *const model_arg_names[MODEL_ARG_COUNT] = {
     [MODEL_ARG_STREAM] = "stream",
@@ -105,6 +113,7 @@ void model_add_warning(struct model_process *p, const char *fmt, ...)
 
 struct model_process *model_process_new(const char *file, uint32_t features)
 {
+    pthread_once(&model_dispatch_once, model_dispatch_build);
     struct model_process *p = calloc(1, sizeof *p);
     if (!p) {
         fprintf(stderr, "profreport: out of memory\n");
@@ -180,9 +189,9 @@ void model_process_free(struct model_process *p)
     for (size_t i = 0; i < p->nwarnings; i++)
         free(p->warnings[i]);
     free(p->warnings);
-    model_python_free(&p->py);
-    model_gpu_free(&p->gpu);
-    model_torch_free(&p->torch);
+    for (size_t i = 0; i < model_part_count; i++)
+        if (model_parts[i]->free)
+            model_parts[i]->free(p);
     free(p);
 }
 
@@ -204,6 +213,17 @@ static struct model_thread *model_thread_get(struct model_process *p, uint32_t t
     memset(t, 0, sizeof *t);
     t->tid = tid;
     return t;
+}
+
+void model_cpu_event(struct model_process *p, uint64_t start, uint64_t end)
+{
+    if (end < start)
+        end = start;
+    if (!p->cpu_seen || start < p->cpu_first_ticks)
+        p->cpu_first_ticks = start;
+    if (!p->cpu_seen || end > p->cpu_last_ticks)
+        p->cpu_last_ticks = end;
+    p->cpu_seen = 1;
 }
 
 static struct model_thread *model_thread_current(struct model_process *p)
@@ -243,8 +263,9 @@ static struct model_api *model_api_get(struct model_process *p, uint16_t id)
     return p->apis[id];
 }
 
-static void model_on_meta(struct model_process *p, const struct trace_record *rec)
+static void model_on_meta(struct model_process *p, const struct trace_record *rec, uint32_t tid)
 {
+    (void)tid;
     size_t klen;
     const char *key = trace_record_text(rec, sizeof(struct prof_record_header), &klen);
     char *k = report_strdup(key);
@@ -302,8 +323,9 @@ static void model_on_meta(struct model_process *p, const struct trace_record *re
     }
 }
 
-static void model_on_api_name(struct model_process *p, const struct trace_record *rec)
+static void model_on_api_name(struct model_process *p, const struct trace_record *rec, uint32_t tid)
 {
+    (void)tid;
     const struct prof_rec_api_name *r = rec->data;
     struct model_api *a = model_api_get(p, r->api);
     size_t nlen;
@@ -347,8 +369,9 @@ static void model_on_api_name(struct model_process *p, const struct trace_record
                  !strncmp(a->name, "cudnn", 5);
 }
 
-static void model_on_api_call(struct model_process *p, const struct trace_record *rec)
+static void model_on_api_call(struct model_process *p, const struct trace_record *rec, uint32_t tid)
 {
+    (void)tid;
     const struct prof_rec_api_call *c = rec->data;
     struct model_api *a = model_api_get(p, c->api);
     struct model_thread *t = model_thread_current(p);
@@ -373,137 +396,147 @@ static void model_on_api_call(struct model_process *p, const struct trace_record
         t->device = (int)args[dev];
         p->set_device_used = 1;
     }
-    model_memory_on_call(p, a, c, args, nargs);
-    model_kernel_on_call(p, a, c, args, nargs);
-    model_gpu_on_api_call(p, a, c, t->tid);
+    for (size_t i = 0; i < model_part_count; i++)
+        if (model_parts[i]->on_api_call)
+            model_parts[i]->on_api_call(p, a, c, args, nargs, t->tid);
     model_cpu_event(p, c->start, c->end);
+}
+
+static void model_on_string(struct model_process *p, const struct trace_record *rec, uint32_t tid)
+{
+    (void)tid;
+    const struct prof_rec_string *s = rec->data;
+    uint64_t *slot = u64map_slot(&p->strings, s->id);
+    if (!slot)
+        return;
+    free((void *)(uintptr_t)*slot);
+    *slot = (uintptr_t)report_strdup(trace_record_text(rec, sizeof *s, NULL));
+}
+
+static void model_on_thread(struct model_process *p, const struct trace_record *rec, uint32_t tid)
+{
+    (void)tid;
+    const struct prof_rec_thread *t = rec->data;
+    p->current_thread = (size_t)(model_thread_get(p, t->tid) - p->threads);
+}
+
+static void model_on_thread_name(struct model_process *p, const struct trace_record *rec,
+                                 uint32_t tid)
+{
+    (void)tid;
+    const struct prof_rec_thread_name *n = rec->data;
+    struct model_thread *t = model_thread_get(p, n->tid);
+    free(t->name);
+    t->name = report_strdup(trace_record_text(rec, sizeof *n, NULL));
+}
+
+static void model_on_clock(struct model_process *p, const struct trace_record *rec, uint32_t tid)
+{
+    (void)tid;
+    const struct prof_rec_clock *c = rec->data;
+    if (p->nclocks == 0) {
+        p->clock_first_ticks = c->ticks;
+        p->clock_first_ns = c->monotonic_ns;
+    }
+    p->clock_last_ticks = c->ticks;
+    p->clock_last_ns = c->monotonic_ns;
+    p->nclocks++;
+}
+
+static void model_on_lost(struct model_process *p, const struct trace_record *rec, uint32_t tid)
+{
+    (void)tid;
+    const struct prof_rec_lost *l = rec->data;
+    model_thread_get(p, l->tid)->lost += l->count;
+    p->lost += l->count;
+}
+
+/* Calls a full ring dropped, summed per API: they count in the API table. */
+static void model_on_lost_calls(struct model_process *p, const struct trace_record *rec,
+                                uint32_t tid)
+{
+    (void)tid;
+    const struct prof_rec_lost_calls *l = rec->data;
+    struct model_api *a = model_api_get(p, l->api);
+    struct model_thread *t = model_thread_get(p, l->tid);
+    a->calls += l->calls;
+    a->errors += l->errors;
+    a->total_ticks += l->ticks;
+    t->calls += l->calls;
+    t->api_ticks += l->ticks;
+    p->lost_calls += l->calls;
+}
+
+static void model_on_symbol(struct model_process *p, const struct trace_record *rec, uint32_t tid)
+{
+    (void)tid;
+    const struct prof_rec_symbol *s = rec->data;
+    uint64_t *slot = NULL;
+    if (s->kind == PROF_SYMBOL_KERNEL_NAME && (slot = u64map_slot(&p->kernel_names, s->address)))
+        *slot = s->string_id;
+    else if (s->kind == PROF_SYMBOL_KERNEL_ALIAS &&
+             (slot = u64map_slot(&p->kernel_alias, s->address)))
+        *slot = s->target;
+}
+
+static void model_on_note(struct model_process *p, const struct trace_record *rec, uint32_t tid)
+{
+    (void)tid;
+    model_push_string(&p->notes, &p->nnotes,
+                      report_strdup(trace_record_text(rec, sizeof(struct prof_rec_note), NULL)));
+}
+
+static void model_on_end(struct model_process *p, const struct trace_record *rec, uint32_t tid)
+{
+    (void)tid;
+    const struct prof_rec_end *e = rec->data;
+    p->clean_end = 1;
+    p->end_lost = e->events_lost;
+}
+
+static const struct model_record_handler model_core_handlers[] = {
+    {PROF_REC_META, model_on_meta},
+    {PROF_REC_STRING, model_on_string},
+    {PROF_REC_API_NAME, model_on_api_name},
+    {PROF_REC_THREAD, model_on_thread},
+    {PROF_REC_THREAD_NAME, model_on_thread_name},
+    {PROF_REC_CLOCK, model_on_clock},
+    {PROF_REC_LOST, model_on_lost},
+    {PROF_REC_API_CALL, model_on_api_call},
+    {PROF_REC_LOST_CALLS, model_on_lost_calls},
+    {PROF_REC_SYMBOL, model_on_symbol},
+    {PROF_REC_NOTE, model_on_note},
+    {PROF_REC_END, model_on_end},
+};
+
+const struct model_part model_core_part = {
+    .name = "core",
+    MODEL_PART_HANDLERS(model_core_handlers),
+};
+
+static void model_dispatch_build(void)
+{
+    for (size_t i = 0; i < model_part_count; i++) {
+        const struct model_part *part = model_parts[i];
+        for (size_t h = 0; h < part->nhandlers; h++) {
+            uint16_t type = part->handlers[h].type;
+            if (type >= PROF_REC_TYPE_COUNT || model_dispatch[type]) {
+                fprintf(stderr, "profreport: record type %u claimed twice (part %s)\n",
+                        (unsigned)type, part->name);
+                abort();
+            }
+            model_dispatch[type] = part->handlers[h].on_record;
+        }
+    }
 }
 
 void model_add_record(struct model_process *p, const struct trace_record *rec)
 {
     p->records++;
-    switch (rec->type) {
-    case PROF_REC_META:
-        model_on_meta(p, rec);
-        break;
-    case PROF_REC_STRING: {
-        const struct prof_rec_string *s = rec->data;
-        uint64_t *slot = u64map_slot(&p->strings, s->id);
-        if (!slot)
-            break;
-        free((void *)(uintptr_t)*slot);
-        *slot = (uintptr_t)report_strdup(trace_record_text(rec, sizeof *s, NULL));
-        break;
-    }
-    case PROF_REC_API_NAME:
-        model_on_api_name(p, rec);
-        break;
-    case PROF_REC_THREAD: {
-        const struct prof_rec_thread *t = rec->data;
-        p->current_thread = (size_t)(model_thread_get(p, t->tid) - p->threads);
-        break;
-    }
-    case PROF_REC_THREAD_NAME: {
-        const struct prof_rec_thread_name *n = rec->data;
-        struct model_thread *t = model_thread_get(p, n->tid);
-        free(t->name);
-        t->name = report_strdup(trace_record_text(rec, sizeof *n, NULL));
-        break;
-    }
-    case PROF_REC_CLOCK: {
-        const struct prof_rec_clock *c = rec->data;
-        if (p->nclocks == 0) {
-            p->clock_first_ticks = c->ticks;
-            p->clock_first_ns = c->monotonic_ns;
-        }
-        p->clock_last_ticks = c->ticks;
-        p->clock_last_ns = c->monotonic_ns;
-        p->nclocks++;
-        break;
-    }
-    case PROF_REC_LOST: {
-        const struct prof_rec_lost *l = rec->data;
-        model_thread_get(p, l->tid)->lost += l->count;
-        p->lost += l->count;
-        break;
-    }
-    case PROF_REC_API_CALL:
-        model_on_api_call(p, rec);
-        break;
-    case PROF_REC_LOST_CALLS: {
-        /* Calls a full ring dropped, summed per API: they count in the API table. */
-        const struct prof_rec_lost_calls *l = rec->data;
-        struct model_api *a = model_api_get(p, l->api);
-        struct model_thread *t = model_thread_get(p, l->tid);
-        a->calls += l->calls;
-        a->errors += l->errors;
-        a->total_ticks += l->ticks;
-        t->calls += l->calls;
-        t->api_ticks += l->ticks;
-        p->lost_calls += l->calls;
-        break;
-    }
-    case PROF_REC_SYMBOL: {
-        const struct prof_rec_symbol *s = rec->data;
-        uint64_t *slot = NULL;
-        if (s->kind == PROF_SYMBOL_KERNEL_NAME &&
-            (slot = u64map_slot(&p->kernel_names, s->address)))
-            *slot = s->string_id;
-        else if (s->kind == PROF_SYMBOL_KERNEL_ALIAS &&
-                 (slot = u64map_slot(&p->kernel_alias, s->address)))
-            *slot = s->target;
-        break;
-    }
-    case PROF_REC_NOTE:
-        model_push_string(
-            &p->notes, &p->nnotes,
-            report_strdup(trace_record_text(rec, sizeof(struct prof_rec_note), NULL)));
-        break;
-    case PROF_REC_GPU_KERNEL:
-    case PROF_REC_GPU_MEMCPY:
-    case PROF_REC_GPU_MEMSET:
-    case PROF_REC_GPU_API:
-    case PROF_REC_GPU_API_NAME:
-    case PROF_REC_GPU_DEVICE:
-    case PROF_REC_NVTX:
-    case PROF_REC_ACTION:
-        /* Activity records are process-wide and may come before any THREAD record. */
-        if (rec->type == PROF_REC_NVTX || rec->type == PROF_REC_ACTION)
-            model_nvtx_on_record(p, rec, model_current_tid(p));
-        else
-            model_gpu_on_record(p, rec, model_current_tid(p));
-        break;
-    case PROF_REC_PY_FUNC:
-    case PROF_REC_PY_NODE:
-    case PROF_REC_PY_STATS:
-    case PROF_REC_PY_SPAN:
-    case PROF_REC_PY_GAP:
-        if (rec->type == PROF_REC_PY_SPAN) {
-            const struct prof_rec_py_span *sp = rec->data;
-            model_cpu_event(p, sp->start, sp->end);
-        }
-        /* PY_FUNC is process-wide and may precede every THREAD record: no thread 0. */
-        model_python_on_record(
-            p, rec, p->current_thread == SIZE_MAX ? 0 : p->threads[p->current_thread].tid);
-        break;
-    case PROF_REC_TORCH_OP:
-        model_torch_on_record(p, rec, model_current_tid(p));
-        break;
-    case PROF_REC_TORCH_MEM:
-        model_torch_on_mem(p, rec, model_current_tid(p));
-        break;
-    case PROF_REC_TORCH_DEV_MEM:
-        model_torch_on_dev_mem(p, rec, model_current_tid(p));
-        break;
-    case PROF_REC_END: {
-        const struct prof_rec_end *e = rec->data;
-        p->clean_end = 1;
-        p->end_lost = e->events_lost;
-        break;
-    }
-    default: /* PAD and types this reader does not know: skipped by size */
-        break;
-    }
+    /* PAD and types this reader does not know have no handler: skipped by size. */
+    model_record_fn fn = rec->type < PROF_REC_TYPE_COUNT ? model_dispatch[rec->type] : NULL;
+    if (fn)
+        fn(p, rec, model_current_tid(p));
 }
 
 uint64_t model_ticks_to_ns(const struct model_process *p, uint64_t ticks)
@@ -570,13 +603,9 @@ void model_finish(struct model_process *p)
         p->threads[i].api_ns = model_ticks_to_ns(p, p->threads[i].api_ticks);
     for (int d = 0; d < MODEL_DIR_COUNT; d++)
         p->copies[d].ns = model_ticks_to_ns(p, p->copies[d].ticks);
-    model_memory_finish(p);
-    model_kernel_finish(p);
-    model_python_finish(p);
-    model_gpu_finish(p);
-    model_nvtx_finish(p);
-    model_torch_finish(p);
-    model_torch_actions_finish(p);
+    for (size_t i = 0; i < model_part_count; i++)
+        if (model_parts[i]->finish)
+            model_parts[i]->finish(p);
     if (p->end_lost > p->lost)
         p->lost = p->end_lost;
     if (p->lost && p->lost_calls >= p->lost)

@@ -462,6 +462,8 @@ uint64_t model_ticks_to_monotonic_ns(const struct model_process *p, uint64_t tic
  * CLOCK record, else 0. */
 uint64_t model_start_monotonic_ns(const struct model_process *p);
 const char *model_meta_get(const struct model_process *p, const char *key);
+/* Widens the process's CPU event window by [start, end] ticks. */
+void model_cpu_event(struct model_process *p, uint64_t start, uint64_t end);
 void model_add_warning(struct model_process *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -477,40 +479,24 @@ const char *model_space_name(enum model_space s);
 const char *model_direction_name(enum model_direction d);
 const char *model_category_name(unsigned category);
 
-/* model_memory.c: memory calls, paired at the end of the file. */
-void model_memory_on_call(struct model_process *p, const struct model_api *api,
-                          const struct prof_rec_api_call *call, const uint64_t *args, size_t nargs);
-void model_memory_finish(struct model_process *p);
-
-/* model_kernel.c: launches and symbol names. */
-void model_kernel_on_call(struct model_process *p, const struct model_api *api,
-                          const struct prof_rec_api_call *call, const uint64_t *args, size_t nargs);
-void model_kernel_finish(struct model_process *p);
-/* The name of a kernel address: follows aliases, demangles; "kernel@0x..." if unknown.
- * Returns a malloc'd string. */
+/* What each part (model_part.h) offers the rest of the reporter once the model is built.
+ *
+ * model_memory.c: CUDA memory calls, paired at the end of the file.
+ * model_kernel.c: launches and symbol names. The name of a kernel address: follows aliases,
+ * demangles; "kernel@0x..." if unknown. Returns a malloc'd string. */
 char *model_kernel_resolve(const struct model_process *p, uint64_t address);
 /* __cxa_demangle, or a copy of name when it is not a mangled C++ name. */
 char *model_demangle(const char *name);
 
-/* model_python.c: PY_FUNC, PY_NODE, PY_STATS, PY_SPAN and PY_GAP records. */
-void model_python_on_record(struct model_process *p, const struct trace_record *rec, uint32_t tid);
-void model_python_finish(struct model_process *p);
-void model_python_free(struct model_python *py);
-/* The function of a node, or NULL when no PY_FUNC record named it. */
+/* model_python.c: PY_FUNC, PY_NODE, PY_STATS, PY_SPAN and PY_GAP records. The function of a node,
+ * or NULL when no PY_FUNC record named it. */
 const struct model_py_func *model_python_func(const struct model_process *p, uint32_t func_id);
 /* The node of an id, or NULL. */
 const struct model_py_node *model_python_node(const struct model_process *p, uint32_t node_id);
 const char *model_py_gap_reason_name(uint32_t reason);
 
-/* model_gpu.c: GPU_* records, library spans; attribution, utilization at the end. */
-void model_gpu_on_record(struct model_process *p, const struct trace_record *rec, uint32_t tid);
-/* A call of a library API is kept as a span: the GPU calls inside it are its. */
-void model_gpu_on_api_call(struct model_process *p, const struct model_api *api,
-                           const struct prof_rec_api_call *call, uint32_t tid);
-/* Widens the process's CPU event window by [start, end] ticks. */
-void model_cpu_event(struct model_process *p, uint64_t start, uint64_t end);
-void model_gpu_finish(struct model_process *p);
-void model_gpu_free(struct model_gpu *g);
+/* model_gpu.c: GPU_* records, library spans (a call of a library API owns the GPU calls
+ * inside it); attribution, utilization at the end. */
 const char *model_gpu_copy_kind_name(unsigned kind);   /* "HtoD", "DtoH", ... */
 const char *model_gpu_memory_kind_name(unsigned kind); /* "pageable", "pinned", ... */
 /* The GPU_API record of a correlation id, or NULL. */
@@ -519,21 +505,14 @@ const struct model_gpu_call *model_gpu_call_of(const struct model_process *p, ui
  * "cudaLaunchKernel", into buf. */
 void model_gpu_api_base_name(const char *name, char *buf, size_t len);
 
-/* model_nvtx.c: NVTX records; ranges paired and summed into actions at the end. */
-void model_nvtx_on_record(struct model_process *p, const struct trace_record *rec, uint32_t tid);
-void model_nvtx_finish(struct model_process *p);
-void model_nvtx_free(struct model_gpu *g);
-
-/* model_torch.c: TORCH_OP records; at the end, nesting (self CPU), the kernels launched
- * inside each op (CUDA), rows by name and shapes, record_function scopes as actions. */
-void model_torch_on_record(struct model_process *p, const struct trace_record *rec, uint32_t tid);
-/* TORCH_MEM and TORCH_DEV_MEM records: kept until the end, then given to the ops holding
- * them in time. */
-void model_torch_on_mem(struct model_process *p, const struct trace_record *rec, uint32_t tid);
-void model_torch_on_dev_mem(struct model_process *p, const struct trace_record *rec, uint32_t tid);
-void model_torch_finish(struct model_process *p);
-void model_torch_free(struct model_torch *t);
-/* The Python function at a memory peak of p (m: &p->torch.memory or one of its devices):
+/* model_nvtx.c: NVTX and ACTION records; ranges paired and summed into actions at the end.
+ * model_torch_actions.c: the built-in actions of a plain PyTorch loop, from the Python
+ * call trees: forward, backward, optimizer_step, dataloader_next (into p->torch.builtin).
+ *
+ * model_torch.c: TORCH_OP records; TORCH_MEM and TORCH_DEV_MEM records kept until the end,
+ * then given to the ops holding them in time; at the end, nesting (self CPU), the kernels
+ * launched inside each op (CUDA), rows by name and shapes, record_function scopes as
+ * actions. The Python function at a memory peak of p (m: &p->torch.memory or one of its devices):
  * of m->peak_py_node, the innermost Python-code function on its path (builtins skipped;
  * the innermost one when all are), or NULL. */
 const struct model_py_func *model_torch_peak_func(const struct model_process *p,
@@ -542,9 +521,5 @@ const struct model_py_func *model_torch_peak_func(const struct model_process *p,
 const char *model_torch_device_name(int dev_type, int dev_index, char *buf, size_t len);
 /* "FUNCTION", "BACKWARD_FUNCTION", ... "USER_SCOPE" (at::RecordScope), "?" else. */
 const char *model_torch_scope_name(unsigned scope);
-
-/* model_torch_actions.c: the built-in actions of a plain PyTorch loop, from the Python call
- * trees: forward, backward, optimizer_step, dataloader_next (into p->torch.builtin). */
-void model_torch_actions_finish(struct model_process *p);
 
 #endif

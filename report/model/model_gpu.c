@@ -11,6 +11,7 @@
 
 #include "alloc.h"
 #include "model.h"
+#include "model_part.h"
 #include "trace_read.h"
 
 static uint64_t *model_gpu_slot(struct u64map *m, uint64_t key)
@@ -48,17 +49,6 @@ void model_gpu_api_base_name(const char *name, char *buf, size_t len)
     size_t n = strlen(buf);
     if (n > 5 && (!strcmp(buf + n - 5, "_ptsz") || !strcmp(buf + n - 5, "_ptds")))
         buf[n - 5] = 0;
-}
-
-void model_cpu_event(struct model_process *p, uint64_t start, uint64_t end)
-{
-    if (end < start)
-        end = start;
-    if (!p->cpu_seen || start < p->cpu_first_ticks)
-        p->cpu_first_ticks = start;
-    if (!p->cpu_seen || end > p->cpu_last_ticks)
-        p->cpu_last_ticks = end;
-    p->cpu_seen = 1;
 }
 
 static struct model_gpu_op *model_gpu_op_add(struct model_gpu *g, uint8_t kind, uint32_t corr,
@@ -182,7 +172,8 @@ static void model_gpu_on_call(struct model_process *p, const struct prof_rec_gpu
     model_cpu_event(p, r->start, r->end);
 }
 
-void model_gpu_on_record(struct model_process *p, const struct trace_record *rec, uint32_t tid)
+static void model_gpu_on_record(struct model_process *p, const struct trace_record *rec,
+                                uint32_t tid)
 {
     struct model_gpu *g = &p->gpu;
     switch (rec->type) {
@@ -233,9 +224,12 @@ void model_gpu_on_record(struct model_process *p, const struct trace_record *rec
     }
 }
 
-void model_gpu_on_api_call(struct model_process *p, const struct model_api *api,
-                           const struct prof_rec_api_call *call, uint32_t tid)
+static void model_gpu_on_api_call(struct model_process *p, const struct model_api *api,
+                                  const struct prof_rec_api_call *call, const uint64_t *args,
+                                  size_t nargs, uint32_t tid)
 {
+    (void)args;
+    (void)nargs;
     if (!api->library)
         return;
     struct model_gpu *g = &p->gpu;
@@ -483,7 +477,7 @@ static void model_wall_finish(struct model_process *p)
     p->wall_ns = p->wall_end_ns - p->wall_start_ns;
 }
 
-void model_gpu_finish(struct model_process *p)
+static void model_gpu_finish(struct model_process *p)
 {
     struct model_gpu *g = &p->gpu;
     char name[48];
@@ -518,8 +512,9 @@ void model_gpu_finish(struct model_process *p)
                           p->file, (long long)p->pid, g->unattributed);
 }
 
-void model_gpu_free(struct model_gpu *g)
+static void model_gpu_free(struct model_process *p)
 {
+    struct model_gpu *g = &p->gpu;
     for (size_t i = 0; i < g->nkernels; i++) {
         struct model_gpu_kernel *k = &g->kernels[i];
         free(k->name);
@@ -545,5 +540,18 @@ void model_gpu_free(struct model_gpu *g)
         free(g->devices[i].name);
     free(g->devices);
     free(g->busy);
-    model_nvtx_free(g);
 }
+
+static const struct model_record_handler model_gpu_handlers[] = {
+    {PROF_REC_GPU_KERNEL, model_gpu_on_record},   {PROF_REC_GPU_MEMCPY, model_gpu_on_record},
+    {PROF_REC_GPU_MEMSET, model_gpu_on_record},   {PROF_REC_GPU_API, model_gpu_on_record},
+    {PROF_REC_GPU_API_NAME, model_gpu_on_record}, {PROF_REC_GPU_DEVICE, model_gpu_on_record},
+};
+
+const struct model_part model_gpu_part = {
+    .name = "gpu",
+    MODEL_PART_HANDLERS(model_gpu_handlers),
+    .on_api_call = model_gpu_on_api_call,
+    .finish = model_gpu_finish,
+    .free = model_gpu_free,
+};

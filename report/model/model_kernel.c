@@ -2,6 +2,7 @@
  * records that name those addresses. Names are resolved once the file ends, since a
  * symbol may be written after the launches that use it. */
 #include "model.h"
+#include "model_part.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -50,9 +51,11 @@ char *model_kernel_resolve(const struct model_process *p, uint64_t address)
     return model_demangle(buf);
 }
 
-void model_kernel_on_call(struct model_process *p, const struct model_api *api,
-                          const struct prof_rec_api_call *call, const uint64_t *args, size_t nargs)
+static void model_kernel_on_call(struct model_process *p, const struct model_api *api,
+                                 const struct prof_rec_api_call *call, const uint64_t *args,
+                                 size_t nargs, uint32_t tid)
 {
+    (void)tid;
     int f = api->role[MODEL_ARG_FUNC];
     if (f < 0 || (size_t)f >= nargs)
         return;
@@ -82,7 +85,7 @@ void model_kernel_on_call(struct model_process *p, const struct model_api *api,
         ++*slot;
 }
 
-void model_kernel_finish(struct model_process *p)
+static void model_kernel_finish(struct model_process *p)
 {
     uint64_t key, v;
     for (size_t i = 0; u64map_next(&p->kernels, &i, &key, &v);) {
@@ -92,3 +95,9 @@ void model_kernel_finish(struct model_process *p)
         k->ns = model_ticks_to_ns(p, k->ticks);
     }
 }
+
+const struct model_part model_kernel_part = {
+    .name = "kernel",
+    .on_api_call = model_kernel_on_call,
+    .finish = model_kernel_finish,
+};

@@ -2,6 +2,7 @@
  * file ends, then sorted by time and paired by pointer across all the process's threads
  * to count live and peak bytes. Copies and sets are aggregated at once. */
 #include "model.h"
+#include "model_part.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,9 +61,11 @@ static enum model_direction model_copy_direction(const struct model_api *api, co
     return MODEL_DIR_UNKNOWN;
 }
 
-void model_memory_on_call(struct model_process *p, const struct model_api *api,
-                          const struct prof_rec_api_call *call, const uint64_t *args, size_t nargs)
+static void model_memory_on_call(struct model_process *p, const struct model_api *api,
+                                 const struct prof_rec_api_call *call, const uint64_t *args,
+                                 size_t nargs, uint32_t tid)
 {
+    (void)tid;
     static const enum model_arg alloc_roles[MODEL_SPACE_COUNT] = {
         [MODEL_SPACE_DEVICE] = MODEL_ARG_DEVICE_ALLOC,
         [MODEL_SPACE_HOST_PINNED] = MODEL_ARG_HOST_ALLOC,
@@ -147,7 +150,7 @@ static void model_mem_drop(struct model_mem_stats *m, uint64_t bytes, int count_
     m->live_bytes = m->live_bytes >= bytes ? m->live_bytes - bytes : 0;
 }
 
-void model_memory_finish(struct model_process *p)
+static void model_memory_finish(struct model_process *p)
 {
     struct u64map live; /* pointer -> index of its allocation event + 1 */
     u64map_init(&live);
@@ -181,3 +184,9 @@ void model_memory_finish(struct model_process *p)
     p->mem_events = NULL;
     p->nmem_events = p->cap_mem_events = 0;
 }
+
+const struct model_part model_memory_part = {
+    .name = "memory",
+    .on_api_call = model_memory_on_call,
+    .finish = model_memory_finish,
+};

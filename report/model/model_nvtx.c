@@ -13,9 +13,11 @@
 
 #include "alloc.h"
 #include "model.h"
+#include "model_part.h"
 #include "trace_read.h"
 
-void model_nvtx_on_record(struct model_process *p, const struct trace_record *rec, uint32_t tid)
+static void model_nvtx_on_record(struct model_process *p, const struct trace_record *rec,
+                                 uint32_t tid)
 {
     struct model_gpu *g = &p->gpu;
     struct model_nvtx_event e;
@@ -248,7 +250,7 @@ static int model_nvtx_event_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-void model_nvtx_finish(struct model_process *p)
+static void model_nvtx_finish(struct model_process *p)
 {
     struct model_gpu *g = &p->gpu;
     if (!g->nnvtx)
@@ -340,8 +342,9 @@ void model_nvtx_finish(struct model_process *p)
                           p->file, (long long)p->pid, g->nvtx_unclosed, g->nvtx_unmatched);
 }
 
-void model_nvtx_free(struct model_gpu *g)
+static void model_nvtx_free(struct model_process *p)
 {
+    struct model_gpu *g = &p->gpu;
     free(g->nvtx);
     for (size_t i = 0; i < g->nactions; i++)
         free(g->actions[i].name);
@@ -350,3 +353,15 @@ void model_nvtx_free(struct model_gpu *g)
         free(g->marks[i].name);
     free(g->marks);
 }
+
+static const struct model_record_handler model_nvtx_handlers[] = {
+    {PROF_REC_NVTX, model_nvtx_on_record},
+    {PROF_REC_ACTION, model_nvtx_on_record},
+};
+
+const struct model_part model_nvtx_part = {
+    .name = "nvtx",
+    MODEL_PART_HANDLERS(model_nvtx_handlers),
+    .finish = model_nvtx_finish,
+    .free = model_nvtx_free,
+};

@@ -8,6 +8,7 @@
 
 #include "alloc.h"
 #include "model.h"
+#include "model_part.h"
 #include "trace_read.h"
 
 static struct model_py_node *model_python_node_get(struct model_python *py, uint32_t id)
@@ -49,7 +50,8 @@ static void model_python_on_func(struct model_python *py, const struct prof_rec_
     f->kind = r->kind;
 }
 
-void model_python_on_record(struct model_process *p, const struct trace_record *rec, uint32_t tid)
+static void model_python_on_record(struct model_process *p, const struct trace_record *rec,
+                                   uint32_t tid)
 {
     struct model_python *py = &p->py;
     switch (rec->type) {
@@ -78,9 +80,12 @@ void model_python_on_record(struct model_process *p, const struct trace_record *
         n->api_ticks = r->api_ticks;
         break;
     }
-    case PROF_REC_PY_SPAN:
+    case PROF_REC_PY_SPAN: {
+        const struct prof_rec_py_span *r = rec->data;
+        model_cpu_event(p, r->start, r->end);
         py->spans++;
         break;
+    }
     case PROF_REC_PY_GAP: {
         const struct prof_rec_py_gap *r = rec->data;
         py->gaps = report_grow(py->gaps, &py->cap_gaps, py->ngaps + 1, sizeof *py->gaps);
@@ -98,7 +103,7 @@ static const char *model_python_string(const struct model_process *p, uint32_t s
     return sid ? u64map_get_ptr(&p->strings, sid) : NULL;
 }
 
-void model_python_finish(struct model_process *p)
+static void model_python_finish(struct model_process *p)
 {
     struct model_python *py = &p->py;
     for (size_t i = 0; i < py->nfuncs; i++) {
@@ -128,8 +133,9 @@ void model_python_finish(struct model_process *p)
                           p->file, (long long)p->pid, undefined);
 }
 
-void model_python_free(struct model_python *py)
+static void model_python_free(struct model_process *p)
 {
+    struct model_python *py = &p->py;
     free(py->funcs);
     free(py->nodes);
     free(py->gaps);
@@ -154,3 +160,16 @@ const char *model_py_gap_reason_name(uint32_t reason)
 {
     return reason == PROF_PY_GAP_OTHER_PROFILER ? "other_profiler" : "unknown";
 }
+
+static const struct model_record_handler model_python_handlers[] = {
+    {PROF_REC_PY_FUNC, model_python_on_record},  {PROF_REC_PY_NODE, model_python_on_record},
+    {PROF_REC_PY_STATS, model_python_on_record}, {PROF_REC_PY_SPAN, model_python_on_record},
+    {PROF_REC_PY_GAP, model_python_on_record},
+};
+
+const struct model_part model_python_part = {
+    .name = "python",
+    MODEL_PART_HANDLERS(model_python_handlers),
+    .finish = model_python_finish,
+    .free = model_python_free,
+};

@@ -13,6 +13,7 @@
 
 #include "alloc.h"
 #include "model.h"
+#include "model_part.h"
 #include "trace_read.h"
 
 const char *model_torch_scope_name(unsigned scope)
@@ -24,7 +25,8 @@ const char *model_torch_scope_name(unsigned scope)
     return scope < sizeof names / sizeof *names ? names[scope] : "?";
 }
 
-void model_torch_on_record(struct model_process *p, const struct trace_record *rec, uint32_t tid)
+static void model_torch_on_record(struct model_process *p, const struct trace_record *rec,
+                                  uint32_t tid)
 {
     const struct prof_rec_torch_op *r = rec->data;
     struct model_torch *t = &p->torch;
@@ -41,7 +43,8 @@ void model_torch_on_record(struct model_process *p, const struct trace_record *r
     model_cpu_event(p, r->start, r->end);
 }
 
-void model_torch_on_mem(struct model_process *p, const struct trace_record *rec, uint32_t tid)
+static void model_torch_on_mem(struct model_process *p, const struct trace_record *rec,
+                               uint32_t tid)
 {
     const struct prof_rec_torch_mem *r = rec->data;
     struct model_torch *t = &p->torch;
@@ -58,7 +61,8 @@ void model_torch_on_mem(struct model_process *p, const struct trace_record *rec,
                                                    .seq = t->nmems};
 }
 
-void model_torch_on_dev_mem(struct model_process *p, const struct trace_record *rec, uint32_t tid)
+static void model_torch_on_dev_mem(struct model_process *p, const struct trace_record *rec,
+                                   uint32_t tid)
 {
     const struct prof_rec_torch_dev_mem *r = rec->data;
     struct model_torch *t = &p->torch;
@@ -412,7 +416,7 @@ static void model_torch_scopes(struct model_process *p)
     }
 }
 
-void model_torch_finish(struct model_process *p)
+static void model_torch_finish(struct model_process *p)
 {
     struct model_torch *t = &p->torch;
     if (t->nops) {
@@ -448,8 +452,9 @@ void model_torch_finish(struct model_process *p)
     t->nops = t->cap_ops = 0;
 }
 
-void model_torch_free(struct model_torch *t)
+static void model_torch_free(struct model_process *p)
 {
+    struct model_torch *t = &p->torch;
     free(t->mems);
     free(t->ops);
     free(t->rows);
@@ -483,3 +488,16 @@ const struct model_py_func *model_torch_peak_func(const struct model_process *p,
     }
     return first;
 }
+
+static const struct model_record_handler model_torch_handlers[] = {
+    {PROF_REC_TORCH_OP, model_torch_on_record},
+    {PROF_REC_TORCH_MEM, model_torch_on_mem},
+    {PROF_REC_TORCH_DEV_MEM, model_torch_on_dev_mem},
+};
+
+const struct model_part model_torch_part = {
+    .name = "torch",
+    MODEL_PART_HANDLERS(model_torch_handlers),
+    .finish = model_torch_finish,
+    .free = model_torch_free,
+};

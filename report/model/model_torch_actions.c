@@ -15,6 +15,7 @@
 
 #include "alloc.h"
 #include "model.h"
+#include "model_part.h"
 
 enum model_builtin {
     MODEL_BUILTIN_FORWARD,
@@ -84,7 +85,7 @@ static int model_builtin_of(const struct model_py_func *f)
     return -1;
 }
 
-void model_torch_actions_finish(struct model_process *p)
+static void model_torch_actions_finish(struct model_process *p)
 {
     const struct model_python *py = &p->py;
     if (!py->nnodes)
@@ -146,3 +147,8 @@ void model_torch_actions_finish(struct model_process *p)
         t->builtin[t->nbuiltin++] = acc[a];
     }
 }
+
+const struct model_part model_torch_actions_part = {
+    .name = "torch_actions",
+    .finish = model_torch_actions_finish,
+};

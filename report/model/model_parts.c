@@ -1,0 +1,10 @@
+/* The parts of the process model, in the order their hooks run (see model_part.h).
+ * Memory and kernels come before the GPU part, which attributes GPU work to the calls
+ * and spans they name; PyTorch's built-in actions read the finished Python trees. */
+#include "model_part.h"
+
+const struct model_part *const model_parts[] = {
+    &model_core_part, &model_memory_part, &model_kernel_part, &model_python_part,
+    &model_gpu_part,  &model_nvtx_part,   &model_torch_part,  &model_torch_actions_part,
+};
+const size_t model_part_count = sizeof model_parts / sizeof model_parts[0];
