@@ -1,7 +1,7 @@
 /* The interpreter's own cost of the hook our Python layer uses, with callbacks that do
  * nothing (bench_python.py's "hook floor"). No profiler can go below it with the same
  * events: before 3.12 a setprofile function (every call and C call, frame objects made);
- * 3.12+ sys.monitoring callbacks for the events preload/python_attach.c registers.
+ * 3.12+ sys.monitoring callbacks for the events preload/python/python_attach.c registers.
  * The _clock variants add only the clock read an exact per-call time needs (rdtsc, as
  * collector/clock.h): at every event, except at CALL/C_RETURN/C_RAISE on 3.12+, where ours
  * reads it only for builtins, which this workload hardly calls.

@@ -9,7 +9,7 @@ import ctypes
 import runpy
 import sys
 
-# The events preload/python_attach.c subscribes to on 3.12+.
+# The events preload/python/python_attach.c subscribes to on 3.12+.
 EVENTS = ("PY_START", "PY_RESUME", "PY_THROW", "PY_RETURN", "PY_YIELD", "PY_UNWIND",
           "CALL", "C_RETURN", "C_RAISE")
 
