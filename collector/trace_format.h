@@ -24,8 +24,9 @@
 
 /* Feature bits: what the writer may emit. A reader ignores bits it does not know. */
 enum prof_feature {
-    PROF_FEATURE_CUDART = 1u << 0,   /* CUDA runtime wrappers */
-    PROF_FEATURE_TSC_CLOCK = 1u << 1 /* ticks are TSC cycles, else CLOCK_MONOTONIC ns */
+    PROF_FEATURE_CUDART = 1u << 0,    /* CUDA runtime wrappers */
+    PROF_FEATURE_TSC_CLOCK = 1u << 1, /* ticks are TSC cycles, else CLOCK_MONOTONIC ns */
+    PROF_FEATURE_STACKS = 1u << 2     /* API calls may be followed by a STACK_REF */
 };
 
 struct prof_file_header {
@@ -71,6 +72,11 @@ enum prof_record_type {
     PROF_REC_TORCH_MEM = 26,    /* one c10::alloc_cpu / c10::free_cpu call (CPU tensor memory) */
     PROF_REC_TORCH_DEV_MEM = 27, /* one report of torch's allocators (CUDA caching allocator) */
     PROF_REC_ACTION = 28,        /* a named action started or stopped (Lightning's profiler) */
+    /* Call stacks (preload/stacks/); numbered apart so other record types can grow. */
+    PROF_REC_STACK = 40,     /* a distinct native call stack: id -> return addresses */
+    PROF_REC_STACK_REF = 41, /* the stack of the thread's API_CALL that started at `start` */
+    PROF_REC_MAP = 42,       /* a loaded object: path, load bias, address range, build id */
+    PROF_REC_SAMPLE = 43,    /* one CPU-time sample of a thread: its stack */
     PROF_REC_TYPE_COUNT
 };
 
@@ -480,6 +486,53 @@ struct prof_rec_action {
     uint64_t ticks;
 };
 _Static_assert(sizeof(struct prof_rec_action) == 24, "action record");
+
+/* ---- Call stacks (PROF_STACKS, PROF_SAMPLE_HZ) ----
+ * A stack is captured in the process as raw return addresses, innermost first, and
+ * deduplicated there: the first use of a distinct stack in a file writes its STACK record,
+ * every use writes its 4-byte id (STACK_REF or SAMPLE). Addresses are symbolized offline
+ * through the MAP records of the objects loaded in the process. The first frames belong
+ * to libprof.so itself (the capture); readers drop them by their MAP. */
+#define PROF_STACK_MAX_FRAMES 128
+
+struct prof_rec_stack {
+    struct prof_record_header h;
+    uint32_t stack_id; /* unique in the process; 0 is never used */
+    uint32_t nframes;
+    uint32_t reserved;
+    /* followed by nframes u64 addresses, innermost first */
+};
+_Static_assert(sizeof(struct prof_rec_stack) == 16, "stack record header");
+
+struct prof_rec_stack_ref {
+    struct prof_record_header h;
+    uint32_t stack_id;
+    uint64_t start; /* the start of the thread's API_CALL this stack belongs to */
+};
+_Static_assert(sizeof(struct prof_rec_stack_ref) == 16, "stack ref record");
+
+struct prof_rec_sample {
+    struct prof_record_header h;
+    uint32_t stack_id; /* 0: the stack could not be taken (only the time counts) */
+    uint64_t ticks;
+    uint32_t py_node; /* the thread's innermost Python call-tree node then, 0 if none */
+    uint32_t periods; /* sampling periods this sample stands for: 1 + the timer's overruns
+                       * (a CPU-time timer fires on the scheduler tick after it expires) */
+};
+_Static_assert(sizeof(struct prof_rec_sample) == 24, "sample record");
+
+/* MAP: followed by the NUL-terminated path, padded to 8. */
+struct prof_rec_map {
+    struct prof_record_header h;
+    uint16_t build_id_len; /* 0: none found */
+    uint16_t reserved;
+    uint64_t bias;  /* load bias (dlpi_addr): address = bias + ELF virtual address */
+    uint64_t start; /* lowest and highest address its PT_LOAD segments cover */
+    uint64_t end;
+    uint8_t build_id[32];
+};
+_Static_assert(sizeof(struct prof_rec_map) == 64, "map record header");
+_Static_assert(offsetof(struct prof_rec_map, bias) == 8, "map bias offset");
 
 static inline uint32_t prof_record_align(uint32_t n)
 {

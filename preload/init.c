@@ -19,9 +19,9 @@
 /* The capture layers, in the order their hooks run. */
 static const struct preload_layer *const init_layers[] = {
 #ifdef PROF_HAVE_CUDA
-    &cudart_layer, &cupti_layer, &cublas_layer, &cudnn_layer, &nvtx_layer,
+    &cudart_layer, &cupti_layer, &cublas_layer, &cudnn_layer,    &nvtx_layer,
 #endif
-    &python_layer, &torch_layer,
+    &python_layer, &torch_layer, &stacks_layer, &sampling_layer,
 };
 #define INIT_LAYER_COUNT (sizeof init_layers / sizeof init_layers[0])
 
@@ -107,6 +107,8 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
 #endif
     for (size_t i = 0; i < INIT_LAYER_COUNT; i++) {
         init_layer_on[i] = strcmp(settings_get(init_layers[i]->enable), "0") != 0;
+        if (init_layer_on[i])
+            cfg.features |= init_layers[i]->features;
         if (init_layers[i]->setup)
             init_layers[i]->setup(init_layer_on[i]);
     }

@@ -8,12 +8,16 @@
 #ifndef PROF_LAYER_H
 #define PROF_LAYER_H
 
+#include <stdint.h>
+
 #include "settings.h"
 
 struct preload_layer {
     const char *name;
     /* Its PROF_* switch: the layer records only while this is on. */
     enum prof_setting_id enable;
+    /* Feature bits (enum prof_feature) its records add to the file header when on. */
+    uint32_t features;
     /* At load, even when profiling is off (PROF_DISABLE): only what the layer's
      * interposed functions need to pass calls through. May be NULL. */
     void (*load)(void);
@@ -37,5 +41,7 @@ extern const struct preload_layer nvtx_layer;
 #endif
 extern const struct preload_layer python_layer;
 extern const struct preload_layer torch_layer;
+extern const struct preload_layer stacks_layer;
+extern const struct preload_layer sampling_layer;
 
 #endif

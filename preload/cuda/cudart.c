@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <cuda_runtime_api.h>
 
@@ -12,6 +13,7 @@
 #include "cupti_sub.h"
 #include "emit.h"
 #include "resolve.h"
+#include "stacks.h"
 
 #define PROF_EXPORT __attribute__((visibility("default")))
 #define PROF_STRIP(...) __VA_ARGS__
@@ -125,6 +127,7 @@ static inline void cudart_capture_end(void)
         uint64_t recorded[] = {PROF_STRIP record};                                                 \
         emit_api_call(PROF_API_CUDART_BASE + CUDART_API_##name, rc, prof_t0, prof_t1, recorded,    \
                       sizeof recorded / sizeof recorded[0]);                                       \
+        stacks_after_call(PROF_API_CUDART_BASE + CUDART_API_##name, prof_t0, prof_t1);             \
         cudart_capture_end();                                                                      \
         errno = saved_errno;                                                                       \
         return rc;                                                                                 \
@@ -207,6 +210,12 @@ static void cudart_init(int enabled)
         for (; *a; a++)
             n += *a == ',';
         cudart_apis[i].nargs = (uint8_t)n;
+        /* With PROF_STACKS: where the program synchronizes, allocates or frees, and copies
+         * that block (the ones without Async in the name). */
+        uint8_t cat = cudart_apis[i].category;
+        if (cat == PROF_CAT_SYNC || cat == PROF_CAT_MEMORY ||
+            (cat == PROF_CAT_COPY && !strstr(cudart_apis[i].name, "Async")))
+            stacks_want_api(cudart_apis[i].id);
     }
     collector_add_api_table(cudart_apis, CUDART_API_COUNT);
 }

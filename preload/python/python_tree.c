@@ -408,10 +408,16 @@ static void py_observe_api_call(uint64_t ticks)
     py_add(&n->api_ticks, ticks);
 }
 
+/* Also called from the sampling signal handler, which may interrupt a push between the
+ * depth's increment and the frame's node: a slot not yet filled holds NULL or the node
+ * of an earlier call at that depth (nodes live as long as the thread). */
 static uint32_t py_current_node(void)
 {
     struct py_thread *pt = py_tls;
-    return pt && pt->depth && !pt->overflow ? pt->stack[pt->depth - 1].node->id : 0;
+    if (!pt || !pt->depth || pt->overflow)
+        return 0;
+    const struct py_node *n = pt->stack[pt->depth - 1].node;
+    return n ? n->id : 0;
 }
 
 static void py_write_gap(uint64_t start, uint64_t end)

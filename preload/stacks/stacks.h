@@ -1,0 +1,46 @@
+/* Native call stacks (PROF_STACKS=1, PROF_SAMPLE_HZ): captured with libunwind (loaded
+ * with dlopen; without it this layer says so once and stays off), deduplicated in the
+ * process (one STACK record per distinct stack and file, an id per use), symbolized
+ * offline by profreport through the MAP records (stacks_maps.c). */
+#ifndef PROF_STACKS_H
+#define PROF_STACKS_H
+
+#include <stdint.h>
+
+#include "ring.h"
+
+/* 1 while stacks are taken for chosen API calls (PROF_STACKS). Read on every call. */
+extern int stacks_on;
+
+void stacks_after_call_slow(uint16_t api, uint64_t start, uint64_t end);
+
+/* After an intercepted call of `api` that ran [start, end] and whose API_CALL record was
+ * just emitted: a STACK_REF for it when the call is one worth a stack (it synchronizes,
+ * allocates or frees, or took at least PROF_STACK_SLOW_US). One predictable branch when
+ * stacks are off. */
+static inline __attribute__((always_inline)) void stacks_after_call(uint16_t api, uint64_t start,
+                                                                    uint64_t end)
+{
+    if (__builtin_expect(stacks_on, 0))
+        stacks_after_call_slow(api, start, end);
+}
+
+/* A library marks the APIs whose calls always get a stack (at its setup). */
+void stacks_want_api(uint16_t api);
+
+/* The calling thread's stack as an id (0: none could be taken), with its STACK record
+ * written into r the first time this file needs it. Async-signal-safe once the layer
+ * is set up: no lock, no allocation. */
+uint32_t stacks_capture(struct prof_ring *r);
+
+/* stacks_maps.c: MAP records for every loaded object, as a collector source. */
+void stacks_maps_start(void);
+
+/* stacks_sample.c: PROF_SAMPLE_HZ, per-thread CPU-time timers and their samples. */
+int stacks_sample_start(long hz);
+void stacks_sample_after_fork_child(void);
+
+/* Bumped in a forked child: its new file needs every STACK record again. */
+extern _Atomic uint32_t stacks_generation;
+
+#endif
