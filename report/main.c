@@ -11,6 +11,7 @@
 #include "dump.h"
 #include "export.h"
 #include "model.h"
+#include "stacks_view.h"
 #include "summary.h"
 #include "tables.h"
 
@@ -57,6 +58,14 @@ static void main_usage(FILE *out)
           "      --memory-timeline FILE  write the live PyTorch tensor bytes over time as\n"
           "                    CSV: pid,device,time_ns,live_bytes (device CPU, CUDA:0, ...;\n"
           "                    one row per change, ns since the process start)\n"
+          "      --stacks NAME print the call paths (native frames, symbolized with their\n"
+          "                    source lines) that made the calls of the API NAME, e.g.\n"
+          "                    cudaDeviceSynchronize (traces made with PROF_STACKS=1)\n"
+          "      --samples     print the call paths of the CPU samples (PROF_SAMPLE_HZ), with\n"
+          "                    the Python functions in place of the interpreter's frames\n"
+          "      --stacks-folded FILE  with --stacks or --samples: write those paths as\n"
+          "                    folded stacks (weight: us of the calls, or samples)\n"
+          "      --debug-dir DIR  also look for separate debug info in DIR (':'-separated)\n"
           "      --run ID      report the run whose META run_id is ID\n"
           "      --all-runs    merge every run found in the inputs (default: the latest)\n"
           "  -h, --help        this help\n"
@@ -222,6 +231,8 @@ int main(int argc, char **argv)
     enum tables_python_split split = TABLES_PYTHON_MERGED;
     const char *pstats_path = NULL, *folded_path = NULL;
     const char *timeline_path = NULL; /* --memory-timeline */
+    struct stacks_view_options stacks = {0};
+    int stacks_asked = 0; /* --stacks or --samples */
 
     if (argc >= 2 && !strcmp(argv[1], "dump")) {
         if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
@@ -246,7 +257,11 @@ int main(int argc, char **argv)
         OPT_ACTIONS,
         OPT_OPS,
         OPT_GROUP_BY_SHAPE,
-        OPT_MEMORY_TIMELINE
+        OPT_MEMORY_TIMELINE,
+        OPT_STACKS,
+        OPT_SAMPLES,
+        OPT_STACKS_FOLDED,
+        OPT_DEBUG_DIR
     };
     static const struct option options[] = {
         {"format", required_argument, NULL, 'f'},
@@ -265,6 +280,10 @@ int main(int argc, char **argv)
         {"ops", no_argument, NULL, OPT_OPS},
         {"group-by-shape", no_argument, NULL, OPT_GROUP_BY_SHAPE},
         {"memory-timeline", required_argument, NULL, OPT_MEMORY_TIMELINE},
+        {"stacks", required_argument, NULL, OPT_STACKS},
+        {"samples", no_argument, NULL, OPT_SAMPLES},
+        {"stacks-folded", required_argument, NULL, OPT_STACKS_FOLDED},
+        {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -328,6 +347,22 @@ int main(int argc, char **argv)
             split = want;
             break;
         }
+        case OPT_STACKS:
+        case OPT_SAMPLES:
+            if (stacks_asked)
+                return main_bad_usage("give one of --stacks NAME and --samples%s", "");
+            stacks_asked = 1;
+            stacks.api_name = c == OPT_STACKS ? optarg : NULL;
+            break;
+        case OPT_STACKS_FOLDED:
+        case OPT_DEBUG_DIR:
+            if (!*optarg)
+                return main_bad_usage("%s wants a value", argv[optind - 1]);
+            if (c == OPT_STACKS_FOLDED)
+                stacks.folded_path = optarg;
+            else
+                stacks.debug_dirs = optarg;
+            break;
         case OPT_MEMORY_TIMELINE:
             if (!*optarg)
                 return main_bad_usage("%s wants a file name", "--memory-timeline");
@@ -387,6 +422,8 @@ int main(int argc, char **argv)
     }
     if (optind >= argc)
         return main_bad_usage("no trace file or directory given%s", "");
+    if (stacks.folded_path && !stacks_asked)
+        return main_bad_usage("--stacks-folded goes with --stacks NAME or --samples%s", "");
 
     struct main_inputs in = {0};
     for (int i = optind; i < argc; i++)
@@ -402,6 +439,17 @@ int main(int argc, char **argv)
             model_process_free(in.procs[i]);
         free(in.procs);
         return 1;
+    }
+
+    if (stacks_asked) {
+        stacks.limit = limit;
+        int rc = stacks_view(stdout, stderr, in.procs, in.n, &stacks);
+        for (size_t i = 0; i < in.n; i++)
+            model_process_free(in.procs[i]);
+        free(in.procs);
+        if (fflush(stdout) != 0)
+            rc = 1;
+        return rc || in.failed ? 1 : 0;
     }
 
     struct summary s;

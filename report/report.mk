@@ -1,5 +1,5 @@
 # profreport: the offline reporter (report/main.c and one folder per stage: read/, model/,
-# merge/, views/), linked with jansson and, for
+# symbols/, merge/, views/), linked with jansson, elfutils' libdw (symbols/) and, for
 # __cxa_demangle only, libstdc++.
 #
 #   $(PROFREPORT)            build/bin/profreport
@@ -7,11 +7,11 @@
 #   $(BUILD)/libprofreport.a those objects as a library
 #   report-fixtures          synthetic traces for the report tests, in $(BUILD)/test/traces/
 
-REPORT_SRCS := $(wildcard report/*.c report/read/*.c report/model/*.c report/merge/*.c \
-	report/views/*.c)
+REPORT_SRCS := $(wildcard report/*.c report/read/*.c report/model/*.c report/symbols/*.c \
+	report/merge/*.c report/views/*.c)
 REPORT_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(REPORT_SRCS))
 REPORT_LIB_OBJS := $(filter-out $(BUILD)/report/main.o,$(REPORT_OBJS))
-REPORT_LDLIBS := -ljansson -lstdc++
+REPORT_LDLIBS := -ljansson -ldw -lelf -lstdc++
 
 $(PROFREPORT): $(REPORT_OBJS)
 	@mkdir -p $(dir $@)

@@ -5,13 +5,14 @@
 -include test/doubles/doubles.mk
 -include test/fixtures/cuda/cuda.mk
 -include test/fixtures/libs/libs.mk
+-include test/fixtures/stacks/stacks.mk
 
 .SECONDARY:
 
 PYTHON ?= /usr/bin/python3
 UNIT_SRCS := $(wildcard test/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:test/unit/%.c=$(BUILD)/test/unit/%)
-UNIT_LDLIBS := -lcriterion -ljansson -lstdc++ -pthread -ldl
+UNIT_LDLIBS := -lcriterion -ljansson -ldw -lelf -lstdc++ -pthread -ldl
 STRESS_SRCS := $(wildcard test/unit/stress_*.c)
 STRESS_BINS := $(STRESS_SRCS:test/unit/%.c=$(BUILD)/test/unit/%)
 # Criterion's arena needs a fixed mapping that ThreadSanitizer's layout refuses: the
@@ -28,7 +29,7 @@ $(BUILD)/test/unit/test_%: $(BUILD)/test/unit/test_%.o $(BUILD)/libprofcore.a $(
 
 $(BUILD)/test/unit/stress_%: $(BUILD)/test/unit/stress_%.o $(BUILD)/libprofcore.a $(BUILD)/libprofreport.a
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ -ljansson -lstdc++ -pthread -ldl $(LDFLAGS_SAN)
+	$(CC) -o $@ $^ -ljansson -ldw -lelf -lstdc++ -pthread -ldl $(LDFLAGS_SAN)
 
 PROCESS_FIXTURES_DIR := $(BUILD)/test/fixtures
 PROCESS_FIXTURES := $(PROCESS_FIXTURES_DIR)/lifecycle
@@ -54,7 +55,7 @@ PYTHON_FIXTURES := $(PROCESS_FIXTURES_DIR)/libgil_thread.so
 BENCH_DIR := $(BUILD)/test/bench
 $(BENCH_DIR)/bench_collector: $(BUILD)/test/bench/bench_collector.o $(BUILD)/libprofcore.a $(BUILD)/libprofreport.a
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ -ljansson -lstdc++ -pthread $(LDFLAGS_SAN)
+	$(CC) -o $@ $^ -ljansson -ldw -lelf -lstdc++ -pthread $(LDFLAGS_SAN)
 $(BENCH_DIR)/bench_call_cost: test/bench/bench_call_cost.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PROCESS_FIXTURE_CFLAGS) -o $@ $< -L$(CUDA_HOME)/lib64 -lcudart \
@@ -66,10 +67,10 @@ $(BENCH_DIR)/bench_launch: test/bench/bench_launch.cu
 		-Xlinker --enable-new-dtags -Xlinker -rpath -Xlinker $(CUDA_HOME)/lib64
 
 ifeq ($(HAVE_CUDA),1)
-TEST_FIXTURES := cuda-fixtures libs-fixtures $(PROCESS_FIXTURES) $(PYTHON_FIXTURES)
+TEST_FIXTURES := cuda-fixtures libs-fixtures stacks-fixtures $(PROCESS_FIXTURES) $(PYTHON_FIXTURES)
 BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_call_cost $(BENCH_DIR)/bench_launch
 else
-TEST_FIXTURES := $(PYTHON_FIXTURES)
+TEST_FIXTURES := stacks-fixtures $(PYTHON_FIXTURES)
 BENCH_BINS := $(BENCH_DIR)/bench_collector
 endif
 

@@ -433,6 +433,7 @@ struct model_process {
     struct model_python py;
     struct model_gpu gpu;
     struct model_torch torch;
+    struct model_stacks *stacks; /* model_stacks.c: NULL when the trace holds no stacks */
 
     /* The process's wall time, CLOCK_MONOTONIC: from the first to the last CPU event or
      * CLOCK record, whichever reach further (set by model_finish). */

@@ -52,5 +52,6 @@ extern const struct model_part model_gpu_part;
 extern const struct model_part model_nvtx_part;
 extern const struct model_part model_torch_part;
 extern const struct model_part model_torch_actions_part;
+extern const struct model_part model_stacks_part;
 
 #endif

@@ -5,6 +5,6 @@
 
 const struct model_part *const model_parts[] = {
     &model_core_part, &model_memory_part, &model_kernel_part, &model_python_part,
-    &model_gpu_part,  &model_nvtx_part,   &model_torch_part,  &model_torch_actions_part,
+    &model_gpu_part,  &model_nvtx_part,   &model_torch_part,  &model_torch_actions_part, &model_stacks_part,
 };
 const size_t model_part_count = sizeof model_parts / sizeof model_parts[0];

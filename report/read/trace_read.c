@@ -55,6 +55,10 @@ static const uint16_t trace_min_sizes[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_TORCH_MEM] = sizeof(struct prof_rec_torch_mem),
     [PROF_REC_TORCH_DEV_MEM] = sizeof(struct prof_rec_torch_dev_mem),
     [PROF_REC_ACTION] = sizeof(struct prof_rec_action),
+    [PROF_REC_STACK] = sizeof(struct prof_rec_stack),
+    [PROF_REC_STACK_REF] = sizeof(struct prof_rec_stack_ref),
+    [PROF_REC_MAP] = sizeof(struct prof_rec_map),
+    [PROF_REC_SAMPLE] = sizeof(struct prof_rec_sample),
 };
 
 static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
@@ -87,6 +91,10 @@ static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_TORCH_MEM] = "TORCH_MEM",
     [PROF_REC_TORCH_DEV_MEM] = "TORCH_DEV_MEM",
     [PROF_REC_ACTION] = "ACTION",
+    [PROF_REC_STACK] = "STACK",
+    [PROF_REC_STACK_REF] = "STACK_REF",
+    [PROF_REC_MAP] = "MAP",
+    [PROF_REC_SAMPLE] = "SAMPLE",
 };
 
 uint16_t trace_record_min_size(uint16_t type)

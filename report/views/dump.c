@@ -354,6 +354,38 @@ static void dump_record(FILE *out, const struct trace_record *rec, struct u64map
                 model_py_gap_reason_name(g->reason), g->start, g->end);
         break;
     }
+    case PROF_REC_STACK: {
+        const struct prof_rec_stack *s = rec->data;
+        const uint64_t *frames = (const uint64_t *)(s + 1);
+        uint32_t n = s->nframes;
+        if (n > (rec->size - sizeof *s) / 8)
+            n = (uint32_t)((rec->size - sizeof *s) / 8);
+        fprintf(out, " id=%" PRIu32 " frames=%" PRIu32, s->stack_id, s->nframes);
+        for (uint32_t i = 0; i < n; i++)
+            fprintf(out, "%s0x%" PRIx64, i ? "," : " ", frames[i]);
+        break;
+    }
+    case PROF_REC_STACK_REF: {
+        const struct prof_rec_stack_ref *s = rec->data;
+        fprintf(out, " stack=%" PRIu32 " start=%" PRIu64, s->stack_id, s->start);
+        break;
+    }
+    case PROF_REC_SAMPLE: {
+        const struct prof_rec_sample *s = rec->data;
+        fprintf(out, " stack=%" PRIu32 " ticks=%" PRIu64 " py_node=%" PRIu32 " periods=%" PRIu32,
+                s->stack_id, s->ticks, s->py_node, s->periods);
+        break;
+    }
+    case PROF_REC_MAP: {
+        const struct prof_rec_map *m = rec->data;
+        fprintf(out, " bias=0x%" PRIx64 " start=0x%" PRIx64 " end=0x%" PRIx64 " build_id=", m->bias,
+                m->start, m->end);
+        for (unsigned i = 0; i < m->build_id_len && i < sizeof m->build_id; i++)
+            fprintf(out, "%02x", m->build_id[i]);
+        fputs(" path=", out);
+        dump_text(out, trace_record_text(rec, sizeof *m, NULL));
+        break;
+    }
     case PROF_REC_PAD:
         break;
     default:
@@ -373,9 +405,10 @@ int dump_file(FILE *out, FILE *err, const char *path)
         return 1;
     }
     const struct prof_file_header *h = trace_reader_header(r);
-    fprintf(out, "# %s: profrun trace version %u, header %u bytes, features 0x%x%s%s\n", path,
+    fprintf(out, "# %s: profrun trace version %u, header %u bytes, features 0x%x%s%s%s\n", path,
             h->version, h->header_size, h->features,
             (h->features & PROF_FEATURE_CUDART) ? " cudart" : "",
+            (h->features & PROF_FEATURE_STACKS) ? " stacks" : "",
             (h->features & PROF_FEATURE_TSC_CLOCK) ? " tsc_clock" : "");
     struct u64map apis, strings;
     u64map_init(&apis);

@@ -1,0 +1,67 @@
+/* model_stacks: what one process's trace holds of call stacks (STACK, STACK_REF, MAP,
+ * SAMPLE records): the distinct stacks, the loaded objects, and the uses of each stack —
+ * by the API calls that carried one, and by CPU-time samples. Symbolization happens later,
+ * in report/symbols/. */
+#ifndef REPORT_MODEL_STACKS_H
+#define REPORT_MODEL_STACKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hashmap.h"
+
+struct model_process;
+
+struct model_stack {
+    uint32_t id, nframes;
+    uint64_t *frames; /* innermost first, as captured (the profiler's own frames first) */
+};
+
+struct model_map {
+    char *path;
+    uint64_t bias, start, end;
+    uint8_t build_id[32];
+    uint16_t build_id_len;
+};
+
+/* The calls of one API that carried one stack. */
+struct model_stack_use {
+    uint16_t api;
+    uint32_t stack_id;
+    uint64_t calls, ticks, ns;
+};
+
+/* Samples of one stack with one innermost Python node. */
+struct model_stack_sample {
+    uint32_t stack_id, py_node, tid;
+    uint64_t count;
+};
+
+struct model_stacks {
+    struct model_stack *stacks;
+    size_t nstacks, cap_stacks;
+    struct u64map stack_index; /* id -> index + 1 */
+    struct model_map *maps;
+    size_t nmaps, cap_maps;
+    struct model_stack_use *uses;
+    size_t nuses, cap_uses;
+    struct u64map use_index; /* api << 32 | stack id -> index + 1 */
+    struct model_stack_sample *samples;
+    size_t nsamples, cap_samples;
+    struct u64map sample_index; /* hash of (stack, py node, tid) -> index + 1 */
+    uint64_t sample_count;
+    uint64_t unmatched_refs; /* STACK_REF records whose call was not found */
+    /* The last API call of each thread, to tie a STACK_REF to it: tid -> index + 1. */
+    struct u64map last_call_index;
+    struct {
+        uint32_t tid;
+        uint16_t api;
+        uint64_t start, ticks;
+    } * last_calls;
+    size_t nlast_calls, cap_last_calls;
+};
+
+/* The stack of an id in p, or NULL. */
+const struct model_stack *model_stack_get(const struct model_process *p, uint32_t id);
+
+#endif

@@ -1,0 +1,340 @@
+/* stacks: the call paths that made the calls of one API (--stacks NAME), or the CPU
+ * samples (--samples), symbolized and merged over the processes by their text; and the
+ * same as folded stacks (--stacks-folded FILE) for flame graph tools.
+ *
+ * A path is printed innermost first. The profiler's own frames (the capture inside
+ * libprof.so, the signal trampoline of a sample) are dropped. A sample taken in Python
+ * code gets the thread's Python call path then (its innermost call-tree node) in place of
+ * the interpreter's own frames, as py-spy --native shows them. */
+#include "stacks_view.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "format.h"
+#include "model.h"
+#include "model_stacks.h"
+#include "symbols.h"
+
+#define STACKS_VIEW_MAX_FRAMES 512
+
+struct stacks_path {
+    char *key;    /* frame labels joined by '\n', innermost first */
+    char *folded; /* the same root first, joined by ';' */
+    uint64_t count, ns;
+};
+
+struct stacks_paths {
+    struct stacks_path *rows;
+    size_t n, cap;
+    struct u64map index; /* hash of key -> index + 1 (probing on a different key) */
+    uint64_t total_count, total_ns;
+};
+
+static uint64_t stacks_view_hash(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h ? h : 1;
+}
+
+static void stacks_paths_add(struct stacks_paths *ps, char *key, char *folded, uint64_t count,
+                             uint64_t ns)
+{
+    ps->total_count += count;
+    ps->total_ns += ns;
+    for (uint64_t h = stacks_view_hash(key);; h++) {
+        uint64_t *slot = u64map_slot(&ps->index, h);
+        if (!slot)
+            report_oom();
+        if (*slot && strcmp(ps->rows[*slot - 1].key, key) != 0)
+            continue;
+        if (*slot) {
+            ps->rows[*slot - 1].count += count;
+            ps->rows[*slot - 1].ns += ns;
+            free(key);
+            free(folded);
+            return;
+        }
+        ps->rows = report_grow(ps->rows, &ps->cap, ps->n + 1, sizeof *ps->rows);
+        ps->rows[ps->n] = (struct stacks_path){key, folded, count, ns};
+        *slot = ++ps->n;
+        return;
+    }
+}
+
+/* A growing string. */
+struct stacks_text {
+    char *s;
+    size_t len, cap;
+};
+
+static void stacks_text_add(struct stacks_text *t, const char *part)
+{
+    size_t n = strlen(part);
+    t->s = report_grow(t->s, &t->cap, t->len + n + 1, 1);
+    memcpy(t->s + t->len, part, n + 1);
+    t->len += n;
+}
+
+static void stacks_frame_label(const struct symbols_frame *f, char *buf, size_t len)
+{
+    const char *obj = f->object ? strrchr(f->object, '/') : NULL;
+    obj = obj ? obj + 1 : f->object;
+    if (f->function && f->file && f->line)
+        snprintf(buf, len, "%s%s  %s:%d", f->function, f->inlined ? " (inlined)" : "", f->file,
+                 f->line);
+    else if (f->function)
+        snprintf(buf, len, "%s  [%s]", f->function, obj ? obj : "?");
+    else if (f->object)
+        snprintf(buf, len, "%s+0x%" PRIx64, f->object, f->offset);
+    else
+        snprintf(buf, len, "0x%" PRIx64 " (no loaded object)", f->offset);
+}
+
+static int stacks_is_interpreter(const struct symbols_frame *f)
+{
+    const char *fn = f->function;
+    return fn && (!strncmp(fn, "_PyEval_", 8) || !strncmp(fn, "PyEval_", 7) ||
+                  !strncmp(fn, "_PyFunction_", 12) || !strncmp(fn, "_PyObject_Vectorcall", 20) ||
+                  !strncmp(fn, "PyObject_Vectorcall", 19) || !strncmp(fn, "_PyObject_Call", 14) ||
+                  !strncmp(fn, "PyObject_Call", 13) || !strncmp(fn, "method_vectorcall", 17) ||
+                  !strncmp(fn, "cfunction_", 10) || !strncmp(fn, "slot_tp_call", 12));
+}
+
+/* The Python functions of a call-tree node and its ancestors, innermost first. */
+static size_t stacks_python_frames(const struct model_process *p, uint32_t node, char **out,
+                                   size_t max)
+{
+    size_t n = 0;
+    for (int guard = 0; node && n < max && guard < 4096; guard++) {
+        const struct model_py_node *pn = model_python_node(p, node);
+        if (!pn)
+            break;
+        const struct model_py_func *f = model_python_func(p, pn->func);
+        char buf[1024];
+        if (f && f->kind == PROF_PY_FUNC_PYTHON)
+            snprintf(buf, sizeof buf, "%s  %s:%u  [python]", f->qualname ? f->qualname : f->name,
+                     f->file ? f->file : "?", f->line);
+        else
+            snprintf(buf, sizeof buf, "%s  [python]", f && f->name ? f->name : "?");
+        out[n++] = report_strdup(buf);
+        node = pn->parent;
+    }
+    return n;
+}
+
+/* Symbolizes one stack into a path (key and folded text), Python frames spliced in. */
+static void stacks_render(const struct model_process *p, struct symbols *sym,
+                          const struct model_stack *st, int sample, uint32_t py_node, char **key,
+                          char **folded)
+{
+    static struct symbols_frame frames[STACKS_VIEW_MAX_FRAMES];
+    size_t n = 0;
+    for (uint32_t i = 0; st && i < st->nframes && n < STACKS_VIEW_MAX_FRAMES; i++)
+        n += symbols_resolve(sym, st->frames[i], 1, frames + n, STACKS_VIEW_MAX_FRAMES - n);
+    size_t skip = 0;
+    while (skip < n && frames[skip].profiler)
+        skip++;
+    if (sample && skip < n)
+        skip++; /* the signal trampoline (__restore_rt) the handler returns through */
+    /* The interpreter's frames between the innermost and the outermost eval frame are
+     * the Python calls, which the call tree names. */
+    size_t first_eval = n, last_eval = n;
+    char *py[256];
+    size_t npy = py_node ? stacks_python_frames(p, py_node, py, 256) : 0;
+    if (npy)
+        for (size_t i = skip; i < n; i++)
+            if (stacks_is_interpreter(&frames[i])) {
+                if (first_eval == n)
+                    first_eval = i;
+                last_eval = i;
+            }
+    char *labels[STACKS_VIEW_MAX_FRAMES + 256];
+    size_t nl = 0;
+    for (size_t i = skip; i < n; i++) {
+        if (i == first_eval) {
+            for (size_t k = 0; k < npy; k++)
+                labels[nl++] = py[k];
+            npy = 0;
+            i = last_eval;
+            continue;
+        }
+        char buf[1024];
+        stacks_frame_label(&frames[i], buf, sizeof buf);
+        labels[nl++] = report_strdup(buf);
+    }
+    for (size_t k = 0; k < npy; k++) /* no interpreter frame seen: Python goes outermost */
+        labels[nl++] = py[k];
+    struct stacks_text k = {0}, f = {0};
+    stacks_text_add(&k, "");
+    stacks_text_add(&f, "");
+    for (size_t i = 0; i < nl; i++) {
+        if (i)
+            stacks_text_add(&k, "\n");
+        stacks_text_add(&k, labels[i]);
+    }
+    for (size_t i = nl; i-- > 0;) {
+        char *semi;
+        while ((semi = strchr(labels[i], ';')))
+            *semi = ','; /* ';' separates folded frames */
+        stacks_text_add(&f, labels[i]);
+        if (i)
+            stacks_text_add(&f, ";");
+    }
+    for (size_t i = 0; i < nl; i++)
+        free(labels[i]);
+    *key = k.s;
+    *folded = f.s;
+}
+
+static int stacks_cmp(const void *a, const void *b)
+{
+    const struct stacks_path *x = a, *y = b;
+    if (x->ns != y->ns)
+        return x->ns < y->ns ? 1 : -1;
+    if (x->count != y->count)
+        return x->count < y->count ? 1 : -1;
+    return strcmp(x->key, y->key);
+}
+
+static uint16_t stacks_api_id(const struct model_process *p, const char *name, int *found)
+{
+    for (size_t i = 0; i < p->napis; i++)
+        if (p->apis[i] && p->apis[i]->name && !strcmp(p->apis[i]->name, name)) {
+            *found = 1;
+            return (uint16_t)i;
+        }
+    *found = 0;
+    return 0;
+}
+
+static void stacks_collect(struct stacks_paths *ps, struct model_process *const *procs, size_t n,
+                           const struct stacks_view_options *o, int *any_stacks, FILE *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct model_process *p = procs[i];
+        const struct model_stacks *st = p->stacks;
+        if (!st)
+            continue;
+        *any_stacks = 1;
+        int found = 0;
+        uint16_t api = o->api_name ? stacks_api_id(p, o->api_name, &found) : 0;
+        if (o->api_name && !found)
+            continue;
+        struct symbols *sym = symbols_open(p, o->debug_dirs);
+        if (o->api_name) {
+            for (size_t u = 0; u < st->nuses; u++) {
+                if (st->uses[u].api != api)
+                    continue;
+                char *key, *folded;
+                stacks_render(p, sym, model_stack_get(p, st->uses[u].stack_id), 0, 0, &key,
+                              &folded);
+                stacks_paths_add(ps, key, folded, st->uses[u].calls, st->uses[u].ns);
+            }
+        } else {
+            for (size_t u = 0; u < st->nsamples; u++) {
+                const struct model_stack_sample *sm = &st->samples[u];
+                char *key, *folded;
+                stacks_render(p, sym, model_stack_get(p, sm->stack_id), 1, sm->py_node, &key,
+                              &folded);
+                stacks_paths_add(ps, key, folded, sm->count, 0);
+            }
+        }
+        for (const char *const *note = symbols_notes(sym); *note; note++)
+            fprintf(err, "profreport: note: %s\n", *note);
+        symbols_close(sym);
+    }
+}
+
+static void stacks_print(FILE *out, const struct stacks_paths *ps,
+                         const struct stacks_view_options *o)
+{
+    size_t limit = o->limit ? o->limit : 10;
+    if (o->api_name) {
+        char total[32];
+        format_ns((double)ps->total_ns, total, sizeof total);
+        fprintf(out, "Call stacks of %s: %" PRIu64 " calls, %s, %zu distinct call paths\n",
+                o->api_name, ps->total_count, total, ps->n);
+    } else {
+        fprintf(out, "CPU samples: %" PRIu64 " in %zu distinct call paths\n", ps->total_count,
+                ps->n);
+    }
+    for (size_t i = 0; i < ps->n && i < limit; i++) {
+        const struct stacks_path *r = &ps->rows[i];
+        double share = ps->total_count ? 100.0 * (double)r->count / (double)ps->total_count : 0;
+        if (o->api_name) {
+            char t[32];
+            format_ns((double)r->ns, t, sizeof t);
+            fprintf(out, "\n#%zu  %" PRIu64 " calls (%.1f%%), %s\n", i + 1, r->count, share, t);
+        } else {
+            fprintf(out, "\n#%zu  %" PRIu64 " samples (%.1f%%)\n", i + 1, r->count, share);
+        }
+        for (const char *line = r->key; *line;) {
+            size_t len = strcspn(line, "\n");
+            fprintf(out, "    %.*s\n", (int)len, line);
+            line += len + (line[len] == '\n');
+        }
+    }
+    if (ps->n > limit)
+        fprintf(out, "\n(%zu more call paths; --limit N shows more)\n", ps->n - limit);
+}
+
+static int stacks_write_folded(const struct stacks_paths *ps, const char *path, int by_time,
+                               char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        return -1;
+    }
+    for (size_t i = 0; i < ps->n; i++) {
+        uint64_t weight = by_time ? (ps->rows[i].ns + 500) / 1000 : ps->rows[i].count;
+        if (weight)
+            fprintf(f, "%s %" PRIu64 "\n", ps->rows[i].folded, weight);
+    }
+    if (fclose(f) != 0) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int stacks_view(FILE *out, FILE *err, struct model_process *const *procs, size_t n,
+                const struct stacks_view_options *o)
+{
+    struct stacks_paths ps = {0};
+    u64map_init(&ps.index);
+    int any_stacks = 0, rc = 0;
+    stacks_collect(&ps, procs, n, o, &any_stacks, err);
+    if (!any_stacks) {
+        fprintf(err, "profreport: the inputs hold no call stacks (run with %s)\n",
+                o->api_name ? "PROF_STACKS=1" : "PROF_SAMPLE_HZ=199");
+        rc = 1;
+    } else if (!ps.n) {
+        fprintf(err, "profreport: no %s in the inputs carries a call stack\n",
+                o->api_name ? o->api_name : "sample");
+        rc = 1;
+    } else {
+        qsort(ps.rows, ps.n, sizeof *ps.rows, stacks_cmp);
+        char msg[512];
+        if (o->folded_path &&
+            stacks_write_folded(&ps, o->folded_path, o->api_name != NULL, msg, sizeof msg) != 0) {
+            fprintf(err, "profreport: %s\n", msg);
+            rc = 1;
+        }
+        if (!o->folded_path || o->print)
+            stacks_print(out, &ps, o);
+    }
+    for (size_t i = 0; i < ps.n; i++) {
+        free(ps.rows[i].key);
+        free(ps.rows[i].folded);
+    }
+    free(ps.rows);
+    u64map_free(&ps.index);
+    return rc;
+}
