@@ -1,0 +1,217 @@
+"""Call stacks (PROF_STACKS=1) and sampling (PROF_SAMPLE_HZ): captured with libunwind in
+the process, symbolized offline with libdw by profreport.
+
+- stack_chains (C, against the CUDA runtime double) makes synchronizing calls and
+  allocations along known call chains, one through an inlined function and one through a
+  stripped library: --stacks NAME names each function with its source line.
+- burn_threads burns 0.7 s and 0.3 s of CPU in two threads: the samples split 70/30.
+- py_mixed_burn.py calls C through ctypes: a sample's path holds the C frames, then the
+  Python functions, in call order, on every interpreter.
+"""
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import (HAVE_CUDA, build_path, needs_cuda, profile, report, trace_files,
+                      ROOT)
+
+FIXTURES = build_path("test", "fixtures", "stacks")
+SOURCE = os.path.join(ROOT, "test", "fixtures", "stacks", "stack_chains.c")
+DOUBLES = build_path("test", "doubles")
+MIXED = os.path.join(ROOT, "test", "workloads", "py_mixed_burn.py")
+
+PYENV = "/root/.pyenv/versions"
+INTERPRETERS = [(v, os.path.join(PYENV, full, "bin", "python3"))
+                for v, full in (("3.8", "3.8.18"), ("3.9", "3.9.18"), ("3.10", "3.10.13"),
+                                ("3.11", "3.11.7"), ("3.12", "3.12.1"), ("3.13", "3.13.0"))]
+INTERPRETERS.append(("debian3.11", "/usr/bin/python3"))
+
+
+def marked_line(tag):
+    """The line of stack_chains.c that carries the comment LINE tag."""
+    with open(SOURCE) as f:
+        for number, line in enumerate(f, 1):
+            if "/* LINE %s */" % tag in line:
+                return number
+    raise AssertionError("no LINE %s in %s" % (tag, SOURCE))
+
+
+def double_env(extra=None):
+    env = {"LD_LIBRARY_PATH": DOUBLES + ":" + os.environ.get("LD_LIBRARY_PATH", "")}
+    env.update(extra or {})
+    return env
+
+
+def paths(text):
+    """The call paths of a --stacks/--samples report: [(count, [frame, ...])]."""
+    result = []
+    for block in re.split(r"\n(?=#\d+ )", text):
+        m = re.match(r"#\d+\s+(\d+) (?:calls|samples)", block)
+        if m:
+            frames = [l.strip() for l in block.splitlines()[1:] if l.startswith("    ")]
+            result.append((int(m.group(1)), frames))
+    return result
+
+
+def function_of(frame):
+    return frame.split("  ")[0].replace(" (inlined)", "")
+
+
+@pytest.fixture(scope="module")
+def chains_run(tmp_path_factory):
+    if not HAVE_CUDA:
+        pytest.skip("no CUDA toolkit at CUDA_HOME")
+    out = tmp_path_factory.mktemp("stacks")
+    proc = profile([os.path.join(FIXTURES, "stack_chains")], out,
+                   env=double_env({"PROF_STACKS": "1"}))
+    return out, proc
+
+
+@needs_cuda
+def test_program_output_unchanged(chains_run):
+    _, proc = chains_run
+    assert proc.stdout == "stack_chains done\n"
+
+
+@needs_cuda
+def test_sync_calls_named_with_source_lines(chains_run):
+    out, _ = chains_run
+    rep = report(out, "--stacks", "cudaDeviceSynchronize").stdout
+    assert "cudaDeviceSynchronize: 8 calls" in rep
+    found = {tuple(function_of(f) for f in frames[:3]): (count, frames)
+             for count, frames in paths(rep)}
+    count, frames = found[("inner_sync", "outer_sync", "main")]
+    assert count == 3
+    assert frames[0].endswith("stack_chains.c:%d" % marked_line("inner_sync"))
+    assert frames[1].endswith("stack_chains.c:%d" % marked_line("outer_sync"))
+
+
+@needs_cuda
+def test_stripped_library_frames_by_path_and_offset(chains_run):
+    out, _ = chains_run
+    rep = report(out, "--stacks", "cudaDeviceSynchronize").stdout
+    stripped = [(c, f) for c, f in paths(rep) if "libstack_nodebug.so+0x" in f[0]]
+    assert len(stripped) == 1, rep
+    count, frames = stripped[0]
+    assert count == 5
+    # its static function has no name left; the exported one keeps its dynamic symbol
+    assert re.match(r".*/libstack_nodebug\.so\+0x[0-9a-f]+$", frames[0])
+    assert frames[1] == "nodebug_sync  [libstack_nodebug.so]"
+    assert function_of(frames[2]) == "main"
+
+
+@needs_cuda
+def test_inlined_function_and_its_caller(chains_run):
+    out, _ = chains_run
+    rep = report(out, "--stacks", "cudaStreamSynchronize").stdout
+    (count, frames), = paths(rep)
+    assert count == 2
+    assert frames[0] == "inlined_step (inlined)  test/fixtures/stacks/stack_chains.c:%d" % \
+        marked_line("inlined_step")
+    assert function_of(frames[1]) == "outer_sync"
+    assert function_of(frames[2]) == "main"
+
+
+@needs_cuda
+def test_allocations_and_folded_export(chains_run, tmp_path):
+    out, _ = chains_run
+    folded = tmp_path / "malloc.folded"
+    rep = report(out, "--stacks", "cudaMalloc", "--stacks-folded", str(folded)).stdout
+    assert rep == "", "a folded file alone prints no report"
+    lines = folded.read_text().splitlines()
+    assert len(lines) == 1
+    stack, weight = lines[0].rsplit(" ", 1)
+    frames = stack.split(";")
+    assert frames[-1] == "alloc_site  test/fixtures/stacks/stack_chains.c:%d" % \
+        marked_line("alloc_site")
+    assert function_of(frames[-2]) == "main"
+    assert int(weight) >= 0
+    (count, _), = paths(report(out, "--stacks", "cudaMalloc").stdout)
+    assert count == 4
+
+
+@needs_cuda
+def test_stacks_are_off_by_default(tmp_path):
+    profile([os.path.join(FIXTURES, "stack_chains")], tmp_path, env=double_env())
+    dump = subprocess.run([build_path("bin", "profreport"), "dump", trace_files(tmp_path)[0]],
+                          capture_output=True, text=True, check=True).stdout
+    assert " STACK " not in dump and " STACK_REF " not in dump and " MAP " not in dump
+    proc = report(tmp_path, "--stacks", "cudaDeviceSynchronize", check=False)
+    assert proc.returncode == 1
+    assert "no call stacks (run with PROF_STACKS=1)" in proc.stderr
+
+
+@needs_cuda
+def test_rebuilt_or_deleted_objects_are_not_trusted(tmp_path):
+    """Frames of an object that changed since the run are never given wrong names."""
+    work = tmp_path / "bin"
+    work.mkdir()
+    for name in ("stack_chains", "libstack_nodebug.so"):
+        shutil.copy2(os.path.join(FIXTURES, name), work / name)
+    out = tmp_path / "out"
+    profile([str(work / "stack_chains")], out, env=double_env({"PROF_STACKS": "1"}))
+    # "rebuilt": another ELF file where the program was
+    shutil.copy2(os.path.join(FIXTURES, "burn_threads"), work / "stack_chains")
+    proc = report(out, "--stacks", "cudaDeviceSynchronize")
+    assert "stack_chains: rebuilt since the run (build id differs)" in proc.stderr
+    assert "inner_sync" not in proc.stdout and "burn" not in proc.stdout
+    assert re.search(r"/stack_chains\+0x[0-9a-f]+", proc.stdout)
+    os.unlink(work / "stack_chains")
+    proc = report(out, "--stacks", "cudaDeviceSynchronize")
+    assert "stack_chains: not found on this machine" in proc.stderr
+    assert "inner_sync" not in proc.stdout
+
+
+def folded_weights(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            stack, weight = line.rstrip("\n").rsplit(" ", 1)
+            rows.append((stack.split(";"), int(weight)))
+    return rows
+
+
+def test_samples_split_as_the_cpu_time(tmp_path):
+    out = tmp_path / "out"
+    proc = profile([os.path.join(FIXTURES, "burn_threads"), "1"], out,
+                   env={"PROF_SAMPLE_HZ": "199"})
+    assert proc.stdout == "burn_threads done\n"
+    folded = tmp_path / "samples.folded"
+    report(out, "--samples", "--stacks-folded", str(folded))
+    rows = folded_weights(folded)
+    total = sum(w for _, w in rows)
+    heavy = sum(w for s, w in rows if any(f.startswith("burn_heavy") for f in s))
+    light = sum(w for s, w in rows if any(f.startswith("burn_light") for f in s))
+    # 1 s of CPU at 199 Hz, counted in periods (a sample stands for its timer's overruns)
+    assert 170 <= total <= 230, rows
+    assert heavy + light >= total * 0.95
+    assert abs(heavy / total - 0.70) <= 0.05, (heavy, light, total)
+
+
+@pytest.fixture(params=INTERPRETERS, ids=[name for name, _ in INTERPRETERS])
+def python(request):
+    _, path = request.param
+    if not os.access(path, os.X_OK):
+        pytest.skip("interpreter %s is not installed" % path)
+    return path
+
+
+def test_mixed_python_and_native_frames(python, tmp_path):
+    out = tmp_path / "out"
+    lib = os.path.join(FIXTURES, "libburn_c.so")
+    proc = profile([python, MIXED, lib, "0.5", "0.2"], out, env={"PROF_SAMPLE_HZ": "199"})
+    assert proc.stdout == "py_mixed_burn done\n"
+    folded = tmp_path / "samples.folded"
+    report(out, "--samples", "--stacks-folded", str(folded))
+    rows = folded_weights(folded)
+    total = sum(w for _, w in rows)
+    in_c = [(s, w) for s, w in rows if any(f.startswith("burn_c_inner") for f in s)]
+    assert sum(w for _, w in in_c) >= 0.5 * total, rows[:5]
+    names = [f.split("  ")[0] for f in max(in_c, key=lambda r: r[1])[0]]  # root first
+    order = [names.index(n) for n in ("py_outer", "py_inner", "burn_c", "burn_c_inner")]
+    assert order == sorted(order), names
+    # the spin loop's samples hold its Python function too
+    assert any(any(f.startswith("py_spin") for f in s) for s, _ in rows)
