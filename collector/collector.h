@@ -90,7 +90,8 @@ void collector_add_process_record(const void *rec, size_t len);
 /* Called with the duration of every intercepted API call, when set (Python attributes
  * API time to the running function). */
 extern void (*prof_api_observer)(uint64_t ticks);
-/* The innermost Python call-tree node of the calling thread (0: none), when set. */
+/* The innermost Python call-tree node of the calling thread (0: none), when set.
+ * Async-signal-safe (the sampler calls it). */
 extern uint32_t (*prof_current_py_node)(void);
 
 /* Writes everything recorded so far and closes the file; recording stops. */

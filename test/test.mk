@@ -61,6 +61,11 @@ $(BENCH_DIR)/bench_call_cost: test/bench/bench_call_cost.c
 	$(CC) $(PROCESS_FIXTURE_CFLAGS) -o $@ $< -L$(CUDA_HOME)/lib64 -lcudart \
 		-Wl,--enable-new-dtags -Wl,-rpath,$(CUDA_HOME)/lib64 -ldl
 
+$(BENCH_DIR)/bench_stacks: test/bench/bench_stacks.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PROCESS_FIXTURE_CFLAGS) -o $@ $< -L$(CUDA_HOME)/lib64 -lcudart \
+		-Wl,--enable-new-dtags -Wl,-rpath,$(CUDA_HOME)/lib64 -ldl
+
 $(BENCH_DIR)/bench_launch: test/bench/bench_launch.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -ccbin $(NVCC_HOST_CXX) $(NVCC_ARCH) -cudart shared -O2 -o $@ $< \
@@ -68,7 +73,8 @@ $(BENCH_DIR)/bench_launch: test/bench/bench_launch.cu
 
 ifeq ($(HAVE_CUDA),1)
 TEST_FIXTURES := cuda-fixtures libs-fixtures stacks-fixtures $(PROCESS_FIXTURES) $(PYTHON_FIXTURES)
-BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_call_cost $(BENCH_DIR)/bench_launch
+BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_call_cost $(BENCH_DIR)/bench_launch \
+	$(BENCH_DIR)/bench_stacks
 else
 TEST_FIXTURES := stacks-fixtures $(PYTHON_FIXTURES)
 BENCH_BINS := $(BENCH_DIR)/bench_collector

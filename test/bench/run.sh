@@ -26,10 +26,21 @@ print("call cost: report counts %d cudaGetDevice calls, %d events lost from the 
     cupti=$(launch env "$B/bin/profrun" --no-report -o "$out")
     echo "kernel launch: bare $bare ns, profiled without CUPTI $nocupti ns, with CUPTI $cupti ns per launch" \
         "(CUPTI path: +$(echo "$cupti - $nocupti" | bc) ns per kernel, the double's own CUPTI work included)"
+    echo "== call stacks: cost of a stack of about 30 frames, bytes per event on disk"
+    rm -rf "$out"
+    LD_LIBRARY_PATH="$B/test/doubles" PROF_CUPTI=0 PROF_STACKS=1 \
+        "$B/bin/profrun" --no-report -o "$out" -- "$B/test/bench/bench_stacks" 20000 15 26
+    for f in "$out"/*.trace; do "$B/bin/profreport" dump "$f"; done | awk '
+        $2 == "STACK_REF" { refs++; ref_bytes += substr($NF, 6) }
+        $2 == "STACK" { stacks++; stack_bytes += substr($NF, 6) }
+        END { printf "stack records: %d uses in %.1f bytes each, %d distinct stacks in %d bytes: %.2f bytes per event on disk (goal <= 20)\n",
+              refs, ref_bytes / refs, stacks, stack_bytes, (ref_bytes + stack_bytes) / refs }'
     rm -rf "$out"
 else
     echo "== call cost: skipped (no CUDA toolkit: the device double is not built)"
 fi
+echo "== sampling mode on a CPU-bound Python program"
+BUILD="$B" /usr/bin/python3 "$(dirname "$0")/bench_sampling.py"
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then
     echo "== PyTorch CPU small-op step: profrun vs torch.profiler overhead"
     BUILD="$B" /usr/bin/python3 "$(dirname "$0")/bench_torch.py"
