@@ -28,6 +28,22 @@ static const struct preload_layer *const init_layers[] = {
 /* Which layers are on (their switch), decided once at load. */
 static int init_layer_on[INIT_LAYER_COUNT];
 
+static void init_before_fork(void)
+{
+    collector_atfork_prepare();
+    for (size_t i = 0; i < INIT_LAYER_COUNT; i++)
+        if (init_layer_on[i] && init_layers[i]->before_fork)
+            init_layers[i]->before_fork();
+}
+
+static void init_after_fork_parent(void)
+{
+    for (size_t i = 0; i < INIT_LAYER_COUNT; i++)
+        if (init_layer_on[i] && init_layers[i]->after_fork_parent)
+            init_layers[i]->after_fork_parent();
+    collector_atfork_parent();
+}
+
 static void init_after_fork_child(void)
 {
     collector_atfork_child();
@@ -121,7 +137,7 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
             collector_add_meta(key, v);
         }
     }
-    pthread_atfork(collector_atfork_prepare, collector_atfork_parent, init_after_fork_child);
+    pthread_atfork(init_before_fork, init_after_fork_parent, init_after_fork_child);
     lifecycle_init(strcmp(settings_get(SETTING_PROF_SIGNALS), "0") != 0);
     for (size_t i = 0; i < INIT_LAYER_COUNT; i++)
         if (init_layer_on[i] && init_layers[i]->start)

@@ -27,6 +27,11 @@ struct preload_layer {
     /* After the collector and process life are set up, when the layer is on. May be
      * NULL. */
     void (*start)(int argc, char **argv);
+    /* Before a fork, in the forking thread, once the collector has stopped its thread and
+     * holds the drain lock, when the layer is on. May be NULL. */
+    void (*before_fork)(void);
+    /* After a fork, in the parent, before the collector's own handler. May be NULL. */
+    void (*after_fork_parent)(void);
     /* In a forked child, after the collector's own fork handler, when the layer is on
      * (single-threaded: only the forking thread goes on). May be NULL. */
     void (*after_fork_child)(void);

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "collector.h"
@@ -103,12 +104,24 @@ static int stacks_write_definition(struct prof_ring *r, struct stacks_slot *s, u
     return 1;
 }
 
+/* Around a fork no stack is taken, and the fork waits for the ones under way: libunwind
+ * asks the loader (dl_iterate_phdr) under its lock, and a child that inherited that lock
+ * held by a thread it does not have would hang at its first stack. */
+static _Atomic int stacks_forking;
+static _Atomic int stacks_capturing;
+
 uint32_t stacks_capture(struct prof_ring *r)
 {
     if (!stacks_backtrace || !stacks_table)
         return 0;
+    atomic_fetch_add(&stacks_capturing, 1);
+    if (atomic_load(&stacks_forking)) {
+        atomic_fetch_sub(&stacks_capturing, 1);
+        return 0;
+    }
     void *buf[PROF_STACK_MAX_FRAMES];
     int n = stacks_backtrace(buf, stacks_depth);
+    atomic_fetch_sub(&stacks_capturing, 1);
     if (n <= 0)
         return 0;
     uint64_t frames[PROF_STACK_MAX_FRAMES];
@@ -203,10 +216,32 @@ static void stacks_start(int argc, char **argv)
     stacks_on = 1;
 }
 
+static void stacks_before_fork(void)
+{
+    if (!stacks_table)
+        return;
+    stacks_maps_before_fork();
+    atomic_store(&stacks_forking, 1);
+    /* The captures under way end within microseconds; a thread stopped in one (by a
+     * debugger, say) is not waited for longer than a second. */
+    for (int i = 0; i < 100000 && atomic_load(&stacks_capturing) > 0; i++)
+        usleep(10);
+}
+
+static void stacks_after_fork_parent(void)
+{
+    atomic_store(&stacks_forking, 0);
+}
+
 static void stacks_after_fork_child(void)
 {
+    if (!stacks_table)
+        return;
+    atomic_store(&stacks_capturing, 0); /* only this thread goes on */
+    atomic_store(&stacks_forking, 0);
     /* The child writes a new file: every stack it uses needs its record again. */
     atomic_fetch_add(&stacks_generation, 1);
+    stacks_maps_after_fork_child();
 }
 
 const struct preload_layer stacks_layer = {
@@ -214,6 +249,8 @@ const struct preload_layer stacks_layer = {
     .enable = SETTING_PROF_STACKS,
     .features = PROF_FEATURE_STACKS,
     .start = stacks_start,
+    .before_fork = stacks_before_fork,
+    .after_fork_parent = stacks_after_fork_parent,
     .after_fork_child = stacks_after_fork_child,
 };
 
@@ -229,8 +266,8 @@ static void sampling_start(int argc, char **argv)
 
 static void sampling_after_fork_child(void)
 {
-    if (!stacks_on) /* the stacks layer bumps the generation when it is on */
-        atomic_fetch_add(&stacks_generation, 1);
+    if (!stacks_on) /* else the stacks layer's own hook has done this part */
+        stacks_after_fork_child();
     stacks_sample_after_fork_child();
 }
 
@@ -238,5 +275,7 @@ const struct preload_layer sampling_layer = {
     .name = "sampling",
     .enable = SETTING_PROF_SAMPLE_HZ,
     .start = sampling_start,
+    .before_fork = stacks_before_fork,
+    .after_fork_parent = stacks_after_fork_parent,
     .after_fork_child = sampling_after_fork_child,
 };

@@ -33,8 +33,12 @@ void stacks_want_api(uint16_t api);
  * is set up: no lock, no allocation. */
 uint32_t stacks_capture(struct prof_ring *r);
 
-/* stacks_maps.c: MAP records for every loaded object, as a collector source. */
+/* stacks_maps.c: MAP records for every loaded object, as a collector source. Before a
+ * fork the list is brought up to date; a forked child writes it without asking the
+ * loader again (objects a forked child loads later are not named). */
 void stacks_maps_start(void);
+void stacks_maps_before_fork(void);
+void stacks_maps_after_fork_child(void);
 
 /* stacks_sample.c: PROF_SAMPLE_HZ, per-thread CPU-time timers and their samples. */
 int stacks_sample_start(long hz);

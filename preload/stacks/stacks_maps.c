@@ -14,14 +14,21 @@
 #include "stacks.h"
 #include "trace_format.h"
 
-/* What this file already has: bias and path hash of each object written. */
-struct stacks_map_seen {
+/* Every object seen, as its MAP record, and whether the current file has it. The list
+ * outlives a fork: a forked child writes it into its own file without asking the loader,
+ * whose lock another thread of the parent may have held at the fork (dl_iterate_phdr
+ * would then wait forever in the child). */
+struct stacks_map_entry {
     uint64_t bias, path_hash;
+    int written;
+    uint32_t size;
+    unsigned char *record;
 };
 
-static struct stacks_map_seen *stacks_maps_seen;
-static size_t stacks_maps_nseen, stacks_maps_cap;
+static struct stacks_map_entry *stacks_maps;
+static size_t stacks_maps_n, stacks_maps_cap;
 static unsigned long long stacks_maps_adds = ~0ull, stacks_maps_subs = ~0ull;
+static int stacks_maps_in_child; /* a forked child: the loader is not asked any more */
 
 static uint64_t stacks_maps_hash(const char *s)
 {
@@ -31,21 +38,29 @@ static uint64_t stacks_maps_hash(const char *s)
     return h;
 }
 
-static int stacks_maps_remember(uint64_t bias, uint64_t path_hash)
+static int stacks_maps_known(uint64_t bias, uint64_t path_hash)
 {
-    for (size_t i = 0; i < stacks_maps_nseen; i++)
-        if (stacks_maps_seen[i].bias == bias && stacks_maps_seen[i].path_hash == path_hash)
-            return 0;
-    if (stacks_maps_nseen == stacks_maps_cap) {
+    for (size_t i = 0; i < stacks_maps_n; i++)
+        if (stacks_maps[i].bias == bias && stacks_maps[i].path_hash == path_hash)
+            return 1;
+    return 0;
+}
+
+static void stacks_maps_keep(uint64_t bias, uint64_t path_hash, const void *record, uint32_t size)
+{
+    if (stacks_maps_n == stacks_maps_cap) {
         size_t cap = stacks_maps_cap ? 2 * stacks_maps_cap : 64;
-        void *p = realloc(stacks_maps_seen, cap * sizeof *stacks_maps_seen);
+        void *p = realloc(stacks_maps, cap * sizeof *stacks_maps);
         if (!p)
-            return 0;
-        stacks_maps_seen = p;
+            return;
+        stacks_maps = p;
         stacks_maps_cap = cap;
     }
-    stacks_maps_seen[stacks_maps_nseen++] = (struct stacks_map_seen){bias, path_hash};
-    return 1;
+    unsigned char *copy = malloc(size);
+    if (!copy)
+        return;
+    memcpy(copy, record, size);
+    stacks_maps[stacks_maps_n++] = (struct stacks_map_entry){bias, path_hash, 0, size, copy};
 }
 
 static void stacks_maps_build_id(const struct dl_phdr_info *info, struct prof_rec_map *rec)
@@ -85,7 +100,8 @@ static int stacks_maps_one(struct dl_phdr_info *info, size_t info_size, void *ar
         exe[n > 0 ? n : 0] = '\0';
         path = exe;
     }
-    if (!stacks_maps_remember(info->dlpi_addr, stacks_maps_hash(path)))
+    uint64_t path_hash = stacks_maps_hash(path);
+    if (stacks_maps_known(info->dlpi_addr, path_hash))
         return 0;
     struct prof_rec_map rec;
     memset(&rec, 0, sizeof rec);
@@ -116,7 +132,7 @@ static int stacks_maps_one(struct dl_phdr_info *info, size_t info_size, void *ar
     memset(buf, 0, size);
     memcpy(buf, &rec, sizeof rec);
     memcpy(buf + sizeof rec, path, len);
-    collector_write(buf, size);
+    stacks_maps_keep(info->dlpi_addr, path_hash, buf, size);
     return 0;
 }
 
@@ -129,22 +145,45 @@ static int stacks_maps_counters(struct dl_phdr_info *info, size_t size, void *ar
     return 1; /* the counters are the same in every entry */
 }
 
-/* The collector's source: a scan when the file is new or the loaded objects changed. */
-static void stacks_maps_drain(int fresh, int last)
+/* Asks the loader for objects not seen yet (only when its counters moved). */
+static void stacks_maps_scan(void)
 {
-    (void)last;
-    if (fresh)
-        stacks_maps_nseen = 0;
     unsigned long long c[2] = {0, 0};
     dl_iterate_phdr(stacks_maps_counters, c);
-    if (!fresh && c[0] == stacks_maps_adds && c[1] == stacks_maps_subs)
+    if (c[0] == stacks_maps_adds && c[1] == stacks_maps_subs)
         return;
     stacks_maps_adds = c[0];
     stacks_maps_subs = c[1];
     dl_iterate_phdr(stacks_maps_one, NULL);
 }
 
+/* The collector's source: the objects this file does not have yet. */
+static void stacks_maps_drain(int fresh, int last)
+{
+    (void)last;
+    if (fresh)
+        for (size_t i = 0; i < stacks_maps_n; i++)
+            stacks_maps[i].written = 0;
+    if (!stacks_maps_in_child)
+        stacks_maps_scan();
+    for (size_t i = 0; i < stacks_maps_n; i++)
+        if (!stacks_maps[i].written) {
+            collector_write(stacks_maps[i].record, stacks_maps[i].size);
+            stacks_maps[i].written = 1;
+        }
+}
+
 void stacks_maps_start(void)
 {
     collector_add_source(stacks_maps_drain);
+}
+
+void stacks_maps_before_fork(void)
+{
+    stacks_maps_scan(); /* the child gets the list as it is now */
+}
+
+void stacks_maps_after_fork_child(void)
+{
+    stacks_maps_in_child = 1;
 }

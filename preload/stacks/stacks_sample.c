@@ -255,4 +255,5 @@ void stacks_sample_after_fork_child(void)
     self->tid = (uint32_t)syscall(SYS_gettid);
     self->has_timer = 0;
     stacks_arm_timer(self);
+    emit_thread(); /* the child's collector knows no thread yet: it writes the child's file */
 }

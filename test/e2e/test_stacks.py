@@ -215,3 +215,33 @@ def test_mixed_python_and_native_frames(python, tmp_path):
     assert order == sorted(order), names
     # the spin loop's samples hold its Python function too
     assert any(any(f.startswith("py_spin") for f in s) for s, _ in rows)
+
+
+def test_forked_child_is_sampled(tmp_path):
+    out = tmp_path / "out"
+    proc = profile(["/usr/bin/python3", os.path.join(ROOT, "test", "workloads",
+                                                      "py_fork_burn.py")],
+                   out, env={"PROF_SAMPLE_HZ": "199"})
+    assert proc.stdout == "py_fork_burn done 0\n"
+    files = trace_files(out)
+    assert len(files) == 2
+    counts = []
+    for f in files:
+        folded = tmp_path / (os.path.basename(f) + ".folded")
+        rep = report(f, "--samples", "--stacks-folded", str(folded), check=False)
+        rows = folded_weights(folded) if rep.returncode == 0 else []
+        counts.append(sum(w for s, w in rows if any(x.startswith("child_burn") for x in s)))
+    # the child's 0.3 s in child_burn at 199 Hz; none of it in the parent's file
+    assert sorted(counts)[0] == 0 and 40 <= sorted(counts)[1] <= 80, counts
+
+
+def test_sampling_under_malloc_dlopen_fork_threads_and_exit(tmp_path):
+    out = tmp_path / "out"
+    lib = os.path.join(FIXTURES, "libburn_c.so")
+    proc = profile([os.path.join(FIXTURES, "sample_stress"), lib, "2"], out,
+                   env={"PROF_SAMPLE_HZ": "1000"}, timeout=60)
+    assert "bad children 0" in proc.stdout, proc.stdout + proc.stderr
+    assert "all malloc" in proc.stdout or "not all" in proc.stdout
+    rep = report(out, "--samples", "--all-runs")
+    total = int(re.match(r"CPU samples: (\d+)", rep.stdout).group(1))
+    assert total > 100, rep.stdout[:200]
