@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +156,48 @@ PROF_EXPORT int execv(const char *path, char *const argv[])
 PROF_EXPORT int execvp(const char *file, char *const argv[])
 {
     return execvpe(file, argv, environ);
+}
+
+/* posix_spawn runs the new program without going through our execve (glibc calls its
+ * internal one): same rule as exec, the child gets libprof.so and the PROF_* settings
+ * back even when the caller gives it a cleared environment. */
+typedef int (*lifecycle_spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                                  const posix_spawnattr_t *, char *const[], char *const[]);
+
+static int lifecycle_spawn(const char *name, pid_t *pid, const char *path,
+                           const posix_spawn_file_actions_t *actions, const posix_spawnattr_t *attr,
+                           char *const argv[], char *const envp[])
+{
+    lifecycle_spawn_fn real = (lifecycle_spawn_fn)lifecycle_next(name);
+    if (!real)
+        return ENOSYS;
+    size_t slots = lifecycle_env_count(envp) + SETTING_COUNT + 3;
+    char *env[slots];
+    char text[LIFECYCLE_ENV_TEXT];
+    char *const *use = lifecycle_env(envp, env, slots, text, sizeof text);
+    return real(pid, path, actions, attr, argv, use);
+}
+
+PROF_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
+                            const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    return lifecycle_spawn("posix_spawn", pid, path, actions, attr, argv, envp);
+}
+
+PROF_EXPORT int posix_spawnp(pid_t *pid, const char *file,
+                             const posix_spawn_file_actions_t *actions,
+                             const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    return lifecycle_spawn("posix_spawnp", pid, file, actions, attr, argv, envp);
+}
+
+int lifecycle_spawnp_unprofiled(pid_t *pid, const char *file,
+                                const posix_spawn_file_actions_t *actions,
+                                const posix_spawnattr_t *attr, char *const argv[],
+                                char *const envp[])
+{
+    lifecycle_spawn_fn real = (lifecycle_spawn_fn)lifecycle_next("posix_spawnp");
+    return real ? real(pid, file, actions, attr, argv, envp) : ENOSYS;
 }
 
 /* The list forms: collect the variadic arguments into an array on the stack. */

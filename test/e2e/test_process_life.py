@@ -35,7 +35,7 @@ def calls_by_pid(rep):
 
 
 @pytest.mark.parametrize("args", [["threads", "3", "100"], ["fork", "10"], ["fork_exit", "10"],
-                                  ["exec", "10"], ["sigterm", "10"], ["sigterm_own", "10"],
+                                  ["exec", "10"], ["spawn", "10"], ["sigterm", "10"], ["sigterm_own", "10"],
                                   ["sigint_query"], ["abort", "10"], ["sigkill", "10"],
                                   ["exit_thread", "10"]])
 def test_output_and_exit_status_unchanged(tmp_path, args):
@@ -68,16 +68,20 @@ def test_fork_child_writes_its_own_file(tmp_path, mode):
     assert child["clean_end"] is True, "_exit in the child still writes everything"
 
 
-def test_exec_with_empty_environment_is_still_profiled(tmp_path):
-    proc, out = profiled(tmp_path, ["exec", "10"])
+@pytest.mark.parametrize("mode", ["exec", "spawn"])
+def test_child_with_empty_environment_is_still_profiled(tmp_path, mode):
+    proc, out = profiled(tmp_path, [mode, "10"])
     assert proc.returncode == 0
     files = trace_files(out)
     assert len(files) == 2, files
     rep = report_json(out)
-    pids = {p["pid"] for p in rep["processes"]}
-    assert len(pids) == 1, "exec keeps the pid; the new image gets a file of its own"
     assert sorted(sum(t["calls"] for t in p["threads"]) for p in rep["processes"]) == [10, 30]
     assert all(p["clean_end"] for p in rep["processes"])
+    if mode == "exec":
+        assert len({p["pid"] for p in rep["processes"]}) == 1, "exec keeps the pid"
+    else:
+        parent, child = sorted(rep["processes"], key=lambda p: sum(t["calls"] for t in p["threads"]))
+        assert child["ppid"] == parent["pid"]
 
 
 @pytest.mark.parametrize("mode,status", [("sigterm", 143), ("abort", 134)])

@@ -1,0 +1,53 @@
+"""Process life of Python programs under the profiler (no CUDA needed): children made by
+subprocess with a cleared environment, descriptors closed by the program, fatal signals,
+a full disk. The interpreters are the pyenv builds and Debian's static /usr/bin/python3.
+"""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import profile, report_json, trace_files
+
+PYENV = "/root/.pyenv/versions"
+INTERPRETERS = [(v, os.path.join(PYENV, full, "bin", "python3"))
+                for v, full in (("3.8", "3.8.18"), ("3.11", "3.11.7"), ("3.13", "3.13.0"))]
+INTERPRETERS.append(("debian3.11", "/usr/bin/python3"))
+
+
+@pytest.fixture(params=INTERPRETERS, ids=[name for name, _ in INTERPRETERS])
+def python(request):
+    _, path = request.param
+    if not os.access(path, os.X_OK):
+        pytest.skip("interpreter %s is not installed" % path)
+    return path
+
+
+def py_calls(rep, name):
+    """{pid: ncalls} of the Python function `name` defined in a `-c` string."""
+    rows = [r for r in rep["python"] if r["name"] == name and r["file"] == "<string>"]
+    return sum(r["ncalls"] for r in rows)
+
+
+# close_fds=False with an absolute path: subprocess uses posix_spawn (3.8+);
+# close_fds=True: fork or vfork, then execve.
+SPAWN_SCRIPT = r'''
+import subprocess, sys
+for name, close in (("spawned", False), ("forked", True)):
+    code = "def %s():\n    pass\nfor i in range(7):\n    %s()\nprint('%s ok')" % (name, name, name)
+    r = subprocess.run([sys.executable, "-c", code], env={}, close_fds=close,
+                       stdout=subprocess.PIPE, universal_newlines=True)
+    print(r.stdout.strip(), r.returncode)
+'''
+
+
+def test_subprocess_with_empty_environment_is_profiled(tmp_path, python):
+    out = tmp_path / "prof"
+    proc = profile([python, "-c", SPAWN_SCRIPT], out)
+    assert proc.stdout.splitlines() == ["spawned ok 0", "forked ok 0"]
+    assert len(trace_files(out)) == 3
+    rep = report_json(out, "--python")
+    assert len(rep["processes"]) == 3
+    assert py_calls(rep, "spawned") == 7
+    assert py_calls(rep, "forked") == 7
