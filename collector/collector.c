@@ -443,10 +443,18 @@ enum collector_drain_mode {
     DRAIN_LAST = 2    /* before exit or exec: sources flush what they hold */
 };
 
+static int collector_draining_in_signal; /* written by the drain-lock holder only */
+
+int collector_drain_in_signal(void)
+{
+    return collector_draining_in_signal;
+}
+
 static uint64_t collector_drain(enum collector_drain_mode mode)
 {
     if (collector_ensure_file() != 0)
         return 0;
+    collector_draining_in_signal = mode == DRAIN_SIGNAL;
     uint64_t drained = 0;
     metalog_copy_out(&collector_metalog_offset, collector_write_bytes, mode == DRAIN_SIGNAL);
     struct prof_thread *prev = NULL;
@@ -493,6 +501,7 @@ static uint64_t collector_drain(enum collector_drain_mode mode)
     for (int i = 0; i < collector_source_count; i++)
         collector_sources[i](collector_sources_fresh, mode == DRAIN_LAST);
     collector_sources_fresh = 0;
+    collector_draining_in_signal = 0;
     collector_written += drained;
     return drained;
 }

@@ -5,8 +5,8 @@
 
 #include <spawn.h>
 
-/* handle_signals: flush on SIGTERM/SIGINT/SIGHUP/SIGQUIT/SIGABRT while the program
- * leaves them at their default action. */
+/* handle_signals: flush on SIGTERM/SIGINT/SIGHUP/SIGQUIT/SIGABRT and the faults
+ * SIGSEGV/SIGBUS/SIGFPE/SIGILL while the program leaves them at their default action. */
 void lifecycle_init(int handle_signals);
 
 /* posix_spawnp without our wrapper: for the profiler's own helpers (the bridge's

@@ -6,6 +6,8 @@ the program's output and exit status must be what they are without the profiler,
 the report must hold exactly the calls made up to the point the process could write.
 """
 import os
+import resource
+import signal
 import subprocess
 
 import pytest
@@ -37,7 +39,10 @@ def calls_by_pid(rep):
 @pytest.mark.parametrize("args", [["threads", "3", "100"], ["fork", "10"], ["fork_exit", "10"],
                                   ["exec", "10"], ["spawn", "10"], ["sigterm", "10"], ["sigterm_own", "10"],
                                   ["sigint_query"], ["abort", "10"], ["sigkill", "10"],
-                                  ["exit_thread", "10"]])
+                                  ["exit_thread", "10"], ["fault", "segv", "10"],
+                                  ["fault", "bus", "10"], ["fault", "fpe", "10"],
+                                  ["fault", "ill", "10"], ["segv_own", "10"],
+                                  ["segv_chain", "10"]])
 def test_output_and_exit_status_unchanged(tmp_path, args):
     want = bare(args)
     got, _ = profiled(tmp_path, args)
@@ -90,6 +95,62 @@ def test_fatal_signal_flushes_then_acts_as_default(tmp_path, mode, status):
     assert proc.returncode == status
     rep = report_json(out)
     assert calls_by_pid(rep) and list(calls_by_pid(rep).values()) == [10]
+
+
+FAULTS = {"segv": signal.SIGSEGV, "bus": signal.SIGBUS, "fpe": signal.SIGFPE,
+          "ill": signal.SIGILL}
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_hardware_fault_flushes_then_dies_as_before(tmp_path, fault):
+    """The fault comes right after the calls, long before the collector's first pass."""
+    proc, out = profiled(tmp_path, ["fault", fault, "10"])
+    assert proc.returncode == 128 + FAULTS[fault]
+    assert list(calls_by_pid(report_json(out)).values()) == [10]
+
+
+def raw_wait_status(args, env, cwd):
+    """The wait status the parent sees (core-dump bit included), cores allowed."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.chdir(str(cwd))
+            resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY,) * 2)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            os.execve(args[0], args, env)
+        finally:
+            os._exit(127)
+    return os.waitpid(pid, 0)[1]
+
+
+@pytest.mark.parametrize("fault", ["segv", "fpe"])
+def test_hardware_fault_wait_status_and_core_unchanged(tmp_path, fault):
+    env = dict(os.environ, **DOUBLE_ENV)
+    (tmp_path / "bare").mkdir()
+    (tmp_path / "prof").mkdir()
+    want = raw_wait_status([FIXTURE, "fault", fault, "10"], env, tmp_path / "bare")
+    env.update(LD_PRELOAD=LIBPROF, PROF_OUTPUT_DIR=str(tmp_path / "out"), PROF_QUIET="1")
+    got = raw_wait_status([FIXTURE, "fault", fault, "10"], env, tmp_path / "prof")
+    assert os.WIFSIGNALED(got) and os.WTERMSIG(got) == FAULTS[fault]
+    assert got == want, "same signal and the same core-dump bit"
+    assert list(calls_by_pid(report_json(tmp_path / "out")).values()) == [10]
+
+
+def test_program_fault_handler_still_recovers(tmp_path):
+    proc, out = profiled(tmp_path, ["segv_own", "10"])
+    assert proc.returncode == 0
+    assert proc.stdout == "recovered from 3 faults\n"
+    (p,) = report_json(out)["processes"]
+    assert sum(t["calls"] for t in p["threads"]) == 10 and p["clean_end"] is True
+
+
+def test_program_fault_handler_that_chains_to_default_still_flushes(tmp_path):
+    proc, out = profiled(tmp_path, ["segv_chain", "10"])
+    assert proc.returncode == 128 + signal.SIGSEGV
+    assert proc.stdout.splitlines() == ["previous SIGSEGV action default", "own SIGSEGV handler"]
+    assert list(calls_by_pid(report_json(out)).values()) == [10]
 
 
 def test_program_own_signal_handler_runs(tmp_path):

@@ -51,3 +51,28 @@ def test_subprocess_with_empty_environment_is_profiled(tmp_path, python):
     assert len(rep["processes"]) == 3
     assert py_calls(rep, "spawned") == 7
     assert py_calls(rep, "forked") == 7
+
+
+CRASH_SCRIPT = """
+def before_crash():
+    pass
+for i in range(9):
+    before_crash()
+import ctypes
+ctypes.string_at(0)
+"""
+
+
+@pytest.mark.parametrize("faulthandler", [False, True], ids=["plain", "faulthandler"])
+def test_segfault_keeps_the_calls_made_before_it(tmp_path, python, faulthandler):
+    args = [python] + (["-X", "faulthandler"] if faulthandler else []) + ["-c", CRASH_SCRIPT]
+    bare = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    out = tmp_path / "prof"
+    proc = profile(args, out, check=False)
+    assert bare.returncode == -11
+    assert proc.returncode == 128 + 11
+    if faulthandler:  # the program's own handler still runs, and prints its traceback
+        assert "Fatal Python error: Segmentation fault" in bare.stderr
+        assert "Fatal Python error: Segmentation fault" in proc.stderr
+    rep = report_json(out, "--python")
+    assert py_calls(rep, "before_crash") == 9
