@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "metalog.h"
 #include "writer.h"
+#include "writer_guard.h"
 
 #define COLLECTOR_MAX_API_TABLES 16
 #define COLLECTOR_PROFILER_VERSION "0.1.0"
@@ -402,6 +403,33 @@ static int collector_ensure_file(void)
     return 0;
 }
 
+/* After the writer ran outside a signal handler: says once that the trace could not be
+ * written (profiling then stops for good in this process and its later children: no
+ * new file is tried, so a full disk gets no string of empty files), and once that the
+ * program took the trace's descriptor from us. */
+static void collector_check_writer(void)
+{
+    static int failure_said, reopen_said;
+    int removed;
+    int err = writer_failure(&removed);
+    if (err && !failure_said) {
+        failure_said = 1;
+        atomic_store(&collector_open_failed, 1);
+        atomic_store(&prof_recording, 0);
+        if (!collector_cfg.quiet)
+            fprintf(stderr,
+                    "profrun: cannot write the trace %s (%s); profiling is off for pid %ld%s\n",
+                    writer_path(), strerror(err), (long)getpid(),
+                    removed ? "; the empty file was removed"
+                            : "; the file holds what was written before");
+    }
+    if (writer_guard_take_reopens() && !reopen_said) {
+        reopen_said = 1;
+        collector_note("the program closed or replaced the descriptor of the trace file; it was "
+                       "reopened and nothing was written into the program's files");
+    }
+}
+
 /* The sums of dropped calls that grew since the last pass. */
 static void collector_write_lost_calls(struct prof_thread *t)
 {
@@ -583,12 +611,9 @@ static void *collector_main(void *arg)
             collector_drain(DRAIN_PASS);
             if (writer_is_open() && ++passes % 4 == 0)
                 collector_write_clock_now();
-            if (writer_is_open() && writer_flush() != 0) {
-                atomic_store(&prof_recording, 0);
-                if (!collector_cfg.quiet)
-                    fprintf(stderr, "profrun: cannot write the trace (%s); profiling is off\n",
-                            strerror(errno));
-            }
+            if (writer_is_open())
+                writer_flush();
+            collector_check_writer();
         }
         collector_drain_unlock();
     }
@@ -632,6 +657,7 @@ static void collector_drain_last(int close)
             else
                 writer_flush();
         }
+        collector_check_writer();
         if (close) { /* 2: the thread detaches itself, nobody joins it: the process is ending */
             atomic_store(&prof_collector_running, 0);
             atomic_store(&collector_stop, 2);
