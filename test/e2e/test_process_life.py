@@ -5,6 +5,7 @@ calls against the device double, then ends or multiplies as its mode says. For e
 the program's output and exit status must be what they are without the profiler, and
 the report must hold exactly the calls made up to the point the process could write.
 """
+import json
 import os
 import resource
 import signal
@@ -194,6 +195,78 @@ def test_bare_preload_with_unwritable_output_dir_runs_unharmed(tmp_path):
     assert len(dir_lines) == 1 and "profiling is off" in dir_lines[0]
     assert len(lines) == len(set(lines)), "each failure is said once"
     assert len(lines) <= 2, lines  # the folder, and at most CUPTI's own (no GPU driver)
+
+
+@pytest.mark.parametrize("how", ["close_range", "closefrom", "dup2"])
+def test_program_that_takes_our_descriptor_keeps_its_files_intact(tmp_path, how):
+    data = tmp_path / "data.bin"
+    proc, out = profiled(tmp_path, ["closefd", how, str(data), "10"])
+    assert proc.stdout == "data ok\n"
+    assert proc.returncode == 0
+    assert data.read_bytes() == b"the program's own data, 35 bytes.\n" * 2
+    (p,) = report_json(out)["processes"]
+    assert sum(t["calls"] for t in p["threads"]) == 20, "the calls after it are written too"
+    assert p["clean_end"] is True
+    notes = [l for l in proc.stderr.splitlines() if "descriptor of the trace file" in l]
+    assert len(notes) == 1, proc.stderr
+
+
+def run_with_file_limit(tmp_path, limit, args, ignore_sigxfsz, flush_ms="50"):
+    """Profiles args with RLIMIT_FSIZE at limit bytes: writes past it fail (EFBIG), and
+    raise SIGXFSZ, whose default action kills the writer."""
+    def limit_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN if ignore_sigxfsz else signal.SIG_DFL)
+    env = dict(os.environ, LD_PRELOAD=LIBPROF, PROF_OUTPUT_DIR=str(tmp_path / "out"),
+               PROF_FLUSH_MS=flush_ms, **DOUBLE_ENV)
+    return subprocess.run([FIXTURE] + args, env=env, capture_output=True, text=True,
+                          timeout=60, preexec_fn=limit_files)
+
+
+@pytest.mark.parametrize("ignore_sigxfsz", [True, False], ids=["sigxfsz_ignored", "sigxfsz_default"])
+def test_trace_that_cannot_be_written_leaves_no_empty_file(tmp_path, ignore_sigxfsz):
+    proc = run_with_file_limit(tmp_path, 0, ["threads", "2", "1000"], ignore_sigxfsz)
+    assert proc.returncode == 0, "the program is unaffected (never killed by SIGXFSZ)"
+    assert proc.stdout == "threads done\n"
+    said = [l for l in proc.stderr.splitlines() if "cannot write the trace" in l]
+    assert len(said) == 1, proc.stderr
+    assert "File too large" in said[0] and "profiling is off" in said[0]
+    assert "the empty file was removed" in said[0]
+    assert os.listdir(tmp_path / "out") == []
+
+
+def test_trace_cut_by_the_file_limit_keeps_what_was_written(tmp_path):
+    limit = 4 << 20
+    # passes every millisecond: the first ones, made while the calls run, fit; the
+    # 4 M calls (~100 MB of records) do not
+    proc = run_with_file_limit(tmp_path, limit, ["threads", "2", "2000000"], False, "1")
+    assert proc.returncode == 0 and proc.stdout == "threads done\n"
+    said = [l for l in proc.stderr.splitlines() if "cannot write the trace" in l]
+    assert len(said) == 1 and "the file holds what was written before" in said[0], proc.stderr
+    (path,) = trace_files(tmp_path / "out")
+    assert 0 < os.path.getsize(path) <= limit
+    rep = report(path, "--format", "json")
+    assert "cut off" not in rep.stderr, "the file ends on a record boundary"
+    (p,) = json.loads(rep.stdout)["processes"]
+    assert 0 < sum(t["calls"] for t in p["threads"]) < 6000000
+    assert p["clean_end"] is False
+
+
+def test_report_skips_empty_and_foreign_files_in_a_folder(tmp_path):
+    proc, out = profiled(tmp_path, ["threads", "1", "10"])
+    assert proc.returncode == 0
+    (trace,) = trace_files(out)
+    (out / "a_empty.trace").write_bytes(b"")
+    (out / "b_foreign.trace").write_text("not a trace at all, but a text file\n")
+    (out / "c_short.trace").write_bytes(open(trace, "rb").read()[:10])
+    rep = report(out, "--format", "json")
+    assert rep.returncode == 0
+    warnings = sorted(l for l in rep.stderr.splitlines() if "skipped" in l)
+    assert len(warnings) == 3, rep.stderr
+    assert "a_empty.trace: empty file" in warnings[0]
+    assert "b_foreign.trace: not a profrun trace" in warnings[1]
+    assert "c_short.trace: cut off inside its file header" in warnings[2]
+    assert list(calls_by_pid(json.loads(rep.stdout)).values()) == [20]
 
 
 def test_prof_disable_records_nothing(tmp_path):

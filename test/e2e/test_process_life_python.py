@@ -76,3 +76,86 @@ def test_segfault_keeps_the_calls_made_before_it(tmp_path, python, faulthandler)
         assert "Fatal Python error: Segmentation fault" in proc.stderr
     rep = report_json(out, "--python")
     assert py_calls(rep, "before_crash") == 9
+
+
+CLOSERANGE_SCRIPT = r"""
+import os, sys, time
+def work():
+    pass
+for i in range(1000):
+    work()
+time.sleep(0.2)  # the trace is open and written
+os.closerange(3, 65536)
+data = b"the program's own data, 35 bytes.\n"
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, data)
+for i in range(1000):
+    work()
+time.sleep(0.3)  # collector passes while the file is open
+os.write(fd, data)
+os.close(fd)
+print("written")
+"""
+
+
+def test_closerange_leaves_the_program_files_intact(tmp_path, python):
+    data = tmp_path / "data.bin"
+    out = tmp_path / "prof"
+    proc = profile([python, "-c", CLOSERANGE_SCRIPT, str(data)], out)
+    assert proc.stdout == "written\n"
+    assert data.read_bytes() == b"the program's own data, 35 bytes.\n" * 2
+    rep = report_json(out, "--python")
+    (p,) = rep["processes"]
+    assert p["clean_end"] is True
+    assert py_calls(rep, "work") == 2000
+    notes = [l for l in proc.stderr.splitlines() if "descriptor of the trace file" in l]
+    assert len(notes) == 1, proc.stderr
+
+
+FORKS_SCRIPT = r"""
+import os
+def work():
+    pass
+for i in range(1000):
+    work()
+pids = []
+for k in range(3):
+    pid = os.fork()
+    if pid == 0:
+        for i in range(1000):
+            work()
+        os._exit(0)
+    pids.append(pid)
+for pid in pids:
+    os.waitpid(pid, 0)
+print("done")
+"""
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 64 KiB tmpfs filled to the last byte (needs root: mount)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a full tmpfs needs root")
+    mnt = tmp_path / "full"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)]).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        subprocess.run(["dd", "if=/dev/zero", "of=%s" % (mnt / "fill"), "bs=4k"],
+                       capture_output=True)
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)])
+
+
+def test_full_disk_leaves_no_empty_files_and_says_so(full_disk, python):
+    out = full_disk / "out"
+    proc = profile([python, "-c", FORKS_SCRIPT], out)
+    assert proc.stdout == "done\n"
+    said = [l for l in proc.stderr.splitlines() if "cannot write the trace" in l]
+    assert 1 <= len(said) <= 4, proc.stderr  # at most once per process
+    assert len(said) == len(set(said))
+    assert all("No space left on device" in l and "the empty file was removed" in l
+               for l in said)
+    assert os.listdir(out) == []
