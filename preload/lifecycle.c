@@ -310,9 +310,12 @@ static int lifecycle_install_ours(int sig)
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = lifecycle_on_signal;
     sigemptyset(&sa.sa_mask);
-    /* SA_ONSTACK: a thread that set up an alternate stack (to survive a stack overflow)
-     * gets our flush there too. */
-    sa.sa_flags = SA_RESTART | SA_SIGINFO | SA_ONSTACK;
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;
+    /* A thread that set up an alternate stack to survive a stack overflow gets our flush
+     * there too; only for faults: a small one (faulthandler's) must not carry a SIGTERM
+     * flush that the thread's own stack would hold easily. */
+    if (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL)
+        sa.sa_flags |= SA_ONSTACK;
     int rc = lifecycle_real_sigaction(sig, &sa, NULL);
     if (rc == 0)
         lifecycle_ours_installed[sig] = 1;
