@@ -4,7 +4,6 @@ a full disk. The interpreters are the pyenv builds and Debian's static /usr/bin/
 """
 import os
 import subprocess
-import sys
 
 import pytest
 
@@ -25,7 +24,7 @@ def python(request):
 
 
 def py_calls(rep, name):
-    """{pid: ncalls} of the Python function `name` defined in a `-c` string."""
+    """ncalls of the Python function `name` defined in a `-c` string, all processes."""
     rows = [r for r in rep["python"] if r["name"] == name and r["file"] == "<string>"]
     return sum(r["ncalls"] for r in rows)
 
