@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "metalog.h"
 #include "writer.h"
+#include "writer_guard.h"
 
 #define COLLECTOR_MAX_API_TABLES 16
 #define COLLECTOR_PROFILER_VERSION "0.1.0"
@@ -402,6 +403,33 @@ static int collector_ensure_file(void)
     return 0;
 }
 
+/* After the writer ran outside a signal handler: says once that the trace could not be
+ * written (profiling then stops for good in this process and its later children: no
+ * new file is tried, so a full disk gets no string of empty files), and once that the
+ * program took the trace's descriptor from us. */
+static void collector_check_writer(void)
+{
+    static int failure_said, reopen_said;
+    int removed;
+    int err = writer_failure(&removed);
+    if (err && !failure_said) {
+        failure_said = 1;
+        atomic_store(&collector_open_failed, 1);
+        atomic_store(&prof_recording, 0);
+        if (!collector_cfg.quiet)
+            fprintf(stderr,
+                    "profrun: cannot write the trace %s (%s); profiling is off for pid %ld%s\n",
+                    writer_path(), strerror(err), (long)getpid(),
+                    removed ? "; the empty file was removed"
+                            : "; the file holds what was written before");
+    }
+    if (writer_guard_take_reopens() && !reopen_said) {
+        reopen_said = 1;
+        collector_note("the program closed or replaced the descriptor of the trace file; it was "
+                       "reopened and nothing was written into the program's files");
+    }
+}
+
 /* The sums of dropped calls that grew since the last pass. */
 static void collector_write_lost_calls(struct prof_thread *t)
 {
@@ -443,10 +471,18 @@ enum collector_drain_mode {
     DRAIN_LAST = 2    /* before exit or exec: sources flush what they hold */
 };
 
+static int collector_draining_in_signal; /* written by the drain-lock holder only */
+
+int collector_drain_in_signal(void)
+{
+    return collector_draining_in_signal;
+}
+
 static uint64_t collector_drain(enum collector_drain_mode mode)
 {
     if (collector_ensure_file() != 0)
         return 0;
+    collector_draining_in_signal = mode == DRAIN_SIGNAL;
     uint64_t drained = 0;
     metalog_copy_out(&collector_metalog_offset, collector_write_bytes, mode == DRAIN_SIGNAL);
     struct prof_thread *prev = NULL;
@@ -493,6 +529,7 @@ static uint64_t collector_drain(enum collector_drain_mode mode)
     for (int i = 0; i < collector_source_count; i++)
         collector_sources[i](collector_sources_fresh, mode == DRAIN_LAST);
     collector_sources_fresh = 0;
+    collector_draining_in_signal = 0;
     collector_written += drained;
     return drained;
 }
@@ -574,12 +611,9 @@ static void *collector_main(void *arg)
             collector_drain(DRAIN_PASS);
             if (writer_is_open() && ++passes % 4 == 0)
                 collector_write_clock_now();
-            if (writer_is_open() && writer_flush() != 0) {
-                atomic_store(&prof_recording, 0);
-                if (!collector_cfg.quiet)
-                    fprintf(stderr, "profrun: cannot write the trace (%s); profiling is off\n",
-                            strerror(errno));
-            }
+            if (writer_is_open())
+                writer_flush();
+            collector_check_writer();
         }
         collector_drain_unlock();
     }
@@ -623,6 +657,7 @@ static void collector_drain_last(int close)
             else
                 writer_flush();
         }
+        collector_check_writer();
         if (close) { /* 2: the thread detaches itself, nobody joins it: the process is ending */
             atomic_store(&prof_collector_running, 0);
             atomic_store(&collector_stop, 2);

@@ -83,6 +83,10 @@ void collector_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * call (after a fork), so everything must be written again. last: the process is about
  * to exit or exec: flush what is held elsewhere. */
 void collector_add_source(void (*drain)(int fresh, int last));
+/* True while the drain runs inside a signal handler (a crash may have interrupted
+ * malloc or any lock holder): a source then takes no lock it would wait on, frees
+ * nothing and calls no library that might. */
+int collector_drain_in_signal(void);
 void collector_write_thread(uint32_t tid);
 void collector_write(const void *data, size_t len);
 /* A process-wide record (like a symbol) that every file of this process carries. */

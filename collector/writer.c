@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "trace_format.h"
+#include "writer_guard.h"
 
 #define WRITER_BUFFER_BYTES (1u << 20)
 
@@ -16,6 +17,8 @@ static int writer_fd = -1;
 static uint8_t *writer_buffer;
 static size_t writer_used;
 static char writer_file[4096];
+static int writer_error;   /* errno of the write that failed, 0 if none */
+static int writer_removed; /* that failure left the file empty: it was removed */
 
 static int writer_mkdirs(const char *dir)
 {
@@ -73,6 +76,8 @@ int writer_open(const char *dir, const char *run_id, const char *host, long rank
         snprintf(err, errlen, "cannot find a free file name in %s", dir);
         return -1;
     }
+    writer_fd = writer_guard_adopt(writer_fd);
+    writer_error = writer_removed = 0;
     struct prof_file_header h;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, PROF_TRACE_MAGIC, PROF_TRACE_MAGIC_LEN);
@@ -94,19 +99,42 @@ const char *writer_path(void)
     return writer_file;
 }
 
+/* On failure the file is cut back to where this write began (a record boundary) and
+ * removed if that leaves it empty; writer_failure says why. */
 static int writer_write_all(const uint8_t *p, size_t len)
 {
+    off_t start = -1, size = -1;
     while (len > 0) {
+        if (writer_guard_check(&writer_fd, writer_file, len, &size) != 0)
+            break;
+        if (start < 0)
+            start = size;
         ssize_t n = write(writer_fd, p, len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0)
+                errno = ENOSPC;
+            break;
         }
         p += n;
         len -= (size_t)n;
     }
-    return 0;
+    if (len == 0)
+        return 0;
+    writer_error = errno;
+    writer_removed = writer_guard_cut(writer_fd, writer_file, start < 0 ? size : start);
+    errno = writer_error;
+    return -1;
+}
+
+/* After a failed write: no more writes to this file (errno kept). */
+static void writer_shut(void)
+{
+    int saved = errno;
+    writer_guard_close(writer_fd);
+    writer_fd = -1;
+    errno = saved;
 }
 
 int writer_flush(void)
@@ -115,12 +143,8 @@ int writer_flush(void)
         return -1;
     int rc = writer_write_all(writer_buffer, writer_used);
     writer_used = 0;
-    if (rc != 0) {
-        int saved = errno;
-        close(writer_fd);
-        writer_fd = -1;
-        errno = saved;
-    }
+    if (rc != 0)
+        writer_shut();
     return rc;
 }
 
@@ -132,7 +156,7 @@ void writer_append(const void *data, size_t len)
         return;
     if (len > WRITER_BUFFER_BYTES) {
         if (writer_write_all(data, len) != 0)
-            writer_flush();
+            writer_shut();
         return;
     }
     memcpy(writer_buffer + writer_used, data, len);
@@ -169,15 +193,19 @@ void writer_close(void)
     if (writer_fd < 0)
         return;
     writer_flush();
-    if (writer_fd >= 0)
-        close(writer_fd);
+    writer_guard_close(writer_fd);
     writer_fd = -1;
 }
 
 void writer_abandon(void)
 {
-    if (writer_fd >= 0)
-        close(writer_fd);
+    writer_guard_close(writer_fd);
     writer_fd = -1;
     writer_used = 0;
+}
+
+int writer_failure(int *removed)
+{
+    *removed = writer_removed;
+    return writer_error;
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +158,48 @@ PROF_EXPORT int execvp(const char *file, char *const argv[])
     return execvpe(file, argv, environ);
 }
 
+/* posix_spawn runs the new program without going through our execve (glibc calls its
+ * internal one): same rule as exec, the child gets libprof.so and the PROF_* settings
+ * back even when the caller gives it a cleared environment. */
+typedef int (*lifecycle_spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                                  const posix_spawnattr_t *, char *const[], char *const[]);
+
+static int lifecycle_spawn(const char *name, pid_t *pid, const char *path,
+                           const posix_spawn_file_actions_t *actions, const posix_spawnattr_t *attr,
+                           char *const argv[], char *const envp[])
+{
+    lifecycle_spawn_fn real = (lifecycle_spawn_fn)lifecycle_next(name);
+    if (!real)
+        return ENOSYS;
+    size_t slots = lifecycle_env_count(envp) + SETTING_COUNT + 3;
+    char *env[slots];
+    char text[LIFECYCLE_ENV_TEXT];
+    char *const *use = lifecycle_env(envp, env, slots, text, sizeof text);
+    return real(pid, path, actions, attr, argv, use);
+}
+
+PROF_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
+                            const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    return lifecycle_spawn("posix_spawn", pid, path, actions, attr, argv, envp);
+}
+
+PROF_EXPORT int posix_spawnp(pid_t *pid, const char *file,
+                             const posix_spawn_file_actions_t *actions,
+                             const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    return lifecycle_spawn("posix_spawnp", pid, file, actions, attr, argv, envp);
+}
+
+int lifecycle_spawnp_unprofiled(pid_t *pid, const char *file,
+                                const posix_spawn_file_actions_t *actions,
+                                const posix_spawnattr_t *attr, char *const argv[],
+                                char *const envp[])
+{
+    lifecycle_spawn_fn real = (lifecycle_spawn_fn)lifecycle_next("posix_spawnp");
+    return real ? real(pid, file, actions, attr, argv, envp) : ENOSYS;
+}
+
 /* The list forms: collect the variadic arguments into an array on the stack. */
 static size_t lifecycle_count_args(const char *arg0, va_list ap)
 {
@@ -216,10 +259,13 @@ PROF_EXPORT int execle(const char *path, const char *arg, ...)
 
 /* ---- signals: flush, then do what the program asked for (the default action) ----
  * While the program leaves one of these signals at SIG_DFL, our handler sits there and
- * the program is told SIG_DFL; once it sets its own handler (Python's SIGINT), that
- * handler is installed for real and ours steps aside. */
+ * the program is told SIG_DFL; once it sets its own handler (Python's SIGINT, a JIT's
+ * SIGSEGV), that handler is installed for real and ours steps aside. A handler that
+ * chains to the "previous" action it was told of (faulthandler) sets SIG_DFL back, which
+ * puts ours there again, so the flush still happens before the process dies. */
 
-static const int lifecycle_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT};
+static const int lifecycle_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT,
+                                        SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 #define LIFECYCLE_NSIG 65
 
 static int lifecycle_managed[LIFECYCLE_NSIG];
@@ -229,8 +275,19 @@ static struct sigaction lifecycle_app_action[LIFECYCLE_NSIG];
 typedef int (*lifecycle_sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 static lifecycle_sigaction_fn lifecycle_real_sigaction;
 
-static void lifecycle_on_signal(int sig)
+/* A fault the CPU raised (si_code > 0: SEGV_MAPERR, FPE_INTDIV, ...), not one sent with
+ * kill/raise: returning re-runs the faulting instruction. */
+static int lifecycle_is_hardware_fault(int sig, const siginfo_t *info)
 {
+    return (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL) && info &&
+           info->si_code > 0;
+}
+
+/* Async-signal-safe throughout: the flush takes no lock it could wait on forever (the
+ * drain lock with a timeout) and allocates nothing. */
+static void lifecycle_on_signal(int sig, siginfo_t *info, void *context)
+{
+    (void)context;
     int saved = errno;
     collector_flush_from_signal();
     struct sigaction dfl;
@@ -238,9 +295,12 @@ static void lifecycle_on_signal(int sig)
     dfl.sa_handler = SIG_DFL;
     lifecycle_real_sigaction(sig, &dfl, NULL);
     lifecycle_ours_installed[sig] = 0;
-    /* The signal is blocked while we run; it is delivered again, with its default
-     * action, as soon as this handler returns. */
-    pthread_kill(pthread_self(), sig);
+    /* A hardware fault happens again when we return, now with the default action: the
+     * core and the parent's status are those of the original fault (same si_code and
+     * address). A sent signal is blocked while we run; sent again, it is delivered
+     * with its default action as soon as this handler returns. */
+    if (!lifecycle_is_hardware_fault(sig, info))
+        pthread_kill(pthread_self(), sig);
     errno = saved;
 }
 
@@ -248,9 +308,14 @@ static int lifecycle_install_ours(int sig)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = lifecycle_on_signal;
+    sa.sa_sigaction = lifecycle_on_signal;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;
+    /* A thread that set up an alternate stack to survive a stack overflow gets our flush
+     * there too; only for faults: a small one (faulthandler's) must not carry a SIGTERM
+     * flush that the thread's own stack would hold easily. */
+    if (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL)
+        sa.sa_flags |= SA_ONSTACK;
     int rc = lifecycle_real_sigaction(sig, &sa, NULL);
     if (rc == 0)
         lifecycle_ours_installed[sig] = 1;

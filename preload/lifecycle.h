@@ -4,8 +4,17 @@
 #ifndef PROF_LIFECYCLE_H
 #define PROF_LIFECYCLE_H
 
-/* handle_signals: flush on SIGTERM/SIGINT/SIGHUP/SIGQUIT/SIGABRT while the program
- * leaves them at their default action. */
+#include <spawn.h>
+
+/* handle_signals: flush on SIGTERM/SIGINT/SIGHUP/SIGQUIT/SIGABRT and the faults
+ * SIGSEGV/SIGBUS/SIGFPE/SIGILL while the program leaves them at their default action. */
 void lifecycle_init(int handle_signals);
+
+/* posix_spawnp without our wrapper: for the profiler's own helpers (the bridge's
+ * compiler), whose environment must stay as given. */
+int lifecycle_spawnp_unprofiled(pid_t *pid, const char *file,
+                                const posix_spawn_file_actions_t *actions,
+                                const posix_spawnattr_t *attr, char *const argv[],
+                                char *const envp[]);
 
 #endif

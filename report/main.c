@@ -14,6 +14,7 @@
 #include "stacks_view.h"
 #include "summary.h"
 #include "tables.h"
+#include "trace_read.h"
 
 enum main_format { MAIN_FORMAT_TEXT, MAIN_FORMAT_JSON, MAIN_FORMAT_CSV };
 
@@ -149,8 +150,13 @@ static void main_load_path(struct main_inputs *in, const char *path)
         snprintf(full, len, "%s%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/",
                  names[i]->d_name);
         struct stat fst;
-        if (stat(full, &fst) == 0 && S_ISREG(fst.st_mode))
-            main_load(in, full);
+        char why[128];
+        if (stat(full, &fst) == 0 && S_ISREG(fst.st_mode)) {
+            if (trace_file_not_a_trace(full, why, sizeof why))
+                fprintf(stderr, "profreport: warning: %s: %s; skipped\n", full, why);
+            else
+                main_load(in, full);
+        }
         free(full);
         free(names[i]);
     }

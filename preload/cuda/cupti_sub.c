@@ -369,16 +369,24 @@ static void cupti_drain(int fresh, int last)
 {
     (void)fresh; /* GPU records belong to the process that got them: nothing to repeat */
     static unsigned passes;
-    if (cupti_started > 0 && last)
-        cupti.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); /* exit, _exit, exec */
-    else if (cupti_started > 0 && ++passes % 10 == 0)
-        cupti.ActivityFlushAll(0);
-    pthread_mutex_lock(&cupti_queue_lock);
+    if (collector_drain_in_signal()) { /* no CUPTI call, no waiting: what is queued */
+        if (pthread_mutex_trylock(&cupti_queue_lock) != 0)
+            return;
+    } else {
+        if (cupti_started > 0 && last)
+            cupti.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); /* exit, _exit, exec */
+        else if (cupti_started > 0 && ++passes % 10 == 0)
+            cupti.ActivityFlushAll(0);
+        pthread_mutex_lock(&cupti_queue_lock);
+    }
     if (cupti_queue_used)
         collector_write(cupti_queue, cupti_queue_used);
     cupti_queue_used = 0;
-    uint64_t dropped = cupti_dropped;
-    cupti_dropped = 0;
+    uint64_t dropped = 0;
+    if (!collector_drain_in_signal()) { /* collector_note formats and allocates */
+        dropped = cupti_dropped;
+        cupti_dropped = 0;
+    }
     pthread_mutex_unlock(&cupti_queue_lock);
     if (dropped)
         collector_note("CUPTI dropped %llu activity records", (unsigned long long)dropped);

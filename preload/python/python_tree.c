@@ -531,7 +531,9 @@ static void py_drain(int fresh, int last)
         /* exited is read before the counters: what the thread did last is in them */
         int exited = atomic_load_explicit(&pt->exited, memory_order_acquire);
         py_drain_thread(pt, fresh);
-        if (exited && prev) { /* only the head is never unlinked: pushes race on it */
+        /* only the head is never unlinked: pushes race on it; a signal handler frees
+         * nothing (the crash may be inside malloc) */
+        if (exited && prev && !collector_drain_in_signal()) {
             atomic_store_explicit(&prev->next, next, memory_order_relaxed);
             py_free_thread(pt);
         } else {

@@ -164,7 +164,8 @@ static void stacks_maps_drain(int fresh, int last)
     if (fresh)
         for (size_t i = 0; i < stacks_maps_n; i++)
             stacks_maps[i].written = 0;
-    if (!stacks_maps_in_child)
+    /* The loader's lock and malloc are not for a signal's drain: what is known is written. */
+    if (!stacks_maps_in_child && !collector_drain_in_signal())
         stacks_maps_scan();
     for (size_t i = 0; i < stacks_maps_n; i++)
         if (!stacks_maps[i].written) {

@@ -28,6 +28,7 @@
 #include "collector.h"
 #include "emit.h"
 #include "layer.h"
+#include "lifecycle.h"
 #include "resolve.h"
 #include "settings.h"
 #include "torch.h"
@@ -378,7 +379,7 @@ static int torch_run(char *const argv[], const char *log)
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     char **env = torch_compiler_env();
     pid_t pid;
-    int rc = env ? posix_spawnp(&pid, argv[0], &fa, NULL, argv, env) : ENOMEM;
+    int rc = env ? lifecycle_spawnp_unprofiled(&pid, argv[0], &fa, NULL, argv, env) : ENOMEM;
     posix_spawn_file_actions_destroy(&fa);
     free(env);
     if (rc != 0) {

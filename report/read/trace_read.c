@@ -315,3 +315,35 @@ const char *trace_record_text(const struct trace_record *rec, size_t off, size_t
         *len = n;
     return s;
 }
+
+int trace_file_not_a_trace(const char *path, char *why, size_t whylen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return 0;
+    unsigned char head[sizeof(struct prof_file_header)];
+    size_t have = 0;
+    int read_error = 0;
+    while (have < sizeof head) {
+        ssize_t n = read(fd, head + have, sizeof head - have);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            read_error = 1;
+        if (n <= 0)
+            break;
+        have += (size_t)n;
+    }
+    close(fd);
+    size_t magic_have = have < PROF_TRACE_MAGIC_LEN ? have : PROF_TRACE_MAGIC_LEN;
+    if (read_error || (have == sizeof head && !memcmp(head, PROF_TRACE_MAGIC, magic_have)))
+        return 0; /* the reader judges it and says why */
+    if (have == 0)
+        snprintf(why, whylen, "empty file");
+    else if (memcmp(head, PROF_TRACE_MAGIC, magic_have))
+        snprintf(why, whylen, "not a profrun trace");
+    else
+        snprintf(why, whylen, "cut off inside its file header (%zu of %zu bytes)", have,
+                 sizeof head);
+    return 1;
+}

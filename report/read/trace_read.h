@@ -33,6 +33,13 @@ enum trace_read_stop {
 struct trace_reader *trace_reader_open(const char *path, char *err, size_t errlen);
 void trace_reader_close(struct trace_reader *r);
 
+/* Whether path, met while scanning a folder, is no trace at all and is to be skipped
+ * with a warning rather than failing the report: an empty file (a process that could
+ * not write it), one cut off inside its file header, or one of another format. 1 with
+ * the reason in why; 0 for anything trace_reader_open should judge (a real trace, a
+ * newer version, an unreadable file). */
+int trace_file_not_a_trace(const char *path, char *why, size_t whylen);
+
 /* 1: *rec holds the next record; 0: no more records (see trace_reader_stop). */
 int trace_reader_next(struct trace_reader *r, struct trace_record *rec);
 

@@ -5,7 +5,10 @@ calls against the device double, then ends or multiplies as its mode says. For e
 the program's output and exit status must be what they are without the profiler, and
 the report must hold exactly the calls made up to the point the process could write.
 """
+import json
 import os
+import resource
+import signal
 import subprocess
 
 import pytest
@@ -35,9 +38,12 @@ def calls_by_pid(rep):
 
 
 @pytest.mark.parametrize("args", [["threads", "3", "100"], ["fork", "10"], ["fork_exit", "10"],
-                                  ["exec", "10"], ["sigterm", "10"], ["sigterm_own", "10"],
+                                  ["exec", "10"], ["spawn", "10"], ["sigterm", "10"], ["sigterm_own", "10"],
                                   ["sigint_query"], ["abort", "10"], ["sigkill", "10"],
-                                  ["exit_thread", "10"]])
+                                  ["exit_thread", "10"], ["fault", "segv", "10"],
+                                  ["fault", "bus", "10"], ["fault", "fpe", "10"],
+                                  ["fault", "ill", "10"], ["segv_own", "10"],
+                                  ["segv_chain", "10"]])
 def test_output_and_exit_status_unchanged(tmp_path, args):
     want = bare(args)
     got, _ = profiled(tmp_path, args)
@@ -68,16 +74,20 @@ def test_fork_child_writes_its_own_file(tmp_path, mode):
     assert child["clean_end"] is True, "_exit in the child still writes everything"
 
 
-def test_exec_with_empty_environment_is_still_profiled(tmp_path):
-    proc, out = profiled(tmp_path, ["exec", "10"])
+@pytest.mark.parametrize("mode", ["exec", "spawn"])
+def test_child_with_empty_environment_is_still_profiled(tmp_path, mode):
+    proc, out = profiled(tmp_path, [mode, "10"])
     assert proc.returncode == 0
     files = trace_files(out)
     assert len(files) == 2, files
     rep = report_json(out)
-    pids = {p["pid"] for p in rep["processes"]}
-    assert len(pids) == 1, "exec keeps the pid; the new image gets a file of its own"
     assert sorted(sum(t["calls"] for t in p["threads"]) for p in rep["processes"]) == [10, 30]
     assert all(p["clean_end"] for p in rep["processes"])
+    if mode == "exec":
+        assert len({p["pid"] for p in rep["processes"]}) == 1, "exec keeps the pid"
+    else:
+        parent, child = sorted(rep["processes"], key=lambda p: sum(t["calls"] for t in p["threads"]))
+        assert child["ppid"] == parent["pid"]
 
 
 @pytest.mark.parametrize("mode,status", [("sigterm", 143), ("abort", 134)])
@@ -86,6 +96,62 @@ def test_fatal_signal_flushes_then_acts_as_default(tmp_path, mode, status):
     assert proc.returncode == status
     rep = report_json(out)
     assert calls_by_pid(rep) and list(calls_by_pid(rep).values()) == [10]
+
+
+FAULTS = {"segv": signal.SIGSEGV, "bus": signal.SIGBUS, "fpe": signal.SIGFPE,
+          "ill": signal.SIGILL}
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_hardware_fault_flushes_then_dies_as_before(tmp_path, fault):
+    """The fault comes right after the calls, long before the collector's first pass."""
+    proc, out = profiled(tmp_path, ["fault", fault, "10"])
+    assert proc.returncode == 128 + FAULTS[fault]
+    assert list(calls_by_pid(report_json(out)).values()) == [10]
+
+
+def raw_wait_status(args, env, cwd):
+    """The wait status the parent sees (core-dump bit included), cores allowed."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.chdir(str(cwd))
+            resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY,) * 2)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            os.execve(args[0], args, env)
+        finally:
+            os._exit(127)
+    return os.waitpid(pid, 0)[1]
+
+
+@pytest.mark.parametrize("fault", ["segv", "fpe"])
+def test_hardware_fault_wait_status_and_core_unchanged(tmp_path, fault):
+    env = dict(os.environ, **DOUBLE_ENV)
+    (tmp_path / "bare").mkdir()
+    (tmp_path / "prof").mkdir()
+    want = raw_wait_status([FIXTURE, "fault", fault, "10"], env, tmp_path / "bare")
+    env.update(LD_PRELOAD=LIBPROF, PROF_OUTPUT_DIR=str(tmp_path / "out"), PROF_QUIET="1")
+    got = raw_wait_status([FIXTURE, "fault", fault, "10"], env, tmp_path / "prof")
+    assert os.WIFSIGNALED(got) and os.WTERMSIG(got) == FAULTS[fault]
+    assert got == want, "same signal and the same core-dump bit"
+    assert list(calls_by_pid(report_json(tmp_path / "out")).values()) == [10]
+
+
+def test_program_fault_handler_still_recovers(tmp_path):
+    proc, out = profiled(tmp_path, ["segv_own", "10"])
+    assert proc.returncode == 0
+    assert proc.stdout == "recovered from 3 faults\n"
+    (p,) = report_json(out)["processes"]
+    assert sum(t["calls"] for t in p["threads"]) == 10 and p["clean_end"] is True
+
+
+def test_program_fault_handler_that_chains_to_default_still_flushes(tmp_path):
+    proc, out = profiled(tmp_path, ["segv_chain", "10"])
+    assert proc.returncode == 128 + signal.SIGSEGV
+    assert proc.stdout.splitlines() == ["previous SIGSEGV action default", "own SIGSEGV handler"]
+    assert list(calls_by_pid(report_json(out)).values()) == [10]
 
 
 def test_program_own_signal_handler_runs(tmp_path):
@@ -129,6 +195,78 @@ def test_bare_preload_with_unwritable_output_dir_runs_unharmed(tmp_path):
     assert len(dir_lines) == 1 and "profiling is off" in dir_lines[0]
     assert len(lines) == len(set(lines)), "each failure is said once"
     assert len(lines) <= 2, lines  # the folder, and at most CUPTI's own (no GPU driver)
+
+
+@pytest.mark.parametrize("how", ["close_range", "closefrom", "dup2"])
+def test_program_that_takes_our_descriptor_keeps_its_files_intact(tmp_path, how):
+    data = tmp_path / "data.bin"
+    proc, out = profiled(tmp_path, ["closefd", how, str(data), "10"])
+    assert proc.stdout == "data ok\n"
+    assert proc.returncode == 0
+    assert data.read_bytes() == b"the program's own data, 35 bytes.\n" * 2
+    (p,) = report_json(out)["processes"]
+    assert sum(t["calls"] for t in p["threads"]) == 20, "the calls after it are written too"
+    assert p["clean_end"] is True
+    notes = [l for l in proc.stderr.splitlines() if "descriptor of the trace file" in l]
+    assert len(notes) == 1, proc.stderr
+
+
+def run_with_file_limit(tmp_path, limit, args, ignore_sigxfsz, flush_ms="50"):
+    """Profiles args with RLIMIT_FSIZE at limit bytes: writes past it fail (EFBIG), and
+    raise SIGXFSZ, whose default action kills the writer."""
+    def limit_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN if ignore_sigxfsz else signal.SIG_DFL)
+    env = dict(os.environ, LD_PRELOAD=LIBPROF, PROF_OUTPUT_DIR=str(tmp_path / "out"),
+               PROF_FLUSH_MS=flush_ms, **DOUBLE_ENV)
+    return subprocess.run([FIXTURE] + args, env=env, capture_output=True, text=True,
+                          timeout=60, preexec_fn=limit_files)
+
+
+@pytest.mark.parametrize("ignore_sigxfsz", [True, False], ids=["sigxfsz_ignored", "sigxfsz_default"])
+def test_trace_that_cannot_be_written_leaves_no_empty_file(tmp_path, ignore_sigxfsz):
+    proc = run_with_file_limit(tmp_path, 0, ["threads", "2", "1000"], ignore_sigxfsz)
+    assert proc.returncode == 0, "the program is unaffected (never killed by SIGXFSZ)"
+    assert proc.stdout == "threads done\n"
+    said = [l for l in proc.stderr.splitlines() if "cannot write the trace" in l]
+    assert len(said) == 1, proc.stderr
+    assert "File too large" in said[0] and "profiling is off" in said[0]
+    assert "the empty file was removed" in said[0]
+    assert os.listdir(tmp_path / "out") == []
+
+
+def test_trace_cut_by_the_file_limit_keeps_what_was_written(tmp_path):
+    limit = 4 << 20
+    # passes every millisecond: the first ones, made while the calls run, fit; the
+    # 4 M calls (~100 MB of records) do not
+    proc = run_with_file_limit(tmp_path, limit, ["threads", "2", "2000000"], False, "1")
+    assert proc.returncode == 0 and proc.stdout == "threads done\n"
+    said = [l for l in proc.stderr.splitlines() if "cannot write the trace" in l]
+    assert len(said) == 1 and "the file holds what was written before" in said[0], proc.stderr
+    (path,) = trace_files(tmp_path / "out")
+    assert 0 < os.path.getsize(path) <= limit
+    rep = report(path, "--format", "json")
+    assert "cut off" not in rep.stderr, "the file ends on a record boundary"
+    (p,) = json.loads(rep.stdout)["processes"]
+    assert 0 < sum(t["calls"] for t in p["threads"]) < 6000000
+    assert p["clean_end"] is False
+
+
+def test_report_skips_empty_and_foreign_files_in_a_folder(tmp_path):
+    proc, out = profiled(tmp_path, ["threads", "1", "10"])
+    assert proc.returncode == 0
+    (trace,) = trace_files(out)
+    (out / "a_empty.trace").write_bytes(b"")
+    (out / "b_foreign.trace").write_text("not a trace at all, but a text file\n")
+    (out / "c_short.trace").write_bytes(open(trace, "rb").read()[:10])
+    rep = report(out, "--format", "json")
+    assert rep.returncode == 0
+    warnings = sorted(l for l in rep.stderr.splitlines() if "skipped" in l)
+    assert len(warnings) == 3, rep.stderr
+    assert "a_empty.trace: empty file" in warnings[0]
+    assert "b_foreign.trace: not a profrun trace" in warnings[1]
+    assert "c_short.trace: cut off inside its file header" in warnings[2]
+    assert list(calls_by_pid(json.loads(rep.stdout)).values()) == [20]
 
 
 def test_prof_disable_records_nothing(tmp_path):
