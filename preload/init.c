@@ -69,7 +69,7 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
     prof_tls_busy = 1;
     python_threads_init(); /* interposed libc functions work even when profiling is off */
     settings_load();
-    if (strcmp(settings_get(SETTING_PROF_DISABLE), "1") == 0) {
+    if (settings_bool(SETTING_PROF_DISABLE)) {
         prof_tls_busy = 0;
         return;
     }
@@ -78,10 +78,9 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
     memset(&cfg, 0, sizeof cfg);
     cfg.output_dir = init_output_dir();
     cfg.run_id = init_run_id();
-    cfg.ring_bytes =
-        init_round_up_pow2((uint64_t)settings_get_long(SETTING_PROF_RING_KB, 64, 65536) * 1024);
-    cfg.flush_ms = (unsigned)settings_get_long(SETTING_PROF_FLUSH_MS, 1, 1000);
-    cfg.quiet = strcmp(settings_get(SETTING_PROF_QUIET), "1") == 0;
+    cfg.ring_bytes = init_round_up_pow2((uint64_t)settings_int(SETTING_PROF_RING_KB) * 1024);
+    cfg.flush_ms = (unsigned)settings_int(SETTING_PROF_FLUSH_MS);
+    cfg.quiet = settings_bool(SETTING_PROF_QUIET);
     struct prof_rank_info rank;
     settings_rank(&rank);
     cfg.rank = rank.rank;
@@ -90,11 +89,11 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
     cfg.features = prof_clock_tsc ? PROF_FEATURE_TSC_CLOCK : 0;
 #ifdef PROF_HAVE_CUDA
     cfg.features |= PROF_FEATURE_CUDART;
-    cudart_init(strcmp(settings_get(SETTING_PROF_CUDART), "0") != 0);
-    cupti_init(strcmp(settings_get(SETTING_PROF_CUPTI), "0") != 0);
-    cublas_init(strcmp(settings_get(SETTING_PROF_CUBLAS), "0") != 0);
-    cudnn_init(strcmp(settings_get(SETTING_PROF_CUDNN), "0") != 0);
-    nvtx_init(strcmp(settings_get(SETTING_PROF_NVTX), "0") != 0);
+    cudart_init(settings_bool(SETTING_PROF_CUDART));
+    cupti_init(settings_bool(SETTING_PROF_CUPTI));
+    cublas_init(settings_bool(SETTING_PROF_CUBLAS));
+    cudnn_init(settings_bool(SETTING_PROF_CUDNN));
+    nvtx_init(settings_bool(SETTING_PROF_NVTX));
 #endif
     collector_init(&cfg, argc, argv);
     for (int i = 0; settings_recorded_env[i]; i++) {
@@ -105,10 +104,9 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
             collector_add_meta(key, v);
         }
     }
-    lifecycle_init(strcmp(settings_get(SETTING_PROF_SIGNALS), "0") != 0);
+    lifecycle_init(settings_bool(SETTING_PROF_SIGNALS));
     python_init(argc, argv);
-    torch_init(strcmp(settings_get(SETTING_PROF_TORCH), "0") != 0,
-               strcmp(settings_get(SETTING_PROF_SHAPES), "1") == 0);
+    torch_init(settings_bool(SETTING_PROF_TORCH), settings_bool(SETTING_PROF_SHAPES));
     prof_tls_busy = 0;
 }
 

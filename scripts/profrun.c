@@ -135,7 +135,7 @@ int main(int argc, char **argv)
     }
 
     if (!output)
-        output = settings_get(SETTING_PROF_OUTPUT_DIR);
+        output = settings_string(SETTING_PROF_OUTPUT_DIR);
     char out_abs[2 * PATH_MAX + 2];
     if (output[0] == '/') {
         snprintf(out_abs, sizeof out_abs, "%s", output);

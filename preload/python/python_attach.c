@@ -173,8 +173,7 @@ static void py_attach(void)
         collector_add_meta("python.hook", "setprofile");
     }
     char threshold[32];
-    snprintf(threshold, sizeof threshold, "%ld",
-             settings_get_long(SETTING_PROF_PY_SPAN_US, 0, 1000000000L) * 1000L);
+    snprintf(threshold, sizeof threshold, "%ld", settings_int(SETTING_PROF_PY_SPAN_US) * 1000L);
     collector_add_meta("python.span_threshold_ns", threshold);
     if (py_monitoring)
         return; /* interpreter-wide: every thread, with nothing more to do */
@@ -321,7 +320,7 @@ void python_init(int argc, char **argv)
 {
     if (!py_sym("PySys_AddAuditHook"))
         return; /* not a Python process (or libpython comes later, by dlopen) */
-    if (strcmp(settings_get(SETTING_PROF_PYTHON), "0") == 0)
+    if (!settings_bool(SETTING_PROF_PYTHON))
         return;
     if (py_resolve_api() != 0) {
         collector_note("Python found but part of its C API is missing; Python profiling is off");
@@ -336,7 +335,7 @@ void python_init(int argc, char **argv)
     py.minor = minor;
     if (minor >= 11 && !py.FrameGetGlobals)
         return;
-    python_tree_init((uint64_t)settings_get_long(SETTING_PROF_PY_SPAN_US, 0, 1000000000L) * 1000u);
+    python_tree_init((uint64_t)settings_int(SETTING_PROF_PY_SPAN_US) * 1000u);
     if (py_debug_allocator(argc, argv)) {
         pthread_t th;
         pthread_attr_t attr;

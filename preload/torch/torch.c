@@ -316,7 +316,7 @@ static int torch_mkdirs(const char *dir)
 
 static void torch_cache_dir(char *out, size_t len)
 {
-    const char *dir = settings_get(SETTING_PROF_TORCH_CACHE);
+    const char *dir = settings_string(SETTING_PROF_TORCH_CACHE);
     const char *xdg = settings_env("XDG_CACHE_HOME");
     const char *home = settings_env("HOME");
     if (dir[0])
