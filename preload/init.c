@@ -81,6 +81,7 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
     cfg.ring_bytes = init_round_up_pow2((uint64_t)settings_int(SETTING_PROF_RING_KB) * 1024);
     cfg.flush_ms = (unsigned)settings_int(SETTING_PROF_FLUSH_MS);
     cfg.quiet = settings_bool(SETTING_PROF_QUIET);
+    cfg.redact = settings_bool(SETTING_PROF_REDACT);
     struct prof_rank_info rank;
     settings_rank(&rank);
     cfg.rank = rank.rank;
