@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "collector.h"
 #include "lifecycle.h"
+#include "outdir.h"
 #include "python.h"
 #include "settings.h"
 #include "torch.h"
@@ -33,11 +34,13 @@ static uint64_t init_round_up_pow2(uint64_t v)
 }
 
 /* The output folder as an absolute path, exported so that children that change their
- * working directory still write beside their parent. */
+ * working directory still write beside their parent. Its checks (owner, links, modes)
+ * happen when the first file is made: outdir.h. */
 static const char *init_output_dir(void)
 {
     static char abs[2 * PATH_MAX];
-    const char *dir = settings_get(SETTING_PROF_OUTPUT_DIR);
+    outdir_set_shared(settings_bool(SETTING_PROF_OUTPUT_SHARED));
+    const char *dir = settings_string(SETTING_PROF_OUTPUT_DIR);
     if (dir[0] == '/')
         return dir;
     char cwd[PATH_MAX];
@@ -45,14 +48,23 @@ static const char *init_output_dir(void)
         return dir;
     snprintf(abs, sizeof abs, "%s/%s", cwd, dir);
     settings_export(SETTING_PROF_OUTPUT_DIR, abs);
-    return settings_get(SETTING_PROF_OUTPUT_DIR);
+    return settings_string(SETTING_PROF_OUTPUT_DIR);
 }
 
-/* Every process of one run shares the id of the first one; children inherit it. */
+/* Every process of one run shares the id of the first one; children inherit it. The id
+ * is part of file names: one that could lead out of the folder ('/', "..") is replaced. */
 static const char *init_run_id(void)
 {
-    if (settings_is_set(SETTING_PROF_RUN_ID))
-        return settings_get(SETTING_PROF_RUN_ID);
+    if (settings_is_set(SETTING_PROF_RUN_ID)) {
+        const char *given = settings_string(SETTING_PROF_RUN_ID);
+        if (outdir_valid_id(given))
+            return given;
+        if (!settings_bool(SETTING_PROF_QUIET))
+            fprintf(stderr,
+                    "profrun: PROF_RUN_ID=%s is not accepted (1 to 64 letters, digits, '.', '_' "
+                    "or '-', not starting with '.'); using a generated id\n",
+                    given);
+    }
     char id[64];
     time_t now = time(NULL);
     struct tm tm;
@@ -60,7 +72,7 @@ static const char *init_run_id(void)
     size_t n = strftime(id, sizeof id, "%Y%m%d-%H%M%S", &tm);
     snprintf(id + n, sizeof id - n, "-%ld", (long)getpid());
     settings_export(SETTING_PROF_RUN_ID, id);
-    return settings_get(SETTING_PROF_RUN_ID);
+    return settings_string(SETTING_PROF_RUN_ID);
 }
 
 __attribute__((constructor)) static void init_load(int argc, char **argv, char **envp)
