@@ -45,7 +45,8 @@ static int outdir_mkdirs(const char *dir)
 int outdir_open(const char *dir, char *err, size_t errlen)
 {
     if (outdir_mkdirs(dir) != 0) {
-        snprintf(err, errlen, "cannot write to the output folder %s: %s", dir, strerror(errno));
+        snprintf(err, errlen, "cannot write to the output folder %s (cannot create it: %s)", dir,
+                 strerror(errno));
         return -1;
     }
     struct stat st;
