@@ -43,6 +43,12 @@ def test_no_control_character_reaches_the_output(args):
     assert control_bytes(err) == [], err
 
 
+def test_dump_escapes_every_string():
+    out, err = run("dump", TRACE)
+    assert control_bytes(out) == [] and control_bytes(err) == []
+    assert b"(cudaApi\\x1b]0;owned" in out  # an API name beside each of its calls
+
+
 def test_text_shows_every_name_escaped():
     out = run(TRACE)[0].decode()
     for name in ["cudaApi", "kernel", "nvtx", "aten::op", "host", "script", "thread", "note",
