@@ -81,9 +81,10 @@ void redact_argv(int argc, char **argv)
                 redact_replace(&argv[i], a, name_len + 1);
             continue;
         }
-        /* --opt value: the next word, unless it is itself an option */
+        /* --opt value: the next word, unless it is a long option itself (a password may
+         * well start with one '-') */
         if (a[0] == '-' && redact_is_name(a, strlen(a)) && redact_secret_name(a, strlen(a)) &&
-            i + 1 < argc && argv[i + 1] && argv[i + 1][0] != '-') {
+            i + 1 < argc && argv[i + 1] && strncmp(argv[i + 1], "--", 2) != 0) {
             redact_replace(&argv[i + 1], "", 0);
             i++;
         }

@@ -3,7 +3,8 @@
  * option or variable name says it is a secret:
  *   --password, --passwd, --token, --secret, --api-key (any case, '-' or '_'), any name
  *   ending in _KEY, _TOKEN or _SECRET (or -key, ...), any name holding PASSWORD or PASSWD;
- * in the forms --opt=value, --opt value, -opt value, NAME=value (e.g. `env NAME=value cmd`)
+ * in the forms --opt=value, --opt value (unless value starts with "--"), -opt value,
+ * NAME=value (e.g. `env NAME=value cmd`)
  * and, for the recorded environment variables, by the variable's name. */
 #ifndef PROF_REDACT_H
 #define PROF_REDACT_H

@@ -26,9 +26,20 @@ Test(redact, names_that_hold_secrets)
 
 Test(redact, argv_values_in_both_forms)
 {
-    const char *in[] = {"prog",      "--password=hunter2", "--token",      "t0k",
-                        "--api-key", "--verbose",          "HF_TOKEN=abc", "--name",
-                        "run",       "--secret",           "s3",           "--db-passwd"};
+    const char *in[] = {"prog",
+                        "--password=hunter2",
+                        "--token",
+                        "t0k",
+                        "--api-key",
+                        "--verbose",
+                        "HF_TOKEN=abc",
+                        "--name",
+                        "run",
+                        "--secret",
+                        "s3",
+                        "--token",
+                        "-starts-with-dash",
+                        "--db-passwd"};
     int argc = (int)(sizeof in / sizeof *in);
     char *argv[sizeof in / sizeof *in];
     for (int i = 0; i < argc; i++)
@@ -44,6 +55,8 @@ Test(redact, argv_values_in_both_forms)
                           "--name",
                           "run",
                           "--secret",
+                          "<redacted>",
+                          "--token",
                           "<redacted>",
                           "--db-passwd"};
     for (int i = 0; i < argc; i++) {
