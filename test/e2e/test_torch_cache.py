@@ -3,6 +3,7 @@ folder of the user's that no one else can write, never from a shared /tmp fallba
 its build log is never opened through a link. Each case plants a library that would
 leave a marker file if it were loaded, and checks it is not loaded, that one clear
 message is printed, and that the program runs as without profrun."""
+import ast
 import os
 import pwd
 import shutil
@@ -19,6 +20,8 @@ pytestmark = [
     pytest.mark.skipif(not HAVE_TORCH, reason="no torch for /usr/bin/python3 (python3-torch)"),
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make files of another uid"),
 ]
+MAPS = ("import torch\ntorch.ones(2).sum()\n"
+        "print(sorted({l.split()[-1] for l in open('/proc/self/maps') if 'torch-bridge' in l}))\n")
 EVIL = r"""
 #include <fcntl.h>
 #include <unistd.h>
@@ -32,12 +35,13 @@ __attribute__((constructor)) static void planted(void)
 
 @pytest.fixture(scope="module")
 def bridge_name(tmp_path_factory):
-    """The file name the bridge has for this torch (built once into the session cache)."""
-    profile([PYTHON, "-c", SCRIPT], tmp_path_factory.mktemp("warm"),
-            env={"PROF_TORCH_CACHE": CACHE}, timeout=300)
-    names = [f for f in os.listdir(CACHE) if f.startswith("torch-bridge-") and f.endswith(".so")]
-    assert len(names) == 1
-    return names[0]
+    """The file name the bridge has for this torch (built once into the session cache),
+    as the process that loads it maps it."""
+    proc = profile([PYTHON, "-c", MAPS], tmp_path_factory.mktemp("warm"),
+                   env={"PROF_TORCH_CACHE": CACHE}, timeout=300)
+    loaded = ast.literal_eval(proc.stdout)
+    assert len(loaded) == 1, proc.stderr
+    return os.path.basename(loaded[0])
 
 
 @pytest.fixture
@@ -136,10 +140,6 @@ def test_build_log_is_not_opened_through_a_link(tmp_path, bridge_name):
     one_message(proc)
 
 
-MAPS = ("import torch\ntorch.ones(2).sum()\n"
-        "print(sorted({l.split()[-1] for l in open('/proc/self/maps') if 'torch-bridge' in l}))\n")
-
-
 def test_no_shared_fallback_without_home(tmp_path):
     """HOME and XDG_CACHE_HOME unset (as under env -i): the bridge comes from the passwd
     entry's home folder, never from /tmp."""
@@ -149,7 +149,7 @@ def test_no_shared_fallback_without_home(tmp_path):
                            "-c", MAPS], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     home = pwd.getpwuid(os.geteuid()).pw_dir
-    loaded = eval(proc.stdout)
+    loaded = ast.literal_eval(proc.stdout)
     assert len(loaded) == 1, proc.stderr
     assert loaded[0].startswith(os.path.join(home, ".cache", "profrun") + "/"), loaded
     assert "/tmp/.cache" not in proc.stderr
