@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "metalog.h"
+#include "redact.h"
 #include "writer.h"
 #include "writer_guard.h"
 
@@ -124,6 +125,8 @@ void collector_init(const struct collector_config *cfg, int argc, char **argv)
     collector_argv = calloc((size_t)argc + 1, sizeof *collector_argv);
     for (int i = 0; collector_argv && i < argc; i++)
         collector_argv[i] = strdup(argv[i] ? argv[i] : "");
+    if (collector_argv && cfg->redact)
+        redact_argv(argc, collector_argv);
     collector_pid = getpid();
     clock_sample(&collector_init_ticks, &collector_init_mono, &collector_init_real);
     pthread_key_create(&collector_thread_key, collector_thread_key_destroy);
@@ -287,6 +290,8 @@ void collector_add_symbol(uint16_t kind, uint64_t address, uint32_t string_id, u
 void collector_add_meta(const char *key, const char *value)
 {
     struct prof_record_header h = {PROF_REC_META, 0};
+    if (collector_cfg.redact)
+        value = redact_meta_value(key, value);
     metalog_append(PROF_REC_META, &h, sizeof h, key, value ? value : "");
 }
 

@@ -47,6 +47,7 @@ struct collector_config {
     int quiet;
     long rank, local_rank, world_size;
     uint32_t features;
+    int redact; /* credential-like argv and env values become <redacted> (redact.h) */
 };
 
 /* 1 while events are recorded; 0 before init, after the final flush, or when a failure

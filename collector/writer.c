@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "outdir.h"
 #include "trace_format.h"
 #include "writer_guard.h"
 
@@ -20,37 +21,18 @@ static char writer_file[4096];
 static int writer_error;   /* errno of the write that failed, 0 if none */
 static int writer_removed; /* that failure left the file empty: it was removed */
 
-static int writer_mkdirs(const char *dir)
-{
-    char path[4096];
-    size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof path)
-        return -1;
-    memcpy(path, dir, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (path[i] == '/' || path[i] == '\0') {
-            char c = path[i];
-            path[i] = '\0';
-            if (mkdir(path, 0777) != 0 && errno != EEXIST)
-                return -1;
-            path[i] = c;
-        }
-    }
-    return 0;
-}
-
 int writer_open(const char *dir, const char *run_id, const char *host, long rank, uint32_t features,
                 char *err, size_t errlen)
 {
-    if (writer_mkdirs(dir) != 0) {
-        snprintf(err, errlen, "cannot create output folder %s: %s", dir, strerror(errno));
+    int dirfd = outdir_open(dir, err, errlen); /* made and checked: see outdir.h */
+    if (dirfd < 0)
         return -1;
-    }
     if (!writer_buffer) {
         void *p = mmap(NULL, WRITER_BUFFER_BYTES, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) {
             snprintf(err, errlen, "cannot map the write buffer: %s", strerror(errno));
+            close(dirfd);
             return -1;
         }
         writer_buffer = p;
@@ -59,19 +41,22 @@ int writer_open(const char *dir, const char *run_id, const char *host, long rank
     if (rank >= 0)
         snprintf(rank_part, sizeof rank_part, "_rank%ld", rank);
     for (int attempt = 0; attempt < 1000; attempt++) {
-        char suffix[16] = "";
+        char suffix[16] = "", name[512];
         if (attempt)
             snprintf(suffix, sizeof suffix, "_%d", attempt);
-        snprintf(writer_file, sizeof writer_file, "%s/%s_%s_pid%ld%s%s.trace", dir, run_id, host,
-                 (long)getpid(), rank_part, suffix);
-        writer_fd = open(writer_file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_APPEND, 0666);
+        snprintf(name, sizeof name, "%s_%s_pid%ld%s%s.trace", run_id, host, (long)getpid(),
+                 rank_part, suffix);
+        snprintf(writer_file, sizeof writer_file, "%s/%s", dir, name);
+        writer_fd = outdir_create_file(dirfd, name);
         if (writer_fd >= 0)
             break;
         if (errno != EEXIST) {
             snprintf(err, errlen, "cannot create %s: %s", writer_file, strerror(errno));
+            close(dirfd);
             return -1;
         }
     }
+    close(dirfd);
     if (writer_fd < 0) {
         snprintf(err, errlen, "cannot find a free file name in %s", dir);
         return -1;

@@ -13,6 +13,7 @@
 #include "collector.h"
 #include "layer.h"
 #include "lifecycle.h"
+#include "outdir.h"
 #include "settings.h"
 #include "trace_format.h"
 
@@ -61,11 +62,13 @@ static uint64_t init_round_up_pow2(uint64_t v)
 }
 
 /* The output folder as an absolute path, exported so that children that change their
- * working directory still write beside their parent. */
+ * working directory still write beside their parent. Its checks (owner, links, modes)
+ * happen when the first file is made: outdir.h. */
 static const char *init_output_dir(void)
 {
     static char abs[2 * PATH_MAX];
-    const char *dir = settings_get(SETTING_PROF_OUTPUT_DIR);
+    outdir_set_shared(settings_bool(SETTING_PROF_OUTPUT_SHARED));
+    const char *dir = settings_string(SETTING_PROF_OUTPUT_DIR);
     if (dir[0] == '/')
         return dir;
     char cwd[PATH_MAX];
@@ -73,14 +76,23 @@ static const char *init_output_dir(void)
         return dir;
     snprintf(abs, sizeof abs, "%s/%s", cwd, dir);
     settings_export(SETTING_PROF_OUTPUT_DIR, abs);
-    return settings_get(SETTING_PROF_OUTPUT_DIR);
+    return settings_string(SETTING_PROF_OUTPUT_DIR);
 }
 
-/* Every process of one run shares the id of the first one; children inherit it. */
+/* Every process of one run shares the id of the first one; children inherit it. The id
+ * is part of file names: one that could lead out of the folder ('/', "..") is replaced. */
 static const char *init_run_id(void)
 {
-    if (settings_is_set(SETTING_PROF_RUN_ID))
-        return settings_get(SETTING_PROF_RUN_ID);
+    if (settings_is_set(SETTING_PROF_RUN_ID)) {
+        const char *given = settings_string(SETTING_PROF_RUN_ID);
+        if (outdir_valid_id(given))
+            return given;
+        if (!settings_bool(SETTING_PROF_QUIET))
+            fprintf(stderr,
+                    "profrun: PROF_RUN_ID=%s is not accepted (1 to 64 letters, digits, '.', '_' "
+                    "or '-', not starting with '.'); using a generated id\n",
+                    given);
+    }
     char id[64];
     time_t now = time(NULL);
     struct tm tm;
@@ -88,7 +100,7 @@ static const char *init_run_id(void)
     size_t n = strftime(id, sizeof id, "%Y%m%d-%H%M%S", &tm);
     snprintf(id + n, sizeof id - n, "-%ld", (long)getpid());
     settings_export(SETTING_PROF_RUN_ID, id);
-    return settings_get(SETTING_PROF_RUN_ID);
+    return settings_string(SETTING_PROF_RUN_ID);
 }
 
 __attribute__((constructor)) static void init_load(int argc, char **argv, char **envp)
@@ -99,7 +111,7 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
         if (init_layers[i]->load)
             init_layers[i]->load();
     settings_load();
-    if (strcmp(settings_get(SETTING_PROF_DISABLE), "1") == 0) {
+    if (settings_bool(SETTING_PROF_DISABLE)) {
         prof_tls_busy = 0;
         return;
     }
@@ -108,10 +120,10 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
     memset(&cfg, 0, sizeof cfg);
     cfg.output_dir = init_output_dir();
     cfg.run_id = init_run_id();
-    cfg.ring_bytes =
-        init_round_up_pow2((uint64_t)settings_get_long(SETTING_PROF_RING_KB, 64, 65536) * 1024);
-    cfg.flush_ms = (unsigned)settings_get_long(SETTING_PROF_FLUSH_MS, 1, 1000);
-    cfg.quiet = strcmp(settings_get(SETTING_PROF_QUIET), "1") == 0;
+    cfg.ring_bytes = init_round_up_pow2((uint64_t)settings_int(SETTING_PROF_RING_KB) * 1024);
+    cfg.flush_ms = (unsigned)settings_int(SETTING_PROF_FLUSH_MS);
+    cfg.quiet = settings_bool(SETTING_PROF_QUIET);
+    cfg.redact = settings_bool(SETTING_PROF_REDACT);
     struct prof_rank_info rank;
     settings_rank(&rank);
     cfg.rank = rank.rank;
@@ -122,7 +134,7 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
     cfg.features |= PROF_FEATURE_CUDART;
 #endif
     for (size_t i = 0; i < INIT_LAYER_COUNT; i++) {
-        init_layer_on[i] = strcmp(settings_get(init_layers[i]->enable), "0") != 0;
+        init_layer_on[i] = settings_on(init_layers[i]->enable);
         if (init_layer_on[i])
             cfg.features |= init_layers[i]->features;
         if (init_layers[i]->setup)
@@ -138,7 +150,7 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
         }
     }
     pthread_atfork(init_before_fork, init_after_fork_parent, init_after_fork_child);
-    lifecycle_init(strcmp(settings_get(SETTING_PROF_SIGNALS), "0") != 0);
+    lifecycle_init(settings_bool(SETTING_PROF_SIGNALS));
     for (size_t i = 0; i < INIT_LAYER_COUNT; i++)
         if (init_layer_on[i] && init_layers[i]->start)
             init_layers[i]->start(argc, argv);

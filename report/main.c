@@ -10,6 +10,7 @@
 
 #include "dump.h"
 #include "export.h"
+#include "format.h"
 #include "model.h"
 #include "stacks_view.h"
 #include "summary.h"
@@ -97,7 +98,9 @@ static void main_load(struct main_inputs *in, const char *path)
     char err[512];
     struct model_process *p = model_load_file(path, err, sizeof err);
     if (!p) {
-        fprintf(stderr, "profreport: %s\n", err);
+        fputs("profreport: ", stderr);
+        format_fputs_escaped(stderr, err);
+        fputc('\n', stderr);
         in->failed = 1;
         return;
     }
@@ -465,8 +468,11 @@ int main(int argc, char **argv)
     if (by_shape)
         summary_build_torch(&s, 1);
     summary_sort_torch(&s, op_sort);
-    for (size_t i = 0; i < s.nwarnings; i++)
-        fprintf(stderr, "profreport: warning: %s\n", s.warnings[i]);
+    for (size_t i = 0; i < s.nwarnings; i++) { /* warnings quote trace strings */
+        fputs("profreport: warning: ", stderr);
+        format_fputs_escaped(stderr, s.warnings[i]);
+        fputc('\n', stderr);
+    }
     int failed = in.failed;
     if (main_write_python_files(&s, pstats_path, folded_path) != 0)
         failed = 1;

@@ -3,6 +3,7 @@
  * when a signal ended it). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
@@ -15,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "outdir.h"
 #include "settings.h"
 
 static void profrun_usage(FILE *out)
@@ -32,23 +34,6 @@ static void profrun_usage(FILE *out)
             "  -h, --help         this help\n\n");
     settings_print_help(out);
     fprintf(out, "\nOffline: profreport DIR (see profreport --help).\n");
-}
-
-static int profrun_mkdirs(const char *dir)
-{
-    char path[2 * PATH_MAX + 2];
-    snprintf(path, sizeof path, "%s", dir);
-    for (char *p = path + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(path, 0777) != 0 && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    }
-    if (mkdir(path, 0777) != 0 && errno != EEXIST)
-        return -1;
-    return access(path, W_OK | X_OK);
 }
 
 static pid_t profrun_child;
@@ -135,7 +120,7 @@ int main(int argc, char **argv)
     }
 
     if (!output)
-        output = settings_get(SETTING_PROF_OUTPUT_DIR);
+        output = settings_string(SETTING_PROF_OUTPUT_DIR);
     char out_abs[2 * PATH_MAX + 2];
     if (output[0] == '/') {
         snprintf(out_abs, sizeof out_abs, "%s", output);
@@ -147,7 +132,17 @@ int main(int argc, char **argv)
         }
         snprintf(out_abs, sizeof out_abs, "%s/%s", cwd, output);
     }
-    if (profrun_mkdirs(out_abs) != 0) {
+    /* Made 0700 (0750 shared) and refused when another user owns it: see outdir.h. */
+    outdir_set_shared(settings_bool(SETTING_PROF_OUTPUT_SHARED));
+    char why[PATH_MAX + 256];
+    int dirfd = outdir_open(out_abs, why, sizeof why);
+    if (dirfd < 0) {
+        fprintf(stderr, "profrun: %s\n", why);
+        return 2;
+    }
+    int writable = faccessat(dirfd, ".", W_OK | X_OK, AT_EACCESS);
+    close(dirfd);
+    if (writable != 0) {
         fprintf(stderr, "profrun: cannot write to the output folder %s: %s\n", out_abs,
                 strerror(errno));
         return 2;

@@ -420,7 +420,7 @@ static int cupti_find_cudart_dir(struct dl_phdr_info *info, size_t size, void *a
 /* PROF_CUPTI_PATH, one already loaded, beside the loaded libcudart, CUDA_HOME, /usr/local/cuda. */
 static void *cupti_open(void)
 {
-    const char *path = settings_get(SETTING_PROF_CUPTI_PATH);
+    const char *path = settings_string(SETTING_PROF_CUPTI_PATH);
     if (path[0])
         return dlopen(path, RTLD_NOW | RTLD_LOCAL);
     static const char *const loaded[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};

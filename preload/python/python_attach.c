@@ -174,8 +174,7 @@ static void py_attach(void)
         collector_add_meta("python.hook", "setprofile");
     }
     char threshold[32];
-    snprintf(threshold, sizeof threshold, "%ld",
-             settings_get_long(SETTING_PROF_PY_SPAN_US, 0, 1000000000L) * 1000L);
+    snprintf(threshold, sizeof threshold, "%ld", settings_int(SETTING_PROF_PY_SPAN_US) * 1000L);
     collector_add_meta("python.span_threshold_ns", threshold);
     if (py_monitoring)
         return; /* interpreter-wide: every thread, with nothing more to do */
@@ -335,7 +334,7 @@ static void python_start(int argc, char **argv)
     py.minor = minor;
     if (minor >= 11 && !py.FrameGetGlobals)
         return;
-    python_tree_init((uint64_t)settings_get_long(SETTING_PROF_PY_SPAN_US, 0, 1000000000L) * 1000u);
+    python_tree_init((uint64_t)settings_int(SETTING_PROF_PY_SPAN_US) * 1000u);
     if (py_debug_allocator(argc, argv)) {
         pthread_t th;
         pthread_attr_t attr;

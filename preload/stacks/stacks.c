@@ -197,7 +197,7 @@ static int stacks_prepare(void)
         return result;
     }
     stacks_table = t;
-    stacks_depth = (int)settings_get_long(SETTING_PROF_STACK_DEPTH, 4, PROF_STACK_MAX_FRAMES);
+    stacks_depth = (int)settings_int(SETTING_PROF_STACK_DEPTH);
     /* The first unwind fills libunwind's caches: not in a signal handler. */
     void *warm[4];
     stacks_backtrace(warm, 4);
@@ -212,7 +212,7 @@ static void stacks_start(int argc, char **argv)
     (void)argv;
     if (stacks_prepare() != 0)
         return;
-    stacks_slow_us = (uint64_t)settings_get_long(SETTING_PROF_STACK_SLOW_US, 0, 1000000000L);
+    stacks_slow_us = (uint64_t)settings_int(SETTING_PROF_STACK_SLOW_US);
     stacks_on = 1;
 }
 
@@ -258,7 +258,7 @@ static void sampling_start(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
-    long hz = settings_get_long(SETTING_PROF_SAMPLE_HZ, 0, 10000);
+    long hz = settings_int(SETTING_PROF_SAMPLE_HZ);
     if (hz <= 0 || stacks_prepare() != 0)
         return;
     stacks_sample_start(hz);

@@ -32,6 +32,7 @@
 #include "resolve.h"
 #include "settings.h"
 #include "torch.h"
+#include "torch_cache.h"
 #include "torch_memory.h"
 
 #define PROF_EXPORT __attribute__((visibility("default")))
@@ -301,53 +302,6 @@ static uint64_t torch_fnv(uint64_t h, const void *data, size_t len)
     return h;
 }
 
-static int torch_mkdirs(const char *dir)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s", dir);
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(path, 0755) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
-static void torch_cache_dir(char *out, size_t len)
-{
-    const char *dir = settings_get(SETTING_PROF_TORCH_CACHE);
-    const char *xdg = settings_env("XDG_CACHE_HOME");
-    const char *home = settings_env("HOME");
-    if (dir[0])
-        snprintf(out, len, "%s", dir);
-    else if (xdg && xdg[0] == '/')
-        snprintf(out, len, "%s/profrun", xdg);
-    else
-        snprintf(out, len, "%s/.cache/profrun", home && *home ? home : "/tmp");
-}
-
-static int torch_write_file(const char *path, const char *text)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -1;
-    size_t len = strlen(text), done = 0;
-    while (done < len) {
-        ssize_t n = write(fd, text + done, len - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            close(fd);
-            return -1;
-        }
-        done += (size_t)n;
-    }
-    return close(fd);
-}
-
 /* The environment of the compiler: ours without libprof.so in it. */
 static char **torch_compiler_env(void)
 {
@@ -368,15 +322,16 @@ static char **torch_compiler_env(void)
     return env;
 }
 
-/* Runs argv with stdout and stderr into log; returns the exit status, or -1. */
-static int torch_run(char *const argv[], const char *log)
+/* Runs argv with stdout and stderr into log_fd (opened by torch_cache_open_for_write:
+ * never through a link); returns the exit status, or -1. */
+static int torch_run(char *const argv[], int log_fd)
 {
     posix_spawn_file_actions_t fa;
     if (posix_spawn_file_actions_init(&fa) != 0)
         return -1;
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawn_file_actions_adddup2(&fa, log_fd, 1);
+    posix_spawn_file_actions_adddup2(&fa, log_fd, 2);
     char **env = torch_compiler_env();
     pid_t pid;
     int rc = env ? lifecycle_spawnp_unprofiled(&pid, argv[0], &fa, NULL, argv, env) : ENOMEM;
@@ -394,24 +349,60 @@ static int torch_run(char *const argv[], const char *log)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Builds the bridge into so_path (absent). Returns 0, or -1 with why in err. */
-static int torch_build(const struct torch_libs *libs, const char *libdir, const char *inc,
-                       const char *dir, const char *key, const char *so_path, char *err,
-                       size_t err_len)
+/* Makes a fresh source folder in the cache and writes the bridge's source into it.
+ * Returns its fd (name in name), or -1. */
+static int torch_write_source(int dirfd, const char *key, char *name, size_t len)
 {
-    char src_dir[PATH_MAX], src[PATH_MAX], hdr[PATH_MAX], tmp[PATH_MAX], log[PATH_MAX];
-    if (torch_pathf(src_dir, sizeof src_dir, "%s/torch-bridge-%s.src.%ld", dir, key,
-                    (long)getpid()) ||
-        torch_pathf(src, sizeof src, "%s/torch_bridge.cpp", src_dir) ||
-        torch_pathf(hdr, sizeof hdr, "%s/torch.h", src_dir) ||
-        torch_pathf(tmp, sizeof tmp, "%s.tmp.%ld", so_path, (long)getpid()) ||
-        torch_pathf(log, sizeof log, "%s/torch-bridge-%s.log", dir, key)) {
-        snprintf(err, err_len, "the bridge cache path %s is too long", dir);
+    for (int k = 0; k < 100; k++) { /* a leftover of a crashed build with this pid */
+        snprintf(name, len, "torch-bridge-%s.src.%ld.%d", key, (long)getpid(), k);
+        if (torch_cache_mkdir(dirfd, name) == 0)
+            break;
+        if (errno != EEXIST || k == 99)
+            return -1;
+    }
+    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (torch_cache_write_file(fd, "torch_bridge.cpp", torch_bridge_cpp_text) != 0 ||
+        torch_cache_write_file(fd, "torch.h", torch_h_text) != 0) {
+        int saved = errno;
+        unlinkat(fd, "torch_bridge.cpp", 0);
+        close(fd);
+        unlinkat(dirfd, name, AT_REMOVEDIR);
+        errno = saved;
         return -1;
     }
-    if (torch_mkdirs(src_dir) != 0 || torch_write_file(src, torch_bridge_cpp_text) != 0 ||
-        torch_write_file(hdr, torch_h_text) != 0) {
+    return fd;
+}
+
+/* Builds the bridge into so_name (absent) in the checked cache folder dirfd (path dir).
+ * Returns 0, or -1 with why in err. */
+static int torch_build(const struct torch_libs *libs, const char *libdir, const char *inc,
+                       int dirfd, const char *dir, const char *key, const char *so_name, char *err,
+                       size_t err_len)
+{
+    char src_name[128], tmp_name[128], log_name[128];
+    char src_dir[PATH_MAX], src[PATH_MAX], tmp[PATH_MAX], log[PATH_MAX];
+    snprintf(tmp_name, sizeof tmp_name, "%s.tmp.%ld", so_name, (long)getpid());
+    snprintf(log_name, sizeof log_name, "torch-bridge-%s.log", key);
+    int src_fd = torch_write_source(dirfd, key, src_name, sizeof src_name);
+    if (src_fd < 0) {
         snprintf(err, err_len, "cannot write the bridge source into %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    int log_fd = torch_cache_open_for_write(dirfd, log_name, 1);
+    if (torch_pathf(src_dir, sizeof src_dir, "%s/%s", dir, src_name) ||
+        torch_pathf(src, sizeof src, "%s/torch_bridge.cpp", src_dir) ||
+        torch_pathf(tmp, sizeof tmp, "%s/%s", dir, tmp_name) ||
+        torch_pathf(log, sizeof log, "%s/%s", dir, log_name) || log_fd < 0) {
+        snprintf(err, err_len, "cannot write the bridge build into %s: %s", dir,
+                 log_fd < 0 ? strerror(errno) : "path too long");
+        if (log_fd >= 0)
+            close(log_fd);
+        unlinkat(src_fd, "torch_bridge.cpp", 0);
+        unlinkat(src_fd, "torch.h", 0);
+        close(src_fd);
+        unlinkat(dirfd, src_name, AT_REMOVEDIR);
         return -1;
     }
     /* CXX may carry words ("ccache g++"). */
@@ -441,21 +432,23 @@ static int torch_build(const struct torch_libs *libs, const char *libdir, const 
     if (abi[0])
         argv[n++] = (char *)abi;
     argv[n] = NULL;
-    int rc = torch_run(argv, log);
+    int rc = torch_run(argv, log_fd);
+    close(log_fd);
     struct stat st;
     if (rc == -1)
         snprintf(err, err_len, "cannot run the C++ compiler %s: %s", argv[0], strerror(errno));
-    else if ((rc != 0 && rc != -2) || stat(tmp, &st) != 0)
+    else if ((rc != 0 && rc != -2) || fstatat(dirfd, tmp_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
         snprintf(err, err_len, "the C++ compiler %s failed (status %d); see %s", argv[0], rc, log);
-    else if (rename(tmp, so_path) != 0)
+    else if (renameat(dirfd, tmp_name, dirfd, so_name) != 0)
         snprintf(err, err_len, "cannot move the bridge into %s: %s", dir, strerror(errno));
     else
         rc = 0;
     if (rc != 0)
-        unlink(tmp);
-    unlink(src);
-    unlink(hdr);
-    rmdir(src_dir);
+        unlinkat(dirfd, tmp_name, 0);
+    unlinkat(src_fd, "torch_bridge.cpp", 0);
+    unlinkat(src_fd, "torch.h", 0);
+    close(src_fd);
+    unlinkat(dirfd, src_name, AT_REMOVEDIR);
     return rc == 0 ? 0 : -1;
 }
 
@@ -481,36 +474,46 @@ static int torch_bridge_load(const struct torch_libs *libs, char *err, size_t er
     h = torch_fnv(h, stamp, sizeof stamp);
     h = torch_fnv(h, torch_bridge_cpp_text, strlen(torch_bridge_cpp_text));
     h = torch_fnv(h, torch_h_text, strlen(torch_h_text));
-    char key[17], so_path[PATH_MAX], lock_path[PATH_MAX];
+    char key[17], so_name[64], lock_name[64], so_path[PATH_MAX];
     snprintf(key, sizeof key, "%016llx", (unsigned long long)h);
-    torch_cache_dir(dir, sizeof dir);
-    if (torch_pathf(so_path, sizeof so_path, "%s/torch-bridge-%s.so", dir, key) ||
-        torch_pathf(lock_path, sizeof lock_path, "%s/torch-bridge-%s.lock", dir, key)) {
+    snprintf(so_name, sizeof so_name, "torch-bridge-%s.so", key);
+    snprintf(lock_name, sizeof lock_name, "torch-bridge-%s.lock", key);
+    /* Code is loaded from here: a folder of this user's alone (torch_cache.h). */
+    int dirfd = torch_cache_open(dir, sizeof dir, err, err_len);
+    if (dirfd < 0)
+        return -1;
+    if (torch_pathf(so_path, sizeof so_path, "%s/%s", dir, so_name)) {
         snprintf(err, err_len, "the bridge cache path %s is too long", dir);
+        close(dirfd);
         return -1;
     }
-    if (stat(so_path, &st) != 0) {
-        if (torch_mkdirs(dir) != 0) {
-            snprintf(err, err_len, "cannot make the bridge cache %s: %s", dir, strerror(errno));
-            return -1;
-        }
+    int have = torch_cache_trusted_file(dirfd, dir, so_name, err, err_len);
+    if (have == 0) {
         /* Ranks of one job share the cache: one builds, the others wait for it. */
-        int lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        int lock = openat(dirfd, lock_name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (lock < 0) {
             snprintf(err, err_len, "cannot write the bridge cache %s: %s", dir, strerror(errno));
+            close(dirfd);
             return -1;
         }
         while (flock(lock, LOCK_EX) != 0 && errno == EINTR)
             ;
-        int rc = 0;
-        if (stat(so_path, &st) != 0) {
+        have = torch_cache_trusted_file(dirfd, dir, so_name, err, err_len);
+        if (have == 0) {
             collector_note("building the libtorch bridge for %s (once; cached in %s)", real_torch,
                            dir);
-            rc = torch_build(libs, libdir, inc, dir, key, so_path, err, err_len);
+            if (torch_build(libs, libdir, inc, dirfd, dir, key, so_name, err, err_len) == 0)
+                have = torch_cache_trusted_file(dirfd, dir, so_name, err, err_len);
+            else
+                have = -1;
         }
         close(lock); /* releases the lock */
-        if (rc != 0)
-            return -1;
+    }
+    close(dirfd);
+    if (have != 1) {
+        if (have == 0)
+            snprintf(err, err_len, "the bridge %s vanished after its build", so_path);
+        return -1;
     }
     void *plugin = torch_real_dlopen(so_path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!plugin) {
@@ -691,7 +694,7 @@ PROF_EXPORT void *dlopen(const char *file, int mode)
 static void torch_setup(int enabled)
 {
     torch_enabled = enabled;
-    torch_shapes = strcmp(settings_get(SETTING_PROF_SHAPES), "1") == 0;
+    torch_shapes = settings_bool(SETTING_PROF_SHAPES);
     if (!torch_real_dlopen)
         torch_resolve_dlopen();
 }

@@ -1,5 +1,7 @@
 #include "dump.h"
 
+#include "format.h"
+
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +27,10 @@ static void dump_text(FILE *out, const char *s)
             fputs("\\n", out);
         else if (c < 0x20 || c == 0x7f)
             fprintf(out, "\\x%02x", c);
-        else
+        else if (c == 0xc2 && (unsigned char)s[1] >= 0x80 && (unsigned char)s[1] <= 0x9f) {
+            fprintf(out, "\\x%02x\\x%02x", c, (unsigned char)s[1]); /* a C1 control */
+            s++;
+        } else
             fputc(c, out);
     }
     fputc('"', out);
@@ -38,8 +43,11 @@ static void dump_api_call(FILE *out, const struct trace_record *rec, const struc
     const uint64_t *args = (const uint64_t *)(c + 1);
     size_t nargs = (rec->size - sizeof *c) / sizeof(uint64_t);
     fprintf(out, " api=%u", c->api);
-    if (a)
-        fprintf(out, " (%s)", a->name);
+    if (a) {
+        fputs(" (", out);
+        format_fputs_escaped(out, a->name);
+        fputc(')', out);
+    }
     fprintf(out, " result=%d start=%" PRIu64 " end=%" PRIu64 " dur=%" PRIu64, c->result, c->start,
             c->end, c->end >= c->start ? c->end - c->start : 0);
     const char *names = a ? a->args : "";
@@ -58,13 +66,19 @@ static void dump_api_call(FILE *out, const struct trace_record *rec, const struc
         if (!strcmp(name, "grid") || !strcmp(name, "block")) {
             char dim[48];
             model_dim3_format(args[i], dim, sizeof dim);
-            fprintf(out, " %s=%s", name, dim);
+            fputc(' ', out);
+            format_fputs_escaped(out, name);
+            fprintf(out, "=%s", dim);
         } else if (!strcmp(name, "bytes") || !strcmp(name, "kind") || !strcmp(name, "device") ||
                    !strcmp(name, "src_device") || !strcmp(name, "dst_device") ||
                    !strcmp(name, "shmem") || !strcmp(name, "value")) {
-            fprintf(out, " %s=%" PRIu64, name, args[i]);
+            fputc(' ', out);
+            format_fputs_escaped(out, name);
+            fprintf(out, "=%" PRIu64, args[i]);
         } else {
-            fprintf(out, " %s=0x%" PRIx64, name, args[i]);
+            fputc(' ', out);
+            format_fputs_escaped(out, name);
+            fprintf(out, "=0x%" PRIx64, args[i]);
         }
     }
 }
@@ -203,7 +217,9 @@ static void dump_record(FILE *out, const struct trace_record *rec, struct u64map
     case PROF_REC_META: {
         size_t klen;
         const char *k = trace_record_text(rec, sizeof(struct prof_record_header), &klen);
-        fprintf(out, " %s=", k);
+        fputc(' ', out);
+        format_fputs_escaped(out, k);
+        fputc('=', out);
         dump_text(out, trace_record_text(rec, sizeof(struct prof_record_header) + klen + 1, NULL));
         break;
     }
@@ -224,8 +240,10 @@ static void dump_record(FILE *out, const struct trace_record *rec, struct u64map
         size_t nlen;
         const char *name = trace_record_text(rec, sizeof *n, &nlen);
         const char *args = trace_record_text(rec, sizeof *n + nlen + 1, NULL);
-        fprintf(out, " api=%u name=%s category=%s nargs=%u args=%s", n->api, name,
-                model_category_name(n->category), n->nargs, args);
+        fprintf(out, " api=%u name=", n->api);
+        format_fputs_escaped(out, name);
+        fprintf(out, " category=%s nargs=%u args=", model_category_name(n->category), n->nargs);
+        format_fputs_escaped(out, args);
         uint64_t *slot = u64map_slot(apis, n->api);
         struct dump_api *a = slot ? (void *)(uintptr_t)*slot : NULL;
         if (slot && !a && (a = calloc(1, sizeof *a)))

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "export.h"
+#include "format.h"
 #include "pystats.h"
 
 /* ---- the file, written whole or not at all ---- */
@@ -272,8 +273,10 @@ static void folded_thread(FILE *f, const struct model_process *p, uint32_t tid,
         folded_frame(p, node->func, frame, sizeof frame);
         folded_append(&path, &len, &cap, frame);
         uint64_t us = (node->self_ns + 500) / 1000;
-        if (us)
-            fprintf(f, "%s %" PRIu64 "\n", path, us);
+        if (us) { /* names are untrusted: no control characters in the file */
+            format_fputs_escaped(f, path);
+            fprintf(f, " %" PRIu64 "\n", us);
+        }
         size_t nchild = 0;
         for (size_t c = forest.first_child[i]; c != SIZE_MAX; c = forest.next_sibling[c])
             nchild++;

@@ -1,6 +1,7 @@
 #include "format.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 void format_ns(double ns, char *buf, size_t len)
@@ -44,10 +45,81 @@ void format_gbps(uint64_t bytes, uint64_t ns, char *buf, size_t len)
         snprintf(buf, len, "%.2f", format_gbps_value(bytes, ns));
 }
 
+/* How many bytes at p form a control character a terminal would act on: C0 controls,
+ * DEL, and C1 controls as UTF-8 (U+0080..U+009F, CSI among them). 0 for any other. */
+static size_t format_control_len(const unsigned char *p)
+{
+    if (p[0] < 0x20 || p[0] == 0x7f)
+        return 1;
+    if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+        return 2;
+    return 0;
+}
+
+size_t format_escaped_len(const char *s)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t c = format_control_len(p);
+        n += c ? 4 * c : 1;
+        p += c ? c : 1;
+    }
+    return n;
+}
+
+char *format_escape(const char *s, char *buf, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = 0;
+    if (len == 0)
+        return buf;
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t c = format_control_len(p);
+        if (!c) {
+            if (n + 1 >= len)
+                break;
+            buf[n++] = (char)*p++;
+            continue;
+        }
+        if (n + 4 * c >= len)
+            break;
+        for (size_t k = 0; k < c; k++, p++) {
+            buf[n++] = '\\';
+            buf[n++] = 'x';
+            buf[n++] = hex[*p >> 4];
+            buf[n++] = hex[*p & 15];
+        }
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+char *format_escape_dup(const char *s)
+{
+    size_t len = format_escaped_len(s) + 1;
+    char *d = malloc(len);
+    return d ? format_escape(s, d, len) : NULL;
+}
+
+void format_fputs_escaped(FILE *out, const char *s)
+{
+    if (format_escaped_len(s) == strlen(s)) {
+        fputs(s, out);
+        return;
+    }
+    char *e = format_escape_dup(s);
+    fputs(e ? e : "?", out);
+    free(e);
+}
+
 void format_csv_field(FILE *out, const char *s)
 {
-    if (!strpbrk(s, ",\"\r\n")) {
+    char *e = format_escaped_len(s) == strlen(s) ? NULL : format_escape_dup(s);
+    if (e)
+        s = e;
+    if (!strpbrk(s, ",\"")) {
         fputs(s, out);
+        free(e);
         return;
     }
     fputc('"', out);
@@ -57,4 +129,5 @@ void format_csv_field(FILE *out, const char *s)
         fputc(*s, out);
     }
     fputc('"', out);
+    free(e);
 }

@@ -14,7 +14,16 @@ void format_bytes(uint64_t bytes, char *buf, size_t len);
 /* bytes per ns == GB/s (10^9 bytes per second); "-" when there is no time */
 void format_gbps(uint64_t bytes, uint64_t ns, char *buf, size_t len);
 double format_gbps_value(uint64_t bytes, uint64_t ns);
-/* Writes s as one CSV field, quoted when it holds a comma, quote or line break. */
+/* Trace strings are untrusted: before they reach a terminal or a CSV file, control
+ * characters (C0, DEL, C1 as UTF-8) are written as \xHH, e.g. ESC as \x1b. */
+size_t format_escaped_len(const char *s);
+/* Writes the escaped s into buf (cut to len - 1 bytes); returns buf. */
+char *format_escape(const char *s, char *buf, size_t len);
+/* A malloc'd escaped copy, or NULL when out of memory. */
+char *format_escape_dup(const char *s);
+void format_fputs_escaped(FILE *out, const char *s);
+/* Writes s as one CSV field, control characters escaped, quoted when it holds a comma
+ * or quote. */
 void format_csv_field(FILE *out, const char *s);
 
 #endif

@@ -199,7 +199,9 @@ static void tables_processes(FILE *out, const struct summary *s)
         for (size_t k = 0; k < s->procs[i]->nnotes; k++) {
             if (!header++)
                 fprintf(out, "\nProfiler notes\n");
-            fprintf(out, "  pid %lld: %s\n", (long long)s->procs[i]->pid, s->procs[i]->notes[k]);
+            fprintf(out, "  pid %lld: ", (long long)s->procs[i]->pid);
+            format_fputs_escaped(out, s->procs[i]->notes[k]);
+            fputc('\n', out);
         }
     }
 }

@@ -265,8 +265,10 @@ static void tables_actions_title(FILE *out, const struct summary_gpu *g)
                                             : "record_function scopes");
         int n = 0;
         for (size_t i = 0; i < g->nactions; i++)
-            if (g->actions[i].source == src)
-                fprintf(out, "%s%s", n++ ? ", " : "", g->actions[i].name);
+            if (g->actions[i].source == src) {
+                fputs(n++ ? ", " : "", out);
+                format_fputs_escaped(out, g->actions[i].name);
+            }
     }
     if (!parts)
         fputs("NVTX ranges", out);
@@ -318,8 +320,11 @@ static void tables_actions_table(FILE *out, const struct summary *s, size_t limi
     text_table_end(out, &t);
     if (limit && g->nactions > limit)
         fprintf(out, "  (%zu more not shown; %s)\n", g->nactions - limit, more);
-    for (size_t i = 0; i < g->nmarks; i++)
-        fprintf(out, "  mark %s: %" PRIu64 "\n", g->marks[i].name, g->marks[i].calls);
+    for (size_t i = 0; i < g->nmarks; i++) {
+        fputs("  mark ", out);
+        format_fputs_escaped(out, g->marks[i].name);
+        fprintf(out, ": %" PRIu64 "\n", g->marks[i].calls);
+    }
 }
 
 void tables_actions(FILE *out, const struct summary *s, size_t limit)

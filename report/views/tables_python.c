@@ -86,10 +86,11 @@ void tables_python_gaps(FILE *out, const struct summary *s)
                 fprintf(out, "  pid %lld: ", (long long)p->pid);
             else
                 fputs("  ", out);
-            fprintf(out, "Python profiling was %s in thread %s from +%.3f s to ",
+            fprintf(out, "Python profiling was %s in thread ",
                     gap->reason == PROF_PY_GAP_OTHER_PROFILER ? "replaced by another profiler"
-                                                              : "interrupted",
-                    thread, ((double)gap->start_ns - (double)origin) / 1e9);
+                                                              : "interrupted");
+            format_fputs_escaped(out, thread);
+            fprintf(out, " from +%.3f s to ", ((double)gap->start_ns - (double)origin) / 1e9);
             if (gap->end_ticks)
                 fprintf(out, "+%.3f s", ((double)gap->end_ns - (double)origin) / 1e9);
             else
@@ -136,8 +137,9 @@ void tables_python(FILE *out, const struct summary *s, size_t limit, enum tables
             if (!p->py.nnodes)
                 continue;
             if (split == TABLES_PYTHON_PER_PROCESS) {
-                fprintf(out, "\npid %lld (%s)\n", (long long)p->pid,
-                        p->command ? p->command : p->file);
+                fprintf(out, "\npid %lld (", (long long)p->pid);
+                format_fputs_escaped(out, p->command ? p->command : p->file);
+                fputs(")\n", out);
                 tables_python_one(out, p, -1, s, limit);
                 continue;
             }
@@ -145,7 +147,9 @@ void tables_python(FILE *out, const struct summary *s, size_t limit, enum tables
             size_t nthreads = pystats_threads(p, &threads);
             for (size_t k = 0; k < nthreads; k++) {
                 tables_py_thread_label(p, threads[k].tid, thread, sizeof thread);
-                fprintf(out, "\npid %lld thread %s\n", (long long)p->pid, thread);
+                fprintf(out, "\npid %lld thread ", (long long)p->pid);
+                format_fputs_escaped(out, thread);
+                fputc('\n', out);
                 tables_python_one(out, p, threads[k].tid, s, limit);
             }
             free(threads);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "tables.h"
+#include "format.h"
 #include "text_table.h"
 
 /* Some process has CPU or device tensor memory records. */
@@ -151,12 +152,16 @@ static void tables_torch_memory_line(FILE *out, const struct model_process *p,
         fprintf(out, "  pid %lld %s: ", (long long)p->pid, device);
     else
         fprintf(out, "  %s %s: ", p->file, device);
-    fprintf(out, "peak %s at +%.3f s in %s", peak, (double)m->peak_ns / 1e9,
-            m->peak_op ? m->peak_op : "(no op)");
+    fprintf(out, "peak %s at +%.3f s in ", peak, (double)m->peak_ns / 1e9);
+    format_fputs_escaped(out, m->peak_op ? m->peak_op : "(no op)");
     const struct model_py_func *f = model_torch_peak_func(p, m);
-    if (f)
-        fprintf(out, ", from %s:%" PRIu32 "(%s)", f->file ? f->file : "?", f->line,
-                f->qualname ? f->qualname : (f->name ? f->name : "?"));
+    if (f) {
+        fputs(", from ", out);
+        format_fputs_escaped(out, f->file ? f->file : "?");
+        fprintf(out, ":%" PRIu32 "(", f->line);
+        format_fputs_escaped(out, f->qualname ? f->qualname : (f->name ? f->name : "?"));
+        fputc(')', out);
+    }
     fprintf(out, "\n    allocated %s, freed %s, live at end %s", alloc, freed, live);
     if (m->dev_type != MODEL_TORCH_DEVICE_CPU) {
         tables_torch_memory((int64_t)m->reserved_peak, reserved, sizeof reserved);

@@ -1,5 +1,7 @@
 #include "text_table.h"
 
+#include "format.h"
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +35,7 @@ void text_table_row(struct text_table *t, ...)
     va_start(ap, t);
     for (size_t c = 0; c < t->ncols; c++) {
         const char *s = va_arg(ap, const char *);
-        char *d = strdup(s ? s : "");
+        char *d = format_escape_dup(s ? s : ""); /* trace strings reach the terminal */
         if (!d) {
             fprintf(stderr, "profreport: out of memory\n");
             exit(1);
