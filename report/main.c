@@ -452,6 +452,9 @@ int main(int argc, char **argv)
 
     if (stacks_asked) {
         stacks.limit = limit;
+        stacks.json = format == MAIN_FORMAT_JSON;
+        if (format == MAIN_FORMAT_CSV)
+            return main_bad_usage("--stacks and --samples print text or json%s", "");
         int rc = stacks_view(stdout, stderr, in.procs, in.n, &stacks);
         for (size_t i = 0; i < in.n; i++)
             model_process_free(in.procs[i]);

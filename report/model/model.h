@@ -509,6 +509,8 @@ void model_gpu_api_base_name(const char *name, char *buf, size_t len);
 /* model_nvtx.c: NVTX and ACTION records; ranges paired and summed into actions at the end.
  * model_torch_actions.c: the built-in actions of a plain PyTorch loop, from the Python
  * call trees: forward, backward, optimizer_step, dataloader_next (into p->torch.builtin).
+ * model_torch_action_of_node: the action a Python call-tree node runs in (its outermost
+ * ancestor that is one), or NULL.
  *
  * model_torch.c: TORCH_OP records; TORCH_MEM and TORCH_DEV_MEM records kept until the end,
  * then given to the ops holding them in time; at the end, nesting (self CPU), the kernels
@@ -518,6 +520,7 @@ void model_gpu_api_base_name(const char *name, char *buf, size_t len);
  * the innermost one when all are), or NULL. */
 const struct model_py_func *model_torch_peak_func(const struct model_process *p,
                                                   const struct model_torch_memory *m);
+const char *model_torch_action_of_node(const struct model_process *p, uint32_t node_id);
 /* "CPU", "CUDA:0", "XPU:1", ... into buf. */
 const char *model_torch_device_name(int dev_type, int dev_index, char *buf, size_t len);
 /* "FUNCTION", "BACKWARD_FUNCTION", ... "USER_SCOPE" (at::RecordScope), "?" else. */

@@ -85,6 +85,19 @@ static int model_builtin_of(const struct model_py_func *f)
     return -1;
 }
 
+const char *model_torch_action_of_node(const struct model_process *p, uint32_t node_id)
+{
+    const char *found = NULL;
+    size_t steps = 0;
+    for (const struct model_py_node *n = node_id ? model_python_node(p, node_id) : NULL;
+         n && steps++ <= p->py.nnodes; n = n->parent ? model_python_node(p, n->parent) : NULL) {
+        int a = model_builtin_of(model_python_func(p, n->func));
+        if (a >= 0)
+            found = model_builtin_names[a]; /* the outermost wins, as in the actions table */
+    }
+    return found;
+}
+
 static void model_torch_actions_finish(struct model_process *p)
 {
     const struct model_python *py = &p->py;

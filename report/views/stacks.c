@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,12 +28,32 @@ struct stacks_path {
     uint64_t count, ns;
 };
 
+/* Samples by the training action they fell in (model_torch_action_of_node). */
+struct stacks_action {
+    const char *name; /* static: the action's name, or NULL for none */
+    uint64_t count;
+};
+
 struct stacks_paths {
     struct stacks_path *rows;
     size_t n, cap;
     struct u64map index; /* hash of key -> index + 1 (probing on a different key) */
     uint64_t total_count, total_ns;
+    struct stacks_action actions[8];
+    size_t nactions;
 };
+
+static void stacks_action_add(struct stacks_paths *ps, const char *name, uint64_t count)
+{
+    for (size_t i = 0; i < ps->nactions; i++)
+        if (ps->actions[i].name == name ||
+            (name && ps->actions[i].name && !strcmp(ps->actions[i].name, name))) {
+            ps->actions[i].count += count;
+            return;
+        }
+    if (ps->nactions < sizeof ps->actions / sizeof ps->actions[0])
+        ps->actions[ps->nactions++] = (struct stacks_action){name, count};
+}
 
 static uint64_t stacks_view_hash(const char *s)
 {
@@ -243,6 +264,7 @@ static void stacks_collect(struct stacks_paths *ps, struct model_process *const 
                 stacks_render(p, sym, model_stack_get(p, sm->stack_id), 1, sm->py_node, &key,
                               &folded);
                 stacks_paths_add(ps, key, folded, sm->count, 0);
+                stacks_action_add(ps, model_torch_action_of_node(p, sm->py_node), sm->count);
             }
         }
         for (const char *const *note = symbols_notes(sym); *note; note++)
@@ -263,6 +285,18 @@ static void stacks_print(FILE *out, const struct stacks_paths *ps,
     } else {
         fprintf(out, "CPU samples: %" PRIu64 " in %zu distinct call paths\n", ps->total_count,
                 ps->n);
+        int any = 0;
+        for (size_t i = 0; i < ps->nactions; i++)
+            any |= ps->actions[i].name != NULL;
+        if (any) {
+            fputs("\nBy training action (forward, backward, optimizer_step, dataloader_next):\n",
+                  out);
+            for (size_t i = 0; i < ps->nactions; i++)
+                fprintf(out, "    %-18s %10" PRIu64 " samples (%.1f%%)\n",
+                        ps->actions[i].name ? ps->actions[i].name : "(none of these)",
+                        ps->actions[i].count,
+                        100.0 * (double)ps->actions[i].count / (double)ps->total_count);
+        }
     }
     for (size_t i = 0; i < ps->n && i < limit; i++) {
         const struct stacks_path *r = &ps->rows[i];
@@ -282,6 +316,46 @@ static void stacks_print(FILE *out, const struct stacks_paths *ps,
     }
     if (ps->n > limit)
         fprintf(out, "\n(%zu more call paths; --limit N shows more)\n", ps->n - limit);
+}
+
+/* --format json: the same paths, frames as their labels (innermost first). */
+static int stacks_print_json(FILE *out, const struct stacks_paths *ps,
+                             const struct stacks_view_options *o)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "kind", json_string(o->api_name ? "api" : "samples"));
+    if (o->api_name)
+        json_object_set_new(root, "api", json_string(o->api_name));
+    json_object_set_new(root, "total_count", json_integer((json_int_t)ps->total_count));
+    if (o->api_name)
+        json_object_set_new(root, "total_ns", json_integer((json_int_t)ps->total_ns));
+    json_t *actions = json_array();
+    for (size_t i = 0; !o->api_name && i < ps->nactions; i++) {
+        json_t *a = json_object();
+        json_object_set_new(a, "action",
+                            ps->actions[i].name ? json_string(ps->actions[i].name) : json_null());
+        json_object_set_new(a, "samples", json_integer((json_int_t)ps->actions[i].count));
+        json_array_append_new(actions, a);
+    }
+    json_object_set_new(root, "actions", actions);
+    json_t *paths = json_array();
+    for (size_t i = 0; i < ps->n && (!o->limit || i < o->limit); i++) {
+        json_t *row = json_object(), *frames = json_array();
+        json_object_set_new(row, "count", json_integer((json_int_t)ps->rows[i].count));
+        if (o->api_name)
+            json_object_set_new(row, "ns", json_integer((json_int_t)ps->rows[i].ns));
+        for (const char *line = ps->rows[i].key; *line;) {
+            size_t len = strcspn(line, "\n");
+            json_array_append_new(frames, json_stringn(line, len));
+            line += len + (line[len] == '\n');
+        }
+        json_object_set_new(row, "frames", frames);
+        json_array_append_new(paths, row);
+    }
+    json_object_set_new(root, "paths", paths);
+    int rc = json_dumpf(root, out, JSON_INDENT(2)) == 0 && fputc('\n', out) != EOF ? 0 : -1;
+    json_decref(root);
+    return rc;
 }
 
 static int stacks_write_folded(const struct stacks_paths *ps, const char *path, int by_time,
@@ -327,7 +401,9 @@ int stacks_view(FILE *out, FILE *err, struct model_process *const *procs, size_t
             fprintf(err, "profreport: %s\n", msg);
             rc = 1;
         }
-        if (!o->folded_path || o->print)
+        if (o->json)
+            rc = stacks_print_json(out, &ps, o) ? 1 : rc;
+        else if (!o->folded_path || o->print)
             stacks_print(out, &ps, o);
     }
     for (size_t i = 0; i < ps.n; i++) {

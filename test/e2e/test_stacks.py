@@ -245,3 +245,24 @@ def test_sampling_under_malloc_dlopen_fork_threads_and_exit(tmp_path):
     rep = report(out, "--samples", "--all-runs")
     total = int(re.match(r"CPU samples: (\d+)", rep.stdout).group(1))
     assert total > 100, rep.stdout[:200]
+
+
+def test_samples_by_training_action_and_json(tmp_path):
+    if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
+                      capture_output=True).returncode != 0:
+        pytest.skip("no torch for /usr/bin/python3")
+    out = tmp_path / "out"
+    proc = profile(["/usr/bin/python3", os.path.join(ROOT, "test", "workloads",
+                                                      "torch_actions_burn.py")],
+                   out, env={"PROF_SAMPLE_HZ": "199", "PROF_TORCH": "0"}, timeout=300)
+    assert proc.stdout == "torch_actions_burn done\n"
+    import json
+    rep = json.loads(report(out, "--samples", "--format", "json", "--limit", "3").stdout)
+    assert rep["kind"] == "samples" and len(rep["paths"]) == 3
+    actions = {a["action"]: a["samples"] for a in rep["actions"]}
+    assert sum(actions.values()) == rep["total_count"]
+    # the loop's CPU time is in the model's forward and in backward
+    assert actions.get("forward", 0) > 0.2 * rep["total_count"], actions
+    assert actions.get("backward", 0) > 0.2 * rep["total_count"], actions
+    text = report(out, "--samples").stdout
+    assert "By training action" in text and re.search(r"forward\s+\d+ samples", text)
