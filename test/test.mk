@@ -56,6 +56,9 @@ BENCH_DIR := $(BUILD)/test/bench
 $(BENCH_DIR)/bench_collector: $(BUILD)/test/bench/bench_collector.o $(BUILD)/libprofcore.a $(BUILD)/libprofreport.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ -ljansson -ldw -lelf -lstdc++ -pthread $(LDFLAGS_SAN)
+$(BENCH_DIR)/bench_symbols: $(BUILD)/test/bench/bench_symbols.o $(BUILD)/libprofreport.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(REPORT_LDLIBS) -pthread $(LDFLAGS_SAN)
 $(BENCH_DIR)/bench_call_cost: test/bench/bench_call_cost.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PROCESS_FIXTURE_CFLAGS) -o $@ $< -L$(CUDA_HOME)/lib64 -lcudart \
@@ -74,10 +77,10 @@ $(BENCH_DIR)/bench_launch: test/bench/bench_launch.cu
 ifeq ($(HAVE_CUDA),1)
 TEST_FIXTURES := cuda-fixtures libs-fixtures stacks-fixtures $(PROCESS_FIXTURES) $(PYTHON_FIXTURES)
 BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_call_cost $(BENCH_DIR)/bench_launch \
-	$(BENCH_DIR)/bench_stacks
+	$(BENCH_DIR)/bench_stacks $(BENCH_DIR)/bench_symbols
 else
 TEST_FIXTURES := stacks-fixtures $(PYTHON_FIXTURES)
-BENCH_BINS := $(BENCH_DIR)/bench_collector
+BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_symbols
 endif
 
 unit: $(UNIT_RUN)

@@ -39,6 +39,8 @@ print("call cost: report counts %d cudaGetDevice calls, %d events lost from the 
 else
     echo "== call cost: skipped (no CUDA toolkit: the device double is not built)"
 fi
+echo "== offline symbolization (libdw)"
+"$B/test/bench/bench_symbols"
 echo "== sampling mode on a CPU-bound Python program"
 BUILD="$B" /usr/bin/python3 "$(dirname "$0")/bench_sampling.py"
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then
