@@ -10,9 +10,11 @@
 
 #include "dump.h"
 #include "export.h"
+#include "export_timeline.h"
 #include "model.h"
 #include "summary.h"
 #include "tables.h"
+#include "timeline.h"
 
 enum main_format { MAIN_FORMAT_TEXT, MAIN_FORMAT_JSON, MAIN_FORMAT_CSV };
 
@@ -57,6 +59,10 @@ static void main_usage(FILE *out)
           "      --memory-timeline FILE  write the live PyTorch tensor bytes over time as\n"
           "                    CSV: pid,device,time_ns,live_bytes (device CPU, CUDA:0, ...;\n"
           "                    one row per change, ns since the process start)\n"
+          "      --perfetto FILE  write the timeline as a Perfetto trace (ui.perfetto.dev):\n"
+          "                    processes, threads, GPU streams, launch-to-kernel flows\n"
+          "      --chrome-trace FILE  write torch.profiler's Chrome/Kineto JSON (TensorBoard,\n"
+          "                    HTA); several ranks: FILE.rank<N>.json each (pid<P> unranked)\n"
           "      --run ID      report the run whose META run_id is ID\n"
           "      --all-runs    merge every run found in the inputs (default: the latest)\n"
           "  -h, --help        this help\n"
@@ -80,12 +86,14 @@ struct main_inputs {
     struct model_process **procs;
     size_t n, cap;
     int failed;
+    int defs_only; /* timeline exports alone: keep definitions, stream events later */
 };
 
 static void main_load(struct main_inputs *in, const char *path)
 {
     char err[512];
-    struct model_process *p = model_load_file(path, err, sizeof err);
+    struct model_process *p = in->defs_only ? timeline_load_defs(path, err, sizeof err)
+                                            : model_load_file(path, err, sizeof err);
     if (!p) {
         fprintf(stderr, "profreport: %s\n", err);
         in->failed = 1;
@@ -172,6 +180,23 @@ static int main_write_python_files(const struct summary *s, const char *pstats_p
     return rc;
 }
 
+/* --perfetto and --chrome-trace: 0, or -1 said. */
+static int main_write_timelines(struct model_process **procs, size_t n, const char *perfetto_path,
+                                const char *chrome_path)
+{
+    char err[512];
+    int rc = 0;
+    if (perfetto_path && export_perfetto_write(perfetto_path, procs, n, NULL, err, sizeof err)) {
+        fprintf(stderr, "profreport: %s\n", err);
+        rc = -1;
+    }
+    if (chrome_path && export_chrome_write(chrome_path, procs, n, NULL, err, sizeof err)) {
+        fprintf(stderr, "profreport: %s\n", err);
+        rc = -1;
+    }
+    return rc;
+}
+
 /* The tables asked for by name, in a fixed order, a blank line between them. */
 static void main_print_selected(const struct summary *s, size_t limit,
                                 enum tables_python_split split, int python, int kernels, int gpu,
@@ -221,7 +246,8 @@ int main(int argc, char **argv)
     enum summary_op_sort op_sort = SUMMARY_OP_SORT_SELF_CPU;
     enum tables_python_split split = TABLES_PYTHON_MERGED;
     const char *pstats_path = NULL, *folded_path = NULL;
-    const char *timeline_path = NULL; /* --memory-timeline */
+    const char *timeline_path = NULL;                      /* --memory-timeline */
+    const char *perfetto_path = NULL, *chrome_path = NULL; /* --perfetto, --chrome-trace */
 
     if (argc >= 2 && !strcmp(argv[1], "dump")) {
         if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
@@ -246,7 +272,9 @@ int main(int argc, char **argv)
         OPT_ACTIONS,
         OPT_OPS,
         OPT_GROUP_BY_SHAPE,
-        OPT_MEMORY_TIMELINE
+        OPT_MEMORY_TIMELINE,
+        OPT_PERFETTO,
+        OPT_CHROME_TRACE
     };
     static const struct option options[] = {
         {"format", required_argument, NULL, 'f'},
@@ -265,6 +293,8 @@ int main(int argc, char **argv)
         {"ops", no_argument, NULL, OPT_OPS},
         {"group-by-shape", no_argument, NULL, OPT_GROUP_BY_SHAPE},
         {"memory-timeline", required_argument, NULL, OPT_MEMORY_TIMELINE},
+        {"perfetto", required_argument, NULL, OPT_PERFETTO},
+        {"chrome-trace", required_argument, NULL, OPT_CHROME_TRACE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -335,12 +365,14 @@ int main(int argc, char **argv)
             break;
         case OPT_PSTATS:
         case OPT_FOLDED:
+        case OPT_PERFETTO:
+        case OPT_CHROME_TRACE:
             if (!*optarg)
                 return main_bad_usage("%s wants a file name", argv[optind - 1]);
-            if (c == OPT_PSTATS)
-                pstats_path = optarg;
-            else
-                folded_path = optarg;
+            *(c == OPT_PSTATS     ? &pstats_path
+              : c == OPT_FOLDED   ? &folded_path
+              : c == OPT_PERFETTO ? &perfetto_path
+                                  : &chrome_path) = optarg;
             break;
         case 'h':
             main_usage(stdout);
@@ -388,7 +420,11 @@ int main(int argc, char **argv)
     if (optind >= argc)
         return main_bad_usage("no trace file or directory given%s", "");
 
-    struct main_inputs in = {0};
+    /* Writing a file alone prints no report, unless one was asked for too. */
+    int print = !(pstats_path || folded_path || timeline_path || perfetto_path || chrome_path) ||
+                python || format_given || kernels || gpu || actions || ops;
+    struct main_inputs in = {.defs_only = (perfetto_path || chrome_path) && !print &&
+                                          !pstats_path && !folded_path && !timeline_path};
     for (int i = optind; i < argc; i++)
         main_load_path(&in, argv[i]);
     if (in.n == 0) {
@@ -404,6 +440,18 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    int failed = in.failed;
+    if (main_write_timelines(in.procs, in.n, perfetto_path, chrome_path) != 0)
+        failed = 1;
+    if (in.defs_only) {
+        for (size_t i = 0; i < in.n; i++) {
+            for (size_t w = 0; w < in.procs[i]->nwarnings; w++)
+                fprintf(stderr, "profreport: warning: %s\n", in.procs[i]->warnings[w]);
+            model_process_free(in.procs[i]);
+        }
+        free(in.procs);
+        return failed ? 1 : 0;
+    }
     struct summary s;
     summary_build(&s, in.procs, in.n);
     summary_sort(&s, sort);
@@ -413,7 +461,6 @@ int main(int argc, char **argv)
     summary_sort_torch(&s, op_sort);
     for (size_t i = 0; i < s.nwarnings; i++)
         fprintf(stderr, "profreport: warning: %s\n", s.warnings[i]);
-    int failed = in.failed;
     if (main_write_python_files(&s, pstats_path, folded_path) != 0)
         failed = 1;
     if (timeline_path) {
@@ -423,9 +470,6 @@ int main(int argc, char **argv)
             failed = 1;
         }
     }
-    /* Writing a file alone prints no report, unless one was asked for too. */
-    int print = !(pstats_path || folded_path || timeline_path) || python || format_given ||
-                kernels || gpu || actions || ops;
     int rc = 0;
     if (!print)
         rc = 0;
