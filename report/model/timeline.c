@@ -85,10 +85,10 @@ struct timeline_state {
     timeline_fn fn;
     void *ctx;
     uint32_t tid;
-    struct u64map names;  /* name key -> malloc'd name made here */
-    struct u64map stacks; /* NVTX push/pop: tid -> stack; actions: name_sid | 1<<63 -> stack */
-    struct u64map ranges; /* NVTX start/end: range id -> struct timeline_open * */
-    int64_t cpu_live;     /* live CPU tensor bytes, in file order */
+    struct u64map names;    /* name key -> malloc'd name made here */
+    struct u64map stacks;   /* NVTX push/pop: tid -> stack; actions: name_sid | 1<<63 -> stack */
+    struct u64map ranges;   /* NVTX start/end: range id -> struct timeline_open * */
+    struct u64map mem_tids; /* threads with TORCH_MEM records: merged after the main pass */
 };
 
 static const char *timeline_string(const struct model_process *p, uint32_t sid)
@@ -240,24 +240,29 @@ static int timeline_on_nvtx(struct timeline_state *s, const struct prof_rec_nvtx
             return 0; /* a pop without its push (before profiling began) */
         return timeline_emit_range(s, TIMELINE_NVTX, st->items[--st->n], n->ticks);
     }
-    case PROF_NVTX_START: {
-        struct timeline_open *copy = malloc(sizeof *copy);
-        uint64_t *slot = u64map_slot(&s->ranges, n->id);
-        if (!copy || !slot)
-            report_oom();
-        free((void *)(uintptr_t)*slot);
-        *copy = o;
-        *slot = (uintptr_t)copy;
-        return 0;
-    }
+    case PROF_NVTX_START:
     case PROF_NVTX_END: {
-        struct timeline_open *open = u64map_get_ptr(&s->ranges, n->id);
-        if (!open)
+        /* A range may end on another thread, whose records can reach the file first: the
+         * first of the pair waits in ranges for the other. */
+        int start = n->kind == PROF_NVTX_START;
+        uint64_t *slot = u64map_slot(&s->ranges, n->id);
+        if (!slot)
+            report_oom();
+        struct timeline_open *other = (struct timeline_open *)(uintptr_t)*slot;
+        if (!other || (other->name_sid != 0) == start) {
+            struct timeline_open *copy = malloc(sizeof *copy);
+            if (!copy)
+                report_oom();
+            free(other);
+            *copy = o; /* an END has name_sid 0 */
+            *slot = (uintptr_t)copy;
             return 0;
-        struct timeline_open copy = *open;
-        free(open);
+        }
+        struct timeline_open first = *other;
+        free(other);
         u64map_remove(&s->ranges, n->id);
-        return timeline_emit_range(s, TIMELINE_NVTX, copy, n->ticks);
+        return start ? timeline_emit_range(s, TIMELINE_NVTX, o, first.ticks)
+                     : timeline_emit_range(s, TIMELINE_NVTX, first, n->ticks);
     }
     case PROF_NVTX_MARK:
         return timeline_emit_range(s, TIMELINE_NVTX, o, n->ticks);
@@ -375,50 +380,122 @@ static int timeline_on_record(struct timeline_state *s, const struct trace_recor
         return timeline_on_nvtx(s, rec->data);
     case PROF_REC_ACTION:
         return timeline_on_action(s, rec->data);
-    case PROF_REC_TORCH_MEM: {
-        const struct prof_rec_torch_mem *m = rec->data;
-        if (!m->bytes)
-            return 0; /* a free of a block whose allocation was not seen */
-        s->cpu_live += m->bytes;
-        ev.kind = TIMELINE_MEMORY;
-        ev.name = "CPU";
-        ev.name_key = TIMELINE_KEY(TIMELINE_MEMORY, 0xffff);
-        ev.dev_type = MODEL_TORCH_DEVICE_CPU;
-        ev.dev_index = -1;
-        ev.delta = m->bytes;
-        ev.live = s->cpu_live;
-        ev.ptr = m->ptr;
-        ev.start_ns = ev.end_ns = model_ticks_to_monotonic_ns(p, m->ticks);
-        break;
-    }
-    case PROF_REC_TORCH_DEV_MEM: {
-        const struct prof_rec_torch_dev_mem *m = rec->data;
-        if (m->device_type == MODEL_TORCH_DEVICE_CPU)
-            return 0; /* repeats TORCH_MEM (see trace_format.h) */
-        ev.kind = TIMELINE_MEMORY;
-        ev.dev_type = m->device_type;
-        ev.dev_index = m->device_index < 0 ? 0 : m->device_index;
-        uint32_t dev = (uint32_t)(uint8_t)ev.dev_type << 8 | (uint8_t)ev.dev_index;
-        ev.name_key = TIMELINE_KEY(TIMELINE_MEMORY, dev);
-        ev.name = timeline_cached(s, ev.name_key);
-        if (!ev.name) {
-            char buf[64];
-            model_torch_device_name(ev.dev_type, ev.dev_index, buf, sizeof buf);
-            ev.name = timeline_cache(s, ev.name_key, report_strdup(buf));
-        }
-        ev.delta = m->bytes;
-        ev.live = (int64_t)m->total_allocated;
-        ev.reserved = m->total_reserved;
-        ev.ptr = m->ptr;
-        ev.start_ns = ev.end_ns = model_ticks_to_monotonic_ns(p, m->ticks);
-        break;
-    }
+    case PROF_REC_TORCH_MEM:
+    case PROF_REC_TORCH_DEV_MEM:
+        if (!u64map_slot(&s->mem_tids, s->tid))
+            report_oom();
+        return 0; /* summed in time order by timeline_memory */
     default:
         return 0;
     }
     if (ev.end_ns < ev.start_ns)
         ev.end_ns = ev.start_ns;
     return timeline_emit(s, &ev);
+}
+
+/* One thread's tensor memory records (TORCH_MEM, TORCH_DEV_MEM of devices), read from the
+ * file by a reader of its own. */
+struct timeline_mem_cursor {
+    struct trace_reader *r;
+    uint32_t tid, current;
+    int more;
+    uint64_t ticks, ptr, reserved;
+    int64_t bytes;
+    int8_t dev_type, dev_index;
+};
+
+static void timeline_mem_next(struct timeline_mem_cursor *c)
+{
+    struct trace_record rec;
+    while ((c->more = trace_reader_next(c->r, &rec))) {
+        if (rec.type == PROF_REC_THREAD) {
+            c->current = ((const struct prof_rec_thread *)rec.data)->tid;
+        } else if (rec.type == PROF_REC_TORCH_MEM && c->current == c->tid) {
+            const struct prof_rec_torch_mem *m = rec.data;
+            *c = (struct timeline_mem_cursor){
+                c->r, c->tid, c->current, 1, m->ticks, m->ptr, 0, m->bytes, MODEL_TORCH_DEVICE_CPU,
+                -1};
+            if (m->bytes) /* 0: a free of a block whose allocation was not seen */
+                return;
+        } else if (rec.type == PROF_REC_TORCH_DEV_MEM && c->current == c->tid) {
+            const struct prof_rec_torch_dev_mem *m = rec.data;
+            if (m->device_type == MODEL_TORCH_DEVICE_CPU)
+                continue; /* repeats TORCH_MEM (see trace_format.h) */
+            *c = (struct timeline_mem_cursor){c->r,
+                                              c->tid,
+                                              c->current,
+                                              1,
+                                              m->ticks,
+                                              m->ptr,
+                                              m->total_reserved,
+                                              m->bytes,
+                                              m->device_type,
+                                              m->device_index < 0 ? 0 : m->device_index};
+            return;
+        }
+    }
+}
+
+/* Live tensor bytes per device need every thread's allocations and frees in time order (as
+ * the model sums them), and the file holds each thread's in order but interleaves threads
+ * as the collector drains them: a merge of one reader per thread that allocates (a few),
+ * each passing over the file once. */
+static int timeline_memory(struct timeline_state *s, char *err, size_t errlen)
+{
+    size_t n = s->mem_tids.count, k = 0;
+    struct timeline_mem_cursor *c = calloc(n, sizeof *c);
+    struct u64map live; /* device key -> live bytes */
+    if (!c)
+        report_oom();
+    u64map_init(&live);
+    uint64_t tid, unused;
+    int rc = 0;
+    for (size_t i = 0; u64map_next(&s->mem_tids, &i, &tid, &unused) && rc == 0; k++) {
+        c[k].tid = (uint32_t)tid;
+        c[k].r = trace_reader_open(s->p->file, err, errlen);
+        if (!c[k].r)
+            rc = -1;
+        else
+            timeline_mem_next(&c[k]);
+    }
+    while (rc == 0) {
+        struct timeline_mem_cursor *m = NULL;
+        for (size_t i = 0; i < k; i++)
+            if (c[i].more && (!m || c[i].ticks < m->ticks))
+                m = &c[i];
+        if (!m)
+            break;
+        uint32_t dev = (uint32_t)(uint8_t)m->dev_type << 8 | (uint8_t)m->dev_index;
+        uint64_t *sum = u64map_slot(&live, dev);
+        if (!sum)
+            report_oom();
+        *sum = (uint64_t)((int64_t)*sum + m->bytes);
+        struct timeline_event ev = {.kind = TIMELINE_MEMORY,
+                                    .tid = m->tid,
+                                    .name_key = TIMELINE_KEY(TIMELINE_MEMORY, dev),
+                                    .sequence_nr = -1,
+                                    .dev_type = m->dev_type,
+                                    .dev_index = m->dev_index,
+                                    .delta = m->bytes,
+                                    .live = (int64_t)*sum,
+                                    .reserved = m->reserved,
+                                    .ptr = m->ptr};
+        ev.name = timeline_cached(s, ev.name_key);
+        if (!ev.name) {
+            char buf[64];
+            model_torch_device_name(ev.dev_type, ev.dev_index, buf, sizeof buf);
+            ev.name = timeline_cache(s, ev.name_key, report_strdup(buf));
+        }
+        ev.start_ns = ev.end_ns = model_ticks_to_monotonic_ns(s->p, m->ticks);
+        rc = timeline_emit(s, &ev);
+        timeline_mem_next(m);
+    }
+    for (size_t i = 0; i < k; i++)
+        if (c[i].r)
+            trace_reader_close(c[i].r);
+    free(c);
+    u64map_free(&live);
+    return rc;
 }
 
 static void timeline_state_free(struct timeline_state *s)
@@ -436,6 +513,7 @@ static void timeline_state_free(struct timeline_state *s)
     u64map_free(&s->names);
     u64map_free(&s->stacks);
     u64map_free(&s->ranges);
+    u64map_free(&s->mem_tids);
 }
 
 int timeline_stream(const struct model_process *p, timeline_fn fn, void *ctx, char *err,
@@ -448,11 +526,14 @@ int timeline_stream(const struct model_process *p, timeline_fn fn, void *ctx, ch
     u64map_init(&s.names);
     u64map_init(&s.stacks);
     u64map_init(&s.ranges);
+    u64map_init(&s.mem_tids);
     struct trace_record rec;
     int rc = 0;
     while (rc == 0 && trace_reader_next(r, &rec))
         rc = timeline_on_record(&s, &rec);
-    if (rc != 0)
+    if (rc == 0 && s.mem_tids.count)
+        rc = timeline_memory(&s, err, errlen);
+    else if (rc != 0)
         snprintf(err, errlen, "%s: export stopped (cannot write the output)", p->file);
     timeline_state_free(&s);
     trace_reader_close(r);

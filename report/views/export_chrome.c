@@ -261,7 +261,7 @@ static int chrome_on_event(void *ctx, const struct timeline_event *ev)
         break;
     }
     fputs("}}", f);
-    if (ev->correlation && (ev->kind == TIMELINE_RUNTIME || gpu)) {
+    if (ev->correlation && (ev->kind == TIMELINE_RUNTIME || ev->kind == TIMELINE_DRIVER || gpu)) {
         chrome_sep(w);
         fprintf(f, "{\"ph\": \"%s\", \"id\": %" PRIu64 ", \"pid\": %lld, \"tid\": %u, \"ts\": ",
                 gpu ? "f" : "s", flow, pid, tid);

@@ -7,7 +7,7 @@
  * cuBLAS/cuDNN calls; child tracks "NVTX" and "Actions" under the thread; a "GPU d" track
  * per device with a track per stream (kernels, copies, sets); a counter track of live
  * tensor bytes per device. A flow goes from each launch (CUPTI API call) to the kernel,
- * copy or set of the same correlation id.
+ * copy or set of the same correlation id (runtime or driver call, as CUPTI correlates them).
  *
  * Size: every track has its own packet sequence, so that its events need no track_uuid
  * (TracePacketDefaults) and carry their time as a delta on a sequence-scoped incremental
@@ -354,7 +354,7 @@ static void pf_slice(struct pf_writer *w, struct pf_track *t, const struct timel
     if (ev->correlation && gpu) {
         te.n_terminating_flow_ids = 1;
         te.terminating_flow_ids = &flow;
-    } else if (ev->correlation && ev->kind == TIMELINE_RUNTIME) {
+    } else if (ev->correlation && (ev->kind == TIMELINE_RUNTIME || ev->kind == TIMELINE_DRIVER)) {
         te.n_flow_ids = 1;
         te.flow_ids = &flow;
     }
