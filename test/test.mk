@@ -55,6 +55,9 @@ BENCH_DIR := $(BUILD)/test/bench
 $(BENCH_DIR)/bench_collector: $(BUILD)/test/bench/bench_collector.o $(BUILD)/libprofcore.a $(BUILD)/libprofreport.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ -ljansson -lprotobuf-c -lstdc++ -pthread $(LDFLAGS_SAN)
+$(BENCH_DIR)/bench_timeline: $(BUILD)/test/bench/bench_timeline.o
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS_SAN)
 $(BENCH_DIR)/bench_call_cost: test/bench/bench_call_cost.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PROCESS_FIXTURE_CFLAGS) -o $@ $< -L$(CUDA_HOME)/lib64 -lcudart \
@@ -67,10 +70,11 @@ $(BENCH_DIR)/bench_launch: test/bench/bench_launch.cu
 
 ifeq ($(HAVE_CUDA),1)
 TEST_FIXTURES := cuda-fixtures libs-fixtures $(PROCESS_FIXTURES) $(PYTHON_FIXTURES)
-BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_call_cost $(BENCH_DIR)/bench_launch
+BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_timeline $(BENCH_DIR)/bench_call_cost \
+	$(BENCH_DIR)/bench_launch
 else
 TEST_FIXTURES := $(PYTHON_FIXTURES)
-BENCH_BINS := $(BENCH_DIR)/bench_collector
+BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_timeline
 endif
 
 unit: $(UNIT_RUN)
