@@ -14,7 +14,7 @@ REPORT_GEN := $(BUILD)/gen
 REPORT_PROTO := report/views/perfetto/perfetto_trace.proto
 REPORT_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(REPORT_SRCS)) $(REPORT_GEN)/perfetto_trace.pb-c.o
 REPORT_LIB_OBJS := $(filter-out $(BUILD)/report/main.o,$(REPORT_OBJS))
-REPORT_LDLIBS := -ljansson -lprotobuf-c -lstdc++
+REPORT_LDLIBS := -ljansson -lprotobuf-c -lz -lstdc++
 CFLAGS += -I$(REPORT_GEN)
 
 $(REPORT_GEN)/perfetto_trace.pb-c.c $(REPORT_GEN)/perfetto_trace.pb-c.h: $(REPORT_PROTO)

@@ -11,7 +11,7 @@
 PYTHON ?= /usr/bin/python3
 UNIT_SRCS := $(wildcard test/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:test/unit/%.c=$(BUILD)/test/unit/%)
-UNIT_LDLIBS := -lcriterion -ljansson -lprotobuf-c -lstdc++ -pthread -ldl
+UNIT_LDLIBS := -lcriterion -ljansson -lprotobuf-c -lz -lstdc++ -pthread -ldl
 STRESS_SRCS := $(wildcard test/unit/stress_*.c)
 STRESS_BINS := $(STRESS_SRCS:test/unit/%.c=$(BUILD)/test/unit/%)
 # Criterion's arena needs a fixed mapping that ThreadSanitizer's layout refuses: the
@@ -28,7 +28,7 @@ $(BUILD)/test/unit/test_%: $(BUILD)/test/unit/test_%.o $(BUILD)/libprofcore.a $(
 
 $(BUILD)/test/unit/stress_%: $(BUILD)/test/unit/stress_%.o $(BUILD)/libprofcore.a $(BUILD)/libprofreport.a
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ -ljansson -lprotobuf-c -lstdc++ -pthread -ldl $(LDFLAGS_SAN)
+	$(CC) -o $@ $^ -ljansson -lprotobuf-c -lz -lstdc++ -pthread -ldl $(LDFLAGS_SAN)
 
 PROCESS_FIXTURES_DIR := $(BUILD)/test/fixtures
 PROCESS_FIXTURES := $(PROCESS_FIXTURES_DIR)/lifecycle
@@ -54,7 +54,7 @@ PYTHON_FIXTURES := $(PROCESS_FIXTURES_DIR)/libgil_thread.so
 BENCH_DIR := $(BUILD)/test/bench
 $(BENCH_DIR)/bench_collector: $(BUILD)/test/bench/bench_collector.o $(BUILD)/libprofcore.a $(BUILD)/libprofreport.a
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ -ljansson -lprotobuf-c -lstdc++ -pthread $(LDFLAGS_SAN)
+	$(CC) -o $@ $^ -ljansson -lprotobuf-c -lz -lstdc++ -pthread $(LDFLAGS_SAN)
 $(BENCH_DIR)/bench_timeline: $(BUILD)/test/bench/bench_timeline.o
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_SAN)

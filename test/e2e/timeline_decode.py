@@ -1,10 +1,12 @@
-"""Decoding profreport's Perfetto export for the tests: `protoc --decode=perfetto.protos.Trace`
-against the protos kept in the tree, its text parsed into dicts, then the sequences replayed
+"""Decoding profreport's Perfetto export for the tests: the compressed_packets batches expanded
+(zlib), then `protoc --decode=perfetto.protos.Trace` against the protos kept in the tree, its
+text parsed into dicts, then the sequences replayed
 as a Perfetto reader does (interned names, TracePacketDefaults, the incremental clock), with
 every rule a reader relies on asserted on the way."""
 import codecs
 import os
 import subprocess
+import zlib
 from collections import defaultdict
 
 from conftest import ROOT
@@ -50,11 +52,68 @@ def one(msg, key, default=None):
     return vals[0] if vals else default
 
 
+def _varint(data, i):
+    v = shift = 0
+    while True:
+        b = data[i]
+        i += 1
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return v, i
+
+
+def _fields(data):
+    """(field number, wire type, value) of one message's top-level fields."""
+    i = 0
+    while i < len(data):
+        key, i = _varint(data, i)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            v, i = _varint(data, i)
+        elif wire == 1:
+            v, i = data[i:i + 8], i + 8
+        elif wire == 2:
+            n, i = _varint(data, i)
+            v, i = data[i:i + n], i + n
+        else:
+            raise AssertionError("wire type %d" % wire)
+        yield field, wire, v
+
+
+def expand(data):
+    """A Trace whose compressed_packets (TracePacket field 50, deflate) are replaced by the
+    packets inside them, as Perfetto's readers expand them; counts the batches."""
+    out, batches = bytearray(), 0
+    for field, wire, packet in _fields(data):
+        assert field == 1 and wire == 2, "a Trace holds only packets"
+        inner = [v for f, w, v in _fields(packet) if f == 50]
+        if inner:
+            assert len(inner) == 1 and len(packet) < 512 * 1024, "batch over 512 KiB"
+            plain = zlib.decompress(inner[0])
+            assert all(f == 1 for f, _, _ in _fields(plain))
+            out += plain
+            batches += 1
+        else:
+            out += bytes([0x0A]) + _encode_varint(len(packet)) + packet
+    return bytes(out), batches
+
+
+def _encode_varint(v):
+    out = bytearray()
+    while v >= 0x80:
+        out.append(v & 0x7F | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
 def decode(path):
     with open(path, "rb") as f:
-        proc = subprocess.run(["protoc", "--decode=perfetto.protos.Trace", "-I", PROTO_DIR,
-                               "perfetto_trace.proto"], stdin=f, capture_output=True,
-                              timeout=120)
+        plain, _ = expand(f.read())
+    proc = subprocess.run(["protoc", "--decode=perfetto.protos.Trace", "-I", PROTO_DIR,
+                           "perfetto_trace.proto"], input=plain, capture_output=True,
+                          timeout=120)
     assert proc.returncode == 0, proc.stderr.decode()
     return parse_text(proc.stdout.decode())
 
