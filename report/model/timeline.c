@@ -73,6 +73,7 @@ const char *timeline_process_label(const struct model_process *p, char *buf, siz
 struct timeline_open {
     uint64_t ticks;
     uint32_t name_sid, tid;
+    uint16_t kind; /* NVTX START/END: which of the pair this is */
 };
 
 struct timeline_stack {
@@ -229,7 +230,7 @@ static int timeline_emit_range(struct timeline_state *s, uint8_t kind, struct ti
 
 static int timeline_on_nvtx(struct timeline_state *s, const struct prof_rec_nvtx *n)
 {
-    struct timeline_open o = {n->ticks, n->name_sid, s->tid};
+    struct timeline_open o = {n->ticks, n->name_sid, s->tid, n->kind};
     switch (n->kind) {
     case PROF_NVTX_PUSH:
         timeline_push(timeline_stack_of(s, s->tid), o);
@@ -249,12 +250,12 @@ static int timeline_on_nvtx(struct timeline_state *s, const struct prof_rec_nvtx
         if (!slot)
             report_oom();
         struct timeline_open *other = (struct timeline_open *)(uintptr_t)*slot;
-        if (!other || (other->name_sid != 0) == start) {
+        if (!other || other->kind == n->kind) {
             struct timeline_open *copy = malloc(sizeof *copy);
             if (!copy)
                 report_oom();
             free(other);
-            *copy = o; /* an END has name_sid 0 */
+            *copy = o;
             *slot = (uintptr_t)copy;
             return 0;
         }
@@ -275,7 +276,7 @@ static int timeline_on_action(struct timeline_state *s, const struct prof_rec_ac
 {
     struct timeline_stack *st = timeline_stack_of(s, (uint64_t)1 << 63 | a->name_sid);
     if (a->kind == PROF_ACTION_START) {
-        timeline_push(st, (struct timeline_open){a->ticks, a->name_sid, s->tid});
+        timeline_push(st, (struct timeline_open){a->ticks, a->name_sid, s->tid, a->kind});
         return 0;
     }
     if (a->kind != PROF_ACTION_STOP || !st->n)
