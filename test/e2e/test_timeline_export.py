@@ -16,7 +16,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import BUILD, PROFREPORT, PROFRUN, needs_cuda, report, report_json
+from conftest import BUILD, PROFREPORT, PROFRUN, ROOT, needs_cuda, profile, report, report_json
 from timeline_decode import Timeline, one
 
 TRACES = os.path.join(BUILD, "test", "traces")
@@ -337,3 +337,26 @@ def test_chrome_field_names_match_torch_profiler(tmp_path):
         if e.get("ph") == "X":
             assert their_keys <= set(e), their_keys - set(e)
     assert {e["ph"] for e in events} <= {e["ph"] for e in ours}
+
+
+def test_lightning_actions_and_python_of_a_real_run(tmp_path):
+    # test/workloads/lightning_loop.py with the stand-in for Lightning's profiler package
+    # (see test_lightning.py), profiled: its actions on "Actions" tracks under the threads
+    # that ran them, as many per name as the report's actions table; its Python calls above
+    # the span threshold on the thread tracks, one per PY_SPAN record.
+    out = tmp_path / "p"
+    env = {"PYTHONPATH": os.path.join(ROOT, "test", "doubles", "lightning_standin")}
+    profile(["/usr/bin/python3", os.path.join(ROOT, "test", "workloads", "lightning_loop.py"),
+             "3", "4"], out, env=env)
+    rep = report_json(out)
+    made = {a["name"]: a["calls"] for a in rep["actions"] if a["source"] == "lightning"}
+    assert made["run_training_batch"] == 12
+    tl = perfetto(tmp_path, out)
+    actions = tl.named("Actions")
+    assert actions and all(tl.kind(tl.parent(u)) == "thread" for u in actions)
+    assert Counter(s[0] for u in actions for s in tl.slices(u)) == Counter(made)
+    assert len(cpu_slices(tl)) == record_counts(str(out))["PY_SPAN"] > 0
+    doc = load(chrome(tmp_path, out))
+    check_schema(doc)
+    ann = Counter(e["name"] for e in doc["traceEvents"] if e.get("cat") == "user_annotation")
+    assert ann == Counter(made)
