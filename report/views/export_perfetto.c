@@ -330,31 +330,6 @@ static int pf_intern(struct pf_track *t, uint64_t key, int space, uint64_t *iid)
     return 1;
 }
 
-/* Sets the packet's time: a delta on the sequence's clock, or absolute when earlier. */
-static void pf_set_time(struct pf_track *t, Perfetto__Protos__TracePacket *pkt, uint64_t ts)
-{
-    pkt->has_timestamp = 1;
-    if (ts >= t->clock) {
-        pkt->timestamp = ts - t->clock;
-        t->clock = ts;
-    } else {
-        pkt->timestamp = ts;
-        pkt->has_timestamp_clock_id = 1;
-        pkt->timestamp_clock_id = PF_CLOCK_BOOTTIME;
-    }
-}
-
-static void pf_packet_init(struct pf_track *t, Perfetto__Protos__TracePacket *pkt,
-                           Perfetto__Protos__TrackEvent *te, uint64_t ts)
-{
-    pkt->has_trusted_packet_sequence_id = pkt->has_sequence_flags = 1;
-    pkt->trusted_packet_sequence_id = t->seq;
-    pkt->sequence_flags = PF_SEQ_NEEDS_STATE;
-    pkt->data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
-    pkt->track_event = te;
-    pf_set_time(t, pkt, ts);
-}
-
 /* Field numbers of perfetto_trace.proto that pf_write_event encodes by hand. */
 enum {
     PF_F_PACKET_TIMESTAMP = 8,
@@ -362,6 +337,7 @@ enum {
     PF_F_PACKET_SEQUENCE_ID = 10,
     PF_F_PACKET_FLAGS = 13,
     PF_F_PACKET_TRACK_EVENT = 11,
+    PF_F_PACKET_INTERNED_DATA = 12,
     PF_F_EVENT_TYPE = 9,
     PF_F_EVENT_NAME_IID = 10,
     PF_F_EVENT_COUNTER_VALUE = 30,
@@ -373,6 +349,33 @@ enum {
     PF_F_ANNOTATION_STRING_IID = 17
 };
 
+/* One track event as pf_write_event encodes it. */
+struct pf_event {
+    uint64_t ts;
+    int absolute;      /* ts on BOOTTIME, not a delta on the sequence's clock */
+    unsigned type;     /* TrackEvent.Type */
+    uint64_t name_iid; /* 0: none */
+    int has_counter;
+    int64_t counter;
+    unsigned flow_field; /* PF_F_EVENT_FLOW_IDS or PF_F_EVENT_TERMINATING_FLOW_IDS; 0: none */
+    uint64_t flow;
+    uint64_t ann_name_iid; /* 0: no debug annotation */
+    unsigned ann_field;    /* PF_F_ANNOTATION_UINT or PF_F_ANNOTATION_STRING_IID */
+    uint64_t ann_value;
+};
+
+/* The event's time: a delta on the sequence's clock, or absolute when earlier. */
+static void pf_time(struct pf_track *t, struct pf_event *e, uint64_t ts)
+{
+    if (ts >= t->clock) {
+        e->ts = ts - t->clock;
+        t->clock = ts;
+    } else {
+        e->ts = ts;
+        e->absolute = 1;
+    }
+}
+
 static uint8_t *pf_tag(uint8_t *p, unsigned field, unsigned wire)
 {
     return pf_varint(p, (uint64_t)field << 3 | wire);
@@ -383,157 +386,141 @@ static uint8_t *pf_field(uint8_t *p, unsigned field, uint64_t v)
     return pf_varint(pf_tag(p, field, 0), v);
 }
 
-static uint8_t *pf_fixed64(uint8_t *p, unsigned field, uint64_t v)
+/* A track-event packet, encoded here rather than by protobuf-c, whose descriptor-driven
+ * size and pack passes took 30 % of the export's CPU time (perf, bench_timeline); the new
+ * interned data it carries, if any, is packed by protobuf-c. The e2e tests decode the
+ * result with protoc. */
+static void pf_write_event(struct pf_writer *w, uint32_t seq, const struct pf_event *e,
+                           const Perfetto__Protos__InternedData *interned)
 {
-    p = pf_tag(p, field, 1);
-    for (int i = 0; i < 8; i++)
-        *p++ = (uint8_t)(v >> (8 * i));
-    return p;
-}
-
-/* A track-event packet without interned data, encoded here rather than by protobuf-c: the
- * packets of almost every event, where protobuf-c's descriptor-driven size and pack passes
- * took 30 % of the export's CPU time (perf, bench_timeline). Encodes exactly the fields
- * pf_packet_init, pf_slice and pf_counter set; the e2e tests decode the result with protoc. */
-static void pf_write_event(struct pf_writer *w, const Perfetto__Protos__TracePacket *pkt)
-{
-    const Perfetto__Protos__TrackEvent *te = pkt->track_event;
-    uint8_t ev[160], body[192], *e = ev, *b = body;
-    if (te->has_type)
-        e = pf_field(e, PF_F_EVENT_TYPE, (uint64_t)te->type);
-    if (te->name_field_case == PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME_IID)
-        e = pf_field(e, PF_F_EVENT_NAME_IID, te->name_iid);
-    if (te->has_counter_value)
-        e = pf_field(e, PF_F_EVENT_COUNTER_VALUE, (uint64_t)te->counter_value);
-    for (size_t i = 0; i < te->n_flow_ids; i++)
-        e = pf_fixed64(e, PF_F_EVENT_FLOW_IDS, te->flow_ids[i]);
-    for (size_t i = 0; i < te->n_terminating_flow_ids; i++)
-        e = pf_fixed64(e, PF_F_EVENT_TERMINATING_FLOW_IDS, te->terminating_flow_ids[i]);
-    for (size_t i = 0; i < te->n_debug_annotations; i++) {
-        const Perfetto__Protos__DebugAnnotation *a = te->debug_annotations[i];
-        uint8_t ann[32], *q = pf_field(ann, PF_F_ANNOTATION_NAME_IID, a->name_iid);
-        q = a->value_case == PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_UINT_VALUE
-                ? pf_field(q, PF_F_ANNOTATION_UINT, a->uint_value)
-                : pf_field(q, PF_F_ANNOTATION_STRING_IID, a->string_value_iid);
-        e = pf_varint(pf_tag(e, PF_F_EVENT_DEBUG_ANNOTATIONS, 2), (size_t)(q - ann));
-        memcpy(e, ann, (size_t)(q - ann));
-        e += q - ann;
+    uint8_t ev[96], *q = ev;
+    q = pf_field(q, PF_F_EVENT_TYPE, e->type);
+    if (e->name_iid)
+        q = pf_field(q, PF_F_EVENT_NAME_IID, e->name_iid);
+    if (e->has_counter)
+        q = pf_field(q, PF_F_EVENT_COUNTER_VALUE, (uint64_t)e->counter);
+    if (e->flow_field) {
+        q = pf_tag(q, e->flow_field, 1); /* fixed64 */
+        for (int i = 0; i < 8; i++)
+            *q++ = (uint8_t)(e->flow >> (8 * i));
     }
-    b = pf_field(b, PF_F_PACKET_TIMESTAMP, pkt->timestamp);
-    if (pkt->has_timestamp_clock_id)
-        b = pf_field(b, PF_F_PACKET_CLOCK_ID, pkt->timestamp_clock_id);
-    b = pf_field(b, PF_F_PACKET_SEQUENCE_ID, pkt->trusted_packet_sequence_id);
-    b = pf_field(b, PF_F_PACKET_FLAGS, pkt->sequence_flags);
-    b = pf_varint(pf_tag(b, PF_F_PACKET_TRACK_EVENT, 2), (size_t)(e - ev));
-    memcpy(b, ev, (size_t)(e - ev));
-    b += e - ev;
-    pf_put(w, body, (size_t)(b - body));
+    if (e->ann_name_iid) {
+        uint8_t ann[24], *a = pf_field(ann, PF_F_ANNOTATION_NAME_IID, e->ann_name_iid);
+        a = pf_field(a, e->ann_field, e->ann_value);
+        q = pf_varint(pf_tag(q, PF_F_EVENT_DEBUG_ANNOTATIONS, 2), (size_t)(a - ann));
+        memcpy(q, ann, (size_t)(a - ann));
+        q += a - ann;
+    }
+    size_t extra = interned ? protobuf_c_message_get_packed_size(&interned->base) : 0;
+    if (w->cap < 160 + extra)
+        w->buf = report_grow(w->buf, &w->cap, 160 + extra, 1);
+    uint8_t *b = w->buf;
+    b = pf_field(b, PF_F_PACKET_TIMESTAMP, e->ts);
+    if (e->absolute)
+        b = pf_field(b, PF_F_PACKET_CLOCK_ID, PF_CLOCK_BOOTTIME);
+    b = pf_field(b, PF_F_PACKET_SEQUENCE_ID, seq);
+    b = pf_field(b, PF_F_PACKET_FLAGS, PF_SEQ_NEEDS_STATE);
+    b = pf_varint(pf_tag(b, PF_F_PACKET_TRACK_EVENT, 2), (size_t)(q - ev));
+    memcpy(b, ev, (size_t)(q - ev));
+    b += q - ev;
+    if (interned) {
+        b = pf_varint(pf_tag(b, PF_F_PACKET_INTERNED_DATA, 2), extra);
+        protobuf_c_message_pack(&interned->base, b);
+        b += extra;
+    }
+    pf_put(w, w->buf, (size_t)(b - w->buf));
 }
 
+/* What a slice's BEGIN interns for the first time on its sequence (protobuf-c messages,
+ * initialized only when needed). */
 struct pf_interned {
+    int any;
     Perfetto__Protos__InternedData data;
     Perfetto__Protos__EventName name, *names[1];
     Perfetto__Protos__DebugAnnotationName ann, *anns[1];
     Perfetto__Protos__InternedString str, *strs[1];
 };
 
-static void pf_annotation(struct pf_track *t, struct pf_interned *in,
-                          Perfetto__Protos__DebugAnnotation *a, enum pf_annotation which)
+static Perfetto__Protos__InternedData *pf_interned_data(struct pf_interned *in)
 {
-    uint64_t iid;
-    if (pf_intern(t, PF_KEY_ANNOTATION | which, 1, &iid)) {
-        in->ann =
-            (Perfetto__Protos__DebugAnnotationName)PERFETTO__PROTOS__DEBUG_ANNOTATION_NAME__INIT;
-        in->ann.has_iid = 1;
-        in->ann.iid = iid;
-        in->ann.name = (char *)pf_annotation_names[which];
-        in->anns[0] = &in->ann;
-        in->data.n_debug_annotation_names = 1;
-        in->data.debug_annotation_names = in->anns;
+    if (!in->any) {
+        in->any = 1;
+        in->data = (Perfetto__Protos__InternedData)PERFETTO__PROTOS__INTERNED_DATA__INIT;
     }
-    a->name_field_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__NAME_FIELD_NAME_IID;
-    a->name_iid = iid;
+    return &in->data;
+}
+
+static void pf_annotation(struct pf_track *t, struct pf_interned *in, struct pf_event *e,
+                          enum pf_annotation which)
+{
+    if (!pf_intern(t, PF_KEY_ANNOTATION | which, 1, &e->ann_name_iid))
+        return;
+    Perfetto__Protos__InternedData *d = pf_interned_data(in);
+    in->ann = (Perfetto__Protos__DebugAnnotationName)PERFETTO__PROTOS__DEBUG_ANNOTATION_NAME__INIT;
+    in->ann.has_iid = 1;
+    in->ann.iid = e->ann_name_iid;
+    in->ann.name = (char *)pf_annotation_names[which];
+    in->anns[0] = &in->ann;
+    d->n_debug_annotation_names = 1;
+    d->debug_annotation_names = in->anns;
 }
 
 static void pf_slice(struct pf_writer *w, struct pf_track *t, const struct timeline_event *ev)
 {
-    Perfetto__Protos__TracePacket pkt = PERFETTO__PROTOS__TRACE_PACKET__INIT;
-    Perfetto__Protos__TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
-    struct pf_interned in = {.data = PERFETTO__PROTOS__INTERNED_DATA__INIT};
-    pf_packet_init(t, &pkt, &te, ev->start_ns);
-    te.has_type = 1;
-    te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
-    uint64_t iid;
-    if (pf_intern(t, ev->name_key, 0, &iid)) {
+    struct pf_interned in;
+    in.any = 0;
+    struct pf_event b = {.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN};
+    pf_time(t, &b, ev->start_ns);
+    if (pf_intern(t, ev->name_key, 0, &b.name_iid)) {
+        Perfetto__Protos__InternedData *d = pf_interned_data(&in);
         in.name = (Perfetto__Protos__EventName)PERFETTO__PROTOS__EVENT_NAME__INIT;
         in.name.has_iid = 1;
-        in.name.iid = iid;
+        in.name.iid = b.name_iid;
         in.name.name = (char *)ev->name;
         in.names[0] = &in.name;
-        in.data.n_event_names = 1;
-        in.data.event_names = in.names;
+        d->n_event_names = 1;
+        d->event_names = in.names;
     }
-    te.name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME_IID;
-    te.name_iid = iid;
-    uint64_t flow = (uint64_t)(w->proc_index + 1) << 32 | ev->correlation;
     int gpu =
         ev->kind == TIMELINE_KERNEL || ev->kind == TIMELINE_MEMCPY || ev->kind == TIMELINE_MEMSET;
-    if (ev->correlation && gpu) {
-        te.n_terminating_flow_ids = 1;
-        te.terminating_flow_ids = &flow;
-    } else if (ev->correlation && (ev->kind == TIMELINE_RUNTIME || ev->kind == TIMELINE_DRIVER)) {
-        te.n_flow_ids = 1;
-        te.flow_ids = &flow;
-    }
-    Perfetto__Protos__DebugAnnotation ann = PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT;
-    Perfetto__Protos__DebugAnnotation *anns[1] = {&ann};
+    b.flow = (uint64_t)(w->proc_index + 1) << 32 | ev->correlation;
+    if (ev->correlation && gpu)
+        b.flow_field = PF_F_EVENT_TERMINATING_FLOW_IDS;
+    else if (ev->correlation && (ev->kind == TIMELINE_RUNTIME || ev->kind == TIMELINE_DRIVER))
+        b.flow_field = PF_F_EVENT_FLOW_IDS;
     if (ev->shapes && *ev->shapes) {
-        pf_annotation(t, &in, &ann, PF_ANN_SHAPES);
-        if (pf_intern(t, PF_KEY_SHAPES | ev->shapes_sid, 2, &iid)) {
+        pf_annotation(t, &in, &b, PF_ANN_SHAPES);
+        b.ann_field = PF_F_ANNOTATION_STRING_IID;
+        if (pf_intern(t, PF_KEY_SHAPES | ev->shapes_sid, 2, &b.ann_value)) {
+            Perfetto__Protos__InternedData *d = pf_interned_data(&in);
             in.str = (Perfetto__Protos__InternedString)PERFETTO__PROTOS__INTERNED_STRING__INIT;
             in.str.has_iid = in.str.has_str = 1;
-            in.str.iid = iid;
+            in.str.iid = b.ann_value;
             in.str.str.data = (uint8_t *)ev->shapes;
             in.str.str.len = strlen(ev->shapes);
             in.strs[0] = &in.str;
-            in.data.n_debug_annotation_string_values = 1;
-            in.data.debug_annotation_string_values = in.strs;
+            d->n_debug_annotation_string_values = 1;
+            d->debug_annotation_string_values = in.strs;
         }
-        ann.value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE_IID;
-        ann.string_value_iid = iid;
-        te.n_debug_annotations = 1;
     } else if (ev->kind == TIMELINE_MEMCPY || ev->kind == TIMELINE_MEMSET) {
-        pf_annotation(t, &in, &ann, PF_ANN_BYTES);
-        ann.value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_UINT_VALUE;
-        ann.uint_value = ev->bytes;
-        te.n_debug_annotations = 1;
+        pf_annotation(t, &in, &b, PF_ANN_BYTES);
+        b.ann_field = PF_F_ANNOTATION_UINT;
+        b.ann_value = ev->bytes;
     }
-    te.debug_annotations = anns;
-    if (in.data.n_event_names || in.data.n_debug_annotation_names ||
-        in.data.n_debug_annotation_string_values)
-        pkt.interned_data = &in.data;
-    if (pkt.interned_data)
-        pf_write_packet(w, &pkt);
-    else
-        pf_write_event(w, &pkt);
+    pf_write_event(w, t->seq, &b, in.any ? &in.data : NULL);
 
-    Perfetto__Protos__TracePacket end = PERFETTO__PROTOS__TRACE_PACKET__INIT;
-    Perfetto__Protos__TrackEvent ete = PERFETTO__PROTOS__TRACK_EVENT__INIT;
-    pf_packet_init(t, &end, &ete, ev->end_ns);
-    ete.has_type = 1;
-    ete.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END;
-    pf_write_event(w, &end);
+    struct pf_event e = {.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END};
+    pf_time(t, &e, ev->end_ns);
+    pf_write_event(w, t->seq, &e, NULL);
 }
 
 static void pf_counter(struct pf_writer *w, struct pf_track *t, const struct timeline_event *ev)
 {
-    Perfetto__Protos__TracePacket pkt = PERFETTO__PROTOS__TRACE_PACKET__INIT;
-    Perfetto__Protos__TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
-    pf_packet_init(t, &pkt, &te, ev->start_ns);
-    te.has_type = te.has_counter_value = 1;
-    te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
-    te.counter_value = ev->live;
-    pf_write_event(w, &pkt);
+    struct pf_event c = {.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER,
+                         .has_counter = 1,
+                         .counter = ev->live};
+    pf_time(t, &c, ev->start_ns);
+    pf_write_event(w, t->seq, &c, NULL);
 }
 
 static int pf_on_event(void *ctx, const struct timeline_event *ev)
