@@ -294,6 +294,16 @@ def test_chrome_one_file_per_rank(tmp_path):
             record_counts(t("run", "rank%d.trace" % r))["API_CALL"]
 
 
+def test_chrome_truncated_input_exports_up_to_the_cut(tmp_path):
+    out = str(tmp_path / "cut.json")
+    proc = report([t("bad", "truncated.trace")], "--chrome-trace", out)
+    assert "truncated" in proc.stderr
+    doc = load(out)
+    check_schema(doc)
+    assert len([e for e in doc["traceEvents"] if e.get("ph") == "X"]) == \
+        record_counts(t("bad", "truncated.trace"))["API_CALL"] > 0
+
+
 def test_chrome_ops_python_annotations_memory(tmp_path):
     doc = load(chrome(tmp_path, t("torch")))
     check_schema(doc)
