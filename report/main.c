@@ -11,11 +11,13 @@
 #include "dump.h"
 #include "export.h"
 #include "format.h"
+#include "export_timeline.h"
 #include "model.h"
 #include "stacks_view.h"
 #include "summary.h"
 #include "tables.h"
 #include "trace_read.h"
+#include "timeline.h"
 
 enum main_format { MAIN_FORMAT_TEXT, MAIN_FORMAT_JSON, MAIN_FORMAT_CSV };
 
@@ -68,6 +70,10 @@ static void main_usage(FILE *out)
           "      --stacks-folded FILE  with --stacks or --samples: write those paths as\n"
           "                    folded stacks (weight: us of the calls, or samples)\n"
           "      --debug-dir DIR  also look for separate debug info in DIR (':'-separated)\n"
+          "      --perfetto FILE  write the timeline as a Perfetto trace (ui.perfetto.dev):\n"
+          "                    processes, threads, GPU streams, launch-to-kernel flows\n"
+          "      --chrome-trace FILE  write torch.profiler's Chrome/Kineto JSON (TensorBoard,\n"
+          "                    HTA); several ranks: FILE.rank<N>.json each (pid<P> unranked)\n"
           "      --run ID      report the run whose META run_id is ID\n"
           "      --all-runs    merge every run found in the inputs (default: the latest)\n"
           "  -h, --help        this help\n"
@@ -77,6 +83,14 @@ static void main_usage(FILE *out)
           "Exit status: 0 report printed (a trace cut off part way is reported up to the cut,\n"
           "with a warning); 1 an input could not be read as a trace; 2 bad usage.\n",
           out);
+}
+
+/* Warnings quote trace strings: control characters escaped. */
+static void main_print_warning(const char *text)
+{
+    fputs("profreport: warning: ", stderr);
+    format_fputs_escaped(stderr, text);
+    fputc('\n', stderr);
 }
 
 static int main_bad_usage(const char *fmt, const char *what)
@@ -91,12 +105,14 @@ struct main_inputs {
     struct model_process **procs;
     size_t n, cap;
     int failed;
+    int defs_only; /* timeline exports alone: keep definitions, stream events later */
 };
 
 static void main_load(struct main_inputs *in, const char *path)
 {
     char err[512];
-    struct model_process *p = model_load_file(path, err, sizeof err);
+    struct model_process *p = in->defs_only ? timeline_load_defs(path, err, sizeof err)
+                                            : model_load_file(path, err, sizeof err);
     if (!p) {
         fputs("profreport: ", stderr);
         format_fputs_escaped(stderr, err);
@@ -190,6 +206,23 @@ static int main_write_python_files(const struct summary *s, const char *pstats_p
     return rc;
 }
 
+/* --perfetto and --chrome-trace: 0, or -1 said. */
+static int main_write_timelines(struct model_process **procs, size_t n, const char *perfetto_path,
+                                const char *chrome_path)
+{
+    char err[512];
+    int rc = 0;
+    if (perfetto_path && export_perfetto_write(perfetto_path, procs, n, NULL, err, sizeof err)) {
+        fprintf(stderr, "profreport: %s\n", err);
+        rc = -1;
+    }
+    if (chrome_path && export_chrome_write(chrome_path, procs, n, NULL, err, sizeof err)) {
+        fprintf(stderr, "profreport: %s\n", err);
+        rc = -1;
+    }
+    return rc;
+}
+
 /* The tables asked for by name, in a fixed order, a blank line between them. */
 static void main_print_selected(const struct summary *s, size_t limit,
                                 enum tables_python_split split, int python, int kernels, int gpu,
@@ -239,7 +272,8 @@ int main(int argc, char **argv)
     enum summary_op_sort op_sort = SUMMARY_OP_SORT_SELF_CPU;
     enum tables_python_split split = TABLES_PYTHON_MERGED;
     const char *pstats_path = NULL, *folded_path = NULL;
-    const char *timeline_path = NULL; /* --memory-timeline */
+    const char *timeline_path = NULL;                      /* --memory-timeline */
+    const char *perfetto_path = NULL, *chrome_path = NULL; /* --perfetto, --chrome-trace */
     struct stacks_view_options stacks = {0};
     int stacks_asked = 0; /* --stacks or --samples */
 
@@ -270,7 +304,9 @@ int main(int argc, char **argv)
         OPT_STACKS,
         OPT_SAMPLES,
         OPT_STACKS_FOLDED,
-        OPT_DEBUG_DIR
+        OPT_DEBUG_DIR,
+        OPT_PERFETTO,
+        OPT_CHROME_TRACE
     };
     static const struct option options[] = {
         {"format", required_argument, NULL, 'f'},
@@ -293,6 +329,8 @@ int main(int argc, char **argv)
         {"samples", no_argument, NULL, OPT_SAMPLES},
         {"stacks-folded", required_argument, NULL, OPT_STACKS_FOLDED},
         {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
+        {"perfetto", required_argument, NULL, OPT_PERFETTO},
+        {"chrome-trace", required_argument, NULL, OPT_CHROME_TRACE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -379,12 +417,14 @@ int main(int argc, char **argv)
             break;
         case OPT_PSTATS:
         case OPT_FOLDED:
+        case OPT_PERFETTO:
+        case OPT_CHROME_TRACE:
             if (!*optarg)
                 return main_bad_usage("%s wants a file name", argv[optind - 1]);
-            if (c == OPT_PSTATS)
-                pstats_path = optarg;
-            else
-                folded_path = optarg;
+            *(c == OPT_PSTATS     ? &pstats_path
+              : c == OPT_FOLDED   ? &folded_path
+              : c == OPT_PERFETTO ? &perfetto_path
+                                  : &chrome_path) = optarg;
             break;
         case 'h':
             main_usage(stdout);
@@ -434,7 +474,12 @@ int main(int argc, char **argv)
     if (stacks.folded_path && !stacks_asked)
         return main_bad_usage("--stacks-folded goes with --stacks NAME or --samples%s", "");
 
-    struct main_inputs in = {0};
+    /* Writing a file alone prints no report, unless one was asked for too. */
+    int print = !(pstats_path || folded_path || timeline_path || perfetto_path || chrome_path) ||
+                python || format_given || kernels || gpu || actions || ops;
+    struct main_inputs in = {.defs_only = (perfetto_path || chrome_path) && !print &&
+                                          !pstats_path && !folded_path && !timeline_path &&
+                                          !stacks_asked};
     for (int i = optind; i < argc; i++)
         main_load_path(&in, argv[i]);
     if (in.n == 0) {
@@ -450,6 +495,18 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    int failed = in.failed;
+    if (main_write_timelines(in.procs, in.n, perfetto_path, chrome_path) != 0)
+        failed = 1;
+    if (in.defs_only) {
+        for (size_t i = 0; i < in.n; i++) {
+            for (size_t w = 0; w < in.procs[i]->nwarnings; w++)
+                main_print_warning(in.procs[i]->warnings[w]);
+            model_process_free(in.procs[i]);
+        }
+        free(in.procs);
+        return failed ? 1 : 0;
+    }
     if (stacks_asked) {
         stacks.limit = limit;
         stacks.json = format == MAIN_FORMAT_JSON;
@@ -461,7 +518,7 @@ int main(int argc, char **argv)
         free(in.procs);
         if (fflush(stdout) != 0)
             rc = 1;
-        return rc || in.failed ? 1 : 0;
+        return rc || failed ? 1 : 0;
     }
 
     struct summary s;
@@ -471,12 +528,8 @@ int main(int argc, char **argv)
     if (by_shape)
         summary_build_torch(&s, 1);
     summary_sort_torch(&s, op_sort);
-    for (size_t i = 0; i < s.nwarnings; i++) { /* warnings quote trace strings */
-        fputs("profreport: warning: ", stderr);
-        format_fputs_escaped(stderr, s.warnings[i]);
-        fputc('\n', stderr);
-    }
-    int failed = in.failed;
+    for (size_t i = 0; i < s.nwarnings; i++)
+        main_print_warning(s.warnings[i]);
     if (main_write_python_files(&s, pstats_path, folded_path) != 0)
         failed = 1;
     if (timeline_path) {
@@ -486,9 +539,6 @@ int main(int argc, char **argv)
             failed = 1;
         }
     }
-    /* Writing a file alone prints no report, unless one was asked for too. */
-    int print = !(pstats_path || folded_path || timeline_path) || python || format_given ||
-                kernels || gpu || actions || ops;
     int rc = 0;
     if (!print)
         rc = 0;

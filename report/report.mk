@@ -1,5 +1,7 @@
 # profreport: the offline reporter (report/main.c and one folder per stage: read/, model/,
-# symbols/, merge/, views/), linked with jansson, elfutils' libdw (symbols/) and, for
+# symbols/, merge/, views/), linked with jansson, elfutils' libdw (symbols/), protobuf-c (the
+# Perfetto export, whose C code protoc-c generates from
+# report/views/perfetto/perfetto_trace.proto into $(BUILD)/gen/) and, for
 # __cxa_demangle only, libstdc++.
 #
 #   $(PROFREPORT)            build/bin/profreport
@@ -9,9 +11,22 @@
 
 REPORT_SRCS := $(wildcard report/*.c report/read/*.c report/model/*.c report/symbols/*.c \
 	report/merge/*.c report/views/*.c)
-REPORT_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(REPORT_SRCS))
+REPORT_GEN := $(BUILD)/gen
+REPORT_PROTO := report/views/perfetto/perfetto_trace.proto
+REPORT_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(REPORT_SRCS)) $(REPORT_GEN)/perfetto_trace.pb-c.o
 REPORT_LIB_OBJS := $(filter-out $(BUILD)/report/main.o,$(REPORT_OBJS))
-REPORT_LDLIBS := -ljansson -ldw -lelf -lstdc++
+REPORT_LDLIBS := -ljansson -ldw -lelf -lprotobuf-c -lz -lstdc++
+CFLAGS += -I$(REPORT_GEN)
+
+$(REPORT_GEN)/perfetto_trace.pb-c.c $(REPORT_GEN)/perfetto_trace.pb-c.h: $(REPORT_PROTO)
+	@mkdir -p $(REPORT_GEN)
+	protoc-c --proto_path=$(dir $(REPORT_PROTO)) --c_out=$(REPORT_GEN) $(REPORT_PROTO)
+
+# Generated code: our warnings are not its author's.
+$(REPORT_GEN)/perfetto_trace.pb-c.o: $(REPORT_GEN)/perfetto_trace.pb-c.c
+	$(CC) $(CFLAGS) -Wno-error -c $< -o $@
+
+$(BUILD)/report/views/export_perfetto.o: $(REPORT_GEN)/perfetto_trace.pb-c.h
 
 $(PROFREPORT): $(REPORT_OBJS)
 	@mkdir -p $(dir $@)

@@ -12,7 +12,7 @@
 PYTHON ?= /usr/bin/python3
 UNIT_SRCS := $(wildcard test/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:test/unit/%.c=$(BUILD)/test/unit/%)
-UNIT_LDLIBS := -lcriterion -ljansson -ldw -lelf -lstdc++ -pthread -ldl
+UNIT_LDLIBS := -lcriterion $(REPORT_LDLIBS) -pthread -ldl
 STRESS_SRCS := $(wildcard test/unit/stress_*.c)
 STRESS_BINS := $(STRESS_SRCS:test/unit/%.c=$(BUILD)/test/unit/%)
 # Criterion's arena needs a fixed mapping that ThreadSanitizer's layout refuses: the
@@ -29,7 +29,7 @@ $(BUILD)/test/unit/test_%: $(BUILD)/test/unit/test_%.o $(BUILD)/libprofcore.a $(
 
 $(BUILD)/test/unit/stress_%: $(BUILD)/test/unit/stress_%.o $(BUILD)/libprofcore.a $(BUILD)/libprofreport.a
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ -ljansson -ldw -lelf -lstdc++ -pthread -ldl $(LDFLAGS_SAN)
+	$(CC) -o $@ $^ $(REPORT_LDLIBS) -pthread -ldl $(LDFLAGS_SAN)
 
 PROCESS_FIXTURES_DIR := $(BUILD)/test/fixtures
 PROCESS_FIXTURES := $(PROCESS_FIXTURES_DIR)/lifecycle
@@ -55,10 +55,13 @@ PYTHON_FIXTURES := $(PROCESS_FIXTURES_DIR)/libgil_thread.so
 BENCH_DIR := $(BUILD)/test/bench
 $(BENCH_DIR)/bench_collector: $(BUILD)/test/bench/bench_collector.o $(BUILD)/libprofcore.a $(BUILD)/libprofreport.a
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ -ljansson -ldw -lelf -lstdc++ -pthread $(LDFLAGS_SAN)
+	$(CC) -o $@ $^ $(REPORT_LDLIBS) -pthread $(LDFLAGS_SAN)
 $(BENCH_DIR)/bench_symbols: $(BUILD)/test/bench/bench_symbols.o $(BUILD)/libprofreport.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(REPORT_LDLIBS) -pthread $(LDFLAGS_SAN)
+$(BENCH_DIR)/bench_timeline: $(BUILD)/test/bench/bench_timeline.o
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS_SAN)
 $(BENCH_DIR)/bench_call_cost: test/bench/bench_call_cost.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PROCESS_FIXTURE_CFLAGS) -o $@ $< -L$(CUDA_HOME)/lib64 -lcudart \
@@ -76,11 +79,11 @@ $(BENCH_DIR)/bench_launch: test/bench/bench_launch.cu
 
 ifeq ($(HAVE_CUDA),1)
 TEST_FIXTURES := cuda-fixtures libs-fixtures stacks-fixtures $(PROCESS_FIXTURES) $(PYTHON_FIXTURES)
-BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_call_cost $(BENCH_DIR)/bench_launch \
-	$(BENCH_DIR)/bench_stacks $(BENCH_DIR)/bench_symbols
+BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_timeline $(BENCH_DIR)/bench_call_cost \
+	$(BENCH_DIR)/bench_launch $(BENCH_DIR)/bench_stacks $(BENCH_DIR)/bench_symbols
 else
 TEST_FIXTURES := stacks-fixtures $(PYTHON_FIXTURES)
-BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_symbols
+BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_timeline $(BENCH_DIR)/bench_symbols
 endif
 
 unit: $(UNIT_RUN)

@@ -5,6 +5,10 @@ set -e
 B=${BUILD:?}
 echo "== collector: drain rate, paced load without drops, bytes per record"
 "$B/test/bench/bench_collector"
+echo "== timeline exports: Perfetto bytes per event, export rate, profreport peak RSS at 1 M and 10 M events"
+tl=$(mktemp -d)
+"$B/test/bench/bench_timeline" "$B/bin/profreport" "$tl"
+rm -rf "$tl"
 if [ -x "$B/test/bench/bench_call_cost" ] && [ -f "$B/test/doubles/libcudart.so.13" ]; then
     echo "== added cost per intercepted call (device double's cudaGetDevice)"
     out=$(mktemp -d)

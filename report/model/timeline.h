@@ -1,0 +1,77 @@
+/* timeline: the events of one trace file as spans, counters and launches in CLOCK_MONOTONIC
+ * ns, handed one at a time to a writer (the Perfetto and Chrome trace exports), never held.
+ *
+ * Two passes over the file: timeline_load_defs keeps only what names and times the events
+ * (META, strings, API and thread names, CLOCK, symbols, Python functions and nodes, GPU
+ * devices) — its size grows with the program, not with the run; timeline_stream then reads
+ * the file again and calls back once per event in file order. Spans come when they end
+ * (a parent after its children); NVTX ranges and Lightning actions are paired on the way
+ * with a stack per thread (or per range id / action name) holding only what is open. */
+#ifndef REPORT_TIMELINE_H
+#define REPORT_TIMELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+enum timeline_kind {
+    TIMELINE_PYTHON,  /* PY_SPAN: a Python call above the span threshold */
+    TIMELINE_OP,      /* TORCH_OP other than a record_function scope */
+    TIMELINE_SCOPE,   /* TORCH_OP of USER_SCOPE: record_function("...") */
+    TIMELINE_API,     /* API_CALL of the CUDA runtime (our wrappers) */
+    TIMELINE_LIBRARY, /* API_CALL of cuBLAS, cuBLASLt, cuDNN */
+    TIMELINE_RUNTIME, /* GPU_API, CUPTI's runtime domain: carries the correlation id */
+    TIMELINE_DRIVER,  /* GPU_API, CUPTI's driver domain */
+    TIMELINE_NVTX,    /* an NVTX range (or a mark: start == end) */
+    TIMELINE_ACTION,  /* a Lightning action (ACTION START .. STOP) */
+    TIMELINE_KERNEL,  /* GPU_KERNEL */
+    TIMELINE_MEMCPY,  /* GPU_MEMCPY */
+    TIMELINE_MEMSET,  /* GPU_MEMSET */
+    TIMELINE_MEMORY,  /* live tensor bytes of one device after an allocation or free */
+    TIMELINE_KIND_COUNT
+};
+
+struct timeline_event {
+    uint8_t kind;
+    uint32_t tid;              /* CPU events (MEMORY: the calling thread) */
+    uint32_t device, stream;   /* GPU events */
+    uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC; MEMORY: both the time of the change */
+    const char *name;
+    uint64_t name_key;    /* unique per name within the process: kind << 48 | source id */
+    uint32_t correlation; /* RUNTIME, DRIVER and GPU events; 0: none */
+    uint32_t cbid;        /* RUNTIME, DRIVER */
+    const char *shapes;   /* OP, SCOPE with PROF_SHAPES=1; else NULL */
+    uint32_t shapes_sid;
+    int64_t sequence_nr;                   /* OP, SCOPE; -1: none */
+    uint64_t bytes;                        /* MEMCPY, MEMSET */
+    uint8_t copy_kind, src_kind, dst_kind; /* MEMCPY (CUPTI's kinds) */
+    uint32_t py_node;                      /* PYTHON: the call-tree node */
+    /* MEMORY: device (c10::DeviceType, index; CPU is 0, -1), change, live and reserved
+     * bytes after it (reserved: devices only), the block's address. */
+    int8_t dev_type, dev_index;
+    int64_t delta, live;
+    uint64_t reserved, ptr;
+};
+
+/* A writer's callback: 0 to go on, -1 to stop (timeline_stream then returns -1). */
+typedef int (*timeline_fn)(void *ctx, const struct timeline_event *ev);
+
+/* The definitions of one trace file (no event is kept): a model whose names, threads,
+ * Python tree and clock fit are filled and whose tables are empty. NULL with a one-line
+ * message in err when the file cannot be read as a trace. */
+struct model_process *timeline_load_defs(const char *path, char *err, size_t errlen);
+
+/* Reads p->file again and calls fn for each event. 0, or -1 with a message in err (a file
+ * that became unreadable, or fn asked to stop). */
+int timeline_stream(const struct model_process *p, timeline_fn fn, void *ctx, char *err,
+                    size_t errlen);
+
+/* Offset to add to a CLOCK_MONOTONIC time of p for CLOCK_REALTIME (from META
+ * start_realtime_ns and start_monotonic_ns); 0 when unknown. */
+int64_t timeline_realtime_offset(const struct model_process *p);
+
+/* "python3 train.py" with " [rank N]" when ranked; into buf. */
+const char *timeline_process_label(const struct model_process *p, char *buf, size_t len);
+
+#endif
