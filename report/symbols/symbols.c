@@ -12,6 +12,7 @@
 #include "hashmap.h"
 #include "model.h"
 #include "model_stacks.h"
+#include "symbols_scopes.h"
 
 struct symbols_object {
     const struct model_map *map;
@@ -28,6 +29,7 @@ struct symbols {
     Dwfl *dwfl;
     char *debuginfo_path;
     Dwfl_Callbacks callbacks;
+    struct symbols_scopes *scopes;
     struct symbols_object *objects;
     size_t nobjects;
     struct u64map cache; /* address << 1 | return_address -> entry index + 1 */
@@ -109,6 +111,7 @@ struct symbols *symbols_open(const struct model_process *p, const char *debug_di
     if (!s)
         report_oom();
     u64map_init(&s->cache);
+    s->scopes = symbols_scopes_new();
     const char *std = "-:.debug:/usr/lib/debug";
     size_t len = strlen(std) + (debug_dirs ? strlen(debug_dirs) + 1 : 0) + 1;
     s->debuginfo_path = malloc(len);
@@ -141,6 +144,7 @@ void symbols_close(struct symbols *s)
         return;
     if (s->dwfl)
         dwfl_end(s->dwfl);
+    symbols_scopes_free(s->scopes);
     for (size_t i = 0; i < s->nstrings; i++)
         free(s->strings[i]);
     for (size_t i = 0; i < s->nnotes; i++)
@@ -227,35 +231,28 @@ static void symbols_lookup(struct symbols *s, uint64_t address, int return_addre
         file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
     Dwarf_Addr bias = 0;
     Dwarf_Die *cudie = dwfl_module_addrdie(o->mod, pc, &bias);
-    Dwarf_Die *scopes = NULL;
-    int nscopes = cudie ? dwarf_getscopes(cudie, pc - bias, &scopes) : 0;
+    Dwarf_Off offsets[64];
+    size_t nscopes = cudie ? symbols_scopes_at(s->scopes, cudie, pc - bias, offsets, 64) : 0;
+    Dwarf *dwarf = cudie ? dwarf_cu_getdwarf(cudie->cu) : NULL;
     size_t pushed = 0;
-    for (int i = 0, guard = 0; i < nscopes && guard < 64; i++) {
-        int tag = dwarf_tag(&scopes[i]);
-        if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
-            continue;
+    for (size_t i = 0; i < nscopes; i++) {
+        Dwarf_Die die;
+        if (!dwarf_offdie(dwarf, offsets[i], &die))
+            break;
+        int tag = dwarf_tag(&die);
         struct symbols_frame f = base;
-        f.function = symbols_keep(s, symbols_die_name(&scopes[i]));
-        f.file = file ? symbols_keep(s, report_strdup(file)) : NULL;
+        f.function = symbols_keep(s, symbols_die_name(&die));
+        f.file = file; /* libdw's, valid until symbols_close */
         f.line = line;
         f.inlined = tag == DW_TAG_inlined_subroutine;
         symbols_push(s, f);
         pushed++;
-        if (tag == DW_TAG_subprogram)
+        if (tag != DW_TAG_inlined_subroutine)
             break;
-        /* The caller of an inlined instance: the scopes around that instance in the
-         * function it was inlined into (getscopes alone continues in the inlined
-         * function's abstract tree). */
-        symbols_call_site(cudie, &scopes[i], &file, &line);
-        Dwarf_Die *outer = NULL;
-        int nouter = dwarf_getscopes_die(&scopes[i], &outer);
-        free(scopes);
-        scopes = outer;
-        nscopes = nouter;
-        i = 0; /* outer[0] is the instance itself: the loop goes on from outer[1] */
-        guard++;
+        /* The next frame out is the function this instance was inlined into, at the
+         * line that called it. */
+        symbols_call_site(cudie, &die, &file, &line);
     }
-    free(scopes);
     if (pushed)
         return;
     /* No DWARF here: the symbol table's name, if any (a stripped object has only its
@@ -263,7 +260,7 @@ static void symbols_lookup(struct symbols *s, uint64_t address, int return_addre
     const char *name = dwfl_module_addrname(o->mod, pc);
     struct symbols_frame f = base;
     f.function = name ? symbols_keep(s, model_demangle(name)) : NULL;
-    f.file = file ? symbols_keep(s, report_strdup(file)) : NULL;
+    f.file = file; /* libdw's, valid until symbols_close */
     f.line = line;
     symbols_push(s, f);
 }
