@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "collector.h"
+#include "job.h"
 #include "layer.h"
 #include "lifecycle.h"
 #include "settings.h"
@@ -65,6 +66,8 @@ static const char *init_run_id(void)
 {
     if (settings_is_set(SETTING_PROF_RUN_ID))
         return settings_get(SETTING_PROF_RUN_ID);
+    if (job_run_id()) /* the launcher's job id: every rank names it alike */
+        return settings_get(SETTING_PROF_RUN_ID);
     char id[64];
     time_t now = time(NULL);
     struct tm tm;
@@ -90,17 +93,16 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
     clock_init();
     struct collector_config cfg;
     memset(&cfg, 0, sizeof cfg);
+    job_identify(argc, argv);
     cfg.output_dir = init_output_dir();
     cfg.run_id = init_run_id();
     cfg.ring_bytes =
         init_round_up_pow2((uint64_t)settings_get_long(SETTING_PROF_RING_KB, 64, 65536) * 1024);
     cfg.flush_ms = (unsigned)settings_get_long(SETTING_PROF_FLUSH_MS, 1, 1000);
     cfg.quiet = strcmp(settings_get(SETTING_PROF_QUIET), "1") == 0;
-    struct prof_rank_info rank;
-    settings_rank(&rank);
-    cfg.rank = rank.rank;
-    cfg.local_rank = rank.local_rank;
-    cfg.world_size = rank.world_size;
+    cfg.rank = job_self()->rank;
+    cfg.local_rank = job_self()->local_rank;
+    cfg.world_size = job_self()->world_size;
     cfg.features = prof_clock_tsc ? PROF_FEATURE_TSC_CLOCK : 0;
 #ifdef PROF_HAVE_CUDA
     cfg.features |= PROF_FEATURE_CUDART;
@@ -111,6 +113,7 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
             init_layers[i]->setup(init_layer_on[i]);
     }
     collector_init(&cfg, argc, argv);
+    job_start();
     for (int i = 0; settings_recorded_env[i]; i++) {
         const char *v = settings_env(settings_recorded_env[i]);
         if (v) {
