@@ -16,6 +16,7 @@
 #include "lifecycle.h"
 #include "settings.h"
 #include "trace_format.h"
+#include "window.h"
 
 /* The capture layers, in the order their hooks run. */
 static const struct preload_layer *const init_layers[] = {
@@ -124,6 +125,7 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
     }
     pthread_atfork(collector_atfork_prepare, collector_atfork_parent, init_after_fork_child);
     lifecycle_init(strcmp(settings_get(SETTING_PROF_SIGNALS), "0") != 0);
+    window_init();
     for (size_t i = 0; i < INIT_LAYER_COUNT; i++)
         if (init_layer_on[i] && init_layers[i]->start)
             init_layers[i]->start(argc, argv);
