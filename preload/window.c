@@ -11,6 +11,10 @@
  *                        While the program sets its own handler for that signal, the
  *                        program's runs instead and the window stays as it is.
  *
+ * A forked child (a DataLoader worker) starts in its parent's state and then follows the
+ * parent's openings and closings, seen through a shared page on its collector's passes
+ * (every PROF_FLUSH_MS): it sees no step of its own.
+ *
  * Every opening and closing is written into the trace as META window_open/window_close
  * ("<realtime ns> <why>"), with META window (the settings) and window_steps (steps
  * recorded), so that the report says which part of the run it shows. */
@@ -22,7 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "collector.h"
@@ -40,7 +46,28 @@ static uint64_t window_start_ns;      /* CLOCK_MONOTONIC at init */
 static _Atomic int window_time_state; /* 0 before the delay, 1 open, 2 past the duration */
 static char window_desc[160];
 
-enum window_why { WINDOW_WHY_START, WINDOW_WHY_STEP, WINDOW_WHY_TIME, WINDOW_WHY_SIGNAL };
+enum window_why {
+    WINDOW_WHY_START,
+    WINDOW_WHY_STEP,
+    WINDOW_WHY_TIME,
+    WINDOW_WHY_SIGNAL,
+    WINDOW_WHY_PARENT
+};
+
+/* The window's state where forked children see it: a DataLoader worker sees no step of
+ * its own, so it follows its parent's window (within one collector pass). One shared
+ * page per process: ours (1 while recording), and in a forked child the parent's. */
+static _Atomic int *window_page, *window_parent_page;
+static int window_parent_seen;
+
+static _Atomic int *window_new_page(int open)
+{
+    void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    atomic_store((_Atomic int *)p, open);
+    return p;
+}
 
 /* Openings and closings, appended by the thread that switches (a signal handler too:
  * slots are claimed with an atomic counter and published with `ready`). */
@@ -57,6 +84,8 @@ static unsigned window_written; /* switches written to the current file (drain-l
 static void window_switch(int open, enum window_why why, long value)
 {
     collector_set_recording(open);
+    if (window_page)
+        atomic_store(window_page, open);
     unsigned i = atomic_fetch_add(&window_nswitches, 1);
     if (i >= WINDOW_MAX_SWITCHES)
         return;
@@ -132,11 +161,25 @@ static void window_write_meta(const char *key, const char *value)
     collector_write(rec, size);
 }
 
-static const char *const window_why_names[] = {"start", "step", "time", "signal"};
+static const char *const window_why_names[] = {"start", "step", "time", "signal", "parent"};
+
+/* In a forked child: the parent opened or closed its window since we last looked. */
+static void window_follow_parent(void)
+{
+    if (!window_parent_page)
+        return;
+    int open = atomic_load(window_parent_page);
+    if (open == window_parent_seen)
+        return;
+    window_parent_seen = open;
+    if (open != atomic_load(&prof_recording))
+        window_switch(open, WINDOW_WHY_PARENT, (long)getppid());
+}
 
 static void window_drain(int fresh, int last)
 {
     window_check_time();
+    window_follow_parent();
     if (fresh) {
         window_written = 0;
         window_write_meta("window", window_desc);
@@ -209,11 +252,17 @@ static double window_parse_seconds(enum prof_setting_id id)
 
 static void window_after_fork_child(void)
 {
-    /* The child's file tells its own switches; it starts in the parent's state. */
+    /* The child's file tells its own switches; it starts in the parent's state, then
+     * follows the parent's window on the collector's passes. */
+    int open = atomic_load(&prof_recording);
+    window_parent_page = window_page;
+    window_parent_seen = open;
+    window_page = window_new_page(open);
     atomic_store(&window_nswitches, 0);
-    if (atomic_load(&prof_recording) &&
-        (window_steps_on || window_signal || window_delay_s >= 0 || window_duration_s >= 0))
+    if (open)
         window_switch(1, WINDOW_WHY_START, 0);
+    if (window_parent_page)
+        collector_keep_running();
 }
 
 void window_init(void)
@@ -267,6 +316,7 @@ void window_init(void)
     }
     if (!window_desc[0])
         return; /* no window: the whole run, and nothing written */
+    window_page = window_new_page(!closed);
     if (closed)
         collector_set_recording(0);
     else

@@ -65,6 +65,27 @@ def test_steps_100_to_120_of_300_record_exactly_21_steps(tmp_path):
     assert (job["steps_min"], job["steps_max"], job["intervals_min"]) == (21, 21, 1)
 
 
+@needs_torch
+def test_dataloader_workers_follow_their_parents_window(tmp_path):
+    """PROF_STEPS=10-20 over 3 epochs of 16 steps: epoch 0's workers are forked closed and
+    opened by the parent at step 10; epoch 1's are forked open and closed at step 20;
+    epoch 2's are forked after the window and record nothing."""
+    out = tmp_path / "prof"
+    profile([PYTHON, LOOP, "loader", "3"], out, env={"PROF_STEPS": "10-20"}, timeout=300)
+    rep = report_json(out, "--all-roles")
+    main = [p for p in rep["processes"] if p["command"].split()[-2:] == ["loader", "3"]
+            and not any(q["pid"] == p["ppid"] for q in rep["processes"])][0]
+    workers = sorted((p for p in rep["processes"] if p["ppid"] == main["pid"]),
+                     key=lambda p: int(p["meta"]["start_realtime_ns"]))
+    assert len(workers) == 6
+    switches = []
+    for w in workers:
+        opens = [v.split()[1] for v in meta_records(w["file"], "window_open")]
+        closes = [v.split()[1] for v in meta_records(w["file"], "window_close")]
+        switches.append((opens, closes))
+    assert switches == [(["parent"], [])] * 2 + [(["start"], ["parent"])] * 2 + [([], [])] * 2
+
+
 def test_steps_of_a_named_python_function_from_step_0(tmp_path):
     out = tmp_path / "prof"
     profile([PYTHON, LOOP, "python", "50"], out,

@@ -1,6 +1,8 @@
 """Loops for the capture-window tests (test/e2e/test_capture_window.py).
 
     window_loop.py torch N          N SGD steps of a tiny model; train_step(i) is one step
+    window_loop.py loader E         E epochs of 16 SGD steps, 30 ms apart, each epoch's batches
+                                    read by two forked DataLoader workers
     window_loop.py python N         N calls of train_step(i), each ending with my_step(i)
     window_loop.py signal N K...    N calls of work(i); before iterations K... the process
                                     sends itself PROF_WINDOW_SIGNAL
@@ -51,6 +53,21 @@ def main():
         for i in range(n):
             train_step(i)
         print("loss %.6f" % float(((model(x) - y) ** 2).mean()))
+    elif mode == "loader":
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+        torch.manual_seed(0)
+        model = torch.nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        loader = DataLoader(data, batch_size=4, num_workers=2)
+        for epoch in range(n):
+            for x, y in loader:
+                opt.zero_grad()
+                ((model(x) - y) ** 2).mean().backward()
+                opt.step()
+                time.sleep(0.03)
+        print("done")
     elif mode == "python":
         for i in range(n):
             train_step_python(i)
