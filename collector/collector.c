@@ -147,6 +147,11 @@ void collector_set_recording(int on)
         atomic_store(&prof_recording, on ? 1 : 0);
 }
 
+int collector_is_live(void)
+{
+    return atomic_load(&collector_live);
+}
+
 static void collector_turn_off(void)
 {
     atomic_store(&collector_live, 0);

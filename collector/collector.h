@@ -55,6 +55,8 @@ extern _Atomic int prof_recording;
 /* Opens (1) or closes (0) the capture window: prof_recording, unless the collector is
  * finished or failed. Async-signal-safe. */
 void collector_set_recording(int on);
+/* 1 from init until the final flush or a failure, whether a window is open or not. */
+int collector_is_live(void);
 /* Keeps the collector thread running (and its sources called every pass) even before
  * any event, and again after every fork: a window that opens by time needs it. */
 void collector_keep_running(void);

@@ -37,6 +37,7 @@
 #include "trace_format.h"
 
 int window_steps_on;
+int window_active;
 static long window_first_step, window_last_step;
 static long window_steps_done;     /* steps ended so far (under the GIL) */
 static long window_steps_recorded; /* of which while recording */
@@ -316,6 +317,7 @@ void window_init(void)
     }
     if (!window_desc[0])
         return; /* no window: the whole run, and nothing written */
+    window_active = 1;
     window_page = window_new_page(!closed);
     if (closed)
         collector_set_recording(0);

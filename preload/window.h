@@ -9,6 +9,9 @@
 
 /* 1 when PROF_STEPS is set: the Python layer watches for the end of each step. */
 extern int window_steps_on;
+/* 1 when any capture window is set: recording may be off for a while (CUPTI then keeps
+ * only the GPU work of calls made inside). */
+extern int window_active;
 
 /* After collector_init and lifecycle_init: reads the settings, closes the window when it
  * starts closed, installs the signal, and writes the window into the trace (META). */

@@ -8,10 +8,12 @@ import sys
 
 import pytest
 
-from conftest import PROFREPORT, ROOT, profile, report, report_json, trace_files
+from conftest import PROFREPORT, ROOT, build_path, needs_cuda, profile, report, report_json, \
+    trace_files
 
 PYTHON = "/usr/bin/python3"  # Debian's, with Debian's torch
 LOOP = os.path.join(ROOT, "test", "workloads", "window_loop.py")
+CUDA_LOOP = os.path.join(ROOT, "test", "workloads", "window_cuda.py")
 
 
 def have_torch():
@@ -124,6 +126,23 @@ def test_signal_the_program_handles_itself_is_left_to_it(tmp_path):
     rep = report_json(out, "--python")
     assert py_calls(rep, "work") == 0
     assert meta_records(trace_files(out)[0], "window_open") == []
+
+
+@needs_cuda
+@pytest.mark.parametrize("marks", [["10", "20", "50", "60"], ["-1", "10", "50", "60"]])
+def test_gpu_work_of_calls_outside_the_window_is_dropped(tmp_path, marks):
+    """100 cudaMemset calls (runtime and CUPTI doubles), 20 of them inside the window: the
+    API table and CUPTI's GPU sets both count 20, whether the window was closed at the
+    first CUDA call (CUPTI must start anyway) or open (-1: the sets of the calls made
+    outside are dropped by correlation id)."""
+    out = tmp_path / "prof"
+    got = profile([PYTHON, CUDA_LOOP, "100"] + marks, out,
+                  env={"PROF_WINDOW_SIGNAL": "USR2",
+                       "LD_LIBRARY_PATH": build_path("test", "doubles")})
+    assert got.stdout == "done\n"
+    rep = report_json(out)
+    assert [a["calls"] for a in rep["api"] if a["name"] == "cudaMemset"] == [20]
+    assert [(g["calls"], g["bytes"]) for g in rep["gpu_sets"]] == [(20, 20 * 1024)]
 
 
 def test_delay_and_duration_on_a_timed_loop(tmp_path):
