@@ -218,3 +218,29 @@ def test_torchrun_under_slurm_agent_ranks_and_dataloader_workers(tmp_path):
                                           "2 workers of ranks (DataLoader workers)")
     sleeps = lambda r: sum(int(f["ncalls"]) for f in r["python"] if "sleep" in f["qualname"])
     assert sleeps(report_json(out, "--python", "--all-roles")) > sleeps(default)
+
+
+@pytest.mark.skipif(not os.path.exists(TORCHRUN), reason="Debian's torchrun is not installed")
+def test_two_torchrun_agents_make_one_job(tmp_path):
+    """Two torchrun agents (two "nodes" on this machine, LD_PRELOAD only) each choose their
+    run id; their ranks carry torchrun's run id (--rdzv_id): one job, reported whole with a
+    warning that it looks split, the agents joined to it by their run ids and left out."""
+    out = tmp_path / "prof"
+    port = str(free_port())
+    env = clean_env(LD_PRELOAD=LIBPROF, PROF_OUTPUT_DIR=str(out))
+    agents = [subprocess.Popen([TORCHRUN, "--nnodes", "2", "--node_rank", str(node),
+                                "--nproc_per_node", "1", "--rdzv_id", "job77", "--redirects",
+                                "2", "--tee", "1", "--master_addr", "127.0.0.1",
+                                "--master_port", port, DIST], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+              for node in (0, 1)]
+    outputs = [a.communicate(timeout=300)[0] for a in agents]
+    assert [a.returncode for a in agents] == [0, 0], outputs
+    proc = report(out)
+    assert "inputs hold" not in proc.stderr, proc.stderr
+    assert "job torchelastic-job77 looks split: its processes carry 2 run ids" in proc.stderr
+    assert "Ranks: 2 of world size 2" in proc.stdout
+    assert "Left out: 2 launcher processes (torchrun), 2 workers of ranks" in proc.stdout
+    rep = report_json(out, "--all-roles")
+    assert len(rep["processes"]) == 6
+    assert len({p["run_id"] for p in rep["processes"]}) == 2
