@@ -207,6 +207,8 @@ static void jobs_filter_roles(struct model_process **procs, size_t *n, int all_r
             model_process_free(procs[i]);
     }
     *n = kept;
+    if (all_roles)
+        return; /* nothing was left out */
     char buf[512];
     if (launchers) {
         snprintf(buf, sizeof buf, "%zu launcher process%s (%s)", launchers,
