@@ -17,9 +17,10 @@
  * torchrun (its script, or python -m torch.distributed.run/launch). It inherits Slurm's
  * variables under srun, but is no rank. A forked child of a rank (a DataLoader worker) is
  * a worker of that rank, and so is a child started by multiprocessing's spawn or
- * forkserver methods (--multiprocessing-fork, multiprocessing.forkserver in its argv)
- * that inherited a rank. Any other exec'd program with a rank in its environment is that
- * rank too: a wrapper script and the program it starts are one rank, two processes.
+ * forkserver methods (--multiprocessing-fork, multiprocessing.forkserver in its argv) or
+ * its resource tracker, that inherited a rank. Any other exec'd program with a rank in
+ * its environment is that rank too: a wrapper script and the program it starts are one
+ * rank, two processes.
  *
  * Job id: the launcher's id for this one launch (Slurm job and step, torchrun's
  * TORCHELASTIC_RUN_ID unless it is "none", Open MPI's job id, the PMIx namespace). The
@@ -113,7 +114,8 @@ static int job_is_multiprocessing_child(int argc, char **argv)
     for (int i = 1; i < argc && argv && argv[i]; i++)
         if (!strcmp(argv[i], "--multiprocessing-fork") ||
             strstr(argv[i], "multiprocessing.forkserver") ||
-            strstr(argv[i], "multiprocessing.spawn"))
+            strstr(argv[i], "multiprocessing.spawn") ||
+            strstr(argv[i], "multiprocessing.resource_tracker"))
             return 1;
     return 0;
 }

@@ -417,8 +417,10 @@ void jobs_print(FILE *out, const struct jobs_report *r)
     fprintf(out, "Job\n");
     if (r->by_job)
         fprintf(out, "  Job id: %s%s\n", r->key, r->nrun_ids > 1 ? " (several run ids)" : "");
-    if (r->world_size >= 0 || r->nranks)
+    if (r->world_size >= 0)
         fprintf(out, "  Ranks: %zu of world size %ld\n", r->nranks, r->world_size);
+    else if (r->nranks)
+        fprintf(out, "  Ranks: %zu (no world size given)\n", r->nranks);
     if (r->restart >= 0)
         fprintf(out, "  Restart attempt: %ld\n", r->restart);
     if (r->left_out)

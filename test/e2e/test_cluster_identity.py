@@ -83,6 +83,20 @@ def test_rank_from_each_launchers_environment(tmp_path, launcher, env, want):
         assert "job_id" not in m and m["run_id_from"] == "generated"
 
 
+@pytest.mark.parametrize("code", ["from multiprocessing.spawn import spawn_main",
+                                  "from multiprocessing.resource_tracker import main"])
+def test_multiprocessing_children_of_a_rank_are_its_workers(tmp_path, code):
+    """A child that multiprocessing spawned (or its resource tracker) inherits RANK; it is a
+    worker of that rank, not the rank again."""
+    out = tmp_path / "prof"
+    preload([PYTHON, "-c", "pass", "--multiprocessing-fork"] if "spawn" in code
+            else [PYTHON, "-c", "import sys  # " + code], out, RANK="1", WORLD_SIZE="2")
+    _, (m,) = metas(out, "--all-roles")
+    assert (m["role"], m["worker_of_rank"]) == ("worker", "1")
+    rep = report_json(out)
+    assert rep["processes"] == [] and "1 worker of ranks" in rep["job"]["left_out"]
+
+
 def test_srun_is_a_launcher_not_rank_0(tmp_path):
     """srun (and torchrun's agent under srun) inherit SLURM_PROCID but are no rank."""
     srun = tmp_path / "srun"
