@@ -22,6 +22,11 @@
 #define COLLECTOR_PROFILER_VERSION "0.1.0"
 
 _Atomic int prof_recording;
+/* 1 from init until the final flush or a failure: the file is written while live, even
+ * when a capture window has turned prof_recording off. */
+static _Atomic int collector_live;
+/* A capture window that opens by time needs the collector's passes with no event yet. */
+static _Atomic int collector_keep;
 void (*prof_api_observer)(uint64_t ticks);
 uint32_t (*prof_current_py_node)(void);
 __thread struct prof_thread *prof_tls_thread PROF_TLS;
@@ -42,7 +47,7 @@ static int collector_api_table_count;
 /* Threads push themselves at the head with a CAS; only the drain-lock holder unlinks,
  * and only nodes that are not the head, so pushers and the unlinker never write the
  * same pointer. */
-#define COLLECTOR_MAX_SOURCES 4
+#define COLLECTOR_MAX_SOURCES 8
 static void (*collector_sources[COLLECTOR_MAX_SOURCES])(int fresh, int last);
 static _Atomic int collector_source_count; /* released after the slot is filled */
 static int collector_sources_fresh = 1;    /* the file is new: sources write everything */
@@ -135,7 +140,26 @@ void collector_init(const struct collector_config *cfg, int argc, char **argv)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&collector_sleep_cv, &ca);
     pthread_condattr_destroy(&ca);
+    atomic_store(&collector_live, 1);
     atomic_store(&prof_recording, 1);
+}
+
+void collector_set_recording(int on)
+{
+    /* Async-signal-safe: atomics only. */
+    if (atomic_load(&collector_live))
+        atomic_store(&prof_recording, on ? 1 : 0);
+}
+
+int collector_is_live(void)
+{
+    return atomic_load(&collector_live);
+}
+
+static void collector_turn_off(void)
+{
+    atomic_store(&collector_live, 0);
+    atomic_store(&prof_recording, 0);
 }
 
 void collector_add_api_table(const struct prof_api_desc *table, size_t count)
@@ -176,9 +200,15 @@ static void collector_start_thread(void)
 
 void collector_resume(void)
 {
-    if (atomic_load(&collector_threads) && atomic_load(&prof_recording) &&
-        collector_pid == getpid())
+    if ((atomic_load(&collector_threads) || atomic_load(&collector_keep)) &&
+        atomic_load(&collector_live) && collector_pid == getpid())
         collector_start_thread();
+}
+
+void collector_keep_running(void)
+{
+    atomic_store(&collector_keep, 1);
+    collector_resume();
 }
 
 /* Stops and joins the collector thread; returns whether one was running. */
@@ -399,7 +429,7 @@ static int collector_ensure_file(void)
     if (writer_open(collector_cfg.output_dir, collector_cfg.run_id, host, collector_cfg.rank,
                     collector_cfg.features, err, sizeof err) != 0) {
         atomic_store(&collector_open_failed, 1);
-        atomic_store(&prof_recording, 0);
+        collector_turn_off();
         if (!collector_cfg.quiet)
             fprintf(stderr, "profrun: %s; profiling is off for pid %ld\n", err, (long)getpid());
         return -1;
@@ -420,7 +450,7 @@ static void collector_check_writer(void)
     if (err && !failure_said) {
         failure_said = 1;
         atomic_store(&collector_open_failed, 1);
-        atomic_store(&prof_recording, 0);
+        collector_turn_off();
         if (!collector_cfg.quiet)
             fprintf(stderr,
                     "profrun: cannot write the trace %s (%s); profiling is off for pid %ld%s\n",
@@ -612,7 +642,7 @@ static void *collector_main(void *arg)
             break;
         if (collector_drain_lock(-1) != 0)
             continue;
-        if (atomic_load(&prof_recording) && collector_pid == getpid()) {
+        if (atomic_load(&collector_live) && collector_pid == getpid()) {
             collector_drain(DRAIN_PASS);
             if (writer_is_open() && ++passes % 4 == 0)
                 collector_write_clock_now();
@@ -677,8 +707,11 @@ void collector_finish(void)
 {
     if (collector_pid != getpid())
         return; /* a vfork child shares our memory: leave it all to the parent */
-    int was = atomic_exchange(&prof_recording, 0);
-    if (!was || !atomic_load(&collector_threads))
+    /* Every process writes its file, even one that recorded no event (a C MPI rank):
+     * who it was (rank, host, role) and how long it ran. */
+    int was = atomic_exchange(&collector_live, 0);
+    atomic_store(&prof_recording, 0);
+    if (!was)
         return;
     collector_drain_last(1);
 }
@@ -694,7 +727,7 @@ int collector_flush_from_signal(void)
 {
     if (collector_pid != getpid() || !atomic_load(&collector_threads))
         return -1;
-    if (!atomic_load(&prof_recording))
+    if (!atomic_load(&collector_live))
         return -1;
     int saved = errno;
     int rc = -1;
@@ -725,6 +758,8 @@ void collector_atfork_parent(void)
     metalog_atfork_parent();
     if (atomic_load(&collector_drain_owner) == collector_gettid())
         collector_drain_unlock();
+    if (atomic_load(&collector_keep))
+        collector_resume();
 }
 
 void collector_atfork_child(void)
@@ -750,4 +785,6 @@ void collector_atfork_child(void)
     atomic_store(&collector_stop, 0);
     atomic_store(&collector_open_failed, 0);
     collector_pid = getpid();
+    if (atomic_load(&collector_keep))
+        collector_resume();
 }

@@ -50,9 +50,17 @@ struct collector_config {
     int redact; /* credential-like argv and env values become <redacted> (redact.h) */
 };
 
-/* 1 while events are recorded; 0 before init, after the final flush, or when a failure
- * turned recording off. Read on every event. */
+/* 1 while events are recorded; 0 before init, after the final flush, when a failure
+ * turned recording off, or outside a capture window (window.c). Read on every event. */
 extern _Atomic int prof_recording;
+/* Opens (1) or closes (0) the capture window: prof_recording, unless the collector is
+ * finished or failed. Async-signal-safe. */
+void collector_set_recording(int on);
+/* 1 from init until the final flush or a failure, whether a window is open or not. */
+int collector_is_live(void);
+/* Keeps the collector thread running (and its sources called every pass) even before
+ * any event, and again after every fork: a window that opens by time needs it. */
+void collector_keep_running(void);
 
 extern __thread struct prof_thread *prof_tls_thread PROF_TLS;
 /* Non-zero while this thread runs profiler code: events from inside it are not recorded. */
@@ -99,7 +107,8 @@ extern void (*prof_api_observer)(uint64_t ticks);
  * Async-signal-safe (the sampler calls it). */
 extern uint32_t (*prof_current_py_node)(void);
 
-/* Writes everything recorded so far and closes the file; recording stops. */
+/* Writes everything recorded so far and closes the file; recording stops. A process that
+ * recorded nothing still writes its file (metadata, clock, END). */
 void collector_finish(void);
 /* Before exec: writes everything and an END record; recording goes on in this file if
  * the exec fails. */

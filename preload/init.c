@@ -11,11 +11,13 @@
 
 #include "clock.h"
 #include "collector.h"
+#include "job.h"
 #include "layer.h"
 #include "lifecycle.h"
 #include "outdir.h"
 #include "settings.h"
 #include "trace_format.h"
+#include "window.h"
 
 /* The capture layers, in the order their hooks run. */
 static const struct preload_layer *const init_layers[] = {
@@ -93,6 +95,8 @@ static const char *init_run_id(void)
                     "or '-', not starting with '.'); using a generated id\n",
                     given);
     }
+    if (job_run_id()) /* the launcher's job id: every rank names it alike */
+        return settings_get(SETTING_PROF_RUN_ID);
     char id[64];
     time_t now = time(NULL);
     struct tm tm;
@@ -118,17 +122,16 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
     clock_init();
     struct collector_config cfg;
     memset(&cfg, 0, sizeof cfg);
+    job_identify(argc, argv);
     cfg.output_dir = init_output_dir();
     cfg.run_id = init_run_id();
     cfg.ring_bytes = init_round_up_pow2((uint64_t)settings_int(SETTING_PROF_RING_KB) * 1024);
     cfg.flush_ms = (unsigned)settings_int(SETTING_PROF_FLUSH_MS);
     cfg.quiet = settings_bool(SETTING_PROF_QUIET);
     cfg.redact = settings_bool(SETTING_PROF_REDACT);
-    struct prof_rank_info rank;
-    settings_rank(&rank);
-    cfg.rank = rank.rank;
-    cfg.local_rank = rank.local_rank;
-    cfg.world_size = rank.world_size;
+    cfg.rank = job_self()->rank;
+    cfg.local_rank = job_self()->local_rank;
+    cfg.world_size = job_self()->world_size;
     cfg.features = prof_clock_tsc ? PROF_FEATURE_TSC_CLOCK : 0;
 #ifdef PROF_HAVE_CUDA
     cfg.features |= PROF_FEATURE_CUDART;
@@ -141,6 +144,7 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
             init_layers[i]->setup(init_layer_on[i]);
     }
     collector_init(&cfg, argc, argv);
+    job_start();
     for (int i = 0; settings_recorded_env[i]; i++) {
         const char *v = settings_env(settings_recorded_env[i]);
         if (v) {
@@ -151,6 +155,7 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
     }
     pthread_atfork(init_before_fork, init_after_fork_parent, init_after_fork_child);
     lifecycle_init(settings_bool(SETTING_PROF_SIGNALS));
+    window_init();
     for (size_t i = 0; i < INIT_LAYER_COUNT; i++)
         if (init_layer_on[i] && init_layers[i]->start)
             init_layers[i]->start(argc, argv);

@@ -304,13 +304,19 @@ static void lifecycle_on_signal(int sig, siginfo_t *info, void *context)
     errno = saved;
 }
 
+/* A signal of the profiler's own (the capture window's), with its handler. */
+static void (*lifecycle_own_handler[LIFECYCLE_NSIG])(int);
+
 static int lifecycle_install_ours(int sig)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = lifecycle_on_signal;
+    if (lifecycle_own_handler[sig])
+        sa.sa_handler = lifecycle_own_handler[sig];
+    else
+        sa.sa_sigaction = lifecycle_on_signal;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART | SA_SIGINFO;
+    sa.sa_flags = SA_RESTART | (lifecycle_own_handler[sig] ? 0 : SA_SIGINFO);
     /* A thread that set up an alternate stack to survive a stack overflow gets our flush
      * there too; only for faults: a small one (faulthandler's) must not carry a SIGTERM
      * flush that the thread's own stack would hold easily. */
@@ -335,6 +341,10 @@ PROF_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction
             rc = lifecycle_ours_installed[sig] ? 0 : lifecycle_install_ours(sig);
         } else {
             rc = lifecycle_real_sigaction(sig, act, NULL);
+            if (rc == 0 && lifecycle_own_handler[sig] && lifecycle_ours_installed[sig])
+                collector_note("the program set its own handler for signal %d: it no longer "
+                               "opens or closes the capture window",
+                               sig);
             if (rc == 0)
                 lifecycle_ours_installed[sig] = 0;
         }
@@ -364,6 +374,24 @@ PROF_EXPORT sighandler_t signal(int sig, sighandler_t handler)
     if (sigaction(sig, &sa, &old) != 0)
         return SIG_ERR;
     return old.sa_handler;
+}
+
+int lifecycle_manage_signal(int sig, void (*handler)(int))
+{
+    if (!lifecycle_real_sigaction)
+        lifecycle_real_sigaction = (lifecycle_sigaction_fn)lifecycle_next("sigaction");
+    struct sigaction cur;
+    if (sig <= 0 || sig >= LIFECYCLE_NSIG || lifecycle_managed[sig] || !lifecycle_real_sigaction ||
+        lifecycle_real_sigaction(sig, NULL, &cur) != 0 || cur.sa_handler != SIG_DFL)
+        return -1;
+    lifecycle_app_action[sig] = cur;
+    lifecycle_own_handler[sig] = handler;
+    if (lifecycle_install_ours(sig) != 0) {
+        lifecycle_own_handler[sig] = NULL;
+        return -1;
+    }
+    lifecycle_managed[sig] = 1;
+    return 0;
 }
 
 void lifecycle_init(int handle_signals)

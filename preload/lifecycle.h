@@ -9,6 +9,10 @@
 /* handle_signals: flush on SIGTERM/SIGINT/SIGHUP/SIGQUIT/SIGABRT and the faults
  * SIGSEGV/SIGBUS/SIGFPE/SIGILL while the program leaves them at their default action. */
 void lifecycle_init(int handle_signals);
+/* Puts handler on sig while the program leaves sig at its default action; the program
+ * is told SIG_DFL, and its own handler, once it sets one, replaces ours (said once). 0, or
+ * -1 when the program already handles or ignores sig. */
+int lifecycle_manage_signal(int sig, void (*handler)(int));
 
 /* posix_spawnp without our wrapper: for the profiler's own helpers (the bridge's
  * compiler), whose environment must stay as given. */

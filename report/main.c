@@ -12,6 +12,7 @@
 #include "export.h"
 #include "format.h"
 #include "export_timeline.h"
+#include "jobs.h"
 #include "model.h"
 #include "stacks_view.h"
 #include "summary.h"
@@ -75,7 +76,11 @@ static void main_usage(FILE *out)
           "      --chrome-trace FILE  write torch.profiler's Chrome/Kineto JSON (TensorBoard,\n"
           "                    HTA); several ranks: FILE.rank<N>.json each (pid<P> unranked)\n"
           "      --run ID      report the run whose META run_id is ID\n"
+          "      --run ID      also a job id (META job_id): every process of that job\n"
           "      --all-runs    merge every run found in the inputs (default: the latest)\n"
+          "      --all-roles   keep launchers (torchrun's agent, mpirun), workers of ranks\n"
+          "                    (DataLoader workers) and earlier restart attempts in the\n"
+          "                    tables (default: ranks and plain processes only)\n"
           "  -h, --help        this help\n"
           "\n"
           "  dump FILE         print every record of FILE with its byte offset and fields\n"
@@ -266,7 +271,7 @@ int main(int argc, char **argv)
     const char *sort_arg = NULL;
     size_t limit = 0;
     const char *run_id = NULL;
-    int all_runs = 0, python = 0, format_given = 0;
+    int all_runs = 0, python = 0, format_given = 0, all_roles = 0;
     int kernels = 0, gpu = 0, actions = 0; /* --kernels, --gpu, --actions: those tables only */
     int ops = 0, by_shape = 0;             /* --ops, --group-by-shape */
     enum summary_op_sort op_sort = SUMMARY_OP_SORT_SELF_CPU;
@@ -306,7 +311,8 @@ int main(int argc, char **argv)
         OPT_STACKS_FOLDED,
         OPT_DEBUG_DIR,
         OPT_PERFETTO,
-        OPT_CHROME_TRACE
+        OPT_CHROME_TRACE,
+        OPT_ALL_ROLES
     };
     static const struct option options[] = {
         {"format", required_argument, NULL, 'f'},
@@ -314,6 +320,7 @@ int main(int argc, char **argv)
         {"limit", required_argument, NULL, 'n'},
         {"run", required_argument, NULL, OPT_RUN},
         {"all-runs", no_argument, NULL, OPT_ALL_RUNS},
+        {"all-roles", no_argument, NULL, OPT_ALL_ROLES},
         {"python", no_argument, NULL, OPT_PYTHON},
         {"per-thread", no_argument, NULL, OPT_PER_THREAD},
         {"per-process", no_argument, NULL, OPT_PER_PROCESS},
@@ -366,6 +373,9 @@ int main(int argc, char **argv)
             break;
         case OPT_ALL_RUNS:
             all_runs = 1;
+            break;
+        case OPT_ALL_ROLES:
+            all_roles = 1;
             break;
         case OPT_PYTHON:
             python = 1;
@@ -488,12 +498,16 @@ int main(int argc, char **argv)
         free(in.procs);
         return 1;
     }
-    if (summary_select_run(in.procs, &in.n, run_id, all_runs, stderr) != 0) {
+    struct jobs_report job;
+    if (jobs_select(in.procs, &in.n, run_id, all_runs, all_roles, &job, stderr) != 0) {
         for (size_t i = 0; i < in.n; i++)
             model_process_free(in.procs[i]);
         free(in.procs);
+        jobs_free(&job);
         return 1;
     }
+    for (size_t i = 0; i < job.nwarnings; i++)
+        fprintf(stderr, "profreport: warning: %s\n", job.warnings[i]);
 
     int failed = in.failed;
     if (main_write_timelines(in.procs, in.n, perfetto_path, chrome_path) != 0)
@@ -523,6 +537,7 @@ int main(int argc, char **argv)
 
     struct summary s;
     summary_build(&s, in.procs, in.n);
+    s.job = &job;
     summary_sort(&s, sort);
     summary_sort_python(&s, py_sort);
     if (by_shape)
@@ -546,11 +561,15 @@ int main(int argc, char **argv)
         rc = export_json_write(stdout, &s, limit);
     else if (format == MAIN_FORMAT_CSV)
         rc = export_csv_write(stdout, &s, limit);
-    else if (python || kernels || gpu || actions || ops)
+    else if (python || kernels || gpu || actions || ops) {
+        jobs_print(stdout, &job);
         main_print_selected(&s, limit, split, python, kernels, gpu, actions, ops);
-    else
+    } else {
+        jobs_print(stdout, &job);
         tables_print(stdout, &s, limit);
+    }
     summary_free(&s);
+    jobs_free(&job);
     if (fflush(stdout) != 0 || rc != 0) {
         fprintf(stderr, "profreport: cannot write the report: %s\n", strerror(errno));
         return 1;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "outdir.h"
+#include "job.h"
 #include "settings.h"
 
 static void profrun_usage(FILE *out)
@@ -148,12 +149,22 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    char run_id[64];
-    time_t now = time(NULL);
-    struct tm tm;
-    localtime_r(&now, &tm);
-    size_t len = strftime(run_id, sizeof run_id, "%Y%m%d-%H%M%S", &tm);
-    snprintf(run_id + len, sizeof run_id - len, "-%ld", (long)getpid());
+    /* A run id given (by the user, or an outer profrun) stays; inside a launch that names
+     * itself (srun -n 4 profrun -- ...) every copy of profrun takes the launch's id. */
+    char run_id[200];
+    const char *run_from = NULL; /* NULL: keep PROF_RUN_ID_FROM as it is (unset: the user) */
+    if (settings_is_set(SETTING_PROF_RUN_ID)) {
+        snprintf(run_id, sizeof run_id, "%s", settings_get(SETTING_PROF_RUN_ID));
+    } else if (job_run_id_from_env(run_id, sizeof run_id)[0]) {
+        run_from = "job";
+    } else {
+        time_t now = time(NULL);
+        struct tm tm;
+        localtime_r(&now, &tm);
+        size_t len = strftime(run_id, sizeof run_id, "%Y%m%d-%H%M%S", &tm);
+        snprintf(run_id + len, sizeof run_id - len, "-%ld", (long)getpid());
+        run_from = "profrun";
+    }
 
     /* Like system(): the terminal's SIGINT/SIGQUIT reach the command directly; we wait
      * for it and then report. SIGTERM/SIGHUP sent to us are passed on. */
@@ -182,6 +193,8 @@ int main(int argc, char **argv)
         setenv("PROF_LIB", lib_abs, 1);
         setenv("PROF_OUTPUT_DIR", out_abs, 1);
         setenv("PROF_RUN_ID", run_id, 1);
+        if (run_from)
+            setenv("PROF_RUN_ID_FROM", run_from, 1);
         /* The driver calls our InitializeInjection at cuInit: programs whose CUDA runtime
          * is linked statically are seen too. A user's own injection library wins. */
         setenv("CUDA_INJECTION64_PATH", lib_abs, 0);

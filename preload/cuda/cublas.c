@@ -86,7 +86,8 @@ static void *cublas_resolve(const char *name, const char *lib)
 /* Whether this call is recorded: not from inside the profiler, not when turned off. */
 static inline int cublas_capture(void)
 {
-    return cublas_enabled && !prof_tls_busy;
+    return cublas_enabled && !prof_tls_busy &&
+           atomic_load_explicit(&prof_recording, memory_order_relaxed);
 }
 
 /* Emits the call; runs as profiler code (busy), after the library call returned. */

@@ -95,7 +95,9 @@ static void cudart_first_use(void)
 /* Whether this call is recorded: not from inside the profiler, not when turned off. */
 static inline int cudart_capture_begin(void)
 {
-    if (prof_tls_busy || !cudart_enabled)
+    /* Outside a capture window (prof_recording off) the call costs this one branch. */
+    if (prof_tls_busy || !cudart_enabled ||
+        !atomic_load_explicit(&prof_recording, memory_order_relaxed))
         return 0;
     prof_tls_busy = 1;
     return 1;

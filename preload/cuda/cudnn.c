@@ -73,7 +73,8 @@ static void *cudnn_resolve(const char *name)
 /* Whether this call is recorded: not from inside the profiler, not when turned off. */
 static inline int cudnn_capture(void)
 {
-    return cudnn_enabled && !prof_tls_busy;
+    return cudnn_enabled && !prof_tls_busy &&
+           atomic_load_explicit(&prof_recording, memory_order_relaxed);
 }
 
 /* The stream a successful call ran on: the handle's, asked from cuDNN itself. */

@@ -23,6 +23,7 @@
 #include "cupti_sub.h"
 #include "emit.h"
 #include "settings.h"
+#include "window.h"
 
 #define PROF_EXPORT __attribute__((visibility("default")))
 #define CUPTI_BUFFER_BYTES (4u << 20)
@@ -124,8 +125,62 @@ static uint64_t cupti_pack_dim3(int32_t x, int32_t y, int32_t z)
     return (uint64_t)(uint32_t)x | ((uint64_t)(y & 0xffff) << 32) | ((uint64_t)(z & 0xffff) << 48);
 }
 
+/* Capture windows (window.c): the correlation ids of the calls made while recording, as
+ * intervals (ids only grow). GPU work whose call was made outside every interval is
+ * dropped, as the call itself was. Past CUPTI_WINDOWS intervals everything is kept. */
+#define CUPTI_WINDOWS 256
+static _Atomic uint32_t cupti_win_lo[CUPTI_WINDOWS], cupti_win_hi[CUPTI_WINDOWS];
+static _Atomic int cupti_win_count; /* intervals begun */
+static _Atomic int cupti_win_open;  /* the last one still grows */
+static pthread_mutex_t cupti_win_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void cupti_window_note(uint32_t correlation)
+{
+    if (!atomic_load_explicit(&cupti_win_open, memory_order_acquire)) {
+        pthread_mutex_lock(&cupti_win_lock);
+        int n = atomic_load(&cupti_win_count);
+        if (!atomic_load(&cupti_win_open) && n < CUPTI_WINDOWS) {
+            atomic_store(&cupti_win_lo[n], correlation);
+            atomic_store(&cupti_win_hi[n], correlation);
+            atomic_store(&cupti_win_count, n + 1);
+        }
+        atomic_store_explicit(&cupti_win_open, 1, memory_order_release);
+        pthread_mutex_unlock(&cupti_win_lock);
+    }
+    int n = atomic_load(&cupti_win_count);
+    if (n == 0 || n > CUPTI_WINDOWS)
+        return;
+    _Atomic uint32_t *hi = &cupti_win_hi[n - 1];
+    uint32_t cur = atomic_load_explicit(hi, memory_order_relaxed);
+    while (cur < correlation && !atomic_compare_exchange_weak(hi, &cur, correlation))
+        ;
+}
+
+static int cupti_window_has(uint32_t correlation)
+{
+    int n = atomic_load(&cupti_win_count);
+    if (n >= CUPTI_WINDOWS)
+        return 1;
+    for (int i = 0; i < n; i++)
+        if (correlation >= atomic_load(&cupti_win_lo[i]) &&
+            correlation <= atomic_load(&cupti_win_hi[i]))
+            return 1;
+    return 0;
+}
+
 static void cupti_convert(CUpti_Activity *a)
 {
+    if (window_active) {
+        uint32_t correlation =
+            a->kind == CUPTI_ACTIVITY_KIND_KERNEL ||
+                    a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+                ? ((CUpti_ActivityKernel10 *)a)->correlationId
+            : a->kind == CUPTI_ACTIVITY_KIND_MEMCPY ? ((CUpti_ActivityMemcpy6 *)a)->correlationId
+            : a->kind == CUPTI_ACTIVITY_KIND_MEMSET ? ((CUpti_ActivityMemset4 *)a)->correlationId
+                                                    : 0;
+        if (correlation && !cupti_window_has(correlation))
+            return;
+    }
     switch (a->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
@@ -260,9 +315,16 @@ static void cupti_name_once(uint16_t domain, uint32_t cbid)
 static void cupti_api_record(uint16_t domain, uint32_t cbid, uint32_t correlation, uint64_t start,
                              uint64_t end)
 {
-    struct prof_thread *t = emit_thread();
-    if (!t || !atomic_load_explicit(&prof_recording, memory_order_relaxed))
+    if (!atomic_load_explicit(&prof_recording, memory_order_relaxed)) {
+        if (window_active)
+            atomic_store_explicit(&cupti_win_open, 0, memory_order_release);
         return;
+    }
+    struct prof_thread *t = emit_thread();
+    if (!t)
+        return;
+    if (window_active)
+        cupti_window_note(correlation);
     cupti_name_once(domain, cbid);
     struct prof_rec_gpu_api *r = ring_reserve(&t->ring, sizeof *r);
     if (!r)
@@ -561,7 +623,8 @@ static int cupti_subscribe(void)
 
 void cupti_start(void)
 {
-    if (cupti_started || !cupti_enabled || !atomic_load(&prof_recording))
+    /* Not prof_recording: a capture window may be closed at the first CUDA call. */
+    if (cupti_started || !cupti_enabled || !collector_is_live())
         return;
     pthread_mutex_lock(&cupti_start_lock);
     if (!cupti_started) {

@@ -119,6 +119,12 @@ int python_func_action(uint32_t func_id);
  * callback, which runs in it): one ACTION record with the name. */
 void python_action_called(int kind, py_object *frame, uint64_t now);
 
+/* python_steps.c: the step functions of PROF_STEPS, classified when named (func id and
+ * code object). */
+void python_step_classify(uint32_t func_id, py_object *code, const char *path);
+int python_func_step(uint32_t func_id);
+int python_code_step(const void *code);
+
 /* python_tree.c */
 int python_profile(py_object *obj, py_object *frame, int what, py_object *arg);
 void python_tree_init(uint64_t span_threshold_ns);

@@ -107,6 +107,7 @@ static void py_describe(uint32_t id, const void *key, int kind, py_object *obj)
         const char *path = py_str(file);
         rec.file_sid = collector_intern(path);
         python_action_classify(id, code, path);
+        python_step_classify(id, code, path);
         if (file)
             py.DecRef(file);
         py_object *line = py.GetAttrString(code, "co_firstlineno");

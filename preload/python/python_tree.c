@@ -17,6 +17,7 @@
 #include "collector.h"
 #include "emit.h"
 #include "python.h"
+#include "window.h"
 
 #define PY_MAX_DEPTH 4096
 #define PY_CHUNK_NODES 1024
@@ -30,8 +31,11 @@ struct py_node {
     struct py_node *last_child; /* the child found last: loops call the same one again */
     _Atomic uint64_t calls, total, self, api_calls, api_ticks;
     uint64_t written_calls, written_api_calls; /* the collector's */
-    uint8_t action; /* its function starts or stops a Lightning action (python_actions.c) */
+    /* its function starts or stops a Lightning action (python_actions.c), and/or
+     * (PY_NODE_STEP) ends a step of PROF_STEPS (python_steps.c) */
+    uint8_t action;
 };
+#define PY_NODE_STEP 0x80
 
 struct py_frame {
     struct py_node *node;
@@ -54,7 +58,11 @@ struct py_thread {
     uint32_t table_mask, table_used;
     uint64_t gap_start;
     int in_gap;
+    uint32_t step_depth; /* step-function calls on the stack (the outermost ends a step) */
 };
+
+/* Outside the capture window: step-function calls under way in this thread. */
+static __thread uint32_t py_closed_step_depth PROF_TLS;
 
 static __thread struct py_thread *py_tls PROF_TLS;
 static struct py_thread *_Atomic py_threads;
@@ -139,7 +147,7 @@ static struct py_node *py_node_new(struct py_thread *pt, struct py_node *parent,
     n->func_id = func;
     n->key = key;
     n->parent = parent;
-    n->action = (uint8_t)python_func_action(func);
+    n->action = (uint8_t)(python_func_action(func) | (python_func_step(func) ? PY_NODE_STEP : 0));
     /* release: the collector that reads the new count sees the node's fields */
     atomic_store_explicit(&pt->node_count, count + 1, memory_order_release);
     return n;
@@ -182,8 +190,10 @@ static inline __attribute__((always_inline)) void py_enter(struct py_thread *pt,
                                                            int kind, py_object *obj, uint64_t now)
 {
     if (pt->overflow || pt->depth == PY_MAX_DEPTH) {
+        /* overflow > 0 may also be calls begun after the window closed (py_closed_event) */
+        if (!pt->overflow)
+            py_note_limits();
         pt->overflow++;
-        py_note_limits();
         return;
     }
     struct py_node *parent = pt->depth ? pt->stack[pt->depth - 1].node : NULL;
@@ -202,8 +212,13 @@ static inline __attribute__((always_inline)) void py_enter(struct py_thread *pt,
     f->node = n;
     f->start = now;
     f->child = 0;
-    if (__builtin_expect(n->action, 0))
-        python_action_called(n->action, kind == PROF_PY_FUNC_PYTHON ? obj : NULL, now);
+    if (__builtin_expect(n->action, 0)) {
+        if (n->action & PY_NODE_STEP)
+            pt->step_depth++;
+        if (n->action & ~PY_NODE_STEP)
+            python_action_called(n->action & ~PY_NODE_STEP,
+                                 kind == PROF_PY_FUNC_PYTHON ? obj : NULL, now);
+    }
 }
 
 static void py_emit_span(struct py_node *n, uint64_t start, uint64_t end)
@@ -245,6 +260,35 @@ static inline __attribute__((always_inline)) void py_leave(struct py_thread *pt,
     }
     if (dt >= py_span_ticks)
         py_emit_span(n, f->start, now);
+    if (__builtin_expect(n->action & PY_NODE_STEP, 0) && pt->step_depth && !--pt->step_depth)
+        window_step_done(); /* may close the window */
+}
+
+/* An event outside the capture window (prof_recording off). A thread with frames entered
+ * inside the window still on its stack lets them return and counts them (calls made
+ * since are skipped as overflow); then it does nothing more, except, with PROF_STEPS,
+ * watch for the end of each step. code: the code object of a Python call or return;
+ * NULL for a builtin. Returns 0 (the profile function's result). */
+static int py_closed_event(py_object *code, py_object *frame, int call)
+{
+    struct py_thread *pt = py_tls;
+    if (pt && pt->depth && !pt->in_gap) {
+        if (call)
+            pt->overflow++;
+        else
+            py_leave(pt, prof_clock_ticks());
+        return 0;
+    }
+    if (!window_steps_on || !code)
+        return 0;
+    if (call) {
+        if (python_code_step(code) ||
+            python_func_step(python_func_id(code, PROF_PY_FUNC_PYTHON, frame)))
+            py_closed_step_depth++;
+    } else if (py_closed_step_depth && python_code_step(code) && !--py_closed_step_depth) {
+        window_step_done(); /* may open the window */
+    }
+    return 0;
 }
 
 /* 3.11: PyFrameObject.f_frame (after PyObject_HEAD and f_back) points to the
@@ -287,9 +331,29 @@ static inline int py_is_cfunction(py_object *o)
 
 static inline struct py_thread *py_thread_here(void);
 
+/* Outside the window: only the calls and returns that matter there. */
+static __attribute__((noinline)) int py_profile_closed(py_object *frame, int what, py_object *arg)
+{
+    switch (what) {
+    case PY_TRACE_CALL:
+    case PY_TRACE_RETURN:
+        return py_closed_event(py_frame_code(frame), frame, what == PY_TRACE_CALL);
+    case PY_TRACE_C_CALL:
+    case PY_TRACE_C_RETURN:
+    case PY_TRACE_C_EXCEPTION:
+        if (py_tls && py_tls->depth && py_is_cfunction(arg))
+            return py_closed_event(NULL, NULL, what == PY_TRACE_C_CALL);
+        return 0;
+    default:
+        return 0;
+    }
+}
+
 int python_profile(py_object *obj, py_object *frame, int what, py_object *arg)
 {
     (void)obj;
+    if (__builtin_expect(!atomic_load_explicit(&prof_recording, memory_order_relaxed), 0))
+        return py_profile_closed(frame, what, arg);
     uint64_t now = prof_clock_ticks();
     struct py_thread *pt = py_thread_here();
     if (!pt)
@@ -334,6 +398,11 @@ static inline struct py_thread *py_thread_here(void)
 py_object *python_monitor_enter(py_object *self, py_object *const *args, intptr_t nargs)
 {
     (void)self;
+    if (__builtin_expect(!atomic_load_explicit(&prof_recording, memory_order_relaxed), 0)) {
+        if (nargs >= 1)
+            py_closed_event(args[0], NULL, 1);
+        return py.NoneStruct;
+    }
     uint64_t now = prof_clock_ticks();
     struct py_thread *pt = py_thread_here();
     if (pt && nargs >= 1 && !pt->in_gap)
@@ -345,8 +414,11 @@ py_object *python_monitor_enter(py_object *self, py_object *const *args, intptr_
 py_object *python_monitor_leave(py_object *self, py_object *const *args, intptr_t nargs)
 {
     (void)self;
-    (void)args;
-    (void)nargs;
+    if (__builtin_expect(!atomic_load_explicit(&prof_recording, memory_order_relaxed), 0)) {
+        if (nargs >= 1)
+            py_closed_event(args[0], NULL, 0);
+        return py.NoneStruct;
+    }
     uint64_t now = prof_clock_ticks();
     struct py_thread *pt = py_thread_here();
     if (pt && !pt->in_gap)
@@ -381,6 +453,11 @@ py_object *python_monitor_call(py_object *self, py_object *const *args, intptr_t
     /* Every call comes here, Python functions too: the clock is read only for builtins. */
     const void *ml = nargs >= 4 ? py_c_callee(args[2], args[3]) : NULL;
     struct py_thread *pt;
+    if (__builtin_expect(!atomic_load_explicit(&prof_recording, memory_order_relaxed), 0)) {
+        if (ml && py_tls && py_tls->depth)
+            py_closed_event(NULL, NULL, 1);
+        return py.NoneStruct;
+    }
     if (ml && (pt = py_thread_here()) && !pt->in_gap)
         py_enter(pt, ml, PROF_PY_FUNC_C, args[2], prof_clock_ticks());
     return py.NoneStruct;
@@ -392,6 +469,11 @@ py_object *python_monitor_c_leave(py_object *self, py_object *const *args, intpt
     (void)self;
     /* Also called after classes and other non-builtin callables: check first. */
     struct py_thread *pt;
+    if (__builtin_expect(!atomic_load_explicit(&prof_recording, memory_order_relaxed), 0)) {
+        if (py_tls && py_tls->depth && nargs >= 4 && py_c_callee(args[2], args[3]))
+            py_closed_event(NULL, NULL, 0);
+        return py.NoneStruct;
+    }
     if (nargs >= 4 && py_c_callee(args[2], args[3]) && (pt = py_thread_here()) && !pt->in_gap)
         py_leave(pt, prof_clock_ticks());
     return py.NoneStruct;

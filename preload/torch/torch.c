@@ -164,8 +164,10 @@ static uint64_t torch_begin(const struct prof_torch_op_info *op)
 
 static void torch_emit(const struct torch_frame *f, uint32_t depth, uint64_t end)
 {
+    /* No test of prof_recording: torch_begin made the frame inside the capture window,
+     * and an op begun there is recorded even if the window closed before its end. */
     struct prof_thread *t = emit_thread();
-    if (!t || !atomic_load_explicit(&prof_recording, memory_order_relaxed))
+    if (!t)
         return;
     if (__builtin_expect(!atomic_load_explicit(&prof_collector_running, memory_order_relaxed), 0))
         collector_resume();

@@ -9,6 +9,8 @@
 #include "model.h"
 #include "pystats.h"
 
+struct jobs_report;
+
 struct summary_api_row {
     char *name;
     unsigned category;
@@ -161,6 +163,7 @@ struct summary {
     uint64_t py_gaps, py_spans; /* summed over the processes */
     struct summary_gpu gpu;
     struct summary_torch torch;
+    const struct jobs_report *job; /* jobs.c: job, roles left out, windows; NULL: none */
 };
 
 enum summary_sort {

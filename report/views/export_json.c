@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "jobs.h"
 
 /* Builders that never fail in practice (jansson allocates), kept short at call sites. */
 static json_t *export_json_u64(uint64_t v)
@@ -373,6 +374,8 @@ int export_json_write(FILE *out, const struct summary *s, size_t limit)
         json_array_append_new(runs,
                               s->runs[i].id[0] ? export_json_str(s->runs[i].id) : json_null());
     json_object_set_new(root, "runs", runs);
+    if (s->job)
+        json_object_set_new(root, "job", jobs_json(s->job));
 
     json_t *procs = json_array();
     for (size_t i = 0; i < s->nprocs; i++)

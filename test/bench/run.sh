@@ -23,6 +23,16 @@ r = json.load(sys.stdin)
 row = [a for a in r["api"] if a["name"] == "cudaGetDevice"][0]
 lost = sum(p["lost"] for p in r["processes"])
 print("call cost: report counts %d cudaGetDevice calls, %d events lost from the timeline" % (row["calls"], lost))'
+    echo "== added cost per intercepted call outside a capture window (PROF_WINDOW_SIGNAL=USR2, never sent: recording stays off)"
+    rm -rf "$out"
+    LD_LIBRARY_PATH="$B/test/doubles" PROF_CUPTI=0 PROF_WINDOW_SIGNAL=USR2 \
+        "$B/bin/profrun" --no-report -o "$out" -- "$B/test/bench/bench_call_cost" 20000 40 0 |
+        sed -e 's/, profiled /, outside the window /' -e 's/(goal <= 25)/(goal <= 1)/' |
+        grep 'ns/call'
+    "$B/bin/profreport" --format json "$out" | /usr/bin/python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+print("call cost: outside the window the report counts %d cudaGetDevice calls (0 expected)" % sum(a["calls"] for a in r["api"] if a["name"] == "cudaGetDevice"))'
     echo "== CPU-side cost per kernel of the CUPTI path (device doubles, 0 ns kernels)"
     launch() { LD_LIBRARY_PATH="$B/test/doubles" FAKE_CUDA_KERNEL_NS=0 "$@" "$B/test/bench/bench_launch" 100000 | tail -1; }
     bare=$(launch env)

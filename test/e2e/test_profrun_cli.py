@@ -1,8 +1,9 @@
 """profrun's command line: exit status, report printing, options, bad input."""
+import json
 import os
 import subprocess
 
-from conftest import PROFRUN, build_path, needs_cuda, trace_files
+from conftest import PROFREPORT, PROFRUN, build_path, needs_cuda, trace_files
 
 
 def run(args, **kw):
@@ -53,10 +54,22 @@ def test_commands_options_stay_the_commands(tmp_path):
     assert proc.stdout == "-o --help\n"
 
 
-def test_processes_without_cuda_calls_leave_no_files(tmp_path):
-    proc = run(["-o", str(tmp_path), "sh", "-c", "ls / > /dev/null"])
+def test_processes_without_events_still_write_a_small_trace(tmp_path):
+    """Issue 12: a process that makes no CUDA or Python call (a C MPI rank) still says who
+    it was: pid, host, role, its start, and a clean end. Before, it left no file at all."""
+    proc = run(["--no-report", "-o", str(tmp_path), "sh", "-c", "ls / > /dev/null"])
     assert proc.returncode == 0
-    assert trace_files(tmp_path) == []
+    assert len(trace_files(tmp_path)) == 2  # sh and ls
+    out = subprocess.run([PROFREPORT, "--format", "json", str(tmp_path)], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    rep = json.loads(out.stdout)
+    assert sorted(p["command"].split()[0] for p in rep["processes"]) == ["ls", "sh"]
+    for p in rep["processes"]:
+        assert p["clean_end"] is True
+        assert p["meta"]["role"] == "process" and p["meta"]["node"] == p["host"]
+        assert int(p["meta"]["start_realtime_ns"]) > 0
+    assert rep["api"] == []
 
 
 @needs_cuda

@@ -1,0 +1,173 @@
+"""Capture windows (issue 12, part 5): PROF_STEPS, PROF_DELAY/PROF_DURATION and
+PROF_WINDOW_SIGNAL record only their window; the trace says which (META window*) and the
+report prints it. The loops are test/workloads/window_loop.py."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import PROFREPORT, ROOT, build_path, needs_cuda, profile, report, report_json, \
+    trace_files
+
+PYTHON = "/usr/bin/python3"  # Debian's, with Debian's torch
+LOOP = os.path.join(ROOT, "test", "workloads", "window_loop.py")
+CUDA_LOOP = os.path.join(ROOT, "test", "workloads", "window_cuda.py")
+
+
+def have_torch():
+    return subprocess.run([PYTHON, "-c", "import torch"], capture_output=True).returncode == 0
+
+
+needs_torch = pytest.mark.skipif(not have_torch(), reason="Debian's python3-torch is not installed")
+
+
+def py_calls(rep, qualname):
+    """ncalls of a Python function (merged over processes) by qualified name; 0 if absent."""
+    return sum(int(f["ncalls"]) for f in rep["python"] if f["qualname"] == qualname)
+
+
+def meta_records(path, key):
+    out = subprocess.run([PROFREPORT, "dump", path], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    vals = []
+    prefix = "META %s=\"" % key
+    for line in out.stdout.splitlines():
+        i = line.find(prefix)
+        if i >= 0:
+            vals.append(line[i + len(prefix):line.index('"', i + len(prefix))])
+    return vals
+
+
+@needs_torch
+def test_steps_100_to_120_of_300_record_exactly_21_steps(tmp_path):
+    out = tmp_path / "prof"
+    bare = subprocess.run([PYTHON, LOOP, "torch", "300"], capture_output=True, text=True,
+                          timeout=300)
+    got = profile([PYTHON, LOOP, "torch", "300"], out, env={"PROF_STEPS": "100-120"},
+                  timeout=300)
+    assert got.stdout == bare.stdout, "the training result is unchanged"
+    rep = report_json(out, "--python")
+    assert py_calls(rep, "main.<locals>.train_step") == 21
+    assert py_calls(rep, "SGD.step") == 21
+    ops = report_json(out, "--ops")["ops"]
+    addmm = [o for o in ops if o["name"] == "aten::addmm"]
+    assert addmm and addmm[0]["calls"] == 21, "one Linear forward per recorded step"
+    (path,) = trace_files(out)
+    assert meta_records(path, "window") == ["steps 100-120 (optimizer step)"]
+    opens, closes = meta_records(path, "window_open"), meta_records(path, "window_close")
+    assert [o.split()[1:] for o in opens] == [["step", "100"]]
+    assert [c.split()[1:] for c in closes] == [["step", "120"]]
+    assert meta_records(path, "window_steps") == ["21"]
+    text = report(out).stdout
+    assert "Capture window: steps 100-120 (optimizer step)" in text
+    assert "recorded: 21 steps, 1 interval" in text
+    job = rep["job"]["windows"][0]
+    assert (job["steps_min"], job["steps_max"], job["intervals_min"]) == (21, 21, 1)
+
+
+@needs_torch
+def test_dataloader_workers_follow_their_parents_window(tmp_path):
+    """PROF_STEPS=10-20 over 3 epochs of 16 steps: epoch 0's workers are forked closed and
+    opened by the parent at step 10; epoch 1's are forked open and closed at step 20;
+    epoch 2's are forked after the window and record nothing."""
+    out = tmp_path / "prof"
+    profile([PYTHON, LOOP, "loader", "3"], out, env={"PROF_STEPS": "10-20"}, timeout=300)
+    rep = report_json(out, "--all-roles")
+    main = [p for p in rep["processes"] if p["command"].split()[-2:] == ["loader", "3"]
+            and not any(q["pid"] == p["ppid"] for q in rep["processes"])][0]
+    workers = sorted((p for p in rep["processes"] if p["ppid"] == main["pid"]),
+                     key=lambda p: int(p["meta"]["start_realtime_ns"]))
+    assert len(workers) == 6
+    switches = []
+    for w in workers:
+        opens = [v.split()[1] for v in meta_records(w["file"], "window_open")]
+        closes = [v.split()[1] for v in meta_records(w["file"], "window_close")]
+        switches.append((opens, closes))
+    assert switches == [(["parent"], [])] * 2 + [(["start"], ["parent"])] * 2 + [([], [])] * 2
+
+
+def test_steps_of_a_named_python_function_from_step_0(tmp_path):
+    out = tmp_path / "prof"
+    profile([PYTHON, LOOP, "python", "50"], out,
+            env={"PROF_STEPS": "0-9", "PROF_STEP_FUNC": "my_step"})
+    rep = report_json(out, "--python")
+    assert py_calls(rep, "train_step_python") == 10
+    assert py_calls(rep, "my_step") == 10
+    assert py_calls(rep, "work") == 20  # once in train_step_python, once in my_step
+    assert meta_records(trace_files(out)[0], "window_steps") == ["10"]
+
+
+def test_signal_toggles_twice_in_one_run(tmp_path):
+    """Closed at start; USR2 before iterations 10, 20, 50 and 60: open, close, open,
+    close. work() runs inside the window for iterations 10-19 and 50-59."""
+    out = tmp_path / "prof"
+    got = profile([PYTHON, LOOP, "signal", "100", "10", "20", "50", "60"], out,
+                  env={"PROF_WINDOW_SIGNAL": "USR2"})
+    assert got.stdout == "done\n"
+    rep = report_json(out, "--python")
+    assert py_calls(rep, "work") == 20
+    path = trace_files(out)[0]
+    assert len(meta_records(path, "window_open")) == 2
+    assert len(meta_records(path, "window_close")) == 2
+    assert "signal %d toggles" % 12 in meta_records(path, "window")[0]
+    assert "2 intervals" in report(out).stdout
+
+
+def test_signal_the_program_handles_itself_is_left_to_it(tmp_path):
+    """The program sets its own USR2 handler: it runs every time, and the window (closed
+    from the start) stays closed; the profiler says why once."""
+    out = tmp_path / "prof"
+    got = profile([PYTHON, LOOP, "signal_own", "40", "10", "20"], out,
+                  env={"PROF_WINDOW_SIGNAL": "USR2"})
+    assert got.stdout == "handled 2\n"
+    assert got.stderr.count("own handler for signal 12") == 1
+    rep = report_json(out, "--python")
+    assert py_calls(rep, "work") == 0
+    assert meta_records(trace_files(out)[0], "window_open") == []
+
+
+@needs_cuda
+@pytest.mark.parametrize("marks", [["10", "20", "50", "60"], ["-1", "10", "50", "60"]])
+def test_gpu_work_of_calls_outside_the_window_is_dropped(tmp_path, marks):
+    """100 cudaMemset calls (runtime and CUPTI doubles), 20 of them inside the window: the
+    API table and CUPTI's GPU sets both count 20, whether the window was closed at the
+    first CUDA call (CUPTI must start anyway) or open (-1: the sets of the calls made
+    outside are dropped by correlation id)."""
+    out = tmp_path / "prof"
+    got = profile([PYTHON, CUDA_LOOP, "100"] + marks, out,
+                  env={"PROF_WINDOW_SIGNAL": "USR2",
+                       "LD_LIBRARY_PATH": build_path("test", "doubles")})
+    assert got.stdout == "done\n"
+    rep = report_json(out)
+    assert [a["calls"] for a in rep["api"] if a["name"] == "cudaMemset"] == [20]
+    assert [(g["calls"], g["bytes"]) for g in rep["gpu_sets"]] == [(20, 20 * 1024)]
+
+
+def test_delay_and_duration_on_a_timed_loop(tmp_path):
+    """300 ticks 10 ms apart; recording from 1 s for 1 s. The ticks counted are exactly
+    those that began between the window's opening and closing as the trace states them."""
+    out, starts = tmp_path / "prof", tmp_path / "starts.txt"
+    profile([PYTHON, LOOP, "timed", "300", "10", str(starts)], out,
+            env={"PROF_DELAY": "1", "PROF_DURATION": "1"})
+    path = trace_files(out)[0]
+    (o,), (c,) = meta_records(path, "window_open"), meta_records(path, "window_close")
+    t_open, t_close = int(o.split()[0]), int(c.split()[0])
+    assert o.split()[1] == "time" and c.split()[1] == "time"
+    assert 0.9 < (t_close - t_open) / 1e9 < 1.3, "opens and closes within a collector pass"
+    ticks = [int(l) for l in starts.read_text().split()]
+    inside = sum(1 for t in ticks if t_open <= t < t_close)
+    counted = py_calls(report_json(out, "--python"), "tick")
+    assert abs(counted - inside) <= 1, (counted, inside)  # a tick running at the switch
+    assert 50 <= counted <= 110
+    assert meta_records(path, "window") == ["time: delay 1 s, duration 1 s"]
+
+
+def test_bad_window_settings_are_said_and_everything_is_recorded(tmp_path):
+    out = tmp_path / "prof"
+    got = profile([PYTHON, LOOP, "python", "30"], out,
+                  env={"PROF_STEPS": "20-10", "PROF_WINDOW_SIGNAL": "NOPE"})
+    assert "PROF_STEPS=20-10 is not A-B" in got.stderr
+    assert "PROF_WINDOW_SIGNAL=NOPE is no signal" in got.stderr
+    assert py_calls(report_json(out, "--python"), "train_step_python") == 30
