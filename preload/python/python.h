@@ -66,6 +66,7 @@ struct py_api {
     void (*ErrClear)(void);
     py_object *(*ImportGetModuleDict)(void);
     py_object *(*DictGetItemString)(py_object *, const char *);
+    int (*DictDelItemString)(py_object *, const char *);
     py_object *(*CFunctionNewEx)(struct py_method_def *, py_object *, py_object *);
     py_object *(*TupleGetItem)(py_object *, intptr_t);
     py_object *(*ObjectCallMethod)(py_object *, const char *, const char *, ...);
