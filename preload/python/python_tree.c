@@ -21,6 +21,7 @@
 #define PY_MAX_DEPTH 4096
 #define PY_CHUNK_NODES 1024
 #define PY_MAX_CHUNKS 4096
+#define PY_MAX_DRIFT 32
 
 struct py_node {
     uint32_t id;
@@ -54,6 +55,13 @@ struct py_thread {
     uint32_t table_mask, table_used;
     uint64_t gap_start;
     int in_gap;
+    /* Functions whose cProfile recursion level differs from their frames on our stack,
+     * after returns that did not pair with the innermost call (python_leave_unpaired). */
+    uint32_t drift_used;
+    struct py_drift {
+        const void *key;
+        int32_t level;
+    } drift[PY_MAX_DRIFT];
 };
 
 static __thread struct py_thread *py_tls PROF_TLS;
@@ -222,7 +230,20 @@ static void py_emit_span(struct py_node *n, uint64_t start, uint64_t end)
     ring_commit(&t->ring);
 }
 
-static inline __attribute__((always_inline)) void py_leave(struct py_thread *pt, uint64_t now)
+static void py_leave_unpaired(struct py_thread *pt, const void *key, int kind, py_object *obj,
+                              uint64_t now);
+
+static inline int py_drifts(const struct py_thread *pt, const void *key)
+{
+    for (uint32_t i = 0; i < pt->drift_used; i++)
+        if (pt->drift[i].key == key)
+            return 1;
+    return 0;
+}
+
+/* key: the function that returns (code object or PyMethodDef), as cProfile keys it. */
+static inline __attribute__((always_inline)) void py_leave(struct py_thread *pt, const void *key,
+                                                           int kind, py_object *obj, uint64_t now)
 {
     if (pt->overflow) {
         pt->overflow--;
@@ -230,6 +251,12 @@ static inline __attribute__((always_inline)) void py_leave(struct py_thread *pt,
     }
     if (!pt->depth)
         return; /* a frame that started before we attached */
+    if (__builtin_expect(pt->stack[pt->depth - 1].node->key != key ||
+                             (pt->drift_used && py_drifts(pt, key)),
+                         0)) {
+        py_leave_unpaired(pt, key, kind, obj, now);
+        return;
+    }
     struct py_frame *f = &pt->stack[--pt->depth];
     uint64_t dt = now - f->start;
     struct py_node *n = f->node;
@@ -245,6 +272,82 @@ static inline __attribute__((always_inline)) void py_leave(struct py_thread *pt,
     }
     if (dt >= py_span_ticks)
         py_emit_span(n, f->start, now);
+}
+
+static int32_t *py_drift_slot(struct py_thread *pt, const void *key)
+{
+    for (uint32_t i = 0; i < pt->drift_used; i++)
+        if (pt->drift[i].key == key)
+            return &pt->drift[i].level;
+    if (pt->drift_used == PY_MAX_DRIFT)
+        return NULL;
+    pt->drift[pt->drift_used] = (struct py_drift){key, 0};
+    return &pt->drift[pt->drift_used++].level;
+}
+
+static void py_drift_add(struct py_thread *pt, const void *key, int32_t d)
+{
+    int32_t *level = py_drift_slot(pt, key);
+    if (!level) {
+        py_note_limits();
+        return;
+    }
+    *level += d;
+    if (*level == 0) { /* back in step: drop the entry */
+        uint32_t i =
+            (uint32_t)(((char *)level - (char *)&pt->drift[0].level) / sizeof pt->drift[0]);
+        pt->drift[i] = pt->drift[--pt->drift_used];
+    }
+}
+
+/* A return that does not pair with the innermost call on our stack (3.11 resumes a
+ * coroutine through throw() without a call event, and still reports its return), or the
+ * return of a function whose cProfile recursion level has drifted since. cProfile's rule
+ * (_lsprof's ptrace_leave_call and Stop): the innermost call ends; if the returning
+ * function was ever entered, one call of it is counted with that call's times, as a
+ * primitive call when its recursion level (its calls entered minus its returns counted)
+ * drops to 0; otherwise nothing is counted. Its level and the ended function's no longer
+ * match the frames on the stack: the difference is kept in pt->drift. A call counted
+ * against the tree's own rule (recursive when the function is among its callers) goes to a
+ * node at the top of the tree: (none, function) for a primitive call, under a second node
+ * of the same function for a recursive one. */
+static __attribute__((noinline)) void py_leave_unpaired(struct py_thread *pt, const void *key,
+                                                        int kind, py_object *obj, uint64_t now)
+{
+    struct py_frame *f = &pt->stack[pt->depth - 1];
+    struct py_node *ended = f->node;
+    int paired = ended->key == key;
+    if (!paired && !python_func_known(key)) { /* never entered: the call ends uncounted */
+        pt->depth--;
+        py_drift_add(pt, ended->key, 1);
+        return;
+    }
+    int32_t below = 0; /* frames of the function under the innermost one */
+    for (uint32_t d = 0; d + 1 < pt->depth; d++)
+        below += pt->stack[d].node->key == key;
+    int32_t *drift = py_drift_slot(pt, key);
+    int32_t level = below + paired + (drift ? *drift : 0);
+    int primitive = level == 1;
+    struct py_node *n = ended;
+    if (!paired || primitive != (below == 0)) {
+        struct py_node *top = py_node_find(pt, NULL, key, kind, obj);
+        n = top && !primitive ? py_node_find(pt, top, key, kind, obj) : top;
+    }
+    pt->depth--;
+    uint64_t dt = now - f->start;
+    if (n) {
+        py_add(&n->calls, 1);
+        py_add(&n->total, dt);
+        py_add(&n->self, dt - f->child);
+        if (dt >= py_span_ticks)
+            py_emit_span(n, f->start, now);
+    }
+    if (pt->depth)
+        pt->stack[pt->depth - 1].child += dt;
+    if (!paired) { /* (drift may move here: it is not used after) */
+        py_drift_add(pt, ended->key, 1);
+        py_drift_add(pt, key, -1);
+    }
 }
 
 /* 3.11: PyFrameObject.f_frame (after PyObject_HEAD and f_back) points to the
@@ -299,7 +402,7 @@ int python_profile(py_object *obj, py_object *frame, int what, py_object *arg)
         py_enter(pt, py_frame_code(frame), PROF_PY_FUNC_PYTHON, frame, now);
         break;
     case PY_TRACE_RETURN:
-        py_leave(pt, now);
+        py_leave(pt, py_frame_code(frame), PROF_PY_FUNC_PYTHON, frame, now);
         break;
     case PY_TRACE_C_CALL:
         if (py_is_cfunction(arg))
@@ -308,7 +411,7 @@ int python_profile(py_object *obj, py_object *frame, int what, py_object *arg)
     case PY_TRACE_C_RETURN:
     case PY_TRACE_C_EXCEPTION:
         if (py_is_cfunction(arg))
-            py_leave(pt, now);
+            py_leave(pt, ((struct py_cfunction *)arg)->m_ml, PROF_PY_FUNC_C, arg, now);
         break;
     default:
         break;
@@ -345,12 +448,10 @@ py_object *python_monitor_enter(py_object *self, py_object *const *args, intptr_
 py_object *python_monitor_leave(py_object *self, py_object *const *args, intptr_t nargs)
 {
     (void)self;
-    (void)args;
-    (void)nargs;
     uint64_t now = prof_clock_ticks();
     struct py_thread *pt = py_thread_here();
-    if (pt && !pt->in_gap)
-        py_leave(pt, now);
+    if (pt && nargs >= 1 && !pt->in_gap)
+        py_leave(pt, args[0], PROF_PY_FUNC_PYTHON, NULL, now);
     return py.NoneStruct;
 }
 
@@ -381,8 +482,10 @@ py_object *python_monitor_call(py_object *self, py_object *const *args, intptr_t
     /* Every call comes here, Python functions too: the clock is read only for builtins. */
     const void *ml = nargs >= 4 ? py_c_callee(args[2], args[3]) : NULL;
     struct py_thread *pt;
-    if (ml && (pt = py_thread_here()) && !pt->in_gap)
+    if (ml && (pt = py_thread_here()) && !pt->in_gap) {
+        python_descr_self = args[3]; /* names a method descriptor the first time */
         py_enter(pt, ml, PROF_PY_FUNC_C, args[2], prof_clock_ticks());
+    }
     return py.NoneStruct;
 }
 
@@ -391,9 +494,10 @@ py_object *python_monitor_c_leave(py_object *self, py_object *const *args, intpt
 {
     (void)self;
     /* Also called after classes and other non-builtin callables: check first. */
+    const void *ml = nargs >= 4 ? py_c_callee(args[2], args[3]) : NULL;
     struct py_thread *pt;
-    if (nargs >= 4 && py_c_callee(args[2], args[3]) && (pt = py_thread_here()) && !pt->in_gap)
-        py_leave(pt, prof_clock_ticks());
+    if (ml && (pt = py_thread_here()) && !pt->in_gap)
+        py_leave(pt, ml, PROF_PY_FUNC_C, args[2], prof_clock_ticks());
     return py.NoneStruct;
 }
 
@@ -451,6 +555,7 @@ void python_gap_end(void)
     /* Frames that returned while we were not told: start over from an empty stack. */
     pt->depth = 0;
     pt->overflow = 0;
+    pt->drift_used = 0;
     py_write_gap(pt->gap_start, prof_clock_ticks());
 }
 
