@@ -28,6 +28,8 @@ PROCESSES = os.path.join(WORKLOADS, "py_processes.py")
 OWN_CPROFILE = os.path.join(WORKLOADS, "py_own_cprofile.py")
 HOT = os.path.join(WORKLOADS, "py_hot.py")
 THREAD_POOLS = os.path.join(WORKLOADS, "py_thread_pools.py")
+ASYNCIO = os.path.join(WORKLOADS, "py_asyncio.py")
+BUILTINS = os.path.join(WORKLOADS, "py_builtins.py")
 PRELOAD_ENV = {"PYTHONPATH": os.path.join(WORKLOADS, "site_preload")}
 
 PYENV = "/root/.pyenv/versions"
@@ -192,6 +194,24 @@ def test_thread_pool_counts_match_cprofile(tmp_path, python):
     # multiprocessing.pool.ThreadPool and concurrent.futures.ThreadPoolExecutor: the work,
     # the pools' helper threads and their imports, in every thread to its end.
     assert_counts_match_some_run(tmp_path, python, THREAD_POOLS)
+
+
+def test_asyncio_counts_match_cprofile(tmp_path, python):
+    # Tasks that suspend and resume, a queue, gather, an async generator, a task cancelled
+    # while it waits. On 3.11 a coroutine resumed through throw() reports a return without
+    # a call: cProfile counts it against the call it ends (its rule is matched).
+    want = reference_rows(tmp_path, python, ASYNCIO)
+    got, _ = profiled_rows(tmp_path, [python, ASYNCIO], env=PRELOAD_ENV)
+    assert want.get((ASYNCIO, line_of(ASYNCIO, "async def leaf("), "leaf")), sorted(want)
+    assert_counts_equal(want, got)
+
+
+def test_builtin_keys_and_counts_match_cprofile(tmp_path, python):
+    # Every kind of builtin, by the key cProfile gives it (the pstats key).
+    want = reference_rows(tmp_path, python, BUILTINS)
+    got, _ = profiled_rows(tmp_path, [python, BUILTINS], env=PRELOAD_ENV)
+    assert ("~", 0, "<built-in method math.sqrt>") in want, sorted(want)
+    assert_counts_equal(want, got)
 
 
 def test_first_import_of_atexit_counts_as_in_a_bare_run(tmp_path, python):

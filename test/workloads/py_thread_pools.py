@@ -52,7 +52,9 @@ def with_thread_pool(n):
     settle()
     total = sum(pool.map(square, range(n)))
     settle()
-    total += sum(len(w) for w in pool.imap(words, range(n)))
+    # imap in one chunk: results that arrive out of order take another path in its
+    # iterator, and the order is the threads'.
+    total += sum(len(w) for w in pool.imap(words, range(n), chunksize=n))
     settle()
     for i in range(3):
         total += pool.apply_async(fib, (10 + i,)).get()
