@@ -37,7 +37,8 @@ struct py_node {
 struct py_frame {
     struct py_node *node;
     uint64_t start;
-    uint64_t child; /* ticks spent in calls made from this frame */
+    uint64_t child;  /* ticks spent in calls made from this frame */
+    const void *tag; /* setprofile: the frame object, or the builtin's PyMethodDef */
 };
 
 struct py_thread {
@@ -187,7 +188,8 @@ static void py_note_limits(void)
 }
 
 static inline __attribute__((always_inline)) void py_enter(struct py_thread *pt, const void *key,
-                                                           int kind, py_object *obj, uint64_t now)
+                                                           int kind, py_object *obj, uint64_t now,
+                                                           const void *tag)
 {
     if (pt->overflow || pt->depth == PY_MAX_DEPTH) {
         pt->overflow++;
@@ -210,6 +212,7 @@ static inline __attribute__((always_inline)) void py_enter(struct py_thread *pt,
     f->node = n;
     f->start = now;
     f->child = 0;
+    f->tag = tag;
     if (__builtin_expect(n->action, 0))
         python_action_called(n->action, kind == PROF_PY_FUNC_PYTHON ? obj : NULL, now);
 }
@@ -230,8 +233,7 @@ static void py_emit_span(struct py_node *n, uint64_t start, uint64_t end)
     ring_commit(&t->ring);
 }
 
-static void py_leave_unpaired(struct py_thread *pt, const void *key, int kind, py_object *obj,
-                              uint64_t now);
+static int py_leave_unpaired(struct py_thread *pt, int kind, py_object *obj, uint64_t now);
 
 static inline int py_drifts(const struct py_thread *pt, const void *key)
 {
@@ -241,9 +243,12 @@ static inline int py_drifts(const struct py_thread *pt, const void *key)
     return 0;
 }
 
-/* key: the function that returns (code object or PyMethodDef), as cProfile keys it. */
-static inline __attribute__((always_inline)) void py_leave(struct py_thread *pt, const void *key,
-                                                           int kind, py_object *obj, uint64_t now)
+/* A return. paired: the caller knows it pairs with the innermost call (sys.monitoring,
+ * 3.12+, reports each frame's start, resume and throw). Otherwise (setprofile) tag is
+ * the returning frame object or builtin's PyMethodDef (obj: the frame or builtin): a tag
+ * other than the innermost call's, or drifted recursion levels, take the slow path. */
+static inline __attribute__((always_inline)) void
+py_leave(struct py_thread *pt, const void *tag, int kind, py_object *obj, uint64_t now, int paired)
 {
     if (pt->overflow) {
         pt->overflow--;
@@ -251,12 +256,9 @@ static inline __attribute__((always_inline)) void py_leave(struct py_thread *pt,
     }
     if (!pt->depth)
         return; /* a frame that started before we attached */
-    if (__builtin_expect(pt->stack[pt->depth - 1].node->key != key ||
-                             (pt->drift_used && py_drifts(pt, key)),
-                         0)) {
-        py_leave_unpaired(pt, key, kind, obj, now);
+    if (!paired && __builtin_expect(pt->stack[pt->depth - 1].tag != tag || pt->drift_used, 0) &&
+        py_leave_unpaired(pt, kind, obj, now))
         return;
-    }
     struct py_frame *f = &pt->stack[--pt->depth];
     uint64_t dt = now - f->start;
     struct py_node *n = f->node;
@@ -311,16 +313,23 @@ static void py_drift_add(struct py_thread *pt, const void *key, int32_t d)
  * against the tree's own rule (recursive when the function is among its callers) goes to a
  * node at the top of the tree: (none, function) for a primitive call, under a second node
  * of the same function for a recursive one. */
-static __attribute__((noinline)) void py_leave_unpaired(struct py_thread *pt, const void *key,
-                                                        int kind, py_object *obj, uint64_t now)
+static inline py_object *py_frame_code(py_object *frame);
+
+/* 0: the return pairs after all (py_leave goes on), 1: done here. */
+static __attribute__((noinline)) int py_leave_unpaired(struct py_thread *pt, int kind,
+                                                       py_object *obj, uint64_t now)
 {
+    const void *key = kind == PROF_PY_FUNC_PYTHON ? (const void *)py_frame_code(obj)
+                                                  : ((struct py_cfunction *)obj)->m_ml;
     struct py_frame *f = &pt->stack[pt->depth - 1];
     struct py_node *ended = f->node;
     int paired = ended->key == key;
+    if (paired && !py_drifts(pt, key))
+        return 0;
     if (!paired && !python_func_known(key)) { /* never entered: the call ends uncounted */
         pt->depth--;
         py_drift_add(pt, ended->key, 1);
-        return;
+        return 1;
     }
     int32_t below = 0; /* frames of the function under the innermost one */
     for (uint32_t d = 0; d + 1 < pt->depth; d++)
@@ -348,6 +357,7 @@ static __attribute__((noinline)) void py_leave_unpaired(struct py_thread *pt, co
         py_drift_add(pt, ended->key, 1);
         py_drift_add(pt, key, -1);
     }
+    return 1;
 }
 
 /* 3.11: PyFrameObject.f_frame (after PyObject_HEAD and f_back) points to the
@@ -399,19 +409,20 @@ int python_profile(py_object *obj, py_object *frame, int what, py_object *arg)
         return 0;
     switch (what) {
     case PY_TRACE_CALL:
-        py_enter(pt, py_frame_code(frame), PROF_PY_FUNC_PYTHON, frame, now);
+        py_enter(pt, py_frame_code(frame), PROF_PY_FUNC_PYTHON, frame, now, frame);
         break;
     case PY_TRACE_RETURN:
-        py_leave(pt, py_frame_code(frame), PROF_PY_FUNC_PYTHON, frame, now);
+        py_leave(pt, frame, PROF_PY_FUNC_PYTHON, frame, now, 0);
         break;
     case PY_TRACE_C_CALL:
         if (py_is_cfunction(arg))
-            py_enter(pt, ((struct py_cfunction *)arg)->m_ml, PROF_PY_FUNC_C, arg, now);
+            py_enter(pt, ((struct py_cfunction *)arg)->m_ml, PROF_PY_FUNC_C, arg, now,
+                     ((struct py_cfunction *)arg)->m_ml);
         break;
     case PY_TRACE_C_RETURN:
     case PY_TRACE_C_EXCEPTION:
         if (py_is_cfunction(arg))
-            py_leave(pt, ((struct py_cfunction *)arg)->m_ml, PROF_PY_FUNC_C, arg, now);
+            py_leave(pt, ((struct py_cfunction *)arg)->m_ml, PROF_PY_FUNC_C, arg, now, 0);
         break;
     default:
         break;
@@ -440,7 +451,7 @@ py_object *python_monitor_enter(py_object *self, py_object *const *args, intptr_
     uint64_t now = prof_clock_ticks();
     struct py_thread *pt = py_thread_here();
     if (pt && nargs >= 1 && !pt->in_gap)
-        py_enter(pt, args[0], PROF_PY_FUNC_PYTHON, NULL, now);
+        py_enter(pt, args[0], PROF_PY_FUNC_PYTHON, NULL, now, NULL);
     return py.NoneStruct;
 }
 
@@ -448,10 +459,12 @@ py_object *python_monitor_enter(py_object *self, py_object *const *args, intptr_
 py_object *python_monitor_leave(py_object *self, py_object *const *args, intptr_t nargs)
 {
     (void)self;
+    (void)args;
+    (void)nargs;
     uint64_t now = prof_clock_ticks();
     struct py_thread *pt = py_thread_here();
-    if (pt && nargs >= 1 && !pt->in_gap)
-        py_leave(pt, args[0], PROF_PY_FUNC_PYTHON, NULL, now);
+    if (pt && !pt->in_gap)
+        py_leave(pt, NULL, PROF_PY_FUNC_PYTHON, NULL, now, 1);
     return py.NoneStruct;
 }
 
@@ -484,7 +497,7 @@ py_object *python_monitor_call(py_object *self, py_object *const *args, intptr_t
     struct py_thread *pt;
     if (ml && (pt = py_thread_here()) && !pt->in_gap) {
         python_descr_self = args[3]; /* names a method descriptor the first time */
-        py_enter(pt, ml, PROF_PY_FUNC_C, args[2], prof_clock_ticks());
+        py_enter(pt, ml, PROF_PY_FUNC_C, args[2], prof_clock_ticks(), NULL);
     }
     return py.NoneStruct;
 }
@@ -494,10 +507,9 @@ py_object *python_monitor_c_leave(py_object *self, py_object *const *args, intpt
 {
     (void)self;
     /* Also called after classes and other non-builtin callables: check first. */
-    const void *ml = nargs >= 4 ? py_c_callee(args[2], args[3]) : NULL;
     struct py_thread *pt;
-    if (ml && (pt = py_thread_here()) && !pt->in_gap)
-        py_leave(pt, ml, PROF_PY_FUNC_C, args[2], prof_clock_ticks());
+    if (nargs >= 4 && py_c_callee(args[2], args[3]) && (pt = py_thread_here()) && !pt->in_gap)
+        py_leave(pt, NULL, PROF_PY_FUNC_C, NULL, prof_clock_ticks(), 1);
     return py.NoneStruct;
 }
 
