@@ -98,9 +98,12 @@ def profiled_rows(tmp_path, cmd, env=None, stdin=None):
     return python_rows(report_json(out, "--python")), out
 
 
-def reference_rows(tmp_path, python, workload, args=()):
+def reference_rows(tmp_path, python, workload, args=(), times=False):
+    """times: cProfile's times as the program runs under it alone (single thread only)."""
     out = tmp_path / "reference.json"
     env = dict(os.environ, **PRELOAD_ENV)
+    if times:
+        env["CPROFILE_REFERENCE_TIMES"] = "1"
     proc = subprocess.run([python, REFERENCE, workload, str(out)] + list(args), env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, "reference harness failed:\n%s\n%s" % (proc.stdout,
@@ -235,7 +238,7 @@ def test_first_import_of_atexit_counts_as_in_a_bare_run(tmp_path, python):
 
 def test_top_function_by_tottime_agrees(tmp_path, python):
     args = ["22", "20000"]  # fib(22) (57 313 calls, the clear top) + 20 000 small method calls
-    want = reference_rows(tmp_path, python, HOT, args)
+    want = reference_rows(tmp_path, python, HOT, args, times=True)
     got, _ = profiled_rows(tmp_path, [python, HOT] + args, env=PRELOAD_ENV)
 
     def top(rows, n):

@@ -34,7 +34,8 @@ program calls:
 - On 3.12+ one cProfile profiler sees every thread on one shared stack, so a function
   running in one thread while another thread calls it counts as recursive there. A second
   sys.monitoring tool here keeps a stack per thread and gives the primitive counts; its
-  call counts are checked against cProfile's (differences are reported on stderr).
+  call counts are checked against cProfile's (differences are reported on stderr). Its
+  cost lands in cProfile's times: CPROFILE_REFERENCE_TIMES=1 leaves it out.
 """
 import sys
 
@@ -220,7 +221,11 @@ class PerThreadCounter:
         return out
 
 
-_emu = PerThreadCounter() if MONITORING else None
+# Its callbacks are Python: their time falls inside cProfile's intervals and would more
+# than double the times of short functions. CPROFILE_REFERENCE_TIMES=1 leaves it out, for
+# comparing times (a single-threaded workload, where the shared stack is the thread's).
+_emu = (PerThreadCounter() if MONITORING and os.environ.get("CPROFILE_REFERENCE_TIMES") != "1"
+        else None)
 
 
 # ---- threads before 3.12 ----
