@@ -326,7 +326,10 @@ static __attribute__((noinline)) int py_leave_unpaired(struct py_thread *pt, int
     int paired = ended->key == key;
     if (paired && !py_drifts(pt, key))
         return 0;
-    if (!paired && !python_func_known(key)) { /* never entered: the call ends uncounted */
+    /* Never entered: the call ends uncounted. (cProfile asks its own profiler, one per
+     * thread before 3.12; this asks the process: a function entered only in another
+     * thread counts here.) */
+    if (!paired && !python_func_known(key)) {
         pt->depth--;
         py_drift_add(pt, ended->key, 1);
         return 1;
