@@ -66,6 +66,7 @@ struct py_api {
     void (*ErrClear)(void);
     py_object *(*ImportGetModuleDict)(void);
     py_object *(*DictGetItemString)(py_object *, const char *);
+    int (*DictDelItemString)(py_object *, const char *);
     py_object *(*CFunctionNewEx)(struct py_method_def *, py_object *, py_object *);
     py_object *(*TupleGetItem)(py_object *, intptr_t);
     py_object *(*ObjectCallMethod)(py_object *, const char *, const char *, ...);
@@ -109,6 +110,11 @@ static inline uint64_t python_hash_ptr(const void *p, const void *q)
 /* python_names.c: the id of a function (key: code object or PyMethodDef), naming it with
  * a PY_FUNC record the first time (obj: its frame, or the builtin object). 0 on failure. */
 uint32_t python_func_id(const void *key, int kind, py_object *obj);
+/* The self a method descriptor is called with (3.12+), set before each such call is
+ * entered: python_func_id names the descriptor by it. Under the GIL. */
+extern py_object *python_descr_self;
+/* Whether key was ever given an id (a function some thread entered). */
+int python_func_known(const void *key);
 
 /* python_actions.c: Lightning's profiler calls as actions. Classifies a Python function
  * when it is named (its code object and file): 0, or enum prof_action_kind when its calls

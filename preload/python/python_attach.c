@@ -143,18 +143,27 @@ static int py_attach_monitoring(void)
 static struct py_method_def py_qualnames_def = {
     "profrun_qualnames", (void *)python_qualnames_at_exit, 4 /* METH_NOARGS */, NULL};
 
-/* Before 3.11, qualified names come from the function objects alive at exit. */
+/* Before 3.11, qualified names come from the function objects alive at exit. The program
+ * must not find atexit imported by us: its own import would run less import machinery than
+ * in a bare run (and cProfile's counts). From 3.10 the callbacks belong to the interpreter,
+ * so the module is taken back out of sys.modules; on 3.8/3.9 a second import would make a
+ * new module whose callbacks replace ours, so it stays. */
 static void py_register_qualnames(void)
 {
+    py_object *modules = py.ImportGetModuleDict(); /* borrowed */
+    int loaded = modules && py.DictGetItemString(modules, "atexit") != NULL;
     py_object *atexit_mod = py.ImportModule("atexit"); /* built in: nothing runs */
     py_object *fn = py.CFunctionNewEx(&py_qualnames_def, NULL, NULL);
     py_object *r = atexit_mod && fn ? py.ObjectCallMethod(atexit_mod, "register", "O", fn) : NULL;
+    int registered = r != NULL;
     if (r)
         py.DecRef(r);
     if (fn)
         py.DecRef(fn);
     if (atexit_mod)
         py.DecRef(atexit_mod);
+    if (registered && !loaded && modules && py.minor >= 10 && py.DictDelItemString)
+        py.DictDelItemString(modules, "atexit");
     py.ErrClear();
 }
 
@@ -247,6 +256,7 @@ static int py_resolve_api(void)
     PY_REQUIRE(ErrClear, "PyErr_Clear")
     PY_REQUIRE(ImportGetModuleDict, "PyImport_GetModuleDict")
     PY_REQUIRE(DictGetItemString, "PyDict_GetItemString")
+    PY_OPTIONAL(DictDelItemString, "PyDict_DelItemString")
     PY_REQUIRE(CFunctionNewEx, "PyCFunction_NewEx")
     PY_REQUIRE(TupleGetItem, "PyTuple_GetItem")
     PY_REQUIRE(ObjectCallMethod, "PyObject_CallMethod")

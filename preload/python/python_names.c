@@ -17,6 +17,7 @@ static struct py_func_slot *py_funcs;
 static struct prof_rec_py_func *py_func_records;
 static uint32_t py_func_records_cap;
 static uint32_t py_funcs_mask, py_funcs_used, py_next_func_id = 1;
+py_object *python_descr_self;
 
 static const char *py_str(py_object *o)
 {
@@ -44,12 +45,21 @@ static void py_cfunction_name(struct py_cfunction *fn, char *out, size_t len)
     py_object *mod = fn->m_module;
     const char *modname = NULL;
     if (!fn->m_self) {
-        if (mod && (py.TypeGetFlags(mod->ob_type) & (1ul << 28))) /* str */
+        py_object *modobj_name = NULL;
+        if (mod && (py.TypeGetFlags(mod->ob_type) & (1ul << 28))) { /* str */
             modname = py_str(mod);
+        } else if (mod && (mod->ob_type == py.ModuleType ||
+                           py.TypeIsSubtype(mod->ob_type, py.ModuleType))) {
+            modobj_name = py.GetAttrString(mod, "__name__"); /* as PyModule_GetNameObject */
+            modname = modobj_name ? py_str(modobj_name) : NULL;
+            py.ErrClear();
+        }
         if (modname && *modname && strcmp(modname, "builtins") != 0)
             snprintf(out, len, "<%s.%s>", modname, ml->ml_name);
         else
             snprintf(out, len, "<%s>", ml->ml_name);
+        if (modobj_name)
+            py.DecRef(modobj_name);
         return;
     }
     py_object *name = py.UnicodeFromString(ml->ml_name);
@@ -83,11 +93,17 @@ static void py_describe(uint32_t id, const void *key, int kind, py_object *obj)
     py_object *et, *ev, *etb;
     py.ErrFetch(&et, &ev, &etb);
     if (kind == PROF_PY_FUNC_C && obj->ob_type == py.MethodDescrType) {
-        /* cProfile names the bound method by repr(type(self).<name>): this descriptor */
-        py_object *r = py.Repr(obj);
-        rec.name_sid = rec.qualname_sid = collector_intern(py_str(r));
-        if (r)
-            py.DecRef(r);
+        /* 3.12+: a method descriptor called with its self. cProfile binds it to self and
+         * names the bound method as it names any (python_cfunction_name): by
+         * repr(type(self).<name>), which a Python subclass's override answers. */
+        char name[512];
+        struct py_cfunction bound = {{1, py.CFunctionType}, (void *)key, python_descr_self, NULL};
+        if (python_descr_self)
+            py_cfunction_name(&bound, name, sizeof name);
+        else
+            snprintf(name, sizeof name, "<built-in method %s>",
+                     ((const struct py_method_def *)key)->ml_name);
+        rec.name_sid = rec.qualname_sid = collector_intern(name);
         rec.file_sid = collector_intern("~");
     } else if (kind == PROF_PY_FUNC_C) {
         char name[512];
@@ -151,6 +167,11 @@ static uint32_t py_func_lookup(const void *key)
         if (py_funcs[j].key == key)
             return py_funcs[j].id;
     return 0;
+}
+
+int python_func_known(const void *key)
+{
+    return py_func_lookup(key) != 0;
 }
 
 /* Python < 3.11 has no co_qualname: at exit (atexit, while the interpreter still runs),

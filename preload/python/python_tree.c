@@ -22,6 +22,7 @@
 #define PY_MAX_DEPTH 4096
 #define PY_CHUNK_NODES 1024
 #define PY_MAX_CHUNKS 4096
+#define PY_MAX_DRIFT 32
 
 struct py_node {
     uint32_t id;
@@ -40,7 +41,8 @@ struct py_node {
 struct py_frame {
     struct py_node *node;
     uint64_t start;
-    uint64_t child; /* ticks spent in calls made from this frame */
+    uint64_t child;  /* ticks spent in calls made from this frame */
+    const void *tag; /* setprofile: the frame object, or the builtin's PyMethodDef */
 };
 
 struct py_thread {
@@ -59,6 +61,13 @@ struct py_thread {
     uint64_t gap_start;
     int in_gap;
     uint32_t step_depth; /* step-function calls on the stack (the outermost ends a step) */
+    /* Functions whose cProfile recursion level differs from their frames on our stack,
+     * after returns that did not pair with the innermost call (python_leave_unpaired). */
+    uint32_t drift_used;
+    struct py_drift {
+        const void *key;
+        int32_t level;
+    } drift[PY_MAX_DRIFT];
 };
 
 /* Outside the capture window: step-function calls under way in this thread. */
@@ -187,7 +196,8 @@ static void py_note_limits(void)
 }
 
 static inline __attribute__((always_inline)) void py_enter(struct py_thread *pt, const void *key,
-                                                           int kind, py_object *obj, uint64_t now)
+                                                           int kind, py_object *obj, uint64_t now,
+                                                           const void *tag)
 {
     if (pt->overflow || pt->depth == PY_MAX_DEPTH) {
         /* overflow > 0 may also be calls begun after the window closed (py_closed_event) */
@@ -212,6 +222,7 @@ static inline __attribute__((always_inline)) void py_enter(struct py_thread *pt,
     f->node = n;
     f->start = now;
     f->child = 0;
+    f->tag = tag;
     if (__builtin_expect(n->action, 0)) {
         if (n->action & PY_NODE_STEP)
             pt->step_depth++;
@@ -237,7 +248,22 @@ static void py_emit_span(struct py_node *n, uint64_t start, uint64_t end)
     ring_commit(&t->ring);
 }
 
-static inline __attribute__((always_inline)) void py_leave(struct py_thread *pt, uint64_t now)
+static int py_leave_unpaired(struct py_thread *pt, int kind, py_object *obj, uint64_t now);
+
+static inline int py_drifts(const struct py_thread *pt, const void *key)
+{
+    for (uint32_t i = 0; i < pt->drift_used; i++)
+        if (pt->drift[i].key == key)
+            return 1;
+    return 0;
+}
+
+/* A return. paired: the caller knows it pairs with the innermost call (sys.monitoring,
+ * 3.12+, reports each frame's start, resume and throw). Otherwise (setprofile) tag is
+ * the returning frame object or builtin's PyMethodDef (obj: the frame or builtin): a tag
+ * other than the innermost call's, or drifted recursion levels, take the slow path. */
+static inline __attribute__((always_inline)) void
+py_leave(struct py_thread *pt, const void *tag, int kind, py_object *obj, uint64_t now, int paired)
 {
     if (pt->overflow) {
         pt->overflow--;
@@ -245,6 +271,9 @@ static inline __attribute__((always_inline)) void py_leave(struct py_thread *pt,
     }
     if (!pt->depth)
         return; /* a frame that started before we attached */
+    if (!paired && __builtin_expect(pt->stack[pt->depth - 1].tag != tag || pt->drift_used, 0) &&
+        py_leave_unpaired(pt, kind, obj, now))
+        return;
     struct py_frame *f = &pt->stack[--pt->depth];
     uint64_t dt = now - f->start;
     struct py_node *n = f->node;
@@ -275,8 +304,10 @@ static int py_closed_event(py_object *code, py_object *frame, int call)
     if (pt && pt->depth && !pt->in_gap) {
         if (call)
             pt->overflow++;
-        else
-            py_leave(pt, prof_clock_ticks());
+        else /* taken as the innermost call's return: the window's edge is no place
+              * for cProfile's unpaired-return rule */
+            py_leave(pt, NULL, code ? PROF_PY_FUNC_PYTHON : PROF_PY_FUNC_C, NULL,
+                     prof_clock_ticks(), 1);
         return 0;
     }
     if (!window_steps_on || !code)
@@ -289,6 +320,93 @@ static int py_closed_event(py_object *code, py_object *frame, int call)
         window_step_done(); /* may open the window */
     }
     return 0;
+}
+
+static int32_t *py_drift_slot(struct py_thread *pt, const void *key)
+{
+    for (uint32_t i = 0; i < pt->drift_used; i++)
+        if (pt->drift[i].key == key)
+            return &pt->drift[i].level;
+    if (pt->drift_used == PY_MAX_DRIFT)
+        return NULL;
+    pt->drift[pt->drift_used] = (struct py_drift){key, 0};
+    return &pt->drift[pt->drift_used++].level;
+}
+
+static void py_drift_add(struct py_thread *pt, const void *key, int32_t d)
+{
+    int32_t *level = py_drift_slot(pt, key);
+    if (!level) {
+        py_note_limits();
+        return;
+    }
+    *level += d;
+    if (*level == 0) { /* back in step: drop the entry */
+        uint32_t i =
+            (uint32_t)(((char *)level - (char *)&pt->drift[0].level) / sizeof pt->drift[0]);
+        pt->drift[i] = pt->drift[--pt->drift_used];
+    }
+}
+
+/* A return that does not pair with the innermost call on our stack (3.11 resumes a
+ * coroutine through throw() without a call event, and still reports its return), or the
+ * return of a function whose cProfile recursion level has drifted since. cProfile's rule
+ * (_lsprof's ptrace_leave_call and Stop): the innermost call ends; if the returning
+ * function was ever entered, one call of it is counted with that call's times, as a
+ * primitive call when its recursion level (its calls entered minus its returns counted)
+ * drops to 0; otherwise nothing is counted. Its level and the ended function's no longer
+ * match the frames on the stack: the difference is kept in pt->drift. A call counted
+ * against the tree's own rule (recursive when the function is among its callers) goes to a
+ * node at the top of the tree: (none, function) for a primitive call, under a second node
+ * of the same function for a recursive one. */
+static inline py_object *py_frame_code(py_object *frame);
+
+/* 0: the return pairs after all (py_leave goes on), 1: done here. */
+static __attribute__((noinline)) int py_leave_unpaired(struct py_thread *pt, int kind,
+                                                       py_object *obj, uint64_t now)
+{
+    const void *key = kind == PROF_PY_FUNC_PYTHON ? (const void *)py_frame_code(obj)
+                                                  : ((struct py_cfunction *)obj)->m_ml;
+    struct py_frame *f = &pt->stack[pt->depth - 1];
+    struct py_node *ended = f->node;
+    int paired = ended->key == key;
+    if (paired && !py_drifts(pt, key))
+        return 0;
+    /* Never entered: the call ends uncounted. (cProfile asks its own profiler, one per
+     * thread before 3.12; this asks the process: a function entered only in another
+     * thread counts here.) */
+    if (!paired && !python_func_known(key)) {
+        pt->depth--;
+        py_drift_add(pt, ended->key, 1);
+        return 1;
+    }
+    int32_t below = 0; /* frames of the function under the innermost one */
+    for (uint32_t d = 0; d + 1 < pt->depth; d++)
+        below += pt->stack[d].node->key == key;
+    int32_t *drift = py_drift_slot(pt, key);
+    int32_t level = below + paired + (drift ? *drift : 0);
+    int primitive = level == 1;
+    struct py_node *n = ended;
+    if (!paired || primitive != (below == 0)) {
+        struct py_node *top = py_node_find(pt, NULL, key, kind, obj);
+        n = top && !primitive ? py_node_find(pt, top, key, kind, obj) : top;
+    }
+    pt->depth--;
+    uint64_t dt = now - f->start;
+    if (n) {
+        py_add(&n->calls, 1);
+        py_add(&n->total, dt);
+        py_add(&n->self, dt - f->child);
+        if (dt >= py_span_ticks)
+            py_emit_span(n, f->start, now);
+    }
+    if (pt->depth)
+        pt->stack[pt->depth - 1].child += dt;
+    if (!paired) { /* (drift may move here: it is not used after) */
+        py_drift_add(pt, ended->key, 1);
+        py_drift_add(pt, key, -1);
+    }
+    return 1;
 }
 
 /* 3.11: PyFrameObject.f_frame (after PyObject_HEAD and f_back) points to the
@@ -360,19 +478,20 @@ int python_profile(py_object *obj, py_object *frame, int what, py_object *arg)
         return 0;
     switch (what) {
     case PY_TRACE_CALL:
-        py_enter(pt, py_frame_code(frame), PROF_PY_FUNC_PYTHON, frame, now);
+        py_enter(pt, py_frame_code(frame), PROF_PY_FUNC_PYTHON, frame, now, frame);
         break;
     case PY_TRACE_RETURN:
-        py_leave(pt, now);
+        py_leave(pt, frame, PROF_PY_FUNC_PYTHON, frame, now, 0);
         break;
     case PY_TRACE_C_CALL:
         if (py_is_cfunction(arg))
-            py_enter(pt, ((struct py_cfunction *)arg)->m_ml, PROF_PY_FUNC_C, arg, now);
+            py_enter(pt, ((struct py_cfunction *)arg)->m_ml, PROF_PY_FUNC_C, arg, now,
+                     ((struct py_cfunction *)arg)->m_ml);
         break;
     case PY_TRACE_C_RETURN:
     case PY_TRACE_C_EXCEPTION:
         if (py_is_cfunction(arg))
-            py_leave(pt, now);
+            py_leave(pt, ((struct py_cfunction *)arg)->m_ml, PROF_PY_FUNC_C, arg, now, 0);
         break;
     default:
         break;
@@ -406,7 +525,7 @@ py_object *python_monitor_enter(py_object *self, py_object *const *args, intptr_
     uint64_t now = prof_clock_ticks();
     struct py_thread *pt = py_thread_here();
     if (pt && nargs >= 1 && !pt->in_gap)
-        py_enter(pt, args[0], PROF_PY_FUNC_PYTHON, NULL, now);
+        py_enter(pt, args[0], PROF_PY_FUNC_PYTHON, NULL, now, NULL);
     return py.NoneStruct;
 }
 
@@ -422,7 +541,7 @@ py_object *python_monitor_leave(py_object *self, py_object *const *args, intptr_
     uint64_t now = prof_clock_ticks();
     struct py_thread *pt = py_thread_here();
     if (pt && !pt->in_gap)
-        py_leave(pt, now);
+        py_leave(pt, NULL, PROF_PY_FUNC_PYTHON, NULL, now, 1);
     return py.NoneStruct;
 }
 
@@ -458,8 +577,10 @@ py_object *python_monitor_call(py_object *self, py_object *const *args, intptr_t
             py_closed_event(NULL, NULL, 1);
         return py.NoneStruct;
     }
-    if (ml && (pt = py_thread_here()) && !pt->in_gap)
-        py_enter(pt, ml, PROF_PY_FUNC_C, args[2], prof_clock_ticks());
+    if (ml && (pt = py_thread_here()) && !pt->in_gap) {
+        python_descr_self = args[3]; /* names a method descriptor the first time */
+        py_enter(pt, ml, PROF_PY_FUNC_C, args[2], prof_clock_ticks(), NULL);
+    }
     return py.NoneStruct;
 }
 
@@ -475,7 +596,7 @@ py_object *python_monitor_c_leave(py_object *self, py_object *const *args, intpt
         return py.NoneStruct;
     }
     if (nargs >= 4 && py_c_callee(args[2], args[3]) && (pt = py_thread_here()) && !pt->in_gap)
-        py_leave(pt, prof_clock_ticks());
+        py_leave(pt, NULL, PROF_PY_FUNC_C, NULL, prof_clock_ticks(), 1);
     return py.NoneStruct;
 }
 
@@ -539,6 +660,7 @@ void python_gap_end(void)
     /* Frames that returned while we were not told: start over from an empty stack. */
     pt->depth = 0;
     pt->overflow = 0;
+    pt->drift_used = 0;
     py_write_gap(pt->gap_start, prof_clock_ticks());
 }
 

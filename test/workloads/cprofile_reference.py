@@ -16,33 +16,63 @@ program calls:
 - it makes the __main__ loader (SourceFileLoader.__init__, a Python call) after profiling
   starts, as the interpreter does after the cpython.run_file audit event;
 - atexit handlers registered before the harness's own (by site's .pth files) are run
-  from inside it, while still profiled;
-- one call of builtins.exec (running the workload's code object);
+  from inside it, while still profiled; the program's handlers, which ran before it, are
+  first unregistered (atexit.register is wrapped to learn them);
+- the workload's code object runs as a function of its globals (a Python call of
+  <module>, as in the bare run), not through builtins.exec, which would make every exec
+  the program calls (each import) a recursive call;
+- modules the harness imports (atexit from 3.10, _lsprof) are taken back out of
+  sys.modules, so that the workload's own imports of them do what they do in a bare run
+  (3.8/3.9 keep atexit loaded, as profrun does there);
 - os._exit is wrapped to dump a forked child's counts (the wrapper is this file's);
 - a forked child inherits the parent's profiler: its counts are the child's final counts
   minus a snapshot taken just before fork. As cProfile counts a call when it returns,
   os.fork counts once in each process and os._exit (which never returns) nowhere;
-- threads: each thread is profiled from Thread._bootstrap, its first frame (profrun gives
-  every new thread state its profile function before the thread runs; cProfile's
-  sys.monitoring on 3.12+ sees every thread from there too);
+- threads: each thread is profiled from Thread._bootstrap, its first frame, to its thread
+  state's end (profrun gives every new thread state its profile function before the
+  thread runs; cProfile's sys.monitoring on 3.12+ sees every thread from there too);
 - On 3.12+ one cProfile profiler sees every thread on one shared stack, so a function
   running in one thread while another thread calls it counts as recursive there. A second
   sys.monitoring tool here keeps a stack per thread and gives the primitive counts; its
-  call counts are checked against cProfile's (differences are reported on stderr).
+  call counts are checked against cProfile's (differences are reported on stderr). Its
+  cost lands in cProfile's times: CPROFILE_REFERENCE_TIMES=1 leaves it out.
 """
-import _lsprof
-import _thread
-import atexit
-import builtins
-import marshal
-import os
 import sys
 
+_MODULES_BEFORE = set(sys.modules)
+_FINDERS_BEFORE = set(sys.path_importer_cache)
+import _lsprof  # noqa: E402
+import _thread  # noqa: E402
+import atexit  # noqa: E402
+import builtins  # noqa: E402
+import marshal  # noqa: E402
+import os  # noqa: E402
+
+# A module the harness imported that the bare run has not (atexit, _lsprof) would
+# be found already loaded by the workload's own import, which would then call less than in
+# the bare run: forget them (the harness keeps its references). Not atexit before 3.10:
+# importing it again there makes a new module whose callbacks replace the harness's.
+for _name in set(sys.modules) - _MODULES_BEFORE:
+    if _name != "atexit" or sys.version_info >= (3, 10):
+        del sys.modules[_name]
+# Where _lsprof is an extension module (pyenv builds), importing it made the path finder
+# of sys.path[0] (the harness's folder, often the workload's): the workload makes its own.
+for _path in set(sys.path_importer_cache) - _FINDERS_BEFORE:
+    del sys.path_importer_cache[_path]
+
 MONITORING = sys.version_info >= (3, 12)
-EXEC_KEY = ("~", 0, "<built-in method builtins.exec>")
 OWN_KEYS = {("~", 0, "<method '%s' of '_lsprof.Profiler' objects>" % m)
             for m in ("enable", "disable", "getstats")}
 OWN_KEYS.add(("~", 0, "<built-in method atexit._run_exitfuncs>"))
+UNREGISTER_KEY = ("~", 0, "<built-in method atexit.unregister>")
+_real_atexit_register = atexit.register
+_program_atexit = {}  # handlers the program registered (after the harness's own)
+
+
+def _atexit_register(func, *args, **kwargs):
+    """atexit.register for the program: the same call, and the harness learns func."""
+    _program_atexit[func] = None  # a store: no call for cProfile to count
+    return _real_atexit_register(func, *args, **kwargs)
 
 _state = {"parent": os.getpid(), "base": None, "pending": None, "emu_base": None,
           "emu_pending": None, "done": False}
@@ -191,7 +221,11 @@ class PerThreadCounter:
         return out
 
 
-_emu = PerThreadCounter() if MONITORING else None
+# Its callbacks are Python: their time falls inside cProfile's intervals and would more
+# than double the times of short functions. CPROFILE_REFERENCE_TIMES=1 leaves it out, for
+# comparing times (a single-threaded workload, where the shared stack is the thread's).
+_emu = (PerThreadCounter() if MONITORING and os.environ.get("CPROFILE_REFERENCE_TIMES") != "1"
+        else None)
 
 
 # ---- threads before 3.12 ----
@@ -199,10 +233,10 @@ def _profiled_thread(function, args, kwargs):
     prof = _lsprof.Profiler()
     _thread_profiles.append(prof)
     prof.enable()
-    try:
-        function(*args, **kwargs)
-    finally:
-        prof.disable()
+    # Never disabled: what the thread runs after its bootstrap returned (the Thread object
+    # dying with this frame and its weakref callbacks, thread-local dicts cleared with the
+    # thread state) is the program's, and profrun's profile function sees it too.
+    function(*args, **kwargs)
 
 
 def _install_thread_profiling():
@@ -290,8 +324,14 @@ def _finish():
         return
     _state["done"] = True
     # Handlers registered before this one (at startup, by site's .pth files) run after it:
-    # run them now, still profiled, as they run in the program's own exit.
-    atexit._run_exitfuncs()
+    # run them now, still profiled, as they run in the program's own exit. Only then: the
+    # nested run would run the program's handlers (which ran already) a second time.
+    if _state["atexit_before"]:
+        # The program's handlers ran already; take them out first (atexit.unregister
+        # calls that the result does not count).
+        for func in _program_atexit:  # (iterating is no call either)
+            atexit.unregister(func)
+        atexit._run_exitfuncs()
     _main_prof.disable()
     if _emu is not None:
         _emu.stop()
@@ -311,7 +351,6 @@ def _finish():
     for prof in _thread_profiles:
         for key, v in _stats_table(prof.getstats()).items():
             add(key, *v)
-    add(EXEC_KEY, -1, -1, 0.0, 0.0)
     emu = PerThreadCounter.keyed(emu_final) if emu_final is not None else {}
     emu = {k: list(v) for k, v in emu.items()}
     folder = os.path.dirname(os.path.abspath(out)) or "."
@@ -329,6 +368,8 @@ def _finish():
                 e[0] += nc
                 e[1] += rc
     result = {}
+    if _state["atexit_before"] and _program_atexit:
+        add(UNREGISTER_KEY, -len(_program_atexit), -len(_program_atexit), 0.0, 0.0)
     for key, (nc, cc, tt, ct) in table.items():
         if key[0] == HARNESS or key in OWN_KEYS or nc == 0:
             continue
@@ -371,7 +412,12 @@ def main():
         _install_thread_profiling()
     os.register_at_fork(before=_before_fork, after_in_child=_after_fork_child)
     os._exit = _exit_wrapper
+    _state["atexit_before"] = atexit._ncallbacks()
     atexit.register(_finish)  # first registered, last run: after the program's handlers
+    if _state["atexit_before"]:
+        # Whoever registered those imported atexit: it stays loaded, and the program's
+        # `import atexit` finds the module patched here.
+        atexit.register = _atexit_register
     global _main_prof
     _main_prof = _lsprof.Profiler()
     if _emu is not None:
@@ -381,7 +427,9 @@ def main():
     # first line: it makes the __main__ module's loader (a Python __init__ call).
     loader_type = sys.modules["_frozen_importlib_external"].SourceFileLoader
     main_globals["__loader__"] = loader_type("__main__", workload)
-    exec(code, main_globals)
+    # The module's code runs as the interpreter runs it, with no builtins.exec around it:
+    # an exec there would make every exec the program calls (each import) a recursive call.
+    type(main)(code, main_globals)()
 
 
 if __name__ == "__main__":
