@@ -5,6 +5,7 @@
 -include test/doubles/doubles.mk
 -include test/fixtures/cuda/cuda.mk
 -include test/fixtures/libs/libs.mk
+-include test/fixtures/comm/comm.mk
 
 .SECONDARY:
 
@@ -66,10 +67,10 @@ $(BENCH_DIR)/bench_launch: test/bench/bench_launch.cu
 		-Xlinker --enable-new-dtags -Xlinker -rpath -Xlinker $(CUDA_HOME)/lib64
 
 ifeq ($(HAVE_CUDA),1)
-TEST_FIXTURES := cuda-fixtures libs-fixtures $(PROCESS_FIXTURES) $(PYTHON_FIXTURES)
+TEST_FIXTURES := cuda-fixtures libs-fixtures $(PROCESS_FIXTURES) $(PYTHON_FIXTURES) $(COMM_FIXTURES)
 BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_call_cost $(BENCH_DIR)/bench_launch
 else
-TEST_FIXTURES := $(PYTHON_FIXTURES)
+TEST_FIXTURES := $(PYTHON_FIXTURES) $(COMM_FIXTURES)
 BENCH_BINS := $(BENCH_DIR)/bench_collector
 endif
 
