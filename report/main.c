@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "comm_views.h"
 #include "dump.h"
 #include "export.h"
 #include "model.h"
@@ -57,6 +58,12 @@ static void main_usage(FILE *out)
           "      --memory-timeline FILE  write the live PyTorch tensor bytes over time as\n"
           "                    CSV: pid,device,time_ns,live_bytes (device CPU, CUDA:0, ...;\n"
           "                    one row per change, ns since the process start)\n"
+          "      --ranks       per rank: wall, steps, step time, compute, communication,\n"
+          "                    wait and idle time; min / median / max over the ranks\n"
+          "      --comm        communication (NCCL, MPI, torch.distributed) merged over the\n"
+          "                    ranks: calls, bytes, time, wait, transfer, bus bandwidth\n"
+          "      --stragglers  the rank that arrived last at each collective, by how much\n"
+          "      --rank N      report rank N only (any table; default: every rank merged)\n"
           "      --run ID      report the run whose META run_id is ID\n"
           "      --all-runs    merge every run found in the inputs (default: the latest)\n"
           "  -h, --help        this help\n"
@@ -172,6 +179,41 @@ static int main_write_python_files(const struct summary *s, const char *pstats_p
     return rc;
 }
 
+/* --rank N: keeps the processes of rank N. 0, or -1 said (none has it). */
+static int main_keep_rank(struct main_inputs *in, long long rank)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < in->n; i++) {
+        if (in->procs[i]->rank == rank)
+            in->procs[kept++] = in->procs[i];
+        else
+            model_process_free(in->procs[i]);
+    }
+    in->n = kept;
+    if (kept)
+        return 0;
+    fprintf(stderr, "profreport: no trace of rank %lld in the inputs\n", rank);
+    free(in->procs);
+    return -1;
+}
+
+/* --ranks, --comm, --stragglers (COMM_VIEW_* in views). 0, or the writer's error. */
+static int main_print_comm(const struct summary *s, enum main_format format, int views,
+                           size_t limit)
+{
+    struct comm_report r;
+    comm_merge_build(&r, s);
+    int rc = 0;
+    if (format == MAIN_FORMAT_JSON)
+        rc = comm_export_json(stdout, &r, views, limit);
+    else if (format == MAIN_FORMAT_CSV)
+        rc = comm_export_csv(stdout, &r, views, limit);
+    else
+        comm_tables_print(stdout, &r, views, limit);
+    comm_merge_free(&r);
+    return rc;
+}
+
 /* The tables asked for by name, in a fixed order, a blank line between them. */
 static void main_print_selected(const struct summary *s, size_t limit,
                                 enum tables_python_split split, int python, int kernels, int gpu,
@@ -222,6 +264,8 @@ int main(int argc, char **argv)
     enum tables_python_split split = TABLES_PYTHON_MERGED;
     const char *pstats_path = NULL, *folded_path = NULL;
     const char *timeline_path = NULL; /* --memory-timeline */
+    int comm_views = 0;               /* --ranks, --comm, --stragglers: COMM_VIEW_* */
+    long long only_rank = -1;         /* --rank */
 
     if (argc >= 2 && !strcmp(argv[1], "dump")) {
         if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
@@ -246,7 +290,11 @@ int main(int argc, char **argv)
         OPT_ACTIONS,
         OPT_OPS,
         OPT_GROUP_BY_SHAPE,
-        OPT_MEMORY_TIMELINE
+        OPT_MEMORY_TIMELINE,
+        OPT_RANKS,
+        OPT_COMM,
+        OPT_STRAGGLERS,
+        OPT_RANK
     };
     static const struct option options[] = {
         {"format", required_argument, NULL, 'f'},
@@ -265,6 +313,10 @@ int main(int argc, char **argv)
         {"ops", no_argument, NULL, OPT_OPS},
         {"group-by-shape", no_argument, NULL, OPT_GROUP_BY_SHAPE},
         {"memory-timeline", required_argument, NULL, OPT_MEMORY_TIMELINE},
+        {"ranks", no_argument, NULL, OPT_RANKS},
+        {"comm", no_argument, NULL, OPT_COMM},
+        {"stragglers", no_argument, NULL, OPT_STRAGGLERS},
+        {"rank", required_argument, NULL, OPT_RANK},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -326,6 +378,23 @@ int main(int argc, char **argv)
             if (split != TABLES_PYTHON_MERGED && split != want)
                 return main_bad_usage("--per-thread and --per-process exclude each other%s", "");
             split = want;
+            break;
+        }
+        case OPT_RANKS:
+            comm_views |= COMM_VIEW_RANKS;
+            break;
+        case OPT_COMM:
+            comm_views |= COMM_VIEW_COMM;
+            break;
+        case OPT_STRAGGLERS:
+            comm_views |= COMM_VIEW_STRAGGLERS;
+            break;
+        case OPT_RANK: {
+            char *end;
+            errno = 0;
+            only_rank = strtoll(optarg, &end, 10);
+            if (errno || end == optarg || *end || only_rank < 0)
+                return main_bad_usage("--rank wants a rank number, not '%s'", optarg);
             break;
         }
         case OPT_MEMORY_TIMELINE:
@@ -404,6 +473,8 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    if (only_rank >= 0 && main_keep_rank(&in, only_rank) != 0)
+        return 1;
     struct summary s;
     summary_build(&s, in.procs, in.n);
     summary_sort(&s, sort);
@@ -427,8 +498,15 @@ int main(int argc, char **argv)
     int print = !(pstats_path || folded_path || timeline_path) || python || format_given ||
                 kernels || gpu || actions || ops;
     int rc = 0;
+    if (comm_views) {
+        rc = main_print_comm(&s, format, comm_views, limit);
+        /* Tables named beside them follow, in the text report only. */
+        print = format == MAIN_FORMAT_TEXT && (python || kernels || gpu || actions || ops);
+        if (print)
+            fputc('\n', stdout);
+    }
     if (!print)
-        rc = 0;
+        ;
     else if (format == MAIN_FORMAT_JSON)
         rc = export_json_write(stdout, &s, limit);
     else if (format == MAIN_FORMAT_CSV)
