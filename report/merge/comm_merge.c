@@ -438,6 +438,15 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
                 values[m++] = cells[row * r->nranks + k].time_ns;
             }
         cr->ranks = (uint32_t)m;
+        cr->per_rank = malloc((m + 1) * sizeof *cr->per_rank);
+        if (!cr->per_rank)
+            report_oom();
+        for (size_t k = 0; k < r->nranks; k++) {
+            const struct comm_merge_cell *cell = &cells[row * r->nranks + k];
+            if (cell->calls)
+                cr->per_rank[cr->nper_rank++] = (struct comm_rank_part){
+                    r->ranks[k].rank, cell->calls, cell->time_ns, cell->wait_ns};
+        }
         cr->time = comm_merge_spread(values, rank_ids, m);
         m = 0;
         for (size_t k = 0; k < r->nranks; k++)
@@ -494,8 +503,10 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
 
 void comm_merge_free(struct comm_report *r)
 {
-    for (size_t i = 0; i < r->nrows; i++)
+    for (size_t i = 0; i < r->nrows; i++) {
         free(r->rows[i].name);
+        free(r->rows[i].per_rank);
+    }
     free(r->rows);
     free(r->ranks);
     free(r->stragglers);

@@ -40,6 +40,12 @@ struct comm_spread {
     int64_t rank_at_max;
 };
 
+/* One rank's part of a --comm row. */
+struct comm_rank_part {
+    int64_t rank;
+    uint64_t calls, time_ns, wait_ns;
+};
+
 /* One row of --comm: one collective (or call) by name. */
 struct comm_row {
     char *name;
@@ -54,6 +60,8 @@ struct comm_row {
     uint64_t late_ns;            /* its lateness summed over those operations */
     double algbw_gbs, busbw_gbs; /* bytes / time, and nccl-tests' bus bandwidth */
     struct comm_spread time, wait, calls_per_rank;
+    struct comm_rank_part *per_rank; /* the ranks that made the call, by rank */
+    size_t nper_rank;
 };
 
 /* One row of --ranks. */

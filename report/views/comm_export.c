@@ -78,6 +78,16 @@ static json_t *comm_export_comm(const struct comm_report *r, size_t limit)
         json_object_set_new(row, "time_per_rank", comm_export_spread(&c->time));
         json_object_set_new(row, "wait_per_rank", comm_export_spread(&c->wait));
         json_object_set_new(row, "calls_per_rank", comm_export_spread(&c->calls_per_rank));
+        json_t *parts = json_array();
+        for (size_t k = 0; k < c->nper_rank; k++) {
+            json_t *part = json_object();
+            COMM_EXPORT_INT(part, "rank", c->per_rank[k].rank);
+            COMM_EXPORT_INT(part, "calls", c->per_rank[k].calls);
+            COMM_EXPORT_INT(part, "time_ns", c->per_rank[k].time_ns);
+            COMM_EXPORT_INT(part, "wait_ns", c->per_rank[k].wait_ns);
+            json_array_append_new(parts, part);
+        }
+        json_object_set_new(row, "per_rank", parts);
         json_array_append_new(rows, row);
     }
     return rows;
