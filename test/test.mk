@@ -74,6 +74,8 @@ TEST_FIXTURES := $(PYTHON_FIXTURES) $(COMM_FIXTURES)
 BENCH_BINS := $(BENCH_DIR)/bench_collector
 endif
 
+BENCH_BINS += $(COMM_BENCH_BINS)
+
 unit: $(UNIT_RUN)
 	@set -e; for t in $(UNIT_BINS); do case " $(UNIT_RUN) " in *" $$t "*) echo "== $$t"; $$t --jobs 2;; esac; done
 	@set -e; for t in $(STRESS_BINS); do echo "== $$t"; $$t; done
