@@ -299,10 +299,13 @@ static void comm_merge_match(struct comm_report *r, struct comm_merge_entry *e, 
             r->rows[e[i].row].matched++;
             struct comm_rank_row *late = &r->ranks[e[last].rank];
             uint64_t late_ns = arrival - e[before].start;
-            cells[e[last].row * r->nranks + e[last].rank].last++;
-            cells[e[last].row * r->nranks + e[last].rank].late_ns += late_ns;
-            late->last_arrivals++;
-            late->late_ns += late_ns;
+            /* Ranks that arrive together: none of them was last. */
+            if (late_ns) {
+                cells[e[last].row * r->nranks + e[last].rank].last++;
+                cells[e[last].row * r->nranks + e[last].rank].late_ns += late_ns;
+                late->last_arrivals++;
+                late->late_ns += late_ns;
+            }
             r->stragglers =
                 report_grow(r->stragglers, &cap, r->nstragglers + 1, sizeof *r->stragglers);
             r->stragglers[r->nstragglers++] = (struct comm_straggler){
@@ -310,7 +313,7 @@ static void comm_merge_match(struct comm_report *r, struct comm_merge_entry *e, 
                 .comm = e[i].comm,
                 .index = e[i].k,
                 .ranks = (uint32_t)(j - i),
-                .last_rank = late->rank,
+                .last_rank = late_ns ? late->rank : -1,
                 .late_ns = late_ns,
                 .spread_ns = arrival - first,
                 .start_ns = first,

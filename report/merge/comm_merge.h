@@ -79,7 +79,7 @@ struct comm_straggler {
     uint64_t comm;
     size_t index;       /* k: its call number on the communicator, from 0 */
     uint32_t ranks;     /* ranks matched */
-    int64_t last_rank;  /* arrived last */
+    int64_t last_rank;  /* arrived last; -1: the last ones arrived together */
     uint64_t late_ns;   /* its arrival minus the one before it */
     uint64_t spread_ns; /* the last arrival minus the first */
     uint64_t start_ns;  /* the first arrival, CLOCK_REALTIME */

@@ -183,7 +183,10 @@ static void comm_tables_stragglers(FILE *out, const struct comm_report *r, size_
         char call[24], ranks[16], last[24], spread[32];
         snprintf(call, sizeof call, "%zu", g->index);
         snprintf(ranks, sizeof ranks, "%u", g->ranks);
-        snprintf(last, sizeof last, "%lld", (long long)g->last_rank);
+        if (g->last_rank >= 0)
+            snprintf(last, sizeof last, "%lld", (long long)g->last_rank);
+        else
+            snprintf(last, sizeof last, "(tie)");
         format_ns((double)g->late_ns, late, sizeof late);
         format_ns((double)g->spread_ns, spread, sizeof spread);
         text_table_row(&t, g->name, call, ranks, last, late, spread);
