@@ -214,6 +214,18 @@ static int main_print_comm(const struct summary *s, enum main_format format, int
     return rc;
 }
 
+/* The default text report ends with the communication table when there was any. */
+static void main_print_comm_default(const struct summary *s, size_t limit)
+{
+    struct comm_report r;
+    comm_merge_build(&r, s);
+    if (r.any) {
+        fputc('\n', stdout);
+        comm_tables_print(stdout, &r, COMM_VIEW_COMM, limit);
+    }
+    comm_merge_free(&r);
+}
+
 /* The tables asked for by name, in a fixed order, a blank line between them. */
 static void main_print_selected(const struct summary *s, size_t limit,
                                 enum tables_python_split split, int python, int kernels, int gpu,
@@ -513,8 +525,10 @@ int main(int argc, char **argv)
         rc = export_csv_write(stdout, &s, limit);
     else if (python || kernels || gpu || actions || ops)
         main_print_selected(&s, limit, split, python, kernels, gpu, actions, ops);
-    else
+    else {
         tables_print(stdout, &s, limit);
+        main_print_comm_default(&s, limit);
+    }
     summary_free(&s);
     if (fflush(stdout) != 0 || rc != 0) {
         fprintf(stderr, "profreport: cannot write the report: %s\n", strerror(errno));

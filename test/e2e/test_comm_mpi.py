@@ -130,3 +130,10 @@ def test_csv_sections(profrun_out):
     allreduce = next(l.split(",") for l in lines[head + 1:] if l.startswith("MPI_Allreduce,"))
     assert int(allreduce[cols.index("calls")]) == RANKS * ITERATIONS
     assert int(allreduce[cols.index("bytes")]) == RANKS * ITERATIONS * 8000
+
+
+def test_default_report_has_the_communication_table(profrun_out):
+    text = report(profrun_out).stdout
+    section = text[text.index("Communication ("):]
+    line = next(l for l in section.splitlines() if l.strip().startswith("MPI_Allreduce "))
+    assert line.split()[3] == str(RANKS * ITERATIONS)  # calls
