@@ -500,8 +500,11 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
     /* Rows sorted by time; stragglers name their row's (stable) name string. */
     for (size_t i = 0; i < r->nstragglers; i++)
         r->stragglers[i].name = r->rows[(uintptr_t)r->stragglers[i].name - 1].name;
-    qsort(r->rows, r->nrows, sizeof *r->rows, comm_merge_row_cmp);
-    qsort(r->stragglers, r->nstragglers, sizeof *r->stragglers, comm_merge_straggler_cmp);
+    /* (no qsort of an empty list: its array may be NULL) */
+    if (r->nrows)
+        qsort(r->rows, r->nrows, sizeof *r->rows, comm_merge_row_cmp);
+    if (r->nstragglers)
+        qsort(r->stragglers, r->nstragglers, sizeof *r->stragglers, comm_merge_straggler_cmp);
 }
 
 void comm_merge_free(struct comm_report *r)

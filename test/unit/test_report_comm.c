@@ -286,3 +286,34 @@ Test(report_comm, nccl_call_owns_its_kernels)
     cr_assert_str_eq(model_category_name(PROF_CAT_COMM), "comm");
     model_process_free(p);
 }
+
+Test(report_comm, one_rank_matches_nothing)
+{
+    /* No operation to match and no row without calls: the empty lists stay empty (the
+     * sanitized build checks that nothing sorts a NULL array). */
+    struct summary s;
+    struct model_process **procs = malloc(2 * sizeof *procs);
+    cr_assert_not_null(procs);
+    write_rank(0);
+    procs[0] = report_test_load(paths[0]);
+    summary_build(&s, procs, 1);
+    struct comm_report r;
+    comm_merge_build(&r, &s);
+    cr_assert_eq(r.nranks, 1);
+    cr_assert_eq(r.nstragglers, 0);
+    cr_assert_eq(row_named(&r, "MPI_Allreduce")->matched, 0);
+    cr_assert_eq(r.ranks[0].wait_ns, 0);
+    comm_merge_free(&r);
+    summary_free(&s);
+    struct summary empty;
+    procs = malloc(sizeof *procs);
+    cr_assert_not_null(procs);
+    procs[0] = model_process_new("none", 0);
+    model_finish(procs[0]);
+    summary_build(&empty, procs, 1);
+    comm_merge_build(&r, &empty);
+    cr_assert_eq(r.nrows, 0);
+    cr_assert(!r.any);
+    comm_merge_free(&r);
+    summary_free(&empty);
+}
