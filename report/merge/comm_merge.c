@@ -325,6 +325,27 @@ static void comm_merge_match(struct comm_report *r, struct comm_merge_entry *e, 
     }
 }
 
+/* The GPU time of the kernels NCCL calls launched (model_gpu.c gives it to the library call
+ * around each launch). */
+static void comm_merge_gpu(struct comm_report *r, const struct comm_merge_rank *ranks)
+{
+    for (size_t k = 0; k < r->nranks; k++)
+        for (size_t p = 0; p < ranks[k].nprocs; p++) {
+            const struct model_process *proc = ranks[k].procs[p];
+            for (size_t a = 0; a < proc->napis; a++) {
+                const struct model_api *api = proc->apis[a];
+                if (!api || api->category != PROF_CAT_COMM || !api->gpu_kernels)
+                    continue;
+                for (size_t i = 0; i < r->nrows; i++)
+                    if (r->rows[i].source == MODEL_COMM_CALL &&
+                        !strcmp(r->rows[i].name, api->name)) {
+                        r->rows[i].gpu_ns += api->gpu_ns;
+                        r->rows[i].kernels += api->gpu_kernels;
+                    }
+            }
+        }
+}
+
 static size_t comm_merge_row_of(struct comm_report *r, size_t *cap, const struct model_comm_call *c)
 {
     for (size_t i = 0; i < r->nrows; i++)
@@ -426,6 +447,7 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
         }
     }
     comm_merge_match(r, entries, n, cells);
+    comm_merge_gpu(r, ranks);
     free(entries);
     /* Spreads over the ranks. */
     uint64_t *values = malloc((r->nranks + 1) * sizeof *values);
@@ -470,8 +492,9 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
                 cr->late_ns = cell->late_ns;
             }
         }
-        if (cr->time_ns && cr->bytes) {
-            cr->algbw_gbs = (double)cr->bytes / (double)cr->time_ns; /* bytes/ns = GB/s */
+        uint64_t bw_ns = cr->gpu_ns ? cr->gpu_ns : cr->time_ns;
+        if (bw_ns && cr->bytes) {
+            cr->algbw_gbs = (double)cr->bytes / (double)bw_ns; /* bytes/ns = GB/s */
             cr->busbw_gbs = cr->algbw_gbs * comm_busbw_factor(cr->kind, cr->comm_size);
         }
     }

@@ -55,10 +55,13 @@ struct comm_row {
     uint32_t comm_size;                      /* the largest communicator it ran on */
     uint64_t calls, bytes, time_ns, wait_ns; /* summed over the ranks */
     uint64_t matched;                        /* operations matched across ranks */
-    int64_t last_rank;           /* the rank most often last at them (the lowest on a tie); -1 */
-    uint64_t last_count;         /* how often it was */
-    uint64_t late_ns;            /* its lateness summed over those operations */
-    double algbw_gbs, busbw_gbs; /* bytes / time, and nccl-tests' bus bandwidth */
+    int64_t last_rank;        /* the rank most often last at them (the lowest on a tie); -1 */
+    uint64_t last_count;      /* how often it was */
+    uint64_t late_ns;         /* its lateness summed over those operations */
+    uint64_t gpu_ns, kernels; /* kernels launched inside its calls (NCCL): their GPU time */
+    /* bytes / time, and nccl-tests' bus bandwidth; the time is the GPU time of the call's
+     * kernels when it launched any (NCCL: the CPU call only enqueues), else the call's. */
+    double algbw_gbs, busbw_gbs;
     struct comm_spread time, wait, calls_per_rank;
     struct comm_rank_part *per_rank; /* the ranks that made the call, by rank */
     size_t nper_rank;

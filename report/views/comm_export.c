@@ -73,6 +73,8 @@ static json_t *comm_export_comm(const struct comm_report *r, size_t limit)
         COMM_EXPORT_INT(row, "last_rank", c->last_rank);
         COMM_EXPORT_INT(row, "last_count", c->last_count);
         COMM_EXPORT_INT(row, "late_ns", c->late_ns);
+        COMM_EXPORT_INT(row, "gpu_ns", c->gpu_ns);
+        COMM_EXPORT_INT(row, "kernels", c->kernels);
         json_object_set_new(row, "algbw_gbs", json_real(c->algbw_gbs));
         json_object_set_new(row, "busbw_gbs", json_real(c->busbw_gbs));
         json_object_set_new(row, "time_per_rank", comm_export_spread(&c->time));
@@ -167,18 +169,19 @@ int comm_export_csv(FILE *out, const struct comm_report *r, int views, size_t li
     if (views & COMM_VIEW_COMM) {
         fprintf(out,
                 "%s# comm\nname,kind,ranks,comm_size,calls,bytes,time_ns,wait_ns,transfer_ns,"
-                "algbw_gbs,busbw_gbs,time_min_ns,time_median_ns,time_max_ns,"
+                "gpu_ns,kernels,algbw_gbs,busbw_gbs,time_min_ns,time_median_ns,time_max_ns,"
                 "time_rank_at_max\n",
                 sep);
         for (size_t i = 0; i < r->nrows && (!limit || i < limit); i++) {
             const struct comm_row *c = &r->rows[i];
             format_csv_field(out, c->name);
             fprintf(out,
-                    ",%s,%u,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-                    ",%.6f,%.6f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%lld\n",
+                    ",%s,%u,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+                    ",%" PRIu64 ",%.6f,%.6f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%lld\n",
                     comm_kind_name(c->kind), c->ranks, c->comm_size, c->calls, c->bytes, c->time_ns,
-                    c->wait_ns, c->time_ns - c->wait_ns, c->algbw_gbs, c->busbw_gbs, c->time.min,
-                    c->time.median, c->time.max, (long long)c->time.rank_at_max);
+                    c->wait_ns, c->time_ns - c->wait_ns, c->gpu_ns, c->kernels, c->algbw_gbs,
+                    c->busbw_gbs, c->time.min, c->time.median, c->time.max,
+                    (long long)c->time.rank_at_max);
         }
         sep = "\n";
     }

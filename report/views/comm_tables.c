@@ -93,19 +93,20 @@ static void comm_tables_ranks(FILE *out, const struct comm_report *r)
 static void comm_tables_comm(FILE *out, const struct comm_report *r, size_t limit)
 {
     fprintf(out, "Communication (calls, bytes and time summed over the ranks; busBw as "
-                 "nccl-tests defines it; wait = time in the call before the last rank arrived; "
-                 "min / median / max of the time per rank)\n");
+                 "nccl-tests defines it, over the GPU time of the call's kernels when it "
+                 "launched any, else over the call's time; wait = time in the call before the "
+                 "last rank arrived; min / median / max of the time per rank)\n");
     if (!r->nrows) {
         fprintf(out, "  (no communication calls)\n");
         return;
     }
     struct text_table t;
-    text_table_begin(&t, "<Name|<Kind|>Ranks|>Calls|>Bytes|>Time|>Wait|>Transfer|>algBw GB/s|"
-                         ">busBw GB/s|>Min/rank|>Median/rank|<Max/rank");
+    text_table_begin(&t, "<Name|<Kind|>Ranks|>Calls|>Bytes|>Time|>Wait|>Transfer|>GPU time|"
+                         ">algBw GB/s|>busBw GB/s|>Min/rank|>Median/rank|<Max/rank");
     for (size_t i = 0; i < r->nrows && (!limit || i < limit); i++) {
         const struct comm_row *c = &r->rows[i];
-        char ranks[16], calls[24], bytes[32], time[32], wait[32], xfer[32], alg[24], bus[24],
-            mn[32], md[32], mx[64];
+        char ranks[16], calls[24], bytes[32], time[32], wait[32], xfer[32], gpu[32], alg[24],
+            bus[24], mn[32], md[32], mx[64];
         snprintf(ranks, sizeof ranks, "%u", c->ranks);
         snprintf(calls, sizeof calls, "%" PRIu64, c->calls);
         if (c->bytes)
@@ -115,7 +116,11 @@ static void comm_tables_comm(FILE *out, const struct comm_report *r, size_t limi
         format_ns((double)c->time_ns, time, sizeof time);
         format_ns((double)c->wait_ns, wait, sizeof wait);
         format_ns((double)(c->time_ns - c->wait_ns), xfer, sizeof xfer);
-        if (c->bytes && c->time_ns) {
+        if (c->kernels)
+            format_ns((double)c->gpu_ns, gpu, sizeof gpu);
+        else
+            snprintf(gpu, sizeof gpu, "-");
+        if (c->bytes && (c->time_ns || c->gpu_ns)) {
             snprintf(alg, sizeof alg, "%.3f", c->algbw_gbs);
             snprintf(bus, sizeof bus, "%.3f", c->busbw_gbs);
         } else {
@@ -126,7 +131,7 @@ static void comm_tables_comm(FILE *out, const struct comm_report *r, size_t limi
         format_ns((double)c->time.median, md, sizeof md);
         comm_tables_at(&c->time, mx, sizeof mx);
         text_table_row(&t, c->name, comm_kind_name(c->kind), ranks, calls, bytes, time, wait, xfer,
-                       alg, bus, mn, md, mx);
+                       gpu, alg, bus, mn, md, mx);
     }
     text_table_end(out, &t);
     comm_tables_clock_note(out, r);

@@ -284,7 +284,22 @@ Test(report_comm, nccl_call_owns_its_kernels)
     cr_assert_eq(p->apis[1032]->gpu_ns, 400);
     cr_assert_eq(p->gpu.unattributed, 0);
     cr_assert_str_eq(model_category_name(PROF_CAT_COMM), "comm");
-    model_process_free(p);
+    /* --comm: bandwidth over the kernels' GPU time (4000 bytes in 400 ns), not the call's
+     * 4000 ns of enqueueing. */
+    struct model_process **procs = malloc(sizeof *procs);
+    cr_assert_not_null(procs);
+    procs[0] = p;
+    struct summary s;
+    summary_build(&s, procs, 1);
+    struct comm_report r;
+    comm_merge_build(&r, &s);
+    const struct comm_row *row = row_named(&r, "ncclAllReduce");
+    cr_assert_eq(row->kernels, 1);
+    cr_assert_eq(row->gpu_ns, 400);
+    cr_assert_eq(row->time_ns, 4000);
+    cr_assert_float_eq(row->algbw_gbs, 10.0, 1e-12);
+    comm_merge_free(&r);
+    summary_free(&s);
 }
 
 Test(report_comm, one_rank_matches_nothing)
