@@ -137,3 +137,63 @@ def test_default_report_has_the_communication_table(profrun_out):
     section = text[text.index("Communication ("):]
     line = next(l for l in section.splitlines() if l.strip().startswith("MPI_Allreduce "))
     assert line.split()[3] == str(RANKS * ITERATIONS)  # calls
+
+
+ALL_FIXTURE = build_path("test", "fixtures", "comm", "mpi_all")
+
+
+def test_every_wrapped_mpi_function(tmp_path):
+    """test/fixtures/comm/mpi_all.c on 3 ranks: each wrapped function's bytes (nccl-tests'
+    sizes; where an argument counts at the root only, the others count their own part),
+    peer, root and communicator, and Open MPI computing the right results through them."""
+    from test_comm_nccl import calls_of
+
+    profile([MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "3", ALL_FIXTURE],
+            tmp_path, timeout=120)
+    files = trace_files(tmp_path)
+    assert len(files) == 3
+    world = (3 << 32) | 0  # size 3, rank 0 of the world at its rank 0
+    for path in files:
+        rank = int(path.rsplit("_rank", 1)[1].split(".")[0])
+        nxt, prev = (rank + 1) % 3, (rank + 2) % 3
+        expect = [  # name, bytes, extra fields
+            ("MPI_Init_thread", 0, {"required": 1}),
+            ("MPI_Allreduce", 40, {"count": 10}),
+            ("MPI_Reduce", 80, {"root": 1}),
+            ("MPI_Bcast", 20, {"root": 0}),
+            ("MPI_Allgather", 24, {}),
+            ("MPI_Allgatherv", 24, {}),
+            ("MPI_Gather", 36, {"root": 0}),
+            ("MPI_Gatherv", 24 if rank == 0 else 4 * (rank + 1), {}),
+            ("MPI_Scatter", 24, {}),
+            ("MPI_Scatterv", 24 if rank == 0 else 4 * (rank + 1), {}),
+            ("MPI_Alltoall", 12, {}),
+            ("MPI_Alltoallv", 12, {}),
+            ("MPI_Reduce_scatter", 12, {}),
+            ("MPI_Reduce_scatter_block", 24, {}),
+            ("MPI_Barrier", 0, {}),
+            ("MPI_Sendrecv", 16, {"recv_bytes": 16, "peer": nxt, "recv_peer": prev}),
+        ]
+        if rank == 0:
+            expect.append(("MPI_Send", 16, {"peer": 1, "tag": 2}))
+        if rank == 1:
+            expect.append(("MPI_Recv", 16, {"peer": 0, "tag": 2}))
+        expect += [
+            ("MPI_Irecv", 12, {"peer": prev}), ("MPI_Isend", 12, {"peer": nxt}),
+            ("MPI_Waitall", None, {"requests": 2}),
+            ("MPI_Irecv", 4, {"peer": prev}), ("MPI_Isend", 4, {"peer": nxt}),
+            ("MPI_Waitany", None, {"requests": 2}), ("MPI_Wait", None, {"requests": 1}),
+            ("MPI_Test", None, {"requests": 1}),
+            ("MPI_Finalize", 0, {}),
+        ]
+        calls = calls_of(path)
+        assert [c["name"] for c in calls] == [e[0] for e in expect], rank
+        for call, (name, nbytes, extra) in zip(calls, expect):
+            assert call["result"] == 0, name
+            if nbytes is None:  # waits: no communicator of their own
+                assert call["comm"] == 0, name
+            else:
+                assert call["bytes"] == nbytes, (rank, name, call)
+                assert (call["comm"], call["comm_size"], call["comm_rank"]) == (world, 3, rank)
+            for k, v in extra.items():
+                assert call[k] == v, (rank, name, k)
