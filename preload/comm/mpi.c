@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "clock.h"
 #include "comm.h"
@@ -120,15 +121,22 @@ struct mpi_comm_info {
     uint64_t key, size, rank;
 };
 
+/* Slots are filled in order; a freed communicator's slot becomes a tombstone that the next
+ * new one may take. A handle is an address that MPI reuses once the communicator is freed
+ * (MPI_Comm_free below forgets it), so each thread's one-entry cache also checks the epoch,
+ * which every free advances. */
 #define MPI_COMM_SLOTS 64
+#define MPI_COMM_TOMBSTONE UINTPTR_MAX
 struct mpi_comm_slot {
-    _Atomic uintptr_t handle; /* 0: free */
+    _Atomic uintptr_t handle; /* 0: never used (the end of the list); tombstone: freed */
     struct mpi_comm_info info;
 };
 static struct mpi_comm_slot mpi_comms[MPI_COMM_SLOTS];
 static pthread_mutex_t mpi_comms_lock = PTHREAD_MUTEX_INITIALIZER;
 static const struct mpi_comm_info mpi_comm_unknown;
+static _Atomic unsigned mpi_comm_epoch;
 static __thread uintptr_t mpi_tls_last_comm PROF_TLS;
+static __thread unsigned mpi_tls_last_epoch PROF_TLS;
 static __thread const struct mpi_comm_info *mpi_tls_last_info PROF_TLS;
 
 static mpi_handle mpi_world(void)
@@ -170,7 +178,8 @@ static const struct mpi_comm_info *mpi_comm_info(mpi_handle comm)
     uintptr_t h = (uintptr_t)comm;
     if (h == 0)
         return &mpi_comm_unknown;
-    if (h == mpi_tls_last_comm)
+    unsigned epoch = atomic_load_explicit(&mpi_comm_epoch, memory_order_acquire);
+    if (h == mpi_tls_last_comm && epoch == mpi_tls_last_epoch)
         return mpi_tls_last_info;
     const struct mpi_comm_info *found = NULL;
     for (int i = 0; i < MPI_COMM_SLOTS && !found; i++) {
@@ -185,27 +194,55 @@ static const struct mpi_comm_info *mpi_comm_info(mpi_handle comm)
         if (!mpi_usable())
             return &mpi_comm_unknown;
         pthread_mutex_lock(&mpi_comms_lock);
+        int free_slot = -1;
         for (int i = 0; i < MPI_COMM_SLOTS; i++) {
             uintptr_t s = atomic_load_explicit(&mpi_comms[i].handle, memory_order_relaxed);
             if (s == h) {
                 found = &mpi_comms[i].info;
                 break;
             }
+            if (s == MPI_COMM_TOMBSTONE && free_slot < 0)
+                free_slot = i;
             if (s == 0) {
-                mpi_comm_describe(comm, &mpi_comms[i].info);
-                /* release: readers that see the handle see the info */
-                atomic_store_explicit(&mpi_comms[i].handle, h, memory_order_release);
-                found = &mpi_comms[i].info;
+                if (free_slot < 0)
+                    free_slot = i;
                 break;
             }
+        }
+        if (!found && free_slot >= 0) {
+            struct mpi_comm_slot *slot = &mpi_comms[free_slot];
+            memset(&slot->info, 0, sizeof slot->info);
+            mpi_comm_describe(comm, &slot->info);
+            /* release: readers that see the handle see the info */
+            atomic_store_explicit(&slot->handle, h, memory_order_release);
+            found = &slot->info;
         }
         pthread_mutex_unlock(&mpi_comms_lock);
         if (!found)
             return &mpi_comm_unknown; /* table full: the communicator goes unnamed */
     }
     mpi_tls_last_comm = h;
+    mpi_tls_last_epoch = epoch;
     mpi_tls_last_info = found;
     return found;
+}
+
+/* The communicator is going: its handle may come back as another one. */
+static void mpi_comm_forget(uintptr_t h)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock(&mpi_comms_lock);
+    for (int i = 0; i < MPI_COMM_SLOTS; i++) {
+        uintptr_t s = atomic_load_explicit(&mpi_comms[i].handle, memory_order_relaxed);
+        if (s == 0)
+            break;
+        if (s == h)
+            atomic_store_explicit(&mpi_comms[i].handle, MPI_COMM_TOMBSTONE, memory_order_relaxed);
+    }
+    /* release: a thread that sees the new epoch also sees the tombstone */
+    atomic_fetch_add_explicit(&mpi_comm_epoch, 1, memory_order_release);
+    pthread_mutex_unlock(&mpi_comms_lock);
 }
 
 static inline uint64_t mpi_size(mpi_handle comm)
@@ -270,6 +307,30 @@ static inline int mpi_capture(void)
     }
 #include "mpi.def"
 #undef PROF_MPI_FN
+
+/* Hand-written: not recorded, but its communicator's handle must be forgotten before MPI
+ * can hand the address out again. */
+typedef int (*mpi_comm_free_fn)(mpi_handle *);
+static mpi_comm_free_fn mpi_real_comm_free;
+
+PROF_EXPORT int MPI_Comm_free(mpi_handle *comm)
+{
+    mpi_comm_free_fn real = mpi_real_comm_free;
+    if (__builtin_expect(real == NULL, 0)) {
+        real = (mpi_comm_free_fn)mpi_resolve_real("PMPI_Comm_free");
+        if (!real)
+            return MPI_PROF_ERR_OTHER;
+        mpi_real_comm_free = real;
+    }
+    if (comm) {
+        int saved_errno = errno;
+        prof_tls_busy++;
+        mpi_comm_forget((uintptr_t)*comm);
+        prof_tls_busy--;
+        errno = saved_errno;
+    }
+    return real(comm);
+}
 
 void comm_mpi_setup(int enabled)
 {

@@ -197,3 +197,24 @@ def test_every_wrapped_mpi_function(tmp_path):
                 assert (call["comm"], call["comm_size"], call["comm_rank"]) == (world, 3, rank)
             for k, v in extra.items():
                 assert call[k] == v, (rank, name, k)
+
+
+REUSE_FIXTURE = build_path("test", "fixtures", "comm", "mpi_comm_reuse")
+
+
+def test_freed_communicator_is_forgotten(tmp_path):
+    """A communicator made at the address of a freed one is described afresh: the Allreduce
+    on the world's dup has 3 ranks, not the freed split's 2 (or 1)."""
+    from test_comm_nccl import calls_of
+
+    proc = profile([MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "3",
+                    REUSE_FIXTURE], tmp_path, timeout=120)
+    assert "sum 3" in proc.stdout
+    reused = proc.stdout.count("reused 1")
+    for path in trace_files(tmp_path):
+        rank = int(path.rsplit("_rank", 1)[1].split(".")[0])
+        first, second = [c for c in calls_of(path) if c["name"] == "MPI_Allreduce"]
+        assert first["comm_size"] == (2 if rank % 2 == 0 else 1)
+        assert first["comm"] == (first["comm_size"] << 32 | rank % 2)
+        assert (second["comm"], second["comm_size"], second["comm_rank"]) == (3 << 32, 3, rank)
+    assert reused > 0, "Open MPI did not reuse the address: the test proves nothing here"
