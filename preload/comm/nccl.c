@@ -93,6 +93,11 @@ static const struct nccl_comm_info nccl_comm_unknown;
 typedef int (*nccl_comm_int_fn)(nccl_comm, int *);
 static nccl_comm_int_fn nccl_comm_count, nccl_comm_user_rank;
 
+/* Slots fill in order (0: never used, the end of the list); a destroyed communicator's
+ * slot becomes a tombstone that a later one may take, since NCCL's next communicator may
+ * get the same address. */
+#define NCCL_COMM_TOMBSTONE UINTPTR_MAX
+
 static struct nccl_comm_slot *nccl_find(uintptr_t h)
 {
     for (int i = 0; i < NCCL_COMM_SLOTS; i++) {
@@ -106,24 +111,48 @@ static struct nccl_comm_slot *nccl_find(uintptr_t h)
     return NULL;
 }
 
-/* Names a communicator (replacing what a destroyed one at the same address left). */
+/* Names a communicator (replacing what an earlier one at the same address left). */
 static void nccl_set(nccl_comm comm, uint64_t key, int size, int rank)
 {
     uintptr_t h = (uintptr_t)comm;
     if (!h)
         return;
     pthread_mutex_lock(&nccl_comms_lock);
+    int slot = -1;
     for (int i = 0; i < NCCL_COMM_SLOTS; i++) {
         uintptr_t s = atomic_load_explicit(&nccl_comms[i].handle, memory_order_relaxed);
-        if (s == h || s == 0) {
-            nccl_comms[i].info.key = key;
-            nccl_comms[i].info.size = (uint64_t)size;
-            nccl_comms[i].info.rank = (uint64_t)rank;
-            /* release: readers that see the handle see the info */
-            atomic_store_explicit(&nccl_comms[i].handle, h, memory_order_release);
+        if (s == h) {
+            slot = i;
+            break;
+        }
+        if (s == NCCL_COMM_TOMBSTONE && slot < 0)
+            slot = i;
+        if (s == 0) {
+            if (slot < 0)
+                slot = i;
             break;
         }
     }
+    if (slot >= 0) {
+        nccl_comms[slot].info.key = key;
+        nccl_comms[slot].info.size = (uint64_t)size;
+        nccl_comms[slot].info.rank = (uint64_t)rank;
+        /* release: readers that see the handle see the info */
+        atomic_store_explicit(&nccl_comms[slot].handle, h, memory_order_release);
+    }
+    pthread_mutex_unlock(&nccl_comms_lock);
+}
+
+/* After a successful ncclCommDestroy / ncclCommAbort. */
+static void nccl_forget(int rc, nccl_comm comm)
+{
+    uintptr_t h = (uintptr_t)comm;
+    if (rc != 0 || !h)
+        return;
+    pthread_mutex_lock(&nccl_comms_lock);
+    struct nccl_comm_slot *s = nccl_find(h);
+    if (s)
+        atomic_store_explicit(&s->handle, NCCL_COMM_TOMBSTONE, memory_order_relaxed);
     pthread_mutex_unlock(&nccl_comms_lock);
 }
 
@@ -220,6 +249,9 @@ static inline int nccl_capture(void)
         uint64_t recorded[] = {PROF_STRIP record, prof_ci->key, prof_ci->size, prof_ci->rank};     \
         emit_api_call((uint16_t)(PROF_API_NCCL_BASE + NCCL_API_##name), rc, prof_t0, prof_t1,      \
                       recorded, sizeof recorded / sizeof recorded[0]);                             \
+        if (NCCL_API_##name == NCCL_API_ncclCommDestroy ||                                         \
+            NCCL_API_##name == NCCL_API_ncclCommAbort)                                             \
+            nccl_forget(rc, comm);                                                                 \
         prof_tls_busy--;                                                                           \
         errno = saved_errno;                                                                       \
         return rc;                                                                                 \

@@ -9,7 +9,8 @@
  * rank modulo that size, and NULL for NCCL_SPLIT_NOCOLOR (-1). Collectives check their
  * communicator, count, type and op (ncclInvalidArgument else) and return ncclSuccess; each
  * takes FAKE_NCCL_CALL_NS (default 0) of busy time. ncclGroupEnd fails without a matching
- * ncclGroupStart. ncclGetUniqueId fills the id from the pid and a counter. */
+ * ncclGroupStart. ncclGetUniqueId fills the id from the pid and a counter. A new
+ * communicator takes the memory of the last one destroyed, when there is one. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdlib.h>
@@ -58,9 +59,14 @@ static int fake_nccl_valid(ncclComm_t comm)
     return comm && comm->magic == FAKE_NCCL_MAGIC;
 }
 
+/* Destroyed communicators' memory, reused last in first out (as NCCL's allocations may
+ * be): a new communicator can get the address of the one destroyed before it. */
+static ncclComm_t fake_nccl_freed[16];
+static int fake_nccl_nfreed;
+
 static ncclComm_t fake_nccl_new(int nranks, int rank)
 {
-    ncclComm_t c = calloc(1, sizeof *c);
+    ncclComm_t c = fake_nccl_nfreed ? fake_nccl_freed[--fake_nccl_nfreed] : calloc(1, sizeof *c);
     if (!c)
         return NULL;
     c->magic = FAKE_NCCL_MAGIC;
@@ -95,6 +101,16 @@ FAKE_NCCL_EXPORT int ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId
 {
     (void)commId;
     return fake_nccl_init_rank(comm, nranks, rank);
+}
+
+/* NCCL 2.23's scalable init: not wrapped by the profiler (a communicator it cannot name). */
+FAKE_NCCL_EXPORT int ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int myrank, int nId,
+                                              ncclUniqueId *commIds, void *config)
+{
+    (void)nId;
+    (void)commIds;
+    (void)config;
+    return fake_nccl_init_rank(comm, nranks, myrank);
 }
 
 FAKE_NCCL_EXPORT int ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId,
@@ -137,7 +153,10 @@ static int fake_nccl_destroy(ncclComm_t comm)
     if (!fake_nccl_valid(comm))
         return fake_ncclInvalidArgument;
     comm->magic = 0;
-    free(comm);
+    if (fake_nccl_nfreed < (int)(sizeof fake_nccl_freed / sizeof fake_nccl_freed[0]))
+        fake_nccl_freed[fake_nccl_nfreed++] = comm;
+    else
+        free(comm);
     return fake_ncclSuccess;
 }
 
