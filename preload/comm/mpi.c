@@ -81,10 +81,11 @@ static void *mpi_resolve(const char *name)
     return p;
 }
 
-static void *mpi_resolve_real(const char *name)
+/* The real function; said once per function (said: its flag) when it cannot be found. */
+static void *mpi_resolve_real(const char *name, _Atomic int *said)
 {
     void *p = mpi_resolve(name);
-    if (!p)
+    if (!p && !atomic_exchange_explicit(said, 1, memory_order_relaxed))
         collector_note("cannot find %s (no MPI library loaded?); the MPI call fails with "
                        "MPI_ERR_OTHER",
                        name);
@@ -285,7 +286,8 @@ static inline int mpi_capture(void)
     {                                                                                              \
         mpi_##name##_fn real = mpi_real_##name;                                                    \
         if (__builtin_expect(real == NULL, 0)) {                                                   \
-            real = (mpi_##name##_fn)mpi_resolve_real("P" #name);                                   \
+            static _Atomic int prof_said;                                                          \
+            real = (mpi_##name##_fn)mpi_resolve_real("P" #name, &prof_said);                       \
             if (!real)                                                                             \
                 return MPI_PROF_ERR_OTHER;                                                         \
             mpi_real_##name = real;                                                                \
@@ -317,7 +319,8 @@ PROF_EXPORT int MPI_Comm_free(mpi_handle *comm)
 {
     mpi_comm_free_fn real = mpi_real_comm_free;
     if (__builtin_expect(real == NULL, 0)) {
-        real = (mpi_comm_free_fn)mpi_resolve_real("PMPI_Comm_free");
+        static _Atomic int said;
+        real = (mpi_comm_free_fn)mpi_resolve_real("PMPI_Comm_free", &said);
         if (!real)
             return MPI_PROF_ERR_OTHER;
         mpi_real_comm_free = real;

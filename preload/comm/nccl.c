@@ -231,8 +231,11 @@ static inline int nccl_capture(void)
         if (__builtin_expect(real == NULL, 0)) {                                                   \
             real = (nccl_##name##_fn)nccl_resolve(#name);                                          \
             if (!real) {                                                                           \
-                collector_note("cannot find the real %s; the call fails with ncclSystemError",     \
-                               #name);                                                             \
+                static _Atomic int prof_said; /* said once, however often called */                \
+                if (!atomic_exchange_explicit(&prof_said, 1, memory_order_relaxed))                \
+                    collector_note("cannot find the real %s; the call fails with "                 \
+                                   "ncclSystemError",                                              \
+                                   #name);                                                         \
                 return NCCL_PROF_SYSTEM_ERROR;                                                     \
             }                                                                                      \
             nccl_real_##name = real;                                                               \

@@ -147,8 +147,9 @@ def test_comm_view_merges_nccl_ranks(two_ranks):
 SNIPPET = r"""
 import ctypes, sys
 lib = ctypes.CDLL(None)
-rc_nccl = lib.ncclAllReduce(None, None, ctypes.c_size_t(1), 0, 0, None, None)
-rc_mpi = lib.MPI_Barrier(None)
+for _ in range(3):
+    rc_nccl = lib.ncclAllReduce(None, None, ctypes.c_size_t(1), 0, 0, None, None)
+    rc_mpi = lib.MPI_Barrier(None)
 print(rc_nccl, rc_mpi)
 """
 
@@ -162,5 +163,6 @@ def test_no_library_loaded(tmp_path):
                           text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["2", "16"]  # ncclSystemError, MPI_ERR_OTHER
-    assert "cannot find the real ncclAllReduce" in proc.stderr
-    assert "cannot find PMPI_Barrier" in proc.stderr
+    # said once each, however often called
+    assert proc.stderr.count("cannot find the real ncclAllReduce") == 1, proc.stderr
+    assert proc.stderr.count("cannot find PMPI_Barrier") == 1, proc.stderr
