@@ -299,8 +299,16 @@ static inline int mpi_capture(void)
         uint64_t prof_t1 = prof_clock_ticks();                                                     \
         int saved_errno = errno;                                                                   \
         prof_tls_busy++;                                                                           \
-        const struct mpi_comm_info *prof_ci = mpi_comm_info(comm);                                 \
-        uint64_t recorded[] = {PROF_STRIP record, prof_ci->key, prof_ci->size, prof_ci->rank};     \
+        /* A failed call's arguments may be bad: asking MPI about them would raise the error       \
+         * again, on MPI_COMM_WORLD, whose handler may abort. Only its result is kept. */          \
+        uint64_t recorded[sizeof((uint64_t[]){PROF_STRIP record, 0, 0, 0}) / sizeof(uint64_t)];    \
+        memset(recorded, 0, sizeof recorded);                                                      \
+        if (rc == 0) {                                                                             \
+            const struct mpi_comm_info *prof_ci = mpi_comm_info(comm);                             \
+            uint64_t prof_values[] = {PROF_STRIP record, prof_ci->key, prof_ci->size,              \
+                                      prof_ci->rank};                                              \
+            memcpy(recorded, prof_values, sizeof recorded);                                        \
+        }                                                                                          \
         emit_api_call((uint16_t)(PROF_API_MPI_BASE + MPI_API_##name), rc, prof_t0, prof_t1,        \
                       recorded, sizeof recorded / sizeof recorded[0]);                             \
         prof_tls_busy--;                                                                           \

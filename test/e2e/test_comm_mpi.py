@@ -11,7 +11,10 @@ from conftest import LIBPROF, build_path, profile, report, report_json, trace_fi
 
 MPIRUN = shutil.which("mpirun")
 FIXTURE = build_path("test", "fixtures", "comm", "mpi_loop")
-ITERATIONS, SLOW_RANK, SLOW_MS, RANKS = 12, 2, 30, 4
+ITERATIONS, SLOW_RANK, SLOW_MS, RANKS = 12, 2, 50, 4
+# On a loaded machine another rank can lose the CPU for as long as the slow rank sleeps:
+# the slow rank must be last at all operations but this many.
+SCHEDULING_SLACK = 2
 MPI_FLAGS = ["--allow-run-as-root", "--oversubscribe", "-np", str(RANKS)]
 
 pytestmark = pytest.mark.skipif(not MPIRUN or not os.path.exists(FIXTURE),
@@ -66,9 +69,10 @@ def check_comm_table(out, *extra):
     assert allreduce["algbw_gbs"] == pytest.approx(allreduce["bytes"] / allreduce["time_ns"])
     bcast = rows["MPI_Bcast"]
     assert bcast["busbw_gbs"] == pytest.approx(bcast["algbw_gbs"])
-    # The slow rank is last at every Allreduce and by about its sleep.
-    assert allreduce["last_rank"] == SLOW_RANK and allreduce["last_count"] == n
-    assert allreduce["late_ns"] >= n * SLOW_MS * 1e6 * 0.8
+    # The slow rank is last at (almost) every Allreduce and by about its sleep.
+    assert allreduce["last_rank"] == SLOW_RANK
+    assert allreduce["last_count"] >= n - SCHEDULING_SLACK
+    assert allreduce["late_ns"] >= (n - SCHEDULING_SLACK) * SLOW_MS * 1e6 * 0.5
     assert allreduce["wait_ns"] + allreduce["transfer_ns"] == allreduce["time_ns"]
     return rows
 
@@ -103,9 +107,10 @@ def test_stragglers_view(profrun_out):
     ops = [g for g in rep["stragglers"] if g["name"] == "MPI_Allreduce"]
     assert len(ops) == ITERATIONS
     assert [g["index"] for g in ops] == list(range(ITERATIONS))
-    for g in ops:
-        assert g["ranks"] == RANKS and g["last_rank"] == SLOW_RANK
-        assert g["late_ns"] >= SLOW_MS * 1e6 * 0.5 and g["spread_ns"] >= g["late_ns"]
+    assert all(g["ranks"] == RANKS and g["spread_ns"] >= g["late_ns"] for g in ops)
+    slow = [g for g in ops if g["last_rank"] == SLOW_RANK]
+    assert len(slow) >= ITERATIONS - SCHEDULING_SLACK
+    assert all(g["late_ns"] >= SLOW_MS * 1e6 * 0.5 for g in slow)
     text = report(profrun_out, "--stragglers").stdout
     assert "slowest rank: %d," % SLOW_RANK in text
 
@@ -218,3 +223,22 @@ def test_freed_communicator_is_forgotten(tmp_path):
         assert first["comm"] == (first["comm_size"] << 32 | rank % 2)
         assert (second["comm"], second["comm_size"], second["comm_rank"]) == (3 << 32, 3, rank)
     assert reused > 0, "Open MPI did not reuse the address: the test proves nothing here"
+
+
+ERRORS_FIXTURE = build_path("test", "fixtures", "comm", "mpi_errors")
+
+
+def test_failed_call_does_not_abort_the_job(tmp_path):
+    """An MPI_Allreduce with a null datatype on a communicator whose errors return: the job
+    gets the error and goes on (the profiler must not ask MPI about the bad arguments,
+    which would raise them on MPI_COMM_WORLD, whose handler aborts); the call is recorded
+    with its error and no bytes."""
+    from test_comm_nccl import calls_of
+
+    proc = profile([MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "1",
+                    ERRORS_FIXTURE], tmp_path, check=False, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "mpi_errors: rc error" in proc.stdout
+    calls = [c for c in calls_of(trace_files(tmp_path)[0]) if c["name"] == "MPI_Allreduce"]
+    assert len(calls) == 1 and calls[0]["result"] != 0
+    assert calls[0]["bytes"] == 0 and calls[0]["comm"] == 0
