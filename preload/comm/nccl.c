@@ -24,6 +24,8 @@
 #define NCCL_OUT(pp) (rc == 0 && (pp) ? *(pp) : NCCL_NO_COMM)
 /* ncclSystemError: what a wrapper returns when the real function cannot be found. */
 #define NCCL_PROF_SYSTEM_ERROR 2
+/* ncclInProgress: a nonblocking communicator's call that was issued, not a failure. */
+#define NCCL_IN_PROGRESS 7
 #define NCCL_LIB_STEM "libnccl"
 
 typedef struct nccl_opaque *nccl_comm;
@@ -156,6 +158,13 @@ static void nccl_forget(int rc, nccl_comm comm)
     pthread_mutex_unlock(&nccl_comms_lock);
 }
 
+/* What the table knows of a communicator, without asking NCCL. */
+static const struct nccl_comm_info *nccl_comm_known(nccl_comm comm)
+{
+    struct nccl_comm_slot *s = comm ? nccl_find((uintptr_t)comm) : NULL;
+    return s ? &s->info : &nccl_comm_unknown;
+}
+
 static const struct nccl_comm_info *nccl_comm_info(nccl_comm comm)
 {
     uintptr_t h = (uintptr_t)comm;
@@ -248,7 +257,9 @@ static inline int nccl_capture(void)
         int saved_errno = errno;                                                                   \
         prof_tls_busy++;                                                                           \
         (void)(after);                                                                             \
-        const struct nccl_comm_info *prof_ci = nccl_comm_info(comm);                               \
+        /* A failed call's communicator may be bad: only our table is asked about it. */           \
+        const struct nccl_comm_info *prof_ci =                                                     \
+            rc == 0 || rc == NCCL_IN_PROGRESS ? nccl_comm_info(comm) : nccl_comm_known(comm);      \
         uint64_t recorded[] = {PROF_STRIP record, prof_ci->key, prof_ci->size, prof_ci->rank};     \
         emit_api_call((uint16_t)(PROF_API_NCCL_BASE + NCCL_API_##name), rc, prof_t0, prof_t1,      \
                       recorded, sizeof recorded / sizeof recorded[0]);                             \

@@ -435,7 +435,7 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
                 cr->bytes += call->bytes;
                 if (call->comm_size > cr->comm_size)
                     cr->comm_size = call->comm_size;
-                if (comm_merge_matched_kind(cr->kind))
+                if (comm_merge_matched_kind(cr->kind) && !call->failed)
                     entries[n++] = (struct comm_merge_entry){
                         .row = row,
                         .rank = k,

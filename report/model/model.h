@@ -401,6 +401,7 @@ struct model_comm_call {
     uint32_t tid;
     uint8_t source; /* enum model_comm_source */
     uint8_t setup;  /* init, finalize, communicator management: not communication time */
+    uint8_t failed; /* returned an error: no bytes, not matched across ranks */
 };
 
 struct model_comm {

@@ -57,6 +57,10 @@ static void model_comm_on_api_call(struct model_process *p, const struct model_a
     call->tid = tid;
     call->source = MODEL_COMM_CALL;
     call->setup = (uint8_t)model_comm_is_setup(api->name);
+    /* NCCL's ncclInProgress (7) is a nonblocking call issued, not a failure. */
+    call->failed = rec->result != 0 && !(rec->result == 7 && !strncmp(api->name, "nccl", 4));
+    if (call->failed)
+        return;
     int i;
     if ((i = model_comm_arg(api, "bytes")) >= 0 && (size_t)i < nargs)
         call->bytes = args[i];

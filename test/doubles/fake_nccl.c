@@ -10,9 +10,12 @@
  * communicator, count, type and op (ncclInvalidArgument else) and return ncclSuccess; each
  * takes FAKE_NCCL_CALL_NS (default 0) of busy time. ncclGroupEnd fails without a matching
  * ncclGroupStart. ncclGetUniqueId fills the id from the pid and a counter. A new
- * communicator takes the memory of the last one destroyed, when there is one. */
+ * communicator takes the memory of the last one destroyed, when there is one.
+ * FAKE_NCCL_STRICT=1: ncclCommCount and ncclCommUserRank abort on what is not a live
+ * communicator, as the real ones may crash on a bad pointer. */
 #define _GNU_SOURCE
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -170,8 +173,18 @@ FAKE_NCCL_EXPORT int ncclCommAbort(ncclComm_t comm)
     return fake_nccl_destroy(comm);
 }
 
+static void fake_nccl_strict(ncclComm_t comm)
+{
+    const char *v = getenv("FAKE_NCCL_STRICT");
+    if (v && !strcmp(v, "1") && !fake_nccl_valid(comm)) {
+        fprintf(stderr, "fake_nccl: asked about a communicator that is not one\n");
+        abort();
+    }
+}
+
 FAKE_NCCL_EXPORT int ncclCommCount(const ncclComm_t comm, int *count)
 {
+    fake_nccl_strict(comm);
     if (!fake_nccl_valid(comm) || !count)
         return fake_ncclInvalidArgument;
     *count = comm->nranks;
@@ -180,6 +193,7 @@ FAKE_NCCL_EXPORT int ncclCommCount(const ncclComm_t comm, int *count)
 
 FAKE_NCCL_EXPORT int ncclCommUserRank(const ncclComm_t comm, int *rank)
 {
+    fake_nccl_strict(comm);
     if (!fake_nccl_valid(comm) || !rank)
         return fake_ncclInvalidArgument;
     *rank = comm->rank;

@@ -19,7 +19,7 @@ needs_fixture = pytest.mark.skipif(not os.path.exists(FIXTURE),
 def run_rank(out, rank, nranks, extra_env=None):
     env = dict(os.environ)
     env.update({"LD_PRELOAD": LIBPROF, "PROF_OUTPUT_DIR": str(out), "PROF_RUN_ID": "nccl-test",
-                "RANK": str(rank), "WORLD_SIZE": str(nranks),
+                "RANK": str(rank), "WORLD_SIZE": str(nranks), "FAKE_NCCL_STRICT": "1",
                 "LD_LIBRARY_PATH": DOUBLES})
     env.update(extra_env or {})
     proc = subprocess.run([FIXTURE, str(rank), str(nranks)], env=env, capture_output=True,
@@ -74,8 +74,11 @@ def test_every_wrapped_call_recorded(two_ranks):
             "ncclCommSplit", "ncclGroupStart", "ncclAllReduce", "ncclBroadcast", "ncclReduce",
             "ncclAllGather", "ncclReduceScatter", "ncclSend", "ncclRecv", "ncclGroupEnd",
             "ncclAllReduce", "ncclCommDestroy", "ncclCommAbort", "ncclCommDestroy",
-            "ncclCommDestroy", "ncclCommDestroy", "ncclAllReduce", "ncclCommDestroy"], rank
-        assert all(c["result"] == 0 for c in calls)
+            "ncclCommDestroy", "ncclAllReduce", "ncclCommDestroy", "ncclAllReduce",
+            "ncclCommDestroy"], rank
+        bad = calls[19]  # on what is not a communicator: its error, nothing asked of NCCL
+        assert bad["result"] == 4 and (bad["comm"], bad["comm_size"]) == (0, 0)
+        assert all(c["result"] == 0 for c in calls[:19] + calls[20:])
 
 
 @needs_fixture
@@ -119,7 +122,7 @@ def test_counts_bytes_and_communicators(two_ranks):
         assert destroyed == [split["comm"], init_all["comm"], init_all["comm"], world["comm"], 0]
         # made by an init we do not wrap, maybe at the destroyed world's address: no id, its
         # size and rank asked from NCCL
-        again = c["ncclAllReduce"][2]
+        again = c["ncclAllReduce"][3]
         assert (again["comm"], again["comm_size"], again["comm_rank"]) == (0, 2, rank)
         assert c["ncclCommAbort"][0]["comm"] == second["comm"]
         for g in c["ncclGroupStart"] + c["ncclGroupEnd"]:
@@ -133,14 +136,16 @@ def test_counts_bytes_and_communicators(two_ranks):
 def test_comm_view_merges_nccl_ranks(two_ranks):
     out, _ = two_ranks
     rows = {r["name"]: r for r in report_json(out, "--comm")["comm"]}
-    assert rows["ncclAllReduce"]["calls"] == 6
+    # the failed call counts as a call, without bytes
+    assert rows["ncclAllReduce"]["calls"] == 8
     assert rows["ncclAllReduce"]["bytes"] == 2 * (4000 + 256 + 32)
     assert rows["ncclAllReduce"]["ranks"] == 2 and rows["ncclAllReduce"]["kind"] == "allreduce"
     assert rows["ncclAllGather"]["busbw_gbs"] == pytest.approx(rows["ncclAllGather"]["algbw_gbs"] / 2)
     assert rows["ncclCommInitRank"]["kind"] == "setup"
     # one matched operation per collective on the world communicator, one on the
-    # communicator of no known id (0, taken as one group); the split put the two ranks in
-    # different communicators (colors 0 and 1), whose calls match nothing
+    # communicator of no known id (0, taken as one group; the failed call is not an
+    # operation); the split put the two ranks in different communicators (colors 0 and 1),
+    # whose calls match nothing
     assert rows["ncclAllReduce"]["matched"] == 2 and rows["ncclBroadcast"]["matched"] == 1
 
 
