@@ -12,7 +12,7 @@ endif
 comma := ,
 
 # Every layer folder is on the include path: a header is named by its file name alone.
-PRELOAD_INCLUDES := -Ipreload -Ipreload/cuda -Ipreload/python -Ipreload/torch -Ipreload/stacks
+PRELOAD_INCLUDES := -Ipreload -Ipreload/comm -Ipreload/cuda -Ipreload/python -Ipreload/torch -Ipreload/stacks
 REPORT_INCLUDES := -Ireport -Ireport/read -Ireport/model -Ireport/symbols -Ireport/merge \
 	-Ireport/views
 

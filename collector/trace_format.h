@@ -97,6 +97,7 @@ enum prof_api_category {
     PROF_CAT_STREAM = 6, /* streams and events */
     PROF_CAT_DEVICE = 7,
     PROF_CAT_LIBRARY = 8, /* cuBLAS, cuBLASLt, cuDNN compute calls (library spans) */
+    PROF_CAT_COMM = 9,    /* NCCL and MPI calls (spans; see preload/comm/comm.h) */
     PROF_CAT_COUNT
 };
 

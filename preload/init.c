@@ -24,7 +24,7 @@ static const struct preload_layer *const init_layers[] = {
 #ifdef PROF_HAVE_CUDA
     &cudart_layer, &cupti_layer, &cublas_layer, &cudnn_layer,    &nvtx_layer,
 #endif
-    &python_layer, &torch_layer, &stacks_layer, &sampling_layer,
+    &comm_layer, &python_layer, &torch_layer, &stacks_layer, &sampling_layer,
 };
 #define INIT_LAYER_COUNT (sizeof init_layers / sizeof init_layers[0])
 

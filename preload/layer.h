@@ -44,6 +44,7 @@ extern const struct preload_layer cublas_layer;
 extern const struct preload_layer cudnn_layer;
 extern const struct preload_layer nvtx_layer;
 #endif
+extern const struct preload_layer comm_layer;
 extern const struct preload_layer python_layer;
 extern const struct preload_layer torch_layer;
 extern const struct preload_layer stacks_layer;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "comm_views.h"
 #include "dump.h"
 #include "export.h"
 #include "format.h"
@@ -75,6 +76,12 @@ static void main_usage(FILE *out)
           "                    processes, threads, GPU streams, launch-to-kernel flows\n"
           "      --chrome-trace FILE  write torch.profiler's Chrome/Kineto JSON (TensorBoard,\n"
           "                    HTA); several ranks: FILE.rank<N>.json each (pid<P> unranked)\n"
+          "      --ranks       per rank: wall, steps, step time, compute, communication,\n"
+          "                    wait and idle time; min / median / max over the ranks\n"
+          "      --comm        communication (NCCL, MPI, torch.distributed) merged over the\n"
+          "                    ranks: calls, bytes, time, wait, transfer, bus bandwidth\n"
+          "      --stragglers  the rank that arrived last at each collective, by how much\n"
+          "      --rank N      report rank N only (any table; default: every rank merged)\n"
           "      --run ID      report the run whose META run_id is ID\n"
           "      --run ID      also a job id (META job_id): every process of that job\n"
           "      --all-runs    merge every run found in the inputs (default: the latest)\n"
@@ -228,6 +235,53 @@ static int main_write_timelines(struct model_process **procs, size_t n, const ch
     return rc;
 }
 
+/* --rank N: keeps the processes of rank N. 0, or -1 said (none has it). */
+static int main_keep_rank(struct main_inputs *in, long long rank)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < in->n; i++) {
+        if (in->procs[i]->rank == rank)
+            in->procs[kept++] = in->procs[i];
+        else
+            model_process_free(in->procs[i]);
+    }
+    in->n = kept;
+    if (kept)
+        return 0;
+    fprintf(stderr, "profreport: no trace of rank %lld in the inputs\n", rank);
+    free(in->procs);
+    return -1;
+}
+
+/* --ranks, --comm, --stragglers (COMM_VIEW_* in views). 0, or the writer's error. */
+static int main_print_comm(const struct summary *s, enum main_format format, int views,
+                           size_t limit)
+{
+    struct comm_report r;
+    comm_merge_build(&r, s);
+    int rc = 0;
+    if (format == MAIN_FORMAT_JSON)
+        rc = comm_export_json(stdout, &r, views, limit);
+    else if (format == MAIN_FORMAT_CSV)
+        rc = comm_export_csv(stdout, &r, views, limit);
+    else
+        comm_tables_print(stdout, &r, views, limit);
+    comm_merge_free(&r);
+    return rc;
+}
+
+/* The default text report ends with the communication table when there was any. */
+static void main_print_comm_default(const struct summary *s, size_t limit)
+{
+    struct comm_report r;
+    comm_merge_build(&r, s);
+    if (r.any) {
+        fputc('\n', stdout);
+        comm_tables_print(stdout, &r, COMM_VIEW_COMM, limit);
+    }
+    comm_merge_free(&r);
+}
+
 /* The tables asked for by name, in a fixed order, a blank line between them. */
 static void main_print_selected(const struct summary *s, size_t limit,
                                 enum tables_python_split split, int python, int kernels, int gpu,
@@ -280,7 +334,9 @@ int main(int argc, char **argv)
     const char *timeline_path = NULL;                      /* --memory-timeline */
     const char *perfetto_path = NULL, *chrome_path = NULL; /* --perfetto, --chrome-trace */
     struct stacks_view_options stacks = {0};
-    int stacks_asked = 0; /* --stacks or --samples */
+    int stacks_asked = 0;     /* --stacks or --samples */
+    int comm_views = 0;       /* --ranks, --comm, --stragglers: COMM_VIEW_* */
+    long long only_rank = -1; /* --rank */
 
     if (argc >= 2 && !strcmp(argv[1], "dump")) {
         if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
@@ -312,7 +368,11 @@ int main(int argc, char **argv)
         OPT_DEBUG_DIR,
         OPT_PERFETTO,
         OPT_CHROME_TRACE,
-        OPT_ALL_ROLES
+        OPT_ALL_ROLES,
+        OPT_RANKS,
+        OPT_COMM,
+        OPT_STRAGGLERS,
+        OPT_RANK
     };
     static const struct option options[] = {
         {"format", required_argument, NULL, 'f'},
@@ -338,6 +398,10 @@ int main(int argc, char **argv)
         {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
         {"perfetto", required_argument, NULL, OPT_PERFETTO},
         {"chrome-trace", required_argument, NULL, OPT_CHROME_TRACE},
+        {"ranks", no_argument, NULL, OPT_RANKS},
+        {"comm", no_argument, NULL, OPT_COMM},
+        {"stragglers", no_argument, NULL, OPT_STRAGGLERS},
+        {"rank", required_argument, NULL, OPT_RANK},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -420,6 +484,23 @@ int main(int argc, char **argv)
             else
                 stacks.debug_dirs = optarg;
             break;
+        case OPT_RANKS:
+            comm_views |= COMM_VIEW_RANKS;
+            break;
+        case OPT_COMM:
+            comm_views |= COMM_VIEW_COMM;
+            break;
+        case OPT_STRAGGLERS:
+            comm_views |= COMM_VIEW_STRAGGLERS;
+            break;
+        case OPT_RANK: {
+            char *end;
+            errno = 0;
+            only_rank = strtoll(optarg, &end, 10);
+            if (errno || end == optarg || *end || only_rank < 0)
+                return main_bad_usage("--rank wants a rank number, not '%s'", optarg);
+            break;
+        }
         case OPT_MEMORY_TIMELINE:
             if (!*optarg)
                 return main_bad_usage("%s wants a file name", "--memory-timeline");
@@ -507,7 +588,11 @@ int main(int argc, char **argv)
         return 1;
     }
     for (size_t i = 0; i < job.nwarnings; i++)
-        fprintf(stderr, "profreport: warning: %s\n", job.warnings[i]);
+        main_print_warning(job.warnings[i]);
+    if (only_rank >= 0 && main_keep_rank(&in, only_rank) != 0) {
+        jobs_free(&job);
+        return 1;
+    }
 
     int failed = in.failed;
     if (main_write_timelines(in.procs, in.n, perfetto_path, chrome_path) != 0)
@@ -519,20 +604,22 @@ int main(int argc, char **argv)
             model_process_free(in.procs[i]);
         }
         free(in.procs);
+        jobs_free(&job);
         return failed ? 1 : 0;
     }
     if (stacks_asked) {
         stacks.limit = limit;
         stacks.json = format == MAIN_FORMAT_JSON;
-        if (format == MAIN_FORMAT_CSV)
-            return main_bad_usage("--stacks and --samples print text or json%s", "");
-        int rc = stacks_view(stdout, stderr, in.procs, in.n, &stacks);
+        int rc = format == MAIN_FORMAT_CSV
+                     ? main_bad_usage("--stacks and --samples print text or json%s", "")
+                     : stacks_view(stdout, stderr, in.procs, in.n, &stacks);
         for (size_t i = 0; i < in.n; i++)
             model_process_free(in.procs[i]);
         free(in.procs);
+        jobs_free(&job);
         if (fflush(stdout) != 0)
             rc = 1;
-        return rc || failed ? 1 : 0;
+        return rc == 2 ? 2 : rc || failed ? 1 : 0;
     }
 
     struct summary s;
@@ -555,8 +642,15 @@ int main(int argc, char **argv)
         }
     }
     int rc = 0;
+    if (comm_views) {
+        rc = main_print_comm(&s, format, comm_views, limit);
+        /* Tables named beside them follow, in the text report only. */
+        print = format == MAIN_FORMAT_TEXT && (python || kernels || gpu || actions || ops);
+        if (print)
+            fputc('\n', stdout);
+    }
     if (!print)
-        rc = 0;
+        ;
     else if (format == MAIN_FORMAT_JSON)
         rc = export_json_write(stdout, &s, limit);
     else if (format == MAIN_FORMAT_CSV)
@@ -567,6 +661,7 @@ int main(int argc, char **argv)
     } else {
         jobs_print(stdout, &job);
         tables_print(stdout, &s, limit);
+        main_print_comm_default(&s, limit);
     }
     summary_free(&s);
     jobs_free(&job);

@@ -6,6 +6,7 @@
 -include test/fixtures/cuda/cuda.mk
 -include test/fixtures/libs/libs.mk
 -include test/fixtures/stacks/stacks.mk
+-include test/fixtures/comm/comm.mk
 
 .SECONDARY:
 
@@ -78,13 +79,16 @@ $(BENCH_DIR)/bench_launch: test/bench/bench_launch.cu
 		-Xlinker --enable-new-dtags -Xlinker -rpath -Xlinker $(CUDA_HOME)/lib64
 
 ifeq ($(HAVE_CUDA),1)
-TEST_FIXTURES := cuda-fixtures libs-fixtures stacks-fixtures $(PROCESS_FIXTURES) $(PYTHON_FIXTURES)
+TEST_FIXTURES := cuda-fixtures libs-fixtures stacks-fixtures $(PROCESS_FIXTURES) $(PYTHON_FIXTURES) \
+	$(COMM_FIXTURES)
 BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_timeline $(BENCH_DIR)/bench_call_cost \
 	$(BENCH_DIR)/bench_launch $(BENCH_DIR)/bench_stacks $(BENCH_DIR)/bench_symbols
 else
-TEST_FIXTURES := stacks-fixtures $(PYTHON_FIXTURES)
+TEST_FIXTURES := stacks-fixtures $(PYTHON_FIXTURES) $(COMM_FIXTURES)
 BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_timeline $(BENCH_DIR)/bench_symbols
 endif
+
+BENCH_BINS += $(COMM_BENCH_BINS)
 
 unit: $(UNIT_RUN)
 	@set -e; for t in $(UNIT_BINS); do case " $(UNIT_RUN) " in *" $$t "*) echo "== $$t"; $$t --jobs 2;; esac; done

@@ -61,7 +61,7 @@ const char *model_category_name(unsigned category)
     static const char *const names[PROF_CAT_COUNT] = {
         [PROF_CAT_OTHER] = "other",   [PROF_CAT_MEMORY] = "memory", [PROF_CAT_COPY] = "copy",
         [PROF_CAT_SET] = "set",       [PROF_CAT_LAUNCH] = "launch", [PROF_CAT_SYNC] = "sync",
-        [PROF_CAT_STREAM] = "stream", [PROF_CAT_DEVICE] = "device",
+        [PROF_CAT_STREAM] = "stream", [PROF_CAT_DEVICE] = "device", [PROF_CAT_COMM] = "comm",
     };
     if (category == MODEL_CAT_LIBRARY)
         return "library";
@@ -365,8 +365,9 @@ static void model_on_api_name(struct model_process *p, const struct trace_record
     a->is_set_device = a->role[MODEL_ARG_SET_DEVICE] >= 0;
     /* Library calls are spans that own the GPU calls inside them. The category says so;
      * the name does for a writer older than the category. */
-    a->library = a->category == MODEL_CAT_LIBRARY || !strncmp(a->name, "cublas", 6) ||
-                 !strncmp(a->name, "cudnn", 5);
+    /* NCCL calls own the kernels NCCL launches. */
+    a->library = a->category == MODEL_CAT_LIBRARY || a->category == PROF_CAT_COMM ||
+                 !strncmp(a->name, "cublas", 6) || !strncmp(a->name, "cudnn", 5);
 }
 
 static void model_on_api_call(struct model_process *p, const struct trace_record *rec, uint32_t tid)

@@ -379,6 +379,37 @@ struct model_torch {
     uint64_t unnested; /* ops that overlap a sibling instead of nesting */
 };
 
+/* ---- communication (model_comm.c) ----
+ * NCCL and MPI calls (API_CALL records of category PROF_CAT_COMM) and torch.distributed's
+ * operators (TORCH_OP records named c10d::*, gloo:*, nccl:*, mpi:*, ucc:*), kept one by
+ * one for the cross-rank merge (report/merge/comm_merge.c). */
+
+enum model_comm_source {
+    MODEL_COMM_CALL,    /* a wrapped NCCL or MPI call */
+    MODEL_COMM_TORCH_OP /* a torch.distributed operator */
+};
+
+struct model_comm_call {
+    const char *name; /* into the API table or the process's strings */
+    /* CLOCK_REALTIME ns once the file is read (ticks while reading): the one time axis of
+     * the ranks of one host. */
+    uint64_t start_ns, end_ns;
+    uint64_t bytes; /* 0: not known (torch ops) */
+    uint64_t comm;  /* the communicator's cross-rank id; 0: unknown or the default group */
+    uint32_t comm_size;
+    int32_t peer; /* point to point: the other rank; else -1 */
+    uint32_t tid;
+    uint8_t source; /* enum model_comm_source */
+    uint8_t setup;  /* init, finalize, communicator management: not communication time */
+    uint8_t failed; /* returned an error: no bytes, not matched across ranks */
+};
+
+struct model_comm {
+    struct model_comm_call *calls; /* in record order */
+    size_t ncalls, cap_calls;
+    int64_t realtime_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC at the process start */
+};
+
 struct model_process {
     char *file;
     uint32_t features;
@@ -434,6 +465,7 @@ struct model_process {
     struct model_gpu gpu;
     struct model_torch torch;
     struct model_stacks *stacks; /* model_stacks.c: NULL when the trace holds no stacks */
+    struct model_comm comm;
 
     /* The process's wall time, CLOCK_MONOTONIC: from the first to the last CPU event or
      * CLOCK record, whichever reach further (set by model_finish). */

@@ -76,3 +76,11 @@ $(FAKE_CUPTI_TEST): test/doubles/test_fake_cupti.c
 ifeq ($(HAVE_CUDA),1)
 cuda-fixtures: $(FAKE_CUPTI) $(FAKE_CUPTI_TEST)
 endif
+
+# The NCCL double needs no CUDA: built on every machine.
+FAKE_NCCL := $(DOUBLES_DIR)/libnccl.so.2
+$(FAKE_NCCL): test/doubles/fake_nccl.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -fsanitize=%,$(CFLAGS_BASE)) -fvisibility=hidden -shared -o $@ $< \
+		-Wl,-soname,libnccl.so.2
+	ln -sf libnccl.so.2 $(DOUBLES_DIR)/libnccl.so

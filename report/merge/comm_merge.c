@@ -1,0 +1,543 @@
+/* The cross-rank merge of communication: see comm_merge.h. */
+#include "comm_merge.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+
+const char *comm_kind_name(enum comm_kind kind)
+{
+    static const char *const names[] = {
+        [COMM_KIND_ALLREDUCE] = "allreduce", [COMM_KIND_REDUCE_SCATTER] = "reduce_scatter",
+        [COMM_KIND_ALLGATHER] = "allgather", [COMM_KIND_ALLTOALL] = "alltoall",
+        [COMM_KIND_BROADCAST] = "broadcast", [COMM_KIND_REDUCE] = "reduce",
+        [COMM_KIND_GATHER] = "gather",       [COMM_KIND_SCATTER] = "scatter",
+        [COMM_KIND_BARRIER] = "barrier",     [COMM_KIND_P2P] = "p2p",
+        [COMM_KIND_WAIT] = "wait",           [COMM_KIND_SETUP] = "setup",
+    };
+    return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "?";
+}
+
+/* Lower case without the library's prefix and without '_' and ':' ("allreduce"). */
+static void comm_merge_fold(const char *name, char *out, size_t len)
+{
+    static const char *const prefixes[] = {"MPI_", "nccl", "c10d::", "gloo:", "mpi:", "ucc:"};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (!strncmp(name, prefixes[i], strlen(prefixes[i]))) {
+            name += strlen(prefixes[i]);
+            break;
+        }
+    size_t o = 0;
+    for (; *name && o + 1 < len; name++)
+        if (*name != '_' && *name != ':')
+            out[o++] = (char)tolower((unsigned char)*name);
+    out[o] = 0;
+}
+
+enum comm_kind comm_kind_of(const char *name)
+{
+    if (!strncmp(name, "MPI_Init", 8) || !strcmp(name, "MPI_Finalize") ||
+        !strncmp(name, "ncclComm", 8))
+        return COMM_KIND_SETUP;
+    char f[64];
+    comm_merge_fold(name, f, sizeof f);
+    static const struct {
+        const char *stem;
+        enum comm_kind kind;
+    } stems[] = {
+        /* longest first where one contains another */
+        {"reducescatter", COMM_KIND_REDUCE_SCATTER},
+        {"allreduce", COMM_KIND_ALLREDUCE},
+        {"allgather", COMM_KIND_ALLGATHER},
+        {"alltoall", COMM_KIND_ALLTOALL},
+        {"bcast", COMM_KIND_BROADCAST},
+        {"broadcast", COMM_KIND_BROADCAST},
+        {"reduce", COMM_KIND_REDUCE},
+        {"gather", COMM_KIND_GATHER},
+        {"scatter", COMM_KIND_SCATTER},
+        {"barrier", COMM_KIND_BARRIER},
+        {"send", COMM_KIND_P2P},
+        {"recv", COMM_KIND_P2P},
+    };
+    for (size_t i = 0; i < sizeof stems / sizeof stems[0]; i++)
+        if (strstr(f, stems[i].stem))
+            return stems[i].kind;
+    return COMM_KIND_WAIT;
+}
+
+double comm_busbw_factor(enum comm_kind kind, uint32_t n)
+{
+    if (n == 0)
+        return 0;
+    double ranks = n;
+    switch (kind) {
+    case COMM_KIND_ALLREDUCE:
+        return 2.0 * (ranks - 1) / ranks;
+    case COMM_KIND_REDUCE_SCATTER:
+    case COMM_KIND_ALLGATHER:
+    case COMM_KIND_ALLTOALL:
+    case COMM_KIND_GATHER:
+    case COMM_KIND_SCATTER:
+        return (ranks - 1) / ranks;
+    case COMM_KIND_BROADCAST:
+    case COMM_KIND_REDUCE:
+    case COMM_KIND_P2P:
+        return 1.0;
+    default:
+        return 0;
+    }
+}
+
+static int comm_merge_matched_kind(enum comm_kind k)
+{
+    return k != COMM_KIND_P2P && k != COMM_KIND_WAIT && k != COMM_KIND_SETUP;
+}
+
+/* ---- spreads over the ranks ---- */
+
+static int comm_merge_u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* values[i] belongs to ranks[i]; n > 0. */
+static struct comm_spread comm_merge_spread(const uint64_t *values, const int64_t *ranks, size_t n)
+{
+    struct comm_spread s = {0, 0, 0, -1};
+    if (!n)
+        return s;
+    uint64_t *sorted = malloc(n * sizeof *sorted);
+    if (!sorted)
+        report_oom();
+    memcpy(sorted, values, n * sizeof *sorted);
+    qsort(sorted, n, sizeof *sorted, comm_merge_u64_cmp);
+    s.min = sorted[0];
+    s.median = sorted[(n - 1) / 2];
+    s.max = sorted[n - 1];
+    free(sorted);
+    for (size_t i = 0; i < n; i++)
+        if (values[i] == s.max && (s.rank_at_max < 0 || ranks[i] < s.rank_at_max))
+            s.rank_at_max = ranks[i];
+    return s;
+}
+
+/* ---- ranks ---- */
+
+struct comm_merge_rank {
+    const struct model_process **procs;
+    size_t nprocs, cap;
+};
+
+static int comm_merge_is_comm_op(const char *name)
+{
+    static const char *const prefixes[] = {"c10d::", "gloo:", "nccl:", "mpi:", "ucc:"};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
+            return 1;
+    return 0;
+}
+
+struct comm_merge_interval {
+    uint64_t start, end;
+};
+
+static int comm_merge_interval_cmp(const void *a, const void *b)
+{
+    const struct comm_merge_interval *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Time covered by the rank's communication calls (setup left out), overlaps once. */
+static uint64_t comm_merge_comm_time(const struct comm_merge_rank *r)
+{
+    size_t n = 0, cap = 0;
+    struct comm_merge_interval *iv = NULL;
+    for (size_t p = 0; p < r->nprocs; p++) {
+        const struct model_comm *c = &r->procs[p]->comm;
+        for (size_t i = 0; i < c->ncalls; i++) {
+            if (c->calls[i].setup)
+                continue;
+            iv = report_grow(iv, &cap, n + 1, sizeof *iv);
+            iv[n++] = (struct comm_merge_interval){c->calls[i].start_ns, c->calls[i].end_ns};
+        }
+    }
+    if (!n)
+        return 0;
+    qsort(iv, n, sizeof *iv, comm_merge_interval_cmp);
+    uint64_t total = 0, s = iv[0].start, e = iv[0].end;
+    for (size_t i = 1; i < n; i++) {
+        if (iv[i].start > e) {
+            total += e - s;
+            s = iv[i].start;
+            e = iv[i].end;
+        } else if (iv[i].end > e) {
+            e = iv[i].end;
+        }
+    }
+    total += e - s;
+    free(iv);
+    return total;
+}
+
+static void comm_merge_rank_times(struct comm_rank_row *row, const struct comm_merge_rank *r)
+{
+    uint64_t step_total = 0;
+    for (size_t p = 0; p < r->nprocs; p++) {
+        const struct model_process *proc = r->procs[p];
+        if (proc->wall_ns > row->wall_ns)
+            row->wall_ns = proc->wall_ns;
+        for (size_t i = 0; i < proc->torch.nbuiltin; i++) {
+            const struct model_action *a = &proc->torch.builtin[i];
+            if (!strcmp(a->name, "optimizer_step"))
+                row->steps += a->calls;
+            step_total += a->total_ns;
+        }
+        for (size_t i = 0; i < proc->torch.nrows; i++) {
+            const struct model_torch_row *op = &proc->torch.rows[i];
+            if (!op->name || !comm_merge_is_comm_op(op->name))
+                row->compute_ns += op->self_cpu_ns;
+        }
+    }
+    row->step_ns = row->steps ? step_total / row->steps : 0;
+    row->comm_ns = comm_merge_comm_time(r);
+    uint64_t busy = row->compute_ns + row->comm_ns;
+    row->idle_ns = row->wall_ns > busy ? row->wall_ns - busy : 0;
+}
+
+/* ---- matching ---- */
+
+struct comm_merge_entry {
+    size_t row, rank; /* indexes into rows and ranks */
+    uint64_t comm, start, end;
+    size_t k;
+};
+
+static int comm_merge_by_rank_time(const void *a, const void *b)
+{
+    const struct comm_merge_entry *x = a, *y = b;
+    if (x->row != y->row)
+        return x->row < y->row ? -1 : 1;
+    if (x->comm != y->comm)
+        return x->comm < y->comm ? -1 : 1;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int comm_merge_by_operation(const void *a, const void *b)
+{
+    const struct comm_merge_entry *x = a, *y = b;
+    if (x->row != y->row)
+        return x->row < y->row ? -1 : 1;
+    if (x->comm != y->comm)
+        return x->comm < y->comm ? -1 : 1;
+    if (x->k != y->k)
+        return x->k < y->k ? -1 : 1;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+static int comm_merge_straggler_cmp(const void *a, const void *b)
+{
+    const struct comm_straggler *x = a, *y = b;
+    return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
+static int comm_merge_row_cmp(const void *a, const void *b)
+{
+    const struct comm_row *x = a, *y = b;
+    if (x->time_ns != y->time_ns)
+        return x->time_ns > y->time_ns ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* Per row and rank: calls, time, wait. */
+struct comm_merge_cell {
+    uint64_t calls, time_ns, wait_ns;
+    uint64_t last, late_ns; /* operations it arrived last at, its lateness */
+};
+
+static void comm_merge_match(struct comm_report *r, struct comm_merge_entry *e, size_t n,
+                             struct comm_merge_cell *cells)
+{
+    qsort(e, n, sizeof *e, comm_merge_by_rank_time);
+    for (size_t i = 0; i < n; i++)
+        e[i].k = i > 0 && e[i - 1].row == e[i].row && e[i - 1].comm == e[i].comm &&
+                         e[i - 1].rank == e[i].rank
+                     ? e[i - 1].k + 1
+                     : 0;
+    qsort(e, n, sizeof *e, comm_merge_by_operation);
+    size_t cap = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && e[j].row == e[i].row && e[j].comm == e[i].comm && e[j].k == e[i].k)
+            j++;
+        if (j - i >= 2) {
+            size_t last = i, before = SIZE_MAX;
+            uint64_t first = e[i].start;
+            for (size_t m = i; m < j; m++) {
+                if (e[m].start > e[last].start)
+                    last = m;
+                if (e[m].start < first)
+                    first = e[m].start;
+            }
+            for (size_t m = i; m < j; m++)
+                if (m != last && (before == SIZE_MAX || e[m].start > e[before].start))
+                    before = m;
+            uint64_t arrival = e[last].start;
+            for (size_t m = i; m < j; m++) {
+                uint64_t dur = e[m].end - e[m].start;
+                uint64_t wait = arrival - e[m].start;
+                if (wait > dur)
+                    wait = dur;
+                cells[e[m].row * r->nranks + e[m].rank].wait_ns += wait;
+                r->ranks[e[m].rank].wait_ns += wait;
+                r->rows[e[m].row].wait_ns += wait;
+            }
+            r->rows[e[i].row].matched++;
+            struct comm_rank_row *late = &r->ranks[e[last].rank];
+            uint64_t late_ns = arrival - e[before].start;
+            /* Ranks that arrive together: none of them was last. */
+            if (late_ns) {
+                cells[e[last].row * r->nranks + e[last].rank].last++;
+                cells[e[last].row * r->nranks + e[last].rank].late_ns += late_ns;
+                late->last_arrivals++;
+                late->late_ns += late_ns;
+            }
+            r->stragglers =
+                report_grow(r->stragglers, &cap, r->nstragglers + 1, sizeof *r->stragglers);
+            r->stragglers[r->nstragglers++] = (struct comm_straggler){
+                .name = NULL, /* set once the rows stop moving */
+                .comm = e[i].comm,
+                .index = e[i].k,
+                .ranks = (uint32_t)(j - i),
+                .last_rank = late_ns ? late->rank : -1,
+                .late_ns = late_ns,
+                .spread_ns = arrival - first,
+                .start_ns = first,
+            };
+            /* the row index rides in name's place until then */
+            r->stragglers[r->nstragglers - 1].name = (const char *)(uintptr_t)(e[i].row + 1);
+        }
+        i = j;
+    }
+}
+
+/* The GPU time of the kernels NCCL calls launched (model_gpu.c gives it to the library call
+ * around each launch). */
+static void comm_merge_gpu(struct comm_report *r, const struct comm_merge_rank *ranks)
+{
+    for (size_t k = 0; k < r->nranks; k++)
+        for (size_t p = 0; p < ranks[k].nprocs; p++) {
+            const struct model_process *proc = ranks[k].procs[p];
+            for (size_t a = 0; a < proc->napis; a++) {
+                const struct model_api *api = proc->apis[a];
+                if (!api || api->category != PROF_CAT_COMM || !api->gpu_kernels)
+                    continue;
+                for (size_t i = 0; i < r->nrows; i++)
+                    if (r->rows[i].source == MODEL_COMM_CALL &&
+                        !strcmp(r->rows[i].name, api->name)) {
+                        r->rows[i].gpu_ns += api->gpu_ns;
+                        r->rows[i].kernels += api->gpu_kernels;
+                    }
+            }
+        }
+}
+
+static size_t comm_merge_row_of(struct comm_report *r, size_t *cap, const struct model_comm_call *c)
+{
+    for (size_t i = 0; i < r->nrows; i++)
+        if (r->rows[i].source == c->source && !strcmp(r->rows[i].name, c->name))
+            return i;
+    r->rows = report_grow(r->rows, cap, r->nrows + 1, sizeof *r->rows);
+    struct comm_row *row = &r->rows[r->nrows];
+    memset(row, 0, sizeof *row);
+    row->name = report_strdup(c->name);
+    row->source = c->source;
+    row->kind = comm_kind_of(c->name);
+    return r->nrows++;
+}
+
+void comm_merge_build(struct comm_report *r, const struct summary *s)
+{
+    memset(r, 0, sizeof *r);
+    int has_rank = 0;
+    for (size_t i = 0; i < s->nprocs; i++)
+        has_rank |= s->procs[i]->rank >= 0;
+    /* The ranks, in the summary's order (by rank). */
+    struct comm_merge_rank *ranks = NULL;
+    size_t cap_ranks = 0, cap_rows = 0;
+    const char **hosts = NULL;
+    size_t cap_hosts = 0;
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        if (has_rank && p->rank < 0)
+            continue; /* a launcher or helper process, not a rank */
+        int64_t rank = has_rank ? p->rank : (int64_t)i;
+        size_t k = 0;
+        while (k < r->nranks && r->ranks[k].rank != rank)
+            k++;
+        if (k == r->nranks) {
+            r->ranks = report_grow(r->ranks, &cap_ranks, k + 1, sizeof *r->ranks);
+            ranks = realloc(ranks, cap_ranks * sizeof *ranks);
+            if (!ranks)
+                report_oom();
+            memset(&r->ranks[k], 0, sizeof r->ranks[k]);
+            memset(&ranks[k], 0, sizeof ranks[k]);
+            r->ranks[k].rank = rank;
+            r->ranks[k].host = p->host;
+            r->nranks++;
+        }
+        struct comm_merge_rank *mr = &ranks[k];
+        mr->procs = report_grow(mr->procs, &mr->cap, mr->nprocs + 1, sizeof *mr->procs);
+        mr->procs[mr->nprocs++] = p;
+        r->ranks[k].nprocs++;
+        size_t h = 0;
+        while (h < r->nhosts && strcmp(hosts[h], p->host ? p->host : ""))
+            h++;
+        if (h == r->nhosts) {
+            hosts = report_grow(hosts, &cap_hosts, h + 1, sizeof *hosts);
+            hosts[r->nhosts++] = p->host ? p->host : "";
+        }
+    }
+    free(hosts);
+    /* Rows, then per row and rank cells. */
+    size_t nentries = 0;
+    for (size_t k = 0; k < r->nranks; k++)
+        for (size_t p = 0; p < ranks[k].nprocs; p++) {
+            const struct model_comm *c = &ranks[k].procs[p]->comm;
+            for (size_t i = 0; i < c->ncalls; i++)
+                comm_merge_row_of(r, &cap_rows, &c->calls[i]);
+            nentries += c->ncalls;
+        }
+    r->any = r->nrows > 0;
+    struct comm_merge_cell *cells = calloc(r->nrows * r->nranks + 1, sizeof *cells);
+    struct comm_merge_entry *entries = malloc((nentries + 1) * sizeof *entries);
+    if (!cells || !entries)
+        report_oom();
+    size_t n = 0;
+    for (size_t k = 0; k < r->nranks; k++) {
+        comm_merge_rank_times(&r->ranks[k], &ranks[k]);
+        for (size_t p = 0; p < ranks[k].nprocs; p++) {
+            const struct model_comm *c = &ranks[k].procs[p]->comm;
+            for (size_t i = 0; i < c->ncalls; i++) {
+                const struct model_comm_call *call = &c->calls[i];
+                size_t row = comm_merge_row_of(r, &cap_rows, call);
+                struct comm_row *cr = &r->rows[row];
+                struct comm_merge_cell *cell = &cells[row * r->nranks + k];
+                uint64_t dur = call->end_ns - call->start_ns;
+                cell->calls++;
+                cell->time_ns += dur;
+                cr->calls++;
+                cr->time_ns += dur;
+                cr->bytes += call->bytes;
+                if (call->comm_size > cr->comm_size)
+                    cr->comm_size = call->comm_size;
+                if (comm_merge_matched_kind(cr->kind) && !call->failed)
+                    entries[n++] = (struct comm_merge_entry){
+                        .row = row,
+                        .rank = k,
+                        .comm = call->comm,
+                        .start = call->start_ns,
+                        .end = call->end_ns,
+                    };
+            }
+        }
+    }
+    comm_merge_match(r, entries, n, cells);
+    comm_merge_gpu(r, ranks);
+    free(entries);
+    /* Spreads over the ranks. */
+    uint64_t *values = malloc((r->nranks + 1) * sizeof *values);
+    int64_t *rank_ids = malloc((r->nranks + 1) * sizeof *rank_ids);
+    if (!values || !rank_ids)
+        report_oom();
+    for (size_t row = 0; row < r->nrows; row++) {
+        struct comm_row *cr = &r->rows[row];
+        size_t m = 0;
+        for (size_t k = 0; k < r->nranks; k++)
+            if (cells[row * r->nranks + k].calls) {
+                rank_ids[m] = r->ranks[k].rank;
+                values[m++] = cells[row * r->nranks + k].time_ns;
+            }
+        cr->ranks = (uint32_t)m;
+        cr->per_rank = malloc((m + 1) * sizeof *cr->per_rank);
+        if (!cr->per_rank)
+            report_oom();
+        for (size_t k = 0; k < r->nranks; k++) {
+            const struct comm_merge_cell *cell = &cells[row * r->nranks + k];
+            if (cell->calls)
+                cr->per_rank[cr->nper_rank++] = (struct comm_rank_part){
+                    r->ranks[k].rank, cell->calls, cell->time_ns, cell->wait_ns};
+        }
+        cr->time = comm_merge_spread(values, rank_ids, m);
+        m = 0;
+        for (size_t k = 0; k < r->nranks; k++)
+            if (cells[row * r->nranks + k].calls)
+                values[m++] = cells[row * r->nranks + k].wait_ns;
+        cr->wait = comm_merge_spread(values, rank_ids, m);
+        m = 0;
+        for (size_t k = 0; k < r->nranks; k++)
+            if (cells[row * r->nranks + k].calls)
+                values[m++] = cells[row * r->nranks + k].calls;
+        cr->calls_per_rank = comm_merge_spread(values, rank_ids, m);
+        cr->last_rank = -1;
+        for (size_t k = 0; k < r->nranks; k++) {
+            const struct comm_merge_cell *cell = &cells[row * r->nranks + k];
+            if (cell->last > cr->last_count) {
+                cr->last_rank = r->ranks[k].rank;
+                cr->last_count = cell->last;
+                cr->late_ns = cell->late_ns;
+            }
+        }
+        uint64_t bw_ns = cr->gpu_ns ? cr->gpu_ns : cr->time_ns;
+        if (bw_ns && cr->bytes) {
+            cr->algbw_gbs = (double)cr->bytes / (double)bw_ns; /* bytes/ns = GB/s */
+            cr->busbw_gbs = cr->algbw_gbs * comm_busbw_factor(cr->kind, cr->comm_size);
+        }
+    }
+    for (size_t k = 0; k < r->nranks; k++)
+        rank_ids[k] = r->ranks[k].rank;
+#define COMM_MERGE_SPREAD(field, member)                                                           \
+    do {                                                                                           \
+        for (size_t k = 0; k < r->nranks; k++)                                                     \
+            values[k] = r->ranks[k].member;                                                        \
+        r->field = comm_merge_spread(values, rank_ids, r->nranks);                                 \
+    } while (0)
+    COMM_MERGE_SPREAD(wall, wall_ns);
+    COMM_MERGE_SPREAD(steps, steps);
+    COMM_MERGE_SPREAD(step, step_ns);
+    COMM_MERGE_SPREAD(compute, compute_ns);
+    COMM_MERGE_SPREAD(comm, comm_ns);
+    COMM_MERGE_SPREAD(wait, wait_ns);
+    COMM_MERGE_SPREAD(idle, idle_ns);
+#undef COMM_MERGE_SPREAD
+    free(values);
+    free(rank_ids);
+    free(cells);
+    for (size_t k = 0; k < r->nranks; k++)
+        free(ranks[k].procs);
+    free(ranks);
+    /* Rows sorted by time; stragglers name their row's (stable) name string. */
+    for (size_t i = 0; i < r->nstragglers; i++)
+        r->stragglers[i].name = r->rows[(uintptr_t)r->stragglers[i].name - 1].name;
+    /* (no qsort of an empty list: its array may be NULL) */
+    if (r->nrows)
+        qsort(r->rows, r->nrows, sizeof *r->rows, comm_merge_row_cmp);
+    if (r->nstragglers)
+        qsort(r->stragglers, r->nstragglers, sizeof *r->stragglers, comm_merge_straggler_cmp);
+}
+
+void comm_merge_free(struct comm_report *r)
+{
+    for (size_t i = 0; i < r->nrows; i++) {
+        free(r->rows[i].name);
+        free(r->rows[i].per_rank);
+    }
+    free(r->rows);
+    free(r->ranks);
+    free(r->stragglers);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,223 @@
+/* The cross-rank views as text tables: see comm_views.h. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm_views.h"
+#include "format.h"
+#include "text_table.h"
+
+static void comm_tables_clock_note(FILE *out, const struct comm_report *r)
+{
+    if (r->nhosts > 1)
+        fprintf(out,
+                "  note: the ranks ran on %zu hosts; their clocks' offsets are not estimated "
+                "yet, so arrival order and wait across hosts are uncertain by those offsets\n",
+                r->nhosts);
+}
+
+/* "1.25 ms (rank 3)" */
+static void comm_tables_at(const struct comm_spread *s, char *buf, size_t len)
+{
+    char v[32];
+    format_ns((double)s->max, v, sizeof v);
+    snprintf(buf, len, "%s (rank %lld)", v, (long long)s->rank_at_max);
+}
+
+static void comm_tables_spread_row(struct text_table *t, const char *what,
+                                   const struct comm_spread *s, int is_count)
+{
+    char mn[32], md[32], mx[48], at[16];
+    if (is_count) {
+        snprintf(mn, sizeof mn, "%" PRIu64, s->min);
+        snprintf(md, sizeof md, "%" PRIu64, s->median);
+        snprintf(mx, sizeof mx, "%" PRIu64, s->max);
+    } else {
+        format_ns((double)s->min, mn, sizeof mn);
+        format_ns((double)s->median, md, sizeof md);
+        format_ns((double)s->max, mx, sizeof mx);
+    }
+    snprintf(at, sizeof at, "%lld", (long long)s->rank_at_max);
+    text_table_row(t, what, mn, md, mx, at);
+}
+
+static void comm_tables_ranks(FILE *out, const struct comm_report *r)
+{
+    fprintf(out,
+            "Ranks (%zu; wall = the process's wall time, step = forward + backward + "
+            "optimizer step + data loading per optimizer step, compute = PyTorch ops' self "
+            "CPU time outside communication, comm = time in communication calls, wait = "
+            "the part of it before the last rank arrived, idle = wall - compute - comm)\n",
+            r->nranks);
+    if (!r->nranks) {
+        fprintf(out, "  (no ranks)\n");
+        return;
+    }
+    struct text_table t;
+    text_table_begin(&t, ">Rank|<Host|>Wall|>Steps|>Step time|>Compute|>Comm|>Wait|>Idle|"
+                         ">Last at|>Late by");
+    for (size_t i = 0; i < r->nranks; i++) {
+        const struct comm_rank_row *k = &r->ranks[i];
+        char rank[24], wall[32], steps[24], step[32], compute[32], comm[32], wait[32], idle[32],
+            last[24], late[32];
+        snprintf(rank, sizeof rank, "%lld", (long long)k->rank);
+        format_ns((double)k->wall_ns, wall, sizeof wall);
+        snprintf(steps, sizeof steps, "%" PRIu64, k->steps);
+        if (k->steps)
+            format_ns((double)k->step_ns, step, sizeof step);
+        else
+            snprintf(step, sizeof step, "-");
+        format_ns((double)k->compute_ns, compute, sizeof compute);
+        format_ns((double)k->comm_ns, comm, sizeof comm);
+        format_ns((double)k->wait_ns, wait, sizeof wait);
+        format_ns((double)k->idle_ns, idle, sizeof idle);
+        snprintf(last, sizeof last, "%" PRIu64, k->last_arrivals);
+        format_ns((double)k->late_ns, late, sizeof late);
+        text_table_row(&t, rank, k->host ? k->host : "", wall, steps, step, compute, comm, wait,
+                       idle, last, late);
+    }
+    text_table_end(out, &t);
+    fprintf(out, "\n  Over the ranks:\n");
+    text_table_begin(&t, "<Column|>Min|>Median|>Max|>Rank at max");
+    comm_tables_spread_row(&t, "wall", &r->wall, 0);
+    comm_tables_spread_row(&t, "steps", &r->steps, 1);
+    comm_tables_spread_row(&t, "step time", &r->step, 0);
+    comm_tables_spread_row(&t, "compute", &r->compute, 0);
+    comm_tables_spread_row(&t, "comm", &r->comm, 0);
+    comm_tables_spread_row(&t, "wait", &r->wait, 0);
+    comm_tables_spread_row(&t, "idle", &r->idle, 0);
+    text_table_end(out, &t);
+    comm_tables_clock_note(out, r);
+}
+
+static void comm_tables_comm(FILE *out, const struct comm_report *r, size_t limit)
+{
+    fprintf(out, "Communication (calls, bytes and time summed over the ranks; busBw as "
+                 "nccl-tests defines it, over the GPU time of the call's kernels when it "
+                 "launched any, else over the call's time; wait = time in the call before the "
+                 "last rank arrived; min / median / max of the time per rank)\n");
+    if (!r->nrows) {
+        fprintf(out, "  (no communication calls)\n");
+        return;
+    }
+    struct text_table t;
+    text_table_begin(&t, "<Name|<Kind|>Ranks|>Calls|>Bytes|>Time|>Wait|>Transfer|>GPU time|"
+                         ">algBw GB/s|>busBw GB/s|>Min/rank|>Median/rank|<Max/rank");
+    for (size_t i = 0; i < r->nrows && (!limit || i < limit); i++) {
+        const struct comm_row *c = &r->rows[i];
+        char ranks[16], calls[24], bytes[32], time[32], wait[32], xfer[32], gpu[32], alg[24],
+            bus[24], mn[32], md[32], mx[64];
+        snprintf(ranks, sizeof ranks, "%u", c->ranks);
+        snprintf(calls, sizeof calls, "%" PRIu64, c->calls);
+        if (c->bytes)
+            format_bytes(c->bytes, bytes, sizeof bytes);
+        else
+            snprintf(bytes, sizeof bytes, "-");
+        format_ns((double)c->time_ns, time, sizeof time);
+        format_ns((double)c->wait_ns, wait, sizeof wait);
+        format_ns((double)(c->time_ns - c->wait_ns), xfer, sizeof xfer);
+        if (c->kernels)
+            format_ns((double)c->gpu_ns, gpu, sizeof gpu);
+        else
+            snprintf(gpu, sizeof gpu, "-");
+        if (c->bytes && (c->time_ns || c->gpu_ns)) {
+            snprintf(alg, sizeof alg, "%.3f", c->algbw_gbs);
+            snprintf(bus, sizeof bus, "%.3f", c->busbw_gbs);
+        } else {
+            snprintf(alg, sizeof alg, "-");
+            snprintf(bus, sizeof bus, "-");
+        }
+        format_ns((double)c->time.min, mn, sizeof mn);
+        format_ns((double)c->time.median, md, sizeof md);
+        comm_tables_at(&c->time, mx, sizeof mx);
+        text_table_row(&t, c->name, comm_kind_name(c->kind), ranks, calls, bytes, time, wait, xfer,
+                       gpu, alg, bus, mn, md, mx);
+    }
+    text_table_end(out, &t);
+    comm_tables_clock_note(out, r);
+}
+
+static void comm_tables_stragglers(FILE *out, const struct comm_report *r, size_t limit)
+{
+    fprintf(out, "Stragglers (the k-th call of a collective on one communicator, matched "
+                 "across ranks: the rank that arrived last, by how much after the one before "
+                 "it, and the spread from the first arrival)\n");
+    if (!r->nstragglers) {
+        fprintf(out, "  (no collective matched across two or more ranks)\n");
+        return;
+    }
+    /* The rank most often last first. */
+    const struct comm_rank_row *worst = NULL;
+    for (size_t i = 0; i < r->nranks; i++)
+        if (!worst || r->ranks[i].last_arrivals > worst->last_arrivals ||
+            (r->ranks[i].last_arrivals == worst->last_arrivals &&
+             r->ranks[i].late_ns > worst->late_ns))
+            worst = &r->ranks[i];
+    char late[32];
+    format_ns((double)worst->late_ns, late, sizeof late);
+    fprintf(out, "  slowest rank: %lld, last at %" PRIu64 " of %zu operations, late by %s in all\n",
+            (long long)worst->rank, worst->last_arrivals, r->nstragglers, late);
+    struct text_table t;
+    text_table_begin(&t, ">Rank|>Last at|>Late by");
+    for (size_t i = 0; i < r->nranks; i++) {
+        char rank[24], last[24];
+        snprintf(rank, sizeof rank, "%lld", (long long)r->ranks[i].rank);
+        snprintf(last, sizeof last, "%" PRIu64, r->ranks[i].last_arrivals);
+        format_ns((double)r->ranks[i].late_ns, late, sizeof late);
+        text_table_row(&t, rank, last, late);
+    }
+    text_table_end(out, &t);
+    fputc('\n', out);
+    text_table_begin(&t, "<Collective|>Operations|>Most often last|>Times|>Late by");
+    for (size_t i = 0; i < r->nrows; i++) {
+        const struct comm_row *c = &r->rows[i];
+        if (!c->matched)
+            continue;
+        char ops[24], rank[24], times[24];
+        snprintf(ops, sizeof ops, "%" PRIu64, c->matched);
+        snprintf(rank, sizeof rank, "%lld", (long long)c->last_rank);
+        snprintf(times, sizeof times, "%" PRIu64, c->last_count);
+        format_ns((double)c->late_ns, late, sizeof late);
+        text_table_row(&t, c->name, ops, rank, times, late);
+    }
+    text_table_end(out, &t);
+    fputc('\n', out);
+    text_table_begin(&t, "<Collective|>Call|>Ranks|>Last rank|>Late by|>Spread");
+    for (size_t i = 0; i < r->nstragglers && (!limit || i < limit); i++) {
+        const struct comm_straggler *g = &r->stragglers[i];
+        char call[24], ranks[16], last[24], spread[32];
+        snprintf(call, sizeof call, "%zu", g->index);
+        snprintf(ranks, sizeof ranks, "%u", g->ranks);
+        if (g->last_rank >= 0)
+            snprintf(last, sizeof last, "%lld", (long long)g->last_rank);
+        else
+            snprintf(last, sizeof last, "(tie)");
+        format_ns((double)g->late_ns, late, sizeof late);
+        format_ns((double)g->spread_ns, spread, sizeof spread);
+        text_table_row(&t, g->name, call, ranks, last, late, spread);
+    }
+    text_table_end(out, &t);
+    if (limit && r->nstragglers > limit)
+        fprintf(out, "  (%zu more; --limit 0 shows all)\n", r->nstragglers - limit);
+    comm_tables_clock_note(out, r);
+}
+
+void comm_tables_print(FILE *out, const struct comm_report *r, int views, size_t limit)
+{
+    int first = 1;
+    if (views & COMM_VIEW_RANKS) {
+        comm_tables_ranks(out, r);
+        first = 0;
+    }
+    if (views & COMM_VIEW_COMM) {
+        if (!first)
+            fputc('\n', out);
+        comm_tables_comm(out, r, limit);
+        first = 0;
+    }
+    if (views & COMM_VIEW_STRAGGLERS) {
+        if (!first)
+            fputc('\n', out);
+        comm_tables_stragglers(out, r, limit ? limit : 20);
+    }
+}

@@ -1,0 +1,76 @@
+"""torch.distributed on CPU (Debian's torch, gloo): a 4-rank DDP loop under
+`profrun -- torchrun` with one rank made slower (test/workloads/ddp_slow_rank.py). The
+merged report names that rank as the straggler, the other ranks wait longer in allreduce,
+and every rank counts the same steps."""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import ROOT, profile, report, report_json, trace_files
+
+PYTHON = "/usr/bin/python3"
+TORCHRUN = shutil.which("torchrun")
+STEPS, SLOW_RANK, SLOW_MS, RANKS = 12, 1, 40, 4
+
+
+def have_torch():
+    if not TORCHRUN or not os.path.exists(PYTHON):
+        return False
+    return subprocess.run([PYTHON, "-c", "import torch.distributed"],
+                          capture_output=True).returncode == 0
+
+
+pytestmark = pytest.mark.skipif(not have_torch(), reason="no torch / torchrun for /usr/bin/python3")
+
+
+@pytest.fixture(scope="module")
+def ddp_out(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ddp")
+    script = os.path.join(ROOT, "test", "workloads", "ddp_slow_rank.py")
+    # Debian's torchrun (Python 3.11) needs --redirects/--tee to start its workers.
+    profile([TORCHRUN, "--nproc_per_node", str(RANKS), "--redirects", "2", "--tee", "1",
+             script, str(STEPS), str(SLOW_RANK), str(SLOW_MS)], out, timeout=300)
+    return out
+
+
+def test_ranks_and_steps(ddp_out):
+    ranks = report_json(ddp_out, "--ranks")["ranks"]
+    rows = {r["rank"]: r for r in ranks["rows"]}
+    assert sorted(rows) == list(range(RANKS))  # the torchrun agent is not a rank
+    assert len(trace_files(ddp_out)) == RANKS + 1
+    assert [rows[r]["steps"] for r in range(RANKS)] == [STEPS] * RANKS
+    assert ranks["over_ranks"]["steps"]["min"] == ranks["over_ranks"]["steps"]["max"] == STEPS
+
+
+def test_slow_rank_is_the_straggler(ddp_out):
+    rows = {r["name"]: r for r in report_json(ddp_out, "--comm")["comm"]}
+    for name in ("c10d::allreduce_", "gloo:all_reduce"):
+        assert name in rows, sorted(rows)
+    allreduce = rows["gloo:all_reduce"]
+    assert allreduce["kind"] == "allreduce" and allreduce["source"] == "torch"
+    assert allreduce["ranks"] == RANKS and allreduce["calls_per_rank"]["min"] == STEPS
+    assert allreduce["last_rank"] == SLOW_RANK
+    assert allreduce["last_count"] >= STEPS - 1
+    waits = {p["rank"]: p["wait_ns"] for p in allreduce["per_rank"]}
+    for rank, wait in waits.items():
+        if rank != SLOW_RANK:
+            assert wait > waits[SLOW_RANK] + STEPS * SLOW_MS * 1e6 * 0.5, waits
+    assert allreduce["wait_per_rank"]["min"] == waits[SLOW_RANK]
+    text = report(ddp_out, "--stragglers").stdout
+    assert "slowest rank: %d," % SLOW_RANK in text
+
+
+def test_ops_table_for_one_rank(ddp_out):
+    all_ops = report(ddp_out, "--ops").stdout
+    one = report(ddp_out, "--ops", "--rank", str(SLOW_RANK)).stdout
+
+    def calls(text, name):
+        for line in text.splitlines():
+            if line.strip().startswith(name + " "):
+                return int(line.split()[-1])
+        return None
+
+    assert calls(all_ops, "c10d::allreduce_") == RANKS * STEPS
+    assert calls(one, "c10d::allreduce_") == STEPS
