@@ -6,6 +6,7 @@
 
 int prof_clock_tsc;
 _Atomic uint64_t prof_clock_hz;
+static uint64_t clock_base_ticks, clock_base_ns; /* a (ticks, monotonic) pair at load */
 
 void clock_init(void)
 {
@@ -19,6 +20,8 @@ void clock_init(void)
         atomic_store(&prof_clock_hz, 0);
     }
 #endif
+    uint64_t real;
+    clock_sample(&clock_base_ticks, &clock_base_ns, &real);
 }
 
 static uint64_t clock_read_ns(clockid_t id)
@@ -45,4 +48,16 @@ void clock_sample(uint64_t *ticks, uint64_t *monotonic_ns, uint64_t *realtime_ns
     uint64_t after = prof_clock_ticks();
     *realtime_ns = clock_realtime_ns();
     *ticks = before + (after - before) / 2;
+}
+
+uint64_t clock_hz_estimate(void)
+{
+    uint64_t hz = atomic_load_explicit(&prof_clock_hz, memory_order_relaxed);
+    if (hz || !clock_base_ns)
+        return hz;
+    uint64_t ticks, ns, real;
+    clock_sample(&ticks, &ns, &real);
+    if (ns < clock_base_ns + 1000000u || ticks <= clock_base_ticks)
+        return 0;
+    return (uint64_t)((double)(ticks - clock_base_ticks) * 1e9 / (double)(ns - clock_base_ns));
 }

@@ -16,6 +16,10 @@ extern int prof_clock_tsc; /* set once by clock_init, read on every event */
 extern _Atomic uint64_t prof_clock_hz;
 
 void clock_init(void);
+/* Ticks per second estimated from the load-time sample to now, for the first moments
+ * before prof_clock_hz is measured (the collector does so 20 ms after it starts); 0
+ * within the first millisecond. */
+uint64_t clock_hz_estimate(void);
 uint64_t clock_monotonic_ns(void);
 uint64_t clock_realtime_ns(void);
 /* Fills a (ticks, monotonic, realtime) triple taken as close together as we can. */

@@ -78,7 +78,23 @@ static struct py_thread *_Atomic py_threads;
 static pthread_key_t py_thread_key;
 static uint64_t py_span_ns;
 static uint64_t py_span_ticks = UINT64_MAX; /* until the tick rate is known */
-static uint32_t py_next_node_id = 1;        /* under the GIL */
+
+/* The span threshold in ticks. Before the collector has measured the tick rate, an
+ * estimate from the load-time clock sample (a call cannot be that long in the first
+ * millisecond anyway). */
+static inline uint64_t py_span_threshold(void)
+{
+    if (__builtin_expect(py_span_ticks != UINT64_MAX, 1))
+        return py_span_ticks;
+    uint64_t hz = atomic_load_explicit(&prof_clock_hz, memory_order_relaxed);
+    if (hz) {
+        py_span_ticks = (uint64_t)((double)py_span_ns * (double)hz / 1e9);
+        return py_span_ticks;
+    }
+    hz = clock_hz_estimate();
+    return hz ? (uint64_t)((double)py_span_ns * (double)hz / 1e9) : UINT64_MAX;
+}
+static uint32_t py_next_node_id = 1; /* under the GIL */
 static int py_noted_limits;
 
 /* ---- per-thread trees ---- */
@@ -282,12 +298,7 @@ py_leave(struct py_thread *pt, const void *tag, int kind, py_object *obj, uint64
     py_add(&n->self, dt - f->child);
     if (pt->depth)
         pt->stack[pt->depth - 1].child += dt;
-    if (__builtin_expect(py_span_ticks == UINT64_MAX, 0)) {
-        uint64_t hz = atomic_load_explicit(&prof_clock_hz, memory_order_relaxed);
-        if (hz)
-            py_span_ticks = (uint64_t)((double)py_span_ns * (double)hz / 1e9);
-    }
-    if (dt >= py_span_ticks)
+    if (dt >= py_span_threshold())
         py_emit_span(n, f->start, now);
     if (__builtin_expect(n->action & PY_NODE_STEP, 0) && pt->step_depth && !--pt->step_depth)
         window_step_done(); /* may close the window */
@@ -397,7 +408,7 @@ static __attribute__((noinline)) int py_leave_unpaired(struct py_thread *pt, int
         py_add(&n->calls, 1);
         py_add(&n->total, dt);
         py_add(&n->self, dt - f->child);
-        if (dt >= py_span_ticks)
+        if (dt >= py_span_threshold())
             py_emit_span(n, f->start, now);
     }
     if (pt->depth)
