@@ -144,10 +144,9 @@ static int stacks_is_slow(uint64_t start, uint64_t end)
 {
     if (!stacks_slow_us)
         return 0;
-    uint64_t hz =
-        prof_clock_tsc ? atomic_load_explicit(&prof_clock_hz, memory_order_relaxed) : 1000000000u;
+    uint64_t hz = prof_clock_tsc ? clock_hz_estimate() : 1000000000u;
     if (!hz)
-        return 0; /* the tick rate is measured 20 ms after start */
+        return 0; /* the first millisecond: no call is that slow yet */
     return (end - start) >= stacks_slow_us * (hz / 1000000u);
 }
 
