@@ -71,6 +71,8 @@ enum prof_record_type {
     PROF_REC_TORCH_MEM = 26,    /* one c10::alloc_cpu / c10::free_cpu call (CPU tensor memory) */
     PROF_REC_TORCH_DEV_MEM = 27, /* one report of torch's allocators (CUDA caching allocator) */
     PROF_REC_ACTION = 28,        /* a named action started or stopped (Lightning's profiler) */
+    PROF_REC_TORCH_NODE = 29,    /* a node of one thread's PyTorch operator tree */
+    PROF_REC_TORCH_STATS = 30,   /* cumulative counts, times and memory of one such node */
     PROF_REC_TYPE_COUNT
 };
 
@@ -461,6 +463,42 @@ struct prof_rec_torch_dev_mem {
 _Static_assert(sizeof(struct prof_rec_torch_dev_mem) == 56, "torch device mem record");
 _Static_assert(offsetof(struct prof_rec_torch_dev_mem, bytes) == 8, "dev mem bytes offset");
 _Static_assert(offsetof(struct prof_rec_torch_dev_mem, device_type) == 48, "dev mem device offset");
+
+/* PyTorch operators are also aggregated per thread into a call tree (META torch.scheme =
+ * "calltree"), so that counts, times and memory stay exact whatever the op rate: a node is
+ * (parent node, op name, input shapes); TORCH_OP spans are the timeline only and may be
+ * dropped when the ring is full. TORCH_NODE and TORCH_STATS follow a THREAD record naming
+ * the tree's thread; node ids are unique in the process, parent 0 is the top. STATS values
+ * are cumulative: a later record for the same node replaces an earlier one.
+ * calls follows torch.profiler's key_averages(): an op that is the only child of an op of
+ * the same name (aten::div_(Scalar) -> aten::div_(Tensor)) is folded into that parent, its
+ * self time and self memory added to the parent's; raw_calls counts every call
+ * (RecordFunction start/end pairs), folded ones included, so raw_calls - calls of a
+ * node were folded. Memory is what c10's allocators handed out minus what they took back
+ * on this thread while the op ran (total: children included; self: this op innermost). */
+struct prof_rec_torch_node {
+    struct prof_record_header h;
+    uint32_t node_id;
+    uint32_t parent_id; /* 0: no enclosing op */
+    uint32_t name_sid;
+    uint32_t shapes_sid; /* 0: shapes not recorded */
+    uint8_t scope;       /* at::RecordScope, as TORCH_OP's */
+    uint8_t reserved[3];
+};
+_Static_assert(sizeof(struct prof_rec_torch_node) == 24, "torch node record");
+
+struct prof_rec_torch_stats {
+    struct prof_record_header h;
+    uint32_t node_id;
+    uint64_t calls;       /* as torch.profiler counts them (see above) */
+    uint64_t raw_calls;   /* every call, folded ones included */
+    uint64_t total_ticks; /* inclusive time of the counted calls */
+    uint64_t self_ticks;  /* total minus counted children's, folded children's self added */
+    int64_t cpu_mem, self_cpu_mem; /* CPU tensor bytes allocated minus freed */
+    int64_t dev_mem, self_dev_mem; /* the same for device memory (TORCH_DEV_MEM reports) */
+};
+_Static_assert(sizeof(struct prof_rec_torch_stats) == 72, "torch stats record");
+_Static_assert(offsetof(struct prof_rec_torch_stats, calls) == 8, "torch stats calls offset");
 
 /* ---- Actions ----
  * A named action started or stopped by a framework's own profiler calls, as the program

@@ -15,6 +15,7 @@
 #include "emit.h"
 #include "resolve.h"
 #include "torch_memory.h"
+#include "torch_ops.h"
 
 #define PROF_EXPORT __attribute__((visibility("default")))
 
@@ -181,6 +182,7 @@ PROF_EXPORT void *_ZN3c109alloc_cpuEm(size_t nbytes)
         int saved = errno;
         uint64_t ticks = prof_clock_ticks();
         torch_mem_put((uint64_t)(uintptr_t)p, nbytes);
+        torch_ops_memory((int64_t)nbytes, 0);
         torch_mem_emit((int64_t)nbytes, (uint64_t)(uintptr_t)p, ticks);
         errno = saved;
     }
@@ -196,6 +198,8 @@ PROF_EXPORT void _ZN3c108free_cpuEPv(void *data)
         /* Always forget the block (a later block may reuse the address); record only while
          * recording. */
         uint64_t bytes = torch_mem_take((uint64_t)(uintptr_t)data);
+        if (bytes && torch_mem_on())
+            torch_ops_memory(-(int64_t)bytes, 0);
         if (torch_mem_on())
             torch_mem_emit(-(int64_t)bytes, (uint64_t)(uintptr_t)data, prof_clock_ticks());
         errno = saved;
@@ -237,6 +241,9 @@ static void torch_report_record(void *ptr, int64_t bytes, uint64_t allocated, ui
         return;
     int saved = errno;
     uint64_t ticks = prof_clock_ticks();
+    /* CPU reports come only under torch.profiler's profile_memory and repeat alloc_cpu's */
+    if (device.type != 0)
+        torch_ops_memory(bytes, 1);
     struct prof_ring *ring;
     struct prof_rec_torch_dev_mem *rec = torch_mem_reserve(sizeof *rec, &ring);
     if (rec) {

@@ -495,6 +495,10 @@ void model_add_record(struct model_process *p, const struct trace_record *rec)
     case PROF_REC_TORCH_DEV_MEM:
         model_torch_on_dev_mem(p, rec, model_current_tid(p));
         break;
+    case PROF_REC_TORCH_NODE:
+    case PROF_REC_TORCH_STATS:
+        model_torch_on_tree(p, rec, model_current_tid(p));
+        break;
     case PROF_REC_END: {
         const struct prof_rec_end *e = rec->data;
         p->clean_end = 1;
@@ -579,11 +583,13 @@ void model_finish(struct model_process *p)
     model_torch_actions_finish(p);
     if (p->end_lost > p->lost)
         p->lost = p->end_lost;
-    if (p->lost && p->lost_calls >= p->lost)
+    /* op spans the op trees still count are timeline-only losses (model_torch.c) */
+    uint64_t short_lost = p->lost > p->torch.spans_dropped ? p->lost - p->torch.spans_dropped : 0;
+    if (p->lost && p->lost_calls >= short_lost)
         model_add_warning(p,
                           "%s (pid %lld): %llu events dropped from the timeline (ring full; "
-                          "raise PROF_RING_KB): API call counts and times include them, the "
-                          "memory, copy and kernel tables do not",
+                          "raise PROF_RING_KB): API call counts and times and the PyTorch op "
+                          "table include them, the memory, copy and kernel tables do not",
                           p->file, (long long)p->pid, (unsigned long long)p->lost);
     else if (p->lost)
         model_add_warning(p, "%s (pid %lld): %llu events lost (ring full); counts are short",

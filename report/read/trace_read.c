@@ -55,6 +55,8 @@ static const uint16_t trace_min_sizes[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_TORCH_MEM] = sizeof(struct prof_rec_torch_mem),
     [PROF_REC_TORCH_DEV_MEM] = sizeof(struct prof_rec_torch_dev_mem),
     [PROF_REC_ACTION] = sizeof(struct prof_rec_action),
+    [PROF_REC_TORCH_NODE] = sizeof(struct prof_rec_torch_node),
+    [PROF_REC_TORCH_STATS] = sizeof(struct prof_rec_torch_stats),
 };
 
 static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
@@ -87,6 +89,8 @@ static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_TORCH_MEM] = "TORCH_MEM",
     [PROF_REC_TORCH_DEV_MEM] = "TORCH_DEV_MEM",
     [PROF_REC_ACTION] = "ACTION",
+    [PROF_REC_TORCH_NODE] = "TORCH_NODE",
+    [PROF_REC_TORCH_STATS] = "TORCH_STATS",
 };
 
 uint16_t trace_record_min_size(uint16_t type)
