@@ -424,7 +424,9 @@ struct prof_rec_torch_op {
 _Static_assert(sizeof(struct prof_rec_torch_op) == 48, "torch op record");
 
 /* One CPU tensor allocation (bytes > 0) or free (bytes < 0; 0: a free of a block whose
- * allocation was not seen, which a reader ignores), by c10::alloc_cpu / c10::free_cpu.
+ * allocation was not seen, which a reader ignores), by c10::alloc_cpu / c10::free_cpu, or
+ * a CPU block another allocator reported (at::MapAllocator's shared-memory storage, which
+ * also comes as a TORCH_DEV_MEM record of device CPU).
  * Follows a THREAD record (the thread that called it); the op it belongs to is the
  * innermost TORCH_OP span of that thread holding ticks. py_node is the innermost Python
  * call-tree node (PY_NODE id) of that thread at the call; 0: none or Python not profiled
@@ -445,8 +447,9 @@ _Static_assert(offsetof(struct prof_rec_torch_mem, ticks) == 24, "torch mem tick
  * which the CUDA caching allocator (and other device allocators) call for every block
  * handed out (bytes > 0) or given back (bytes < 0). total_allocated / total_reserved are
  * the allocator's own figures for that device after the call. device_type is
- * c10::DeviceType (0 CPU, 1 CUDA, ...); CPU reports only come while torch.profiler's
- * profile_memory is on and repeat what TORCH_MEM records say, so readers skip them.
+ * c10::DeviceType (0 CPU, 1 CUDA, ...); CPU reports repeat what TORCH_MEM records say
+ * (the CPU allocator reports while torch.profiler's profile_memory is on; blocks it did
+ * not hand out are written as TORCH_MEM too), so readers skip them.
  * Follows a THREAD record; op and py_node as for TORCH_MEM. */
 struct prof_rec_torch_dev_mem {
     struct prof_record_header h;

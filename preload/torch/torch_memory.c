@@ -104,6 +104,18 @@ static uint64_t torch_mem_take(uint64_t ptr)
     return bytes;
 }
 
+/* ptr is a block alloc_cpu handed out (and free_cpu has not taken back). */
+static int torch_mem_has(uint64_t ptr)
+{
+    torch_mem_lock_take();
+    size_t i = torch_mem_home(ptr);
+    while (torch_mem_table[i].ptr && torch_mem_table[i].ptr != ptr)
+        i = (i + 1) & (TORCH_MEM_SLOTS - 1);
+    int found = torch_mem_table[i].ptr != 0;
+    torch_mem_lock_give();
+    return found;
+}
+
 static void torch_mem_after_fork_child(void)
 {
     atomic_flag_clear(&torch_mem_lock); /* the holder may have been another thread */
@@ -241,9 +253,17 @@ static void torch_report_record(void *ptr, int64_t bytes, uint64_t allocated, ui
         return;
     int saved = errno;
     uint64_t ticks = prof_clock_ticks();
-    /* CPU reports come only under torch.profiler's profile_memory and repeat alloc_cpu's */
-    if (device.type != 0)
+    if (device.type != 0) {
         torch_ops_memory(bytes, 1);
+    } else if (!torch_mem_has((uint64_t)(uintptr_t)ptr)) {
+        /* A CPU block alloc_cpu did not hand out: at::MapAllocator's shared-memory storage
+         * (tensors a DataLoader worker sends), reported always. torch.profiler counts it
+         * as CPU memory of the op that maps or unmaps it: so do we. (The DefaultCPUAllocator's
+         * own reports, made under profile_memory only, repeat alloc_cpu / free_cpu, which
+         * report before free_cpu and after alloc_cpu: the block is in the table then.) */
+        torch_ops_memory(bytes, 0);
+        torch_mem_emit(bytes, (uint64_t)(uintptr_t)ptr, ticks);
+    }
     struct prof_ring *ring;
     struct prof_rec_torch_dev_mem *rec = torch_mem_reserve(sizeof *rec, &ring);
     if (rec) {

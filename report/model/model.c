@@ -591,6 +591,15 @@ void model_finish(struct model_process *p)
                           "raise PROF_RING_KB): API call counts and times and the PyTorch op "
                           "table include them, the memory, copy and kernel tables do not",
                           p->file, (long long)p->pid, (unsigned long long)p->lost);
+    else if (p->lost && p->torch.nnodes)
+        /* the rings also carry Python spans and tensor memory events: which were lost is
+         * not known, but the Python and PyTorch tables do not depend on them */
+        model_add_warning(p,
+                          "%s (pid %lld): %llu events dropped (ring full; raise PROF_RING_KB): "
+                          "the API, Python and PyTorch operator tables count them; the "
+                          "timeline, the memory, copy, kernel and NVTX tables and the tensor "
+                          "memory timeline may be short of them",
+                          p->file, (long long)p->pid, (unsigned long long)p->lost);
     else if (p->lost)
         model_add_warning(p, "%s (pid %lld): %llu events lost (ring full); counts are short",
                           p->file, (long long)p->pid, (unsigned long long)p->lost);

@@ -2,14 +2,12 @@
 torch._foreach_zero_ on a list of one-element tensors runs one aten::_foreach_zero_ and,
 inside it, one aten::zero_ per tensor, all in C++ with the GIL released.
 
-    python3 torch_many_ops.py OPS_PER_THREAD THREADS [--profile OUT.json]
+    python3 torch_many_ops.py OPS_PER_THREAD THREADS
 
 Prints "ops N threads T seconds S cpu C" (N: every op made, as counted above; S: wall
 time of the threads; C: the CPU time they used, summed, which a busy machine does not
-inflate). With --profile,
-the loop runs on the main thread only (torch.profiler sees only the threads it was
-started on), under torch.profiler, and its counts per op name go to OUT.json."""
-import json
+inflate). THREADS 0: one loop on the main thread (torch's profilers see only the threads
+they were started on: test/workloads/torch_reference.py runs it so)."""
 import sys
 import threading
 import time
@@ -34,12 +32,11 @@ def main():
     ops, threads = int(sys.argv[1]), int(sys.argv[2])
     torch.set_num_threads(1)
     calls = max(1, ops // (WIDTH + 1))
-    if len(sys.argv) > 4 and sys.argv[3] == "--profile":
-        from torch.profiler import ProfilerActivity, profile
-        with profile(activities=[ProfilerActivity.CPU]) as prof:
-            work(calls)
-        with open(sys.argv[4], "w") as f:
-            json.dump({e.key: e.count for e in prof.key_averages()}, f)
+    if threads == 0:
+        t0 = time.perf_counter()
+        work(calls)
+        seconds = time.perf_counter() - t0
+        print("ops %d threads 1 seconds %.3f cpu %.3f" % (calls * (WIDTH + 1), seconds, CPU[0]))
         return
     pool = [threading.Thread(target=work, args=(calls,), name="ops%d" % i) for i in range(threads)]
     t0 = time.perf_counter()
