@@ -171,3 +171,22 @@ def test_many_ops_report_counts_all_and_says_what_the_timeline_kept(many_ops):
     assert "PyTorch op spans (ring full; raise PROF_RING_KB for more); the operator table " \
            "counts every op" in err, err
     assert "counts are short" not in err, err
+
+
+def test_dump_prints_the_trees(many_ops):
+    _, out, _ = many_ops
+    from conftest import PROFREPORT
+    proc = subprocess.run([PROFREPORT, "dump", trace_files(out)[0]], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    nodes = [l for l in proc.stdout.splitlines() if " TORCH_NODE " in l]
+    stats = [l for l in proc.stdout.splitlines() if " TORCH_STATS " in l]
+    assert any("aten::zero_" in l and "parent=" in l for l in nodes), nodes[:5]
+    zero_ids = {w.split("=")[1] for l in nodes if "aten::zero_" in l for w in l.split()
+                if w.startswith("node=")}
+    last = {}
+    for l in stats:
+        words = dict(w.split("=", 1) for w in l.split() if "=" in w)
+        last[words["node"]] = int(words["calls"])
+    calls = OPS_PER_THREAD // (WIDTH + 1)  # per thread; torch.zeros makes WIDTH more zero_
+    assert sum(last[i] for i in zero_ids if i in last) == 2 * (calls * WIDTH + WIDTH)
