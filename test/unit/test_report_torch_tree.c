@@ -20,6 +20,7 @@
 #include "model.h"
 #include "report_test.h"
 #include "summary.h"
+#include "tables.h"
 
 static char path[64];
 
@@ -156,4 +157,25 @@ Test(report_torch_tree, lost_spans_are_a_thinner_timeline_not_short_counts)
     cr_expect(kept);
     cr_expect(!short_counts);
     model_process_free(p);
+}
+
+Test(report_torch_tree, title_counts_ops_and_says_what_the_timeline_kept)
+{
+    cr_assert_eq(write_trace(), 0);
+    struct model_process **procs = malloc(sizeof *procs);
+    cr_assert_not_null(procs);
+    procs[0] = report_test_load(path);
+    struct summary s;
+    summary_build(&s, procs, 1);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    cr_assert_not_null(out);
+    tables_ops(out, &s, 0);
+    fclose(out);
+    cr_expect(strstr(text, "PyTorch operators (8 ops; the timeline kept 2 of 11 op spans; "
+                           "ordered by self_cpu)") != NULL,
+              "%s", text);
+    free(text);
+    summary_free(&s);
 }
