@@ -40,6 +40,7 @@
 
 #define TORCH_MAX_DEPTH 255 /* depth is a u8 in the record */
 #define TORCH_NAME_SLOTS 512
+#define TORCH_TEXT_SLOTS 1024
 #define TORCH_CHUNK_NODES 1024
 #define TORCH_MAX_CHUNKS 1024
 
@@ -81,13 +82,21 @@ struct torch_frame {
     struct torch_tally pending_tally;
 };
 
-/* Name pointer -> string id. The text is kept and compared: record_function names are
- * owned strings whose memory is reused by later, different names. */
-struct torch_name_slot {
-    const char *ptr;
-    char *text;
+/* Name text -> string id, by a hash of the text: the names of autograd nodes and
+ * record_function scopes are strings made anew for every op (a new pointer each time),
+ * which must not cost an interning and a copy per op. */
+struct torch_text_slot {
+    uint64_t hash;
+    char *text; /* owned */
     uint32_t sid;
     int filtered;
+};
+
+/* Name pointer -> its text slot: the fast path for operator names, which are static.
+ * The text is compared too: an owned name's memory is reused by later, different names. */
+struct torch_name_slot {
+    const char *ptr;
+    struct torch_text_slot *text;
 };
 
 struct torch_thread {
@@ -97,6 +106,7 @@ struct torch_thread {
     uint32_t depth;
     struct torch_frame stack[TORCH_MAX_DEPTH];
     struct torch_name_slot names[TORCH_NAME_SLOTS];
+    struct torch_text_slot texts[TORCH_TEXT_SLOTS];
     struct torch_node *root_last;
     struct torch_node *chunks[TORCH_MAX_CHUNKS];
     _Atomic uint32_t node_count; /* published: nodes [0, node_count) are initialized */
@@ -175,25 +185,33 @@ static inline int torch_same_text(const char *a, const char *b)
     return 0;
 }
 
-static struct torch_name_slot *torch_name(struct torch_thread *tt, const char *name)
+static const struct torch_text_slot *torch_name(struct torch_thread *tt, const char *name)
 {
     uint64_t h = (uint64_t)(uintptr_t)name * 0x9E3779B97F4A7C15ull;
     struct torch_name_slot *s = &tt->names[(h >> 40) & (TORCH_NAME_SLOTS - 1)];
-    if (s->ptr == name && s->text && torch_same_text(s->text, name))
-        return s;
-    prof_tls_busy++;
-    uint32_t sid = collector_intern(name);
-    char *copy = strdup(name);
-    free(s->text);
-    prof_tls_busy--;
-    s->ptr = copy ? name : NULL;
-    s->text = copy;
-    s->sid = sid;
-    s->filtered = 0;
-    for (size_t i = 0; i < sizeof torch_filtered_names / sizeof *torch_filtered_names; i++)
-        if (strcmp(name, torch_filtered_names[i]) == 0)
-            s->filtered = 1;
-    return s;
+    if (s->ptr == name && s->text->text && torch_same_text(s->text->text, name))
+        return s->text;
+    h = 0xcbf29ce484222325ull; /* FNV-1a of the text */
+    for (const char *c = name; *c; c++)
+        h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+    struct torch_text_slot *t = &tt->texts[(h >> 32) & (TORCH_TEXT_SLOTS - 1)];
+    if (!(t->text && t->hash == h && torch_same_text(t->text, name))) {
+        prof_tls_busy++;
+        uint32_t sid = collector_intern(name);
+        char *copy = strdup(name);
+        free(t->text);
+        prof_tls_busy--;
+        t->hash = h;
+        t->text = copy; /* NULL when out of memory: found by neither path, interned again */
+        t->sid = sid;
+        t->filtered = 0;
+        for (size_t i = 0; i < sizeof torch_filtered_names / sizeof *torch_filtered_names; i++)
+            if (strcmp(name, torch_filtered_names[i]) == 0)
+                t->filtered = 1;
+    }
+    s->ptr = name;
+    s->text = t;
+    return t;
 }
 
 /* ---- the tree ---- */
@@ -322,7 +340,7 @@ uint64_t torch_ops_begin(const struct prof_torch_op_info *op)
         torch_note_limits();
         return 0;
     }
-    const struct torch_name_slot *name = op->name ? torch_name(tt, op->name) : NULL;
+    const struct torch_text_slot *name = op->name ? torch_name(tt, op->name) : NULL;
     if (name && name->filtered)
         return 0;
     struct torch_frame *f = &tt->stack[tt->depth];
@@ -502,8 +520,8 @@ static void torch_free_thread(struct torch_thread *tt)
 {
     for (uint32_t c = 0; c < TORCH_MAX_CHUNKS && tt->chunks[c]; c++)
         munmap(tt->chunks[c], TORCH_CHUNK_NODES * sizeof(struct torch_node));
-    for (int i = 0; i < TORCH_NAME_SLOTS; i++)
-        free(tt->names[i].text);
+    for (int i = 0; i < TORCH_TEXT_SLOTS; i++)
+        free(tt->texts[i].text);
     free(tt->table);
     munmap(tt, sizeof *tt);
 }
