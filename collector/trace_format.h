@@ -72,6 +72,8 @@ enum prof_record_type {
     PROF_REC_TORCH_MEM = 26,    /* one c10::alloc_cpu / c10::free_cpu call (CPU tensor memory) */
     PROF_REC_TORCH_DEV_MEM = 27, /* one report of torch's allocators (CUDA caching allocator) */
     PROF_REC_ACTION = 28,        /* a named action started or stopped (Lightning's profiler) */
+    PROF_REC_TORCH_NODE = 29,    /* a node of one thread's PyTorch operator tree */
+    PROF_REC_TORCH_STATS = 30,   /* cumulative counts, times and memory of one such node */
     /* Call stacks (preload/stacks/); numbered apart so other record types can grow. */
     PROF_REC_STACK = 40,     /* a distinct native call stack: id -> return addresses */
     PROF_REC_STACK_REF = 41, /* the stack of the thread's API_CALL that started at `start` */
@@ -429,7 +431,9 @@ struct prof_rec_torch_op {
 _Static_assert(sizeof(struct prof_rec_torch_op) == 48, "torch op record");
 
 /* One CPU tensor allocation (bytes > 0) or free (bytes < 0; 0: a free of a block whose
- * allocation was not seen, which a reader ignores), by c10::alloc_cpu / c10::free_cpu.
+ * allocation was not seen, which a reader ignores), by c10::alloc_cpu / c10::free_cpu, or
+ * a CPU block another allocator reported (at::MapAllocator's shared-memory storage, which
+ * also comes as a TORCH_DEV_MEM record of device CPU).
  * Follows a THREAD record (the thread that called it); the op it belongs to is the
  * innermost TORCH_OP span of that thread holding ticks. py_node is the innermost Python
  * call-tree node (PY_NODE id) of that thread at the call; 0: none or Python not profiled
@@ -450,8 +454,9 @@ _Static_assert(offsetof(struct prof_rec_torch_mem, ticks) == 24, "torch mem tick
  * which the CUDA caching allocator (and other device allocators) call for every block
  * handed out (bytes > 0) or given back (bytes < 0). total_allocated / total_reserved are
  * the allocator's own figures for that device after the call. device_type is
- * c10::DeviceType (0 CPU, 1 CUDA, ...); CPU reports only come while torch.profiler's
- * profile_memory is on and repeat what TORCH_MEM records say, so readers skip them.
+ * c10::DeviceType (0 CPU, 1 CUDA, ...); CPU reports repeat what TORCH_MEM records say
+ * (the CPU allocator reports while torch.profiler's profile_memory is on; blocks it did
+ * not hand out are written as TORCH_MEM too), so readers skip them.
  * Follows a THREAD record; op and py_node as for TORCH_MEM. */
 struct prof_rec_torch_dev_mem {
     struct prof_record_header h;
@@ -468,6 +473,42 @@ struct prof_rec_torch_dev_mem {
 _Static_assert(sizeof(struct prof_rec_torch_dev_mem) == 56, "torch device mem record");
 _Static_assert(offsetof(struct prof_rec_torch_dev_mem, bytes) == 8, "dev mem bytes offset");
 _Static_assert(offsetof(struct prof_rec_torch_dev_mem, device_type) == 48, "dev mem device offset");
+
+/* PyTorch operators are also aggregated per thread into a call tree (META torch.scheme =
+ * "calltree"), so that counts, times and memory stay exact whatever the op rate: a node is
+ * (parent node, op name, input shapes); TORCH_OP spans are the timeline only and may be
+ * dropped when the ring is full. TORCH_NODE and TORCH_STATS follow a THREAD record naming
+ * the tree's thread; node ids are unique in the process, parent 0 is the top. STATS values
+ * are cumulative: a later record for the same node replaces an earlier one.
+ * calls follows torch.profiler's key_averages(): an op that is the only child of an op of
+ * the same name (aten::div_(Scalar) -> aten::div_(Tensor)) is folded into that parent, its
+ * self time and self memory added to the parent's; raw_calls counts every call
+ * (RecordFunction start/end pairs), folded ones included, so raw_calls - calls of a
+ * node were folded. Memory is what c10's allocators handed out minus what they took back
+ * on this thread while the op ran (total: children included; self: this op innermost). */
+struct prof_rec_torch_node {
+    struct prof_record_header h;
+    uint32_t node_id;
+    uint32_t parent_id; /* 0: no enclosing op */
+    uint32_t name_sid;
+    uint32_t shapes_sid; /* 0: shapes not recorded */
+    uint8_t scope;       /* at::RecordScope, as TORCH_OP's */
+    uint8_t reserved[3];
+};
+_Static_assert(sizeof(struct prof_rec_torch_node) == 24, "torch node record");
+
+struct prof_rec_torch_stats {
+    struct prof_record_header h;
+    uint32_t node_id;
+    uint64_t calls;       /* as torch.profiler counts them (see above) */
+    uint64_t raw_calls;   /* every call, folded ones included */
+    uint64_t total_ticks; /* inclusive time of the counted calls */
+    uint64_t self_ticks;  /* total minus counted children's, folded children's self added */
+    int64_t cpu_mem, self_cpu_mem; /* CPU tensor bytes allocated minus freed */
+    int64_t dev_mem, self_dev_mem; /* the same for device memory (TORCH_DEV_MEM reports) */
+};
+_Static_assert(sizeof(struct prof_rec_torch_stats) == 72, "torch stats record");
+_Static_assert(offsetof(struct prof_rec_torch_stats, calls) == 8, "torch stats calls offset");
 
 /* ---- Actions ----
  * A named action started or stopped by a framework's own profiler calls, as the program

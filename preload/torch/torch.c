@@ -1,6 +1,8 @@
 /* The PyTorch layer (see torch.h): the op stack and TORCH_OP records, the dlopen wrapper
  * that notices libtorch arriving, and the on-demand build of the C++ bridge.
  *
+ * The op stack and what it records are in torch_ops.c.
+ *
  * The bridge's source (torch_bridge.cpp and torch.h) is embedded in libprof.so with
  * .incbin below; it is built once per torch (key: the libtorch_cpu path, size, mtime and
  * a hash of the source) into $PROF_TORCH_CACHE and linked against that very libtorch_cpu:
@@ -34,6 +36,7 @@
 #include "torch.h"
 #include "torch_cache.h"
 #include "torch_memory.h"
+#include "torch_ops.h"
 
 #define PROF_EXPORT __attribute__((visibility("default")))
 
@@ -56,158 +59,9 @@ static int torch_shapes;
  * given up, said once). */
 static _Atomic int torch_state;
 
-/* ---- the op stack and the records ---- */
-
-#define TORCH_MAX_DEPTH 255 /* depth is a u8 in the record */
-#define TORCH_NAME_SLOTS 512
-#define TORCH_THREAD_BITS 20 /* a token is (serial << 20) | thread number */
-
-struct torch_frame {
-    uint64_t start;
-    uint64_t serial;
-    int64_t sequence_nr;
-    uint64_t fwd_thread;
-    uint32_t name_sid;
-    uint32_t shapes_sid;
-    uint8_t scope;
-};
-
-/* Name pointer -> string id. The text is kept and compared: record_function names are
- * owned strings whose memory is reused by later, different names. */
-struct torch_name_slot {
-    const char *ptr;
-    char *text;
-    uint32_t sid;
-};
-
-struct torch_thread {
-    uint32_t depth;
-    uint32_t number;
-    uint64_t serial;
-    struct torch_frame stack[TORCH_MAX_DEPTH];
-    struct torch_name_slot names[TORCH_NAME_SLOTS];
-};
-
-static __thread struct torch_thread *torch_tls PROF_TLS;
-static pthread_key_t torch_thread_key;
-static _Atomic uint32_t torch_next_thread_number = 1;
-
-static void torch_thread_free(void *arg)
-{
-    struct torch_thread *tt = arg;
-    if (tt == torch_tls)
-        torch_tls = NULL;
-    for (int i = 0; i < TORCH_NAME_SLOTS; i++)
-        free(tt->names[i].text);
-    munmap(tt, sizeof *tt);
-}
-
-static struct torch_thread *torch_thread_new(void)
-{
-    /* mmap, not malloc: zeroed and never re-entering an allocator the op may hold. */
-    struct torch_thread *tt =
-        mmap(NULL, sizeof *tt, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (tt == MAP_FAILED)
-        return NULL;
-    tt->number = atomic_fetch_add_explicit(&torch_next_thread_number, 1, memory_order_relaxed) &
-                 ((1u << TORCH_THREAD_BITS) - 1);
-    torch_tls = tt;
-    pthread_setspecific(torch_thread_key, tt);
-    return tt;
-}
-
-static uint32_t torch_intern(const char *text)
-{
-    prof_tls_busy++; /* interning allocates */
-    uint32_t sid = collector_intern(text);
-    prof_tls_busy--;
-    return sid;
-}
-
-static uint32_t torch_name_sid(struct torch_thread *tt, const char *name)
-{
-    uint64_t h = (uint64_t)(uintptr_t)name * 0x9E3779B97F4A7C15ull;
-    struct torch_name_slot *s = &tt->names[(h >> 40) & (TORCH_NAME_SLOTS - 1)];
-    if (s->ptr == name && s->text && strcmp(s->text, name) == 0)
-        return s->sid;
-    prof_tls_busy++;
-    uint32_t sid = collector_intern(name);
-    char *copy = strdup(name);
-    free(s->text);
-    prof_tls_busy--;
-    s->ptr = copy ? name : NULL;
-    s->text = copy;
-    s->sid = sid;
-    return sid;
-}
-
-static uint64_t torch_begin(const struct prof_torch_op_info *op)
-{
-    if (prof_tls_busy || !atomic_load_explicit(&prof_recording, memory_order_relaxed))
-        return 0;
-    struct torch_thread *tt = torch_tls;
-    if (__builtin_expect(!tt, 0) && !(tt = torch_thread_new()))
-        return 0;
-    if (tt->depth >= TORCH_MAX_DEPTH)
-        return 0;
-    struct torch_frame *f = &tt->stack[tt->depth];
-    f->name_sid = op->name ? torch_name_sid(tt, op->name) : 0;
-    f->shapes_sid = op->shapes ? torch_intern(op->shapes) : 0;
-    f->sequence_nr = op->sequence_nr;
-    f->fwd_thread = op->fwd_thread;
-    f->scope = op->scope;
-    f->serial = ++tt->serial;
-    tt->depth++;
-    f->start = prof_clock_ticks(); /* last: the naming above is not the op's time */
-    return (f->serial << TORCH_THREAD_BITS) | tt->number;
-}
-
-static void torch_emit(const struct torch_frame *f, uint32_t depth, uint64_t end)
-{
-    /* No test of prof_recording: torch_begin made the frame inside the capture window,
-     * and an op begun there is recorded even if the window closed before its end. */
-    struct prof_thread *t = emit_thread();
-    if (!t)
-        return;
-    if (__builtin_expect(!atomic_load_explicit(&prof_collector_running, memory_order_relaxed), 0))
-        collector_resume();
-    struct prof_rec_torch_op *rec = ring_reserve(&t->ring, sizeof *rec);
-    if (!rec)
-        return; /* counted by the ring; the collector writes a LOST record */
-    rec->h.type = PROF_REC_TORCH_OP;
-    rec->h.size = sizeof *rec;
-    rec->name_sid = f->name_sid;
-    rec->start = f->start;
-    rec->end = end;
-    rec->sequence_nr = f->sequence_nr;
-    rec->fwd_thread = f->fwd_thread;
-    rec->scope = f->scope;
-    rec->depth = (uint8_t)depth;
-    rec->reserved = 0;
-    rec->shapes_sid = f->shapes_sid;
-    ring_commit(&t->ring);
-}
-
-static void torch_end(uint64_t token)
-{
-    uint64_t end = prof_clock_ticks();
-    struct torch_thread *tt = torch_tls;
-    /* An op that ends on another thread than it began on (async ops) is not recorded. */
-    if (!tt || (token & ((1u << TORCH_THREAD_BITS) - 1)) != tt->number)
-        return;
-    uint64_t serial = token >> TORCH_THREAD_BITS;
-    uint32_t i = tt->depth;
-    /* Normally the top; ops whose end never came are popped with it. */
-    while (i > 0 && tt->stack[i - 1].serial > serial)
-        i--;
-    if (i == 0 || tt->stack[i - 1].serial != serial)
-        return;
-    tt->depth = i - 1;
-    if (!prof_tls_busy)
-        torch_emit(&tt->stack[i - 1], i - 1, end);
-}
-
-static struct prof_torch_hooks torch_hooks = {PROF_TORCH_HOOKS_VERSION, 0, torch_begin, torch_end};
+/* The op stack, the op trees and the spans live in torch_ops.c. */
+static struct prof_torch_hooks torch_hooks = {PROF_TORCH_HOOKS_VERSION, 0, torch_ops_begin,
+                                              torch_ops_end};
 
 /* snprintf for paths: -1 (and an empty string) when the result would not fit. */
 static int torch_pathf(char *out, size_t len, const char *fmt, ...)
@@ -707,7 +561,7 @@ static void torch_start(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
-    pthread_key_create(&torch_thread_key, torch_thread_free);
+    torch_ops_init();
     torch_memory_init();
     torch_check_loaded(); /* a program linked with libtorch has it already */
 }

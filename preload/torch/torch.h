@@ -14,17 +14,20 @@ struct prof_torch_op_info {
     int64_t sequence_nr; /* -1: none */
     uint64_t fwd_thread; /* backward ops: torch's id of the forward thread; else 0 */
     uint8_t scope;       /* at::RecordScope */
+    uint64_t handle;     /* the RecordFunction's address: end is called with it */
 };
 
-#define PROF_TORCH_HOOKS_VERSION 1
+#define PROF_TORCH_HOOKS_VERSION 2
 
 /* Passed to prof_torch_bridge_install; lives as long as the process. */
 struct prof_torch_hooks {
     uint32_t version; /* PROF_TORCH_HOOKS_VERSION */
     uint32_t want_shapes;
-    /* Returns a token handed back to end, or 0 when the op is not recorded (no end). */
+    /* Called when an op starts; returns 0 when it is not recorded. */
     uint64_t (*begin)(const struct prof_torch_op_info *op);
-    void (*end)(uint64_t token);
+    /* Called when every op ends (recorded or not) with its handle, on the thread that
+     * ends it: no per-op context object, so nothing is allocated per op. */
+    void (*end)(uint64_t handle);
 };
 
 /* The plugin's one entry point: 0 when the callback is registered, else -1 (and a

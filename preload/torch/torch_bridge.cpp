@@ -16,14 +16,6 @@ namespace
 
 const prof_torch_hooks *bridge_hooks;
 
-// Carries libprof's token from start to end (the end may run on another thread).
-struct BridgeContext : public at::ObserverContext {
-    explicit BridgeContext(uint64_t t) : token(t)
-    {
-    }
-    uint64_t token;
-};
-
 // Appends to buf[len] at *used; never overflows, stops at the end.
 void bridge_append(char *buf, size_t len, size_t *used, const char *text)
 {
@@ -93,24 +85,24 @@ std::unique_ptr<at::ObserverContext> bridge_start(const at::RecordFunction &fn)
         op.sequence_nr = fn.seqNr();
         op.fwd_thread = fn.forwardThreadId();
         op.scope = static_cast<uint8_t>(fn.scope());
+        op.handle = reinterpret_cast<uintptr_t>(&fn);
         thread_local char shapes[1024];
         if (bridge_hooks->want_shapes) {
             bridge_shapes(fn, shapes, sizeof shapes);
             op.shapes = shapes;
         }
-        uint64_t token = bridge_hooks->begin(&op);
-        if (token)
-            return std::make_unique<BridgeContext>(token);
+        bridge_hooks->begin(&op);
     } catch (...) {
         // Never let the profiler throw into an operator.
     }
+    // No context: the end finds the op by the RecordFunction's address (stable from
+    // start to end), which saves an allocation per op.
     return nullptr;
 }
 
-void bridge_end(const at::RecordFunction &, at::ObserverContext *ctx)
+void bridge_end(const at::RecordFunction &fn, at::ObserverContext *)
 {
-    if (ctx)
-        bridge_hooks->end(static_cast<BridgeContext *>(ctx)->token);
+    bridge_hooks->end(reinterpret_cast<uintptr_t>(&fn));
 }
 
 } // namespace

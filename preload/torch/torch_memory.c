@@ -15,6 +15,7 @@
 #include "emit.h"
 #include "resolve.h"
 #include "torch_memory.h"
+#include "torch_ops.h"
 
 #define PROF_EXPORT __attribute__((visibility("default")))
 
@@ -103,6 +104,18 @@ static uint64_t torch_mem_take(uint64_t ptr)
     return bytes;
 }
 
+/* ptr is a block alloc_cpu handed out (and free_cpu has not taken back). */
+static int torch_mem_has(uint64_t ptr)
+{
+    torch_mem_lock_take();
+    size_t i = torch_mem_home(ptr);
+    while (torch_mem_table[i].ptr && torch_mem_table[i].ptr != ptr)
+        i = (i + 1) & (TORCH_MEM_SLOTS - 1);
+    int found = torch_mem_table[i].ptr != 0;
+    torch_mem_lock_give();
+    return found;
+}
+
 void torch_memory_after_fork_child(void)
 {
     atomic_flag_clear(&torch_mem_lock); /* the holder may have been another thread */
@@ -181,6 +194,7 @@ PROF_EXPORT void *_ZN3c109alloc_cpuEm(size_t nbytes)
         int saved = errno;
         uint64_t ticks = prof_clock_ticks();
         torch_mem_put((uint64_t)(uintptr_t)p, nbytes);
+        torch_ops_memory((int64_t)nbytes, 0);
         torch_mem_emit((int64_t)nbytes, (uint64_t)(uintptr_t)p, ticks);
         errno = saved;
     }
@@ -196,6 +210,8 @@ PROF_EXPORT void _ZN3c108free_cpuEPv(void *data)
         /* Always forget the block (a later block may reuse the address); record only while
          * recording. */
         uint64_t bytes = torch_mem_take((uint64_t)(uintptr_t)data);
+        if (bytes && torch_mem_on())
+            torch_ops_memory(-(int64_t)bytes, 0);
         if (torch_mem_on())
             torch_mem_emit(-(int64_t)bytes, (uint64_t)(uintptr_t)data, prof_clock_ticks());
         errno = saved;
@@ -237,6 +253,17 @@ static void torch_report_record(void *ptr, int64_t bytes, uint64_t allocated, ui
         return;
     int saved = errno;
     uint64_t ticks = prof_clock_ticks();
+    if (device.type != 0) {
+        torch_ops_memory(bytes, 1);
+    } else if (!torch_mem_has((uint64_t)(uintptr_t)ptr)) {
+        /* A CPU block alloc_cpu did not hand out: at::MapAllocator's shared-memory storage
+         * (tensors a DataLoader worker sends), reported always. torch.profiler counts it
+         * as CPU memory of the op that maps or unmaps it: so do we. (The DefaultCPUAllocator's
+         * own reports, made under profile_memory only, repeat alloc_cpu / free_cpu, which
+         * report before free_cpu and after alloc_cpu: the block is in the table then.) */
+        torch_ops_memory(bytes, 0);
+        torch_mem_emit(bytes, (uint64_t)(uintptr_t)ptr, ticks);
+    }
     struct prof_ring *ring;
     struct prof_rec_torch_dev_mem *rec = torch_mem_reserve(sizeof *rec, &ring);
     if (rec) {

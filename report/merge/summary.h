@@ -131,6 +131,8 @@ struct summary_torch {
     int by_shape;
     enum summary_op_sort sort;
     uint64_t records;            /* TORCH_OP records read */
+    uint64_t calls;              /* ops counted in the rows */
+    uint64_t spans_expected;     /* op spans the trees say were made (0: a trace without) */
     uint64_t mem_records;        /* TORCH_MEM records read: the memory columns are measured */
     uint64_t dev_mem_records;    /* TORCH_DEV_MEM records read (device allocators) */
     uint64_t self_cpu_total_ns;  /* the sum of Self CPU over every row */

@@ -106,6 +106,7 @@ void summary_build_torch(struct summary *s, int by_shape)
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         t->records += p->torch.records;
+        t->spans_expected += p->torch.spans_expected;
         t->mem_records += p->torch.mem_records;
         t->dev_mem_records += p->torch.dev_mem_records;
         for (size_t k = 0; k < p->torch.nrows; k++) {
@@ -130,6 +131,7 @@ void summary_build_torch(struct summary *s, int by_shape)
     }
     u64map_free(&index);
     for (size_t i = 0; i < t->nrows; i++) {
+        t->calls += t->rows[i].calls;
         t->self_cpu_total_ns += t->rows[i].self_cpu_ns;
         t->self_cuda_total_ns += t->rows[i].self_cuda_ns;
         t->any_cuda |= t->rows[i].cuda_total_ns > 0;

@@ -359,7 +359,23 @@ struct model_torch_row {
     int64_t self_dev_mem, dev_mem; /* self_device_memory_usage, device_memory_usage */
 };
 
+/* A node of a thread's op tree (TORCH_NODE) with its latest TORCH_STATS. */
+struct model_torch_node {
+    uint32_t id, parent, tid, name_sid, shapes_sid;
+    uint8_t scope;
+    uint64_t calls, raw_calls, total_ticks, self_ticks;
+    int64_t cpu_mem, self_cpu_mem, dev_mem, self_dev_mem;
+};
+
 struct model_torch {
+    /* The op trees: when a trace has them (torch.scheme "calltree") the table's counts,
+     * times and memory come from them, and the spans (ops) only give the timeline and
+     * the CUDA columns. */
+    struct model_torch_node *nodes;
+    size_t nnodes, cap_nodes;
+    struct u64map node_index;   /* node id -> index + 1 */
+    uint64_t spans_expected;    /* every op call the trees counted (raw_calls) */
+    uint64_t spans_dropped;     /* of those, the spans the timeline does not have */
     struct model_torch_op *ops; /* freed by model_torch_finish */
     size_t nops, cap_ops;
     uint64_t records;             /* TORCH_OP records read */

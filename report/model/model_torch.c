@@ -81,6 +81,45 @@ static void model_torch_on_dev_mem(struct model_process *p, const struct trace_r
                                                    .seq = t->nmems};
 }
 
+static void model_torch_on_tree(struct model_process *p, const struct trace_record *rec,
+                                uint32_t tid)
+{
+    struct model_torch *t = &p->torch;
+    if (rec->type == PROF_REC_TORCH_NODE) {
+        const struct prof_rec_torch_node *r = rec->data;
+        uint64_t *slot = u64map_slot(&t->node_index, r->node_id);
+        if (!slot)
+            report_oom();
+        if (!*slot) {
+            t->nodes = report_grow(t->nodes, &t->cap_nodes, t->nnodes + 1, sizeof *t->nodes);
+            memset(&t->nodes[t->nnodes], 0, sizeof *t->nodes);
+            *slot = ++t->nnodes;
+        }
+        struct model_torch_node *n = &t->nodes[*slot - 1];
+        n->id = r->node_id;
+        n->parent = r->parent_id;
+        n->tid = tid;
+        n->name_sid = r->name_sid;
+        n->shapes_sid = r->shapes_sid;
+        n->scope = r->scope;
+        return;
+    }
+    const struct prof_rec_torch_stats *r = rec->data;
+    uint64_t *slot = u64map_find(&t->node_index, r->node_id);
+    if (!slot)
+        return; /* a node this file never defined: nothing to name it by */
+    struct model_torch_node *n = &t->nodes[*slot - 1];
+    /* cumulative: the latest replaces what came before */
+    n->calls = r->calls;
+    n->raw_calls = r->raw_calls;
+    n->total_ticks = r->total_ticks;
+    n->self_ticks = r->self_ticks;
+    n->cpu_mem = r->cpu_mem;
+    n->self_cpu_mem = r->self_cpu_mem;
+    n->dev_mem = r->dev_mem;
+    n->self_dev_mem = r->self_dev_mem;
+}
+
 const char *model_torch_device_name(int dev_type, int dev_index, char *buf, size_t len)
 {
     static const char *const names[] = {
@@ -344,28 +383,83 @@ static void model_torch_timeline(struct model_process *p)
     }
 }
 
-static void model_torch_rows(struct model_process *p)
+static struct model_torch_row *model_torch_row_of(struct model_process *p, struct u64map *index,
+                                                  size_t *cap, uint32_t name_sid,
+                                                  uint32_t shapes_sid, uint8_t scope)
+{
+    struct model_torch *t = &p->torch;
+    uint64_t *slot = u64map_slot(index, (uint64_t)name_sid << 32 | shapes_sid);
+    if (!slot)
+        report_oom();
+    if (!*slot) {
+        t->rows = report_grow(t->rows, cap, t->nrows + 1, sizeof *t->rows);
+        t->rows[t->nrows] = (struct model_torch_row){.name_sid = name_sid,
+                                                     .shapes_sid = shapes_sid,
+                                                     .name = model_torch_string(p, name_sid),
+                                                     .shapes = model_torch_string(p, shapes_sid),
+                                                     .scope = scope};
+        *slot = ++t->nrows;
+    }
+    return &t->rows[*slot - 1];
+}
+
+/* Rows from the op trees: counts, times and memory exact (every op, whatever the timeline
+ * kept); the CUDA columns from the spans the timeline kept. */
+static void model_torch_rows_from_tree(struct model_process *p)
 {
     struct model_torch *t = &p->torch;
     struct u64map index; /* name_sid << 32 | shapes_sid -> index + 1 */
     size_t cap = 0;
     u64map_init(&index);
+    for (size_t i = 0; i < t->nnodes; i++) {
+        const struct model_torch_node *n = &t->nodes[i];
+        t->spans_expected += n->raw_calls;
+        if (!n->calls)
+            continue; /* every call folded into a same-name parent: not a row of torch's */
+        struct model_torch_row *r =
+            model_torch_row_of(p, &index, &cap, n->name_sid, n->shapes_sid, n->scope);
+        r->calls += n->calls;
+        r->self_cpu_ticks += n->self_ticks;
+        r->cpu_total_ticks += n->total_ticks;
+        r->self_cpu_mem += n->self_cpu_mem;
+        r->cpu_mem += n->cpu_mem;
+        r->self_dev_mem += n->self_dev_mem;
+        r->dev_mem += n->dev_mem;
+    }
     for (size_t i = 0; i < t->nops; i++) {
         const struct model_torch_op *op = &t->ops[i];
-        uint64_t *slot = u64map_slot(&index, (uint64_t)op->name_sid << 32 | op->shapes_sid);
+        uint64_t *slot = u64map_find(&index, (uint64_t)op->name_sid << 32 | op->shapes_sid);
         if (!slot)
-            report_oom();
-        if (!*slot) {
-            t->rows = report_grow(t->rows, &cap, t->nrows + 1, sizeof *t->rows);
-            t->rows[t->nrows] =
-                (struct model_torch_row){.name_sid = op->name_sid,
-                                         .shapes_sid = op->shapes_sid,
-                                         .name = model_torch_string(p, op->name_sid),
-                                         .shapes = model_torch_string(p, op->shapes_sid),
-                                         .scope = op->scope};
-            *slot = ++t->nrows;
-        }
+            continue;
         struct model_torch_row *r = &t->rows[*slot - 1];
+        r->self_cuda_ns += op->self_cuda_ns;
+        r->cuda_total_ns += op->cuda_ns;
+        r->kernels += op->kernels;
+    }
+    u64map_free(&index);
+    t->spans_dropped = t->spans_expected > t->records ? t->spans_expected - t->records : 0;
+    for (size_t i = 0; i < t->nrows; i++) {
+        struct model_torch_row *r = &t->rows[i];
+        r->self_cpu_ns = model_ticks_to_ns(p, r->self_cpu_ticks);
+        r->cpu_total_ns = model_ticks_to_ns(p, r->cpu_total_ticks);
+    }
+}
+
+/* Rows from the spans alone: traces written before the op trees. */
+static void model_torch_rows(struct model_process *p)
+{
+    struct model_torch *t = &p->torch;
+    struct u64map index; /* name_sid << 32 | shapes_sid -> index + 1 */
+    size_t cap = 0;
+    if (t->nnodes) {
+        model_torch_rows_from_tree(p);
+        return;
+    }
+    u64map_init(&index);
+    for (size_t i = 0; i < t->nops; i++) {
+        const struct model_torch_op *op = &t->ops[i];
+        struct model_torch_row *r =
+            model_torch_row_of(p, &index, &cap, op->name_sid, op->shapes_sid, op->scope);
         r->calls++;
         r->self_cpu_ticks += op->self_ticks;
         r->cpu_total_ticks += op->end - op->start;
@@ -385,32 +479,50 @@ static void model_torch_rows(struct model_process *p)
     }
 }
 
-/* record_function scopes by name: calls, time, the kernels launched inside. */
+static struct model_action *model_torch_scope(struct model_process *p, uint32_t name_sid,
+                                              size_t *cap)
+{
+    struct model_torch *t = &p->torch;
+    const char *name = model_torch_string(p, name_sid);
+    char unknown[48];
+    if (!name) {
+        snprintf(unknown, sizeof unknown, "(scope name #%u)", name_sid);
+        name = unknown;
+    }
+    size_t k = 0;
+    while (k < t->nscopes && strcmp(t->scopes[k].name, name)) /* a handful of scopes */
+        k++;
+    if (k == t->nscopes) {
+        t->scopes = report_grow(t->scopes, cap, k + 1, sizeof *t->scopes);
+        t->scopes[t->nscopes++] = (struct model_action){.name = report_strdup(name),
+                                                        .source = MODEL_ACTION_RECORD_FUNCTION};
+    }
+    return &t->scopes[k];
+}
+
+/* record_function scopes by name: calls and time (from the op trees when the trace has
+ * them, else from the spans), the kernels launched inside (spans). */
 static void model_torch_scopes(struct model_process *p)
 {
     struct model_torch *t = &p->torch;
     size_t cap = 0;
+    for (size_t i = 0; i < t->nnodes; i++) {
+        const struct model_torch_node *n = &t->nodes[i];
+        if (n->scope != MODEL_TORCH_SCOPE_USER || !n->raw_calls)
+            continue;
+        struct model_action *a = model_torch_scope(p, n->name_sid, &cap);
+        a->calls += n->calls;
+        a->total_ns += model_ticks_to_ns(p, n->total_ticks);
+    }
     for (size_t i = 0; i < t->nops; i++) {
         const struct model_torch_op *op = &t->ops[i];
         if (op->scope != MODEL_TORCH_SCOPE_USER)
             continue;
-        const char *name = model_torch_string(p, op->name_sid);
-        char unknown[48];
-        if (!name) {
-            snprintf(unknown, sizeof unknown, "(scope name #%u)", op->name_sid);
-            name = unknown;
+        struct model_action *a = model_torch_scope(p, op->name_sid, &cap);
+        if (!t->nnodes) {
+            a->calls++;
+            a->total_ns += model_ticks_to_ns(p, op->end - op->start);
         }
-        size_t k = 0;
-        while (k < t->nscopes && strcmp(t->scopes[k].name, name)) /* a handful of scopes */
-            k++;
-        if (k == t->nscopes) {
-            t->scopes = report_grow(t->scopes, &cap, k + 1, sizeof *t->scopes);
-            t->scopes[t->nscopes++] = (struct model_action){.name = report_strdup(name),
-                                                            .source = MODEL_ACTION_RECORD_FUNCTION};
-        }
-        struct model_action *a = &t->scopes[k];
-        a->calls++;
-        a->total_ns += model_ticks_to_ns(p, op->end - op->start);
         a->gpu_ns += op->cuda_ns;
         a->kernels += op->kernels;
     }
@@ -434,14 +546,22 @@ static void model_torch_finish(struct model_process *p)
         model_torch_memory(t, order, stack);
         free(order);
         free(stack);
-        model_torch_rows(p);
-        model_torch_scopes(p);
         if (t->unnested)
             model_add_warning(p,
                               "%s (pid %lld): %" PRIu64 " PyTorch op(s) overlap an op of their "
                               "thread without nesting in it; counted as not nested",
                               p->file, (long long)p->pid, t->unnested);
     }
+    if (t->nops || t->nnodes) {
+        model_torch_rows(p);
+        model_torch_scopes(p);
+    }
+    if (t->spans_dropped)
+        model_add_warning(p,
+                          "%s (pid %lld): the timeline kept %" PRIu64 " of %" PRIu64
+                          " PyTorch op spans (ring full; raise PROF_RING_KB for more); the "
+                          "operator table counts every op",
+                          p->file, (long long)p->pid, t->records, t->spans_expected);
     model_torch_timeline(p);
     /* The rows hold what the tables need: the raw ops go. */
     free(t->mems);
@@ -455,6 +575,8 @@ static void model_torch_finish(struct model_process *p)
 static void model_torch_free(struct model_process *p)
 {
     struct model_torch *t = &p->torch;
+    free(t->nodes);
+    u64map_free(&t->node_index);
     free(t->mems);
     free(t->ops);
     free(t->rows);
@@ -493,6 +615,8 @@ static const struct model_record_handler model_torch_handlers[] = {
     {PROF_REC_TORCH_OP, model_torch_on_record},
     {PROF_REC_TORCH_MEM, model_torch_on_mem},
     {PROF_REC_TORCH_DEV_MEM, model_torch_on_dev_mem},
+    {PROF_REC_TORCH_NODE, model_torch_on_tree},
+    {PROF_REC_TORCH_STATS, model_torch_on_tree},
 };
 
 const struct model_part model_torch_part = {

@@ -351,6 +351,24 @@ static void dump_record(FILE *out, const struct trace_record *rec, struct u64map
         dump_string_field(out, "shapes", op->shapes_sid, strings);
         break;
     }
+    case PROF_REC_TORCH_NODE: {
+        const struct prof_rec_torch_node *n = rec->data;
+        fprintf(out, " node=%u parent=%u", n->node_id, n->parent_id);
+        dump_string_field(out, "name", n->name_sid, strings);
+        fprintf(out, " scope=%u (%s)", n->scope, model_torch_scope_name(n->scope));
+        dump_string_field(out, "shapes", n->shapes_sid, strings);
+        break;
+    }
+    case PROF_REC_TORCH_STATS: {
+        const struct prof_rec_torch_stats *st = rec->data;
+        fprintf(out,
+                " node=%u calls=%" PRIu64 " raw_calls=%" PRIu64 " total=%" PRIu64 " self=%" PRIu64
+                " cpu_mem=%" PRId64 " self_cpu_mem=%" PRId64 " dev_mem=%" PRId64
+                " self_dev_mem=%" PRId64,
+                st->node_id, st->calls, st->raw_calls, st->total_ticks, st->self_ticks, st->cpu_mem,
+                st->self_cpu_mem, st->dev_mem, st->self_dev_mem);
+        break;
+    }
     case PROF_REC_TORCH_MEM: {
         const struct prof_rec_torch_mem *m = rec->data;
         fprintf(out, " bytes=%" PRId64 " ptr=0x%" PRIx64 " ticks=%" PRIu64 " py_node=%" PRIu32,

@@ -103,8 +103,11 @@ static void tables_torch_table(FILE *out, const struct summary *s, size_t limit,
 static void tables_torch_title(FILE *out, const struct summary *s)
 {
     const struct summary_torch *t = &s->torch;
-    fprintf(out, "PyTorch operators (%" PRIu64 " op%s; ordered by %s%s)\n", t->records,
-            t->records == 1 ? "" : "s", summary_op_sort_name(t->sort),
+    fprintf(out, "PyTorch operators (%" PRIu64 " op%s", t->calls, t->calls == 1 ? "" : "s");
+    if (t->spans_expected > t->records) /* the op trees count what the timeline dropped */
+        fprintf(out, "; the timeline kept %" PRIu64 " of %" PRIu64 " op spans", t->records,
+                t->spans_expected);
+    fprintf(out, "; ordered by %s%s)\n", summary_op_sort_name(t->sort),
             t->by_shape ? "; grouped by input shapes" : "");
 }
 

@@ -74,6 +74,8 @@ BUILD="$B" /usr/bin/python3 "$(dirname "$0")/bench_sampling.py"
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then
     echo "== PyTorch CPU small-op step: profrun vs torch.profiler overhead"
     BUILD="$B" /usr/bin/python3 "$(dirname "$0")/bench_torch.py"
+    echo "== PyTorch: 5 M tiny ops on 2 threads, default settings: op rate, every op counted"
+    BUILD="$B" /usr/bin/python3 "$(dirname "$0")/bench_torch_ops.py"
 else
     echo "== PyTorch: skipped (no torch for /usr/bin/python3)"
 fi

@@ -1,0 +1,596 @@
+/* PyTorch operators: the op stack of each thread, fed by the bridge's begin/end hooks.
+ *
+ * Two outputs. The tables come from a per-thread op tree (a node is parent node + op name
+ * + input shapes) whose counters the owning thread updates when an op ends and the
+ * collector writes as TORCH_NODE / TORCH_STATS records (see trace_format.h): nothing is
+ * ever dropped there, whatever the op rate. The timeline comes from one TORCH_OP span per
+ * op, written into the thread's ring as space allows (a full ring drops the span, counted
+ * as lost; the report says how many spans it kept).
+ *
+ * Counting follows torch.profiler's key_averages() (torch/autograd/profiler_util.py,
+ * EventList._remove_dup_nodes): an op that is the only child of an op of the same name is
+ * not counted; its self time and self memory go to that parent. It is what a wrapper op
+ * that re-dispatches to itself looks like: aten::div_(Tensor, Scalar) calls
+ * aten::div_(Tensor, Tensor), aten::mean calls aten::mean.out (both named aten::mean),
+ * aten::abs calls aten::abs.out. torch decides "only child" on microsecond-truncated
+ * times, so its own counts of these ops wander from run to run by a few; here the
+ * nesting is exact. Ops torch.profiler leaves out of its tables altogether (_filter_name)
+ * are not recorded at all.
+ *
+ * Memory follows torch.profiler's profile_memory: an op's CPU Mem is what the allocator
+ * handed out minus what it took back while the op ran (frees of blocks allocated in other
+ * ops, or before, included; blocks allocated before recording started are unknown and not
+ * counted, as torch's size table does not know them either), Self CPU Mem the part with
+ * this op innermost. torch matches a memory event to every op of any thread whose
+ * microsecond-truncated window holds it; here an event belongs to the ops open on the
+ * thread that made it, at the moment it made it. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "collector.h"
+#include "emit.h"
+#include "torch_ops.h"
+
+#define TORCH_MAX_DEPTH 255 /* depth is a u8 in the record */
+#define TORCH_NAME_SLOTS 512
+#define TORCH_TEXT_SLOTS 1024
+#define TORCH_CHUNK_NODES 1024
+#define TORCH_MAX_CHUNKS 1024
+
+/* Counters of one node: written by the owning thread only, read by the collector, so each
+ * is a relaxed atomic; version moves last, after every change. */
+struct torch_node {
+    uint32_t id;
+    uint32_t name_sid, shapes_sid;
+    uint8_t scope;
+    struct torch_node *parent;
+    struct torch_node *last_child; /* the child found last: loops run the same one again */
+    _Atomic uint64_t calls, raw_calls, total, self;
+    _Atomic int64_t mem[2], self_mem[2]; /* [0] CPU, [1] device */
+    _Atomic uint64_t version;
+    uint64_t written_version; /* the collector's */
+};
+
+/* What one ended op adds to its node. */
+struct torch_tally {
+    uint64_t total, self;
+    int64_t mem[2], self_mem[2];
+};
+
+struct torch_frame {
+    uint64_t start;
+    uint64_t handle; /* the RecordFunction's address */
+    int64_t sequence_nr;
+    uint64_t fwd_thread;
+    uint32_t name_sid;
+    uint32_t shapes_sid;
+    uint8_t scope;
+    struct torch_node *node; /* NULL: beyond the tree's limits, not counted */
+    uint64_t child_ticks;    /* time of the direct children that ended */
+    int64_t mem[2], self_mem[2];
+    uint32_t children;
+    /* The first child, while it is the only one and has this op's name: counted only if
+     * a second child comes, else folded into this op when it ends. */
+    struct torch_node *pending;
+    struct torch_tally pending_tally;
+};
+
+/* Name text -> string id, by a hash of the text: the names of autograd nodes and
+ * record_function scopes are strings made anew for every op (a new pointer each time),
+ * which must not cost an interning and a copy per op. */
+struct torch_text_slot {
+    uint64_t hash;
+    char *text; /* owned */
+    uint32_t sid;
+    int filtered;
+};
+
+/* Name pointer -> its text slot: the fast path for operator names, which are static.
+ * The text is compared too: an owned name's memory is reused by later, different names. */
+struct torch_name_slot {
+    const char *ptr;
+    struct torch_text_slot *text;
+};
+
+struct torch_thread {
+    struct torch_thread *_Atomic next;
+    _Atomic int exited;
+    uint32_t tid;
+    uint32_t depth;
+    struct torch_frame stack[TORCH_MAX_DEPTH];
+    struct torch_name_slot names[TORCH_NAME_SLOTS];
+    struct torch_text_slot texts[TORCH_TEXT_SLOTS];
+    struct torch_node *root_last;
+    struct torch_node *chunks[TORCH_MAX_CHUNKS];
+    _Atomic uint32_t node_count; /* published: nodes [0, node_count) are initialized */
+    uint32_t nodes_defined;      /* the collector's: TORCH_NODE records written */
+    /* (parent, name, shapes) -> node, open addressing; the owning thread's only. */
+    struct torch_node **table;
+    uint32_t table_mask, table_used;
+};
+
+static __thread struct torch_thread *torch_tls PROF_TLS;
+static struct torch_thread *_Atomic torch_threads;
+static pthread_key_t torch_thread_key;
+static _Atomic uint32_t torch_next_node_id = 1;
+static _Atomic int torch_noted_limits;
+
+/* torch.profiler's _filter_name: utility ops it never shows. */
+static const char *const torch_filtered_names[] = {"profiler::_record_function_enter",
+                                                   "profiler::_record_function_enter_new",
+                                                   "profiler::_record_function_exit",
+                                                   "aten::is_leaf",
+                                                   "aten::output_nr",
+                                                   "aten::_version"};
+
+static void torch_thread_exited(void *arg)
+{
+    struct torch_thread *tt = arg;
+    if (tt == torch_tls)
+        torch_tls = NULL;
+    /* the collector frees it after writing what it holds */
+    atomic_store_explicit(&tt->exited, 1, memory_order_release);
+}
+
+static struct torch_thread *torch_thread_new(void)
+{
+    /* mmap, not malloc: zeroed and never re-entering an allocator the op may hold. */
+    struct torch_thread *tt =
+        mmap(NULL, sizeof *tt, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (tt == MAP_FAILED)
+        return NULL;
+    tt->tid = (uint32_t)syscall(SYS_gettid);
+    struct torch_thread *head = atomic_load(&torch_threads);
+    do {
+        atomic_store_explicit(&tt->next, head, memory_order_relaxed);
+    } while (!atomic_compare_exchange_weak(&torch_threads, &head, tt));
+    torch_tls = tt;
+    pthread_setspecific(torch_thread_key, tt);
+    return tt;
+}
+
+static void torch_note_limits(void)
+{
+    if (!atomic_exchange(&torch_noted_limits, 1))
+        collector_note("PyTorch ops nested deeper than %d, or beyond %d op paths per thread, "
+                       "are not counted",
+                       TORCH_MAX_DEPTH, TORCH_CHUNK_NODES * TORCH_MAX_CHUNKS);
+}
+
+static uint32_t torch_intern(const char *text)
+{
+    prof_tls_busy++; /* interning allocates */
+    uint32_t sid = collector_intern(text);
+    prof_tls_busy--;
+    return sid;
+}
+
+/* strcmp(a, b) == 0, inline: names are short and compared on every op (a call through
+ * the PLT costs more than the loop). */
+static inline int torch_same_text(const char *a, const char *b)
+{
+    while (*a == *b) {
+        if (!*a)
+            return 1;
+        a++;
+        b++;
+    }
+    return 0;
+}
+
+static const struct torch_text_slot *torch_name(struct torch_thread *tt, const char *name)
+{
+    uint64_t h = (uint64_t)(uintptr_t)name * 0x9E3779B97F4A7C15ull;
+    struct torch_name_slot *s = &tt->names[(h >> 40) & (TORCH_NAME_SLOTS - 1)];
+    if (s->ptr == name && s->text->text && torch_same_text(s->text->text, name))
+        return s->text;
+    h = 0xcbf29ce484222325ull; /* FNV-1a of the text */
+    for (const char *c = name; *c; c++)
+        h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+    struct torch_text_slot *t = &tt->texts[(h >> 32) & (TORCH_TEXT_SLOTS - 1)];
+    if (!(t->text && t->hash == h && torch_same_text(t->text, name))) {
+        prof_tls_busy++;
+        uint32_t sid = collector_intern(name);
+        char *copy = strdup(name);
+        free(t->text);
+        prof_tls_busy--;
+        t->hash = h;
+        t->text = copy; /* NULL when out of memory: found by neither path, interned again */
+        t->sid = sid;
+        t->filtered = 0;
+        for (size_t i = 0; i < sizeof torch_filtered_names / sizeof *torch_filtered_names; i++)
+            if (strcmp(name, torch_filtered_names[i]) == 0)
+                t->filtered = 1;
+    }
+    s->ptr = name;
+    s->text = t;
+    return t;
+}
+
+/* ---- the tree ---- */
+
+static inline uint32_t torch_node_hash(const struct torch_node *parent, uint32_t name,
+                                       uint32_t shapes)
+{
+    uint64_t h =
+        ((uint64_t)(uintptr_t)parent ^ ((uint64_t)name << 32 | shapes)) * 0x9E3779B97F4A7C15ull;
+    return (uint32_t)(h >> 32);
+}
+
+static int torch_table_grow(struct torch_thread *tt)
+{
+    uint32_t cap = tt->table ? (tt->table_mask + 1) * 2 : 256;
+    prof_tls_busy++; /* our own allocations are not tensor memory */
+    struct torch_node **t = calloc(cap, sizeof *t);
+    prof_tls_busy--;
+    if (!t)
+        return -1;
+    for (uint32_t i = 0; tt->table && i <= tt->table_mask; i++) {
+        struct torch_node *n = tt->table[i];
+        if (!n)
+            continue;
+        uint32_t j = torch_node_hash(n->parent, n->name_sid, n->shapes_sid) & (cap - 1);
+        while (t[j])
+            j = (j + 1) & (cap - 1);
+        t[j] = n;
+    }
+    prof_tls_busy++;
+    free(tt->table);
+    prof_tls_busy--;
+    tt->table = t;
+    tt->table_mask = cap - 1;
+    return 0;
+}
+
+static struct torch_node *torch_node_new(struct torch_thread *tt, struct torch_node *parent,
+                                         const struct torch_frame *f)
+{
+    uint32_t count = atomic_load_explicit(&tt->node_count, memory_order_relaxed);
+    uint32_t chunk = count / TORCH_CHUNK_NODES;
+    if (chunk >= TORCH_MAX_CHUNKS)
+        return NULL;
+    if (!tt->chunks[chunk]) {
+        void *p = mmap(NULL, TORCH_CHUNK_NODES * sizeof(struct torch_node), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        tt->chunks[chunk] = p;
+    }
+    struct torch_node *n = &tt->chunks[chunk][count % TORCH_CHUNK_NODES];
+    n->id = atomic_fetch_add_explicit(&torch_next_node_id, 1, memory_order_relaxed);
+    n->name_sid = f->name_sid;
+    n->shapes_sid = f->shapes_sid;
+    n->scope = f->scope;
+    n->parent = parent;
+    /* release: the collector that reads the new count sees the node's fields */
+    atomic_store_explicit(&tt->node_count, count + 1, memory_order_release);
+    return n;
+}
+
+static struct torch_node *torch_node_find(struct torch_thread *tt, struct torch_node *parent,
+                                          const struct torch_frame *f)
+{
+    struct torch_node **last = parent ? &parent->last_child : &tt->root_last;
+    struct torch_node *n = *last;
+    if (n && n->name_sid == f->name_sid && n->shapes_sid == f->shapes_sid)
+        return n;
+    if ((tt->table_used + 1) * 2 > (tt->table ? tt->table_mask + 1 : 0) &&
+        torch_table_grow(tt) != 0)
+        return NULL;
+    uint32_t j = torch_node_hash(parent, f->name_sid, f->shapes_sid) & tt->table_mask;
+    for (; (n = tt->table[j]); j = (j + 1) & tt->table_mask)
+        if (n->parent == parent && n->name_sid == f->name_sid && n->shapes_sid == f->shapes_sid)
+            break;
+    if (!n && (n = torch_node_new(tt, parent, f))) {
+        tt->table[j] = n;
+        tt->table_used++;
+    }
+    if (n)
+        *last = n;
+    return n;
+}
+
+static inline void torch_add_u(_Atomic uint64_t *c, uint64_t v)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
+                          memory_order_relaxed);
+}
+
+static inline void torch_add_i(_Atomic int64_t *c, int64_t v)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
+                          memory_order_relaxed);
+}
+
+/* One counted call (counted = 1) or one folded into its parent (counted = 0: only raw). */
+static void torch_node_add(struct torch_node *n, const struct torch_tally *t, int counted)
+{
+    if (!n)
+        return;
+    torch_add_u(&n->raw_calls, 1);
+    if (counted) {
+        torch_add_u(&n->calls, 1);
+        torch_add_u(&n->total, t->total);
+        torch_add_u(&n->self, t->self);
+        for (int d = 0; d < 2; d++) {
+            torch_add_i(&n->mem[d], t->mem[d]);
+            torch_add_i(&n->self_mem[d], t->self_mem[d]);
+        }
+    }
+    torch_add_u(&n->version, 1);
+}
+
+/* ---- the hooks ---- */
+
+uint64_t torch_ops_begin(const struct prof_torch_op_info *op)
+{
+    if (prof_tls_busy || !atomic_load_explicit(&prof_recording, memory_order_relaxed))
+        return 0;
+    struct torch_thread *tt = torch_tls;
+    if (__builtin_expect(!tt, 0) && !(tt = torch_thread_new()))
+        return 0;
+    if (tt->depth >= TORCH_MAX_DEPTH) {
+        torch_note_limits();
+        return 0;
+    }
+    const struct torch_text_slot *name = op->name ? torch_name(tt, op->name) : NULL;
+    if (name && name->filtered)
+        return 0;
+    struct torch_frame *f = &tt->stack[tt->depth];
+    f->name_sid = name ? name->sid : 0;
+    f->shapes_sid = op->shapes ? torch_intern(op->shapes) : 0;
+    f->sequence_nr = op->sequence_nr;
+    f->fwd_thread = op->fwd_thread;
+    f->scope = op->scope;
+    f->handle = op->handle;
+    f->node = torch_node_find(tt, tt->depth ? tt->stack[tt->depth - 1].node : NULL, f);
+    if (!f->node)
+        torch_note_limits();
+    f->child_ticks = 0;
+    f->mem[0] = f->mem[1] = f->self_mem[0] = f->self_mem[1] = 0;
+    f->children = 0;
+    f->pending = NULL;
+    tt->depth++;
+    f->start = prof_clock_ticks(); /* last: the naming above is not the op's time */
+    return 1;
+}
+
+static void torch_emit(const struct torch_frame *f, uint32_t depth, uint64_t end)
+{
+    /* No test of prof_recording: torch_ops_begin made the frame inside the capture
+     * window, and an op begun there is recorded even if the window closed before its end. */
+    struct prof_thread *t = emit_thread();
+    if (!t)
+        return;
+    if (__builtin_expect(!atomic_load_explicit(&prof_collector_running, memory_order_relaxed), 0))
+        collector_resume();
+    struct prof_rec_torch_op *rec = ring_reserve(&t->ring, sizeof *rec);
+    if (!rec)
+        return; /* counted by the ring; the tree keeps the op */
+    rec->h.type = PROF_REC_TORCH_OP;
+    rec->h.size = sizeof *rec;
+    rec->name_sid = f->name_sid;
+    rec->start = f->start;
+    rec->end = end;
+    rec->sequence_nr = f->sequence_nr;
+    rec->fwd_thread = f->fwd_thread;
+    rec->scope = f->scope;
+    rec->depth = (uint8_t)depth;
+    rec->reserved = 0;
+    rec->shapes_sid = f->shapes_sid;
+    ring_commit(&t->ring);
+}
+
+/* The op of frame i ended at end: its tally goes to its node, or waits in its parent's
+ * frame while it may be a same-name only child (see the top of the file). */
+static void torch_frame_close(struct torch_thread *tt, uint32_t i, uint64_t end)
+{
+    struct torch_frame *f = &tt->stack[i];
+    uint64_t dt = end > f->start ? end - f->start : 0;
+    struct torch_tally t = {.total = dt, .self = dt > f->child_ticks ? dt - f->child_ticks : 0};
+    for (int d = 0; d < 2; d++) {
+        t.mem[d] = f->mem[d];
+        t.self_mem[d] = f->self_mem[d];
+    }
+    if (f->pending) { /* its only child had its name: folded into it */
+        t.self += f->pending_tally.self;
+        for (int d = 0; d < 2; d++)
+            t.self_mem[d] += f->pending_tally.self_mem[d];
+        torch_node_add(f->pending, &f->pending_tally, 0);
+        f->pending = NULL;
+    }
+    struct torch_frame *p = i ? &tt->stack[i - 1] : NULL;
+    if (!p) {
+        torch_node_add(f->node, &t, 1);
+        return;
+    }
+    p->child_ticks += dt;
+    for (int d = 0; d < 2; d++)
+        p->mem[d] += f->mem[d];
+    if (p->children++ == 0 && p->name_sid == f->name_sid && f->node) {
+        p->pending = f->node;
+        p->pending_tally = t;
+        return;
+    }
+    if (p->pending) { /* a second child: the first was not an only child after all */
+        torch_node_add(p->pending, &p->pending_tally, 1);
+        p->pending = NULL;
+    }
+    torch_node_add(f->node, &t, 1);
+}
+
+void torch_ops_end(uint64_t handle)
+{
+    uint64_t end = prof_clock_ticks();
+    struct torch_thread *tt = torch_tls;
+    if (!tt || !tt->depth)
+        return;
+    /* Normally the top. Not found: an op that was not recorded, or one that ends on
+     * another thread than it began on (async ops), which is not recorded. Found deeper:
+     * the ops above it never ended (they ended on another thread); they are popped with
+     * it, ended now. Two live RecordFunctions never share an address. */
+    uint32_t i = tt->depth;
+    while (i > 0 && tt->stack[i - 1].handle != handle)
+        i--;
+    if (i == 0)
+        return;
+    for (uint32_t k = tt->depth; k-- > i;)
+        torch_frame_close(tt, k, end);
+    tt->depth = i - 1;
+    torch_frame_close(tt, i - 1, end);
+    if (!prof_tls_busy)
+        torch_emit(&tt->stack[i - 1], i - 1, end);
+}
+
+void torch_ops_memory(int64_t bytes, int device)
+{
+    struct torch_thread *tt = torch_tls;
+    if (!tt || !tt->depth)
+        return;
+    int d = device ? 1 : 0;
+    tt->stack[tt->depth - 1].self_mem[d] += bytes;
+    tt->stack[tt->depth - 1].mem[d] += bytes;
+}
+
+/* ---- the collector side ---- */
+
+static struct torch_node *torch_node_at(struct torch_thread *tt, uint32_t i)
+{
+    return &tt->chunks[i / TORCH_CHUNK_NODES][i % TORCH_CHUNK_NODES];
+}
+
+static void torch_drain_thread(struct torch_thread *tt, int fresh)
+{
+    uint32_t count = atomic_load_explicit(&tt->node_count, memory_order_acquire);
+    int thread_written = 0;
+    if (fresh)
+        tt->nodes_defined = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        struct torch_node *n = torch_node_at(tt, i);
+        uint64_t version = atomic_load_explicit(&n->version, memory_order_relaxed);
+        int define = i >= tt->nodes_defined;
+        if (fresh)
+            n->written_version = 0;
+        int changed = version != n->written_version;
+        if (!define && !changed)
+            continue;
+        if (!thread_written) {
+            collector_write_thread(tt->tid);
+            thread_written = 1;
+        }
+        if (define) {
+            struct prof_rec_torch_node rec;
+            memset(&rec, 0, sizeof rec);
+            rec.h.type = PROF_REC_TORCH_NODE;
+            rec.h.size = sizeof rec;
+            rec.node_id = n->id;
+            rec.parent_id = n->parent ? n->parent->id : 0;
+            rec.name_sid = n->name_sid;
+            rec.shapes_sid = n->shapes_sid;
+            rec.scope = n->scope;
+            collector_write(&rec, sizeof rec);
+        }
+        if (changed) {
+            struct prof_rec_torch_stats st;
+            memset(&st, 0, sizeof st);
+            st.h.type = PROF_REC_TORCH_STATS;
+            st.h.size = sizeof st;
+            st.node_id = n->id;
+            st.calls = atomic_load_explicit(&n->calls, memory_order_relaxed);
+            st.raw_calls = atomic_load_explicit(&n->raw_calls, memory_order_relaxed);
+            st.total_ticks = atomic_load_explicit(&n->total, memory_order_relaxed);
+            st.self_ticks = atomic_load_explicit(&n->self, memory_order_relaxed);
+            st.cpu_mem = atomic_load_explicit(&n->mem[0], memory_order_relaxed);
+            st.self_cpu_mem = atomic_load_explicit(&n->self_mem[0], memory_order_relaxed);
+            st.dev_mem = atomic_load_explicit(&n->mem[1], memory_order_relaxed);
+            st.self_dev_mem = atomic_load_explicit(&n->self_mem[1], memory_order_relaxed);
+            collector_write(&st, sizeof st);
+            n->written_version = version;
+        }
+    }
+    tt->nodes_defined = count;
+}
+
+static void torch_free_thread(struct torch_thread *tt)
+{
+    for (uint32_t c = 0; c < TORCH_MAX_CHUNKS && tt->chunks[c]; c++)
+        munmap(tt->chunks[c], TORCH_CHUNK_NODES * sizeof(struct torch_node));
+    for (int i = 0; i < TORCH_TEXT_SLOTS; i++)
+        free(tt->texts[i].text);
+    free(tt->table);
+    munmap(tt, sizeof *tt);
+}
+
+static void torch_drain(int fresh, int last)
+{
+    (void)last;
+    struct torch_thread *prev = NULL;
+    for (struct torch_thread *tt = atomic_load(&torch_threads); tt;) {
+        struct torch_thread *next = atomic_load_explicit(&tt->next, memory_order_relaxed);
+        /* exited is read before the counters: what the thread did last is in them */
+        int exited = atomic_load_explicit(&tt->exited, memory_order_acquire);
+        torch_drain_thread(tt, fresh);
+        if (exited && prev) { /* only the head is never unlinked: pushes race on it */
+            atomic_store_explicit(&prev->next, next, memory_order_relaxed);
+            torch_free_thread(tt);
+        } else {
+            prev = tt;
+        }
+        tt = next;
+    }
+}
+
+/* In a forked child only the forking thread goes on: its tree restarts at zero (the
+ * parent's file has what came before), the other threads' trees are dropped. */
+static void torch_atfork_child(void)
+{
+    struct torch_thread *self = torch_tls;
+    for (struct torch_thread *tt = atomic_load(&torch_threads); tt;) {
+        struct torch_thread *next = atomic_load_explicit(&tt->next, memory_order_relaxed);
+        if (tt != self)
+            torch_free_thread(tt);
+        tt = next;
+    }
+    atomic_store(&torch_threads, self);
+    if (!self)
+        return;
+    atomic_store(&self->next, NULL);
+    self->tid = (uint32_t)syscall(SYS_gettid);
+    uint32_t count = atomic_load(&self->node_count);
+    for (uint32_t i = 0; i < count; i++) {
+        struct torch_node *n = torch_node_at(self, i);
+        atomic_store(&n->calls, 0);
+        atomic_store(&n->raw_calls, 0);
+        atomic_store(&n->total, 0);
+        atomic_store(&n->self, 0);
+        for (int d = 0; d < 2; d++) {
+            atomic_store(&n->mem[d], 0);
+            atomic_store(&n->self_mem[d], 0);
+        }
+    }
+    /* ops still open were entered in the parent: their time so far is the parent's */
+    uint64_t now = prof_clock_ticks();
+    for (uint32_t d = 0; d < self->depth; d++) {
+        struct torch_frame *f = &self->stack[d];
+        f->start = now;
+        f->child_ticks = 0;
+        f->mem[0] = f->mem[1] = f->self_mem[0] = f->self_mem[1] = 0;
+        f->children = 0;
+        f->pending = NULL;
+    }
+}
+
+void torch_ops_init(void)
+{
+    pthread_key_create(&torch_thread_key, torch_thread_exited);
+    pthread_atfork(NULL, NULL, torch_atfork_child);
+    collector_add_meta("torch.scheme", "calltree");
+    collector_add_source(torch_drain);
+}
