@@ -441,8 +441,6 @@ size_t pystats_threads(const struct model_process *p, struct pystats_thread **ou
 
 const char *pystats_thread_name(const struct model_process *p, uint32_t tid)
 {
-    for (size_t i = 0; i < p->nthreads; i++)
-        if (p->threads[i].tid == tid)
-            return p->threads[i].name;
-    return NULL;
+    const uint64_t *i = u64map_find(&p->thread_index, tid);
+    return i ? p->threads[*i - 1].name : NULL;
 }
