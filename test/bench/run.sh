@@ -5,6 +5,8 @@ set -e
 B=${BUILD:?}
 echo "== collector: drain rate, paced load without drops, bytes per record"
 "$B/test/bench/bench_collector"
+echo "== reader: many threads, deep Python stacks in folded stacks"
+"$B/test/bench/bench_report"
 if [ -x "$B/test/bench/bench_call_cost" ] && [ -f "$B/test/doubles/libcudart.so.13" ]; then
     echo "== added cost per intercepted call (device double's cudaGetDevice)"
     out=$(mktemp -d)
