@@ -26,7 +26,7 @@ FUZZ_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS_BASE))
 FUZZ_REPORT_OBJS := $(patsubst $(BUILD)/%,$(FUZZ_BUILD)/%,$(REPORT_LIB_OBJS))
 FUZZ_OBJS := $(FUZZ_REPORT_OBJS) $(FUZZ_BUILD)/test/fuzz/fuzz_input.o \
 	$(FUZZ_BUILD)/test/fuzz/fuzz_reader.o
-FUZZ_OPTS := -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
+FUZZ_OPTS := -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
 	-artifact_prefix=$(FUZZ_BUILD)/artifacts/ -print_final_stats=1
 FUZZ_SAVED := test/fuzz/corpus test/fuzz/crashes
 

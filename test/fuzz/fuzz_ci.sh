@@ -11,7 +11,7 @@
 set -eu
 fuzzer=$1 runs=$3 seconds=$4 jobs=$5
 out=$(mkdir -p "$2" && cd "$2" && pwd)
-opts="-max_len=16384 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1"
+opts="-max_len=8192 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1"
 # Speed, not detection: no allocation stacks (a finding is re-run with them) and no fill
 # of new blocks.
 ASAN_OPTIONS=${ASAN_OPTIONS:-malloc_context_size=0:max_malloc_fill_size=0}
