@@ -194,7 +194,11 @@ struct trace_reader *trace_reader_open(const char *path, char *err, size_t errle
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         goto fail;
     }
-    if (fstat(r->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(r->fd, &st) != 0) {
+        snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (!S_ISREG(st.st_mode)) {
         snprintf(err, errlen,
                  "%s: not a regular file (%s); profreport reads trace files and "
                  "directories of them",
