@@ -45,3 +45,6 @@ if [ "$rc" -ne 0 ] || grep -lq "ERROR: \|runtime error:\|SUMMARY: " "$out"/ci/fu
     exit 1
 fi
 echo "fuzz-ci: $total executions in $secs s ($((total / secs)) execs/s on $jobs job(s)), no finding"
+if [ "$total" -lt "$runs" ]; then
+    echo "fuzz-ci: note: the $seconds s limit came before the $runs executions asked for"
+fi
