@@ -183,7 +183,7 @@ void pystats_forest_build(struct pystats_forest *f, const struct model_process *
         uint64_t *pv = node->parent ? u64map_find(&py->node_index, node->parent) : NULL;
         size_t parent = pv ? (size_t)*pv - 1 : SIZE_MAX;
         if (parent != SIZE_MAX &&
-            (!py->nodes[parent].defined || (tid >= 0 && py->nodes[parent].tid != (uint32_t)tid)))
+            (!py->nodes[parent].defined || (tid != -1 && py->nodes[parent].tid != node->tid)))
             parent = SIZE_MAX;
         if (parent == SIZE_MAX) {
             f->roots[f->nroots++] = i;

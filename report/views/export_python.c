@@ -2,6 +2,7 @@
  * (marshal of cProfile's stats dict) and folded stacks (flamegraph.pl, speedscope). Both
  * are written to a temporary file beside the target and renamed over it, so a failed
  * write never leaves half a file. */
+#define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -249,11 +250,10 @@ static void folded_frame(const struct model_process *p, uint32_t func_id, char *
  * frames: a chain of D distinct nodes, which folded stacks must print as D lines of
  * 1..D frames (O(D^2) bytes), prints at most D * (max_depth + 3) frames. Every frame is
  * formatted once, when its node is entered, so time follows the bytes printed. */
-static void folded_thread(FILE *f, const struct model_process *p, uint32_t tid, const char *prefix,
-                          size_t max_depth)
+static void folded_thread(FILE *f, const struct model_process *p,
+                          const struct pystats_forest *forest, const size_t *roots, size_t nroots,
+                          const char *prefix, size_t max_depth)
 {
-    struct pystats_forest forest;
-    pystats_forest_build(&forest, p, tid);
     char *path = NULL, frame[4096];
     size_t len = 0, cap = 0;
     /* end[d]: the path's length with d frames; the frame at depth d starts at end[d] + 1
@@ -262,16 +262,16 @@ static void folded_thread(FILE *f, const struct model_process *p, uint32_t tid, 
     size_t dcap = 64;
     size_t *end = malloc(dcap * sizeof *end);
     /* Explicit stack of (node, depth): Python recursion runs thousands deep. */
-    size_t top = 0, scap = forest.nroots + 16;
+    size_t top = 0, scap = nroots + 16;
     size_t *stack = malloc(scap * sizeof *stack), *sdepth = malloc(scap * sizeof *sdepth);
     if (!stack || !sdepth || !end) {
         fprintf(stderr, "profreport: out of memory\n");
         exit(1);
     }
     end[0] = 0;
-    for (size_t r = forest.nroots; r-- > 0;) {
+    for (size_t r = nroots; r-- > 0;) {
         sdepth[top] = 0;
-        stack[top++] = forest.roots[r];
+        stack[top++] = roots[r];
     }
     while (top) {
         size_t i = stack[--top], d = sdepth[top];
@@ -300,7 +300,7 @@ static void folded_thread(FILE *f, const struct model_process *p, uint32_t tid, 
             }
         }
         size_t nchild = 0;
-        for (size_t c = forest.first_child[i]; c != SIZE_MAX; c = forest.next_sibling[c])
+        for (size_t c = forest->first_child[i]; c != SIZE_MAX; c = forest->next_sibling[c])
             nchild++;
         if (top + nchild > scap) {
             while (top + nchild > scap)
@@ -313,7 +313,7 @@ static void folded_thread(FILE *f, const struct model_process *p, uint32_t tid, 
             }
         }
         size_t k = top + nchild; /* the first child on top, so that it comes out first */
-        for (size_t c = forest.first_child[i]; c != SIZE_MAX; c = forest.next_sibling[c]) {
+        for (size_t c = forest->first_child[i]; c != SIZE_MAX; c = forest->next_sibling[c]) {
             sdepth[--k] = d + 1;
             stack[k] = c;
         }
@@ -323,7 +323,6 @@ static void folded_thread(FILE *f, const struct model_process *p, uint32_t tid, 
     free(sdepth);
     free(end);
     free(path);
-    pystats_forest_free(&forest);
 }
 
 static const char *folded_process_name(const struct model_process *p)
@@ -337,6 +336,16 @@ static const char *folded_process_name(const struct model_process *p)
     return slash && slash[1] ? slash + 1 : exe;
 }
 
+/* Roots by thread, in node order within one (qsort is not stable: the index decides). */
+static int folded_root_cmp(const void *a, const void *b, void *nodes)
+{
+    const struct model_py_node *n = nodes;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    if (n[x].tid != n[y].tid)
+        return n[x].tid < n[y].tid ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
 void export_folded_fwrite(FILE *f, const struct summary *s, size_t max_depth)
 {
     char frame[512];
@@ -344,7 +353,19 @@ void export_folded_fwrite(FILE *f, const struct summary *s, size_t max_depth)
         const struct model_process *p = s->procs[i];
         struct pystats_thread *threads;
         size_t n = pystats_threads(p, &threads);
+        /* One forest for every thread (a forest per thread costs all the nodes each). */
+        struct pystats_forest forest;
+        pystats_forest_build(&forest, p, PYSTATS_EACH_THREAD);
+        if (forest.nroots)
+            qsort_r(forest.roots, forest.nroots, sizeof *forest.roots, folded_root_cmp,
+                    p->py.nodes);
+        size_t r = 0;
         for (size_t k = 0; k < n; k++) {
+            while (r < forest.nroots && p->py.nodes[forest.roots[r]].tid < threads[k].tid)
+                r++;
+            size_t first = r;
+            while (r < forest.nroots && p->py.nodes[forest.roots[r]].tid == threads[k].tid)
+                r++;
             const char *name = pystats_thread_name(p, threads[k].tid);
             char *prefix = NULL;
             size_t len = 0, cap = 0;
@@ -352,9 +373,10 @@ void export_folded_fwrite(FILE *f, const struct summary *s, size_t max_depth)
             folded_append(&prefix, &len, &cap, frame);
             snprintf(frame, sizeof frame, "%s %u", name && *name ? name : "thread", threads[k].tid);
             folded_append(&prefix, &len, &cap, frame);
-            folded_thread(f, p, threads[k].tid, prefix, max_depth);
+            folded_thread(f, p, &forest, forest.roots + first, r - first, prefix, max_depth);
             free(prefix);
         }
+        pystats_forest_free(&forest);
         free(threads);
     }
 }
