@@ -61,6 +61,10 @@ static void main_usage(FILE *out)
           "                    snakeviz)\n"
           "      --folded FILE write the Python call stacks as folded stacks, self time in\n"
           "                    microseconds (flamegraph.pl, speedscope)\n"
+          "      --folded-depth N  keep the innermost N frames of a deeper stack, under a\n"
+          "                    '[truncated K frames]' root frame (default 256; 0: all):\n"
+          "                    each line repeats its whole stack, so a D-deep recursion\n"
+          "                    would otherwise write D*D/2 frames\n"
           "      --memory-timeline FILE  write the live PyTorch tensor bytes over time as\n"
           "                    CSV: pid,device,time_ns,live_bytes (device CPU, CUDA:0, ...;\n"
           "                    one row per change, ns since the process start)\n"
@@ -182,11 +186,14 @@ static void main_load_path(struct main_inputs *in, const char *path)
                  names[i]->d_name);
         struct stat fst;
         char why[128];
-        if (stat(full, &fst) == 0 && S_ISREG(fst.st_mode)) {
+        int found = stat(full, &fst) == 0; /* else gone since the listing */
+        if (found && S_ISREG(fst.st_mode)) {
             if (trace_file_not_a_trace(full, why, sizeof why))
                 fprintf(stderr, "profreport: warning: %s: %s; skipped\n", full, why);
             else
                 main_load(in, full);
+        } else if (found) { /* a FIFO would block the read: never opened */
+            fprintf(stderr, "profreport: warning: %s: not a regular file; skipped\n", full);
         }
         free(full);
         free(names[i]);
@@ -196,7 +203,7 @@ static void main_load_path(struct main_inputs *in, const char *path)
 
 /* --pstats and --folded: each file is written whole or not at all. 0, or -1 said. */
 static int main_write_python_files(const struct summary *s, const char *pstats_path,
-                                   const char *folded_path)
+                                   const char *folded_path, size_t folded_depth)
 {
     char err[512];
     int rc = 0;
@@ -211,7 +218,7 @@ static int main_write_python_files(const struct summary *s, const char *pstats_p
         fprintf(stderr, "profreport: %s\n", err);
         rc = -1;
     }
-    if (folded_path && export_folded_write(folded_path, s, err, sizeof err) != 0) {
+    if (folded_path && export_folded_write(folded_path, s, folded_depth, err, sizeof err) != 0) {
         fprintf(stderr, "profreport: %s\n", err);
         rc = -1;
     }
@@ -331,6 +338,7 @@ int main(int argc, char **argv)
     enum summary_op_sort op_sort = SUMMARY_OP_SORT_SELF_CPU;
     enum tables_python_split split = TABLES_PYTHON_MERGED;
     const char *pstats_path = NULL, *folded_path = NULL;
+    size_t folded_depth = EXPORT_FOLDED_DEPTH_DEFAULT;
     const char *timeline_path = NULL;                      /* --memory-timeline */
     const char *perfetto_path = NULL, *chrome_path = NULL; /* --perfetto, --chrome-trace */
     struct stacks_view_options stacks = {0};
@@ -356,6 +364,7 @@ int main(int argc, char **argv)
         OPT_PER_PROCESS,
         OPT_PSTATS,
         OPT_FOLDED,
+        OPT_FOLDED_DEPTH,
         OPT_KERNELS,
         OPT_GPU,
         OPT_ACTIONS,
@@ -386,6 +395,7 @@ int main(int argc, char **argv)
         {"per-process", no_argument, NULL, OPT_PER_PROCESS},
         {"pstats", required_argument, NULL, OPT_PSTATS},
         {"folded", required_argument, NULL, OPT_FOLDED},
+        {"folded-depth", required_argument, NULL, OPT_FOLDED_DEPTH},
         {"kernels", no_argument, NULL, OPT_KERNELS},
         {"gpu", no_argument, NULL, OPT_GPU},
         {"actions", no_argument, NULL, OPT_ACTIONS},
@@ -423,13 +433,19 @@ int main(int argc, char **argv)
         case 's':
             sort_arg = optarg; /* checked once --python is known */
             break;
-        case 'n': {
+        case 'n':
+        case OPT_FOLDED_DEPTH: {
             char *end;
             errno = 0;
             unsigned long long v = strtoull(optarg, &end, 10);
-            if (errno || end == optarg || *end || optarg[0] == '-')
-                return main_bad_usage("--limit wants a number, not '%s'", optarg);
-            limit = (size_t)v;
+            if (errno || end == optarg || *end || optarg[0] == '-' || v > SIZE_MAX)
+                return main_bad_usage(c == 'n' ? "--limit wants a number, not '%s'"
+                                               : "--folded-depth wants a number, not '%s'",
+                                      optarg);
+            if (c == 'n')
+                limit = (size_t)v;
+            else
+                folded_depth = (size_t)v;
             break;
         }
         case OPT_RUN:
@@ -632,7 +648,7 @@ int main(int argc, char **argv)
     summary_sort_torch(&s, op_sort);
     for (size_t i = 0; i < s.nwarnings; i++)
         main_print_warning(s.warnings[i]);
-    if (main_write_python_files(&s, pstats_path, folded_path) != 0)
+    if (main_write_python_files(&s, pstats_path, folded_path, folded_depth) != 0)
         failed = 1;
     if (timeline_path) {
         char err[512];

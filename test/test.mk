@@ -1,8 +1,10 @@
-# Tests: `make check` = deps + build + unit + e2e. Unit tests are Criterion programs
-# (test/unit/test_*.c) linked with the collector and report libraries; end-to-end tests
-# are pytest files (test/e2e/) that run fixtures under profrun and read the report.
+# Tests: `make check` = deps + build + unit + e2e + fuzz-ci (the reader fuzzer, see
+# test/fuzz/fuzz.mk). Unit tests are Criterion programs (test/unit/test_*.c) linked with
+# the collector and report libraries; end-to-end tests are pytest files (test/e2e/) that
+# run fixtures under profrun and read the report.
 
 -include test/doubles/doubles.mk
+-include test/fuzz/fuzz.mk
 -include test/fixtures/cuda/cuda.mk
 -include test/fixtures/libs/libs.mk
 -include test/fixtures/stacks/stacks.mk
@@ -63,6 +65,9 @@ $(BENCH_DIR)/bench_symbols: $(BUILD)/test/bench/bench_symbols.o $(BUILD)/libprof
 $(BENCH_DIR)/bench_timeline: $(BUILD)/test/bench/bench_timeline.o
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_SAN)
+$(BENCH_DIR)/bench_report: $(BUILD)/test/bench/bench_report.o $(BUILD)/libprofreport.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(REPORT_LDLIBS) $(LDFLAGS_SAN)
 $(BENCH_DIR)/bench_call_cost: test/bench/bench_call_cost.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PROCESS_FIXTURE_CFLAGS) -o $@ $< -L$(CUDA_HOME)/lib64 -lcudart \
@@ -82,10 +87,11 @@ ifeq ($(HAVE_CUDA),1)
 TEST_FIXTURES := cuda-fixtures libs-fixtures stacks-fixtures $(PROCESS_FIXTURES) $(PYTHON_FIXTURES) \
 	$(COMM_FIXTURES)
 BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_timeline $(BENCH_DIR)/bench_call_cost \
-	$(BENCH_DIR)/bench_launch $(BENCH_DIR)/bench_stacks $(BENCH_DIR)/bench_symbols
+	$(BENCH_DIR)/bench_launch $(BENCH_DIR)/bench_stacks $(BENCH_DIR)/bench_symbols $(BENCH_DIR)/bench_report
 else
 TEST_FIXTURES := stacks-fixtures $(PYTHON_FIXTURES) $(COMM_FIXTURES)
-BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_timeline $(BENCH_DIR)/bench_symbols
+BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_timeline $(BENCH_DIR)/bench_symbols \
+	$(BENCH_DIR)/bench_report
 endif
 
 BENCH_BINS += $(COMM_BENCH_BINS)
@@ -127,3 +133,10 @@ check: deps
 	$(MAKE) unit
 	$(MAKE) check-san
 	$(MAKE) e2e
+	$(MAKE) fuzz-ci
+
+# The reader fuzzer's saved inputs, replayed through its own path (test/fuzz/fuzz.mk).
+$(BUILD)/test/unit/test_fuzz_inputs: $(BUILD)/test/unit/test_fuzz_inputs.o \
+		$(BUILD)/test/fuzz/fuzz_input.o $(BUILD)/libprofcore.a $(BUILD)/libprofreport.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(UNIT_LDLIBS) $(LDFLAGS_SAN)

@@ -183,7 +183,7 @@ void pystats_forest_build(struct pystats_forest *f, const struct model_process *
         uint64_t *pv = node->parent ? u64map_find(&py->node_index, node->parent) : NULL;
         size_t parent = pv ? (size_t)*pv - 1 : SIZE_MAX;
         if (parent != SIZE_MAX &&
-            (!py->nodes[parent].defined || (tid >= 0 && py->nodes[parent].tid != (uint32_t)tid)))
+            (!py->nodes[parent].defined || (tid != -1 && py->nodes[parent].tid != node->tid)))
             parent = SIZE_MAX;
         if (parent == SIZE_MAX) {
             f->roots[f->nroots++] = i;
@@ -441,8 +441,6 @@ size_t pystats_threads(const struct model_process *p, struct pystats_thread **ou
 
 const char *pystats_thread_name(const struct model_process *p, uint32_t tid)
 {
-    for (size_t i = 0; i < p->nthreads; i++)
-        if (p->threads[i].tid == tid)
-            return p->threads[i].name;
-    return NULL;
+    const uint64_t *i = u64map_find(&p->thread_index, tid);
+    return i ? p->threads[*i - 1].name : NULL;
 }

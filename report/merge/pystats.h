@@ -78,7 +78,11 @@ void pystats_free(struct pystats *s);
 void pystats_func_label(const struct pystats_func *f, int qualified, char *buf, size_t len);
 
 /* The call forest of one process, optionally one thread, as child lists over the indices
- * of p->py.nodes. Roots are nodes whose parent is 0 or not part of the forest. */
+ * of p->py.nodes. Roots are nodes whose parent is 0 or not part of the forest. tid: a
+ * thread; -1 every thread, a parent on another thread kept; PYSTATS_EACH_THREAD every
+ * thread, each its own forest (a parent on another thread makes a root): one build for
+ * what a build per thread gives, in time linear in the nodes. */
+#define PYSTATS_EACH_THREAD (-2)
 struct pystats_forest {
     size_t n;
     size_t *first_child, *next_sibling; /* SIZE_MAX: none */

@@ -123,10 +123,10 @@ void summary_build_torch(struct summary *s, int by_shape)
             r->cpu_total_ns += m->cpu_total_ns;
             r->self_cuda_ns += m->self_cuda_ns;
             r->cuda_total_ns += m->cuda_total_ns;
-            r->self_cpu_mem += m->self_cpu_mem;
-            r->cpu_mem += m->cpu_mem;
-            r->self_dev_mem += m->self_dev_mem;
-            r->dev_mem += m->dev_mem;
+            r->self_cpu_mem = model_i64_add(r->self_cpu_mem, m->self_cpu_mem);
+            r->cpu_mem = model_i64_add(r->cpu_mem, m->cpu_mem);
+            r->self_dev_mem = model_i64_add(r->self_dev_mem, m->self_dev_mem);
+            r->dev_mem = model_i64_add(r->dev_mem, m->dev_mem);
         }
     }
     u64map_free(&index);

@@ -3,6 +3,7 @@
 #include "model_part.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -125,6 +126,7 @@ struct model_process *model_process_new(const char *file, uint32_t features)
     p->current_thread = SIZE_MAX;
     p->ns_per_tick = 1.0;
     u64map_init(&p->strings);
+    u64map_init(&p->thread_index);
     u64map_init(&p->kernel_names);
     u64map_init(&p->kernel_alias);
     u64map_init(&p->kernels);
@@ -165,6 +167,7 @@ void model_process_free(struct model_process *p)
     for (size_t i = 0; i < p->nthreads; i++)
         free(p->threads[i].name);
     free(p->threads);
+    u64map_free(&p->thread_index);
     for (size_t i = 0; i < p->napis; i++)
         model_api_free(p->apis[i]);
     free(p->apis);
@@ -203,15 +206,21 @@ const char *model_meta_get(const struct model_process *p, const char *key)
     return NULL;
 }
 
+/* Through a map: a file may name a hundred thousand threads. */
 static struct model_thread *model_thread_get(struct model_process *p, uint32_t tid)
 {
-    for (size_t i = 0; i < p->nthreads; i++)
-        if (p->threads[i].tid == tid)
-            return &p->threads[i];
+    uint64_t *slot = u64map_slot(&p->thread_index, tid);
+    if (!slot) {
+        fprintf(stderr, "profreport: out of memory\n");
+        exit(1);
+    }
+    if (*slot)
+        return &p->threads[*slot - 1];
     p->threads = report_grow(p->threads, &p->cap_threads, p->nthreads + 1, sizeof *p->threads);
     struct model_thread *t = &p->threads[p->nthreads++];
     memset(t, 0, sizeof *t);
     t->tid = tid;
+    *slot = p->nthreads;
     return t;
 }
 
@@ -540,18 +549,30 @@ void model_add_record(struct model_process *p, const struct trace_record *rec)
         fn(p, rec, model_current_tid(p));
 }
 
+/* ns rounded to u64, saturating: a damaged file can make any tick count or rate, and a
+ * double outside [0, 2^64) cast to u64 is undefined. NaN gives 0. */
+static uint64_t model_ns_round(double ns)
+{
+    if (!(ns > 0))
+        return 0;
+    if (ns >= 0x1p64)
+        return UINT64_MAX;
+    return (uint64_t)(ns + 0.5); /* below 2^64 a double is a multiple of 2048 past 2^63 */
+}
+
 uint64_t model_ticks_to_ns(const struct model_process *p, uint64_t ticks)
 {
-    return (uint64_t)((double)ticks * p->ns_per_tick + 0.5);
+    if (p->ns_per_tick == 1.0)
+        return ticks; /* CLOCK_MONOTONIC ticks: exact, even past 2^53 */
+    return model_ns_round((double)ticks * p->ns_per_tick);
 }
 
 uint64_t model_ticks_to_monotonic_ns(const struct model_process *p, uint64_t ticks)
 {
     if (!(p->features & PROF_FEATURE_TSC_CLOCK) || p->nclocks == 0)
-        return (uint64_t)((double)ticks * p->ns_per_tick + 0.5);
+        return model_ticks_to_ns(p, ticks);
     double d = ((double)ticks - (double)p->clock_first_ticks) * p->ns_per_tick;
-    double ns = (double)p->clock_first_ns + d;
-    return ns > 0 ? (uint64_t)(ns + 0.5) : 0;
+    return model_ns_round((double)p->clock_first_ns + d);
 }
 
 uint64_t model_start_monotonic_ns(const struct model_process *p)
@@ -575,7 +596,8 @@ static void model_clock_finish(struct model_process *p)
                          (double)(p->clock_last_ticks - p->clock_first_ticks);
         return;
     }
-    if (p->tsc_hz > 0) {
+    /* A rate that is no finite positive number (META tsc_hz "1e-320", "inf") is none. */
+    if (p->tsc_hz > 0 && isfinite(p->tsc_hz) && isfinite(1e9 / p->tsc_hz)) {
         p->ns_per_tick = 1e9 / p->tsc_hz;
         model_add_warning(p,
                           "%s: %zu usable CLOCK record(s); tick rate estimated from META "

@@ -444,7 +444,8 @@ struct model_process {
 
     struct model_thread *threads;
     size_t nthreads, cap_threads;
-    size_t current_thread; /* index in threads, or SIZE_MAX before a THREAD record */
+    struct u64map thread_index; /* tid -> index + 1 in threads */
+    size_t current_thread;      /* index in threads, or SIZE_MAX before a THREAD record */
 
     struct model_api **apis; /* indexed by api id */
     size_t napis;
@@ -502,6 +503,16 @@ struct model_process *model_process_new(const char *file, uint32_t features);
 struct trace_record;
 void model_add_record(struct model_process *p, const struct trace_record *rec);
 void model_finish(struct model_process *p);
+
+/* a + b for byte sums that a damaged file can push past int64 (signed overflow is
+ * undefined): saturates at INT64_MAX / INT64_MIN. */
+static inline int64_t model_i64_add(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r))
+        return b > 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
 
 /* Duration in ticks -> ns with the process's clock fit. */
 uint64_t model_ticks_to_ns(const struct model_process *p, uint64_t ticks);

@@ -296,13 +296,15 @@ static void model_torch_memory(struct model_torch *t, const size_t *order, size_
             continue;
         t->mems[k].op = stack[top - 1] + 1;
         if (m->dev_type == MODEL_TORCH_DEVICE_CPU) {
-            t->ops[stack[top - 1]].self_cpu_mem += m->bytes;
+            struct model_torch_op *in = &t->ops[stack[top - 1]];
+            in->self_cpu_mem = model_i64_add(in->self_cpu_mem, m->bytes);
             for (size_t s = 0; s < top; s++)
-                t->ops[stack[s]].cpu_mem += m->bytes;
+                t->ops[stack[s]].cpu_mem = model_i64_add(t->ops[stack[s]].cpu_mem, m->bytes);
         } else {
-            t->ops[stack[top - 1]].self_dev_mem += m->bytes;
+            struct model_torch_op *in = &t->ops[stack[top - 1]];
+            in->self_dev_mem = model_i64_add(in->self_dev_mem, m->bytes);
             for (size_t s = 0; s < top; s++)
-                t->ops[stack[s]].dev_mem += m->bytes;
+                t->ops[stack[s]].dev_mem = model_i64_add(t->ops[stack[s]].dev_mem, m->bytes);
         }
     }
 }
@@ -337,11 +339,11 @@ static void model_torch_timeline_one(struct model_process *p, struct model_torch
         }
         uint64_t at = model_ticks_to_monotonic_ns(p, e->ticks);
         uint64_t ns = at > start ? at - start : 0;
-        live += e->bytes;
+        live = model_i64_add(live, e->bytes);
         if (e->bytes > 0)
             m->allocated += (uint64_t)e->bytes;
         else
-            m->freed += (uint64_t)-e->bytes;
+            m->freed += 0 - (uint64_t)e->bytes; /* -INT64_MIN is undefined */
         if (e->reserved > m->reserved_peak)
             m->reserved_peak = e->reserved;
         m->timeline[m->ntimeline++] = (struct model_torch_mem_point){.ns = ns, .live = live};
@@ -466,10 +468,10 @@ static void model_torch_rows(struct model_process *p)
         r->self_cuda_ns += op->self_cuda_ns;
         r->cuda_total_ns += op->cuda_ns;
         r->kernels += op->kernels;
-        r->self_cpu_mem += op->self_cpu_mem;
-        r->cpu_mem += op->cpu_mem;
-        r->self_dev_mem += op->self_dev_mem;
-        r->dev_mem += op->dev_mem;
+        r->self_cpu_mem = model_i64_add(r->self_cpu_mem, op->self_cpu_mem);
+        r->cpu_mem = model_i64_add(r->cpu_mem, op->cpu_mem);
+        r->self_dev_mem = model_i64_add(r->self_dev_mem, op->self_dev_mem);
+        r->dev_mem = model_i64_add(r->dev_mem, op->dev_mem);
     }
     u64map_free(&index);
     for (size_t i = 0; i < t->nrows; i++) {

@@ -5,17 +5,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Big enough to amortize read() calls, and always more than one record (PROF_RECORD_MAX)
- * so a record never has to straddle two buffers. */
+ * so a record never has to straddle two buffers. A smaller file gets a buffer of its own
+ * size (at least TRACE_READ_BUFFER_MIN), grown when a record needs more. */
 #define TRACE_READ_BUFFER (4u << 20)
+#define TRACE_READ_BUFFER_MIN 4096u
 
 struct trace_reader {
     int fd;
     char *path;
     struct prof_file_header header;
     uint64_t *buf;       /* u64 so records are 8-byte aligned in memory */
+    size_t cap;          /* bytes of buf: a multiple of 8, at most TRACE_READ_BUFFER */
     size_t pos;          /* next unread byte in buf */
     size_t len;          /* valid bytes in buf */
     uint64_t buf_offset; /* file offset of buf[0] */
@@ -113,6 +117,16 @@ const char *trace_record_type_name(uint16_t type)
     return type < PROF_REC_TYPE_COUNT ? trace_type_names[type] : NULL;
 }
 
+static const char *trace_file_kind(mode_t mode)
+{
+    return S_ISDIR(mode)    ? "a directory"
+           : S_ISFIFO(mode) ? "a FIFO"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISSOCK(mode) ? "a socket"
+                            : "not a plain file";
+}
+
 /* Reads until n bytes are in buf[pos..] or the file ends; returns the bytes available. */
 static size_t trace_fill(struct trace_reader *r, size_t n)
 {
@@ -122,12 +136,28 @@ static size_t trace_fill(struct trace_reader *r, size_t n)
     /* Move the unread tail to the front, keeping 8-byte alignment (pos is a multiple of
      * 8 because every record size is). */
     size_t keep = r->len - r->pos;
+    if (n > r->cap) { /* n is at most a record or a header: 64 KiB */
+        size_t cap = (n + 7) & ~(size_t)7;
+        uint64_t *nb = realloc(r->buf, cap);
+        if (!nb) {
+            r->stop = TRACE_STOP_IO;
+            snprintf(r->warning, sizeof r->warning,
+                     "%s: out of memory at byte %llu; reporting the %llu records before it",
+                     r->path, (unsigned long long)(r->buf_offset + r->pos),
+                     (unsigned long long)r->count);
+            r->eof = 1;
+            return r->len - r->pos;
+        }
+        r->buf = nb;
+        r->cap = cap;
+        b = (char *)nb;
+    }
     memmove(b, b + r->pos, keep);
     r->buf_offset += r->pos;
     r->pos = 0;
     r->len = keep;
     while (r->len < n && !r->eof) {
-        ssize_t got = read(r->fd, b + r->len, TRACE_READ_BUFFER - r->len);
+        ssize_t got = read(r->fd, b + r->len, r->cap - r->len);
         if (got < 0) {
             if (errno == EINTR)
                 continue;
@@ -155,14 +185,48 @@ struct trace_reader *trace_reader_open(const char *path, char *err, size_t errle
     }
     r->fd = -1;
     r->path = strdup(path);
-    r->buf = malloc(TRACE_READ_BUFFER);
-    if (!r->path || !r->buf) {
+    if (!r->path) {
         snprintf(err, errlen, "%s: out of memory", path);
         goto fail;
     }
-    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* Only a regular file: reading a FIFO or a terminal would wait forever for a writer,
+     * a device would never end. Checked before opening (opening a FIFO blocks, a device
+     * may act) and again on the descriptor, opened non-blocking, in case the path was
+     * replaced in between. */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen,
+                 "%s: not a regular file (%s); profreport reads trace files and "
+                 "directories of them",
+                 path, trace_file_kind(st.st_mode));
+        goto fail;
+    }
+    r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (r->fd < 0) {
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (fstat(r->fd, &st) != 0) {
+        snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen,
+                 "%s: not a regular file (%s); profreport reads trace files and "
+                 "directories of them",
+                 path, trace_file_kind(st.st_mode));
+        goto fail;
+    }
+    fcntl(r->fd, F_SETFL, fcntl(r->fd, F_GETFL) & ~O_NONBLOCK);
+    /* A buffer the size of the file, within [MIN, TRACE_READ_BUFFER]: a small file
+     * costs no 4 MiB allocation. One that grows while read is still read whole. */
+    uint64_t want = (uint64_t)st.st_size + 8;
+    r->cap = want < TRACE_READ_BUFFER_MIN ? TRACE_READ_BUFFER_MIN
+             : want > TRACE_READ_BUFFER   ? TRACE_READ_BUFFER
+                                          : (size_t)want & ~(size_t)7;
+    r->buf = malloc(r->cap);
+    if (!r->buf) {
+        snprintf(err, errlen, "%s: out of memory", path);
         goto fail;
     }
     size_t have = trace_fill(r, sizeof r->header);

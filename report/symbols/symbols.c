@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -81,10 +82,14 @@ static void symbols_add_object(struct symbols *s, const struct model_map *m)
     o->profiler = symbols_is_profiler(m->path);
     if (m->path[0] != '/' || o->profiler)
         return; /* the vDSO, or our own frames (dropped anyway) */
-    if (access(m->path, R_OK) != 0) {
-        symbols_note(s, m->path,
-                     "not found on this machine; its frames are shown as "
-                     "path+offset");
+    /* The path comes from the trace: only a regular file is opened (a FIFO would block). */
+    struct stat st;
+    if (stat(m->path, &st) != 0 || access(m->path, R_OK) != 0) {
+        symbols_note(s, m->path, "not found on this machine; its frames are shown as path+offset");
+        return;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        symbols_note(s, m->path, "not a regular file; its frames are shown as path+offset");
         return;
     }
     Dwfl_Module *mod = dwfl_report_elf(s->dwfl, m->path, m->path, -1, m->bias, true);

@@ -12,14 +12,26 @@ int export_csv_write(FILE *out, const struct summary *s, size_t limit);
 
 /* export_python.c: files written whole through a temporary beside path, or not at all.
  * 0 on success; -1 with a one-line message in err. */
+/* The _fwrite forms write the same bytes to an open stream (tests, the fuzzer). */
 /* A pstats file: marshal of cProfile's stats dict; pstats.Stats(path) loads it. */
 int export_pstats_write(const char *path, const struct pystats *py, char *err, size_t errlen);
-/* Folded stacks, "process pid P;thread T;frame;... <self microseconds>" per line. */
-int export_folded_write(const char *path, const struct summary *s, char *err, size_t errlen);
+void export_pstats_fwrite(FILE *f, const struct pystats *py);
+
+/* Folded stacks, "process pid P;thread T;frame;... <self microseconds>" per line. A stack
+ * deeper than max_depth Python frames (0: no limit) keeps its innermost max_depth frames
+ * under one root frame "[truncated N frames]" (N: the outer frames left out), so the
+ * output is at most (nodes with self time) * (max_depth + 3) frames: folded stacks repeat
+ * the whole path on every line, and a chain of D distinct calls would otherwise print
+ * O(D^2) frames. */
+#define EXPORT_FOLDED_DEPTH_DEFAULT 256
+int export_folded_write(const char *path, const struct summary *s, size_t max_depth, char *err,
+                        size_t errlen);
+void export_folded_fwrite(FILE *f, const struct summary *s, size_t max_depth);
 
 /* --memory-timeline: CSV "pid,time_ns,live_bytes", one row per change of the live PyTorch
  * CPU tensor bytes of each process (ns since its start); the header alone without any. */
 int export_memory_timeline_write(const char *path, const struct summary *s, char *err,
                                  size_t errlen);
+void export_memory_timeline_fwrite(FILE *f, const struct summary *s);
 
 #endif

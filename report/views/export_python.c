@@ -2,6 +2,7 @@
  * (marshal of cProfile's stats dict) and folded stacks (flamegraph.pl, speedscope). Both
  * are written to a temporary file beside the target and renamed over it, so a failed
  * write never leaves half a file. */
+#define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -165,12 +166,8 @@ static void marshal_key(FILE *f, const struct pystats_func *fn)
     marshal_str(f, fn->name);
 }
 
-int export_pstats_write(const char *path, const struct pystats *py, char *err, size_t errlen)
+void export_pstats_fwrite(FILE *f, const struct pystats *py)
 {
-    struct export_file x;
-    if (export_file_open(&x, path, err, errlen) != 0)
-        return -1;
-    FILE *f = x.f;
     /* {(file, line, name): (cc, nc, tt, ct, {caller: (nc, cc, tt, ct)})}, as
      * cProfile.Profile.create_stats leaves in .stats: note the callers' nc comes first. */
     fputc('{', f);
@@ -195,6 +192,14 @@ int export_pstats_write(const char *path, const struct pystats *py, char *err, s
         fputc('0', f); /* TYPE_NULL ends a dict */
     }
     fputc('0', f);
+}
+
+int export_pstats_write(const char *path, const struct pystats *py, char *err, size_t errlen)
+{
+    struct export_file x;
+    if (export_file_open(&x, path, err, errlen) != 0)
+        return -1;
+    export_pstats_fwrite(x.f, py);
     return export_file_close(&x, path, 1, err, errlen);
 }
 
@@ -230,8 +235,8 @@ static void folded_frame(const struct model_process *p, uint32_t func_id, char *
     const struct model_py_func *f = model_python_func(p, func_id);
     if (!f)
         snprintf(buf, len, "<unknown function #%u>", func_id);
-    else if (f->kind == PROF_PY_FUNC_C)
-        snprintf(buf, len, "%s", f->name ? f->name : "?");
+    else if (f->kind == PROF_PY_FUNC_C) /* never empty: the separators rely on it */
+        snprintf(buf, len, "%s", f->name && *f->name ? f->name : "?");
     else
         snprintf(buf, len, "%s (%s:%u)",
                  f->qualname && *f->qualname ? f->qualname
@@ -240,69 +245,89 @@ static void folded_frame(const struct model_process *p, uint32_t func_id, char *
                  f->file ? f->file : "?", f->line);
 }
 
-/* One line per node with self time: the thread's path prefix, the frames, microseconds. */
-static void folded_thread(FILE *f, const struct model_process *p, uint32_t tid,
-                          const char *process_frame, const char *thread_frame)
+/* One line per node with self time: the thread's prefix, the frames, microseconds. A path
+ * deeper than max_depth frames (0: no limit) keeps its innermost max_depth frames under a
+ * "[truncated N frames]" root frame, so that a line never holds more than max_depth + 3
+ * frames: a chain of D distinct nodes, which folded stacks must print as D lines of
+ * 1..D frames (O(D^2) bytes), prints at most D * (max_depth + 3) frames. Every frame is
+ * formatted once, when its node is entered, so time follows the bytes printed. */
+static void folded_thread(FILE *f, const struct model_process *p,
+                          const struct pystats_forest *forest, const size_t *roots, size_t nroots,
+                          const char *prefix, size_t max_depth)
 {
-    struct pystats_forest forest;
-    pystats_forest_build(&forest, p, tid);
     char *path = NULL, frame[4096];
     size_t len = 0, cap = 0;
-    folded_append(&path, &len, &cap, process_frame);
-    folded_append(&path, &len, &cap, thread_frame);
-    /* Explicit stack of node * 2 + leaving, with the path length to restore on leaving. */
-    size_t top = 0, scap = forest.nroots + 16;
-    size_t *stack = malloc(scap * sizeof *stack), *plen = malloc(scap * sizeof *plen);
-    if (!stack || !plen) {
+    /* end[d]: the path's length with d frames; the frame at depth d starts at end[d] + 1
+     * (end[0] for d = 0). Preorder: a node entered at depth d has its parent's path in
+     * path[0, end[d]), so entering it cuts the path there and appends one frame. */
+    size_t dcap = 64;
+    size_t *end = malloc(dcap * sizeof *end);
+    /* Explicit stack of (node, depth): Python recursion runs thousands deep. */
+    size_t top = 0, scap = nroots + 16;
+    size_t *stack = malloc(scap * sizeof *stack), *sdepth = malloc(scap * sizeof *sdepth);
+    if (!stack || !sdepth || !end) {
         fprintf(stderr, "profreport: out of memory\n");
         exit(1);
     }
-    for (size_t r = forest.nroots; r-- > 0;) {
-        plen[top] = len;
-        stack[top++] = forest.roots[r] * 2;
+    end[0] = 0;
+    for (size_t r = nroots; r-- > 0;) {
+        sdepth[top] = 0;
+        stack[top++] = roots[r];
     }
     while (top) {
-        size_t e = stack[--top], i = e / 2;
-        if (e & 1) {
-            len = plen[top];
-            path[len] = 0;
-            continue;
-        }
+        size_t i = stack[--top], d = sdepth[top];
         const struct model_py_node *node = &p->py.nodes[i];
-        size_t before = len;
-        folded_frame(p, node->func, frame, sizeof frame);
-        folded_append(&path, &len, &cap, frame);
-        uint64_t us = (node->self_ns + 500) / 1000;
-        if (us) { /* names are untrusted: no control characters in the file */
-            format_fputs_escaped(f, path);
-            fprintf(f, " %" PRIu64 "\n", us);
-        }
-        size_t nchild = 0;
-        for (size_t c = forest.first_child[i]; c != SIZE_MAX; c = forest.next_sibling[c])
-            nchild++;
-        if (top + nchild + 1 > scap) {
-            while (top + nchild + 1 > scap)
-                scap *= 2;
-            stack = realloc(stack, scap * sizeof *stack);
-            plen = realloc(plen, scap * sizeof *plen);
-            if (!stack || !plen) {
+        if (d + 2 > dcap) {
+            dcap *= 2;
+            end = realloc(end, dcap * sizeof *end);
+            if (!end) {
                 fprintf(stderr, "profreport: out of memory\n");
                 exit(1);
             }
         }
-        plen[top] = before;
-        stack[top++] = i * 2 + 1;
-        size_t k = top + nchild;
-        for (size_t c = forest.first_child[i]; c != SIZE_MAX; c = forest.next_sibling[c]) {
-            plen[--k] = len;
-            stack[k] = c * 2;
+        len = end[d];
+        folded_frame(p, node->func, frame, sizeof frame);
+        folded_append(&path, &len, &cap, frame);
+        end[d + 1] = len;
+        uint64_t us = (node->self_ns + 500) / 1000;
+        if (us) {
+            size_t depth = d + 1;
+            /* names are untrusted: no control characters in the file */
+            format_fputs_escaped(f, prefix);
+            if (max_depth && depth > max_depth) {
+                size_t cut = depth - max_depth; /* frames left out: [0, cut) */
+                fprintf(f, ";[truncated %zu frames];", cut);
+                format_fputs_escaped(f, path + end[cut] + 1);
+            } else {
+                fputc(';', f);
+                format_fputs_escaped(f, path);
+            }
+            fprintf(f, " %" PRIu64 "\n", us);
+        }
+        size_t nchild = 0;
+        for (size_t c = forest->first_child[i]; c != SIZE_MAX; c = forest->next_sibling[c])
+            nchild++;
+        if (top + nchild > scap) {
+            while (top + nchild > scap)
+                scap *= 2;
+            stack = realloc(stack, scap * sizeof *stack);
+            sdepth = realloc(sdepth, scap * sizeof *sdepth);
+            if (!stack || !sdepth) {
+                fprintf(stderr, "profreport: out of memory\n");
+                exit(1);
+            }
+        }
+        size_t k = top + nchild; /* the first child on top, so that it comes out first */
+        for (size_t c = forest->first_child[i]; c != SIZE_MAX; c = forest->next_sibling[c]) {
+            sdepth[--k] = d + 1;
+            stack[k] = c;
         }
         top += nchild;
     }
     free(stack);
-    free(plen);
+    free(sdepth);
+    free(end);
     free(path);
-    pystats_forest_free(&forest);
 }
 
 static const char *folded_process_name(const struct model_process *p)
@@ -316,36 +341,64 @@ static const char *folded_process_name(const struct model_process *p)
     return slash && slash[1] ? slash + 1 : exe;
 }
 
-int export_folded_write(const char *path, const struct summary *s, char *err, size_t errlen)
+/* Roots by thread, in node order within one (qsort is not stable: the index decides). */
+static int folded_root_cmp(const void *a, const void *b, void *nodes)
 {
-    struct export_file x;
-    if (export_file_open(&x, path, err, errlen) != 0)
-        return -1;
-    char process_frame[512], thread_frame[512];
+    const struct model_py_node *n = nodes;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    if (n[x].tid != n[y].tid)
+        return n[x].tid < n[y].tid ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+void export_folded_fwrite(FILE *f, const struct summary *s, size_t max_depth)
+{
+    char frame[512];
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         struct pystats_thread *threads;
         size_t n = pystats_threads(p, &threads);
+        /* One forest for every thread (a forest per thread costs all the nodes each). */
+        struct pystats_forest forest;
+        pystats_forest_build(&forest, p, PYSTATS_EACH_THREAD);
+        if (forest.nroots)
+            qsort_r(forest.roots, forest.nroots, sizeof *forest.roots, folded_root_cmp,
+                    p->py.nodes);
+        size_t r = 0;
         for (size_t k = 0; k < n; k++) {
+            while (r < forest.nroots && p->py.nodes[forest.roots[r]].tid < threads[k].tid)
+                r++;
+            size_t first = r;
+            while (r < forest.nroots && p->py.nodes[forest.roots[r]].tid == threads[k].tid)
+                r++;
             const char *name = pystats_thread_name(p, threads[k].tid);
-            snprintf(process_frame, sizeof process_frame, "%s pid %lld", folded_process_name(p),
-                     (long long)p->pid);
-            snprintf(thread_frame, sizeof thread_frame, "%s %u", name && *name ? name : "thread",
-                     threads[k].tid);
-            folded_thread(x.f, p, threads[k].tid, process_frame, thread_frame);
+            char *prefix = NULL;
+            size_t len = 0, cap = 0;
+            snprintf(frame, sizeof frame, "%s pid %lld", folded_process_name(p), (long long)p->pid);
+            folded_append(&prefix, &len, &cap, frame);
+            snprintf(frame, sizeof frame, "%s %u", name && *name ? name : "thread", threads[k].tid);
+            folded_append(&prefix, &len, &cap, frame);
+            folded_thread(f, p, &forest, forest.roots + first, r - first, prefix, max_depth);
+            free(prefix);
         }
+        pystats_forest_free(&forest);
         free(threads);
     }
-    return export_file_close(&x, path, 1, err, errlen);
 }
 
-int export_memory_timeline_write(const char *path, const struct summary *s, char *err,
-                                 size_t errlen)
+int export_folded_write(const char *path, const struct summary *s, size_t max_depth, char *err,
+                        size_t errlen)
 {
     struct export_file x;
     if (export_file_open(&x, path, err, errlen) != 0)
         return -1;
-    fputs("pid,device,time_ns,live_bytes\n", x.f);
+    export_folded_fwrite(x.f, s, max_depth);
+    return export_file_close(&x, path, 1, err, errlen);
+}
+
+void export_memory_timeline_fwrite(FILE *f, const struct summary *s)
+{
+    fputs("pid,device,time_ns,live_bytes\n", f);
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         for (size_t d = 0; d <= p->torch.ndevices; d++) {
@@ -354,11 +407,20 @@ int export_memory_timeline_write(const char *path, const struct summary *s, char
             model_torch_device_name(m->dev_type, m->dev_index, device, sizeof device);
             for (size_t k = 0; k < m->ntimeline; k++) {
                 if (p->pid >= 0)
-                    fprintf(x.f, "%lld", (long long)p->pid);
-                fprintf(x.f, ",%s,%" PRIu64 ",%" PRId64 "\n", device, m->timeline[k].ns,
+                    fprintf(f, "%lld", (long long)p->pid);
+                fprintf(f, ",%s,%" PRIu64 ",%" PRId64 "\n", device, m->timeline[k].ns,
                         m->timeline[k].live);
             }
         }
     }
+}
+
+int export_memory_timeline_write(const char *path, const struct summary *s, char *err,
+                                 size_t errlen)
+{
+    struct export_file x;
+    if (export_file_open(&x, path, err, errlen) != 0)
+        return -1;
+    export_memory_timeline_fwrite(x.f, s);
     return export_file_close(&x, path, 1, err, errlen);
 }

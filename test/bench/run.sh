@@ -9,6 +9,8 @@ echo "== timeline exports: Perfetto bytes per event, export rate, profreport pea
 tl=$(mktemp -d)
 "$B/test/bench/bench_timeline" "$B/bin/profreport" "$tl"
 rm -rf "$tl"
+echo "== reader: many threads, deep Python stacks in folded stacks"
+"$B/test/bench/bench_report"
 if [ -x "$B/test/bench/bench_call_cost" ] && [ -f "$B/test/doubles/libcudart.so.13" ]; then
     echo "== added cost per intercepted call (device double's cudaGetDevice)"
     out=$(mktemp -d)

@@ -285,3 +285,31 @@ def test_empty_directory_exits_1(tmp_path):
     proc = run(str(tmp_path))
     assert proc.returncode == 1
     assert "no *.trace files" in proc.stderr
+
+
+@pytest.mark.parametrize("args", [[], ["dump"]])
+def test_fifo_is_refused_not_read(tmp_path, args):
+    # Reading a FIFO waits for a writer forever (it hung before): anything that is not a
+    # regular file or a directory is refused at once, with the kind named.
+    fifo = tmp_path / "x.trace"
+    os.mkfifo(fifo)
+    proc = subprocess.run([PROFREPORT] + args + [str(fifo)], capture_output=True, text=True,
+                          timeout=20)
+    assert proc.returncode == 1
+    assert "%s: not a regular file (a FIFO)" % fifo in proc.stderr
+
+
+def test_fifo_in_a_directory_is_skipped(tmp_path):
+    os.mkfifo(tmp_path / "x.trace")
+    os.symlink(t("run", "rank0.trace"), tmp_path / "a.trace")
+    proc = subprocess.run([PROFREPORT, str(tmp_path)], capture_output=True, text=True,
+                          timeout=20)
+    assert proc.returncode == 0, proc.stderr
+    assert "cudaMalloc" in proc.stdout
+    assert "x.trace: not a regular file; skipped" in proc.stderr
+
+
+def test_device_is_refused():
+    proc = run("/dev/zero")
+    assert proc.returncode == 1
+    assert "/dev/zero: not a regular file (a character device)" in proc.stderr

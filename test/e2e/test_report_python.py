@@ -277,6 +277,47 @@ def test_folded(tmp_path):
     assert sum(int(l.rsplit(" ", 1)[1]) for l in lines) == 1510 * 1000
 
 
+def deep_lines(tmp_path, *args):
+    folded = tmp_path / "deep.folded"
+    proc = run("--folded", str(folded), *args, t("pydeep"))
+    assert proc.returncode == 0, proc.stderr
+    return folded.read_text().splitlines()
+
+
+DEEP_PRE = "python3 pid 6300;MainThread 6300;"
+
+
+def deep_frames(first, last):
+    return ";".join("f (/w/deep.py:%d)" % i for i in range(first, last + 1))
+
+
+def test_folded_deep_stacks_are_capped(tmp_path):
+    # A 1000-deep chain of distinct calls: folded stacks repeat the whole path on each
+    # line (1000 * 1001 / 2 frames). By default a line keeps its innermost 256 frames
+    # under one "[truncated N frames]" root frame, so no line holds more than 259.
+    lines = deep_lines(tmp_path)
+    assert len(lines) == 1000
+    assert lines[0] == DEEP_PRE + deep_frames(1, 1) + " 1"
+    assert lines[255] == DEEP_PRE + deep_frames(1, 256) + " 1"
+    assert lines[256] == DEEP_PRE + "[truncated 1 frames];" + deep_frames(2, 257) + " 1"
+    assert lines[999] == DEEP_PRE + "[truncated 744 frames];" + deep_frames(745, 1000) + " 1"
+    assert max(l.count(";") + 1 for l in lines) == 259
+    assert sum(int(l.rsplit(" ", 1)[1]) for l in lines) == 1000  # no self time lost
+
+
+def test_folded_depth_option(tmp_path):
+    lines = deep_lines(tmp_path, "--folded-depth", "10")
+    assert lines[9] == DEEP_PRE + deep_frames(1, 10) + " 1"
+    assert lines[999] == DEEP_PRE + "[truncated 990 frames];" + deep_frames(991, 1000) + " 1"
+    assert max(l.count(";") + 1 for l in lines) == 13
+    # 0: every frame, the format's quadratic size.
+    lines = deep_lines(tmp_path, "--folded-depth", "0")
+    assert lines[999] == DEEP_PRE + deep_frames(1, 1000) + " 1"
+    assert sum(l.count(";") - 1 for l in lines) == 1000 * 1001 // 2
+    proc = run("--folded", str(tmp_path / "x"), "--folded-depth", "-1", t("pydeep"))
+    assert proc.returncode == 2 and "--folded-depth wants a number, not '-1'" in proc.stderr
+
+
 def test_python_and_file_together(tmp_path):
     proc = run("--python", "--pstats", str(tmp_path / "a.prof"), "--folded",
                str(tmp_path / "a.folded"), t("py"))

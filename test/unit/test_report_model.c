@@ -359,3 +359,64 @@ Test(report_model, run_selection_picks_latest)
     model_process_free(procs[0]);
     free(procs);
 }
+
+/* A damaged file can hold any tick count or rate: conversions saturate instead of casting
+ * a double past 2^64 (undefined; on x86 the sum read back as 0). */
+Test(report_model, tick_conversions_saturate)
+{
+    struct trace_build b = open_trace(0);
+    trace_build_api_name(&b, 0, PROF_CAT_SYNC, "cudaDeviceSynchronize", "");
+    trace_build_call(&b, 0, 0, 0, UINT64_MAX, 0);
+    trace_build_close(&b);
+    struct model_process *p = load();
+    cr_assert_eq(api_named(p, "cudaDeviceSynchronize")->total_ns, UINT64_MAX);
+    cr_assert_eq(model_ticks_to_monotonic_ns(p, UINT64_MAX), UINT64_MAX);
+    model_process_free(p);
+
+    /* TSC: first CLOCK pair near the top of the u64 range, 1 tick per ns. */
+    b = open_trace(PROF_FEATURE_TSC_CLOCK);
+    trace_build_clock(&b, 0, UINT64_MAX - 1000, 0);
+    trace_build_clock(&b, 1000, UINT64_MAX, 0);
+    trace_build_close(&b);
+    p = load();
+    cr_assert_eq(model_ticks_to_monotonic_ns(p, UINT64_MAX), UINT64_MAX);
+    cr_assert_eq(model_ticks_to_ns(p, UINT64_MAX), UINT64_MAX);
+    model_process_free(p);
+}
+
+/* A META tsc_hz that gives no finite rate (1e9 / 1e-300 is inf) counts as none. */
+Test(report_model, tsc_hz_without_a_finite_rate_is_ignored)
+{
+    struct trace_build b = open_trace(PROF_FEATURE_TSC_CLOCK);
+    trace_build_meta(&b, "tsc_hz", "1e-300");
+    trace_build_api_name(&b, 0, PROF_CAT_SYNC, "cudaDeviceSynchronize", "");
+    trace_build_call(&b, 0, 0, 1000, 5000, 0);
+    trace_build_close(&b);
+    struct model_process *p = load();
+    cr_assert_eq(api_named(p, "cudaDeviceSynchronize")->total_ns, 4000);
+    cr_assert_eq(p->nwarnings, 1);
+    cr_assert(strstr(p->warnings[0], "no META tsc_hz"), "%s", p->warnings[0]);
+    model_process_free(p);
+}
+
+/* Every thread of a file with many keeps its own counts (threads are found through a
+ * map; test/bench/bench_report.c measures the rate). */
+Test(report_model, many_threads_keep_their_counts)
+{
+    enum { N = 20000 };
+    struct trace_build b = open_trace(0);
+    for (uint32_t i = 0; i < N; i++) {
+        trace_build_thread(&b, 100 + i);
+        trace_build_lost(&b, 100 + i, i % 7);
+    }
+    trace_build_thread_name(&b, 100 + N / 2, "middle");
+    trace_build_close(&b);
+    struct model_process *p = load();
+    cr_assert_eq(p->nthreads, N);
+    for (uint32_t i = 0; i < N; i++) {
+        cr_assert_eq(p->threads[i].tid, 100 + i);
+        cr_assert_eq(p->threads[i].lost, i % 7, "thread %u", 100 + i);
+    }
+    cr_assert_str_eq(p->threads[N / 2].name, "middle");
+    model_process_free(p);
+}

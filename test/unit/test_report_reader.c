@@ -267,3 +267,32 @@ Test(report_reader, many_records_cross_buffer_refills)
     cr_assert_eq(trace_reader_stop(r), TRACE_STOP_NONE);
     trace_reader_close(r);
 }
+
+/* The buffer is sized to the file when it is opened; a file that grows while read (a
+ * live trace) still gives its later records whole, even one larger than that buffer. */
+Test(report_reader, file_growing_while_read_gives_a_record_larger_than_the_buffer)
+{
+    char err[256];
+    write_small(PROF_TRACE_VERSION, 24); /* 5 records, a few hundred bytes */
+    struct trace_reader *r = trace_reader_open(path, err, sizeof err);
+    cr_assert_not_null(r, "%s", err);
+    static char text[60000];
+    memset(text, 'x', sizeof text - 1);
+    FILE *f = fopen(path, "ab");
+    cr_assert_not_null(f);
+    struct trace_build b = {.f = f};
+    struct prof_rec_note note = {{PROF_REC_NOTE, 0}, 0};
+    trace_build_record(&b, PROF_REC_NOTE, &note, sizeof note, text, NULL);
+    cr_assert_eq(fclose(f), 0);
+    struct trace_record rec;
+    size_t n = 0, big = 0;
+    while (trace_reader_next(r, &rec)) {
+        n++;
+        if (rec.type == PROF_REC_NOTE)
+            big = strlen(trace_record_text(&rec, sizeof note, NULL));
+    }
+    cr_assert_eq(trace_reader_stop(r), TRACE_STOP_NONE, "%s", trace_reader_warning(r));
+    cr_assert_eq(n, 6);
+    cr_assert_eq(big, sizeof text - 1);
+    trace_reader_close(r);
+}

@@ -383,3 +383,27 @@ Test(report_torch, device_memory_per_device_and_op)
     cr_assert_eq(s.torch.dev_mem_records, 5);
     summary_free(&s);
 }
+
+/* Byte sums a damaged file pushes past int64 saturate (signed overflow is undefined; it
+ * wrapped to -2 here). */
+Test(report_torch, memory_sums_saturate)
+{
+    struct trace_build b;
+    cr_assert_eq(trace_build_open(&b, path, PROF_TRACE_VERSION, 24, 0), 0);
+    trace_build_meta(&b, "pid", "5");
+    trace_build_string(&b, 1, "aten::empty");
+    trace_build_thread(&b, 5);
+    trace_build_torch_mem(&b, INT64_MAX, 0x1000, 10, 0);
+    trace_build_torch_mem(&b, INT64_MAX, 0x2000, 20, 0);
+    trace_build_torch_mem(&b, INT64_MIN, 0x3000, 30, 0);
+    trace_build_torch_op(&b, 1, 5, 25, 1, 0, 0, 0, 0);
+    trace_build_close(&b);
+    struct model_process *p = report_test_load(path);
+    const struct model_torch *t = &p->torch;
+    cr_assert_eq(t->nrows, 1);
+    cr_assert_eq(t->rows[0].self_cpu_mem, INT64_MAX);
+    cr_assert_eq(t->rows[0].cpu_mem, INT64_MAX);
+    cr_assert_eq(t->memory.peak_bytes, INT64_MAX);
+    cr_assert_eq(t->memory.freed, (uint64_t)1 << 63);
+    model_process_free(p);
+}

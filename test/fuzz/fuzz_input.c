@@ -1,0 +1,145 @@
+#define _GNU_SOURCE
+#include "fuzz_input.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "comm_merge.h"
+#include "comm_views.h"
+#include "dump.h"
+#include "export.h"
+#include "model.h"
+#include "model_stacks.h"
+#include "stacks_view.h"
+#include "summary.h"
+#include "tables.h"
+
+/* An in-memory file holding data, named by a path the reader can open like any other. */
+static int fuzz_input_file(const uint8_t *data, size_t size, char *path, size_t len)
+{
+    int fd = memfd_create("fuzz_trace", MFD_CLOEXEC);
+    if (fd < 0) {
+        perror("fuzz: memfd_create");
+        abort();
+    }
+    for (size_t off = 0; off < size;) {
+        ssize_t n = write(fd, data + off, size - off);
+        if (n <= 0) {
+            perror("fuzz: write");
+            abort();
+        }
+        off += (size_t)n;
+    }
+    snprintf(path, len, "/proc/self/fd/%d", fd);
+    return fd;
+}
+
+/* Where a second file starts: the magic again at an aligned offset; else size. */
+static size_t fuzz_input_split(const uint8_t *data, size_t size)
+{
+    for (size_t off = PROF_RECORD_ALIGN; off + PROF_TRACE_MAGIC_LEN <= size;
+         off += PROF_RECORD_ALIGN)
+        if (!memcmp(data + off, PROF_TRACE_MAGIC, PROF_TRACE_MAGIC_LEN))
+            return off;
+    return size;
+}
+
+static void fuzz_input_views(struct summary *s, FILE *sink)
+{
+    static const enum tables_python_split splits[] = {
+        TABLES_PYTHON_MERGED, TABLES_PYTHON_PER_THREAD, TABLES_PYTHON_PER_PROCESS};
+    for (size_t i = 0; i < s->nwarnings; i++)
+        fprintf(sink, "warning: %s\n", s->warnings[i]);
+    tables_print(sink, s, 0);
+    tables_ops(sink, s, 0);
+    tables_gpu_kernels(sink, s, 0);
+    tables_gpu(sink, s, 0);
+    tables_actions(sink, s, 0);
+    for (size_t i = 0; i < sizeof splits / sizeof *splits; i++)
+        tables_python(sink, s, 0, splits[i]);
+    export_json_write(sink, s, 0);
+    export_csv_write(sink, s, 0);
+    export_pstats_fwrite(sink, &s->py);
+    export_folded_fwrite(sink, s, EXPORT_FOLDED_DEPTH_DEFAULT);
+    export_folded_fwrite(sink, s, 2);
+    export_memory_timeline_fwrite(sink, s);
+    struct comm_report r;
+    comm_merge_build(&r, s);
+    int views = COMM_VIEW_RANKS | COMM_VIEW_COMM | COMM_VIEW_STRAGGLERS;
+    comm_tables_print(sink, &r, views, 0);
+    comm_export_json(sink, &r, views, 0);
+    comm_export_csv(sink, &r, views, 0);
+    comm_merge_free(&r);
+}
+
+/* The call-stack views: the samples, and the stacks of the first API with any. */
+static void fuzz_input_stacks(struct model_process **procs, size_t n, FILE *sink)
+{
+    struct stacks_view_options o = {.print = 1};
+    stacks_view(sink, sink, procs, n, &o);
+    o.json = 1;
+    stacks_view(sink, sink, procs, n, &o);
+    for (size_t i = 0; i < n; i++) {
+        const struct model_stacks *st = procs[i]->stacks;
+        uint16_t api = st && st->nuses ? st->uses[0].api : 0;
+        if (st && st->nuses && api < procs[i]->napis && procs[i]->apis[api]) {
+            o.api_name = procs[i]->apis[api]->name;
+            o.json = 0;
+            stacks_view(sink, sink, procs, n, &o);
+            break;
+        }
+    }
+}
+
+int fuzz_input_run(const uint8_t *data, size_t size, FILE *sink)
+{
+    size_t cut = fuzz_input_split(data, size);
+    const uint8_t *part[2] = {data, data + cut};
+    size_t len[2] = {cut, size - cut};
+    struct model_process **procs = calloc(2, sizeof *procs);
+    size_t n = 0;
+    if (!procs)
+        abort();
+    for (int i = 0; i < 2; i++) {
+        if (i == 1 && !len[1])
+            break;
+        char path[64], err[512];
+        int fd = fuzz_input_file(part[i], len[i], path, sizeof path);
+        dump_file(sink, sink, path);
+        struct model_process *p = model_load_file(path, err, sizeof err);
+        close(fd);
+        if (p)
+            procs[n++] = p;
+        else
+            fprintf(sink, "%s\n", err);
+    }
+    int loaded = (int)n;
+    if (n == 0) {
+        free(procs);
+        return 0;
+    }
+    /* The latest run, as by default (it frees the others), then every key of the tables. */
+    if (summary_select_run(procs, &n, NULL, 0, sink) != 0) {
+        for (size_t i = 0; i < n; i++)
+            model_process_free(procs[i]);
+        free(procs);
+        return loaded;
+    }
+    fuzz_input_stacks(procs, n, sink);
+    struct summary s;
+    summary_build(&s, procs, n);
+    summary_sort(&s, SUMMARY_SORT_TOTAL);
+    summary_sort_python(&s, PYSTATS_SORT_CUMTIME);
+    summary_sort_torch(&s, SUMMARY_OP_SORT_SELF_CPU);
+    fuzz_input_views(&s, sink);
+    summary_sort(&s, SUMMARY_SORT_NAME);
+    summary_sort_python(&s, PYSTATS_SORT_TOTTIME);
+    summary_build_torch(&s, 1);
+    summary_sort_torch(&s, SUMMARY_OP_SORT_SELF_CPU);
+    tables_print(sink, &s, 1);
+    tables_ops(sink, &s, 0);
+    summary_free(&s);
+    return loaded;
+}
