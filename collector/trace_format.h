@@ -74,6 +74,7 @@ enum prof_record_type {
     PROF_REC_ACTION = 28,        /* a named action started or stopped (Lightning's profiler) */
     PROF_REC_TORCH_NODE = 29,    /* a node of one thread's PyTorch operator tree */
     PROF_REC_TORCH_STATS = 30,   /* cumulative counts, times and memory of one such node */
+    PROF_REC_NVTX_LOST = 31,     /* NVTX ranges whose POP a full ring dropped, summed per name */
     /* Call stacks (preload/stacks/); numbered apart so other record types can grow. */
     PROF_REC_STACK = 40,     /* a distinct native call stack: id -> return addresses */
     PROF_REC_STACK_REF = 41, /* the stack of the thread's API_CALL that started at `start` */
@@ -398,17 +399,32 @@ enum prof_nvtx_kind {
     PROF_NVTX_MARK = 5
 };
 
-/* NVTX records follow a THREAD record (the calling thread). */
+/* NVTX records follow a THREAD record (the calling thread). A POP names the range it
+ * closes: name_sid and, in id, the ticks of its PUSH (both 0 from older writers, or past
+ * 128 levels of nesting), so that the range counts even when its PUSH was dropped. */
 struct prof_rec_nvtx {
     struct prof_record_header h;
     uint16_t kind;
     uint16_t reserved;
-    uint32_t name_sid;   /* 0 for POP and END */
+    uint32_t name_sid;   /* 0 for END */
     uint32_t domain_sid; /* 0: the default domain */
-    uint64_t id;         /* START/END range id */
+    uint64_t id;         /* START/END range id; a POP's PUSH ticks */
     uint64_t ticks;
 };
 _Static_assert(sizeof(struct prof_rec_nvtx) == 32, "nvtx record");
+
+/* Pushed ranges of one thread, name and domain, whose POP record a full ring dropped:
+ * counts since the previous NVTX_LOST of the same thread, name and domain. The actions
+ * table counts them; their GPU time is not known. */
+struct prof_rec_nvtx_lost {
+    struct prof_record_header h;
+    uint32_t tid;
+    uint32_t name_sid;
+    uint32_t domain_sid;
+    uint64_t count;
+    uint64_t ticks; /* sum of (pop - push) */
+};
+_Static_assert(sizeof(struct prof_rec_nvtx_lost) == 32, "nvtx lost record");
 
 /* ---- PyTorch ----
  * TORCH_OP records follow a THREAD record (the thread that ran the op: autograd threads

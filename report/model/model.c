@@ -631,25 +631,25 @@ void model_finish(struct model_process *p)
             model_parts[i]->finish(p);
     if (p->end_lost > p->lost)
         p->lost = p->end_lost;
-    /* op spans the op trees still count are timeline-only losses (model_torch.c) */
-    uint64_t short_lost = p->lost > p->torch.spans_dropped ? p->lost - p->torch.spans_dropped : 0;
+    /* Op spans the op trees still count, and NVTX pops the NVTX sums count, are
+     * timeline-only losses (model_torch.c, model_nvtx.c). */
+    uint64_t kept_in_sums = p->torch.spans_dropped + p->gpu.nvtx_lost_calls;
+    uint64_t short_lost = p->lost > kept_in_sums ? p->lost - kept_in_sums : 0;
     if (p->lost && p->lost_calls >= short_lost)
         model_add_warning(p,
                           "%s (pid %lld): %llu events dropped from the timeline (ring full; "
-                          "raise PROF_RING_KB): API call counts and times and the PyTorch op "
-                          "table include them, the memory, copy and kernel tables do not",
-                          p->file, (long long)p->pid, (unsigned long long)p->lost);
-    else if (p->lost && p->torch.nnodes)
-        /* the rings also carry Python spans and tensor memory events: which were lost is
-         * not known, but the Python and PyTorch tables do not depend on them */
-        model_add_warning(p,
-                          "%s (pid %lld): %llu events dropped (ring full; raise PROF_RING_KB): "
-                          "the API, Python and PyTorch operator tables count them; the "
-                          "timeline, the memory, copy, kernel and NVTX tables and the tensor "
-                          "memory timeline may be short of them",
+                          "raise PROF_RING_KB): API call counts and times, the PyTorch op and "
+                          "the NVTX tables include them, the memory, copy and kernel tables do "
+                          "not",
                           p->file, (long long)p->pid, (unsigned long long)p->lost);
     else if (p->lost)
-        model_add_warning(p, "%s (pid %lld): %llu events lost (ring full); counts are short",
+        /* the rings also carry Python spans, NVTX pushes and tensor memory events: which
+         * were lost is not known, but the tables with sums do not depend on them */
+        model_add_warning(p,
+                          "%s (pid %lld): %llu events dropped (ring full; raise PROF_RING_KB): "
+                          "the API, Python, PyTorch operator and NVTX tables count them; the "
+                          "timeline, the memory, copy and kernel tables and the tensor memory "
+                          "timeline may be short of them",
                           p->file, (long long)p->pid, (unsigned long long)p->lost);
     if (p->unmatched_frees)
         model_add_warning(p,

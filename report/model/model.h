@@ -250,6 +250,11 @@ struct model_action {
     uint8_t source; /* enum model_action_source */
 };
 
+struct model_nvtx_lost {
+    uint32_t name_sid, domain_sid;
+    uint64_t count, ticks;
+};
+
 struct model_gpu {
     struct model_gpu_op *ops;
     size_t nops, cap_ops;
@@ -280,6 +285,9 @@ struct model_gpu {
     struct model_action *actions, *marks; /* set by model_finish */
     size_t nactions, nmarks;
     uint64_t nvtx_unclosed, nvtx_unmatched;
+    struct model_nvtx_lost *nvtx_lost; /* NVTX_LOST records: ranges whose POP was dropped */
+    size_t nnvtx_lost, cap_nvtx_lost;
+    uint64_t nvtx_lost_calls;
     size_t lightning_actions; /* of actions, the last ones come from Lightning's profiler */
 };
 

@@ -16,6 +16,18 @@
 #include "model_part.h"
 #include "trace_read.h"
 
+static void model_nvtx_on_lost(struct model_process *p, const struct trace_record *rec,
+                               uint32_t tid)
+{
+    (void)tid;
+    struct model_gpu *g = &p->gpu;
+    const struct prof_rec_nvtx_lost *r = rec->data;
+    g->nvtx_lost =
+        report_grow(g->nvtx_lost, &g->cap_nvtx_lost, g->nnvtx_lost + 1, sizeof *g->nvtx_lost);
+    g->nvtx_lost[g->nnvtx_lost++] =
+        (struct model_nvtx_lost){r->name_sid, r->domain_sid, r->count, r->ticks};
+}
+
 static void model_nvtx_on_record(struct model_process *p, const struct trace_record *rec,
                                  uint32_t tid)
 {
@@ -253,7 +265,7 @@ static int model_nvtx_event_cmp(const void *a, const void *b)
 static void model_nvtx_finish(struct model_process *p)
 {
     struct model_gpu *g = &p->gpu;
-    if (!g->nnvtx)
+    if (!g->nnvtx && !g->nnvtx_lost)
         return;
     struct model_nvtx_index x;
     model_nvtx_index_build(&x, p);
@@ -285,10 +297,25 @@ static void model_nvtx_finish(struct model_process *p)
             stack[top++] = e;
             break;
         case PROF_NVTX_POP:
-            if (top)
+            if (e->name_sid && e->id) {
+                /* The POP names its range (name, PUSH ticks): it counts even when its PUSH
+                 * was dropped. Pushes above that one lost their POP (NVTX_LOST sums). */
+                size_t k = top;
+                while (k > 0 && stack[k - 1]->ticks != e->id)
+                    k--;
+                if (k > 0)
+                    top = k - 1;
+                struct model_nvtx_event open = {.ticks = e->id,
+                                                .tid = e->tid,
+                                                .name_sid = e->name_sid,
+                                                .domain_sid = e->domain_sid,
+                                                .kind = PROF_NVTX_PUSH};
+                model_nvtx_range(&ranges, p, &x, &open, e->ticks, 0);
+            } else if (top) {
                 model_nvtx_range(&ranges, p, &x, stack[--top], e->ticks, 0);
-            else
+            } else {
                 g->nvtx_unmatched++;
+            }
             break;
         case PROF_NVTX_START: {
             uint64_t *slot = u64map_slot(&started, e->id);
@@ -319,6 +346,17 @@ static void model_nvtx_finish(struct model_process *p)
     }
     g->nvtx_unclosed += started.count;
     u64map_free(&started);
+    /* Ranges whose POP a full ring dropped: counted with their time, no GPU time. Their
+     * pushes are among the unclosed ones. */
+    for (size_t i = 0; i < g->nnvtx_lost; i++) {
+        const struct model_nvtx_lost *l = &g->nvtx_lost[i];
+        struct model_action *a = model_nvtx_row(&ranges, p, l->name_sid, l->domain_sid);
+        a->calls += l->count;
+        a->total_ns += model_ticks_to_ns(p, l->ticks);
+        g->nvtx_lost_calls += l->count;
+    }
+    g->nvtx_unclosed =
+        g->nvtx_unclosed > g->nvtx_lost_calls ? g->nvtx_unclosed - g->nvtx_lost_calls : 0;
     free(ev);
     free(stack);
     free(x.by_thread);
@@ -335,6 +373,12 @@ static void model_nvtx_finish(struct model_process *p)
     g->lightning_actions = lightning.n;
     g->marks = marks.rows;
     g->nmarks = marks.n;
+    if (g->nvtx_lost_calls)
+        model_add_warning(p,
+                          "%s (pid %lld): %" PRIu64 " NVTX ranges' records were dropped (ring "
+                          "full): the actions table counts them with their time, not their "
+                          "GPU time",
+                          p->file, (long long)p->pid, g->nvtx_lost_calls);
     if (g->nvtx_unclosed || g->nvtx_unmatched)
         model_add_warning(p,
                           "%s (pid %lld): %" PRIu64 " NVTX or Lightning range(s) never ended and "
@@ -346,6 +390,7 @@ static void model_nvtx_free(struct model_process *p)
 {
     struct model_gpu *g = &p->gpu;
     free(g->nvtx);
+    free(g->nvtx_lost);
     for (size_t i = 0; i < g->nactions; i++)
         free(g->actions[i].name);
     free(g->actions);
@@ -357,6 +402,7 @@ static void model_nvtx_free(struct model_process *p)
 static const struct model_record_handler model_nvtx_handlers[] = {
     {PROF_REC_NVTX, model_nvtx_on_record},
     {PROF_REC_ACTION, model_nvtx_on_record},
+    {PROF_REC_NVTX_LOST, model_nvtx_on_lost},
 };
 
 const struct model_part model_nvtx_part = {

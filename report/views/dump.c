@@ -390,6 +390,14 @@ static void dump_record(FILE *out, const struct trace_record *rec, struct u64map
                 model_py_gap_reason_name(g->reason), g->start, g->end);
         break;
     }
+    case PROF_REC_NVTX_LOST: {
+        const struct prof_rec_nvtx_lost *l = rec->data;
+        fprintf(out, " tid=%" PRIu32, l->tid);
+        dump_string_field(out, "name", l->name_sid, strings);
+        dump_string_field(out, "domain", l->domain_sid, strings);
+        fprintf(out, " count=%" PRIu64 " ticks=%" PRIu64, l->count, l->ticks);
+        break;
+    }
     case PROF_REC_STACK: {
         const struct prof_rec_stack *s = rec->data;
         const uint64_t *frames = (const uint64_t *)(s + 1);

@@ -56,18 +56,23 @@ def nvtx_records(outdir):
 
 def annotated_sequence(x):
     """What one annotate() call of the fixtures records, without ids and ticks."""
+    # a POP names the range it closes (and carries its PUSH's ticks as id)
     return [("PUSH", "outer-" + x, None), ("PUSH", "inner-" + x, None),
-            ("MARK", "mark-" + x, None), ("POP", None, None), ("START", "async-" + x, None),
-            ("PUSH", "registered-" + x, "libs-domain"), ("POP", None, "libs-domain"),
-            ("END", None, None), ("POP", None, None)]
+            ("MARK", "mark-" + x, None), ("POP", "inner-" + x, None),
+            ("START", "async-" + x, None), ("PUSH", "registered-" + x, "libs-domain"),
+            ("POP", "registered-" + x, "libs-domain"), ("END", None, None),
+            ("POP", "outer-" + x, None)]
 
 
 def check_range_ids(recs):
-    """START and END of one range share a non-zero id; PUSH/POP/MARK carry none."""
+    """START and END of one range share a non-zero id; PUSH and MARK carry none; a POP
+    carries the ticks of the PUSH it closes."""
     (start,) = [r for r in recs if r[0] == "START"]
     (end,) = [r for r in recs if r[0] == "END"]
     assert start[3] == end[3] != 0
-    assert all(r[3] == 0 for r in recs if r[0] not in ("START", "END"))
+    assert all(r[3] == 0 for r in recs if r[0] in ("PUSH", "MARK"))
+    pushes = {(r[1], r[2]): r[4] for r in recs if r[0] == "PUSH"}
+    assert all(r[3] == pushes[(r[1], r[2])] for r in recs if r[0] == "POP")
     return start[3]
 
 
@@ -103,8 +108,8 @@ def test_nvtx_injection_threads(tmp_path):
     by_first = {recs[0][1]: recs for recs in threads.values()}
     assert set(by_first) == {"wide-main-\u00e9", "outer-a", "outer-b"}
     assert [r[:3] for r in by_first["wide-main-\u00e9"]] == [
-        ("PUSH", "wide-main-\u00e9", None), ("POP", None, None),
-        ("PUSH", "ex-main", None), ("POP", None, None)]
+        ("PUSH", "wide-main-\u00e9", None), ("POP", "wide-main-\u00e9", None),
+        ("PUSH", "ex-main", None), ("POP", "ex-main", None)]
     ids = []
     for x in ("a", "b"):
         recs = by_first["outer-" + x]
@@ -144,3 +149,26 @@ def test_nvtx_exported_functions(tmp_path, inject):
     (recs,) = threads.values()
     assert [r[:3] for r in recs] == annotated_sequence("x")
     check_range_ids(recs)
+
+
+def test_nvtx_ranges_exact_when_the_ring_overflows(tmp_path):
+    """300 000 pairs of nested ranges into a 64 KiB ring: most records are dropped, the
+    actions table still counts every range (a POP names its range; the POPs a full ring
+    dropped are summed per name) and says what was dropped."""
+    flood = os.path.join(FIXTURES, "nvtx_flood")
+    require(flood)
+    rounds = 300000
+    proc = profile([flood, str(rounds)], tmp_path,
+                   env={"NVTX_INJECTION64_PATH": LIBPROF, "PROF_RING_KB": "64"})
+    assert proc.stdout == "nvtx_flood %d\n" % rounds
+    rep = subprocess.run([build_path("bin", "profreport"), "--format", "json", str(tmp_path)],
+                         capture_output=True, text=True, check=True)
+    import json
+    rows = {a["name"]: a["calls"] for a in json.loads(rep.stdout)["actions"]}
+    assert rows["flood-outer"] == rounds and rows["flood-inner"] == rounds, rows
+    dump = subprocess.run([build_path("bin", "profreport"), "dump", trace_files(tmp_path)[0]],
+                          capture_output=True, text=True, check=True).stdout
+    assert " NVTX_LOST " in dump, "the ring did not overflow: the test proves nothing"
+    assert "NVTX ranges' records were dropped" in rep.stderr
+    assert "NVTX tables count them" in rep.stderr or "NVTX tables include them" in rep.stderr
+
