@@ -80,6 +80,7 @@ enum prof_record_type {
     PROF_REC_STACK_REF = 41, /* the stack of the thread's API_CALL that started at `start` */
     PROF_REC_MAP = 42,       /* a loaded object: path, load bias, address range, build id */
     PROF_REC_SAMPLE = 43,    /* one CPU-time sample of a thread: its stack */
+    PROF_REC_STACK_MEM = 44, /* a large tensor block allocated (with its stack) or freed */
     PROF_REC_TYPE_COUNT
 };
 
@@ -578,6 +579,22 @@ struct prof_rec_sample {
                        * (a CPU-time timer fires on the scheduler tick after it expires) */
 };
 _Static_assert(sizeof(struct prof_rec_sample) == 24, "sample record");
+
+/* A tensor block of at least PROF_STACK_MIN_BYTES: allocated (bytes > 0, its stack) or
+ * freed (bytes < 0, stack_id 0), on the CPU (device_type 0) or a device; the thread's
+ * innermost Python node at that moment. Readers find the blocks live at a memory peak. */
+struct prof_rec_stack_mem {
+    struct prof_record_header h;
+    uint32_t stack_id;
+    int64_t bytes;
+    uint64_t ptr;
+    uint64_t ticks;
+    uint32_t py_node;
+    int8_t device_type;
+    int8_t device_index;
+    uint16_t reserved;
+};
+_Static_assert(sizeof(struct prof_rec_stack_mem) == 40, "stack mem record");
 
 /* MAP: followed by the NUL-terminated path, padded to 8. */
 struct prof_rec_map {

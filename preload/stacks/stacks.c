@@ -16,6 +16,7 @@
 #include "settings.h"
 
 int stacks_on;
+uint64_t stacks_min_bytes = UINT64_MAX;
 _Atomic uint32_t stacks_generation = 1;
 
 typedef int (*stacks_backtrace_fn)(void **buffer, int size);
@@ -173,6 +174,31 @@ void stacks_after_call_slow(uint16_t api, uint64_t start, uint64_t end)
     errno = saved;
 }
 
+void stacks_after_tensor_slow(int64_t bytes, uint64_t ptr, uint64_t ticks, uint32_t py_node,
+                              int8_t device_type, int8_t device_index)
+{
+    struct prof_thread *t = prof_tls_thread;
+    if (!t || !atomic_load_explicit(&prof_recording, memory_order_relaxed))
+        return;
+    int saved = errno;
+    uint32_t id = bytes > 0 ? stacks_capture(&t->ring) : 0;
+    struct prof_rec_stack_mem *rec = ring_reserve(&t->ring, sizeof *rec);
+    if (rec) {
+        rec->h.type = PROF_REC_STACK_MEM;
+        rec->h.size = sizeof *rec;
+        rec->stack_id = id;
+        rec->bytes = bytes;
+        rec->ptr = ptr;
+        rec->ticks = ticks;
+        rec->py_node = py_node;
+        rec->device_type = device_type;
+        rec->device_index = device_index;
+        rec->reserved = 0;
+        ring_commit(&t->ring);
+    }
+    errno = saved;
+}
+
 /* ---- set-up, shared by the two layers of this folder ---- */
 
 /* libunwind and the table; 0 when stacks can be taken. Said once on failure. */
@@ -212,6 +238,7 @@ static void stacks_start(int argc, char **argv)
     if (stacks_prepare() != 0)
         return;
     stacks_slow_us = (uint64_t)settings_int(SETTING_PROF_STACK_SLOW_US);
+    stacks_min_bytes = (uint64_t)settings_int(SETTING_PROF_STACK_MIN_BYTES);
     stacks_on = 1;
 }
 

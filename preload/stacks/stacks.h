@@ -25,6 +25,22 @@ static inline __attribute__((always_inline)) void stacks_after_call(uint16_t api
         stacks_after_call_slow(api, start, end);
 }
 
+void stacks_after_tensor_slow(int64_t bytes, uint64_t ptr, uint64_t ticks, uint32_t py_node,
+                              int8_t device_type, int8_t device_index);
+extern uint64_t stacks_min_bytes;
+
+/* After a tensor block was allocated (bytes > 0) or freed (bytes < 0): with PROF_STACKS,
+ * a block of at least PROF_STACK_MIN_BYTES gets a STACK_MEM record (its stack when
+ * allocated), so that the report can say where the blocks live at a memory peak came
+ * from. */
+static inline void stacks_after_tensor(int64_t bytes, uint64_t ptr, uint64_t ticks,
+                                       uint32_t py_node, int8_t device_type, int8_t device_index)
+{
+    if (__builtin_expect(stacks_on, 0) &&
+        (uint64_t)(bytes < 0 ? -(uint64_t)bytes : (uint64_t)bytes) >= stacks_min_bytes)
+        stacks_after_tensor_slow(bytes, ptr, ticks, py_node, device_type, device_index);
+}
+
 /* A library marks the APIs whose calls always get a stack (at its setup). */
 void stacks_want_api(uint16_t api);
 

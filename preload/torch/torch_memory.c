@@ -14,6 +14,7 @@
 #include "collector.h"
 #include "emit.h"
 #include "resolve.h"
+#include "stacks.h"
 #include "torch_memory.h"
 #include "torch_ops.h"
 
@@ -145,6 +146,12 @@ static void *torch_mem_reserve(uint32_t size, struct prof_ring **ring)
     return rec;
 }
 
+/* The thread's innermost Python node (the memory records carry it too). */
+static uint32_t torch_mem_py_node(void)
+{
+    return prof_current_py_node ? prof_current_py_node() : 0;
+}
+
 static void torch_mem_emit(int64_t bytes, uint64_t ptr, uint64_t ticks)
 {
     struct prof_ring *ring;
@@ -196,6 +203,8 @@ PROF_EXPORT void *_ZN3c109alloc_cpuEm(size_t nbytes)
         torch_mem_put((uint64_t)(uintptr_t)p, nbytes);
         torch_ops_memory((int64_t)nbytes, 0);
         torch_mem_emit((int64_t)nbytes, (uint64_t)(uintptr_t)p, ticks);
+        stacks_after_tensor((int64_t)nbytes, (uint64_t)(uintptr_t)p, ticks, torch_mem_py_node(), 0,
+                            -1);
         errno = saved;
     }
     return p;
@@ -212,8 +221,11 @@ PROF_EXPORT void _ZN3c108free_cpuEPv(void *data)
         uint64_t bytes = torch_mem_take((uint64_t)(uintptr_t)data);
         if (bytes && torch_mem_on())
             torch_ops_memory(-(int64_t)bytes, 0);
-        if (torch_mem_on())
-            torch_mem_emit(-(int64_t)bytes, (uint64_t)(uintptr_t)data, prof_clock_ticks());
+        if (torch_mem_on()) {
+            uint64_t ticks = prof_clock_ticks();
+            torch_mem_emit(-(int64_t)bytes, (uint64_t)(uintptr_t)data, ticks);
+            stacks_after_tensor(-(int64_t)bytes, (uint64_t)(uintptr_t)data, ticks, 0, 0, -1);
+        }
         errno = saved;
     }
     if (real)
@@ -279,6 +291,9 @@ static void torch_report_record(void *ptr, int64_t bytes, uint64_t allocated, ui
         memset(rec->reserved, 0, sizeof rec->reserved);
         ring_commit(ring);
     }
+    if (device.type != 0)
+        stacks_after_tensor(bytes, (uint64_t)(uintptr_t)ptr, ticks, torch_mem_py_node(),
+                            device.type, device.index);
     errno = saved;
 }
 

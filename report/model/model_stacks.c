@@ -151,6 +151,22 @@ static void model_stacks_on_sample(struct model_process *p, const struct trace_r
     model_cpu_event(p, r->ticks, r->ticks);
 }
 
+static void model_stacks_on_mem(struct model_process *p, const struct trace_record *rec,
+                                uint32_t tid)
+{
+    struct model_stacks *st = model_stacks_of(p);
+    const struct prof_rec_stack_mem *r = rec->data;
+    st->mems = report_grow(st->mems, &st->cap_mems, st->nmems + 1, sizeof *st->mems);
+    st->mems[st->nmems++] = (struct model_stack_mem){.ticks = r->ticks,
+                                                     .ptr = r->ptr,
+                                                     .bytes = r->bytes,
+                                                     .stack_id = r->stack_id,
+                                                     .py_node = r->py_node,
+                                                     .tid = tid,
+                                                     .device_type = r->device_type,
+                                                     .device_index = r->device_index};
+}
+
 static void model_stacks_finish(struct model_process *p)
 {
     struct model_stacks *st = p->stacks;
@@ -178,6 +194,7 @@ static void model_stacks_free(struct model_process *p)
     free(st->maps);
     free(st->uses);
     free(st->samples);
+    free(st->mems);
     free(st->last_calls);
     u64map_free(&st->stack_index);
     u64map_free(&st->use_index);
@@ -188,10 +205,9 @@ static void model_stacks_free(struct model_process *p)
 }
 
 static const struct model_record_handler model_stacks_handlers[] = {
-    {PROF_REC_STACK, model_stacks_on_stack},
-    {PROF_REC_STACK_REF, model_stacks_on_ref},
-    {PROF_REC_MAP, model_stacks_on_map},
-    {PROF_REC_SAMPLE, model_stacks_on_sample},
+    {PROF_REC_STACK, model_stacks_on_stack},   {PROF_REC_STACK_REF, model_stacks_on_ref},
+    {PROF_REC_MAP, model_stacks_on_map},       {PROF_REC_SAMPLE, model_stacks_on_sample},
+    {PROF_REC_STACK_MEM, model_stacks_on_mem},
 };
 
 const struct model_part model_stacks_part = {

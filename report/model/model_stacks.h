@@ -37,6 +37,14 @@ struct model_stack_sample {
     uint64_t count;
 };
 
+/* A STACK_MEM record: a large tensor block allocated (with its stack) or freed. */
+struct model_stack_mem {
+    uint64_t ticks, ptr;
+    int64_t bytes;
+    uint32_t stack_id, py_node, tid;
+    int8_t device_type, device_index;
+};
+
 struct model_stacks {
     struct model_stack *stacks;
     size_t nstacks, cap_stacks;
@@ -51,6 +59,8 @@ struct model_stacks {
     struct u64map sample_index; /* hash of (stack, py node, tid) -> index + 1 */
     uint64_t sample_count;
     uint64_t unmatched_refs; /* STACK_REF records whose call was not found */
+    struct model_stack_mem *mems;
+    size_t nmems, cap_mems;
     /* The last API call of each thread, to tie a STACK_REF to it: tid -> index + 1. */
     struct u64map last_call_index;
     struct {

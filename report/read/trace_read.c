@@ -66,6 +66,7 @@ static const uint16_t trace_min_sizes[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_STACK_REF] = sizeof(struct prof_rec_stack_ref),
     [PROF_REC_MAP] = sizeof(struct prof_rec_map),
     [PROF_REC_SAMPLE] = sizeof(struct prof_rec_sample),
+    [PROF_REC_STACK_MEM] = sizeof(struct prof_rec_stack_mem),
 };
 
 static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
@@ -105,6 +106,7 @@ static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_STACK_REF] = "STACK_REF",
     [PROF_REC_MAP] = "MAP",
     [PROF_REC_SAMPLE] = "SAMPLE",
+    [PROF_REC_STACK_MEM] = "STACK_MEM",
 };
 
 uint16_t trace_record_min_size(uint16_t type)

@@ -420,6 +420,15 @@ static void dump_record(FILE *out, const struct trace_record *rec, struct u64map
                 s->stack_id, s->ticks, s->py_node, s->periods);
         break;
     }
+    case PROF_REC_STACK_MEM: {
+        const struct prof_rec_stack_mem *m = rec->data;
+        fprintf(out,
+                " stack=%" PRIu32 " bytes=%" PRId64 " ptr=0x%" PRIx64 " ticks=%" PRIu64
+                " py_node=%" PRIu32 " device=%d:%d",
+                m->stack_id, m->bytes, m->ptr, m->ticks, m->py_node, m->device_type,
+                m->device_index);
+        break;
+    }
     case PROF_REC_MAP: {
         const struct prof_rec_map *m = rec->data;
         fprintf(out, " bias=0x%" PRIx64 " start=0x%" PRIx64 " end=0x%" PRIx64 " build_id=", m->bias,

@@ -234,6 +234,71 @@ static uint16_t stacks_api_id(const struct model_process *p, const char *name, i
     return 0;
 }
 
+static int stacks_mem_cmp(const void *a, const void *b)
+{
+    const struct model_stack_mem *x = *(const struct model_stack_mem *const *)a;
+    const struct model_stack_mem *y = *(const struct model_stack_mem *const *)b;
+    if (x->ticks != y->ticks)
+        return x->ticks < y->ticks ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/* --stacks memory: the large blocks of one device live at its peak, by call path. count:
+ * blocks, ns: bytes. */
+static void stacks_collect_peak(struct stacks_paths *ps, const struct model_process *p,
+                                struct symbols *sym, const struct model_torch_memory *m)
+{
+    const struct model_stacks *st = p->stacks;
+    if (!m->any || !st->nmems)
+        return;
+    const struct model_stack_mem **ev = malloc(st->nmems * sizeof *ev);
+    if (!ev)
+        report_oom();
+    size_t n = 0;
+    for (size_t i = 0; i < st->nmems; i++)
+        if (st->mems[i].device_type == m->dev_type &&
+            (m->dev_type == MODEL_TORCH_DEVICE_CPU || st->mems[i].device_index == m->dev_index))
+            ev[n++] = &st->mems[i];
+    qsort(ev, n, sizeof *ev, stacks_mem_cmp);
+    /* Replay up to the peak: ptr -> the allocation live at that address. */
+    struct u64map live;
+    u64map_init(&live);
+    uint64_t start = model_start_monotonic_ns(p);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t at = model_ticks_to_monotonic_ns(p, ev[i]->ticks);
+        if ((at > start ? at - start : 0) > m->peak_ns)
+            break;
+        uint64_t *slot = u64map_slot(&live, ev[i]->ptr);
+        if (!slot)
+            report_oom();
+        *slot = ev[i]->bytes > 0 ? i + 1 : 0;
+    }
+    char device[32];
+    model_torch_device_name(m->dev_type, m->dev_index, device, sizeof device);
+    uint64_t k, v;
+    for (size_t i = 0; u64map_next(&live, &i, &k, &v);) {
+        if (!v)
+            continue;
+        const struct model_stack_mem *e = ev[v - 1];
+        char *key, *folded;
+        stacks_render(p, sym, model_stack_get(p, e->stack_id), 0, e->py_node, &key, &folded);
+        char label[64];
+        snprintf(label, sizeof label, "[%s memory peak]", device);
+        struct stacks_text tk = {0}, tf = {0};
+        stacks_text_add(&tk, key);
+        stacks_text_add(&tk, *key ? "\n" : "");
+        stacks_text_add(&tk, label);
+        stacks_text_add(&tf, label);
+        stacks_text_add(&tf, *folded ? ";" : "");
+        stacks_text_add(&tf, folded);
+        free(key);
+        free(folded);
+        stacks_paths_add(ps, tk.s, tf.s, 1, (uint64_t)e->bytes);
+    }
+    u64map_free(&live);
+    free(ev);
+}
+
 static void stacks_collect(struct stacks_paths *ps, struct model_process *const *procs, size_t n,
                            const struct stacks_view_options *o, int *any_stacks, FILE *err)
 {
@@ -243,12 +308,17 @@ static void stacks_collect(struct stacks_paths *ps, struct model_process *const 
         if (!st)
             continue;
         *any_stacks = 1;
+        int memory = o->api_name && !strcmp(o->api_name, "memory");
         int found = 0;
-        uint16_t api = o->api_name ? stacks_api_id(p, o->api_name, &found) : 0;
-        if (o->api_name && !found)
+        uint16_t api = o->api_name && !memory ? stacks_api_id(p, o->api_name, &found) : 0;
+        if (o->api_name && !memory && !found)
             continue;
         struct symbols *sym = symbols_open(p, o->debug_dirs);
-        if (o->api_name) {
+        if (memory) {
+            stacks_collect_peak(ps, p, sym, &p->torch.memory);
+            for (size_t d = 0; d < p->torch.ndevices; d++)
+                stacks_collect_peak(ps, p, sym, &p->torch.devices[d]);
+        } else if (o->api_name) {
             for (size_t u = 0; u < st->nuses; u++) {
                 if (st->uses[u].api != api)
                     continue;
@@ -277,7 +347,15 @@ static void stacks_print(FILE *out, const struct stacks_paths *ps,
                          const struct stacks_view_options *o)
 {
     size_t limit = o->limit ? o->limit : 10;
-    if (o->api_name) {
+    int memory = o->api_name && !strcmp(o->api_name, "memory");
+    if (memory) {
+        char total[32];
+        format_bytes(ps->total_ns, total, sizeof total);
+        fprintf(out,
+                "Tensor blocks live at each memory peak, by call path (blocks of at least "
+                "PROF_STACK_MIN_BYTES): %" PRIu64 " blocks, %s, %zu distinct call paths\n",
+                ps->total_count, total, ps->n);
+    } else if (o->api_name) {
         char total[32];
         format_ns((double)ps->total_ns, total, sizeof total);
         fprintf(out, "Call stacks of %s: %" PRIu64 " calls, %s, %zu distinct call paths\n",
@@ -301,7 +379,12 @@ static void stacks_print(FILE *out, const struct stacks_paths *ps,
     for (size_t i = 0; i < ps->n && i < limit; i++) {
         const struct stacks_path *r = &ps->rows[i];
         double share = ps->total_count ? 100.0 * (double)r->count / (double)ps->total_count : 0;
-        if (o->api_name) {
+        if (memory) {
+            char b[32];
+            format_bytes(r->ns, b, sizeof b);
+            fprintf(out, "\n#%zu  %s (%.1f%%), %" PRIu64 " blocks\n", i + 1, b,
+                    ps->total_ns ? 100.0 * (double)r->ns / (double)ps->total_ns : 0, r->count);
+        } else if (o->api_name) {
             char t[32];
             format_ns((double)r->ns, t, sizeof t);
             fprintf(out, "\n#%zu  %" PRIu64 " calls (%.1f%%), %s\n", i + 1, r->count, share, t);
@@ -367,7 +450,10 @@ static int stacks_write_folded(const struct stacks_paths *ps, const char *path, 
         return -1;
     }
     for (size_t i = 0; i < ps->n; i++) {
-        uint64_t weight = by_time ? (ps->rows[i].ns + 500) / 1000 : ps->rows[i].count;
+        /* by_time: 1 us of the calls; 2: bytes (--stacks memory); else samples */
+        uint64_t weight = by_time == 2 ? ps->rows[i].ns
+                          : by_time    ? (ps->rows[i].ns + 500) / 1000
+                                       : ps->rows[i].count;
         if (weight)
             fprintf(f, "%s %" PRIu64 "\n", ps->rows[i].folded, weight);
     }
@@ -397,7 +483,9 @@ int stacks_view(FILE *out, FILE *err, struct model_process *const *procs, size_t
         qsort(ps.rows, ps.n, sizeof *ps.rows, stacks_cmp);
         char msg[512];
         if (o->folded_path &&
-            stacks_write_folded(&ps, o->folded_path, o->api_name != NULL, msg, sizeof msg) != 0) {
+            stacks_write_folded(&ps, o->folded_path,
+                                o->api_name ? (strcmp(o->api_name, "memory") ? 1 : 2) : 0, msg,
+                                sizeof msg) != 0) {
             fprintf(err, "profreport: %s\n", msg);
             rc = 1;
         }

@@ -266,3 +266,38 @@ def test_samples_by_training_action_and_json(tmp_path):
     assert actions.get("backward", 0) > 0.2 * rep["total_count"], actions
     text = report(out, "--samples").stdout
     assert "By training action" in text and re.search(r"forward\s+\d+ samples", text)
+
+
+def test_memory_peak_by_call_path(tmp_path):
+    """--stacks memory: the large tensor blocks live at the CPU memory peak, grouped by the
+    call path (native and Python frames) that allocated them: keep_big's 4 x 16 MiB and
+    keep_small's 8 x 1 MiB; the 32 MiB scratch block freed before the peak is not there."""
+    if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
+                      capture_output=True).returncode != 0:
+        pytest.skip("no torch for /usr/bin/python3")
+    out = tmp_path / "out"
+    proc = profile(["/usr/bin/python3", os.path.join(ROOT, "test", "workloads",
+                                                      "torch_mem_paths.py")],
+                   out, env={"PROF_STACKS": "1"}, timeout=300)
+    assert proc.stdout == "torch_mem_paths done 12\n"
+    text = report(out, "--stacks", "memory").stdout
+    assert "12 blocks, 72.00 MiB, 2 distinct call paths" in text, text[:400]
+    by_func = {}
+    blocks = []
+    for block in re.split(r"\n(?=#\d+ )", text):
+        m = re.match(r"#\d+\s+[\d.]+ \w+ \([\d.]+%\), (\d+) blocks", block)
+        if m:
+            blocks.append((int(m.group(1)), [l.strip() for l in block.splitlines()[1:]
+                                             if l.startswith("    ")]))
+    assert len(blocks) == 2, text[:600]
+    for count, frames in blocks:
+        py = [f.split("  ")[0] for f in frames if f.endswith("[python]")]
+        assert frames[-1] == "[CPU memory peak]"
+        by_func[py[1]] = count  # py[0] is torch.empty itself
+    assert by_func == {"keep_big": 4, "keep_small": 8}, by_func
+    assert "64.00 MiB (88.9%), 4 blocks" in text
+    folded = tmp_path / "mem.folded"
+    report(out, "--stacks", "memory", "--stacks-folded", str(folded))
+    weights = {next(f for f in s if f.startswith("keep_")).split("  ")[0]: w
+               for s, w in folded_weights(folded)}
+    assert weights == {"keep_big": 64 << 20, "keep_small": 8 << 20}, weights
