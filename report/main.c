@@ -10,6 +10,7 @@
 
 #include "dump.h"
 #include "export.h"
+#include "findings.h"
 #include "format.h"
 #include "export_timeline.h"
 #include "jobs.h"
@@ -565,6 +566,10 @@ int main(int argc, char **argv)
         jobs_print(stdout, &job);
         main_print_selected(&s, limit, split, python, kernels, gpu, actions, ops);
     } else {
+        struct findings found;
+        findings_build(&found, &s);
+        findings_print(stdout, &found);
+        findings_free(&found);
         jobs_print(stdout, &job);
         tables_print(stdout, &s, limit);
     }
