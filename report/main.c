@@ -12,6 +12,7 @@
 #include "export.h"
 #include "findings.h"
 #include "format.h"
+#include "html.h"
 #include "export_timeline.h"
 #include "jobs.h"
 #include "model.h"
@@ -76,6 +77,10 @@ static void main_usage(FILE *out)
           "                    processes, threads, GPU streams, launch-to-kernel flows\n"
           "      --chrome-trace FILE  write torch.profiler's Chrome/Kineto JSON (TensorBoard,\n"
           "                    HTA); several ranks: FILE.rank<N>.json each (pid<P> unranked)\n"
+          "      --html FILE   write the report as one self-contained HTML page: findings,\n"
+          "                    timeline overview, memory curve, sortable tables, flame graph\n"
+          "      --flamegraph FILE  write the Python call stacks (with --samples or --stacks:\n"
+          "                    those call paths) as a flame graph SVG (click to zoom, Ctrl-F)\n"
           "      --run ID      report the run whose META run_id is ID\n"
           "      --run ID      also a job id (META job_id): every process of that job\n"
           "      --all-runs    merge every run found in the inputs (default: the latest)\n"
@@ -280,6 +285,7 @@ int main(int argc, char **argv)
     const char *pstats_path = NULL, *folded_path = NULL;
     const char *timeline_path = NULL;                      /* --memory-timeline */
     const char *perfetto_path = NULL, *chrome_path = NULL; /* --perfetto, --chrome-trace */
+    const char *html_path = NULL, *flame_path = NULL;      /* --html, --flamegraph */
     struct stacks_view_options stacks = {0};
     int stacks_asked = 0; /* --stacks or --samples */
 
@@ -313,7 +319,9 @@ int main(int argc, char **argv)
         OPT_DEBUG_DIR,
         OPT_PERFETTO,
         OPT_CHROME_TRACE,
-        OPT_ALL_ROLES
+        OPT_ALL_ROLES,
+        OPT_HTML,
+        OPT_FLAMEGRAPH
     };
     static const struct option options[] = {
         {"format", required_argument, NULL, 'f'},
@@ -339,6 +347,8 @@ int main(int argc, char **argv)
         {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
         {"perfetto", required_argument, NULL, OPT_PERFETTO},
         {"chrome-trace", required_argument, NULL, OPT_CHROME_TRACE},
+        {"html", required_argument, NULL, OPT_HTML},
+        {"flamegraph", required_argument, NULL, OPT_FLAMEGRAPH},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -430,12 +440,16 @@ int main(int argc, char **argv)
         case OPT_FOLDED:
         case OPT_PERFETTO:
         case OPT_CHROME_TRACE:
+        case OPT_HTML:
+        case OPT_FLAMEGRAPH:
             if (!*optarg)
                 return main_bad_usage("%s wants a file name", argv[optind - 1]);
-            *(c == OPT_PSTATS     ? &pstats_path
-              : c == OPT_FOLDED   ? &folded_path
-              : c == OPT_PERFETTO ? &perfetto_path
-                                  : &chrome_path) = optarg;
+            *(c == OPT_PSTATS       ? &pstats_path
+              : c == OPT_FOLDED     ? &folded_path
+              : c == OPT_PERFETTO   ? &perfetto_path
+              : c == OPT_HTML       ? &html_path
+              : c == OPT_FLAMEGRAPH ? &flame_path
+                                    : &chrome_path) = optarg;
             break;
         case 'h':
             main_usage(stdout);
@@ -486,11 +500,12 @@ int main(int argc, char **argv)
         return main_bad_usage("--stacks-folded goes with --stacks NAME or --samples%s", "");
 
     /* Writing a file alone prints no report, unless one was asked for too. */
-    int print = !(pstats_path || folded_path || timeline_path || perfetto_path || chrome_path) ||
+    int print = !(pstats_path || folded_path || timeline_path || perfetto_path || chrome_path ||
+                  html_path || flame_path) ||
                 python || format_given || kernels || gpu || actions || ops;
     struct main_inputs in = {.defs_only = (perfetto_path || chrome_path) && !print &&
                                           !pstats_path && !folded_path && !timeline_path &&
-                                          !stacks_asked};
+                                          !stacks_asked && !html_path && !flame_path};
     for (int i = optind; i < argc; i++)
         main_load_path(&in, argv[i]);
     if (in.n == 0) {
@@ -527,7 +542,10 @@ int main(int argc, char **argv)
         stacks.json = format == MAIN_FORMAT_JSON;
         if (format == MAIN_FORMAT_CSV)
             return main_bad_usage("--stacks and --samples print text or json%s", "");
-        int rc = stacks_view(stdout, stderr, in.procs, in.n, &stacks);
+        int rc =
+            flame_path ? html_write_stacks_flame(flame_path, in.procs, in.n, &stacks, stderr) : 0;
+        if (!flame_path || stacks.folded_path || format_given)
+            rc |= stacks_view(stdout, stderr, in.procs, in.n, &stacks);
         for (size_t i = 0; i < in.n; i++)
             model_process_free(in.procs[i]);
         free(in.procs);
@@ -547,6 +565,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < s.nwarnings; i++)
         main_print_warning(s.warnings[i]);
     if (main_write_python_files(&s, pstats_path, folded_path) != 0)
+        failed = 1;
+    if (html_write_files(html_path, flame_path, &s, stderr) != 0)
         failed = 1;
     if (timeline_path) {
         char err[512];

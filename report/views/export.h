@@ -16,6 +16,9 @@ int export_csv_write(FILE *out, const struct summary *s, size_t limit);
 int export_pstats_write(const char *path, const struct pystats *py, char *err, size_t errlen);
 /* Folded stacks, "process pid P;thread T;frame;... <self microseconds>" per line. */
 int export_folded_write(const char *path, const struct summary *s, char *err, size_t errlen);
+/* The same lines onto f; with_api: each node's CUDA API time as a "[CUDA API calls]" frame
+ * beneath it (taken out of its self time). */
+void export_folded_stream(FILE *f, const struct summary *s, int with_api);
 
 /* --memory-timeline: CSV "pid,time_ns,live_bytes", one row per change of the live PyTorch
  * CPU tensor bytes of each process (ns since its start); the header alone without any. */

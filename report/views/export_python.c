@@ -242,7 +242,7 @@ static void folded_frame(const struct model_process *p, uint32_t func_id, char *
 
 /* One line per node with self time: the thread's path prefix, the frames, microseconds. */
 static void folded_thread(FILE *f, const struct model_process *p, uint32_t tid,
-                          const char *process_frame, const char *thread_frame)
+                          const char *process_frame, const char *thread_frame, int with_api)
 {
     struct pystats_forest forest;
     pystats_forest_build(&forest, p, tid);
@@ -272,10 +272,18 @@ static void folded_thread(FILE *f, const struct model_process *p, uint32_t tid,
         size_t before = len;
         folded_frame(p, node->func, frame, sizeof frame);
         folded_append(&path, &len, &cap, frame);
-        uint64_t us = (node->self_ns + 500) / 1000;
+        /* with_api: the CUDA API time made with this node innermost (part of its self
+         * time) as a frame of its own beneath it. */
+        uint64_t api_ns =
+            with_api ? (node->api_ns < node->self_ns ? node->api_ns : node->self_ns) : 0;
+        uint64_t us = (node->self_ns - api_ns + 500) / 1000, api_us = (api_ns + 500) / 1000;
         if (us) { /* names are untrusted: no control characters in the file */
             format_fputs_escaped(f, path);
             fprintf(f, " %" PRIu64 "\n", us);
+        }
+        if (api_us) {
+            format_fputs_escaped(f, path);
+            fprintf(f, ";[CUDA API calls] %" PRIu64 "\n", api_us);
         }
         size_t nchild = 0;
         for (size_t c = forest.first_child[i]; c != SIZE_MAX; c = forest.next_sibling[c])
@@ -321,6 +329,12 @@ int export_folded_write(const char *path, const struct summary *s, char *err, si
     struct export_file x;
     if (export_file_open(&x, path, err, errlen) != 0)
         return -1;
+    export_folded_stream(x.f, s, 0);
+    return export_file_close(&x, path, 1, err, errlen);
+}
+
+void export_folded_stream(FILE *f, const struct summary *s, int with_api)
+{
     char process_frame[512], thread_frame[512];
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
@@ -332,11 +346,10 @@ int export_folded_write(const char *path, const struct summary *s, char *err, si
                      (long long)p->pid);
             snprintf(thread_frame, sizeof thread_frame, "%s %u", name && *name ? name : "thread",
                      threads[k].tid);
-            folded_thread(x.f, p, threads[k].tid, process_frame, thread_frame);
+            folded_thread(f, p, threads[k].tid, process_frame, thread_frame, with_api);
         }
         free(threads);
     }
-    return export_file_close(&x, path, 1, err, errlen);
 }
 
 int export_memory_timeline_write(const char *path, const struct summary *s, char *err,
