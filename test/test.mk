@@ -62,6 +62,9 @@ $(BENCH_DIR)/bench_symbols: $(BUILD)/test/bench/bench_symbols.o $(BUILD)/libprof
 $(BENCH_DIR)/bench_timeline: $(BUILD)/test/bench/bench_timeline.o
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_SAN)
+$(BENCH_DIR)/bench_html: $(BUILD)/test/bench/bench_html.o
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS_SAN)
 $(BENCH_DIR)/bench_call_cost: test/bench/bench_call_cost.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PROCESS_FIXTURE_CFLAGS) -o $@ $< -L$(CUDA_HOME)/lib64 -lcudart \
@@ -80,10 +83,12 @@ $(BENCH_DIR)/bench_launch: test/bench/bench_launch.cu
 ifeq ($(HAVE_CUDA),1)
 TEST_FIXTURES := cuda-fixtures libs-fixtures stacks-fixtures $(PROCESS_FIXTURES) $(PYTHON_FIXTURES)
 BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_timeline $(BENCH_DIR)/bench_call_cost \
+	$(BENCH_DIR)/bench_html \
 	$(BENCH_DIR)/bench_launch $(BENCH_DIR)/bench_stacks $(BENCH_DIR)/bench_symbols
 else
 TEST_FIXTURES := stacks-fixtures $(PYTHON_FIXTURES)
-BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_timeline $(BENCH_DIR)/bench_symbols
+BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_timeline $(BENCH_DIR)/bench_symbols \
+	$(BENCH_DIR)/bench_html
 endif
 
 unit: $(UNIT_RUN)

@@ -69,6 +69,89 @@ static const char *findings_proc_label(const struct model_process *p, char *buf,
     return buf;
 }
 
+struct findings_span {
+    uint64_t lo, hi;
+};
+
+static int findings_cmp_span(const void *a, const void *b)
+{
+    const struct findings_span *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* What the CPU did while the device was idle: the device's idle gaps within the wall time
+ * (the complement of its operations' union), and the CUDA calls CUPTI saw overlapping
+ * them, by the Python node they were made under. */
+struct findings_gaps {
+    size_t ngaps;
+    uint64_t longest_ns, api_ns, api_calls;
+    uint32_t top_node; /* the Python node with the most call time in the gaps; 0: none */
+    uint64_t top_ns;
+};
+
+static void findings_idle_gaps(const struct model_process *p, uint32_t device,
+                               struct findings_gaps *g)
+{
+    memset(g, 0, sizeof *g);
+    struct findings_span *ops = malloc((p->gpu.nops + 1) * sizeof *ops);
+    struct findings_span *gaps = malloc((p->gpu.nops + 1) * sizeof *gaps);
+    if (!ops || !gaps) {
+        free(ops);
+        free(gaps);
+        return;
+    }
+    size_t n = 0, ng = 0;
+    for (size_t i = 0; i < p->gpu.nops; i++)
+        if (p->gpu.ops[i].device == device)
+            ops[n++] = (struct findings_span){p->gpu.ops[i].start_ns, p->gpu.ops[i].end_ns};
+    qsort(ops, n, sizeof *ops, findings_cmp_span);
+    uint64_t at = p->wall_start_ns;
+    for (size_t i = 0; i <= n; i++) {
+        uint64_t lo = i < n ? ops[i].lo : p->wall_end_ns;
+        if (lo > at) {
+            gaps[ng++] = (struct findings_span){at, lo};
+            if (lo - at > g->longest_ns)
+                g->longest_ns = lo - at;
+        }
+        if (i < n && ops[i].hi > at)
+            at = ops[i].hi;
+    }
+    g->ngaps = ng;
+    struct u64map by_node;
+    u64map_init(&by_node);
+    for (size_t c = 0; c < p->gpu.ncalls && ng; c++) {
+        const struct model_gpu_call *call = &p->gpu.calls[c];
+        uint64_t lo = model_ticks_to_monotonic_ns(p, call->start);
+        uint64_t hi = model_ticks_to_monotonic_ns(p, call->end);
+        size_t a = 0, b = ng; /* the first gap ending after lo */
+        while (a < b) {
+            size_t m = a + (b - a) / 2;
+            if (gaps[m].hi <= lo)
+                a = m + 1;
+            else
+                b = m;
+        }
+        uint64_t in = 0;
+        for (size_t k = a; k < ng && gaps[k].lo < hi; k++) {
+            uint64_t x = lo > gaps[k].lo ? lo : gaps[k].lo, y = hi < gaps[k].hi ? hi : gaps[k].hi;
+            if (y > x)
+                in += y - x;
+        }
+        if (!in)
+            continue;
+        g->api_ns += in;
+        g->api_calls++;
+        uint64_t *slot = call->py_node ? u64map_slot(&by_node, call->py_node) : NULL;
+        if (slot && (*slot += in) > g->top_ns) {
+            g->top_ns = *slot;
+            g->top_node = call->py_node;
+        }
+    }
+    u64map_free(&by_node);
+    free(ops);
+    free(gaps);
+}
+
 /* GPU idle: per process and device, the device's busy time (the union of its kernels,
  * copies and sets) against the process's wall time. */
 static void findings_gpu_idle(struct findings *f, const struct summary *s)
@@ -84,22 +167,27 @@ static void findings_gpu_idle(struct findings *f, const struct summary *s)
             double idle = 1.0 - (double)d->busy_ns / (double)p->wall_ns;
             if (idle < T(GPU_IDLE_SHARE))
                 continue;
-            /* The CPU's own calls while the GPU waited: the CUDA API time of the process. */
-            uint64_t api_ns = 0;
-            for (size_t a = 0; a < p->napis; a++)
-                if (p->apis[a])
-                    api_ns += p->apis[a]->total_ns;
-            char who[96], busy[32], wall[32], api[32];
+            struct findings_gaps g;
+            findings_idle_gaps(p, d->device, &g);
+            char who[96], busy[32], wall[32], api[32], longest[32];
             format_ns((double)d->busy_ns, busy, sizeof busy);
             format_ns((double)p->wall_ns, wall, sizeof wall);
-            format_ns((double)api_ns, api, sizeof api);
+            format_ns((double)g.api_ns, api, sizeof api);
+            format_ns((double)g.longest_ns, longest, sizeof longest);
             struct finding *x = findings_add(f, "gpu_idle", idle);
             findings_set(x->title, sizeof x->title, "GPU %u idle %.1f %% of the time (%s)",
                          d->device, 100.0 * idle, findings_proc_label(p, who, sizeof who));
             findings_set(x->evidence, sizeof x->evidence,
-                         "device %u busy %s of %s wall time; the CPU spent %s in CUDA API "
-                         "calls and the rest in its own work (see the Python and ops tables)",
-                         d->device, busy, wall, api);
+                         "device %u busy %s of %s wall time, idle in %zu gaps (the longest %s); "
+                         "during them the CPU spent %s in %" PRIu64 " CUDA calls and the rest "
+                         "in its own work (the Python and ops tables)",
+                         d->device, busy, wall, g.ngaps, longest, api, g.api_calls);
+            char place[256], ns[32];
+            findings_py_place(p, g.top_node, place, sizeof place);
+            format_ns((double)g.top_ns, ns, sizeof ns);
+            if (place[0])
+                findings_set(x->where, sizeof x->where, "%s: %s of CUDA calls in the gaps", place,
+                             ns);
         }
     }
 }

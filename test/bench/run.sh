@@ -9,6 +9,10 @@ echo "== timeline exports: Perfetto bytes per event, export rate, profreport pea
 tl=$(mktemp -d)
 "$B/test/bench/bench_timeline" "$B/bin/profreport" "$tl"
 rm -rf "$tl"
+echo "== HTML report: page size, generation time and Chromium opening time at 1 M and 10 M events"
+ht=$(mktemp -d)
+"$B/test/bench/bench_html" "$B/bin/profreport" "$ht"
+rm -rf "$ht"
 if [ -x "$B/test/bench/bench_call_cost" ] && [ -f "$B/test/doubles/libcudart.so.13" ]; then
     echo "== added cost per intercepted call (device double's cudaGetDevice)"
     out=$(mktemp -d)

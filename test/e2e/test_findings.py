@@ -42,7 +42,12 @@ def test_bad_run_fires_every_finding_once_with_its_numbers():
                             "cpu_ops", "memory_peak", "straggler", "overhead"])
     idle = by_kind(found, "gpu_idle")
     assert [round(f["value"], 5) for f in idle] == [0.99202, 0.99402]
-    assert "busy 7.98 ms of 1.000 s" in idle[0]["evidence"]
+    assert idle[0]["evidence"].startswith(
+        "device 0 busy 7.98 ms of 1.000 s wall time, idle in 1992 gaps (the longest 200.40 ms); "
+        "during them the CPU spent 200.00 ms in 100 CUDA calls")
+    assert idle[0]["where"] == "Model.sync_loss (/w/train.py:42): 200.00 ms of CUDA calls in the gaps"
+    assert "during them the CPU spent 0 ns in 0 CUDA calls" in idle[1]["evidence"]
+    assert idle[1]["where"] == ""
     assert "rank 0 (pid 8000)" in idle[0]["title"] and "rank 1 (pid 8001)" in idle[1]["title"]
 
     (sync,) = by_kind(found, "sync")
@@ -110,3 +115,10 @@ def test_traces_without_the_evidence_say_nothing():
     found = json.loads(r.stdout)["findings"]
     assert [f["kind"] for f in found] == ["gpu_idle"]
     assert found[0]["value"] == pytest.approx(1 - 11300 / 100000)
+    # gaps 1000-3000, 4000-12000, 14000-15000, 16000-24000, 30500-41000, 41200-52000,
+    # 52500-60000, 60100-101000; CUDA calls inside them: the first cudaMemcpy (1000 ns), two
+    # launches and three driver launches (100 each), cudaMemset (100), the last copy (1000)
+    assert found[0]["evidence"].startswith(
+        "device 0 busy 11.30 us of 100.00 us wall time, idle in 8 gaps (the longest 40.90 us); "
+        "during them the CPU spent 2.60 us in 8 CUDA calls")
+    assert found[0]["where"] == "Trainer.train_step (/w/train.py:30): 1.20 us of CUDA calls in the gaps"
