@@ -496,6 +496,10 @@ int main(int argc, char **argv)
     }
     if (optind >= argc)
         return main_bad_usage("no trace file or directory given%s", "");
+    if (html_path && stacks_asked)
+        return main_bad_usage("--html reports the tables; --samples and --stacks take "
+                              "--flamegraph%s",
+                              "");
     if (stacks.folded_path && !stacks_asked)
         return main_bad_usage("--stacks-folded goes with --stacks NAME or --samples%s", "");
 

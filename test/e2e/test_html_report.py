@@ -218,3 +218,20 @@ def test_html_without_events_of_a_kind_leaves_their_sections_out(tmp_path):
     assert 'id="t-python"' in text and '<svg id="flamegraph"' in text
     assert 'id="t-kernels"' not in text and 'id="memory"' not in text
     assert "Nothing crossed a threshold" in text
+
+
+def test_names_from_the_trace_are_escaped_in_the_page_and_the_svg(tmp_path):
+    page, svg = tmp_path / "esc.html", tmp_path / "esc.svg"
+    report(os.path.join(TRACES, "escape", "esc.trace"), "--html", str(page), "--flamegraph",
+           str(svg))
+    for f in (page, svg):
+        data = f.read_bytes()
+        assert not [c for c in set(data) if c < 32 and c not in (9, 10, 13)], f
+        assert b"\\x1b" in data  # ESC written as text
+    ET.parse(svg)
+
+
+def test_html_with_samples_is_refused():
+    r = report(os.path.join(TRACES, "py", "main.trace"), "--samples", "--html", "x.html",
+               check=False)
+    assert r.returncode == 2 and "--html reports the tables" in r.stderr
