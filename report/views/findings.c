@@ -197,27 +197,53 @@ static int findings_is_sync_name(const char *name)
     return name && (strstr(name, "Synchronize") != NULL);
 }
 
-/* Host-device syncs: synchronizing calls (category SYNC, or CUPTI's *Synchronize*), the
- * Python line that made the most of their time, and .item()/.cpu() calls. */
+/* A copy that returns only once done: cudaMemcpy*, cuMemcpy* without Async. */
+static int findings_is_blocking_copy(const char *name)
+{
+    return name && (!strncmp(name, "cudaMemcpy", 10) || !strncmp(name, "cuMemcpy", 8)) &&
+           !strstr(name, "Async");
+}
+
+/* A tensor method of torch's C type as cProfile names it, "<method 'item' of
+ * 'torch._C.TensorBase' objects>" (or a bare name). */
+static int findings_is_method(const char *name, const char *method)
+{
+    char want[64];
+    snprintf(want, sizeof want, "<method '%s' of '", method);
+    return name && (!strcmp(name, method) || !strncmp(name, want, strlen(want)));
+}
+
+/* Host-device syncs: synchronizing calls (category SYNC, or CUPTI's *Synchronize*) and
+ * blocking copies, the Python line that made the most of their time, and .item()/.cpu()
+ * calls. */
 static void findings_sync(struct findings *f, const struct summary *s)
 {
-    uint64_t wall = 0, sync_ns = 0, sync_calls = 0;
+    uint64_t wall = 0, sync_ns = 0, sync_calls = 0, copy_ns = 0, copy_calls = 0;
     for (size_t i = 0; i < s->nprocs; i++)
         wall += s->procs[i]->wall_ns;
     for (size_t i = 0; i < s->napi; i++)
         if (s->api[i].category == PROF_CAT_SYNC) {
             sync_ns += s->api[i].total_ns;
             sync_calls += s->api[i].calls;
+        } else if (s->api[i].category == PROF_CAT_COPY &&
+                   findings_is_blocking_copy(s->api[i].name)) {
+            copy_ns += s->api[i].total_ns;
+            copy_calls += s->api[i].calls;
         }
-    if (!sync_calls) /* no wrapper saw them: CUPTI's calls */
-        for (size_t i = 0; i < s->gpu.ncupti; i++)
-            if (findings_is_sync_name(s->gpu.cupti[i].name)) {
-                sync_ns += s->gpu.cupti[i].total_ns;
-                sync_calls += s->gpu.cupti[i].calls;
+    if (!sync_calls && !copy_calls) /* no wrapper saw them: CUPTI's calls */
+        for (size_t i = 0; i < s->gpu.ncupti; i++) {
+            const struct summary_cupti_row *r = &s->gpu.cupti[i];
+            if (findings_is_sync_name(r->name)) {
+                sync_ns += r->total_ns;
+                sync_calls += r->calls;
+            } else if (findings_is_blocking_copy(r->name)) {
+                copy_ns += r->total_ns;
+                copy_calls += r->calls;
             }
-    if (!sync_calls || !wall)
+        }
+    if ((!sync_calls && !copy_calls) || !wall)
         return;
-    double share = (double)sync_ns / (double)wall;
+    double share = (double)(sync_ns + copy_ns) / (double)wall;
     if (share < T(SYNC_SHARE))
         return;
     /* The Python node under which CUPTI saw the most synchronizing time. */
@@ -234,7 +260,9 @@ static void findings_sync(struct findings *f, const struct summary *s)
                 continue;
             const uint64_t *a =
                 u64map_find(&p->gpu.api_index, (uint64_t)call->domain << 16 | call->cbid);
-            if (!a || !*a || !findings_is_sync_name(p->gpu.apis[*a - 1].name))
+            if (!a || !*a ||
+                (!findings_is_sync_name(p->gpu.apis[*a - 1].name) &&
+                 !findings_is_blocking_copy(p->gpu.apis[*a - 1].name)))
                 continue;
             uint64_t *slot = u64map_slot(&by_node, call->py_node);
             if (!slot)
@@ -248,8 +276,10 @@ static void findings_sync(struct findings *f, const struct summary *s)
         }
         u64map_free(&by_node);
     }
-    char total[32], wall_s[32];
-    format_ns((double)sync_ns, total, sizeof total);
+    char total[32], wall_s[32], syncs[32], copies[32];
+    format_ns((double)(sync_ns + copy_ns), total, sizeof total);
+    format_ns((double)sync_ns, syncs, sizeof syncs);
+    format_ns((double)copy_ns, copies, sizeof copies);
     format_ns((double)wall, wall_s, sizeof wall_s);
     struct finding *x = findings_add(f, "sync", share);
     findings_set(x->title, sizeof x->title, "host-device syncs take %.1f %% of the time",
@@ -260,9 +290,9 @@ static void findings_sync(struct findings *f, const struct summary *s)
         const struct pystats_func *fn = &s->py.funcs[i];
         if (fn->kind != PROF_PY_FUNC_C || !fn->name)
             continue;
-        if (!strcmp(fn->name, "item"))
+        if (findings_is_method(fn->name, "item"))
             item += fn->ncalls;
-        else if (!strcmp(fn->name, "cpu"))
+        else if (findings_is_method(fn->name, "cpu"))
             cpu += fn->ncalls;
     }
     if (item || cpu)
@@ -270,8 +300,8 @@ static void findings_sync(struct findings *f, const struct summary *s)
                  "; Python called .item() %" PRIu64 " and .cpu() %" PRIu64 " times", item, cpu);
     findings_set(x->evidence, sizeof x->evidence,
                  "%" PRIu64 " synchronizing calls (cudaDeviceSynchronize, stream and event "
-                 "syncs) took %s of %s wall time%s",
-                 sync_calls, total, wall_s, extra);
+                 "syncs: %s) and %" PRIu64 " blocking copies (%s) took %s of %s wall time%s",
+                 sync_calls, syncs, copy_calls, copies, total, wall_s, extra);
     if (best_p) {
         char place[256], ns[32];
         findings_py_place(best_p, best_node, place, sizeof place);
