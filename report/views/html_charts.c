@@ -144,7 +144,9 @@ void html_timeline(FILE *out, const struct summary *s)
             fputs("</td></tr>\n", out);
         }
     }
-    fputs("</table></section>\n", out);
+    fputs("</table>\n", out);
+    html_steps(out, s);
+    fputs("</section>\n", out);
 }
 
 /* One device's curve: max per bucket of time, so the peak survives the downsampling. */

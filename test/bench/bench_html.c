@@ -1,6 +1,7 @@
 /* bench_html: profreport --html on generated traces of N events: 40 % kernels and 40 %
  * their launches (256 kernel names, 4 streams), 20 % CUDA tensor allocations and frees (the
- * memory curve: N/5 points, drawn as at most 2000), a Python call tree around them. Prints
+ * memory curve: N/5 points, drawn as at most 2000), a Python call tree around them whose
+ * optimizer_step spans end a step every 2000 kernels (the per-step overview). Prints
  * the page's size (goal: <= 5 MB for a 100 M-event run; measured here at each N, with the
  * trend), profreport's time (wall and CPU) and peak RSS, and, when `chromium` is installed,
  * the time headless Chromium takes to open the page and dump its DOM, less the time it takes
@@ -44,12 +45,15 @@ static int bench_write_trace(const char *path, unsigned long long events)
     trace_build_string(&b, 1001, "step");
     trace_build_string(&b, 1002, "/w/train.py");
     trace_build_string(&b, 1003, "__main__");
+    trace_build_string(&b, 1004, "Optimizer.step");
+    trace_build_string(&b, 1005, "/usr/lib/python3/dist-packages/torch/optim/optimizer.py");
+    trace_build_string(&b, 1006, "torch.optim.optimizer");
     trace_build_gpu_api_name(&b, PROF_GPU_API_RUNTIME, 211, "cudaLaunchKernel_v7000");
     trace_build_gpu_device(&b, 0, "Bench GPU", 85899345920ull, 132, 1980000, 2619000, 9, 0);
     trace_build_thread(&b, 4242);
     trace_build_thread_name(&b, 4242, "MainThread");
     trace_build_py_func(&b, 1, 1000, 1000, 1002, 1003, 10, PROF_PY_FUNC_PYTHON);
-    trace_build_py_func(&b, 2, 1001, 1001, 1002, 1003, 20, PROF_PY_FUNC_PYTHON);
+    trace_build_py_func(&b, 2, 1001, 1004, 1005, 1006, 20, PROF_PY_FUNC_PYTHON);
     trace_build_py_node(&b, 1, 0, 1);
     trace_build_py_node(&b, 2, 1, 2);
     uint64_t t = 2000000;
@@ -78,6 +82,8 @@ static int bench_write_trace(const char *path, unsigned long long events)
         uint64_t ptr = 0x10000000ull + (k % 64) * 0x100000ull;
         int64_t bytes = (k / 64) % 2 ? -(int64_t)1048576 : 1048576;
         trace_build_torch_dev_mem(&b, 1, 0, bytes, ptr, t, 2, 1ull << 30);
+        if (k % 1000 == 999) /* a training step: 2000 kernels, ended by optimizer_step */
+            trace_build_py_span(&b, 2, t - 1000000, t);
     }
     trace_build_py_stats(&b, 1, 1, t - 2000000, 1000000, 0, 0);
     trace_build_py_stats(&b, 2, groups, t - 3000000, t - 3000000, 2 * groups, groups * 4200);

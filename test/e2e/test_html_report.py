@@ -235,3 +235,17 @@ def test_html_with_samples_is_refused():
     r = report(os.path.join(TRACES, "py", "main.trace"), "--samples", "--html", "x.html",
                check=False)
     assert r.returncode == 2 and "--html reports the tables" in r.stderr
+
+
+def test_per_step_overview(tmp_path):
+    # steps_trace (findings_traces.h): three steps ending where optimizer_step ends
+    page = tmp_path / "steps.html"
+    report(os.path.join(TRACES, "steps", "main.trace"), "--html", str(page))
+    steps = [dict((k, int(v)) for k, v in re.findall(r'data-(\w+)="(\d+)"', g))
+             for g in re.findall(r'<g class="step"([^>]*)>', page.read_text())]
+    M = 1000000
+    assert steps == [
+        {"step": k, "ns": (95 if k == 0 else 100) * M, "data": (10 + 10 * k) * M,
+         "forward": 20 * M, "backward": 20 * M, "optimizer": 10 * M, "gpu": 20 * M}
+        for k in range(3)]
+    assert 'data-steps="3"' in page.read_text()
