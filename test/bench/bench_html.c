@@ -203,8 +203,8 @@ int main(int argc, char **argv)
             unlink(trace);
     }
     if (nsizes >= 2)
-        printf("html: page size at %llu events / at %llu events = %.3f (aggregated: 1.00; "
-               "%.0f bytes more per M events)\n",
+        printf("html: page size at %llu events / at %llu events = %.3f (bounded: %.0f "
+               "bytes more per M events up to the 300-column cap of the per-step chart)\n",
                sizes[nsizes - 1], sizes[0], (double)bytes[nsizes - 1] / (double)bytes[0],
                (double)(bytes[nsizes - 1] - bytes[0]) /
                    ((double)(sizes[nsizes - 1] - sizes[0]) / 1e6));
