@@ -11,7 +11,9 @@
 #include "comm_views.h"
 #include "dump.h"
 #include "export.h"
+#include "findings.h"
 #include "format.h"
+#include "html.h"
 #include "export_timeline.h"
 #include "jobs.h"
 #include "model.h"
@@ -86,6 +88,10 @@ static void main_usage(FILE *out)
           "                    ranks: calls, bytes, time, wait, transfer, bus bandwidth\n"
           "      --stragglers  the rank that arrived last at each collective, by how much\n"
           "      --rank N      report rank N only (any table; default: every rank merged)\n"
+          "      --html FILE   write the report as one self-contained HTML page: findings,\n"
+          "                    timeline overview, memory curve, sortable tables, flame graph\n"
+          "      --flamegraph FILE  write the Python call stacks (with --samples or --stacks:\n"
+          "                    those call paths) as a flame graph SVG (click to zoom, Ctrl-F)\n"
           "      --run ID      report the run whose META run_id is ID\n"
           "      --run ID      also a job id (META job_id): every process of that job\n"
           "      --all-runs    merge every run found in the inputs (default: the latest)\n"
@@ -341,6 +347,7 @@ int main(int argc, char **argv)
     size_t folded_depth = EXPORT_FOLDED_DEPTH_DEFAULT;
     const char *timeline_path = NULL;                      /* --memory-timeline */
     const char *perfetto_path = NULL, *chrome_path = NULL; /* --perfetto, --chrome-trace */
+    const char *html_path = NULL, *flame_path = NULL;      /* --html, --flamegraph */
     struct stacks_view_options stacks = {0};
     int stacks_asked = 0;     /* --stacks or --samples */
     int comm_views = 0;       /* --ranks, --comm, --stragglers: COMM_VIEW_* */
@@ -381,7 +388,9 @@ int main(int argc, char **argv)
         OPT_RANKS,
         OPT_COMM,
         OPT_STRAGGLERS,
-        OPT_RANK
+        OPT_RANK,
+        OPT_HTML,
+        OPT_FLAMEGRAPH
     };
     static const struct option options[] = {
         {"format", required_argument, NULL, 'f'},
@@ -412,6 +421,8 @@ int main(int argc, char **argv)
         {"comm", no_argument, NULL, OPT_COMM},
         {"stragglers", no_argument, NULL, OPT_STRAGGLERS},
         {"rank", required_argument, NULL, OPT_RANK},
+        {"html", required_argument, NULL, OPT_HTML},
+        {"flamegraph", required_argument, NULL, OPT_FLAMEGRAPH},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -526,12 +537,16 @@ int main(int argc, char **argv)
         case OPT_FOLDED:
         case OPT_PERFETTO:
         case OPT_CHROME_TRACE:
+        case OPT_HTML:
+        case OPT_FLAMEGRAPH:
             if (!*optarg)
                 return main_bad_usage("%s wants a file name", argv[optind - 1]);
-            *(c == OPT_PSTATS     ? &pstats_path
-              : c == OPT_FOLDED   ? &folded_path
-              : c == OPT_PERFETTO ? &perfetto_path
-                                  : &chrome_path) = optarg;
+            *(c == OPT_PSTATS       ? &pstats_path
+              : c == OPT_FOLDED     ? &folded_path
+              : c == OPT_PERFETTO   ? &perfetto_path
+              : c == OPT_HTML       ? &html_path
+              : c == OPT_FLAMEGRAPH ? &flame_path
+                                    : &chrome_path) = optarg;
             break;
         case 'h':
             main_usage(stdout);
@@ -578,15 +593,20 @@ int main(int argc, char **argv)
     }
     if (optind >= argc)
         return main_bad_usage("no trace file or directory given%s", "");
+    if (html_path && stacks_asked)
+        return main_bad_usage("--html reports the tables; --samples and --stacks take "
+                              "--flamegraph%s",
+                              "");
     if (stacks.folded_path && !stacks_asked)
         return main_bad_usage("--stacks-folded goes with --stacks NAME or --samples%s", "");
 
     /* Writing a file alone prints no report, unless one was asked for too. */
-    int print = !(pstats_path || folded_path || timeline_path || perfetto_path || chrome_path) ||
+    int print = !(pstats_path || folded_path || timeline_path || perfetto_path || chrome_path ||
+                  html_path || flame_path) ||
                 python || format_given || kernels || gpu || actions || ops;
     struct main_inputs in = {.defs_only = (perfetto_path || chrome_path) && !print &&
                                           !pstats_path && !folded_path && !timeline_path &&
-                                          !stacks_asked};
+                                          !stacks_asked && !html_path && !flame_path};
     for (int i = optind; i < argc; i++)
         main_load_path(&in, argv[i]);
     if (in.n == 0) {
@@ -626,9 +646,13 @@ int main(int argc, char **argv)
     if (stacks_asked) {
         stacks.limit = limit;
         stacks.json = format == MAIN_FORMAT_JSON;
-        int rc = format == MAIN_FORMAT_CSV
-                     ? main_bad_usage("--stacks and --samples print text or json%s", "")
-                     : stacks_view(stdout, stderr, in.procs, in.n, &stacks);
+        int rc = 0;
+        if (format == MAIN_FORMAT_CSV)
+            rc = main_bad_usage("--stacks and --samples print text or json%s", "");
+        else if (flame_path)
+            rc = html_write_stacks_flame(flame_path, in.procs, in.n, &stacks, stderr);
+        if (rc != 2 && (!flame_path || stacks.folded_path || format_given))
+            rc |= stacks_view(stdout, stderr, in.procs, in.n, &stacks);
         for (size_t i = 0; i < in.n; i++)
             model_process_free(in.procs[i]);
         free(in.procs);
@@ -649,6 +673,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < s.nwarnings; i++)
         main_print_warning(s.warnings[i]);
     if (main_write_python_files(&s, pstats_path, folded_path, folded_depth) != 0)
+        failed = 1;
+    if (html_write_files(html_path, flame_path, &s, stderr) != 0)
         failed = 1;
     if (timeline_path) {
         char err[512];
@@ -675,6 +701,10 @@ int main(int argc, char **argv)
         jobs_print(stdout, &job);
         main_print_selected(&s, limit, split, python, kernels, gpu, actions, ops);
     } else {
+        struct findings found;
+        findings_build(&found, &s);
+        findings_print(stdout, &found);
+        findings_free(&found);
         jobs_print(stdout, &job);
         tables_print(stdout, &s, limit);
         main_print_comm_default(&s, limit);

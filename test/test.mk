@@ -68,6 +68,9 @@ $(BENCH_DIR)/bench_timeline: $(BUILD)/test/bench/bench_timeline.o
 $(BENCH_DIR)/bench_report: $(BUILD)/test/bench/bench_report.o $(BUILD)/libprofreport.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(REPORT_LDLIBS) $(LDFLAGS_SAN)
+$(BENCH_DIR)/bench_html: $(BUILD)/test/bench/bench_html.o
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS_SAN)
 $(BENCH_DIR)/bench_call_cost: test/bench/bench_call_cost.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PROCESS_FIXTURE_CFLAGS) -o $@ $< -L$(CUDA_HOME)/lib64 -lcudart \
@@ -87,11 +90,12 @@ ifeq ($(HAVE_CUDA),1)
 TEST_FIXTURES := cuda-fixtures libs-fixtures stacks-fixtures $(PROCESS_FIXTURES) $(PYTHON_FIXTURES) \
 	$(COMM_FIXTURES)
 BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_timeline $(BENCH_DIR)/bench_call_cost \
-	$(BENCH_DIR)/bench_launch $(BENCH_DIR)/bench_stacks $(BENCH_DIR)/bench_symbols $(BENCH_DIR)/bench_report
+	$(BENCH_DIR)/bench_launch $(BENCH_DIR)/bench_stacks $(BENCH_DIR)/bench_symbols $(BENCH_DIR)/bench_report \
+	$(BENCH_DIR)/bench_html
 else
 TEST_FIXTURES := stacks-fixtures $(PYTHON_FIXTURES) $(COMM_FIXTURES)
 BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_timeline $(BENCH_DIR)/bench_symbols \
-	$(BENCH_DIR)/bench_report
+	$(BENCH_DIR)/bench_report $(BENCH_DIR)/bench_html
 endif
 
 BENCH_BINS += $(COMM_BENCH_BINS)

@@ -27,6 +27,9 @@ void export_pstats_fwrite(FILE *f, const struct pystats *py);
 int export_folded_write(const char *path, const struct summary *s, size_t max_depth, char *err,
                         size_t errlen);
 void export_folded_fwrite(FILE *f, const struct summary *s, size_t max_depth);
+/* The same lines with the default depth cap; with_api: each node's CUDA API time as a
+ * "[CUDA API calls]" frame beneath it (taken out of its self time). */
+void export_folded_stream(FILE *f, const struct summary *s, int with_api);
 
 /* --memory-timeline: CSV "pid,time_ns,live_bytes", one row per change of the live PyTorch
  * CPU tensor bytes of each process (ns since its start); the header alone without any. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "findings.h"
 #include "format.h"
 #include "jobs.h"
 
@@ -366,6 +367,23 @@ static void export_json_gpu(json_t *root, const struct summary *s, size_t limit)
     json_object_set_new(root, "gpu_unattributed_kernels", export_json_u64(g->unattributed));
 }
 
+/* The findings (findings.h), first in the report as in the text. */
+static json_t *export_json_findings(const struct summary *s)
+{
+    struct findings f;
+    findings_build(&f, s);
+    json_t *a = json_array();
+    for (size_t i = 0; i < f.n; i++) {
+        const struct finding *x = &f.items[i];
+        json_array_append_new(a, json_pack("{s:s,s:o,s:o,s:o,s:f}", "kind", x->kind, "title",
+                                           export_json_str(x->title), "evidence",
+                                           export_json_str(x->evidence), "where",
+                                           export_json_str(x->where), "value", x->value));
+    }
+    findings_free(&f);
+    return a;
+}
+
 int export_json_write(FILE *out, const struct summary *s, size_t limit)
 {
     json_t *root = json_object();
@@ -374,6 +392,7 @@ int export_json_write(FILE *out, const struct summary *s, size_t limit)
         json_array_append_new(runs,
                               s->runs[i].id[0] ? export_json_str(s->runs[i].id) : json_null());
     json_object_set_new(root, "runs", runs);
+    json_object_set_new(root, "findings", export_json_findings(s));
     if (s->job)
         json_object_set_new(root, "job", jobs_json(s->job));
 

@@ -251,9 +251,27 @@ static void folded_frame(const struct model_process *p, uint32_t func_id, char *
  * frames: a chain of D distinct nodes, which folded stacks must print as D lines of
  * 1..D frames (O(D^2) bytes), prints at most D * (max_depth + 3) frames. Every frame is
  * formatted once, when its node is entered, so time follows the bytes printed. */
+static void folded_line(FILE *f, const char *prefix, const char *path, const size_t *end,
+                        size_t depth, size_t max_depth, const char *leaf, uint64_t us)
+{
+    /* names are untrusted: no control characters in the file */
+    format_fputs_escaped(f, prefix);
+    if (max_depth && depth > max_depth) {
+        size_t cut = depth - max_depth; /* frames left out: [0, cut) */
+        fprintf(f, ";[truncated %zu frames];", cut);
+        format_fputs_escaped(f, path + end[cut] + 1);
+    } else {
+        fputc(';', f);
+        format_fputs_escaped(f, path);
+    }
+    fprintf(f, "%s %" PRIu64 "\n", leaf, us);
+}
+
+/* with_api: the CUDA API time made with a node innermost (part of its self time) as a
+ * "[CUDA API calls]" frame of its own beneath it. */
 static void folded_thread(FILE *f, const struct model_process *p,
                           const struct pystats_forest *forest, const size_t *roots, size_t nroots,
-                          const char *prefix, size_t max_depth)
+                          const char *prefix, size_t max_depth, int with_api)
 {
     char *path = NULL, frame[4096];
     size_t len = 0, cap = 0;
@@ -289,21 +307,13 @@ static void folded_thread(FILE *f, const struct model_process *p,
         folded_frame(p, node->func, frame, sizeof frame);
         folded_append(&path, &len, &cap, frame);
         end[d + 1] = len;
-        uint64_t us = (node->self_ns + 500) / 1000;
-        if (us) {
-            size_t depth = d + 1;
-            /* names are untrusted: no control characters in the file */
-            format_fputs_escaped(f, prefix);
-            if (max_depth && depth > max_depth) {
-                size_t cut = depth - max_depth; /* frames left out: [0, cut) */
-                fprintf(f, ";[truncated %zu frames];", cut);
-                format_fputs_escaped(f, path + end[cut] + 1);
-            } else {
-                fputc(';', f);
-                format_fputs_escaped(f, path);
-            }
-            fprintf(f, " %" PRIu64 "\n", us);
-        }
+        uint64_t api_ns =
+            with_api ? (node->api_ns < node->self_ns ? node->api_ns : node->self_ns) : 0;
+        uint64_t us = (node->self_ns - api_ns + 500) / 1000, api_us = (api_ns + 500) / 1000;
+        if (us)
+            folded_line(f, prefix, path, end, d + 1, max_depth, "", us);
+        if (api_us)
+            folded_line(f, prefix, path, end, d + 1, max_depth, ";[CUDA API calls]", api_us);
         size_t nchild = 0;
         for (size_t c = forest->first_child[i]; c != SIZE_MAX; c = forest->next_sibling[c])
             nchild++;
@@ -351,7 +361,7 @@ static int folded_root_cmp(const void *a, const void *b, void *nodes)
     return x < y ? -1 : x > y;
 }
 
-void export_folded_fwrite(FILE *f, const struct summary *s, size_t max_depth)
+static void folded_all(FILE *f, const struct summary *s, size_t max_depth, int with_api)
 {
     char frame[512];
     for (size_t i = 0; i < s->nprocs; i++) {
@@ -378,12 +388,23 @@ void export_folded_fwrite(FILE *f, const struct summary *s, size_t max_depth)
             folded_append(&prefix, &len, &cap, frame);
             snprintf(frame, sizeof frame, "%s %u", name && *name ? name : "thread", threads[k].tid);
             folded_append(&prefix, &len, &cap, frame);
-            folded_thread(f, p, &forest, forest.roots + first, r - first, prefix, max_depth);
+            folded_thread(f, p, &forest, forest.roots + first, r - first, prefix, max_depth,
+                          with_api);
             free(prefix);
         }
         pystats_forest_free(&forest);
         free(threads);
     }
+}
+
+void export_folded_fwrite(FILE *f, const struct summary *s, size_t max_depth)
+{
+    folded_all(f, s, max_depth, 0);
+}
+
+void export_folded_stream(FILE *f, const struct summary *s, int with_api)
+{
+    folded_all(f, s, EXPORT_FOLDED_DEPTH_DEFAULT, with_api);
 }
 
 int export_folded_write(const char *path, const struct summary *s, size_t max_depth, char *err,

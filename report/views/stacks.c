@@ -489,6 +489,11 @@ int stacks_view(FILE *out, FILE *err, struct model_process *const *procs, size_t
             fprintf(err, "profreport: %s\n", msg);
             rc = 1;
         }
+        for (size_t i = 0; o->folded_stream && i < ps.n; i++) { /* the flame graph's input */
+            uint64_t weight = o->api_name ? (ps.rows[i].ns + 500) / 1000 : ps.rows[i].count;
+            if (weight)
+                fprintf(o->folded_stream, "%s %" PRIu64 "\n", ps.rows[i].folded, weight);
+        }
         if (o->json)
             rc = stacks_print_json(out, &ps, o) ? 1 : rc;
         else if (!o->folded_path || o->print)

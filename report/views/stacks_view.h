@@ -12,6 +12,7 @@ struct stacks_view_options {
     const char *debug_dirs;  /* --debug-dir: extra separate-debug-info directories, or NULL */
     const char *folded_path; /* --stacks-folded FILE, or NULL */
     int print;               /* print the text report even when a folded file is written */
+    FILE *folded_stream;     /* also the folded lines here (the flame graph), or NULL */
     int json;                /* --format json: the report as one JSON object */
     size_t limit;            /* call paths printed (0: 10) */
 };

@@ -11,6 +11,10 @@ tl=$(mktemp -d)
 rm -rf "$tl"
 echo "== reader: many threads, deep Python stacks in folded stacks"
 "$B/test/bench/bench_report"
+echo "== HTML report: page size, generation time and Chromium opening time at 1 M and 10 M events"
+ht=$(mktemp -d)
+"$B/test/bench/bench_html" "$B/bin/profreport" "$ht"
+rm -rf "$ht"
 if [ -x "$B/test/bench/bench_call_cost" ] && [ -f "$B/test/doubles/libcudart.so.13" ]; then
     echo "== added cost per intercepted call (device double's cudaGetDevice)"
     out=$(mktemp -d)

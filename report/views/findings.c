@@ -1,0 +1,648 @@
+/* findings: each rule reads the summary and its processes' models, and adds a finding only
+ * when the records it needs are there and the measure crosses its threshold (findings.h). */
+#include "findings.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "format.h"
+#include "model.h"
+
+const double findings_threshold[FINDINGS_THRESHOLD_COUNT] = {
+#define FINDINGS_VALUE(name, value, meaning) value,
+    FINDINGS_THRESHOLDS(FINDINGS_VALUE)
+#undef FINDINGS_VALUE
+};
+
+#define T(name) findings_threshold[FINDINGS_##name]
+
+static struct finding *findings_add(struct findings *f, const char *kind, double value)
+{
+    if (f->n == f->cap) {
+        f->cap = f->cap ? f->cap * 2 : 8;
+        struct finding *n = realloc(f->items, f->cap * sizeof *n);
+        if (!n) {
+            fprintf(stderr, "profreport: out of memory\n");
+            exit(1);
+        }
+        f->items = n;
+    }
+    struct finding *x = &f->items[f->n++];
+    memset(x, 0, sizeof *x);
+    x->kind = kind;
+    x->value = value;
+    return x;
+}
+
+static void findings_set(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void findings_set(char *buf, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+}
+
+/* "Qual.name (file:line)" of a Python node of p, or "" when unknown. */
+static void findings_py_place(const struct model_process *p, uint32_t node_id, char *buf,
+                              size_t len)
+{
+    buf[0] = 0;
+    const struct model_py_node *n = model_python_node(p, node_id);
+    const struct model_py_func *fn = n ? model_python_func(p, n->func) : NULL;
+    if (!fn)
+        return;
+    const char *name = fn->qualname && *fn->qualname ? fn->qualname : fn->name ? fn->name : "?";
+    snprintf(buf, len, "%s (%s:%u)", name, fn->file ? fn->file : "?", fn->line);
+}
+
+static const char *findings_proc_label(const struct model_process *p, char *buf, size_t len)
+{
+    if (p->rank >= 0)
+        snprintf(buf, len, "rank %lld (pid %lld)", (long long)p->rank, (long long)p->pid);
+    else
+        snprintf(buf, len, "pid %lld", (long long)p->pid);
+    return buf;
+}
+
+struct findings_span {
+    uint64_t lo, hi;
+};
+
+static int findings_cmp_span(const void *a, const void *b)
+{
+    const struct findings_span *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* What the CPU did while the device was idle: the device's idle gaps within the wall time
+ * (the complement of its operations' union), and the CUDA calls CUPTI saw overlapping
+ * them, by the Python node they were made under. */
+struct findings_gaps {
+    size_t ngaps;
+    uint64_t longest_ns, api_ns, api_calls;
+    uint32_t top_node; /* the Python node with the most call time in the gaps; 0: none */
+    uint64_t top_ns;
+};
+
+static void findings_idle_gaps(const struct model_process *p, uint32_t device,
+                               struct findings_gaps *g)
+{
+    memset(g, 0, sizeof *g);
+    struct findings_span *ops = malloc((p->gpu.nops + 1) * sizeof *ops);
+    struct findings_span *gaps = malloc((p->gpu.nops + 1) * sizeof *gaps);
+    if (!ops || !gaps) {
+        free(ops);
+        free(gaps);
+        return;
+    }
+    size_t n = 0, ng = 0;
+    for (size_t i = 0; i < p->gpu.nops; i++)
+        if (p->gpu.ops[i].device == device)
+            ops[n++] = (struct findings_span){p->gpu.ops[i].start_ns, p->gpu.ops[i].end_ns};
+    qsort(ops, n, sizeof *ops, findings_cmp_span);
+    uint64_t at = p->wall_start_ns;
+    for (size_t i = 0; i <= n; i++) {
+        uint64_t lo = i < n ? ops[i].lo : p->wall_end_ns;
+        if (lo > at) {
+            gaps[ng++] = (struct findings_span){at, lo};
+            if (lo - at > g->longest_ns)
+                g->longest_ns = lo - at;
+        }
+        if (i < n && ops[i].hi > at)
+            at = ops[i].hi;
+    }
+    g->ngaps = ng;
+    struct u64map by_node;
+    u64map_init(&by_node);
+    for (size_t c = 0; c < p->gpu.ncalls && ng; c++) {
+        const struct model_gpu_call *call = &p->gpu.calls[c];
+        uint64_t lo = model_ticks_to_monotonic_ns(p, call->start);
+        uint64_t hi = model_ticks_to_monotonic_ns(p, call->end);
+        size_t a = 0, b = ng; /* the first gap ending after lo */
+        while (a < b) {
+            size_t m = a + (b - a) / 2;
+            if (gaps[m].hi <= lo)
+                a = m + 1;
+            else
+                b = m;
+        }
+        uint64_t in = 0;
+        for (size_t k = a; k < ng && gaps[k].lo < hi; k++) {
+            uint64_t x = lo > gaps[k].lo ? lo : gaps[k].lo, y = hi < gaps[k].hi ? hi : gaps[k].hi;
+            if (y > x)
+                in += y - x;
+        }
+        if (!in)
+            continue;
+        g->api_ns += in;
+        g->api_calls++;
+        uint64_t *slot = call->py_node ? u64map_slot(&by_node, call->py_node) : NULL;
+        if (slot && (*slot += in) > g->top_ns) {
+            g->top_ns = *slot;
+            g->top_node = call->py_node;
+        }
+    }
+    u64map_free(&by_node);
+    free(ops);
+    free(gaps);
+}
+
+/* GPU idle: per process and device, the device's busy time (the union of its kernels,
+ * copies and sets) against the process's wall time. */
+static void findings_gpu_idle(struct findings *f, const struct summary *s)
+{
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        if (!p->gpu.nops || !p->wall_ns)
+            continue;
+        for (size_t b = 0; b < p->gpu.nbusy; b++) {
+            const struct model_gpu_busy *d = &p->gpu.busy[b];
+            if (d->stream != -1 || d->busy_ns > p->wall_ns)
+                continue;
+            double idle = 1.0 - (double)d->busy_ns / (double)p->wall_ns;
+            if (idle < T(GPU_IDLE_SHARE))
+                continue;
+            struct findings_gaps g;
+            findings_idle_gaps(p, d->device, &g);
+            char who[96], busy[32], wall[32], api[32], longest[32];
+            format_ns((double)d->busy_ns, busy, sizeof busy);
+            format_ns((double)p->wall_ns, wall, sizeof wall);
+            format_ns((double)g.api_ns, api, sizeof api);
+            format_ns((double)g.longest_ns, longest, sizeof longest);
+            struct finding *x = findings_add(f, "gpu_idle", idle);
+            findings_set(x->title, sizeof x->title, "GPU %u idle %.1f %% of the time (%s)",
+                         d->device, 100.0 * idle, findings_proc_label(p, who, sizeof who));
+            findings_set(x->evidence, sizeof x->evidence,
+                         "device %u busy %s of %s wall time, idle in %zu gaps (the longest %s); "
+                         "during them the CPU spent %s in %" PRIu64 " CUDA calls and the rest "
+                         "in its own work (the Python and ops tables)",
+                         d->device, busy, wall, g.ngaps, longest, api, g.api_calls);
+            char place[256], ns[32];
+            findings_py_place(p, g.top_node, place, sizeof place);
+            format_ns((double)g.top_ns, ns, sizeof ns);
+            if (place[0])
+                findings_set(x->where, sizeof x->where, "%s: %s of CUDA calls in the gaps", place,
+                             ns);
+        }
+    }
+}
+
+static int findings_is_sync_name(const char *name)
+{
+    return name && (strstr(name, "Synchronize") != NULL);
+}
+
+/* A copy that returns only once done: cudaMemcpy*, cuMemcpy* without Async. */
+static int findings_is_blocking_copy(const char *name)
+{
+    return name && (!strncmp(name, "cudaMemcpy", 10) || !strncmp(name, "cuMemcpy", 8)) &&
+           !strstr(name, "Async");
+}
+
+/* A tensor method of torch's C type as cProfile names it, "<method 'item' of
+ * 'torch._C.TensorBase' objects>" (or a bare name). */
+static int findings_is_method(const char *name, const char *method)
+{
+    char want[64];
+    snprintf(want, sizeof want, "<method '%s' of '", method);
+    return name && (!strcmp(name, method) || !strncmp(name, want, strlen(want)));
+}
+
+/* Host-device syncs: synchronizing calls (category SYNC, or CUPTI's *Synchronize*) and
+ * blocking copies, the Python line that made the most of their time, and .item()/.cpu()
+ * calls. */
+static void findings_sync(struct findings *f, const struct summary *s)
+{
+    uint64_t wall = 0, sync_ns = 0, sync_calls = 0, copy_ns = 0, copy_calls = 0;
+    for (size_t i = 0; i < s->nprocs; i++)
+        wall += s->procs[i]->wall_ns;
+    for (size_t i = 0; i < s->napi; i++)
+        if (s->api[i].category == PROF_CAT_SYNC) {
+            sync_ns += s->api[i].total_ns;
+            sync_calls += s->api[i].calls;
+        } else if (s->api[i].category == PROF_CAT_COPY &&
+                   findings_is_blocking_copy(s->api[i].name)) {
+            copy_ns += s->api[i].total_ns;
+            copy_calls += s->api[i].calls;
+        }
+    if (!sync_calls && !copy_calls) /* no wrapper saw them: CUPTI's calls */
+        for (size_t i = 0; i < s->gpu.ncupti; i++) {
+            const struct summary_cupti_row *r = &s->gpu.cupti[i];
+            if (findings_is_sync_name(r->name)) {
+                sync_ns += r->total_ns;
+                sync_calls += r->calls;
+            } else if (findings_is_blocking_copy(r->name)) {
+                copy_ns += r->total_ns;
+                copy_calls += r->calls;
+            }
+        }
+    if ((!sync_calls && !copy_calls) || !wall)
+        return;
+    double share = (double)(sync_ns + copy_ns) / (double)wall;
+    if (share < T(SYNC_SHARE))
+        return;
+    /* The Python node under which CUPTI saw the most synchronizing time. */
+    const struct model_process *best_p = NULL;
+    uint32_t best_node = 0;
+    uint64_t best_ns = 0;
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        struct u64map by_node;
+        u64map_init(&by_node);
+        for (size_t c = 0; c < p->gpu.ncalls; c++) {
+            const struct model_gpu_call *call = &p->gpu.calls[c];
+            if (!call->py_node)
+                continue;
+            const uint64_t *a =
+                u64map_find(&p->gpu.api_index, (uint64_t)call->domain << 16 | call->cbid);
+            if (!a || !*a ||
+                (!findings_is_sync_name(p->gpu.apis[*a - 1].name) &&
+                 !findings_is_blocking_copy(p->gpu.apis[*a - 1].name)))
+                continue;
+            uint64_t *slot = u64map_slot(&by_node, call->py_node);
+            if (!slot)
+                break;
+            uint64_t sum = *slot += model_ticks_to_ns(p, call->end - call->start);
+            if (sum > best_ns) {
+                best_ns = sum;
+                best_p = p;
+                best_node = call->py_node;
+            }
+        }
+        u64map_free(&by_node);
+    }
+    char total[32], wall_s[32], syncs[32], copies[32];
+    format_ns((double)(sync_ns + copy_ns), total, sizeof total);
+    format_ns((double)sync_ns, syncs, sizeof syncs);
+    format_ns((double)copy_ns, copies, sizeof copies);
+    format_ns((double)wall, wall_s, sizeof wall_s);
+    struct finding *x = findings_add(f, "sync", share);
+    findings_set(x->title, sizeof x->title, "host-device syncs take %.1f %% of the time",
+                 100.0 * share);
+    char extra[160] = "";
+    uint64_t item = 0, cpu = 0;
+    for (size_t i = 0; i < s->py.nfuncs; i++) {
+        const struct pystats_func *fn = &s->py.funcs[i];
+        if (fn->kind != PROF_PY_FUNC_C || !fn->name)
+            continue;
+        if (findings_is_method(fn->name, "item"))
+            item += fn->ncalls;
+        else if (findings_is_method(fn->name, "cpu"))
+            cpu += fn->ncalls;
+    }
+    if (item || cpu)
+        snprintf(extra, sizeof extra,
+                 "; Python called .item() %" PRIu64 " and .cpu() %" PRIu64 " times", item, cpu);
+    findings_set(x->evidence, sizeof x->evidence,
+                 "%" PRIu64 " synchronizing calls (cudaDeviceSynchronize, stream and event "
+                 "syncs: %s) and %" PRIu64 " blocking copies (%s) took %s of %s wall time%s",
+                 sync_calls, syncs, copy_calls, copies, total, wall_s, extra);
+    if (best_p) {
+        char place[256], ns[32];
+        findings_py_place(best_p, best_node, place, sizeof place);
+        format_ns((double)best_ns, ns, sizeof ns);
+        if (place[0])
+            findings_set(x->where, sizeof x->where, "%s: %s of them", place, ns);
+    }
+}
+
+static const struct model_action *findings_builtin(const struct model_process *p, const char *name)
+{
+    for (size_t a = 0; a < p->torch.nbuiltin; a++)
+        if (p->torch.builtin[a].name && !strcmp(p->torch.builtin[a].name, name))
+            return &p->torch.builtin[a];
+    return NULL;
+}
+
+/* DataLoader wait: the dataloader_next action against the process's wall time. */
+static void findings_dataloader(struct findings *f, const struct summary *s)
+{
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        const struct model_action *a = findings_builtin(p, "dataloader_next");
+        if (!a || !p->wall_ns)
+            continue;
+        double share = (double)a->total_ns / (double)p->wall_ns;
+        if (share < T(DATALOADER_SHARE))
+            continue;
+        char who[96], total[32], wall[32], mean[32];
+        format_ns((double)a->total_ns, total, sizeof total);
+        format_ns((double)p->wall_ns, wall, sizeof wall);
+        format_ns(a->calls ? (double)a->total_ns / (double)a->calls : 0, mean, sizeof mean);
+        struct finding *x = findings_add(f, "dataloader", share);
+        findings_set(x->title, sizeof x->title,
+                     "waiting for the DataLoader %.1f %% of the time (%s)", 100.0 * share,
+                     findings_proc_label(p, who, sizeof who));
+        findings_set(x->evidence, sizeof x->evidence,
+                     "%" PRIu64 " batches waited %s of %s wall time, %s each; more workers "
+                     "(num_workers), pin_memory or prefetching would hide it",
+                     a->calls, total, wall, mean);
+        findings_set(x->where, sizeof x->where,
+                     "_BaseDataLoaderIter.__next__ (torch/utils/data/dataloader.py)");
+    }
+}
+
+static int findings_cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Launch-bound: many kernels with a small median duration. */
+static void findings_small_kernels(struct findings *f, const struct summary *s)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->nprocs; i++)
+        for (size_t k = 0; k < s->procs[i]->gpu.nops; k++)
+            n += s->procs[i]->gpu.ops[k].kind == MODEL_GPU_KERNEL;
+    if (n < (size_t)T(SMALL_KERNELS_COUNT))
+        return;
+    uint64_t *d = malloc(n * sizeof *d);
+    if (!d)
+        return;
+    size_t m = 0;
+    uint64_t wall = 0;
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        wall += p->wall_ns;
+        for (size_t k = 0; k < p->gpu.nops; k++)
+            if (p->gpu.ops[k].kind == MODEL_GPU_KERNEL)
+                d[m++] = p->gpu.ops[k].end_ns - p->gpu.ops[k].start_ns;
+    }
+    qsort(d, m, sizeof *d, findings_cmp_u64);
+    double median = m % 2 ? (double)d[m / 2] : ((double)d[m / 2 - 1] + (double)d[m / 2]) / 2.0;
+    free(d);
+    if (median >= T(SMALL_KERNEL_MEDIAN_US) * 1000.0)
+        return;
+    char med[32];
+    format_ns(median, med, sizeof med);
+    struct finding *x = findings_add(f, "small_kernels", median);
+    findings_set(x->title, sizeof x->title, "many small kernels: launch-bound (median %s)", med);
+    findings_set(x->evidence, sizeof x->evidence,
+                 "%zu kernels, median duration %s (%.0f kernels per second of wall time); "
+                 "fusing them (torch.compile, CUDA graphs) cuts the launch cost",
+                 m, med, wall ? (double)m * 1e9 / (double)wall : 0.0);
+    if (s->gpu.nkernels) { /* the kernel launched most often */
+        const struct summary_gpu_kernel_row *top = &s->gpu.kernels[0];
+        for (size_t i = 1; i < s->gpu.nkernels; i++)
+            if (s->gpu.kernels[i].calls > top->calls)
+                top = &s->gpu.kernels[i];
+        if (top->nsites)
+            findings_set(x->where, sizeof x->where,
+                         "%s launched %" PRIu64 " times, most from "
+                         "%s (%s:%u)",
+                         top->name, top->calls, top->sites[0].qualname, top->sites[0].file,
+                         top->sites[0].line);
+        else
+            findings_set(x->where, sizeof x->where, "%s launched %" PRIu64 " times", top->name,
+                         top->calls);
+    }
+}
+
+/* Pageable host memory in copies: CUPTI's memory kind 1 (PAGEABLE) on either side. */
+static void findings_pageable(struct findings *f, const struct summary *s)
+{
+    uint64_t bytes = 0, calls = 0, ns = 0;
+    for (size_t i = 0; i < s->gpu.ncopies; i++) {
+        const struct summary_gpu_copy_row *c = &s->gpu.copies[i];
+        if (c->src_kind == 1 || c->dst_kind == 1) {
+            bytes += c->bytes;
+            calls += c->calls;
+            ns += c->total_ns;
+        }
+    }
+    if (!calls || (double)bytes < T(PAGEABLE_BYTES))
+        return;
+    char b[32], t[32], rate[32];
+    format_bytes(bytes, b, sizeof b);
+    format_ns((double)ns, t, sizeof t);
+    format_gbps(bytes, ns, rate, sizeof rate);
+    struct finding *x = findings_add(f, "pageable_copies", (double)bytes);
+    findings_set(x->title, sizeof x->title, "copies from pageable host memory: %s", b);
+    findings_set(x->evidence, sizeof x->evidence,
+                 "%" PRIu64 " copies moved %s to or from pageable memory in %s (%s GB/s); pinned "
+                 "memory (pin_memory=True, cudaMallocHost) copies faster and asynchronously",
+                 calls, b, t, rate);
+}
+
+/* CPU-bound: PyTorch ops' self CPU time against the GPU's kernel time. */
+static void findings_cpu_ops(struct findings *f, const struct summary *s)
+{
+    if (!s->torch.nrows || !s->gpu.kernel_ns || !s->torch.self_cpu_total_ns)
+        return;
+    double ratio = (double)s->torch.self_cpu_total_ns / (double)s->gpu.kernel_ns;
+    if (ratio < T(CPU_OPS_RATIO))
+        return;
+    const struct summary_op_row *top = &s->torch.rows[0];
+    for (size_t i = 1; i < s->torch.nrows; i++)
+        if (s->torch.rows[i].self_cpu_ns > top->self_cpu_ns)
+            top = &s->torch.rows[i];
+    char cpu[32], gpu[32], tcpu[32];
+    format_ns((double)s->torch.self_cpu_total_ns, cpu, sizeof cpu);
+    format_ns((double)s->gpu.kernel_ns, gpu, sizeof gpu);
+    format_ns((double)top->self_cpu_ns, tcpu, sizeof tcpu);
+    struct finding *x = findings_add(f, "cpu_ops", ratio);
+    findings_set(x->title, sizeof x->title,
+                 "CPU ops dominate a GPU job: %.1f x the GPU kernel time", ratio);
+    findings_set(x->evidence, sizeof x->evidence,
+                 "PyTorch ops' self CPU time %s against %s of GPU kernels", cpu, gpu);
+    findings_set(x->where, sizeof x->where, "op %s: %s self CPU in %" PRIu64 " calls", top->name,
+                 tcpu, top->calls);
+}
+
+/* Memory peak near capacity: a CUDA device's peak reserved (else live) tensor bytes against
+ * the memory GPU_DEVICE reports. */
+static void findings_memory_peak(struct findings *f, const struct summary *s)
+{
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        for (size_t d = 0; d < p->torch.ndevices; d++) {
+            const struct model_torch_memory *m = &p->torch.devices[d];
+            if (m->dev_type != 1 || m->dev_index < 0)
+                continue;
+            const struct model_gpu_device *dev = NULL;
+            for (size_t g = 0; g < p->gpu.ndevices; g++)
+                if (p->gpu.devices[g].device == (uint32_t)m->dev_index)
+                    dev = &p->gpu.devices[g];
+            if (!dev || !dev->global_memory_bytes)
+                continue;
+            uint64_t peak = m->reserved_peak > (uint64_t)(m->peak_bytes > 0 ? m->peak_bytes : 0)
+                                ? m->reserved_peak
+                                : (uint64_t)(m->peak_bytes > 0 ? m->peak_bytes : 0);
+            double share = (double)peak / (double)dev->global_memory_bytes;
+            if (share < T(MEMORY_PEAK_SHARE))
+                continue;
+            char who[96], pk[32], cap[32], live[32];
+            format_bytes(peak, pk, sizeof pk);
+            format_bytes(dev->global_memory_bytes, cap, sizeof cap);
+            format_bytes((uint64_t)(m->peak_bytes > 0 ? m->peak_bytes : 0), live, sizeof live);
+            struct finding *x = findings_add(f, "memory_peak", share);
+            findings_set(x->title, sizeof x->title,
+                         "GPU %d memory peak at %.1f %% of capacity (%s)", m->dev_index,
+                         100.0 * share, findings_proc_label(p, who, sizeof who));
+            findings_set(x->evidence, sizeof x->evidence,
+                         "peak %s (live tensors %s, the allocator's reserve included) of %s on %s",
+                         pk, live, cap, dev->name ? dev->name : "the device");
+            char place[256];
+            findings_py_place(p, m->peak_py_node, place, sizeof place);
+            if (m->peak_op || place[0])
+                findings_set(x->where, sizeof x->where, "at the peak: op %s, %s",
+                             m->peak_op ? m->peak_op : "?", place[0] ? place : "no Python line");
+        }
+    }
+}
+
+/* The profiler's own cost: events it had to drop, and how fast the trace grew. */
+static void findings_overhead(struct findings *f, const struct summary *s)
+{
+    uint64_t lost = 0, records = 0, bytes = 0, wall = 0;
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        lost += p->lost > p->end_lost ? p->lost : p->end_lost;
+        records += p->records;
+        wall += p->wall_ns;
+        struct stat st;
+        if (p->file && stat(p->file, &st) == 0)
+            bytes += (uint64_t)st.st_size;
+    }
+    double rate = wall ? (double)bytes * 1e9 / (double)wall : 0.0;
+    if (!lost && rate < T(OVERHEAD_BYTES_PER_S))
+        return;
+    char b[32];
+    format_bytes(bytes, b, sizeof b);
+    struct finding *x = findings_add(f, "overhead", (double)lost);
+    if (lost)
+        findings_set(x->title, sizeof x->title, "the profiler dropped %" PRIu64 " events", lost);
+    else
+        findings_set(x->title, sizeof x->title, "the profiler wrote %.1f MiB/s of trace",
+                     rate / 1048576.0);
+    findings_set(x->evidence, sizeof x->evidence,
+                 "%" PRIu64 " events lost against %" PRIu64 " records kept (%.2f %%); trace %s, "
+                 "%.1f MiB per second of wall time; a larger PROF_RING or fewer captured "
+                 "layers lowers it",
+                 lost, records,
+                 records + lost ? 100.0 * (double)lost / (double)(records + lost) : 0, b,
+                 rate / 1048576.0);
+}
+
+static int findings_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Straggler: with two ranks or more, the rank whose busy time (GPU kernel time, else its
+ * forward + backward + optimizer_step) is well above the median rank's. */
+static void findings_straggler(struct findings *f, const struct summary *s)
+{
+    size_t nr = 0;
+    int gpu = 1;
+    for (size_t i = 0; i < s->nprocs; i++)
+        if (s->procs[i]->rank >= 0) {
+            nr++;
+            gpu &= s->procs[i]->gpu.kernel_ns > 0;
+        }
+    if (nr < 2)
+        return;
+    double *v = malloc(nr * sizeof *v), *sorted = malloc(nr * sizeof *sorted);
+    const struct model_process **who = malloc(nr * sizeof *who);
+    if (!v || !sorted || !who) {
+        free(v);
+        free(sorted);
+        free(who);
+        return;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        if (p->rank < 0)
+            continue;
+        double busy = 0;
+        if (gpu)
+            busy = (double)p->gpu.kernel_ns;
+        else
+            for (size_t a = 0; a < p->torch.nbuiltin; a++)
+                if (p->torch.builtin[a].name &&
+                    strcmp(p->torch.builtin[a].name, "dataloader_next") != 0)
+                    busy += (double)p->torch.builtin[a].total_ns;
+        who[k] = p;
+        v[k] = sorted[k] = busy;
+        k++;
+    }
+    qsort(sorted, nr, sizeof *sorted, findings_cmp_double);
+    double median = nr % 2 ? sorted[nr / 2] : (sorted[nr / 2 - 1] + sorted[nr / 2]) / 2.0;
+    size_t worst = 0;
+    for (size_t i = 1; i < nr; i++)
+        if (v[i] > v[worst])
+            worst = i;
+    if (median > 0 && v[worst] / median >= T(STRAGGLER_RATIO)) {
+        char slow[32], med[32], lbl[96];
+        format_ns(v[worst], slow, sizeof slow);
+        format_ns(median, med, sizeof med);
+        struct finding *x = findings_add(f, "straggler", v[worst] / median);
+        findings_set(x->title, sizeof x->title, "straggler: %s is %.2f x the median rank",
+                     findings_proc_label(who[worst], lbl, sizeof lbl), v[worst] / median);
+        findings_set(x->evidence, sizeof x->evidence,
+                     "%s busy %s (%s) against a median of %s over %zu ranks; the others wait "
+                     "for it at every collective",
+                     lbl, slow, gpu ? "GPU kernel time" : "forward + backward + optimizer_step",
+                     med, nr);
+    }
+    free(v);
+    free(sorted);
+    free(who);
+}
+
+void findings_build(struct findings *f, const struct summary *s)
+{
+    memset(f, 0, sizeof *f);
+    findings_gpu_idle(f, s);
+    findings_sync(f, s);
+    findings_dataloader(f, s);
+    findings_small_kernels(f, s);
+    findings_pageable(f, s);
+    findings_cpu_ops(f, s);
+    findings_memory_peak(f, s);
+    findings_straggler(f, s);
+    findings_overhead(f, s);
+}
+
+void findings_free(struct findings *f)
+{
+    free(f->items);
+    memset(f, 0, sizeof *f);
+}
+
+const struct finding *findings_find(const struct findings *f, const char *kind)
+{
+    for (size_t i = 0; i < f->n; i++)
+        if (!strcmp(f->items[i].kind, kind))
+            return &f->items[i];
+    return NULL;
+}
+
+void findings_print(FILE *out, const struct findings *f)
+{
+    if (!f->n)
+        return;
+    fputs("Findings\n", out);
+    for (size_t i = 0; i < f->n; i++) {
+        const struct finding *x = &f->items[i];
+        fputs("  * ", out);
+        format_fputs_escaped(out, x->title);
+        fputs("\n      ", out);
+        format_fputs_escaped(out, x->evidence);
+        fputc('\n', out);
+        if (x->where[0]) {
+            fputs("      where: ", out);
+            format_fputs_escaped(out, x->where);
+            fputc('\n', out);
+        }
+    }
+    fputc('\n', out);
+}

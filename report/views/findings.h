@@ -1,0 +1,69 @@
+/* findings: what looks wrong in a run, each with the numbers that show it and the place in
+ * the program, computed from the summary (findings.c). A finding is made only when its
+ * evidence is in the traces; the thresholds are the table FINDINGS_THRESHOLDS below (the
+ * README repeats it). */
+#ifndef REPORT_FINDINGS_H
+#define REPORT_FINDINGS_H
+
+#include <stdio.h>
+
+#include "summary.h"
+
+/* X(name, value, meaning) */
+#define FINDINGS_THRESHOLDS(X)                                                                     \
+    X(GPU_IDLE_SHARE, 0.30, "GPU idle: a device is idle this share of its process's wall time")    \
+    X(SYNC_SHARE, 0.05, "host-device syncs: synchronizing calls take this share of wall time")     \
+    X(DATALOADER_SHARE, 0.10, "DataLoader wait: dataloader_next takes this share of wall time")    \
+    X(SMALL_KERNELS_COUNT, 1000, "launch-bound: at least this many kernels ...")                   \
+    X(SMALL_KERNEL_MEDIAN_US, 10, "... with a median duration under this many microseconds")       \
+    X(PAGEABLE_BYTES, 1048576,                                                                     \
+      "pageable copies: at least this many bytes copied from or to "                               \
+      "pageable host memory")                                                                      \
+    X(CPU_OPS_RATIO, 2.0,                                                                          \
+      "CPU-bound: PyTorch ops' self CPU time is this many times the GPU "                          \
+      "kernel time (in a job with kernels)")                                                       \
+    X(MEMORY_PEAK_SHARE, 0.90,                                                                     \
+      "memory peak: a device's peak (reserved) bytes reach this share "                            \
+      "of its memory")                                                                             \
+    X(OVERHEAD_BYTES_PER_S, 67108864,                                                              \
+      "profiler overhead: any event lost, or the trace grows "                                     \
+      "this many bytes per second of wall time")                                                   \
+    X(STRAGGLER_RATIO, 1.20,                                                                       \
+      "straggler: a rank's busy time (GPU kernels, else its steps) is "                            \
+      "this many times the median rank's")
+
+enum findings_threshold {
+#define FINDINGS_ENUM(name, value, meaning) FINDINGS_##name,
+    FINDINGS_THRESHOLDS(FINDINGS_ENUM)
+#undef FINDINGS_ENUM
+        FINDINGS_THRESHOLD_COUNT
+};
+
+extern const double findings_threshold[FINDINGS_THRESHOLD_COUNT];
+
+/* One finding: kind (a stable key: "gpu_idle", "sync", "dataloader", "small_kernels",
+ * "pageable_copies", "cpu_ops", "memory_peak", "overhead", "straggler"), a one-line title,
+ * the evidence (numbers), the place in the program ("" when none applies) and the measure
+ * the threshold was compared with. */
+struct finding {
+    const char *kind;
+    char title[160];
+    char evidence[640];
+    char where[320];
+    double value;
+};
+
+struct findings {
+    struct finding *items;
+    size_t n, cap;
+};
+
+/* Computes the findings of s (s->procs with their models). */
+void findings_build(struct findings *f, const struct summary *s);
+void findings_free(struct findings *f);
+/* Text: a "Findings" section (nothing when there are none), then a blank line. */
+void findings_print(FILE *out, const struct findings *f);
+/* The kind of the first finding of that kind, or NULL: for tests and the HTML. */
+const struct finding *findings_find(const struct findings *f, const char *kind);
+
+#endif
