@@ -558,7 +558,7 @@ struct prof_rec_stack {
     struct prof_record_header h;
     uint32_t stack_id; /* unique in the process; 0 is never used */
     uint32_t nframes;
-    uint32_t reserved;
+    uint32_t py_node; /* the thread's innermost Python call-tree node then (0: none) */
     /* followed by nframes u64 addresses, innermost first */
 };
 _Static_assert(sizeof(struct prof_rec_stack) == 16, "stack record header");

@@ -78,6 +78,8 @@ static void main_usage(FILE *out)
           "      --stacks-folded FILE  with --stacks or --samples: write those paths as\n"
           "                    folded stacks (weight: us of the calls, or samples)\n"
           "      --debug-dir DIR  also look for separate debug info in DIR (':'-separated)\n"
+          "      --sysroot DIR look for the job's objects under DIR first (a report made on\n"
+          "                    another machine: DIR/usr/lib/..., DIR/home/...)\n"
           "      --perfetto FILE  write the timeline as a Perfetto trace (ui.perfetto.dev):\n"
           "                    processes, threads, GPU streams, launch-to-kernel flows\n"
           "      --chrome-trace FILE  write torch.profiler's Chrome/Kineto JSON (TensorBoard,\n"
@@ -382,6 +384,7 @@ int main(int argc, char **argv)
         OPT_SAMPLES,
         OPT_STACKS_FOLDED,
         OPT_DEBUG_DIR,
+        OPT_SYSROOT,
         OPT_PERFETTO,
         OPT_CHROME_TRACE,
         OPT_ALL_ROLES,
@@ -415,6 +418,7 @@ int main(int argc, char **argv)
         {"samples", no_argument, NULL, OPT_SAMPLES},
         {"stacks-folded", required_argument, NULL, OPT_STACKS_FOLDED},
         {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
+        {"sysroot", required_argument, NULL, OPT_SYSROOT},
         {"perfetto", required_argument, NULL, OPT_PERFETTO},
         {"chrome-trace", required_argument, NULL, OPT_CHROME_TRACE},
         {"ranks", no_argument, NULL, OPT_RANKS},
@@ -504,12 +508,15 @@ int main(int argc, char **argv)
             break;
         case OPT_STACKS_FOLDED:
         case OPT_DEBUG_DIR:
+        case OPT_SYSROOT:
             if (!*optarg)
                 return main_bad_usage("%s wants a value", argv[optind - 1]);
             if (c == OPT_STACKS_FOLDED)
                 stacks.folded_path = optarg;
-            else
+            else if (c == OPT_DEBUG_DIR)
                 stacks.debug_dirs = optarg;
+            else
+                stacks.sysroot = optarg;
             break;
         case OPT_RANKS:
             comm_views |= COMM_VIEW_RANKS;

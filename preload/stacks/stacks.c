@@ -39,16 +39,16 @@ struct stacks_slot {
     _Atomic uint32_t ready;
     _Atomic uint32_t written; /* the stacks_generation its STACK record was written in */
     uint32_t nframes;
-    uint32_t reserved;
+    uint32_t py_node; /* part of the stack's identity: the Python calls around it */
     uint64_t frames[PROF_STACK_MAX_FRAMES];
 };
 
 static struct stacks_slot *stacks_table;
 static _Atomic uint64_t stacks_table_full;
 
-static uint64_t stacks_hash(const uint64_t *frames, uint32_t n)
+static uint64_t stacks_hash(const uint64_t *frames, uint32_t n, uint32_t py_node)
 {
-    uint64_t h = 0xcbf29ce484222325ull ^ n;
+    uint64_t h = 0xcbf29ce484222325ull ^ n ^ ((uint64_t)py_node << 32);
     for (uint32_t i = 0; i < n; i++) {
         h ^= frames[i];
         h *= 0x100000001b3ull;
@@ -57,9 +57,9 @@ static uint64_t stacks_hash(const uint64_t *frames, uint32_t n)
     return h | 1; /* never 0, the free mark */
 }
 
-static struct stacks_slot *stacks_intern(const uint64_t *frames, uint32_t n)
+static struct stacks_slot *stacks_intern(const uint64_t *frames, uint32_t n, uint32_t py_node)
 {
-    uint64_t h = stacks_hash(frames, n);
+    uint64_t h = stacks_hash(frames, n, py_node);
     for (uint32_t probe = 0; probe < STACKS_PROBES; probe++) {
         struct stacks_slot *s = &stacks_table[(h + probe) & (STACKS_SLOTS - 1)];
         uint64_t cur = atomic_load_explicit(&s->hash, memory_order_acquire);
@@ -68,6 +68,7 @@ static struct stacks_slot *stacks_intern(const uint64_t *frames, uint32_t n)
             if (atomic_compare_exchange_strong(&s->hash, &expected, h)) {
                 memcpy(s->frames, frames, n * sizeof *frames);
                 s->nframes = n;
+                s->py_node = py_node;
                 /* release: a reader that sees ready sees the frames */
                 atomic_store_explicit(&s->ready, 1, memory_order_release);
                 return s;
@@ -75,7 +76,7 @@ static struct stacks_slot *stacks_intern(const uint64_t *frames, uint32_t n)
             cur = expected;
         }
         if (cur == h && atomic_load_explicit(&s->ready, memory_order_acquire) && s->nframes == n &&
-            memcmp(s->frames, frames, n * sizeof *frames) == 0)
+            s->py_node == py_node && memcmp(s->frames, frames, n * sizeof *frames) == 0)
             return s;
     }
     atomic_fetch_add_explicit(&stacks_table_full, 1, memory_order_relaxed);
@@ -97,7 +98,7 @@ static int stacks_write_definition(struct prof_ring *r, struct stacks_slot *s, u
     rec->h.size = (uint16_t)size;
     rec->stack_id = id;
     rec->nframes = s->nframes;
-    rec->reserved = 0;
+    rec->py_node = s->py_node;
     memcpy(rec + 1, s->frames, 8u * s->nframes);
     ring_commit(r);
     /* Two threads may both write it: the reader keeps one, the frames are the same. */
@@ -111,7 +112,7 @@ static int stacks_write_definition(struct prof_ring *r, struct stacks_slot *s, u
 static _Atomic int stacks_forking;
 static _Atomic int stacks_capturing;
 
-uint32_t stacks_capture(struct prof_ring *r)
+uint32_t stacks_capture(struct prof_ring *r, uint32_t py_node)
 {
     if (!stacks_backtrace || !stacks_table)
         return 0;
@@ -128,7 +129,7 @@ uint32_t stacks_capture(struct prof_ring *r)
     uint64_t frames[PROF_STACK_MAX_FRAMES];
     for (int i = 0; i < n; i++)
         frames[i] = (uint64_t)(uintptr_t)buf[i];
-    struct stacks_slot *s = stacks_intern(frames, (uint32_t)n);
+    struct stacks_slot *s = stacks_intern(frames, (uint32_t)n, py_node);
     if (!s)
         return 0;
     uint32_t id = (uint32_t)(s - stacks_table) + 1;
@@ -160,7 +161,8 @@ void stacks_after_call_slow(uint16_t api, uint64_t start, uint64_t end)
     if (!t || !atomic_load_explicit(&prof_recording, memory_order_relaxed))
         return;
     int saved = errno;
-    uint32_t id = stacks_capture(&t->ring);
+    /* The Python calls around the call: the report splices them into the native frames. */
+    uint32_t id = stacks_capture(&t->ring, prof_current_py_node ? prof_current_py_node() : 0);
     if (id) {
         struct prof_rec_stack_ref *rec = ring_reserve(&t->ring, sizeof *rec);
         if (rec) {
@@ -181,7 +183,7 @@ void stacks_after_tensor_slow(int64_t bytes, uint64_t ptr, uint64_t ticks, uint3
     if (!t || !atomic_load_explicit(&prof_recording, memory_order_relaxed))
         return;
     int saved = errno;
-    uint32_t id = bytes > 0 ? stacks_capture(&t->ring) : 0;
+    uint32_t id = bytes > 0 ? stacks_capture(&t->ring, 0) : 0; /* the record has the node */
     struct prof_rec_stack_mem *rec = ring_reserve(&t->ring, sizeof *rec);
     if (rec) {
         rec->h.type = PROF_REC_STACK_MEM;

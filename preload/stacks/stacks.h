@@ -45,9 +45,10 @@ static inline void stacks_after_tensor(int64_t bytes, uint64_t ptr, uint64_t tic
 void stacks_want_api(uint16_t api);
 
 /* The calling thread's stack as an id (0: none could be taken), with its STACK record
- * written into r the first time this file needs it. Async-signal-safe once the layer
- * is set up: no lock, no allocation. */
-uint32_t stacks_capture(struct prof_ring *r);
+ * written into r the first time this file needs it; py_node (the thread's innermost
+ * Python call-tree node, or 0) is part of it. Async-signal-safe once the layer is set
+ * up: no lock, no allocation. */
+uint32_t stacks_capture(struct prof_ring *r, uint32_t py_node);
 
 /* stacks_maps.c: MAP records for every loaded object, as a collector source. Before a
  * fork the list is brought up to date; a forked child writes it without asking the

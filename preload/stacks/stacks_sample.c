@@ -56,7 +56,7 @@ static void stacks_on_sample(int sig, siginfo_t *si, void *uc)
     struct stacks_sampler *s = stacks_tls_sampler;
     if (s && atomic_load_explicit(&prof_recording, memory_order_relaxed)) {
         uint64_t now = prof_clock_ticks();
-        uint32_t id = stacks_capture(&s->ring);
+        uint32_t id = stacks_capture(&s->ring, 0); /* the record has the node */
         struct prof_rec_sample *rec = ring_reserve(&s->ring, sizeof *rec);
         if (rec) {
             rec->h.type = PROF_REC_SAMPLE;

@@ -47,6 +47,7 @@ static void model_stacks_on_stack(struct model_process *p, const struct trace_re
     struct model_stack *s = &st->stacks[st->nstacks++];
     s->id = r->stack_id;
     s->nframes = n;
+    s->py_node = r->py_node;
     s->frames = malloc(n ? n * sizeof *s->frames : 1);
     if (!s->frames)
         report_oom();

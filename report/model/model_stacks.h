@@ -13,7 +13,7 @@
 struct model_process;
 
 struct model_stack {
-    uint32_t id, nframes;
+    uint32_t id, nframes, py_node;
     uint64_t *frames; /* innermost first, as captured (the profiler's own frames first) */
 };
 

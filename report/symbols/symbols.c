@@ -74,7 +74,7 @@ static int symbols_is_profiler(const char *path)
 
 /* Reports the object to libdwfl and checks that the file on disk is the one the process
  * had loaded. */
-static void symbols_add_object(struct symbols *s, const struct model_map *m)
+static void symbols_add_object(struct symbols *s, const struct model_map *m, const char *sysroot)
 {
     struct symbols_object *o = &s->objects[s->nobjects++];
     o->map = m;
@@ -82,9 +82,18 @@ static void symbols_add_object(struct symbols *s, const struct model_map *m)
     o->profiler = symbols_is_profiler(m->path);
     if (m->path[0] != '/' || o->profiler)
         return; /* the vDSO, or our own frames (dropped anyway) */
+    /* With a sysroot, the object is looked for under it first (a report made on another
+     * machine that holds a copy of the job's files). */
+    char rooted[8192];
+    const char *file = m->path;
+    if (sysroot && *sysroot) {
+        snprintf(rooted, sizeof rooted, "%s%s", sysroot, m->path);
+        if (access(rooted, R_OK) == 0)
+            file = rooted;
+    }
     /* The path comes from the trace: only a regular file is opened (a FIFO would block). */
     struct stat st;
-    if (stat(m->path, &st) != 0 || access(m->path, R_OK) != 0) {
+    if (stat(file, &st) != 0 || access(file, R_OK) != 0) {
         symbols_note(s, m->path, "not found on this machine; its frames are shown as path+offset");
         return;
     }
@@ -92,7 +101,7 @@ static void symbols_add_object(struct symbols *s, const struct model_map *m)
         symbols_note(s, m->path, "not a regular file; its frames are shown as path+offset");
         return;
     }
-    Dwfl_Module *mod = dwfl_report_elf(s->dwfl, m->path, m->path, -1, m->bias, true);
+    Dwfl_Module *mod = dwfl_report_elf(s->dwfl, m->path, file, -1, m->bias, true);
     if (!mod) {
         symbols_note(s, m->path, "not readable as ELF; its frames are shown as path+offset");
         return;
@@ -110,7 +119,8 @@ static void symbols_add_object(struct symbols *s, const struct model_map *m)
     o->mod = mod;
 }
 
-struct symbols *symbols_open(const struct model_process *p, const char *debug_dirs)
+struct symbols *symbols_open(const struct model_process *p, const char *debug_dirs,
+                             const char *sysroot)
 {
     struct symbols *s = calloc(1, sizeof *s);
     if (!s)
@@ -137,7 +147,7 @@ struct symbols *symbols_open(const struct model_process *p, const char *debug_di
     if (s->dwfl) {
         dwfl_report_begin(s->dwfl);
         for (size_t i = 0; i < n; i++)
-            symbols_add_object(s, &st->maps[i]);
+            symbols_add_object(s, &st->maps[i], sysroot);
         dwfl_report_end(s->dwfl, NULL, NULL);
     }
     return s;

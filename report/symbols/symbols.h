@@ -25,8 +25,10 @@ struct symbols_frame {
 };
 
 /* debug_dirs: extra ':'-separated directories searched for separate debug info (as
- * /usr/lib/debug, also by .build-id), or NULL. */
-struct symbols *symbols_open(const struct model_process *p, const char *debug_dirs);
+ * /usr/lib/debug, also by .build-id), or NULL. sysroot: a folder that holds the job's
+ * objects under their paths (looked in first), or NULL. */
+struct symbols *symbols_open(const struct model_process *p, const char *debug_dirs,
+                             const char *sysroot);
 void symbols_close(struct symbols *s);
 
 /* The frames of one captured address (several when inlined functions sit there),

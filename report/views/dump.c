@@ -404,7 +404,8 @@ static void dump_record(FILE *out, const struct trace_record *rec, struct u64map
         uint32_t n = s->nframes;
         if (n > (rec->size - sizeof *s) / 8)
             n = (uint32_t)((rec->size - sizeof *s) / 8);
-        fprintf(out, " id=%" PRIu32 " frames=%" PRIu32, s->stack_id, s->nframes);
+        fprintf(out, " id=%" PRIu32 " frames=%" PRIu32 " py_node=%" PRIu32, s->stack_id, s->nframes,
+                s->py_node);
         for (uint32_t i = 0; i < n; i++)
             fprintf(out, "%s0x%" PRIx64, i ? "," : " ", frames[i]);
         break;

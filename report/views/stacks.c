@@ -313,7 +313,7 @@ static void stacks_collect(struct stacks_paths *ps, struct model_process *const 
         uint16_t api = o->api_name && !memory ? stacks_api_id(p, o->api_name, &found) : 0;
         if (o->api_name && !memory && !found)
             continue;
-        struct symbols *sym = symbols_open(p, o->debug_dirs);
+        struct symbols *sym = symbols_open(p, o->debug_dirs, o->sysroot);
         if (memory) {
             stacks_collect_peak(ps, p, sym, &p->torch.memory);
             for (size_t d = 0; d < p->torch.ndevices; d++)
@@ -323,8 +323,8 @@ static void stacks_collect(struct stacks_paths *ps, struct model_process *const 
                 if (st->uses[u].api != api)
                     continue;
                 char *key, *folded;
-                stacks_render(p, sym, model_stack_get(p, st->uses[u].stack_id), 0, 0, &key,
-                              &folded);
+                const struct model_stack *sk = model_stack_get(p, st->uses[u].stack_id);
+                stacks_render(p, sym, sk, 0, sk ? sk->py_node : 0, &key, &folded);
                 stacks_paths_add(ps, key, folded, st->uses[u].calls, st->uses[u].ns);
             }
         } else {

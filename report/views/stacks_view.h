@@ -10,6 +10,7 @@ struct model_process;
 struct stacks_view_options {
     const char *api_name;    /* the API whose calls' stacks are shown; NULL: the samples */
     const char *debug_dirs;  /* --debug-dir: extra separate-debug-info directories, or NULL */
+    const char *sysroot;     /* --sysroot: where the job's objects are, or NULL */
     const char *folded_path; /* --stacks-folded FILE, or NULL */
     int print;               /* print the text report even when a folded file is written */
     FILE *folded_stream;     /* also the folded lines here (the flame graph), or NULL */

@@ -91,7 +91,7 @@ int main(int argc, char **argv)
     const uint64_t bias = 0x7f0000000000ull;
     struct model_process *p = model_process_new("bench", 0);
     add_map(p, lib, bias, hi + 0x1000);
-    struct symbols *s = symbols_open(p, NULL);
+    struct symbols *s = symbols_open(p, NULL, NULL);
     size_t named = 0;
     double warm = resolve_pass(s, bias, lo, hi, n, 0, &named);
     named = 0;

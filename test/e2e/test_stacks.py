@@ -301,3 +301,42 @@ def test_memory_peak_by_call_path(tmp_path):
     weights = {next(f for f in s if f.startswith("keep_")).split("  ")[0]: w
                for s, w in folded_weights(folded)}
     assert weights == {"keep_big": 64 << 20, "keep_small": 8 << 20}, weights
+
+
+@needs_cuda
+def test_api_stacks_hold_the_python_calls(tmp_path):
+    """A CUDA call made from Python (through a C library, as an extension makes it): its
+    stack holds the C function, then the Python functions around it, in call order."""
+    lib = build_path("test", "fixtures", "libcuda_calls.so")
+    out = tmp_path / "out"
+    proc = profile(["/usr/bin/python3", os.path.join(ROOT, "test", "workloads",
+                                                      "py_cuda_calls.py"), lib],
+                   out, env=double_env({"PROF_STACKS": "1"}))
+    assert proc.stdout == "failed 0 0\n"
+    (count, frames), = paths(report(out, "--stacks", "cudaMalloc").stdout)
+    assert count == 3
+    names = [function_of(f) for f in frames]
+    order = [names.index(n) for n in ("fixture_allocate", "allocate", "main", "<module>")]
+    assert order == sorted(order), names
+    assert frames[names.index("allocate")].endswith("[python]")
+
+
+@needs_cuda
+def test_sysroot_finds_objects_moved_from_their_paths(tmp_path):
+    """A report made where the job's files sit under another root (--sysroot): the frames
+    are named from the copies; without it they are path+offset."""
+    work = tmp_path / "job"
+    work.mkdir()
+    for name in ("stack_chains", "libstack_nodebug.so"):
+        shutil.copy2(os.path.join(FIXTURES, name), work / name)
+    out = tmp_path / "out"
+    profile([str(work / "stack_chains")], out, env=double_env({"PROF_STACKS": "1"}))
+    root = tmp_path / "root"
+    moved = root / str(work).lstrip("/")
+    moved.parent.mkdir(parents=True)
+    shutil.move(str(work), str(moved))
+    plain = report(out, "--stacks", "cudaDeviceSynchronize").stdout
+    assert "inner_sync" not in plain
+    rooted = report(out, "--stacks", "cudaDeviceSynchronize", "--sysroot", str(root)).stdout
+    assert "inner_sync  test/fixtures/stacks/stack_chains.c:%d" % marked_line("inner_sync") \
+        in rooted
