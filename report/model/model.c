@@ -646,7 +646,7 @@ void model_finish(struct model_process *p)
         /* the rings also carry Python spans, NVTX pushes and tensor memory events: which
          * were lost is not known, but the tables with sums do not depend on them */
         model_add_warning(p,
-                          "%s (pid %lld): %llu events dropped (ring full; raise PROF_RING_KB): "
+                          "%s (pid %lld): %llu events lost (ring full; raise PROF_RING_KB): "
                           "the API, Python, PyTorch operator and NVTX tables count them; the "
                           "timeline, the memory, copy and kernel tables and the tensor memory "
                           "timeline may be short of them",
