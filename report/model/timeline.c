@@ -309,6 +309,7 @@ static int timeline_on_record(struct timeline_state *s, const struct trace_recor
         ev.start_ns = model_ticks_to_monotonic_ns(p, op->start);
         ev.end_ns = model_ticks_to_monotonic_ns(p, op->end);
         ev.sequence_nr = op->sequence_nr;
+        ev.scope = op->scope;
         ev.shapes_sid = op->shapes_sid;
         ev.shapes = op->shapes_sid ? timeline_string(p, op->shapes_sid) : NULL;
         break;

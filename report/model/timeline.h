@@ -44,6 +44,7 @@ struct timeline_event {
     const char *shapes;   /* OP, SCOPE with PROF_SHAPES=1; else NULL */
     uint32_t shapes_sid;
     int64_t sequence_nr;                   /* OP, SCOPE; -1: none */
+    uint8_t scope;                         /* OP: at::RecordScope (1: a backward function) */
     uint64_t bytes;                        /* MEMCPY, MEMSET */
     uint8_t copy_kind, src_kind, dst_kind; /* MEMCPY (CUPTI's kinds) */
     uint32_t py_node;                      /* PYTHON: the call-tree node */

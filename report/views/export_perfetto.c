@@ -83,7 +83,12 @@ struct pf_writer {
     size_t cap;
     struct export_timeline_stats stats;
     int failed;
+    /* GPU busy time per device and PF_BUSY_BIN_NS bin of one process: device << 40 | bin
+     * -> kernel ns in it (summed over streams; shown capped at 100 %). */
+    struct u64map busy;
 };
+
+#define PF_BUSY_BIN_NS 10000000u /* 10 ms */
 
 static uint8_t *pf_varint(uint8_t *p, uint64_t v)
 {
@@ -490,6 +495,14 @@ static void pf_slice(struct pf_writer *w, struct pf_track *t, const struct timel
         b.flow_field = PF_F_EVENT_TERMINATING_FLOW_IDS;
     else if (ev->correlation && (ev->kind == TIMELINE_RUNTIME || ev->kind == TIMELINE_DRIVER))
         b.flow_field = PF_F_EVENT_FLOW_IDS;
+    else if (ev->kind == TIMELINE_OP && ev->sequence_nr >= 0) {
+        /* From a forward op to the backward function autograd made for it (the same
+         * sequence number); ids apart from the launch flows' by their top bit. */
+        b.flow = 1ull << 63 | (uint64_t)w->proc_index << 44 |
+                 ((uint64_t)ev->sequence_nr & ((1ull << 44) - 1));
+        b.flow_field = ev->scope == MODEL_TORCH_SCOPE_BACKWARD ? PF_F_EVENT_TERMINATING_FLOW_IDS
+                                                               : PF_F_EVENT_FLOW_IDS;
+    }
     if (ev->shapes && *ev->shapes) {
         pf_annotation(t, &in, &b, PF_ANN_SHAPES);
         b.ann_field = PF_F_ANNOTATION_STRING_IID;
@@ -525,11 +538,84 @@ static void pf_counter(struct pf_writer *w, struct pf_track *t, const struct tim
     pf_write_event(w, t->seq, &c, NULL);
 }
 
+/* A kernel's time into the busy bins of its device. */
+static void pf_busy_add(struct pf_writer *w, const struct timeline_event *ev)
+{
+    uint64_t start = ev->start_ns, end = ev->end_ns > ev->start_ns ? ev->end_ns : ev->start_ns;
+    for (uint64_t bin = start / PF_BUSY_BIN_NS, steps = 0;
+         bin * PF_BUSY_BIN_NS < end && steps < 100000; bin++, steps++) {
+        uint64_t lo = bin * PF_BUSY_BIN_NS, hi = lo + PF_BUSY_BIN_NS;
+        uint64_t a = start > lo ? start : lo, b = end < hi ? end : hi;
+        uint64_t *slot = u64map_slot(&w->busy, (uint64_t)(ev->device & 0xffffff) << 40 | bin);
+        if (!slot)
+            report_oom();
+        *slot += b - a;
+    }
+}
+
+static int pf_busy_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void pf_busy_value(struct pf_writer *w, struct pf_track *t, uint64_t bin, int64_t value)
+{
+    struct pf_event c = {.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER,
+                         .has_counter = 1,
+                         .counter = value};
+    pf_time(t, &c, bin * PF_BUSY_BIN_NS);
+    pf_write_event(w, t->seq, &c, NULL);
+}
+
+/* After a process's events: a "GPU d busy %" counter track per device, one value per bin
+ * with kernels, and 0 where a run of such bins ends. */
+static void pf_busy_write(struct pf_writer *w)
+{
+    if (!w->busy.count)
+        return;
+    uint64_t *keys = malloc(w->busy.count * sizeof *keys);
+    if (!keys)
+        report_oom();
+    size_t n = 0;
+    uint64_t k, v;
+    for (size_t i = 0; u64map_next(&w->busy, &i, &k, &v);)
+        keys[n++] = k;
+    qsort(keys, n, sizeof *keys, pf_busy_cmp);
+    const uint64_t mask = (1ull << 40) - 1;
+    struct pf_track *t = NULL;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t device = (uint32_t)(keys[i] >> 40);
+        uint64_t bin = keys[i] & mask;
+        if (i == 0 || device != (uint32_t)(keys[i - 1] >> 40)) {
+            uint64_t tkey = PF_TRACK_KEY(PF_TRACK_COUNTER, 1, device);
+            if (!(t = pf_find(w, tkey))) {
+                Perfetto__Protos__TrackDescriptor desc = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+                Perfetto__Protos__CounterDescriptor counter =
+                    PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
+                char name[64];
+                snprintf(name, sizeof name, "GPU %u busy %%", device);
+                desc.name = name;
+                desc.counter = &counter;
+                t = pf_track_new(w, tkey, w->proc_uuid, bin * PF_BUSY_BIN_NS, &desc);
+            }
+        }
+        uint64_t ns = *u64map_find(&w->busy, keys[i]);
+        pf_busy_value(w, t, bin, ns >= PF_BUSY_BIN_NS ? 100 : (int64_t)(ns * 100 / PF_BUSY_BIN_NS));
+        int last_of_run = i + 1 == n || keys[i + 1] != keys[i] + 1;
+        if (last_of_run)
+            pf_busy_value(w, t, bin + 1, 0);
+    }
+    free(keys);
+}
+
 static int pf_on_event(void *ctx, const struct timeline_event *ev)
 {
     struct pf_writer *w = ctx;
     struct pf_track *t = pf_track_of(w, ev);
     w->stats.events++;
+    if (ev->kind == TIMELINE_KERNEL)
+        pf_busy_add(w, ev);
     if (ev->kind == TIMELINE_MEMORY)
         pf_counter(w, t, ev);
     else
@@ -584,7 +670,11 @@ int export_perfetto_write(const char *path, struct model_process *const *procs, 
         w.p = procs[i];
         w.proc_index = i;
         pf_process_track(&w);
+        u64map_init(&w.busy);
         rc = timeline_stream(procs[i], pf_on_event, &w, err, errlen);
+        if (rc == 0)
+            pf_busy_write(&w);
+        u64map_free(&w.busy);
         pf_tracks_free(&w);
     }
     pf_flush(&w);

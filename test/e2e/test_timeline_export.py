@@ -370,3 +370,49 @@ def test_lightning_actions_and_python_of_a_real_run(tmp_path):
     check_schema(doc)
     ann = Counter(e["name"] for e in doc["traceEvents"] if e.get("cat") == "user_annotation")
     assert ann == Counter(made)
+
+
+def test_perfetto_flows_from_forward_ops_to_their_backward(tmp_path):
+    """A real CPU training loop (Debian's torch): each backward function (AddmmBackward0,
+    ...) ends a flow that a forward op with its sequence number began, earlier."""
+    if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
+                      capture_output=True).returncode != 0:
+        pytest.skip("no torch for /usr/bin/python3")
+    out = tmp_path / "p"
+    profile(["/usr/bin/python3", os.path.join(ROOT, "test", "workloads",
+                                              "torch_actions_burn.py")],
+            out, env={"PROF_PYTHON": "0"}, timeout=300)
+    tl = perfetto(tmp_path, out)
+    cpu = cpu_slices(tl)
+    starts = {}
+    for s in cpu:
+        for f in s[3]["flows"]:
+            if f >> 63:
+                starts.setdefault(f, []).append(s)
+    ends = [(s, f) for s in cpu for f in s[3]["ends"] if f >> 63]
+    backward = [s for s in cpu if s[0].endswith("Backward0") and ":" not in s[0]]
+    assert backward and len(ends) == len(backward)
+    assert all(f in starts and min(b[1] for b in starts[f]) <= s[1] for s, f in ends)
+    assert {s[0] for s, _ in ends} == {s[0] for s in backward}
+
+
+@needs_cuda
+def test_perfetto_gpu_busy_counter_with_the_cuda_doubles(tmp_path):
+    """A "GPU d busy %" counter track per device: 10 ms bins of kernel time, at most 100,
+    whose sum is the kernels' time (no two kernels overlap in this program)."""
+    if not os.path.exists(CUDA_APP) or not os.path.exists(os.path.join(DOUBLES, "libcupti.so.13")):
+        pytest.fail("CUDA fixtures not built: run `make cuda-fixtures`")
+    out = tmp_path / "prof"
+    env = dict(os.environ, LD_LIBRARY_PATH=DOUBLES, FAKE_CUDA_KERNEL_NS="5000000")
+    subprocess.run([PROFRUN, "--no-report", "-o", str(out), "--", CUDA_APP], env=env,
+                   check=True, capture_output=True, timeout=120)
+    rep = report_json(out)
+    tl = perfetto(tmp_path, out)
+    busy = [u for u in tl.tracks if tl.kind(u) == "counter"
+            and one(tl.tracks[u], "name", "").endswith("busy %")]
+    assert len(busy) == 1
+    values = [e["value"] or 0 for e in tl.events[busy[0]]]
+    assert values and max(values) > 0 and all(0 <= v <= 100 for v in values)
+    kernel_ns = sum(r["total_ns"] for r in rep["gpu_kernels"])
+    # each value is a whole percent of a 10 ms bin: at most 0.1 ms short per bin
+    assert abs(sum(values) * 100000 - kernel_ns) <= 100000 * len(values), (values, kernel_ns)
