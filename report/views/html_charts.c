@@ -110,13 +110,34 @@ static void html_busy_strip(FILE *out, const struct model_process *p, uint32_t d
     fputs("</svg>", out);
 }
 
+/* The process's time in communication calls (setup and failed calls left out). */
+static void html_comm_share(FILE *out, const struct model_process *p)
+{
+    uint64_t ns = 0, calls = 0;
+    for (size_t i = 0; i < p->comm.ncalls; i++) {
+        const struct model_comm_call *c = &p->comm.calls[i];
+        if (c->setup || c->failed || c->end_ns < c->start_ns)
+            continue;
+        ns += c->end_ns - c->start_ns;
+        calls++;
+    }
+    if (!calls)
+        return;
+    char t[32];
+    format_ns((double)ns, t, sizeof t);
+    double share = p->wall_ns ? 100.0 * (double)ns / (double)p->wall_ns : 0;
+    fprintf(out, "<br><small>communication: %s in %" PRIu64 " calls (%.1f%% of wall)</small>", t,
+            calls, share > 100 ? 100 : share);
+}
+
 void html_timeline(FILE *out, const struct summary *s)
 {
     fputs("<section id=\"timeline\"><h2>Timeline overview</h2>\n<p class=\"note\">Per "
           "process: the training actions' shares of its wall time (forward, backward, "
           "optimizer_step, dataloader_next as the Python call tree shows them), and each GPU's "
-          "busy share over the run (darker: busier). Communication (NCCL) time: not in these "
-          "traces (the communication layer is reported separately once merged).</p>\n<div>",
+          "busy share over the run (darker: busier), and the share of its wall time spent in "
+          "communication calls (NCCL, MPI, torch.distributed; --comm and --stragglers have the "
+          "detail).</p>\n<div>",
           out);
     for (size_t a = 0; a < 5; a++)
         fprintf(out, "<span class=\"key\" style=\"background:%s\"></span>%s ",
@@ -133,6 +154,7 @@ void html_timeline(FILE *out, const struct summary *s)
             html_action_bar(out, p);
         else
             fputs("<small>no training actions in the Python call tree</small>", out);
+        html_comm_share(out, p);
         fputs("</td></tr>\n", out);
         for (size_t b = 0; b < p->gpu.nbusy; b++) {
             const struct model_gpu_busy *d = &p->gpu.busy[b];

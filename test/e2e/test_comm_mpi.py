@@ -2,6 +2,7 @@
 rank, launched through profrun and with the environment only; the merged views (--comm,
 --ranks, --stragglers, --rank N) in JSON and CSV."""
 import os
+import re
 import shutil
 import subprocess
 
@@ -85,6 +86,15 @@ def rank_files(out):
 def test_profrun_mpirun_comm_table(profrun_out):
     assert len(rank_files(profrun_out)) == RANKS
     check_comm_table(profrun_out)
+
+
+def test_html_overview_has_each_ranks_communication_share(profrun_out, tmp_path):
+    html = tmp_path / "r.html"
+    report(profrun_out, "--html", str(html))
+    text = html.read_text()
+    shares = re.findall(r"communication: [^<]* in (\d+) calls \(([\d.]+)% of wall\)", text)
+    assert len(shares) == RANKS, shares
+    assert all(int(n) > 0 and 0 < float(p) <= 100 for n, p in shares)
 
 
 def test_env_only_mpirun_comm_table(env_out):
