@@ -163,6 +163,21 @@ def counts_of(rows):
             if v["ncalls"] or v["primitive_calls"]}
 
 
+# Lock methods that threading polls (is_alive, join's _wait_for_tstate_lock ask
+# lock.locked() / acquire(False) until the other thread ended): how often depends on how
+# long the other threads ran, which any profiler that times every call changes (cProfile
+# and profrun by different amounts). Their counts must agree within 10 % (at least 2).
+POLLED = re.compile(r"<method '(locked|acquire|release|acquire_lock|release_lock)' of "
+                    r"'_thread\.(lock|RLock)' objects>")
+
+
+def polling_counts_close(key, want, got):
+    if key[0] != "~" or not POLLED.fullmatch(key[2]):
+        return False
+    return any(w and g and abs(w[0] - g[0]) <= max(2, w[0] // 10)
+               for w in want for g in got)
+
+
 def assert_counts_match_some_run(tmp_path, python, workload, args=(), attempts=3):
     """For programs whose threads hand work to each other, a few counts depend on which
     thread the OS ran first (threading asks each thread not yet joined whether it ended;
@@ -180,7 +195,9 @@ def assert_counts_match_some_run(tmp_path, python, workload, args=(), attempts=3
             for key in set(seen_want) | set(seen_got) | set(rows):
                 seen.setdefault(key, set()).add(rows.get(key))
         differ = [k for k in set(seen_want) | set(seen_got)
-                  if not (seen_want.get(k, {None}) & seen_got.get(k, {None}))]
+                  if not (seen_want.get(k, {None}) & seen_got.get(k, {None}))
+                  and not polling_counts_close(k, seen_want.get(k, {None}),
+                                               seen_got.get(k, {None}))]
         if not differ:
             return
     lines = []
