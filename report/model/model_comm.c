@@ -76,14 +76,16 @@ static void model_comm_finish(struct model_process *p)
 {
     struct model_comm *c = &p->comm;
     uint64_t mono0 = model_start_monotonic_ns(p);
+    /* Unsigned arithmetic: a trace's clock values are data (the fuzzer found an offset
+     * that overflowed int64_t); the offset wraps, it is never undefined. */
     c->realtime_offset_ns =
-        p->start_realtime_ns && mono0 ? (int64_t)p->start_realtime_ns - (int64_t)mono0 : 0;
+        p->start_realtime_ns && mono0 ? (int64_t)(p->start_realtime_ns - mono0) : 0;
     for (size_t i = 0; i < c->ncalls; i++) {
         struct model_comm_call *call = &c->calls[i];
-        call->start_ns = (uint64_t)((int64_t)model_ticks_to_monotonic_ns(p, call->start_ns) +
-                                    c->realtime_offset_ns);
-        call->end_ns = (uint64_t)((int64_t)model_ticks_to_monotonic_ns(p, call->end_ns) +
-                                  c->realtime_offset_ns);
+        call->start_ns = model_ticks_to_monotonic_ns(p, call->start_ns) +
+                         (uint64_t)c->realtime_offset_ns;
+        call->end_ns = model_ticks_to_monotonic_ns(p, call->end_ns) +
+                       (uint64_t)c->realtime_offset_ns;
     }
     /* torch.distributed's ops, before the torch part lets the raw ops go. */
     const struct model_torch *t = &p->torch;
@@ -99,10 +101,10 @@ static void model_comm_finish(struct model_process *p)
         struct model_comm_call *call = model_comm_push(c);
         call->name = name;
         call->start_ns =
-            (uint64_t)((int64_t)model_ticks_to_monotonic_ns(p, op->start) + c->realtime_offset_ns);
+            model_ticks_to_monotonic_ns(p, op->start) + (uint64_t)c->realtime_offset_ns;
         uint64_t end = op->end >= op->start ? op->end : op->start;
         call->end_ns =
-            (uint64_t)((int64_t)model_ticks_to_monotonic_ns(p, end) + c->realtime_offset_ns);
+            model_ticks_to_monotonic_ns(p, end) + (uint64_t)c->realtime_offset_ns;
         call->tid = op->tid;
         call->source = MODEL_COMM_TORCH_OP;
         call->comm_size = world;
