@@ -414,7 +414,7 @@ enum model_comm_source {
 };
 
 struct model_comm_call {
-    const char *name; /* into the API table or the process's strings */
+    const char *name; /* into model_comm.names */
     /* CLOCK_REALTIME ns once the file is read (ticks while reading): the one time axis of
      * the ranks of one host. */
     uint64_t start_ns, end_ns;
@@ -431,6 +431,11 @@ struct model_comm_call {
 struct model_comm {
     struct model_comm_call *calls; /* in record order */
     size_t ncalls, cap_calls;
+    /* The calls' names, owned here: an API or string id named again later in the trace
+     * frees the text the model had, so calls keep a copy of each distinct name. */
+    char **names;
+    size_t nnames, cap_names;
+    struct u64map name_index; /* hash of a name -> index + 1 in names, probing on */
     int64_t realtime_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC at the process start */
 };
 

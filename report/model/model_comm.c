@@ -35,6 +35,27 @@ static int model_comm_arg(const struct model_api *api, const char *name)
     return -1;
 }
 
+/* The model's own copy of a name (one per distinct text). */
+static const char *model_comm_name(struct model_comm *c, const char *name)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *s = name; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    for (;; h++) {
+        uint64_t *slot = u64map_slot(&c->name_index, h | 1);
+        if (!slot)
+            report_oom();
+        if (*slot && !strcmp(c->names[*slot - 1], name))
+            return c->names[*slot - 1];
+        if (*slot)
+            continue;
+        c->names = report_grow(c->names, &c->cap_names, c->nnames + 1, sizeof *c->names);
+        c->names[c->nnames] = report_strdup(name);
+        *slot = ++c->nnames;
+        return c->names[c->nnames - 1];
+    }
+}
+
 static struct model_comm_call *model_comm_push(struct model_comm *c)
 {
     c->calls = report_grow(c->calls, &c->cap_calls, c->ncalls + 1, sizeof *c->calls);
@@ -51,7 +72,7 @@ static void model_comm_on_api_call(struct model_process *p, const struct model_a
     if (api->category != PROF_CAT_COMM)
         return;
     struct model_comm_call *call = model_comm_push(&p->comm);
-    call->name = api->name;
+    call->name = model_comm_name(&p->comm, api->name);
     call->start_ns = rec->start; /* ticks until model_comm_finish */
     call->end_ns = rec->end >= rec->start ? rec->end : rec->start;
     call->tid = tid;
@@ -99,7 +120,7 @@ static void model_comm_finish(struct model_process *p)
         if (!name || !model_comm_is_torch_op(name))
             continue;
         struct model_comm_call *call = model_comm_push(c);
-        call->name = name;
+        call->name = model_comm_name(c, name);
         call->start_ns =
             model_ticks_to_monotonic_ns(p, op->start) + (uint64_t)c->realtime_offset_ns;
         uint64_t end = op->end >= op->start ? op->end : op->start;
@@ -119,6 +140,10 @@ static void model_comm_finish(struct model_process *p)
 static void model_comm_free(struct model_process *p)
 {
     free(p->comm.calls);
+    for (size_t i = 0; i < p->comm.nnames; i++)
+        free(p->comm.names[i]);
+    free(p->comm.names);
+    u64map_free(&p->comm.name_index);
 }
 
 const struct model_part model_comm_part = {
