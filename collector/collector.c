@@ -162,8 +162,15 @@ static void collector_turn_off(void)
     atomic_store(&prof_recording, 0);
 }
 
-void collector_add_api_table(const struct prof_api_desc *table, size_t count)
+void collector_add_api_table(struct prof_api_desc *table, size_t count)
 {
+    for (size_t i = 0; i < count; i++) { /* nargs: the comma-separated names' count */
+        const char *a = table[i].args;
+        unsigned n = a[0] ? 1 : 0;
+        for (; *a; a++)
+            n += *a == ',';
+        table[i].nargs = (uint8_t)n;
+    }
     if (collector_api_table_count < COLLECTOR_MAX_API_TABLES) {
         collector_api_tables[collector_api_table_count].table = table;
         collector_api_tables[collector_api_table_count].count = count;

@@ -69,7 +69,8 @@ extern __thread int prof_tls_busy PROF_TLS;
 /* Called once at load, single-threaded. argv is copied. */
 void collector_init(const struct collector_config *cfg, int argc, char **argv);
 /* API tables are written at the top of every trace file. Call before any event. */
-void collector_add_api_table(const struct prof_api_desc *table, size_t count);
+/* Fills each row's nargs from its argument names. */
+void collector_add_api_table(struct prof_api_desc *table, size_t count);
 /* 0 after a fork until the next event starts the collector thread again. */
 extern _Atomic int prof_collector_running;
 void collector_resume(void);

@@ -351,11 +351,6 @@ void comm_mpi_setup(int enabled)
 {
     mpi_enabled = enabled;
     for (size_t i = 0; i < MPI_API_COUNT; i++) {
-        const char *a = mpi_apis[i].args;
-        unsigned n = a[0] ? 1 : 0;
-        for (; *a; a++)
-            n += *a == ',';
-        mpi_apis[i].nargs = (uint8_t)n;
         stacks_want_api(mpi_apis[i].id); /* with PROF_STACKS: where each call came from */
     }
     collector_add_api_table(mpi_apis, MPI_API_COUNT);

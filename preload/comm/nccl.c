@@ -281,11 +281,6 @@ void comm_nccl_setup(int enabled)
 {
     nccl_enabled = enabled;
     for (size_t i = 0; i < NCCL_API_COUNT; i++) {
-        const char *a = nccl_apis[i].args;
-        unsigned n = a[0] ? 1 : 0;
-        for (; *a; a++)
-            n += *a == ',';
-        nccl_apis[i].nargs = (uint8_t)n;
         stacks_want_api(nccl_apis[i].id); /* with PROF_STACKS: where each call came from */
     }
     collector_add_api_table(nccl_apis, NCCL_API_COUNT);

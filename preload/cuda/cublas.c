@@ -308,13 +308,6 @@ PROF_EXPORT cublasStatus_t cublasLtMatmul(
 static void cublas_init(int enabled)
 {
     cublas_enabled = enabled;
-    for (size_t i = 0; i < CUBLAS_API_COUNT; i++) {
-        const char *a = cublas_apis[i].args;
-        unsigned n = a[0] ? 1 : 0;
-        for (; *a; a++)
-            n += *a == ',';
-        cublas_apis[i].nargs = (uint8_t)n;
-    }
     collector_add_api_table(cublas_apis, CUBLAS_API_COUNT);
 }
 

@@ -207,11 +207,6 @@ static void cudart_init(int enabled)
 {
     cudart_enabled = enabled;
     for (size_t i = 0; i < CUDART_API_COUNT; i++) {
-        const char *a = cudart_apis[i].args;
-        unsigned n = a[0] ? 1 : 0;
-        for (; *a; a++)
-            n += *a == ',';
-        cudart_apis[i].nargs = (uint8_t)n;
         /* With PROF_STACKS: where the program synchronizes, allocates or frees, and copies
          * that block (the ones without Async in the name). */
         uint8_t cat = cudart_apis[i].category;

@@ -128,13 +128,6 @@ static uint64_t cudnn_stream_of(cudnnHandle_t handle, cudnnStatus_t rc)
 static void cudnn_init(int enabled)
 {
     cudnn_enabled = enabled;
-    for (size_t i = 0; i < CUDNN_API_COUNT; i++) {
-        const char *a = cudnn_apis[i].args;
-        unsigned n = a[0] ? 1 : 0;
-        for (; *a; a++)
-            n += *a == ',';
-        cudnn_apis[i].nargs = (uint8_t)n;
-    }
     collector_add_api_table(cudnn_apis, CUDNN_API_COUNT);
 }
 
