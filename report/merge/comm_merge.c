@@ -182,14 +182,32 @@ static uint64_t comm_merge_comm_time(const struct comm_merge_rank *r)
     return total;
 }
 
-static void comm_merge_rank_times(struct comm_rank_row *row, const struct comm_merge_rank *r)
+/* A named action's calls and time over the lists a process has them in. */
+static void comm_merge_named_steps(const struct model_process *proc, const char *name,
+                                   uint64_t *steps, uint64_t *total)
+{
+    const struct model_action *lists[] = {proc->gpu.actions, proc->torch.scopes,
+                                          proc->torch.builtin};
+    size_t counts[] = {proc->gpu.nactions, proc->torch.nscopes, proc->torch.nbuiltin};
+    for (size_t l = 0; l < 3; l++)
+        for (size_t i = 0; i < counts[l]; i++)
+            if (!strcmp(lists[l][i].name, name)) {
+                *steps += lists[l][i].calls;
+                *total += lists[l][i].total_ns;
+            }
+}
+
+static void comm_merge_rank_times(struct comm_rank_row *row, const struct comm_merge_rank *r,
+                                  const char *step_name)
 {
     uint64_t step_total = 0;
     for (size_t p = 0; p < r->nprocs; p++) {
         const struct model_process *proc = r->procs[p];
         if (proc->wall_ns > row->wall_ns)
             row->wall_ns = proc->wall_ns;
-        for (size_t i = 0; i < proc->torch.nbuiltin; i++) {
+        if (step_name)
+            comm_merge_named_steps(proc, step_name, &row->steps, &step_total);
+        for (size_t i = 0; i < proc->torch.nbuiltin && !step_name; i++) {
             const struct model_action *a = &proc->torch.builtin[i];
             if (!strcmp(a->name, "optimizer_step"))
                 row->steps += a->calls;
@@ -363,6 +381,7 @@ static size_t comm_merge_row_of(struct comm_report *r, size_t *cap, const struct
 void comm_merge_build(struct comm_report *r, const struct summary *s)
 {
     memset(r, 0, sizeof *r);
+    r->step_name = s->step_name;
     int has_rank = 0;
     for (size_t i = 0; i < s->nprocs; i++)
         has_rank |= s->procs[i]->rank >= 0;
@@ -419,7 +438,7 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
         report_oom();
     size_t n = 0;
     for (size_t k = 0; k < r->nranks; k++) {
-        comm_merge_rank_times(&r->ranks[k], &ranks[k]);
+        comm_merge_rank_times(&r->ranks[k], &ranks[k], s->step_name);
         for (size_t p = 0; p < ranks[k].nprocs; p++) {
             const struct model_comm *c = &ranks[k].procs[p]->comm;
             for (size_t i = 0; i < c->ncalls; i++) {

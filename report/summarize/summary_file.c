@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "alloc.h"
 #include "summary_codec.h"
@@ -722,6 +723,19 @@ static void sf_process(sf_codec *c, struct model_process *p)
     sf_comm(c, p);
 }
 
+void summary_file_crc(const uint8_t *body, size_t len, uint8_t out[4])
+{
+    uLong crc = crc32(0L, Z_NULL, 0);
+    while (len) { /* crc32 takes a uInt length */
+        uInt n = len > (1u << 30) ? (1u << 30) : (uInt)len;
+        crc = crc32(crc, body, n);
+        body += n;
+        len -= n;
+    }
+    for (int i = 0; i < 4; i++)
+        out[i] = (uint8_t)(crc >> (8 * i));
+}
+
 void summary_file_encode(const struct model_process *p, uint8_t **buf, size_t *len)
 {
     sf_codec c;
@@ -733,6 +747,9 @@ void summary_file_encode(const struct model_process *p, uint8_t **buf, size_t *l
      * nothing in it. */
     sf_process(&c, (struct model_process *)p);
     sf_write_pystats(&c, p);
+    uint8_t crc[4];
+    summary_file_crc(c.buf, c.len, crc);
+    summary_codec_bytes(&c, crc, 4);
     summary_codec_bytes(&c, SUMMARY_FILE_END, 8);
     *buf = c.buf;
     *len = c.len;
@@ -802,7 +819,7 @@ static uint8_t *sf_read_all(const char *path, size_t *len, char *err, size_t err
 static int sf_open(sf_codec *c, const char *path, const uint8_t *buf, size_t len, char *err,
                    size_t errlen)
 {
-    if (len < 16 || memcmp(buf, SUMMARY_FILE_MAGIC, 8) != 0) {
+    if (len < 20 || memcmp(buf, SUMMARY_FILE_MAGIC, 8) != 0) {
         snprintf(err, errlen, "%s: not a profrun summary", path);
         return -1;
     }
@@ -813,7 +830,16 @@ static int sf_open(sf_codec *c, const char *path, const uint8_t *buf, size_t len
                  path);
         return -1;
     }
-    summary_codec_reader(c, buf, len - 8);
+    uint8_t crc[4];
+    summary_file_crc(buf, len - 12, crc);
+    if (memcmp(crc, buf + len - 12, 4) != 0) {
+        snprintf(err, errlen,
+                 "%s: corrupt summary (its checksum does not match); run profreport "
+                 "--summarize on its trace again",
+                 path);
+        return -1;
+    }
+    summary_codec_reader(c, buf, len - 12);
     c->pos = 8;
     uint32_t version = 0;
     summary_codec_u32(c, &version);

@@ -19,6 +19,9 @@
 /* ".summary" */
 extern const char summary_file_suffix[];
 
+/* The checksum a summary ends with (before its end mark): CRC-32 of everything before
+ * it, little-endian. */
+void summary_file_crc(const uint8_t *body, size_t len, uint8_t out[4]);
 /* p's summary as bytes (malloc'd), what summary_file_write writes. */
 void summary_file_encode(const struct model_process *p, uint8_t **buf, size_t *len);
 /* Writes p's summary to path (through a temporary file renamed into place). 0, or -1
