@@ -36,6 +36,12 @@ struct model_process *summary_file_load(const char *path, char *err, size_t errl
  * a process read from a trace), or -1 with a message in err. */
 int summary_file_add_python(struct pystats *s, const struct model_process *p, char *err,
                             size_t errlen);
+/* The communication calls of a process read from a summary, into out (names and calls;
+ * free with summary_file_free_comm). 0 (out empty for a process read from a trace: its
+ * calls are p->comm's), or -1 with a message in err and out empty. */
+int summary_file_read_comm(const struct model_process *p, struct model_comm *out, char *err,
+                           size_t errlen);
+void summary_file_free_comm(struct model_comm *m);
 /* 1 if path names a summary file (by its first bytes), else 0. */
 int summary_file_is_summary(const char *path);
 

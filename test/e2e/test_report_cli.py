@@ -284,7 +284,7 @@ def test_usage_errors():
 def test_empty_directory_exits_1(tmp_path):
     proc = run(str(tmp_path))
     assert proc.returncode == 1
-    assert "no *.trace files" in proc.stderr
+    assert "no *.trace or *.summary files" in proc.stderr
 
 
 @pytest.mark.parametrize("args", [[], ["dump"]])
