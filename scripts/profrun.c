@@ -167,11 +167,19 @@ int main(int argc, char **argv)
     }
 
     /* Like system(): the terminal's SIGINT/SIGQUIT reach the command directly; we wait
-     * for it and then report. SIGTERM/SIGHUP sent to us are passed on. */
+     * for it and then report. SIGTERM/SIGHUP sent to us are passed on. The command gets
+     * the dispositions we were given: one ignored (a shell's background job, nohup) stays
+     * ignored, for it and for us. */
+    static const int passed[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+    struct sigaction given[4];
+    for (int i = 0; i < 4; i++)
+        sigaction(passed[i], NULL, &given[i]);
     signal(SIGINT, SIG_IGN);
     signal(SIGQUIT, SIG_IGN);
-    signal(SIGTERM, profrun_forward);
-    signal(SIGHUP, profrun_forward);
+    if (given[2].sa_handler != SIG_IGN)
+        signal(SIGTERM, profrun_forward);
+    if (given[3].sa_handler != SIG_IGN)
+        signal(SIGHUP, profrun_forward);
 
     profrun_child = fork();
     if (profrun_child < 0) {
@@ -179,10 +187,11 @@ int main(int argc, char **argv)
         return 2;
     }
     if (profrun_child == 0) {
-        signal(SIGINT, SIG_DFL);
-        signal(SIGQUIT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
+        for (int i = 0; i < 4; i++) /* a handler of ours would be SIG_DFL after exec */
+            if (given[i].sa_handler == SIG_IGN)
+                signal(passed[i], SIG_IGN);
+            else
+                signal(passed[i], SIG_DFL);
         const char *old = getenv("LD_PRELOAD");
         char preload[2 * PATH_MAX];
         if (old && *old)

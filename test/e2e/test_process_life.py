@@ -286,3 +286,23 @@ def test_trace_records_process_metadata(tmp_path):
     for key in ["pid", "ppid", "host", "exe", "run_id", "start_realtime_ns", "clock"]:
         assert key in meta, key
     assert p["pid"] == int(meta["pid"])
+
+
+def test_signals_ignored_before_profrun_stay_ignored(tmp_path):
+    """A job started with SIGINT, SIGQUIT, SIGTERM and SIGHUP ignored (a background job of a
+    shell, nohup) keeps them ignored under profrun: the wrapper's own handling of them must
+    not hand the program SIG_DFL (profrun did: Ctrl-C would then kill a job that ignored
+    it)."""
+    def ignore():
+        for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+
+    env = dict(os.environ, **DOUBLE_ENV)
+    want = subprocess.run([FIXTURE, "sigint_query"], env=env, capture_output=True, text=True,
+                          timeout=60, preexec_fn=ignore)
+    assert "SIGINT handled" in want.stdout  # sigaction reports SIG_IGN as not SIG_DFL
+    got = subprocess.run([build_path("bin", "profrun"), "--no-report", "-o", str(tmp_path / "p"),
+                          "--", FIXTURE, "sigint_query"], env=env, capture_output=True,
+                         text=True, timeout=60, preexec_fn=ignore)
+    assert got.returncode == want.returncode == 0, got.stderr
+    assert got.stdout == want.stdout
