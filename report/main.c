@@ -840,9 +840,8 @@ int main(int argc, char **argv)
         struct findings found;
         if (s.nsummaries)
             fprintf(stderr,
-                    "profreport: note: %zu of the processes were read from summaries: the "
-                    "findings that need the timeline (GPU idle time, host syncs, small "
-                    "kernels) are left out for them; give their traces for those\n",
+                    "profreport: note: %zu of the processes were read from summaries "
+                    "(profreport --summarize), not from their traces\n",
                     s.nsummaries);
         findings_build(&found, &s);
         findings_print(stdout, &found);

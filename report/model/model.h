@@ -264,6 +264,27 @@ struct model_nvtx_lost {
     uint64_t count, ticks;
 };
 
+/* What the findings need of a process's GPU timeline, drawn from it once at the end of the
+ * file (model_gpu_facts.c) so that a summary, which has no timeline, keeps it too. */
+struct model_gpu_idle {
+    uint32_t device;
+    uint64_t ngaps, longest_ns;  /* its idle gaps within the wall time, the longest */
+    uint64_t api_ns, api_calls;  /* CUDA calls CUPTI saw overlapping the gaps */
+    uint32_t top_node;           /* the Python node with the most call time in them; 0 */
+    uint64_t top_ns;
+};
+
+struct model_gpu_facts {
+    struct model_gpu_idle *idle; /* one per device with operations */
+    size_t nidle;
+    /* The Python node under which CUPTI saw the most synchronizing / blocking-copy time. */
+    uint32_t sync_node;
+    uint64_t sync_ns;
+    /* Kernel durations rounded to 3 significant digits (ns) -> kernels. */
+    struct u64map kernel_durations;
+    uint64_t kernels;
+};
+
 struct model_gpu {
     struct model_gpu_op *ops;
     size_t nops, cap_ops;
@@ -299,6 +320,7 @@ struct model_gpu {
     uint64_t nvtx_lost_calls;
     size_t lightning_actions; /* of actions, the last ones come from Lightning's profiler */
     int summary_had_records;  /* read from a summary: its trace held GPU or NVTX records */
+    struct model_gpu_facts facts;
 };
 
 /* ---- PyTorch operators (model_torch.c) ---- */
@@ -588,6 +610,12 @@ const char *model_py_gap_reason_name(uint32_t reason);
 /* model_gpu.c: GPU_* records, library spans (a call of a library API owns the GPU calls
  * inside it); attribution, utilization at the end. */
 const char *model_gpu_copy_kind_name(unsigned kind);   /* "HtoD", "DtoH", ... */
+/* model_gpu_facts.c: a call that waits for the device (…Synchronize…); a copy that returns
+ * only once done (cudaMemcpy*, cuMemcpy* without Async); ns rounded to 3 significant
+ * digits (the kernel durations of the facts). */
+int model_gpu_is_sync_name(const char *name);
+int model_gpu_is_blocking_copy(const char *name);
+uint64_t model_gpu_round_duration(uint64_t ns);
 const char *model_gpu_memory_kind_name(unsigned kind); /* "pageable", "pinned", ... */
 /* The GPU_API record of a correlation id, or NULL. */
 const struct model_gpu_call *model_gpu_call_of(const struct model_process *p, uint32_t correlation);

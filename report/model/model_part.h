@@ -49,6 +49,7 @@ extern const struct model_part model_memory_part;
 extern const struct model_part model_kernel_part;
 extern const struct model_part model_python_part;
 extern const struct model_part model_gpu_part;
+extern const struct model_part model_gpu_facts_part;
 extern const struct model_part model_nvtx_part;
 extern const struct model_part model_comm_part;
 extern const struct model_part model_torch_part;

@@ -1,7 +1,12 @@
 /* The summary file: one visitor per part of the process model, used both to write and to
  * read (summary_codec.h), so the two directions cannot drift apart. What a part keeps is
- * what report/merge/ and the tables read; the timeline (GPU operations, CUPTI calls,
- * NVTX events, memory curves), the op trees and the stacks stay in the trace. */
+ * what report/merge/ and the tables and findings read (the GPU facts stand for the GPU
+ * timeline); the timeline itself (GPU operations, CUPTI calls, NVTX events, memory
+ * curves), the op trees and the stacks stay in the trace.
+ *
+ * Layout: magic, version, the process (core, the Python functions the GPU rows and
+ * memory peaks name, GPU, PyTorch), the communication calls behind their length, the
+ * Python functions as pstats, a CRC-32 of all that, the end mark. */
 #include "summary_file.h"
 
 #include <errno.h>
@@ -267,6 +272,16 @@ static void sf_python(sf_codec *c, struct model_process *p)
             nodes[nnodes++] = (struct model_py_node){
                 .id = mems[i]->peak_py_node, .func = f->id, .defined = 1};
         }
+        /* and the nodes the GPU facts name, as themselves */
+        const struct model_gpu_facts *gf = &p->gpu.facts;
+        for (size_t i = 0; i <= gf->nidle; i++) {
+            uint32_t id = i < gf->nidle ? gf->idle[i].top_node : gf->sync_node;
+            const struct model_py_node *n = id ? model_python_node(p, id) : NULL;
+            if (!n || !model_python_func(p, n->func))
+                continue;
+            nodes = report_grow(nodes, &ncap, nnodes + 1, sizeof *nodes);
+            nodes[nnodes++] = (struct model_py_node){.id = id, .func = n->func, .defined = 1};
+        }
         for (size_t k = 0; k < p->gpu.nkernels; k++) {
             uint64_t id, v;
             for (size_t i = 0; u64map_next(&p->gpu.kernels[k].py_calls, &i, &id, &v);) {
@@ -504,6 +519,24 @@ static void sf_gpu(sf_codec *c, struct model_process *p)
     summary_codec_size(c, &g->lightning_actions);
     if (g->lightning_actions > g->nactions)
         summary_codec_fail(c, "more Lightning actions than actions");
+    struct model_gpu_facts *f = &g->facts;
+    summary_codec_count(c, &f->nidle, 7);
+    if (c->reading)
+        f->idle = summary_codec_array(c, f->nidle, sizeof *f->idle);
+    for (size_t i = 0; i < f->nidle; i++) {
+        struct model_gpu_idle *d = &f->idle[i];
+        summary_codec_u32(c, &d->device);
+        summary_codec_u64(c, &d->ngaps);
+        summary_codec_u64(c, &d->longest_ns);
+        summary_codec_u64(c, &d->api_ns);
+        summary_codec_u64(c, &d->api_calls);
+        summary_codec_u32(c, &d->top_node);
+        summary_codec_u64(c, &d->top_ns);
+    }
+    summary_codec_u32(c, &f->sync_node);
+    summary_codec_u64(c, &f->sync_ns);
+    summary_codec_map(c, &f->kernel_durations);
+    summary_codec_u64(c, &f->kernels);
     int had = g->nops || g->ncalls || g->nnvtx || g->ndevices || g->summary_had_records;
     summary_codec_int(c, &had);
     if (c->reading)

@@ -6,7 +6,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "format.h"
 #include "model.h"
@@ -69,96 +68,13 @@ static const char *findings_proc_label(const struct model_process *p, char *buf,
     return buf;
 }
 
-struct findings_span {
-    uint64_t lo, hi;
-};
-
-static int findings_cmp_span(const void *a, const void *b)
-{
-    const struct findings_span *x = a, *y = b;
-    return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
-/* What the CPU did while the device was idle: the device's idle gaps within the wall time
- * (the complement of its operations' union), and the CUDA calls CUPTI saw overlapping
- * them, by the Python node they were made under. */
-struct findings_gaps {
-    size_t ngaps;
-    uint64_t longest_ns, api_ns, api_calls;
-    uint32_t top_node; /* the Python node with the most call time in the gaps; 0: none */
-    uint64_t top_ns;
-};
-
-static void findings_idle_gaps(const struct model_process *p, uint32_t device,
-                               struct findings_gaps *g)
-{
-    memset(g, 0, sizeof *g);
-    struct findings_span *ops = malloc((p->gpu.nops + 1) * sizeof *ops);
-    struct findings_span *gaps = malloc((p->gpu.nops + 1) * sizeof *gaps);
-    if (!ops || !gaps) {
-        free(ops);
-        free(gaps);
-        return;
-    }
-    size_t n = 0, ng = 0;
-    for (size_t i = 0; i < p->gpu.nops; i++)
-        if (p->gpu.ops[i].device == device)
-            ops[n++] = (struct findings_span){p->gpu.ops[i].start_ns, p->gpu.ops[i].end_ns};
-    qsort(ops, n, sizeof *ops, findings_cmp_span);
-    uint64_t at = p->wall_start_ns;
-    for (size_t i = 0; i <= n; i++) {
-        uint64_t lo = i < n ? ops[i].lo : p->wall_end_ns;
-        if (lo > at) {
-            gaps[ng++] = (struct findings_span){at, lo};
-            if (lo - at > g->longest_ns)
-                g->longest_ns = lo - at;
-        }
-        if (i < n && ops[i].hi > at)
-            at = ops[i].hi;
-    }
-    g->ngaps = ng;
-    struct u64map by_node;
-    u64map_init(&by_node);
-    for (size_t c = 0; c < p->gpu.ncalls && ng; c++) {
-        const struct model_gpu_call *call = &p->gpu.calls[c];
-        uint64_t lo = model_ticks_to_monotonic_ns(p, call->start);
-        uint64_t hi = model_ticks_to_monotonic_ns(p, call->end);
-        size_t a = 0, b = ng; /* the first gap ending after lo */
-        while (a < b) {
-            size_t m = a + (b - a) / 2;
-            if (gaps[m].hi <= lo)
-                a = m + 1;
-            else
-                b = m;
-        }
-        uint64_t in = 0;
-        for (size_t k = a; k < ng && gaps[k].lo < hi; k++) {
-            uint64_t x = lo > gaps[k].lo ? lo : gaps[k].lo, y = hi < gaps[k].hi ? hi : gaps[k].hi;
-            if (y > x)
-                in += y - x;
-        }
-        if (!in)
-            continue;
-        g->api_ns += in;
-        g->api_calls++;
-        uint64_t *slot = call->py_node ? u64map_slot(&by_node, call->py_node) : NULL;
-        if (slot && (*slot += in) > g->top_ns) {
-            g->top_ns = *slot;
-            g->top_node = call->py_node;
-        }
-    }
-    u64map_free(&by_node);
-    free(ops);
-    free(gaps);
-}
-
 /* GPU idle: per process and device, the device's busy time (the union of its kernels,
  * copies and sets) against the process's wall time. */
 static void findings_gpu_idle(struct findings *f, const struct summary *s)
 {
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
-        if (!p->gpu.nops || !p->wall_ns)
+        if (!p->gpu.facts.nidle || !p->wall_ns)
             continue;
         for (size_t b = 0; b < p->gpu.nbusy; b++) {
             const struct model_gpu_busy *d = &p->gpu.busy[b];
@@ -167,41 +83,33 @@ static void findings_gpu_idle(struct findings *f, const struct summary *s)
             double idle = 1.0 - (double)d->busy_ns / (double)p->wall_ns;
             if (idle < T(GPU_IDLE_SHARE))
                 continue;
-            struct findings_gaps g;
-            findings_idle_gaps(p, d->device, &g);
+            const struct model_gpu_idle *g = NULL;
+            for (size_t k = 0; k < p->gpu.facts.nidle && !g; k++)
+                if (p->gpu.facts.idle[k].device == d->device)
+                    g = &p->gpu.facts.idle[k];
+            if (!g)
+                continue;
             char who[96], busy[32], wall[32], api[32], longest[32];
             format_ns((double)d->busy_ns, busy, sizeof busy);
             format_ns((double)p->wall_ns, wall, sizeof wall);
-            format_ns((double)g.api_ns, api, sizeof api);
-            format_ns((double)g.longest_ns, longest, sizeof longest);
+            format_ns((double)g->api_ns, api, sizeof api);
+            format_ns((double)g->longest_ns, longest, sizeof longest);
             struct finding *x = findings_add(f, "gpu_idle", idle);
             findings_set(x->title, sizeof x->title, "GPU %u idle %.1f %% of the time (%s)",
                          d->device, 100.0 * idle, findings_proc_label(p, who, sizeof who));
             findings_set(x->evidence, sizeof x->evidence,
-                         "device %u busy %s of %s wall time, idle in %zu gaps (the longest %s); "
-                         "during them the CPU spent %s in %" PRIu64 " CUDA calls and the rest "
-                         "in its own work (the Python and ops tables)",
-                         d->device, busy, wall, g.ngaps, longest, api, g.api_calls);
+                         "device %u busy %s of %s wall time, idle in %" PRIu64
+                         " gaps (the longest %s); during them the CPU spent %s in %" PRIu64
+                         " CUDA calls and the rest in its own work (the Python and ops tables)",
+                         d->device, busy, wall, g->ngaps, longest, api, g->api_calls);
             char place[256], ns[32];
-            findings_py_place(p, g.top_node, place, sizeof place);
-            format_ns((double)g.top_ns, ns, sizeof ns);
+            findings_py_place(p, g->top_node, place, sizeof place);
+            format_ns((double)g->top_ns, ns, sizeof ns);
             if (place[0])
                 findings_set(x->where, sizeof x->where, "%s: %s of CUDA calls in the gaps", place,
                              ns);
         }
     }
-}
-
-static int findings_is_sync_name(const char *name)
-{
-    return name && (strstr(name, "Synchronize") != NULL);
-}
-
-/* A copy that returns only once done: cudaMemcpy*, cuMemcpy* without Async. */
-static int findings_is_blocking_copy(const char *name)
-{
-    return name && (!strncmp(name, "cudaMemcpy", 10) || !strncmp(name, "cuMemcpy", 8)) &&
-           !strstr(name, "Async");
 }
 
 /* A tensor method of torch's C type as cProfile names it, "<method 'item' of
@@ -226,17 +134,17 @@ static void findings_sync(struct findings *f, const struct summary *s)
             sync_ns += s->api[i].total_ns;
             sync_calls += s->api[i].calls;
         } else if (s->api[i].category == PROF_CAT_COPY &&
-                   findings_is_blocking_copy(s->api[i].name)) {
+                   model_gpu_is_blocking_copy(s->api[i].name)) {
             copy_ns += s->api[i].total_ns;
             copy_calls += s->api[i].calls;
         }
     if (!sync_calls && !copy_calls) /* no wrapper saw them: CUPTI's calls */
         for (size_t i = 0; i < s->gpu.ncupti; i++) {
             const struct summary_cupti_row *r = &s->gpu.cupti[i];
-            if (findings_is_sync_name(r->name)) {
+            if (model_gpu_is_sync_name(r->name)) {
                 sync_ns += r->total_ns;
                 sync_calls += r->calls;
-            } else if (findings_is_blocking_copy(r->name)) {
+            } else if (model_gpu_is_blocking_copy(r->name)) {
                 copy_ns += r->total_ns;
                 copy_calls += r->calls;
             }
@@ -246,36 +154,17 @@ static void findings_sync(struct findings *f, const struct summary *s)
     double share = (double)(sync_ns + copy_ns) / (double)wall;
     if (share < T(SYNC_SHARE))
         return;
-    /* The Python node under which CUPTI saw the most synchronizing time. */
+    /* The Python node under which CUPTI saw the most synchronizing time (the first
+     * process's on a tie). */
     const struct model_process *best_p = NULL;
     uint32_t best_node = 0;
     uint64_t best_ns = 0;
-    for (size_t i = 0; i < s->nprocs; i++) {
-        const struct model_process *p = s->procs[i];
-        struct u64map by_node;
-        u64map_init(&by_node);
-        for (size_t c = 0; c < p->gpu.ncalls; c++) {
-            const struct model_gpu_call *call = &p->gpu.calls[c];
-            if (!call->py_node)
-                continue;
-            const uint64_t *a =
-                u64map_find(&p->gpu.api_index, (uint64_t)call->domain << 16 | call->cbid);
-            if (!a || !*a ||
-                (!findings_is_sync_name(p->gpu.apis[*a - 1].name) &&
-                 !findings_is_blocking_copy(p->gpu.apis[*a - 1].name)))
-                continue;
-            uint64_t *slot = u64map_slot(&by_node, call->py_node);
-            if (!slot)
-                break;
-            uint64_t sum = *slot += model_ticks_to_ns(p, call->end - call->start);
-            if (sum > best_ns) {
-                best_ns = sum;
-                best_p = p;
-                best_node = call->py_node;
-            }
+    for (size_t i = 0; i < s->nprocs; i++)
+        if (s->procs[i]->gpu.facts.sync_ns > best_ns) {
+            best_p = s->procs[i];
+            best_node = best_p->gpu.facts.sync_node;
+            best_ns = best_p->gpu.facts.sync_ns;
         }
-        u64map_free(&by_node);
-    }
     char total[32], wall_s[32], syncs[32], copies[32];
     format_ns((double)(sync_ns + copy_ns), total, sizeof total);
     format_ns((double)sync_ns, syncs, sizeof syncs);
@@ -353,30 +242,59 @@ static int findings_cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The median of n values given as value -> count. */
+static double findings_median(const struct u64map *counts, uint64_t n)
+{
+    uint64_t *keys = malloc(counts->count * sizeof *keys);
+    if (!keys)
+        return 0;
+    size_t nk = 0;
+    uint64_t k, v;
+    for (size_t it = 0; u64map_next(counts, &it, &k, &v);)
+        keys[nk++] = k;
+    qsort(keys, nk, sizeof *keys, findings_cmp_u64);
+    /* the values at ranks lo and hi (from 0): the middle one, or the middle two */
+    uint64_t lo = (n - 1) / 2, hi = n / 2, seen = 0;
+    double a = 0, b = 0;
+    for (size_t i = 0; i < nk; i++) {
+        uint64_t c = *u64map_find(counts, keys[i]);
+        if (lo >= seen && lo < seen + c)
+            a = (double)keys[i];
+        if (hi >= seen && hi < seen + c)
+            b = (double)keys[i];
+        seen += c;
+    }
+    free(keys);
+    return (a + b) / 2.0;
+}
+
 /* Launch-bound: many kernels with a small median duration. */
 static void findings_small_kernels(struct findings *f, const struct summary *s)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < s->nprocs; i++)
-        for (size_t k = 0; k < s->procs[i]->gpu.nops; k++)
-            n += s->procs[i]->gpu.ops[k].kind == MODEL_GPU_KERNEL;
-    if (n < (size_t)T(SMALL_KERNELS_COUNT))
-        return;
-    uint64_t *d = malloc(n * sizeof *d);
-    if (!d)
-        return;
     size_t m = 0;
     uint64_t wall = 0;
+    struct u64map merged; /* duration (3 significant digits) -> kernels */
+    u64map_init(&merged);
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         wall += p->wall_ns;
-        for (size_t k = 0; k < p->gpu.nops; k++)
-            if (p->gpu.ops[k].kind == MODEL_GPU_KERNEL)
-                d[m++] = p->gpu.ops[k].end_ns - p->gpu.ops[k].start_ns;
+        m += p->gpu.facts.kernels;
+        uint64_t k, v;
+        for (size_t it = 0; u64map_next(&p->gpu.facts.kernel_durations, &it, &k, &v);) {
+            uint64_t *slot = u64map_slot(&merged, k);
+            if (!slot) {
+                u64map_free(&merged);
+                return;
+            }
+            *slot += v;
+        }
     }
-    qsort(d, m, sizeof *d, findings_cmp_u64);
-    double median = m % 2 ? (double)d[m / 2] : ((double)d[m / 2 - 1] + (double)d[m / 2]) / 2.0;
-    free(d);
+    if (m < (size_t)T(SMALL_KERNELS_COUNT) || !merged.count) {
+        u64map_free(&merged);
+        return;
+    }
+    double median = findings_median(&merged, m);
+    u64map_free(&merged);
     if (median >= T(SMALL_KERNEL_MEDIAN_US) * 1000.0)
         return;
     char med[32];

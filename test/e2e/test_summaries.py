@@ -47,15 +47,6 @@ def run(args):
     return subprocess.run([PROFREPORT] + args, capture_output=True, text=True, timeout=120)
 
 
-def without_timeline_findings(text, view):
-    """Findings from the timeline are not in a summary: compare the rest."""
-    if "--format" in view and "json" in view:
-        rep = json.loads(text)
-        rep.pop("findings", None)
-        return rep
-    return re.sub(r"^Findings\n(?:  .*\n|      .*\n)*\n", "", text, flags=re.M)
-
-
 def summarize(*paths, env=None, check=True):
     proc = subprocess.run([PROFREPORT, "--summarize"] + [str(p) for p in paths],
                           capture_output=True, text=True, timeout=300,
@@ -65,7 +56,7 @@ def summarize(*paths, env=None, check=True):
     return proc
 
 
-def assert_same_reports(trace_dir, summary_dir, views=VIEWS, drop_findings=False):
+def assert_same_reports(trace_dir, summary_dir, views=VIEWS):
     """Every view of summary_dir (summaries only) equals the view of trace_dir (traces)."""
     assert not [f for f in os.listdir(summary_dir) if f.endswith(".trace")]
 
@@ -76,11 +67,7 @@ def assert_same_reports(trace_dir, summary_dir, views=VIEWS, drop_findings=False
         a = run(view + [str(trace_dir)])
         b = run(view + [str(summary_dir)])
         assert a.returncode == b.returncode, (view, a.stderr, b.stderr)
-        out_a, out_b = norm(a.stdout), norm(b.stdout)
-        if drop_findings:
-            out_a = without_timeline_findings(out_a, view)
-            out_b = without_timeline_findings(out_b, view)
-        assert out_a == out_b, view
+        assert norm(a.stdout) == norm(b.stdout), view
         assert norm(a.stderr) == norm(NOTE.sub("", b.stderr)), view
 
 
@@ -107,8 +94,7 @@ def test_fixture_reports_equal_from_summaries(name, tmp_path):
     if not os.path.isdir(src):
         pytest.skip("make report-fixtures first")
     t, s = summaries_of(src, tmp_path)
-    # The findings drawn from the timeline (GPU idle, syncs, small kernels) need traces.
-    assert_same_reports(t, s, drop_findings=True)
+    assert_same_reports(t, s)
 
 
 def test_truncated_trace_summary_keeps_its_warning(tmp_path):
