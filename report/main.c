@@ -1,6 +1,5 @@
 /* profreport: the offline reporter of profrun. Reads trace files and directories of them,
  * prints the tables (text, JSON or CSV), or dumps one file's records. */
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -23,6 +22,7 @@
 #include "summary.h"
 #include "summary_file.h"
 #include "tables.h"
+#include "trace_dir.h"
 #include "trace_read.h"
 #include "timeline.h"
 
@@ -192,11 +192,6 @@ static int main_has_suffix(const char *name, const char *suffix)
     return len > n && !strcmp(name + len - n, suffix);
 }
 
-static int main_is_trace_name(const struct dirent *d)
-{
-    return main_has_suffix(d->d_name, ".trace") || main_has_suffix(d->d_name, summary_file_suffix);
-}
-
 /* In a directory, X.summary stands for X.trace when it is not older and the views asked
  * for can use it; otherwise the trace is read. 1: read full (a trace or a summary). */
 static int main_dir_entry_wanted(const struct main_inputs *in, const char *full)
@@ -244,8 +239,9 @@ static void main_load_path(struct main_inputs *in, const char *path)
         main_load(in, path);
         return;
     }
-    struct dirent **names;
-    int n = scandir(path, &names, main_is_trace_name, alphasort);
+    static const char *const suffixes[] = {".trace", ".summary", NULL};
+    char **paths;
+    long n = trace_dir_list(path, suffixes, &paths);
     if (n < 0) {
         fprintf(stderr, "profreport: %s: cannot read directory: %s\n", path, strerror(errno));
         in->failed = 1;
@@ -254,15 +250,8 @@ static void main_load_path(struct main_inputs *in, const char *path)
     if (n == 0)
         fprintf(stderr, "profreport: %s: no *.trace or *.summary files in this directory\n",
                 path);
-    for (int i = 0; i < n; i++) {
-        size_t len = strlen(path) + strlen(names[i]->d_name) + 2;
-        char *full = malloc(len);
-        if (!full) {
-            fprintf(stderr, "profreport: out of memory\n");
-            exit(1);
-        }
-        snprintf(full, len, "%s%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/",
-                 names[i]->d_name);
+    for (long i = 0; i < n; i++) {
+        const char *full = paths[i];
         struct stat fst;
         char why[128];
         int found = stat(full, &fst) == 0; /* else gone since the listing */
@@ -278,10 +267,8 @@ static void main_load_path(struct main_inputs *in, const char *path)
         } else if (found) { /* a FIFO would block the read: never opened */
             fprintf(stderr, "profreport: warning: %s: not a regular file; skipped\n", full);
         }
-        free(full);
-        free(names[i]);
     }
-    free(names);
+    trace_dir_free(paths, n);
 }
 
 /* --pstats and --folded: each file is written whole or not at all. 0, or -1 said. */

@@ -1,6 +1,5 @@
 #include "summarize.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 #include "format.h"
 #include "model.h"
 #include "summary_file.h"
+#include "trace_dir.h"
 #include "trace_read.h"
 
 struct summarize_list {
@@ -28,12 +28,6 @@ static void summarize_push(struct summarize_list *l, char *path)
     l->paths[l->n++] = path;
 }
 
-static int summarize_is_trace_name(const struct dirent *d)
-{
-    size_t len = strlen(d->d_name);
-    return len > 6 && !strcmp(d->d_name + len - 6, ".trace");
-}
-
 static void summarize_collect(struct summarize_list *l, const char *path)
 {
     struct stat st;
@@ -46,8 +40,9 @@ static void summarize_collect(struct summarize_list *l, const char *path)
         summarize_push(l, report_strdup(path));
         return;
     }
-    struct dirent **names;
-    int n = scandir(path, &names, summarize_is_trace_name, alphasort);
+    static const char *const suffixes[] = {".trace", NULL};
+    char **paths;
+    long n = trace_dir_list(path, suffixes, &paths);
     if (n < 0) {
         fprintf(stderr, "profreport: %s: cannot read directory: %s\n", path, strerror(errno));
         l->failed = 1;
@@ -55,17 +50,9 @@ static void summarize_collect(struct summarize_list *l, const char *path)
     }
     if (n == 0)
         fprintf(stderr, "profreport: %s: no *.trace files in this directory\n", path);
-    for (int i = 0; i < n; i++) {
-        size_t len = strlen(path) + strlen(names[i]->d_name) + 2;
-        char *full = malloc(len);
-        if (!full)
-            report_oom();
-        snprintf(full, len, "%s%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/",
-                 names[i]->d_name);
-        summarize_push(l, full);
-        free(names[i]);
-    }
-    free(names);
+    for (long i = 0; i < n; i++)
+        summarize_push(l, paths[i]); /* the list takes the path */
+    free(paths);
 }
 
 char *summarize_summary_path(const char *trace)
