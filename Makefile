@@ -14,7 +14,7 @@ comma := ,
 # Every layer folder is on the include path: a header is named by its file name alone.
 PRELOAD_INCLUDES := -Ipreload -Ipreload/comm -Ipreload/cuda -Ipreload/python -Ipreload/torch -Ipreload/stacks
 REPORT_INCLUDES := -Ireport -Ireport/read -Ireport/model -Ireport/symbols -Ireport/merge \
-	-Ireport/views
+	-Ireport/views -Ireport/summarize
 
 CUDA_HOME ?= /usr/local/cuda
 HAVE_CUDA := $(shell test -f $(CUDA_HOME)/include/cuda_runtime_api.h && echo 1)

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "alloc.h"
 #include "comm_views.h"
 #include "dump.h"
 #include "export.h"
@@ -18,7 +19,9 @@
 #include "jobs.h"
 #include "model.h"
 #include "stacks_view.h"
+#include "summarize.h"
 #include "summary.h"
+#include "summary_file.h"
 #include "tables.h"
 #include "trace_read.h"
 #include "timeline.h"
@@ -28,6 +31,7 @@ enum main_format { MAIN_FORMAT_TEXT, MAIN_FORMAT_JSON, MAIN_FORMAT_CSV };
 static void main_usage(FILE *out)
 {
     fputs("usage: profreport [OPTIONS] PATH...\n"
+          "       profreport --summarize [-j N] PATH...\n"
           "       profreport dump FILE\n"
           "\n"
           "Reads profrun traces (files, or directories: every *.trace in them) and prints\n"
@@ -100,6 +104,14 @@ static void main_usage(FILE *out)
           "      --all-roles   keep launchers (torchrun's agent, mpirun), workers of ranks\n"
           "                    (DataLoader workers) and earlier restart attempts in the\n"
           "                    tables (default: ranks and plain processes only)\n"
+          "      --summarize   reduce each X.trace to X.summary beside it (its tables,\n"
+          "                    no timeline), with -j N worker processes (default: the\n"
+          "                    CPUs); under srun or mpirun each task takes its share.\n"
+          "                    A later report reads X.summary in place of X.trace (when\n"
+          "                    not older), holding one rank's keys at a time: the way to\n"
+          "                    report a run of many ranks. The timeline exports, stacks,\n"
+          "                    --html, --folded and per-thread tables need the traces\n"
+          "  -j, --jobs N      with --summarize: worker processes\n"
           "  -h, --help        this help\n"
           "\n"
           "  dump FILE         print every record of FILE with its byte offset and fields\n"
@@ -130,13 +142,28 @@ struct main_inputs {
     size_t n, cap;
     int failed;
     int defs_only; /* timeline exports alone: keep definitions, stream events later */
+    /* An option that needs the traces (a timeline export, stacks, ...): summaries are
+     * not read in place of traces, and one given alone is an error. NULL: none. */
+    const char *trace_only;
 };
 
 static void main_load(struct main_inputs *in, const char *path)
 {
     char err[512];
-    struct model_process *p = in->defs_only ? timeline_load_defs(path, err, sizeof err)
-                                            : model_load_file(path, err, sizeof err);
+    struct model_process *p;
+    if (summary_file_is_summary(path)) {
+        if (in->trace_only) {
+            fprintf(stderr, "profreport: %s: a summary holds the tables only; %s needs the "
+                            "trace\n",
+                    path, in->trace_only);
+            in->failed = 1;
+            return;
+        }
+        p = summary_file_load(path, err, sizeof err);
+    } else {
+        p = in->defs_only ? timeline_load_defs(path, err, sizeof err)
+                          : model_load_file(path, err, sizeof err);
+    }
     if (!p) {
         fputs("profreport: ", stderr);
         format_fputs_escaped(stderr, err);
@@ -156,10 +183,50 @@ static void main_load(struct main_inputs *in, const char *path)
     in->procs[in->n++] = p;
 }
 
+static int main_has_suffix(const char *name, const char *suffix)
+{
+    size_t len = strlen(name), n = strlen(suffix);
+    return len > n && !strcmp(name + len - n, suffix);
+}
+
 static int main_is_trace_name(const struct dirent *d)
 {
-    size_t len = strlen(d->d_name);
-    return len > 6 && !strcmp(d->d_name + len - 6, ".trace");
+    return main_has_suffix(d->d_name, ".trace") || main_has_suffix(d->d_name, summary_file_suffix);
+}
+
+/* In a directory, X.summary stands for X.trace when it is not older and the views asked
+ * for can use it; otherwise the trace is read. 1: read full (a trace or a summary). */
+static int main_dir_entry_wanted(const struct main_inputs *in, const char *full)
+{
+    if (main_has_suffix(full, summary_file_suffix)) {
+        size_t stem = strlen(full) - strlen(summary_file_suffix);
+        char *trace = malloc(stem + 7);
+        if (!trace)
+            report_oom();
+        memcpy(trace, full, stem);
+        memcpy(trace + stem, ".trace", 7);
+        struct stat st;
+        int have_trace = stat(trace, &st) == 0;
+        int fresh = have_trace && summarize_up_to_date(trace, full);
+        if (have_trace && !fresh && !in->trace_only)
+            fprintf(stderr, "profreport: warning: %s is older than its trace: reading the "
+                            "trace (profreport --summarize writes it again)\n",
+                    full);
+        free(trace);
+        if (!have_trace && in->trace_only) {
+            fprintf(stderr, "profreport: warning: %s: a summary holds the tables only; %s "
+                            "needs its trace; skipped\n",
+                    full, in->trace_only);
+            return 0;
+        }
+        return !have_trace || (fresh && !in->trace_only);
+    }
+    if (in->trace_only)
+        return 1;
+    char *summary = summarize_summary_path(full);
+    int use_summary = summarize_up_to_date(full, summary);
+    free(summary);
+    return !use_summary;
 }
 
 static void main_load_path(struct main_inputs *in, const char *path)
@@ -182,7 +249,8 @@ static void main_load_path(struct main_inputs *in, const char *path)
         return;
     }
     if (n == 0)
-        fprintf(stderr, "profreport: %s: no *.trace files in this directory\n", path);
+        fprintf(stderr, "profreport: %s: no *.trace or *.summary files in this directory\n",
+                path);
     for (int i = 0; i < n; i++) {
         size_t len = strlen(path) + strlen(names[i]->d_name) + 2;
         char *full = malloc(len);
@@ -195,7 +263,11 @@ static void main_load_path(struct main_inputs *in, const char *path)
         struct stat fst;
         char why[128];
         int found = stat(full, &fst) == 0; /* else gone since the listing */
-        if (found && S_ISREG(fst.st_mode)) {
+        if (found && S_ISREG(fst.st_mode) && !main_dir_entry_wanted(in, full)) {
+            /* its summary or its trace is read instead */
+        } else if (found && S_ISREG(fst.st_mode) && summary_file_is_summary(full)) {
+            main_load(in, full);
+        } else if (found && S_ISREG(fst.st_mode)) {
             if (trace_file_not_a_trace(full, why, sizeof why))
                 fprintf(stderr, "profreport: warning: %s: %s; skipped\n", full, why);
             else
@@ -354,6 +426,8 @@ int main(int argc, char **argv)
     int stacks_asked = 0;     /* --stacks or --samples */
     int comm_views = 0;       /* --ranks, --comm, --stragglers: COMM_VIEW_* */
     long long only_rank = -1; /* --rank */
+    int summarize = 0;        /* --summarize */
+    long jobs = 0;            /* -j: 0, the CPUs */
 
     if (argc >= 2 && !strcmp(argv[1], "dump")) {
         if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
@@ -393,7 +467,8 @@ int main(int argc, char **argv)
         OPT_STRAGGLERS,
         OPT_RANK,
         OPT_HTML,
-        OPT_FLAMEGRAPH
+        OPT_FLAMEGRAPH,
+        OPT_SUMMARIZE
     };
     static const struct option options[] = {
         {"format", required_argument, NULL, 'f'},
@@ -427,12 +502,14 @@ int main(int argc, char **argv)
         {"rank", required_argument, NULL, OPT_RANK},
         {"html", required_argument, NULL, OPT_HTML},
         {"flamegraph", required_argument, NULL, OPT_FLAMEGRAPH},
+        {"summarize", no_argument, NULL, OPT_SUMMARIZE},
+        {"jobs", required_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     opterr = 0; /* our own one-line messages */
     int c;
-    while ((c = getopt_long(argc, argv, ":f:s:n:h", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":f:s:n:j:h", options, NULL)) != -1) {
         switch (c) {
         case 'f':
             format_given = 1;
@@ -466,6 +543,18 @@ int main(int argc, char **argv)
         case OPT_RUN:
             run_id = optarg;
             break;
+        case OPT_SUMMARIZE:
+            summarize = 1;
+            break;
+        case 'j': {
+            char *end;
+            errno = 0;
+            jobs = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || jobs < 1 || jobs > 4096)
+                return main_bad_usage("--jobs wants a number of workers (1-4096), not '%s'",
+                                      optarg);
+            break;
+        }
         case OPT_ALL_RUNS:
             all_runs = 1;
             break;
@@ -566,6 +655,23 @@ int main(int argc, char **argv)
     }
     if (run_id && all_runs)
         return main_bad_usage("--run and --all-runs exclude each other%s", "");
+    if (jobs && !summarize)
+        return main_bad_usage("--jobs goes with --summarize%s", "");
+    if (summarize) {
+        /* Summaries are written, nothing is reported: a view asked for beside it would be
+         * silently ignored. */
+        if (argc - optind < 1)
+            return main_bad_usage("--summarize wants trace files or directories%s", "");
+        int views = python || kernels || gpu || actions || ops || by_shape || format_given ||
+                    sort_arg || limit || run_id || all_runs || all_roles || pstats_path ||
+                    folded_path || timeline_path || perfetto_path || chrome_path ||
+                    html_path || flame_path || stacks_asked || comm_views || only_rank >= 0;
+        if (views)
+            return main_bad_usage("--summarize writes summaries only; give the views to the "
+                                  "report that reads them%s",
+                                  "");
+        return summarize_run(argv + optind, argc - optind, jobs, stdout);
+    }
     if (split != TABLES_PYTHON_MERGED && !python)
         return main_bad_usage("%s goes with --python",
                               split == TABLES_PYTHON_PER_THREAD ? "--per-thread" : "--per-process");
@@ -614,6 +720,16 @@ int main(int argc, char **argv)
     struct main_inputs in = {.defs_only = (perfetto_path || chrome_path) && !print &&
                                           !pstats_path && !folded_path && !timeline_path &&
                                           !stacks_asked && !html_path && !flame_path};
+    in.trace_only = perfetto_path                     ? "--perfetto"
+                    : chrome_path                     ? "--chrome-trace"
+                    : stacks_asked && stacks.api_name ? "--stacks"
+                    : stacks_asked                    ? "--samples"
+                    : timeline_path                   ? "--memory-timeline"
+                    : folded_path                     ? "--folded"
+                    : html_path                       ? "--html"
+                    : flame_path                      ? "--flamegraph"
+                    : split != TABLES_PYTHON_MERGED   ? "--per-thread / --per-process"
+                                                      : NULL;
     for (int i = optind; i < argc; i++)
         main_load_path(&in, argv[i]);
     if (in.n == 0) {
@@ -709,6 +825,12 @@ int main(int argc, char **argv)
         main_print_selected(&s, limit, split, python, kernels, gpu, actions, ops);
     } else {
         struct findings found;
+        if (s.nsummaries)
+            fprintf(stderr,
+                    "profreport: note: %zu of the processes were read from summaries: the "
+                    "findings that need the timeline (GPU idle time, host syncs, small "
+                    "kernels) are left out for them; give their traces for those\n",
+                    s.nsummaries);
         findings_build(&found, &s);
         findings_print(stdout, &found);
         findings_free(&found);

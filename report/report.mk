@@ -1,5 +1,5 @@
 # profreport: the offline reporter (report/main.c and one folder per stage: read/, model/,
-# symbols/, merge/, views/), linked with jansson, elfutils' libdw (symbols/), protobuf-c (the
+# symbols/, summarize/ (per-trace summaries), merge/, views/), linked with jansson, elfutils' libdw (symbols/), protobuf-c (the
 # Perfetto export, whose C code protoc-c generates from
 # report/views/perfetto/perfetto_trace.proto into $(BUILD)/gen/) and, for
 # __cxa_demangle only, libstdc++.
@@ -10,7 +10,7 @@
 #   report-fixtures          synthetic traces for the report tests, in $(BUILD)/test/traces/
 
 REPORT_SRCS := $(wildcard report/*.c report/read/*.c report/model/*.c report/symbols/*.c \
-	report/merge/*.c report/views/*.c)
+	report/merge/*.c report/views/*.c report/summarize/*.c)
 REPORT_GEN := $(BUILD)/gen
 REPORT_PROTO := report/views/perfetto/perfetto_trace.proto
 REPORT_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(REPORT_SRCS)) $(REPORT_GEN)/perfetto_trace.pb-c.o

@@ -105,6 +105,35 @@ static uint64_t pystats_hash(const char *file, uint32_t line, const char *name)
     return h;
 }
 
+/* The index of the key (file, line, name) in s->funcs, added (with qualname, module and
+ * kind) when new. */
+static size_t pystats_intern_key(struct pystats *s, const char *file, uint32_t line,
+                                 const char *name, const char *qualname, const char *module,
+                                 uint16_t kind)
+{
+    /* Open addressing over the hash: a collision of two keys moves to the next value. */
+    for (uint64_t h = pystats_hash(file, line, name);; h++) {
+        uint64_t *slot = pystats_slot(&s->index, h);
+        if (*slot) {
+            const struct pystats_func *f = &s->funcs[*slot - 1];
+            if (f->line == line && !strcmp(f->name, name) && !strcmp(f->file, file))
+                return *slot - 1;
+            continue;
+        }
+        s->funcs = report_grow(s->funcs, &s->cap_funcs, s->nfuncs + 1, sizeof *s->funcs);
+        struct pystats_func *f = &s->funcs[s->nfuncs];
+        memset(f, 0, sizeof *f);
+        f->file = report_strdup(file);
+        f->name = report_strdup(name);
+        f->qualname = qualname ? report_strdup(qualname) : NULL;
+        f->module = module ? report_strdup(module) : NULL;
+        f->line = line;
+        f->kind = kind;
+        *slot = ++s->nfuncs;
+        return s->nfuncs - 1;
+    }
+}
+
 /* The index of a key in s->funcs, added when new. */
 static size_t pystats_intern(struct pystats *s, const struct model_py_func *mf, uint32_t func_id)
 {
@@ -129,27 +158,8 @@ static size_t pystats_intern(struct pystats *s, const struct model_py_func *mf, 
         line = 0;
         name = unknown;
     }
-    /* Open addressing over the hash: a collision of two keys moves to the next value. */
-    for (uint64_t h = pystats_hash(file, line, name);; h++) {
-        uint64_t *slot = pystats_slot(&s->index, h);
-        if (*slot) {
-            const struct pystats_func *f = &s->funcs[*slot - 1];
-            if (f->line == line && !strcmp(f->name, name) && !strcmp(f->file, file))
-                return *slot - 1;
-            continue;
-        }
-        s->funcs = report_grow(s->funcs, &s->cap_funcs, s->nfuncs + 1, sizeof *s->funcs);
-        struct pystats_func *f = &s->funcs[s->nfuncs];
-        memset(f, 0, sizeof *f);
-        f->file = report_strdup(file);
-        f->name = report_strdup(name);
-        f->qualname = mf && mf->qualname ? report_strdup(mf->qualname) : NULL;
-        f->module = mf && mf->module ? report_strdup(mf->module) : NULL;
-        f->line = line;
-        f->kind = kind;
-        *slot = ++s->nfuncs;
-        return s->nfuncs - 1;
-    }
+    return pystats_intern_key(s, file, line, name, mf ? mf->qualname : NULL,
+                              mf ? mf->module : NULL, kind);
 }
 
 static struct pystats_caller *pystats_edge(struct pystats *s, size_t caller, size_t callee)
@@ -162,6 +172,30 @@ static struct pystats_caller *pystats_edge(struct pystats *s, size_t caller, siz
         *slot = ++f->ncallers;
     }
     return &f->callers[*slot - 1];
+}
+
+size_t pystats_merge_func(struct pystats *s, const struct pystats_func *f)
+{
+    size_t i = pystats_intern_key(s, f->file, f->line, f->name, f->qualname, f->module, f->kind);
+    struct pystats_func *d = &s->funcs[i];
+    d->ncalls += f->ncalls;
+    d->pcalls += f->pcalls;
+    d->tottime_ns += f->tottime_ns;
+    d->cumtime_ns += f->cumtime_ns;
+    d->api_calls += f->api_calls;
+    d->api_ns += f->api_ns;
+    d->gpu_kernels += f->gpu_kernels;
+    d->gpu_ns += f->gpu_ns;
+    return i;
+}
+
+void pystats_merge_caller(struct pystats *s, size_t callee, const struct pystats_caller *e)
+{
+    struct pystats_caller *d = pystats_edge(s, e->caller, callee);
+    d->nc += e->nc;
+    d->cc += e->cc;
+    d->tt_ns += e->tt_ns;
+    d->ct_ns += e->ct_ns;
 }
 
 void pystats_forest_build(struct pystats_forest *f, const struct model_process *p, int64_t tid)
@@ -408,6 +442,15 @@ static int pystats_thread_cmp(const void *a, const void *b)
 size_t pystats_threads(const struct model_process *p, struct pystats_thread **out)
 {
     const struct model_python *py = &p->py;
+    if (p->summary_file) {
+        struct pystats_thread *t = pystats_alloc(py->nthread_totals, sizeof *t);
+        for (size_t i = 0; i < py->nthread_totals; i++)
+            t[i] = (struct pystats_thread){py->thread_totals[i].tid,
+                                           py->thread_totals[i].functions,
+                                           py->thread_totals[i].calls};
+        *out = t;
+        return py->nthread_totals;
+    }
     struct u64map seen, index; /* tid << 32 | func_id; tid -> index + 1 */
     u64map_init(&seen);
     u64map_init(&index);

@@ -69,6 +69,11 @@ struct pystats {
 void pystats_init(struct pystats *s);
 /* Adds the call trees of p: every thread's when tid < 0, else that thread's. */
 void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid);
+/* Merging another pystats (a summary's, report/summarize/): adds f's stats under its key
+ * and returns its index in s; then adds caller edge e (e->caller an index in s) to the
+ * callee at that index. */
+size_t pystats_merge_func(struct pystats *s, const struct pystats_func *f);
+void pystats_merge_caller(struct pystats *s, size_t callee, const struct pystats_caller *e);
 /* Totals and the report order. */
 void pystats_finish(struct pystats *s, enum pystats_sort key);
 void pystats_free(struct pystats *s);
@@ -97,6 +102,7 @@ struct pystats_thread {
     uint32_t tid;
     uint64_t functions, calls;
 };
+/* (A process read from a summary gives the totals the summary kept.) */
 size_t pystats_threads(const struct model_process *p, struct pystats_thread **out);
 
 /* The name of a thread of p: its THREAD_NAME, or NULL. */

@@ -1,5 +1,6 @@
 #include "alloc.h"
 #include "summary.h"
+#include "summary_file.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -307,7 +308,13 @@ void summary_build(struct summary *s, struct model_process **procs, size_t n)
     summary_sort(s, SUMMARY_SORT_TOTAL);
     pystats_init(&s->py);
     for (size_t i = 0; i < n; i++) {
-        pystats_add(&s->py, procs[i], -1);
+        char err[512];
+        if (!procs[i]->summary_file)
+            pystats_add(&s->py, procs[i], -1);
+        else if (summary_file_add_python(&s->py, procs[i], err, sizeof err) != 0)
+            summary_add_warning(s, err);
+        if (procs[i]->summary_file)
+            s->nsummaries++;
         s->py_gaps += procs[i]->py.ngaps;
         s->py_spans += procs[i]->py.spans;
     }

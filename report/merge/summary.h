@@ -166,6 +166,7 @@ struct summary {
     struct summary_gpu gpu;
     struct summary_torch torch;
     const struct jobs_report *job; /* jobs.c: job, roles left out, windows; NULL: none */
+    size_t nsummaries; /* processes read from summaries (report/summarize/), not traces */
 };
 
 enum summary_sort {

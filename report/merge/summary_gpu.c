@@ -268,7 +268,9 @@ static void summary_gpu_actions(struct summary *s)
     size_t acap = 0, mcap = 0;
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
-        if (!p->gpu.nnvtx && !p->torch.nscopes && !p->torch.nbuiltin)
+        /* A summary keeps the actions, not the NVTX events they came from. */
+        if (!p->gpu.nnvtx && !p->gpu.nactions && !p->gpu.nmarks && !p->torch.nscopes &&
+            !p->torch.nbuiltin)
             continue;
         g->action_wall_ns += p->wall_ns;
         g->action_gpu_ns += p->gpu.kernel_ns;
@@ -300,7 +302,7 @@ void summary_build_gpu(struct summary *s)
     memset(g, 0, sizeof *g);
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_gpu *m = &s->procs[i]->gpu;
-        g->any |= m->nops || m->ncalls || m->nnvtx || m->ndevices;
+        g->any |= m->nops || m->ncalls || m->nnvtx || m->ndevices || m->summary_had_records;
     }
     summary_gpu_kernels(s);
     summary_gpu_copies(s);

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include "trace_read.h"
@@ -155,6 +156,7 @@ void model_process_free(struct model_process *p)
         return;
     uint64_t k, v;
     free(p->file);
+    free(p->summary_file);
     free(p->stop_warning);
     for (size_t i = 0; i < p->nmeta; i++) {
         free(p->meta[i].key);
@@ -674,6 +676,9 @@ struct model_process *model_load_file(const char *path, char *err, size_t errlen
         model_add_warning(p, "%s", w);
     }
     trace_reader_close(r);
+    struct stat st;
+    if (stat(path, &st) == 0)
+        p->file_bytes = (uint64_t)st.st_size;
     model_finish(p);
     return p;
 }

@@ -135,6 +135,13 @@ struct model_py_gap {
     uint64_t start_ns, end_ns;       /* CLOCK_MONOTONIC; end_ns 0 as end_ticks */
 };
 
+/* Per thread: the functions its call tree holds and its calls (a summary keeps these
+ * in place of the trees). */
+struct model_py_thread_total {
+    uint32_t tid;
+    uint64_t functions, calls;
+};
+
 struct model_python {
     struct model_py_func *funcs;
     size_t nfuncs, cap_funcs;
@@ -145,6 +152,8 @@ struct model_python {
     struct model_py_gap *gaps;
     size_t ngaps, cap_gaps;
     uint64_t spans;
+    struct model_py_thread_total *thread_totals; /* read from a summary only */
+    size_t nthread_totals;
 };
 
 /* ---- GPU (CUPTI) records and NVTX ranges (model_gpu.c, model_nvtx.c) ----
@@ -289,6 +298,7 @@ struct model_gpu {
     size_t nnvtx_lost, cap_nvtx_lost;
     uint64_t nvtx_lost_calls;
     size_t lightning_actions; /* of actions, the last ones come from Lightning's profiler */
+    int summary_had_records;  /* read from a summary: its trace held GPU or NVTX records */
 };
 
 /* ---- PyTorch operators (model_torch.c) ---- */
@@ -441,6 +451,7 @@ struct model_comm {
 
 struct model_process {
     char *file;
+    uint64_t file_bytes; /* the trace's size when read */
     uint32_t features;
     uint64_t records;
     int clean_end; /* an END record was read */
@@ -496,6 +507,11 @@ struct model_process {
     struct model_torch torch;
     struct model_stacks *stacks; /* model_stacks.c: NULL when the trace holds no stacks */
     struct model_comm comm;
+
+    /* Read from a summary (report/summarize/) rather than the trace: the summary's path
+     * and the offset of its Python section; NULL and 0 for a trace. */
+    char *summary_file;
+    size_t summary_py_offset;
 
     /* The process's wall time, CLOCK_MONOTONIC: from the first to the last CPU event or
      * CLOCK record, whichever reach further (set by model_finish). */

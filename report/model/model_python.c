@@ -139,6 +139,7 @@ static void model_python_free(struct model_process *p)
     free(py->funcs);
     free(py->nodes);
     free(py->gaps);
+    free(py->thread_totals);
     u64map_free(&py->func_index);
     u64map_free(&py->node_index);
     memset(py, 0, sizeof *py);

@@ -506,9 +506,7 @@ static void findings_overhead(struct findings *f, const struct summary *s)
         lost += p->lost > p->end_lost ? p->lost : p->end_lost;
         records += p->records;
         wall += p->wall_ns;
-        struct stat st;
-        if (p->file && stat(p->file, &st) == 0)
-            bytes += (uint64_t)st.st_size;
+        bytes += p->file_bytes;
     }
     double rate = wall ? (double)bytes * 1e9 / (double)wall : 0.0;
     if (!lost && rate < T(OVERHEAD_BYTES_PER_S))

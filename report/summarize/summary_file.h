@@ -1,0 +1,36 @@
+/* summary_file: a trace reduced to what the merged tables need — one process's API,
+ * kernel, memory, GPU, operator, action and communication rows, its metadata, and its
+ * Python functions as cProfile's table (pystats) — written beside the trace as
+ * X.summary by `profreport --summarize` and read back by the final merge in place of the
+ * trace. Its size follows the distinct keys of the process (names, call paths,
+ * operators) and its collective calls, not its events: no timeline, no stacks.
+ *
+ * The Python section is read lazily (summary_file_add_python), straight into the merged
+ * table, so that a merge of many ranks holds one rank's Python functions at a time. */
+#ifndef REPORT_SUMMARY_FILE_H
+#define REPORT_SUMMARY_FILE_H
+
+#include <stddef.h>
+
+#include "model.h"
+#include "pystats.h"
+
+/* ".summary" */
+extern const char summary_file_suffix[];
+
+/* Writes p's summary to path (through a temporary file renamed into place). 0, or -1
+ * with a one-line message in err. */
+int summary_file_write(const char *path, const struct model_process *p, char *err,
+                       size_t errlen);
+/* Reads a summary into a process model (its Python section left on disk:
+ * p->summary_file and p->summary_py_offset say where). NULL with a one-line message in err
+ * when the file is not a summary, is cut off or corrupt, or comes from another version. */
+struct model_process *summary_file_load(const char *path, char *err, size_t errlen);
+/* Adds the Python functions of a process read from a summary to s. 0 (nothing to do for
+ * a process read from a trace), or -1 with a message in err. */
+int summary_file_add_python(struct pystats *s, const struct model_process *p, char *err,
+                            size_t errlen);
+/* 1 if path names a summary file (by its first bytes), else 0. */
+int summary_file_is_summary(const char *path);
+
+#endif

@@ -1,0 +1,286 @@
+"""Per-trace summaries (issue 12, part 6): `profreport --summarize` reduces each X.trace to
+X.summary, and a report read from the summaries prints what the traces print — every table
+view, text, JSON and CSV — on the synthetic fixtures of every model part and on real runs
+(a 4-rank MPI job with a slow rank, a multi-process PyTorch run). Then: stale, cut-off,
+corrupt, foreign and other-version summaries, views that need the traces, an unwritable
+directory, and the split of the traces between the tasks of a launcher."""
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import BUILD, PROFREPORT, ROOT, build_path, profile, report
+
+TRACES = os.path.join(BUILD, "test", "traces")
+MPIRUN = shutil.which("mpirun")
+MPI_FIXTURE = build_path("test", "fixtures", "comm", "mpi_loop")
+
+VIEWS = [
+    [],
+    ["--format", "json"],
+    ["--format", "csv"],
+    ["--ops"],
+    ["--ops", "--group-by-shape"],
+    ["--ops", "--sort", "cpu_memory_usage"],
+    ["--python"],
+    ["--python", "--sort", "tottime", "--limit", "15"],
+    ["--kernels"],
+    ["--gpu"],
+    ["--actions"],
+    ["--ranks", "--comm", "--stragglers"],
+    ["--ranks", "--comm", "--stragglers", "--format", "json"],
+    ["--ranks", "--comm", "--stragglers", "--format", "csv"],
+    ["--all-roles"],
+    ["--all-runs", "--format", "json"],
+    ["--sort", "calls", "--limit", "3"],
+]
+
+NOTE = re.compile(r"^profreport: note: \d+ of the processes were read from summaries.*\n",
+                  re.M)
+
+
+def run(args):
+    return subprocess.run([PROFREPORT] + args, capture_output=True, text=True, timeout=120)
+
+
+def without_timeline_findings(text, view):
+    """Findings from the timeline are not in a summary: compare the rest."""
+    if "--format" in view and "json" in view:
+        rep = json.loads(text)
+        rep.pop("findings", None)
+        return rep
+    return re.sub(r"^Findings\n(?:  .*\n|      .*\n)*\n", "", text, flags=re.M)
+
+
+def summarize(*paths, env=None, check=True):
+    proc = subprocess.run([PROFREPORT, "--summarize"] + [str(p) for p in paths],
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, **(env or {})))
+    if check:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def assert_same_reports(trace_dir, summary_dir, views=VIEWS, drop_findings=False):
+    """Every view of summary_dir (summaries only) equals the view of trace_dir (traces)."""
+    assert not [f for f in os.listdir(summary_dir) if f.endswith(".trace")]
+
+    def norm(text):  # the paths printed differ by their folder only
+        return text.replace(str(trace_dir), "DIR").replace(str(summary_dir), "DIR")
+
+    for view in views:
+        a = run(view + [str(trace_dir)])
+        b = run(view + [str(summary_dir)])
+        assert a.returncode == b.returncode, (view, a.stderr, b.stderr)
+        out_a, out_b = norm(a.stdout), norm(b.stdout)
+        if drop_findings:
+            out_a = without_timeline_findings(out_a, view)
+            out_b = without_timeline_findings(out_b, view)
+        assert out_a == out_b, view
+        assert norm(a.stderr) == norm(NOTE.sub("", b.stderr)), view
+
+
+def summaries_of(src, tmp):
+    """tmp/t: a copy of the traces of src; tmp/s: their summaries and nothing else (two
+    folders of one name length, so that the tables' columns line up alike). They are
+    made in tmp/t, where warnings made then name the traces."""
+    shutil.copytree(src, tmp / "t")
+    summarize(tmp / "t")
+    os.makedirs(tmp / "s")
+    for f in os.listdir(tmp / "t"):
+        if f.endswith(".summary"):
+            shutil.move(tmp / "t" / f, tmp / "s" / f)
+    return tmp / "t", tmp / "s"
+
+
+FIXTURE_DIRS = ["py", "multi", "findings/bad", "findings/clean", "pydeep", "gpu", "torchmem",
+                "pymulti", "steps", "run", "escape", "pygap", "nvtx", "torch"]
+
+
+@pytest.mark.parametrize("name", FIXTURE_DIRS)
+def test_fixture_reports_equal_from_summaries(name, tmp_path):
+    src = os.path.join(TRACES, name)
+    if not os.path.isdir(src):
+        pytest.skip("make report-fixtures first")
+    t, s = summaries_of(src, tmp_path)
+    # The findings drawn from the timeline (GPU idle, syncs, small kernels) need traces.
+    assert_same_reports(t, s, drop_findings=True)
+
+
+def test_truncated_trace_summary_keeps_its_warning(tmp_path):
+    src = os.path.join(TRACES, "bad", "truncated.trace")
+    if not os.path.exists(src):
+        pytest.skip("make report-fixtures first")
+    os.makedirs(tmp_path / "src")
+    shutil.copy(src, tmp_path / "src")
+    t, s = summaries_of(tmp_path / "src", tmp_path)
+    a, b = run([str(t)]), run([str(s)])
+    assert a.returncode == b.returncode
+    assert "cut off" in a.stderr or "truncated" in a.stderr.lower()
+    assert NOTE.sub("", b.stderr).replace("/s/", "/t/") == a.stderr
+
+
+@pytest.fixture(scope="module")
+def mpi_run(tmp_path_factory):
+    if not MPIRUN or not os.path.exists(MPI_FIXTURE):
+        pytest.skip("no mpirun or MPI fixture (openmpi-bin, libopenmpi-dev)")
+    out = tmp_path_factory.mktemp("mpi")
+    profile([MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "4", MPI_FIXTURE, "8",
+             "2", "30"], out, timeout=120)
+    return out
+
+
+def test_mpi_job_reports_equal_from_summaries(mpi_run, tmp_path):
+    t, s = summaries_of(mpi_run, tmp_path)
+    assert_same_reports(t, s)
+    strag = json.loads(run(["--stragglers", "--format", "json", str(s)]).stdout)
+    assert strag  # the slow rank is found from summaries alone (the equality says how)
+
+
+def test_torch_processes_report_equal_from_summaries(tmp_path):
+    out = tmp_path / "torch"
+    profile(["/usr/bin/python3", os.path.join(ROOT, "test", "workloads", "torch_train.py")],
+            out, timeout=300)
+    t, s = summaries_of(out, tmp_path / "cmp")
+    assert_same_reports(t, s)
+
+
+def test_directory_prefers_fresh_summaries_and_reads_stale_ones_traces(tmp_path):
+    src = os.path.join(TRACES, "run")
+    if not os.path.isdir(src):
+        pytest.skip("make report-fixtures first")
+    d = tmp_path / "d"
+    shutil.copytree(src, d)
+    before = run(["--format", "json", str(d)])
+    proc = summarize(d)
+    assert "summarized 2 traces" in proc.stdout
+    again = summarize(d)
+    assert "summarized 0 traces" in again.stdout and "2 already up to date" in again.stdout
+    assert "read from summaries" in run([str(d)]).stderr
+    mixed = run(["--format", "json", str(d)])
+    assert json.loads(mixed.stdout) == json.loads(before.stdout)
+    # A trace newer than its summary is read, and the report says why.
+    trace = sorted(d.glob("*.trace"))[0]
+    os.utime(trace, None)
+    summary = trace.with_suffix(".summary")
+    st = os.stat(trace)
+    os.utime(summary, ns=(st.st_atime_ns, st.st_mtime_ns - 10**9))
+    stale = run(["--format", "json", str(d)])
+    assert stale.returncode == 0
+    assert "is older than its trace: reading the trace" in stale.stderr
+    assert json.loads(stale.stdout) == json.loads(before.stdout)
+
+
+def test_trace_only_views_read_traces_and_refuse_lone_summaries(tmp_path):
+    src = os.path.join(TRACES, "gpu")
+    if not os.path.isdir(src):
+        pytest.skip("make report-fixtures first")
+    d = tmp_path / "d"
+    shutil.copytree(src, d)
+    summarize(d)
+    # Beside their traces, the summaries are not used for a timeline.
+    ok = run(["--perfetto", str(tmp_path / "a.pftrace"), str(d)])
+    assert ok.returncode == 0, ok.stderr
+    assert "read from summaries" not in ok.stderr
+    for t in d.glob("*.trace"):
+        t.unlink()
+    summary = next(d.glob("*.summary"))
+    for view in (["--perfetto", str(tmp_path / "b.pftrace")], ["--html", str(tmp_path / "b.html")],
+                 ["--samples"], ["--python", "--per-thread"],
+                 ["--folded", str(tmp_path / "b.folded")]):
+        proc = run(view + [str(summary)])
+        assert proc.returncode == 1, view
+        assert "a summary holds the tables only" in proc.stderr
+        assert "needs the trace" in proc.stderr
+    assert not (tmp_path / "b.pftrace").exists() and not (tmp_path / "b.html").exists()
+
+
+def test_bad_summaries_are_named_and_lose_nothing(tmp_path):
+    src = os.path.join(TRACES, "multi", "rank0.trace")
+    if not os.path.exists(src):
+        pytest.skip("make report-fixtures first")
+    d = tmp_path / "d"
+    os.makedirs(d)
+    shutil.copy(src, d / "r.trace")
+    summarize(d)
+    good = (d / "r.summary").read_bytes()
+    (d / "r.trace").unlink()
+    cases = {
+        "cut.summary": good[: len(good) // 2],
+        "foreign.summary": b"PK\x03\x04 not a summary at all" * 10,
+        "empty.summary": b"",
+        "version.summary": good[:8] + b"\x63" + good[9:],
+        # Every byte of the body flipped: the end mark stays, the content is garbage.
+        "corrupt.summary": good[:9] + bytes(b ^ 0xA5 for b in good[9:-8]) + good[-8:],
+    }
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+        proc = run([str(tmp_path / name)])
+        assert proc.returncode == 1, name
+        assert name in proc.stderr, (name, proc.stderr)
+        assert "Traceback" not in proc.stderr and "AddressSanitizer" not in proc.stderr
+    assert "cut off" in run([str(tmp_path / "cut.summary")]).stderr
+    assert "format 99" in run([str(tmp_path / "version.summary")]).stderr
+    # A bad summary beside a good one: the good one is still reported.
+    (d / "x.summary").write_bytes(cases["cut.summary"])
+    proc = run(["--format", "json", str(d)])
+    assert proc.returncode == 1
+    assert json.loads(proc.stdout)["processes"], proc.stdout
+
+
+def test_summarize_errors(tmp_path):
+    src = os.path.join(TRACES, "multi", "rank0.trace")
+    if not os.path.exists(src):
+        pytest.skip("make report-fixtures first")
+    # Views beside --summarize, -j without it, and a bad -j are usage errors.
+    for args in (["--summarize", "--ops", src], ["--summarize", "--format", "json", src],
+                 ["-j", "2", src], ["--summarize", "-j", "0", src],
+                 ["--summarize", "-j", "x", src], ["--summarize"]):
+        proc = run(args)
+        assert proc.returncode == 2, args
+        assert "profreport:" in proc.stderr
+    # A trace that cannot be read, beside one that can: the good one is summarized.
+    d = tmp_path / "d"
+    os.makedirs(d)
+    shutil.copy(src, d / "good.trace")
+    (d / "junk.trace").write_bytes(b"junk" * 100)
+    proc = summarize(d, check=False)
+    assert proc.returncode == 1
+    assert "junk.trace" in proc.stderr
+    assert (d / "good.summary").exists() and not (d / "junk.summary").exists()
+    if os.geteuid() != 0:
+        ro = tmp_path / "ro"
+        os.makedirs(ro)
+        shutil.copy(src, ro / "a.trace")
+        os.chmod(ro, 0o555)
+        proc = summarize(ro, check=False)
+        os.chmod(ro, 0o755)
+        assert proc.returncode == 1 and "cannot write" in proc.stderr
+        assert not [f for f in os.listdir(ro) if "summary" in f]
+
+
+def test_launcher_tasks_share_the_traces(tmp_path):
+    """Under srun (SLURM_PROCID/SLURM_NTASKS) or mpirun each task summarizes its share;
+    together they summarize every trace once."""
+    d = tmp_path / "d"
+    os.makedirs(d)
+    for name in FIXTURE_DIRS[:6]:
+        for f in os.listdir(os.path.join(TRACES, name)):
+            if f.endswith(".trace"):
+                shutil.copy(os.path.join(TRACES, name, f), d / (name.replace("/", "_") + f))
+    traces = sorted(p.name for p in d.glob("*.trace"))
+    made = []
+    for task, env in enumerate([{"SLURM_PROCID": "0", "SLURM_NTASKS": "3"},
+                                {"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "3"},
+                                {"PMI_RANK": "2", "PMI_SIZE": "3"}]):
+        before = set(p.name for p in d.glob("*.summary"))
+        proc = summarize(d, env=env)
+        assert "task %d of 3" % task in proc.stdout, proc.stdout
+        new = set(p.name for p in d.glob("*.summary")) - before
+        want = {t[:-6] + ".summary" for i, t in enumerate(traces) if i % 3 == task}
+        assert new == want, (task, new, want)
+        made += new
+    assert sorted(made) == sorted(t[:-6] + ".summary" for t in traces)
