@@ -422,7 +422,8 @@ int main(int argc, char **argv)
         }
         snprintf(err, sizeof err, "%s/summarize.err", dir);
         char *a[] = {profreport, "--summarize", node_dirs[n], NULL};
-        struct bench_run s = bench_run_child(a, NULL, err);
+        snprintf(out, sizeof out, "%s/summarize.out", dir);
+        struct bench_run s = bench_run_child(a, out, err);
         char *msg = bench_read(err);
         if (s.status == 2 && msg && strstr(msg, "unknown option")) {
             summarize = 0;
@@ -432,8 +433,8 @@ int main(int argc, char **argv)
             free(msg);
             continue;
         }
-        if (msg && *msg)
-            fputs(msg, stdout);
+        if (s.status != 0 && msg && *msg)
+            printf("\nbench_merge: %s said:\n%s", profreport, msg);
         free(msg);
         bench_check(s.status == 0, "profreport --summarize %s exited %d", node_dirs[n], s.status);
         unsigned long long sb;
@@ -483,7 +484,7 @@ int main(int argc, char **argv)
     snprintf(err, sizeof err, "%s/final-merge.err", dir);
     struct bench_run fin = bench_exec(a, out, err);
     bench_check(fin.status == 0, "the final merge exited %d", fin.status);
-    printf("final merge: %.1f s (goal <= 60), peak RSS %.0f MB (goal <= 2048): %u ranks from "
+    printf("final merge: %.2f s (goal <= 60), peak RSS %.0f MB (goal <= 2048): %u ranks from "
            "their %s, --ranks --comm --stragglers, %.1f s CPU\n",
            fin.seconds, (double)fin.max_rss_kb / 1024, ranks, from, fin.cpu);
     long long calls = bench_text_calls(out);
@@ -541,7 +542,7 @@ int main(int argc, char **argv)
     bench_check_default(out, &w);
 
     /* 3b: what the summaries buy, on the first node's ranks. */
-    printf("from traces: %u ranks: %.1f s, peak RSS %.0f MB (%.1f s CPU)", compare_ranks,
+    printf("from traces: %u ranks: %.2f s, peak RSS %.0f MB (%.2f s CPU)", compare_ranks,
            from_traces.seconds, (double)from_traces.max_rss_kb / 1024, from_traces.cpu);
     if (summarize) {
         char *c[] = {profreport, "--ranks", "--comm", "--stragglers", node_dirs[0], NULL};
@@ -558,8 +559,8 @@ int main(int argc, char **argv)
     if (!keep) {
         const char *names[] = {"traces-merge.txt",    "final-merge.txt", "final-merge.json",
                                "final-default.txt",   "final-ops.txt",   "final-default.json",
-                               "summaries-merge.txt", "summarize.err",   "traces-merge.err",
-                               "final-merge.err"};
+                               "summaries-merge.txt", "summarize.err",   "summarize.out",
+                               "traces-merge.err",    "final-merge.err"};
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
             snprintf(path, sizeof path, "%s/%s", dir, names[i]);
             unlink(path);
