@@ -113,8 +113,10 @@ static char *bench_read(const char *path)
     size_t n;
     while (s && (n = fread(s + len, 1, cap - len - 1, f)) > 0) {
         len += n;
-        if (len + 1 == cap)
-            s = realloc(s, cap *= 2);
+        char *more = len + 1 == cap ? realloc(s, cap *= 2) : s;
+        if (!more)
+            free(s);
+        s = more;
     }
     fclose(f);
     if (s)
@@ -436,7 +438,13 @@ int main(int argc, char **argv)
         if (s.status != 0 && msg && *msg)
             printf("\nbench_merge: %s said:\n%s", profreport, msg);
         free(msg);
-        bench_check(s.status == 0, "profreport --summarize %s exited %d", node_dirs[n], s.status);
+        if (s.status != 0) {
+            /* what follows would merge a mix of traces and summaries */
+            printf("bench_merge: profreport --summarize %s exited %d; stopping (the traces "
+                   "are kept in %s)\n",
+                   node_dirs[n], s.status, dir);
+            return 1;
+        }
         unsigned long long sb;
         unsigned found = bench_summaries(node_dirs[n], &sb);
         bench_check(found == last - first, "%s: %u summaries for %u traces", node_dirs[n], found,

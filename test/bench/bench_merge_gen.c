@@ -680,7 +680,8 @@ static int gen_write(const struct bench_gen_config *c, unsigned rank, int fd,
     }
     uint64_t mono0 = gen_mono0(c, rank);
     uint64_t first = mono0 + 1000000000ull; /* step 0: GEN_REALTIME0 on every rank */
-    gen_head(&o, c, rank, mono0, nodes);
+    if (gen_head(&o, c, rank, mono0, nodes) != 0)
+        o.failed = ENOMEM;
     uint32_t ncorr = t.nextcorr;
     for (unsigned long long k = 0; k < c->steps && !o.failed; k++) {
         uint64_t base = first + k * BENCH_GEN_STEP_NS;
