@@ -1,5 +1,6 @@
 #include "summary_codec.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,7 +147,7 @@ void summary_codec_int(struct summary_codec *c, int *v)
 {
     int64_t x = *v;
     summary_codec_i64(c, &x);
-    if (c->reading && (x < -(1 << 30) || x > (1 << 30))) {
+    if (c->reading && (x < INT_MIN || x > INT_MAX)) {
         summary_codec_fail(c, "a value out of range");
         x = 0;
     }

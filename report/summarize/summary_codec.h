@@ -33,7 +33,7 @@ void summary_codec_i32(struct summary_codec *c, int32_t *v);
 void summary_codec_u16(struct summary_codec *c, uint16_t *v);
 void summary_codec_u8(struct summary_codec *c, uint8_t *v);
 void summary_codec_i8(struct summary_codec *c, int8_t *v);
-void summary_codec_int(struct summary_codec *c, int *v); /* a flag or small count */
+void summary_codec_int(struct summary_codec *c, int *v);
 void summary_codec_size(struct summary_codec *c, size_t *v);
 void summary_codec_double(struct summary_codec *c, double *v);
 /* A string or NULL; reading allocates it. */

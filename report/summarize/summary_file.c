@@ -45,13 +45,21 @@ static void sf_sid(sf_codec *c, struct model_process *p, uint32_t *sid, const ch
         *text = have;
 }
 
+/* A string the model never leaves NULL: a damaged summary's NULL reads as "". */
+static void sf_text(sf_codec *c, char **s)
+{
+    summary_codec_str(c, s);
+    if (c->reading && !*s)
+        *s = report_strdup("");
+}
+
 static void sf_strings(sf_codec *c, char ***arr, size_t *n)
 {
     summary_codec_count(c, n, 1);
     if (c->reading)
         *arr = summary_codec_array(c, *n, sizeof **arr);
     for (size_t i = 0; i < *n; i++)
-        summary_codec_str(c, &(*arr)[i]);
+        sf_text(c, &(*arr)[i]);
 }
 
 static void sf_mem_stats(sf_codec *c, struct model_mem_stats *m)
@@ -69,7 +77,7 @@ static void sf_api(sf_codec *c, struct model_api *a)
     summary_codec_int(c, &a->defined);
     summary_codec_u16(c, &a->id);
     summary_codec_u8(c, &a->category);
-    summary_codec_str(c, &a->name);
+    sf_text(c, &a->name);
     summary_codec_int(c, &a->is_set_device);
     summary_codec_u64(c, &a->calls);
     summary_codec_u64(c, &a->errors);
@@ -83,18 +91,15 @@ static void sf_api(sf_codec *c, struct model_api *a)
     summary_codec_int(c, &a->library);
     summary_codec_u64(c, &a->gpu_kernels);
     summary_codec_u64(c, &a->gpu_ns);
-    if (c->reading) {
-        if (!a->name)
-            a->name = report_strdup("");
+    if (c->reading)
         for (int r = 0; r < MODEL_ARG_COUNT; r++)
             a->role[r] = -1;
-    }
 }
 
 static void sf_kernel(sf_codec *c, struct model_kernel *k)
 {
     summary_codec_u64(c, &k->func);
-    summary_codec_str(c, &k->name);
+    sf_text(c, &k->name);
     summary_codec_u64(c, &k->launches);
     summary_codec_u64(c, &k->errors);
     summary_codec_u64(c, &k->ticks);
@@ -116,8 +121,8 @@ static void sf_core(sf_codec *c, struct model_process *p)
     if (c->reading)
         p->meta = summary_codec_array(c, p->nmeta, sizeof *p->meta);
     for (size_t i = 0; i < p->nmeta; i++) {
-        summary_codec_str(c, &p->meta[i].key);
-        summary_codec_str(c, &p->meta[i].value);
+        sf_text(c, &p->meta[i].key);
+        sf_text(c, &p->meta[i].value);
     }
     summary_codec_i64(c, &p->pid);
     summary_codec_i64(c, &p->ppid);
@@ -128,6 +133,10 @@ static void sf_core(sf_codec *c, struct model_process *p)
     summary_codec_u64(c, &p->start_realtime_ns);
     summary_codec_double(c, &p->tsc_hz);
     summary_codec_double(c, &p->ns_per_tick);
+    if (c->reading && !(p->tsc_hz >= 0 && p->tsc_hz < 1e15)) /* NaN, infinite, negative */
+        p->tsc_hz = 0;
+    if (c->reading && !(p->ns_per_tick > 0 && p->ns_per_tick < 1e9))
+        p->ns_per_tick = 1.0;
     summary_codec_size(c, &p->nclocks);
 
     summary_codec_count(c, &p->nthreads, 6);
@@ -363,14 +372,14 @@ static void sf_actions(sf_codec *c, struct model_action **arr, size_t *n)
         *arr = summary_codec_array(c, *n, sizeof **arr);
     for (size_t i = 0; i < *n; i++) {
         struct model_action *a = &(*arr)[i];
-        summary_codec_str(c, &a->name);
+        sf_text(c, &a->name);
         summary_codec_u64(c, &a->calls);
         summary_codec_u64(c, &a->total_ns);
         summary_codec_u64(c, &a->gpu_ns);
         summary_codec_u64(c, &a->kernels);
         summary_codec_u8(c, &a->source);
-        if (c->reading && !a->name)
-            a->name = report_strdup("");
+        if (a->source > MODEL_ACTION_LIGHTNING)
+            summary_codec_fail(c, "an action of no known source");
     }
 }
 
@@ -385,7 +394,7 @@ static void sf_gpu(sf_codec *c, struct model_process *p)
     for (size_t i = 0; i < g->nkernels; i++) {
         struct model_gpu_kernel *k = &g->kernels[i];
         summary_codec_u32(c, &k->name_sid);
-        summary_codec_str(c, &k->name);
+        sf_text(c, &k->name);
         summary_codec_u64(c, &k->calls);
         summary_codec_u64(c, &k->total_ns);
         summary_codec_u64(c, &k->min_ns);
@@ -396,8 +405,6 @@ static void sf_gpu(sf_codec *c, struct model_process *p)
         summary_codec_map(c, &k->py_calls);
         summary_codec_map(c, &k->py_ns);
         if (c->reading) {
-            if (!k->name)
-                k->name = report_strdup("");
             uint64_t *slot = u64map_slot(&g->kernel_index, k->name_sid);
             if (!slot)
                 report_oom();
@@ -437,15 +444,13 @@ static void sf_gpu(sf_codec *c, struct model_process *p)
         struct model_gpu_api *a = &g->apis[i];
         summary_codec_u16(c, &a->domain);
         summary_codec_u16(c, &a->cbid);
-        summary_codec_str(c, &a->name);
+        sf_text(c, &a->name);
         summary_codec_u64(c, &a->calls);
         summary_codec_u64(c, &a->total_ticks);
         summary_codec_u64(c, &a->max_ticks);
         summary_codec_u64(c, &a->total_ns);
         summary_codec_u64(c, &a->max_ns);
         if (c->reading) {
-            if (!a->name)
-                a->name = report_strdup("");
             uint64_t *slot = u64map_slot(&g->api_index, (uint64_t)a->domain << 16 | a->cbid);
             if (!slot)
                 report_oom();
@@ -460,7 +465,7 @@ static void sf_gpu(sf_codec *c, struct model_process *p)
     for (size_t i = 0; i < g->ndevices; i++) {
         struct model_gpu_device *d = &g->devices[i];
         summary_codec_u32(c, &d->device);
-        summary_codec_str(c, &d->name);
+        sf_text(c, &d->name);
         summary_codec_u64(c, &d->global_memory_bytes);
         summary_codec_u32(c, &d->sm_count);
         summary_codec_u32(c, &d->core_clock_khz);
@@ -495,6 +500,8 @@ static void sf_gpu(sf_codec *c, struct model_process *p)
     }
     summary_codec_u64(c, &g->nvtx_lost_calls);
     summary_codec_size(c, &g->lightning_actions);
+    if (g->lightning_actions > g->nactions)
+        summary_codec_fail(c, "more Lightning actions than actions");
     int had = g->nops || g->ncalls || g->nnvtx || g->ndevices || g->summary_had_records;
     summary_codec_int(c, &had);
     if (c->reading)
@@ -573,9 +580,7 @@ static void sf_comm(sf_codec *c, struct model_process *p)
     struct u64map index; /* writing: name pointer -> index + 1 */
     u64map_init(&index);
     for (size_t i = 0; i < m->nnames; i++) {
-        summary_codec_str(c, &m->names[i]);
-        if (c->reading && !m->names[i])
-            m->names[i] = report_strdup("");
+        sf_text(c, &m->names[i]);
         uint64_t *slot = c->reading ? NULL : u64map_slot(&index, (uintptr_t)m->names[i]);
         if (!c->reading && !slot)
             report_oom();
@@ -607,6 +612,8 @@ static void sf_comm(sf_codec *c, struct model_process *p)
         summary_codec_i32(c, &call->peer);
         summary_codec_u32(c, &call->tid);
         summary_codec_u8(c, &call->source);
+        if (call->source > MODEL_COMM_TORCH_OP)
+            summary_codec_fail(c, "a communication call of no known source");
         summary_codec_u8(c, &call->setup);
         summary_codec_u8(c, &call->failed);
         if (c->reading) {
@@ -715,7 +722,7 @@ static void sf_process(sf_codec *c, struct model_process *p)
     sf_comm(c, p);
 }
 
-int summary_file_write(const char *path, const struct model_process *p, char *err, size_t errlen)
+void summary_file_encode(const struct model_process *p, uint8_t **buf, size_t *len)
 {
     sf_codec c;
     summary_codec_writer(&c);
@@ -727,14 +734,22 @@ int summary_file_write(const char *path, const struct model_process *p, char *er
     sf_process(&c, (struct model_process *)p);
     sf_write_pystats(&c, p);
     summary_codec_bytes(&c, SUMMARY_FILE_END, 8);
+    *buf = c.buf;
+    *len = c.len;
+}
 
+int summary_file_write(const char *path, const struct model_process *p, char *err, size_t errlen)
+{
+    uint8_t *buf;
+    size_t n;
+    summary_file_encode(p, &buf, &n);
     size_t len = strlen(path) + 32;
     char *tmp = malloc(len);
     if (!tmp)
         report_oom();
     snprintf(tmp, len, "%s.tmp%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "wb");
-    int ok = f && fwrite(c.buf, 1, c.len, f) == c.len;
+    int ok = f && fwrite(buf, 1, n, f) == n;
     int saved = errno;
     if (f && fclose(f) != 0 && ok) {
         ok = 0;
@@ -750,7 +765,7 @@ int summary_file_write(const char *path, const struct model_process *p, char *er
             unlink(tmp);
     }
     free(tmp);
-    free(c.buf);
+    free(buf);
     return ok ? 0 : -1;
 }
 

@@ -11,6 +11,7 @@
 #define REPORT_SUMMARY_FILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "model.h"
 #include "pystats.h"
@@ -18,6 +19,8 @@
 /* ".summary" */
 extern const char summary_file_suffix[];
 
+/* p's summary as bytes (malloc'd), what summary_file_write writes. */
+void summary_file_encode(const struct model_process *p, uint8_t **buf, size_t *len);
 /* Writes p's summary to path (through a temporary file renamed into place). 0, or -1
  * with a one-line message in err. */
 int summary_file_write(const char *path, const struct model_process *p, char *err,

@@ -14,6 +14,7 @@
 #include "model_stacks.h"
 #include "stacks_view.h"
 #include "summary.h"
+#include "summary_file.h"
 #include "tables.h"
 
 /* An in-memory file holding data, named by a path the reader can open like any other. */
@@ -93,6 +94,31 @@ static void fuzz_input_stacks(struct model_process **procs, size_t n, FILE *sink
     }
 }
 
+/* p through its summary and back (summary_file.h); the copy's tables are printed. */
+static void fuzz_input_summary_round_trip(const struct model_process *p, FILE *sink)
+{
+    uint8_t *buf;
+    size_t len;
+    char path[64], err[512];
+    summary_file_encode(p, &buf, &len);
+    int fd = fuzz_input_file(buf, len, path, sizeof path);
+    free(buf);
+    struct model_process *q = summary_file_load(path, err, sizeof err);
+    if (!q) { /* a summary of a model always reads back */
+        fprintf(stderr, "fuzz: a summary does not read back: %s\n", err);
+        abort();
+    }
+    struct model_process **one = malloc(sizeof *one);
+    if (!one)
+        abort();
+    one[0] = q;
+    struct summary s;
+    summary_build(&s, one, 1);
+    tables_print(sink, &s, 0);
+    summary_free(&s);
+    close(fd);
+}
+
 int fuzz_input_run(const uint8_t *data, size_t size, FILE *sink)
 {
     size_t cut = fuzz_input_split(data, size);
@@ -102,14 +128,23 @@ int fuzz_input_run(const uint8_t *data, size_t size, FILE *sink)
     size_t n = 0;
     if (!procs)
         abort();
+    int fds[2] = {-1, -1}; /* a summary's Python section is read when the tables are built */
     for (int i = 0; i < 2; i++) {
         if (i == 1 && !len[1])
             break;
         char path[64], err[512];
         int fd = fuzz_input_file(part[i], len[i], path, sizeof path);
-        dump_file(sink, sink, path);
-        struct model_process *p = model_load_file(path, err, sizeof err);
-        close(fd);
+        struct model_process *p;
+        if (summary_file_is_summary(path)) {
+            p = summary_file_load(path, err, sizeof err);
+            fds[i] = fd;
+        } else {
+            dump_file(sink, sink, path);
+            p = model_load_file(path, err, sizeof err);
+            close(fd);
+            if (p)
+                fuzz_input_summary_round_trip(p, sink);
+        }
         if (p)
             procs[n++] = p;
         else
@@ -118,6 +153,9 @@ int fuzz_input_run(const uint8_t *data, size_t size, FILE *sink)
     int loaded = (int)n;
     if (n == 0) {
         free(procs);
+        for (int i = 0; i < 2; i++)
+            if (fds[i] >= 0)
+                close(fds[i]);
         return 0;
     }
     /* The latest run, as by default (it frees the others), then every key of the tables. */
@@ -125,6 +163,9 @@ int fuzz_input_run(const uint8_t *data, size_t size, FILE *sink)
         for (size_t i = 0; i < n; i++)
             model_process_free(procs[i]);
         free(procs);
+        for (int i = 0; i < 2; i++)
+            if (fds[i] >= 0)
+                close(fds[i]);
         return loaded;
     }
     fuzz_input_stacks(procs, n, sink);
@@ -141,5 +182,8 @@ int fuzz_input_run(const uint8_t *data, size_t size, FILE *sink)
     tables_print(sink, &s, 1);
     tables_ops(sink, &s, 0);
     summary_free(&s);
+    for (int i = 0; i < 2; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
     return loaded;
 }
