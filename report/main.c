@@ -93,6 +93,9 @@ static void main_usage(FILE *out)
           "      --comm        communication (NCCL, MPI, torch.distributed) merged over the\n"
           "                    ranks: calls, bytes, time, wait, transfer, bus bandwidth\n"
           "      --stragglers  the rank that arrived last at each collective, by how much\n"
+          "      --step NAME   with --ranks: a step is a call of the action NAME (an NVTX\n"
+          "                    range, record_function scope or Lightning action; default:\n"
+          "                    the optimizer's step)\n"
           "      --rank N      report rank N only (any table; default: every rank merged)\n"
           "      --html FILE   write the report as one self-contained HTML page: findings,\n"
           "                    timeline overview, memory curve, sortable tables, flame graph\n"
@@ -427,6 +430,7 @@ int main(int argc, char **argv)
     int comm_views = 0;       /* --ranks, --comm, --stragglers: COMM_VIEW_* */
     long long only_rank = -1; /* --rank */
     int summarize = 0;        /* --summarize */
+    const char *step_name = NULL; /* --step */
     long jobs = 0;            /* -j: 0, the CPUs */
 
     if (argc >= 2 && !strcmp(argv[1], "dump")) {
@@ -468,7 +472,8 @@ int main(int argc, char **argv)
         OPT_RANK,
         OPT_HTML,
         OPT_FLAMEGRAPH,
-        OPT_SUMMARIZE
+        OPT_SUMMARIZE,
+        OPT_STEP
     };
     static const struct option options[] = {
         {"format", required_argument, NULL, 'f'},
@@ -503,6 +508,7 @@ int main(int argc, char **argv)
         {"html", required_argument, NULL, OPT_HTML},
         {"flamegraph", required_argument, NULL, OPT_FLAMEGRAPH},
         {"summarize", no_argument, NULL, OPT_SUMMARIZE},
+        {"step", required_argument, NULL, OPT_STEP},
         {"jobs", required_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -545,6 +551,11 @@ int main(int argc, char **argv)
             break;
         case OPT_SUMMARIZE:
             summarize = 1;
+            break;
+        case OPT_STEP:
+            if (!*optarg)
+                return main_bad_usage("%s wants an action name", "--step");
+            step_name = optarg;
             break;
         case 'j': {
             char *end;
@@ -665,7 +676,8 @@ int main(int argc, char **argv)
         int views = python || kernels || gpu || actions || ops || by_shape || format_given ||
                     sort_arg || limit || run_id || all_runs || all_roles || pstats_path ||
                     folded_path || timeline_path || perfetto_path || chrome_path ||
-                    html_path || flame_path || stacks_asked || comm_views || only_rank >= 0;
+                    html_path || flame_path || stacks_asked || comm_views || only_rank >= 0 ||
+                    step_name;
         if (views)
             return main_bad_usage("--summarize writes summaries only; give the views to the "
                                   "report that reads them%s",
@@ -788,6 +800,7 @@ int main(int argc, char **argv)
     struct summary s;
     summary_build(&s, in.procs, in.n);
     s.job = &job;
+    s.step_name = step_name;
     summary_sort(&s, sort);
     summary_sort_python(&s, py_sort);
     if (by_shape)

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "comm_match.h"
+#include "summary_file.h"
 
 const char *comm_kind_name(enum comm_kind kind)
 {
@@ -131,6 +133,47 @@ struct comm_merge_rank {
     size_t nprocs, cap;
 };
 
+/* The calls of one rank's processes: their own, or read from their summaries for as long
+ * as the rank is being merged. */
+struct comm_merge_calls {
+    const struct model_comm_call **calls;
+    size_t n, cap;
+    struct model_comm *read; /* one per process, those read from summaries */
+    size_t nread;
+};
+
+static void comm_merge_calls_get(struct comm_merge_calls *out, const struct comm_merge_rank *r)
+{
+    memset(out, 0, sizeof *out);
+    out->read = calloc(r->nprocs + 1, sizeof *out->read);
+    if (!out->read)
+        report_oom();
+    for (size_t p = 0; p < r->nprocs; p++) {
+        const struct model_process *proc = r->procs[p];
+        const struct model_comm *c = &proc->comm;
+        if (proc->summary_file) {
+            char err[512];
+            struct model_comm *m = &out->read[out->nread++];
+            if (summary_file_read_comm(proc, m, err, sizeof err) != 0)
+                fprintf(stderr, "profreport: warning: %s\n", err);
+            c = m;
+        }
+        for (size_t i = 0; i < c->ncalls; i++) {
+            out->calls = report_grow(out->calls, &out->cap, out->n + 1, sizeof *out->calls);
+            out->calls[out->n++] = &c->calls[i];
+        }
+    }
+}
+
+static void comm_merge_calls_free(struct comm_merge_calls *c)
+{
+    for (size_t i = 0; i < c->nread; i++)
+        summary_file_free_comm(&c->read[i]);
+    free(c->read);
+    free(c->calls);
+    memset(c, 0, sizeof *c);
+}
+
 static int comm_merge_is_comm_op(const char *name)
 {
     static const char *const prefixes[] = {"c10d::", "gloo:", "nccl:", "mpi:", "ucc:"};
@@ -151,18 +194,15 @@ static int comm_merge_interval_cmp(const void *a, const void *b)
 }
 
 /* Time covered by the rank's communication calls (setup left out), overlaps once. */
-static uint64_t comm_merge_comm_time(const struct comm_merge_rank *r)
+static uint64_t comm_merge_comm_time(const struct comm_merge_calls *c)
 {
     size_t n = 0, cap = 0;
     struct comm_merge_interval *iv = NULL;
-    for (size_t p = 0; p < r->nprocs; p++) {
-        const struct model_comm *c = &r->procs[p]->comm;
-        for (size_t i = 0; i < c->ncalls; i++) {
-            if (c->calls[i].setup)
-                continue;
-            iv = report_grow(iv, &cap, n + 1, sizeof *iv);
-            iv[n++] = (struct comm_merge_interval){c->calls[i].start_ns, c->calls[i].end_ns};
-        }
+    for (size_t i = 0; i < c->n; i++) {
+        if (c->calls[i]->setup)
+            continue;
+        iv = report_grow(iv, &cap, n + 1, sizeof *iv);
+        iv[n++] = (struct comm_merge_interval){c->calls[i]->start_ns, c->calls[i]->end_ns};
     }
     if (!n)
         return 0;
@@ -182,14 +222,32 @@ static uint64_t comm_merge_comm_time(const struct comm_merge_rank *r)
     return total;
 }
 
-static void comm_merge_rank_times(struct comm_rank_row *row, const struct comm_merge_rank *r)
+/* A named action's calls and time over the lists a process has them in. */
+static void comm_merge_named_steps(const struct model_process *proc, const char *name,
+                                   uint64_t *steps, uint64_t *total)
+{
+    const struct model_action *lists[] = {proc->gpu.actions, proc->torch.scopes,
+                                          proc->torch.builtin};
+    size_t counts[] = {proc->gpu.nactions, proc->torch.nscopes, proc->torch.nbuiltin};
+    for (size_t l = 0; l < 3; l++)
+        for (size_t i = 0; i < counts[l]; i++)
+            if (!strcmp(lists[l][i].name, name)) {
+                *steps += lists[l][i].calls;
+                *total += lists[l][i].total_ns;
+            }
+}
+
+static void comm_merge_rank_times(struct comm_rank_row *row, const struct comm_merge_rank *r,
+                                  const struct comm_merge_calls *calls, const char *step_name)
 {
     uint64_t step_total = 0;
     for (size_t p = 0; p < r->nprocs; p++) {
         const struct model_process *proc = r->procs[p];
         if (proc->wall_ns > row->wall_ns)
             row->wall_ns = proc->wall_ns;
-        for (size_t i = 0; i < proc->torch.nbuiltin; i++) {
+        if (step_name)
+            comm_merge_named_steps(proc, step_name, &row->steps, &step_total);
+        for (size_t i = 0; i < proc->torch.nbuiltin && !step_name; i++) {
             const struct model_action *a = &proc->torch.builtin[i];
             if (!strcmp(a->name, "optimizer_step"))
                 row->steps += a->calls;
@@ -202,42 +260,12 @@ static void comm_merge_rank_times(struct comm_rank_row *row, const struct comm_m
         }
     }
     row->step_ns = row->steps ? step_total / row->steps : 0;
-    row->comm_ns = comm_merge_comm_time(r);
+    row->comm_ns = comm_merge_comm_time(calls);
     uint64_t busy = row->compute_ns + row->comm_ns;
     row->idle_ns = row->wall_ns > busy ? row->wall_ns - busy : 0;
 }
 
-/* ---- matching ---- */
-
-struct comm_merge_entry {
-    size_t row, rank; /* indexes into rows and ranks */
-    uint64_t comm, start, end;
-    size_t k;
-};
-
-static int comm_merge_by_rank_time(const void *a, const void *b)
-{
-    const struct comm_merge_entry *x = a, *y = b;
-    if (x->row != y->row)
-        return x->row < y->row ? -1 : 1;
-    if (x->comm != y->comm)
-        return x->comm < y->comm ? -1 : 1;
-    if (x->rank != y->rank)
-        return x->rank < y->rank ? -1 : 1;
-    return x->start < y->start ? -1 : x->start > y->start;
-}
-
-static int comm_merge_by_operation(const void *a, const void *b)
-{
-    const struct comm_merge_entry *x = a, *y = b;
-    if (x->row != y->row)
-        return x->row < y->row ? -1 : 1;
-    if (x->comm != y->comm)
-        return x->comm < y->comm ? -1 : 1;
-    if (x->k != y->k)
-        return x->k < y->k ? -1 : 1;
-    return x->rank < y->rank ? -1 : x->rank > y->rank;
-}
+/* ---- matching (comm_match.c) ---- */
 
 static int comm_merge_straggler_cmp(const void *a, const void *b)
 {
@@ -259,69 +287,40 @@ struct comm_merge_cell {
     uint64_t last, late_ns; /* operations it arrived last at, its lateness */
 };
 
-static void comm_merge_match(struct comm_report *r, struct comm_merge_entry *e, size_t n,
-                             struct comm_merge_cell *cells)
+/* Per operation matched on two ranks or more: the last rank, its lateness, the
+ * straggler row. */
+static void comm_merge_operations(struct comm_report *r, struct comm_match *m,
+                                  struct comm_merge_cell *cells)
 {
-    qsort(e, n, sizeof *e, comm_merge_by_rank_time);
-    for (size_t i = 0; i < n; i++)
-        e[i].k = i > 0 && e[i - 1].row == e[i].row && e[i - 1].comm == e[i].comm &&
-                         e[i - 1].rank == e[i].rank
-                     ? e[i - 1].k + 1
-                     : 0;
-    qsort(e, n, sizeof *e, comm_merge_by_operation);
     size_t cap = 0;
-    for (size_t i = 0; i < n;) {
-        size_t j = i;
-        while (j < n && e[j].row == e[i].row && e[j].comm == e[i].comm && e[j].k == e[i].k)
-            j++;
-        if (j - i >= 2) {
-            size_t last = i, before = SIZE_MAX;
-            uint64_t first = e[i].start;
-            for (size_t m = i; m < j; m++) {
-                if (e[m].start > e[last].start)
-                    last = m;
-                if (e[m].start < first)
-                    first = e[m].start;
-            }
-            for (size_t m = i; m < j; m++)
-                if (m != last && (before == SIZE_MAX || e[m].start > e[before].start))
-                    before = m;
-            uint64_t arrival = e[last].start;
-            for (size_t m = i; m < j; m++) {
-                uint64_t dur = e[m].end - e[m].start;
-                uint64_t wait = arrival - e[m].start;
-                if (wait > dur)
-                    wait = dur;
-                cells[e[m].row * r->nranks + e[m].rank].wait_ns += wait;
-                r->ranks[e[m].rank].wait_ns += wait;
-                r->rows[e[m].row].wait_ns += wait;
-            }
-            r->rows[e[i].row].matched++;
-            struct comm_rank_row *late = &r->ranks[e[last].rank];
-            uint64_t late_ns = arrival - e[before].start;
-            /* Ranks that arrive together: none of them was last. */
-            if (late_ns) {
-                cells[e[last].row * r->nranks + e[last].rank].last++;
-                cells[e[last].row * r->nranks + e[last].rank].late_ns += late_ns;
-                late->last_arrivals++;
-                late->late_ns += late_ns;
-            }
-            r->stragglers =
-                report_grow(r->stragglers, &cap, r->nstragglers + 1, sizeof *r->stragglers);
-            r->stragglers[r->nstragglers++] = (struct comm_straggler){
-                .name = NULL, /* set once the rows stop moving */
-                .comm = e[i].comm,
-                .index = e[i].k,
-                .ranks = (uint32_t)(j - i),
-                .last_rank = late_ns ? late->rank : -1,
-                .late_ns = late_ns,
-                .spread_ns = arrival - first,
-                .start_ns = first,
-            };
-            /* the row index rides in name's place until then */
-            r->stragglers[r->nstragglers - 1].name = (const char *)(uintptr_t)(e[i].row + 1);
+    for (size_t i = 0; i < m->nops; i++) {
+        const struct comm_match_op *op = &m->ops[i];
+        if (op->nranks < 2)
+            continue;
+        r->rows[op->row].matched++;
+        uint64_t late_ns = op->last - op->before;
+        struct comm_rank_row *late = &r->ranks[op->last_rank];
+        /* Ranks that arrive together: none of them was last. */
+        if (late_ns) {
+            struct comm_merge_cell *cell = &cells[op->row * r->nranks + op->last_rank];
+            cell->last++;
+            cell->late_ns += late_ns;
+            late->last_arrivals++;
+            late->late_ns += late_ns;
         }
-        i = j;
+        r->stragglers =
+            report_grow(r->stragglers, &cap, r->nstragglers + 1, sizeof *r->stragglers);
+        r->stragglers[r->nstragglers++] = (struct comm_straggler){
+            /* the row index rides in name's place until the rows stop moving */
+            .name = (const char *)(uintptr_t)(op->row + 1),
+            .comm = op->comm,
+            .index = op->k,
+            .ranks = op->nranks,
+            .last_rank = late_ns ? late->rank : -1,
+            .late_ns = late_ns,
+            .spread_ns = op->last - op->first,
+            .start_ns = op->first,
+        };
     }
 }
 
@@ -346,7 +345,8 @@ static void comm_merge_gpu(struct comm_report *r, const struct comm_merge_rank *
         }
 }
 
-static size_t comm_merge_row_of(struct comm_report *r, size_t *cap, const struct model_comm_call *c)
+static size_t comm_merge_row_of(struct comm_report *r, size_t *cap,
+                                const struct model_comm_call *c)
 {
     for (size_t i = 0; i < r->nrows; i++)
         if (r->rows[i].source == c->source && !strcmp(r->rows[i].name, c->name))
@@ -360,9 +360,31 @@ static size_t comm_merge_row_of(struct comm_report *r, size_t *cap, const struct
     return r->nrows++;
 }
 
+/* The matched calls of one rank, numbered (comm_match_number). */
+static size_t comm_merge_matched(struct comm_report *r, const struct comm_merge_calls *c,
+                                 size_t *cap_rows, struct comm_match_call **out)
+{
+    struct comm_match_call *mc = malloc((c->n + 1) * sizeof *mc);
+    if (!mc)
+        report_oom();
+    size_t n = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        const struct model_comm_call *call = c->calls[i];
+        /* the row exists: the first pass made it */
+        size_t row = comm_merge_row_of(r, cap_rows, call);
+        if (comm_merge_matched_kind(r->rows[row].kind) && !call->failed)
+            mc[n++] = (struct comm_match_call){
+                .row = row, .comm = call->comm, .start = call->start_ns, .end = call->end_ns};
+    }
+    comm_match_number(mc, n);
+    *out = mc;
+    return n;
+}
+
 void comm_merge_build(struct comm_report *r, const struct summary *s)
 {
     memset(r, 0, sizeof *r);
+    r->step_name = s->step_name;
     int has_rank = 0;
     for (size_t i = 0; i < s->nprocs; i++)
         has_rank |= s->procs[i]->rank >= 0;
@@ -403,52 +425,75 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
         }
     }
     free(hosts);
-    /* Rows, then per row and rank cells. */
-    size_t nentries = 0;
-    for (size_t k = 0; k < r->nranks; k++)
-        for (size_t p = 0; p < ranks[k].nprocs; p++) {
-            const struct model_comm *c = &ranks[k].procs[p]->comm;
-            for (size_t i = 0; i < c->ncalls; i++)
-                comm_merge_row_of(r, &cap_rows, &c->calls[i]);
-            nentries += c->ncalls;
-        }
-    r->any = r->nrows > 0;
-    struct comm_merge_cell *cells = calloc(r->nrows * r->nranks + 1, sizeof *cells);
-    struct comm_merge_entry *entries = malloc((nentries + 1) * sizeof *entries);
-    if (!cells || !entries)
-        report_oom();
-    size_t n = 0;
-    for (size_t k = 0; k < r->nranks; k++) {
-        comm_merge_rank_times(&r->ranks[k], &ranks[k]);
-        for (size_t p = 0; p < ranks[k].nprocs; p++) {
-            const struct model_comm *c = &ranks[k].procs[p]->comm;
-            for (size_t i = 0; i < c->ncalls; i++) {
-                const struct model_comm_call *call = &c->calls[i];
-                size_t row = comm_merge_row_of(r, &cap_rows, call);
-                struct comm_row *cr = &r->rows[row];
-                struct comm_merge_cell *cell = &cells[row * r->nranks + k];
-                uint64_t dur = call->end_ns - call->start_ns;
-                cell->calls++;
-                cell->time_ns += dur;
-                cr->calls++;
-                cr->time_ns += dur;
-                cr->bytes += call->bytes;
-                if (call->comm_size > cr->comm_size)
-                    cr->comm_size = call->comm_size;
-                if (comm_merge_matched_kind(cr->kind) && !call->failed)
-                    entries[n++] = (struct comm_merge_entry){
-                        .row = row,
-                        .rank = k,
-                        .comm = call->comm,
-                        .start = call->start_ns,
-                        .end = call->end_ns,
-                    };
+    /* Two passes over each rank's calls, one rank at a time (a summary's are read then and
+     * let go): the first fills the rows, the per-rank cells and the operations; the second
+     * gives each matched call its wait, once every rank's arrival is known. */
+    struct comm_merge_cell *cells = NULL;
+    size_t ncells = 0;
+    struct comm_match match;
+    comm_match_init(&match);
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t k = 0; k < r->nranks; k++) {
+            struct comm_merge_calls calls;
+            comm_merge_calls_get(&calls, &ranks[k]);
+            if (pass == 0) {
+                comm_merge_rank_times(&r->ranks[k], &ranks[k], &calls, s->step_name);
+                for (size_t i = 0; i < calls.n; i++)
+                    comm_merge_row_of(r, &cap_rows, calls.calls[i]);
+                if (ncells < r->nrows * r->nranks) { /* new rows: their cells */
+                    cells = realloc(cells, (r->nrows * r->nranks + 1) * sizeof *cells);
+                    if (!cells)
+                        report_oom();
+                    memset(cells + ncells, 0, (r->nrows * r->nranks - ncells) * sizeof *cells);
+                    ncells = r->nrows * r->nranks;
+                }
+                for (size_t i = 0; i < calls.n; i++) {
+                    const struct model_comm_call *call = calls.calls[i];
+                    size_t row = comm_merge_row_of(r, &cap_rows, call);
+                    struct comm_row *cr = &r->rows[row];
+                    struct comm_merge_cell *cell = &cells[row * r->nranks + k];
+                    uint64_t dur = call->end_ns - call->start_ns;
+                    cell->calls++;
+                    cell->time_ns += dur;
+                    cr->calls++;
+                    cr->time_ns += dur;
+                    cr->bytes += call->bytes;
+                    if (call->comm_size > cr->comm_size)
+                        cr->comm_size = call->comm_size;
+                }
             }
+            struct comm_match_call *mc = NULL;
+            size_t nmc = comm_merge_matched(r, &calls, &cap_rows, &mc);
+            for (size_t i = 0; i < nmc; i++) {
+                struct comm_match_op *op = comm_match_op(&match, &mc[i], pass == 0);
+                if (pass == 0) {
+                    comm_match_arrive(op, k, mc[i].start);
+                    continue;
+                }
+                if (!op || op->nranks < 2)
+                    continue;
+                uint64_t dur = mc[i].end - mc[i].start;
+                uint64_t wait = op->last - mc[i].start;
+                if (wait > dur)
+                    wait = dur;
+                cells[mc[i].row * r->nranks + k].wait_ns += wait;
+                r->ranks[k].wait_ns += wait;
+                r->rows[mc[i].row].wait_ns += wait;
+            }
+            free(mc);
+            comm_merge_calls_free(&calls);
         }
     }
-    comm_merge_match(r, entries, n, cells);
+    r->any = r->nrows > 0;
+    if (!cells) {
+        cells = calloc(1, sizeof *cells);
+        if (!cells)
+            report_oom();
+    }
+    comm_match_sort(&match);
+    comm_merge_operations(r, &match, cells);
+    comm_match_free(&match);
     comm_merge_gpu(r, ranks);
-    free(entries);
     /* Spreads over the ranks. */
     uint64_t *values = malloc((r->nranks + 1) * sizeof *values);
     int64_t *rank_ids = malloc((r->nranks + 1) * sizeof *rank_ids);

@@ -98,6 +98,7 @@ struct comm_report {
     /* Over the ranks, for --ranks: */
     struct comm_spread wall, steps, step, compute, comm, wait, idle;
     size_t nhosts; /* distinct hosts: more than one means the times are not comparable */
+    const char *step_name; /* what a step is: the summary's step_name (NULL: built in) */
     int any;       /* some rank made a communication call */
 };
 

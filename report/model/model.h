@@ -509,9 +509,10 @@ struct model_process {
     struct model_comm comm;
 
     /* Read from a summary (report/summarize/) rather than the trace: the summary's path
-     * and the offset of its Python section; NULL and 0 for a trace. */
+     * and the offsets of its sections read when needed (communication calls, Python
+     * functions); comm.calls is then empty. NULL and 0 for a trace. */
     char *summary_file;
-    size_t summary_py_offset;
+    size_t summary_comm_offset, summary_py_offset;
 
     /* The process's wall time, CLOCK_MONOTONIC: from the first to the last CPU event or
      * CLOCK record, whichever reach further (set by model_finish). */

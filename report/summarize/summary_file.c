@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "alloc.h"
 #include "summary_codec.h"
@@ -569,9 +571,8 @@ static void sf_torch(sf_codec *c, struct model_process *p)
 
 /* ---- communication: every call, for the cross-rank matching ---- */
 
-static void sf_comm(sf_codec *c, struct model_process *p)
+static void sf_comm(sf_codec *c, struct model_comm *m)
 {
-    struct model_comm *m = &p->comm;
     summary_codec_count(c, &m->nnames, 1);
     if (c->reading) {
         m->names = summary_codec_array(c, m->nnames, sizeof *m->names);
@@ -628,7 +629,6 @@ static void sf_comm(sf_codec *c, struct model_process *p)
         prev = call->start_ns;
     }
     u64map_free(&index);
-    summary_codec_i64(c, &m->realtime_offset_ns);
 }
 
 /* ---- the Python functions as cProfile's table (read lazily) ---- */
@@ -719,7 +719,39 @@ static void sf_process(sf_codec *c, struct model_process *p)
     sf_python(c, p);
     sf_gpu(c, p);
     sf_torch(c, p);
-    sf_comm(c, p);
+    summary_codec_i64(c, &p->comm.realtime_offset_ns);
+    /* The calls, behind their length: a reader skips them until the merge asks. */
+    size_t len = 0;
+    if (!c->reading) {
+        sf_codec calls;
+        summary_codec_writer(&calls);
+        sf_comm(&calls, &p->comm);
+        len = calls.len;
+        summary_codec_size(c, &len);
+        summary_codec_bytes(c, calls.buf, calls.len);
+        free(calls.buf);
+        return;
+    }
+    summary_codec_size(c, &len);
+    if (!c->bad && len > c->len - c->pos)
+        summary_codec_fail(c, "cut off in the communication calls");
+    if (c->bad)
+        return;
+    p->summary_comm_offset = c->pos;
+    c->pos += len;
+}
+
+void summary_file_crc(const uint8_t *body, size_t len, uint8_t out[4])
+{
+    uLong crc = crc32(0L, Z_NULL, 0);
+    while (len) { /* crc32 takes a uInt length */
+        uInt n = len > (1u << 30) ? (1u << 30) : (uInt)len;
+        crc = crc32(crc, body, n);
+        body += n;
+        len -= n;
+    }
+    for (int i = 0; i < 4; i++)
+        out[i] = (uint8_t)(crc >> (8 * i));
 }
 
 void summary_file_encode(const struct model_process *p, uint8_t **buf, size_t *len)
@@ -733,6 +765,9 @@ void summary_file_encode(const struct model_process *p, uint8_t **buf, size_t *l
      * nothing in it. */
     sf_process(&c, (struct model_process *)p);
     sf_write_pystats(&c, p);
+    uint8_t crc[4];
+    summary_file_crc(c.buf, c.len, crc);
+    summary_codec_bytes(&c, crc, 4);
     summary_codec_bytes(&c, SUMMARY_FILE_END, 8);
     *buf = c.buf;
     *len = c.len;
@@ -802,7 +837,7 @@ static uint8_t *sf_read_all(const char *path, size_t *len, char *err, size_t err
 static int sf_open(sf_codec *c, const char *path, const uint8_t *buf, size_t len, char *err,
                    size_t errlen)
 {
-    if (len < 16 || memcmp(buf, SUMMARY_FILE_MAGIC, 8) != 0) {
+    if (len < 20 || memcmp(buf, SUMMARY_FILE_MAGIC, 8) != 0) {
         snprintf(err, errlen, "%s: not a profrun summary", path);
         return -1;
     }
@@ -813,7 +848,16 @@ static int sf_open(sf_codec *c, const char *path, const uint8_t *buf, size_t len
                  path);
         return -1;
     }
-    summary_codec_reader(c, buf, len - 8);
+    uint8_t crc[4];
+    summary_file_crc(buf, len - 12, crc);
+    if (memcmp(crc, buf + len - 12, 4) != 0) {
+        snprintf(err, errlen,
+                 "%s: corrupt summary (its checksum does not match); run profreport "
+                 "--summarize on its trace again",
+                 path);
+        return -1;
+    }
+    summary_codec_reader(c, buf, len - 12);
     c->pos = 8;
     uint32_t version = 0;
     summary_codec_u32(c, &version);
@@ -895,9 +939,53 @@ int summary_file_add_python(struct pystats *s, const struct model_process *p, ch
     return rc;
 }
 
+int summary_file_read_comm(const struct model_process *p, struct model_comm *out, char *err,
+                           size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (!p->summary_file)
+        return 0;
+    size_t len = 0;
+    uint8_t *buf = sf_read_all(p->summary_file, &len, err, errlen);
+    if (!buf)
+        return -1;
+    sf_codec c;
+    int rc = sf_open(&c, p->summary_file, buf, len, err, errlen);
+    if (rc == 0 && p->summary_comm_offset > c.len) {
+        snprintf(err, errlen, "%s: changed since it was read", p->summary_file);
+        rc = -1;
+    }
+    if (rc == 0) {
+        c.pos = p->summary_comm_offset;
+        sf_comm(&c, out);
+        if (c.bad) {
+            snprintf(err, errlen,
+                     "%s: corrupt communication calls (%s): this rank's are left out",
+                     p->summary_file, c.why);
+            summary_file_free_comm(out);
+            rc = -1;
+        }
+    }
+    free(buf);
+    return rc;
+}
+
+void summary_file_free_comm(struct model_comm *m)
+{
+    for (size_t i = 0; i < m->nnames; i++)
+        free(m->names[i]);
+    free(m->names);
+    free(m->calls);
+    u64map_free(&m->name_index);
+    memset(m, 0, sizeof *m);
+}
+
 int summary_file_is_summary(const char *path)
 {
     char head[8];
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) /* a FIFO would wait for a writer */
+        return 0;
     FILE *f = fopen(path, "rb");
     if (!f)
         return 0;

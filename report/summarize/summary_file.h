@@ -19,6 +19,9 @@
 /* ".summary" */
 extern const char summary_file_suffix[];
 
+/* The checksum a summary ends with (before its end mark): CRC-32 of everything before
+ * it, little-endian. */
+void summary_file_crc(const uint8_t *body, size_t len, uint8_t out[4]);
 /* p's summary as bytes (malloc'd), what summary_file_write writes. */
 void summary_file_encode(const struct model_process *p, uint8_t **buf, size_t *len);
 /* Writes p's summary to path (through a temporary file renamed into place). 0, or -1
@@ -33,6 +36,12 @@ struct model_process *summary_file_load(const char *path, char *err, size_t errl
  * a process read from a trace), or -1 with a message in err. */
 int summary_file_add_python(struct pystats *s, const struct model_process *p, char *err,
                             size_t errlen);
+/* The communication calls of a process read from a summary, into out (names and calls;
+ * free with summary_file_free_comm). 0 (out empty for a process read from a trace: its
+ * calls are p->comm's), or -1 with a message in err and out empty. */
+int summary_file_read_comm(const struct model_process *p, struct model_comm *out, char *err,
+                           size_t errlen);
+void summary_file_free_comm(struct model_comm *m);
 /* 1 if path names a summary file (by its first bytes), else 0. */
 int summary_file_is_summary(const char *path);
 

@@ -40,6 +40,7 @@ static json_t *comm_export_ranks(const struct comm_report *r)
         json_array_append_new(rows, row);
     }
     json_object_set_new(o, "rows", rows);
+    json_object_set_new(o, "step", json_string(r->step_name ? r->step_name : "optimizer_step"));
     json_t *over = json_object();
     json_object_set_new(over, "wall_ns", comm_export_spread(&r->wall));
     json_object_set_new(over, "steps", comm_export_spread(&r->steps));

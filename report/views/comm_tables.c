@@ -43,12 +43,18 @@ static void comm_tables_spread_row(struct text_table *t, const char *what,
 
 static void comm_tables_ranks(FILE *out, const struct comm_report *r)
 {
-    fprintf(out,
-            "Ranks (%zu; wall = the process's wall time, step = forward + backward + "
-            "optimizer step + data loading per optimizer step, compute = PyTorch ops' self "
-            "CPU time outside communication, comm = time in communication calls, wait = "
-            "the part of it before the last rank arrived, idle = wall - compute - comm)\n",
-            r->nranks);
+    fprintf(out, "Ranks (%zu; wall = the process's wall time, ", r->nranks);
+    if (r->step_name) {
+        fputs("steps = calls of '", out);
+        format_fputs_escaped(out, r->step_name);
+        fputs("', step = its mean time", out);
+    } else {
+        fputs("step = forward + backward + optimizer step + data loading per optimizer step",
+              out);
+    }
+    fprintf(out, ", compute = PyTorch ops' self CPU time outside communication, comm = time "
+                 "in communication calls, wait = the part of it before the last rank "
+                 "arrived, idle = wall - compute - comm)\n");
     if (!r->nranks) {
         fprintf(out, "  (no ranks)\n");
         return;

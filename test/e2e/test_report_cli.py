@@ -284,7 +284,7 @@ def test_usage_errors():
 def test_empty_directory_exits_1(tmp_path):
     proc = run(str(tmp_path))
     assert proc.returncode == 1
-    assert "no *.trace files" in proc.stderr
+    assert "no *.trace or *.summary files" in proc.stderr
 
 
 @pytest.mark.parametrize("args", [[], ["dump"]])
@@ -313,3 +313,27 @@ def test_device_is_refused():
     proc = run("/dev/zero")
     assert proc.returncode == 1
     assert "/dev/zero: not a regular file (a character device)" in proc.stderr
+
+
+def test_step_names_the_action_whose_calls_are_steps():
+    """--ranks counts a rank's steps as the optimizer's steps, or as the calls of the action
+    --step names: an NVTX range, a record_function scope, a built-in action."""
+    for folder, name, calls, total_s in (("nvtx", "step", 3, 0.25), ("torch", "my_scope", 2, 0.006),
+                                         ("steps", "forward", 3, 0.06)):
+        path = os.path.join(TRACES, folder)
+        rep = json.loads(report(path, "--ranks", "--step", name, "--format", "json").stdout)
+        ranks = rep["ranks"]
+        assert ranks["step"] == name
+        assert [r["steps"] for r in ranks["rows"]] == [calls]
+        assert ranks["rows"][0]["step_ns"] == round(total_s * 1e9 / calls)
+        text = report(path, "--ranks", "--step", name).stdout
+        assert "steps = calls of '%s'" % name in text
+    default = json.loads(report(os.path.join(TRACES, "steps"), "--ranks", "--format",
+                                "json").stdout)["ranks"]
+    assert default["step"] == "optimizer_step" and default["rows"][0]["steps"] == 3
+    proc = report(os.path.join(TRACES, "nvtx"), "--ranks", "--step", "no_such_range", "--format",
+                  "json")
+    assert json.loads(proc.stdout)["ranks"]["rows"][0]["steps"] == 0
+    bad = subprocess.run([PROFREPORT, "--step", "", os.path.join(TRACES, "nvtx")],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "--step wants an action name" in bad.stderr

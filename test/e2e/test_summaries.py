@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import zlib
 
 import pytest
 
@@ -208,13 +209,20 @@ def test_bad_summaries_are_named_and_lose_nothing(tmp_path):
     summarize(d)
     good = (d / "r.summary").read_bytes()
     (d / "r.trace").unlink()
+    def sealed(body):  # what the writer appends: CRC-32 of the body, the end mark
+        return body + zlib.crc32(body).to_bytes(4, "little") + good[-8:]
+
+    body = good[:-12]
     cases = {
         "cut.summary": good[: len(good) // 2],
         "foreign.summary": b"PK\x03\x04 not a summary at all" * 10,
         "empty.summary": b"",
-        "version.summary": good[:8] + b"\x63" + good[9:],
-        # Every byte of the body flipped: the end mark stays, the content is garbage.
-        "corrupt.summary": good[:9] + bytes(b ^ 0xA5 for b in good[9:-8]) + good[-8:],
+        "version.summary": sealed(body[:8] + b"\x63" + body[9:]),
+        # One bit flipped: the checksum catches it.
+        "flipped.summary": good[:40] + bytes([good[40] ^ 1]) + good[41:],
+        # Garbage behind a good checksum: the decoder's own checks catch it.
+        "garbage.summary": sealed(body[:9] + bytes(b ^ 0xA5 for b in body[9:])),
+        "short.summary": sealed(body[: len(body) // 3]),
     }
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
@@ -224,6 +232,8 @@ def test_bad_summaries_are_named_and_lose_nothing(tmp_path):
         assert "Traceback" not in proc.stderr and "AddressSanitizer" not in proc.stderr
     assert "cut off" in run([str(tmp_path / "cut.summary")]).stderr
     assert "format 99" in run([str(tmp_path / "version.summary")]).stderr
+    assert "checksum" in run([str(tmp_path / "flipped.summary")]).stderr
+    assert "corrupt summary" in run([str(tmp_path / "garbage.summary")]).stderr
     # A bad summary beside a good one: the good one is still reported.
     (d / "x.summary").write_bytes(cases["cut.summary"])
     proc = run(["--format", "json", str(d)])

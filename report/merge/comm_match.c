@@ -1,0 +1,117 @@
+/* Matching collective calls across ranks: see comm_match.h. */
+#include "comm_match.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+
+void comm_match_init(struct comm_match *m)
+{
+    memset(m, 0, sizeof *m);
+    u64map_init(&m->index);
+}
+
+void comm_match_free(struct comm_match *m)
+{
+    free(m->ops);
+    u64map_free(&m->index);
+    memset(m, 0, sizeof *m);
+}
+
+static int comm_match_call_cmp(const void *a, const void *b)
+{
+    const struct comm_match_call *x = a, *y = b;
+    if (x->row != y->row)
+        return x->row < y->row ? -1 : 1;
+    if (x->comm != y->comm)
+        return x->comm < y->comm ? -1 : 1;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+void comm_match_number(struct comm_match_call *calls, size_t n)
+{
+    if (!n)
+        return;
+    qsort(calls, n, sizeof *calls, comm_match_call_cmp);
+    for (size_t i = 0; i < n; i++)
+        calls[i].k = i > 0 && calls[i - 1].row == calls[i].row &&
+                             calls[i - 1].comm == calls[i].comm
+                         ? calls[i - 1].k + 1
+                         : 0;
+}
+
+static uint64_t comm_match_hash(size_t row, uint64_t comm, size_t k)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t v[3] = {row, comm, k};
+    for (int i = 0; i < 3; i++)
+        for (int b = 0; b < 8; b++)
+            h = (h ^ ((v[i] >> (8 * b)) & 0xff)) * 0x100000001b3ull;
+    return h | 1; /* never 0 */
+}
+
+struct comm_match_op *comm_match_op(struct comm_match *m, const struct comm_match_call *c,
+                                    int add)
+{
+    for (uint64_t h = comm_match_hash(c->row, c->comm, c->k);; h++) {
+        uint64_t *slot = add ? u64map_slot(&m->index, h) : u64map_find(&m->index, h);
+        if (add && !slot)
+            report_oom();
+        if (!slot)
+            return NULL;
+        if (*slot) {
+            struct comm_match_op *op = &m->ops[*slot - 1];
+            if (op->row == c->row && op->comm == c->comm && op->k == c->k)
+                return op;
+            continue;
+        }
+        if (!add) /* u64map_find never gives an empty slot; kept for clarity */
+            return NULL;
+        m->ops = report_grow(m->ops, &m->cap, m->nops + 1, sizeof *m->ops);
+        struct comm_match_op *op = &m->ops[m->nops];
+        memset(op, 0, sizeof *op);
+        op->row = c->row;
+        op->comm = c->comm;
+        op->k = c->k;
+        *slot = ++m->nops;
+        return op;
+    }
+}
+
+void comm_match_arrive(struct comm_match_op *op, size_t rank, uint64_t start)
+{
+    if (op->nranks == 0) {
+        op->last = op->first = start;
+        op->last_rank = rank;
+    } else {
+        if (start > op->last) {
+            op->before = op->last;
+            op->last = start;
+            op->last_rank = rank;
+        } else if (op->nranks == 1 || start > op->before) {
+            op->before = start;
+        }
+        if (start < op->first)
+            op->first = start;
+    }
+    op->nranks++;
+}
+
+static int comm_match_op_cmp(const void *a, const void *b)
+{
+    const struct comm_match_op *x = a, *y = b;
+    if (x->row != y->row)
+        return x->row < y->row ? -1 : 1;
+    if (x->comm != y->comm)
+        return x->comm < y->comm ? -1 : 1;
+    return x->k < y->k ? -1 : x->k > y->k;
+}
+
+void comm_match_sort(struct comm_match *m)
+{
+    if (m->nops)
+        qsort(m->ops, m->nops, sizeof *m->ops, comm_match_op_cmp);
+    u64map_free(&m->index); /* the indices moved */
+    u64map_init(&m->index);
+}
