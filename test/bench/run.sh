@@ -9,6 +9,10 @@ echo "== timeline exports: Perfetto bytes per event, export rate, profreport pea
 tl=$(mktemp -d)
 "$B/test/bench/bench_timeline" "$B/bin/profreport" "$tl"
 rm -rf "$tl"
+echo "== 1,024-rank merge (issue 12): generated rank traces summarized node by node, final merge from the summaries; here 16 ranks x 2 MB, 8 per node (the README has the full run: bench_merge PROFREPORT DIR)"
+mg=$(mktemp -d)
+"$B/test/bench/bench_merge" "$B/bin/profreport" "$mg" 16 2 8
+rm -rf "$mg"
 echo "== reader: many threads, deep Python stacks in folded stacks"
 "$B/test/bench/bench_report"
 echo "== HTML report: page size, generation time and Chromium opening time at 1 M and 10 M events"
