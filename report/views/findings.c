@@ -68,10 +68,51 @@ static const char *findings_proc_label(const struct model_process *p, char *buf,
     return buf;
 }
 
+/* One device of one process idle at least GPU_IDLE_SHARE of its wall time. */
+struct findings_idle {
+    const struct model_process *p;
+    const struct model_gpu_busy *d;
+    const struct model_gpu_idle *g;
+    double idle;
+};
+
+static int findings_idle_cmp(const void *a, const void *b)
+{
+    const struct findings_idle *x = a, *y = b;
+    return x->idle > y->idle ? -1 : x->idle < y->idle;
+}
+
+static void findings_idle_one(struct findings *f, const struct findings_idle *c)
+{
+    const struct model_process *p = c->p;
+    char who[96], busy[32], wall[32], api[32], longest[32];
+    format_ns((double)c->d->busy_ns, busy, sizeof busy);
+    format_ns((double)p->wall_ns, wall, sizeof wall);
+    format_ns((double)c->g->api_ns, api, sizeof api);
+    format_ns((double)c->g->longest_ns, longest, sizeof longest);
+    struct finding *x = findings_add(f, "gpu_idle", c->idle);
+    findings_set(x->title, sizeof x->title, "GPU %u idle %.1f %% of the time (%s)",
+                 c->d->device, 100.0 * c->idle, findings_proc_label(p, who, sizeof who));
+    findings_set(x->evidence, sizeof x->evidence,
+                 "device %u busy %s of %s wall time, idle in %" PRIu64
+                 " gaps (the longest %s); during them the CPU spent %s in %" PRIu64
+                 " CUDA calls and the rest in its own work (the Python and ops tables)",
+                 c->d->device, busy, wall, c->g->ngaps, longest, api, c->g->api_calls);
+    char place[256], ns[32];
+    findings_py_place(p, c->g->top_node, place, sizeof place);
+    format_ns((double)c->g->top_ns, ns, sizeof ns);
+    if (place[0])
+        findings_set(x->where, sizeof x->where, "%s: %s of CUDA calls in the gaps", place, ns);
+}
+
 /* GPU idle: per process and device, the device's busy time (the union of its kernels,
- * copies and sets) against the process's wall time. */
+ * copies and sets) against the process's wall time. A few are listed each; of many (a
+ * job of many ranks) the idlest few, then one finding for the rest. */
+#define FINDINGS_IDLE_LISTED 4
 static void findings_gpu_idle(struct findings *f, const struct summary *s)
 {
+    struct findings_idle *c = NULL;
+    size_t n = 0, cap = 0;
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         if (!p->gpu.facts.nidle || !p->wall_ns)
@@ -89,27 +130,36 @@ static void findings_gpu_idle(struct findings *f, const struct summary *s)
                     g = &p->gpu.facts.idle[k];
             if (!g)
                 continue;
-            char who[96], busy[32], wall[32], api[32], longest[32];
-            format_ns((double)d->busy_ns, busy, sizeof busy);
-            format_ns((double)p->wall_ns, wall, sizeof wall);
-            format_ns((double)g->api_ns, api, sizeof api);
-            format_ns((double)g->longest_ns, longest, sizeof longest);
-            struct finding *x = findings_add(f, "gpu_idle", idle);
-            findings_set(x->title, sizeof x->title, "GPU %u idle %.1f %% of the time (%s)",
-                         d->device, 100.0 * idle, findings_proc_label(p, who, sizeof who));
-            findings_set(x->evidence, sizeof x->evidence,
-                         "device %u busy %s of %s wall time, idle in %" PRIu64
-                         " gaps (the longest %s); during them the CPU spent %s in %" PRIu64
-                         " CUDA calls and the rest in its own work (the Python and ops tables)",
-                         d->device, busy, wall, g->ngaps, longest, api, g->api_calls);
-            char place[256], ns[32];
-            findings_py_place(p, g->top_node, place, sizeof place);
-            format_ns((double)g->top_ns, ns, sizeof ns);
-            if (place[0])
-                findings_set(x->where, sizeof x->where, "%s: %s of CUDA calls in the gaps", place,
-                             ns);
+            if (n == cap) {
+                cap = cap ? 2 * cap : 16;
+                struct findings_idle *m = realloc(c, cap * sizeof *c);
+                if (!m) {
+                    free(c);
+                    return;
+                }
+                c = m;
+            }
+            c[n++] = (struct findings_idle){p, d, g, idle};
         }
     }
+    if (n > FINDINGS_IDLE_LISTED) /* the idlest first, the rest summed up after them */
+        qsort(c, n, sizeof *c, findings_idle_cmp);
+    size_t listed = n > FINDINGS_IDLE_LISTED ? FINDINGS_IDLE_LISTED - 1 : n;
+    for (size_t i = 0; i < listed; i++)
+        findings_idle_one(f, &c[i]);
+    if (listed < n) {
+        size_t rest = n - listed;
+        double most = c[listed].idle, least = c[n - 1].idle, median = c[listed + rest / 2].idle;
+        struct finding *x = findings_add(f, "gpu_idle", median);
+        findings_set(x->title, sizeof x->title,
+                     "GPUs idle %.1f %% of the time (median) on %zu more devices of the processes",
+                     100.0 * median, rest);
+        findings_set(x->evidence, sizeof x->evidence,
+                     "%zu more devices idle at least %.0f %% of their process's wall time: from "
+                     "%.1f %% to %.1f %%; each process's own device rows: --gpu, --rank N",
+                     rest, 100.0 * T(GPU_IDLE_SHARE), 100.0 * least, 100.0 * most);
+    }
+    free(c);
 }
 
 /* A tensor method of torch's C type as cProfile names it, "<method 'item' of

@@ -123,3 +123,24 @@ def test_traces_without_the_evidence_say_nothing():
         "device 0 busy 11.30 us of 100.00 us wall time, idle in 8 gaps (the longest 40.90 us); "
         "during them the CPU spent 2.60 us in 8 CUDA calls")
     assert found[0]["where"] == "Trainer.train_step (/w/train.py:30): 1.20 us of CUDA calls in the gaps"
+
+
+def test_gpu_idle_of_many_processes_lists_the_idlest_and_sums_up_the_rest(tmp_path):
+    """A job of many ranks must not print a GPU-idle finding per rank: 3 listed, then one
+    for the rest (here 7 copies of the bad run's rank 0 and its rank 1: 8 idle devices)."""
+    import shutil
+    for i in range(7):
+        shutil.copy(os.path.join(TRACES, "findings", "bad", "rank0.trace"),
+                    tmp_path / ("r%d.trace" % i))
+    shutil.copy(os.path.join(TRACES, "findings", "bad", "rank1.trace"), tmp_path / "s.trace")
+    r = run(str(tmp_path), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    idle = by_kind(json.loads(r.stdout)["findings"], "gpu_idle")
+    assert len(idle) == 4
+    # the idlest first (rank 1: 99.402 %), then the rest summed up
+    assert [round(f["value"], 5) for f in idle[:3]] == [0.99402, 0.99202, 0.99202]
+    assert "rank 1 (pid 8001)" in idle[0]["title"]
+    assert idle[3]["title"] == ("GPUs idle 99.2 % of the time (median) on 5 more devices of "
+                                "the processes")
+    assert idle[3]["evidence"].startswith("5 more devices idle at least 30 % of their "
+                                          "process's wall time: from 99.2 % to 99.2 %")
