@@ -162,7 +162,15 @@ def test_program_own_signal_handler_runs(tmp_path):
 
 
 def test_program_sees_default_dispositions(tmp_path):
-    proc, _ = profiled(tmp_path, ["sigint_query"])
+    """Started with the default dispositions (whatever the test run's own: a background
+    job ignores SIGINT), the program sees them, not the profiler's handlers."""
+    def defaults():
+        for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+
+    proc = subprocess.run([build_path("bin", "profrun"), "--no-report", "-o", str(tmp_path / "p"),
+                           "--", FIXTURE, "sigint_query"], env=dict(os.environ, **DOUBLE_ENV),
+                          capture_output=True, text=True, timeout=60, preexec_fn=defaults)
     assert proc.stdout.splitlines() == ["SIGINT default", "SIGTERM default",
                                         "SIGHUP was default", "SIGHUP then ignored"]
 
