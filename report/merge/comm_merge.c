@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "comm_clock.h"
 #include "comm_match.h"
 #include "summary_file.h"
 
@@ -95,6 +96,14 @@ double comm_busbw_factor(enum comm_kind kind, uint32_t n)
 static int comm_merge_matched_kind(enum comm_kind k)
 {
     return k != COMM_KIND_P2P && k != COMM_KIND_WAIT && k != COMM_KIND_SETUP;
+}
+
+/* Collectives every rank leaves together (each waits for every other): their exits
+ * measure the clocks' offsets. */
+static int comm_merge_symmetric_kind(enum comm_kind k)
+{
+    return k == COMM_KIND_ALLREDUCE || k == COMM_KIND_ALLGATHER ||
+           k == COMM_KIND_REDUCE_SCATTER || k == COMM_KIND_ALLTOALL || k == COMM_KIND_BARRIER;
 }
 
 /* ---- spreads over the ranks ---- */
@@ -360,9 +369,11 @@ static size_t comm_merge_row_of(struct comm_report *r, size_t *cap,
     return r->nrows++;
 }
 
-/* The matched calls of one rank, numbered (comm_match_number). */
+/* The matched calls of one rank, numbered (comm_match_number), on the reference host's
+ * clock (offset: the rank's host's); symmetric: only collectives all leave together. */
 static size_t comm_merge_matched(struct comm_report *r, const struct comm_merge_calls *c,
-                                 size_t *cap_rows, struct comm_match_call **out)
+                                 size_t *cap_rows, int64_t offset, int symmetric,
+                                 struct comm_match_call **out)
 {
     struct comm_match_call *mc = malloc((c->n + 1) * sizeof *mc);
     if (!mc)
@@ -372,13 +383,59 @@ static size_t comm_merge_matched(struct comm_report *r, const struct comm_merge_
         const struct model_comm_call *call = c->calls[i];
         /* the row exists: the first pass made it */
         size_t row = comm_merge_row_of(r, cap_rows, call);
-        if (comm_merge_matched_kind(r->rows[row].kind) && !call->failed)
-            mc[n++] = (struct comm_match_call){
-                .row = row, .comm = call->comm, .start = call->start_ns, .end = call->end_ns};
+        enum comm_kind kind = r->rows[row].kind;
+        if (comm_merge_matched_kind(kind) && !call->failed &&
+            (!symmetric || comm_merge_symmetric_kind(kind)))
+            mc[n++] = (struct comm_match_call){.row = row,
+                                               .comm = call->comm,
+                                               .start = call->start_ns - (uint64_t)offset,
+                                               .end = call->end_ns - (uint64_t)offset};
     }
     comm_match_number(mc, n);
     *out = mc;
     return n;
+}
+
+/* The hosts' clock offsets (comm_clock.h), from one more pass over the ranks: first the
+ * reference host's ranks give each symmetric operation its earliest exit, then every other
+ * rank's exits of those operations are measured against it. */
+static void comm_merge_clocks(struct comm_report *r, const struct comm_merge_rank *ranks,
+                              const size_t *rank_host, size_t *cap_rows)
+{
+    struct comm_match match;
+    comm_match_init(&match);
+    struct comm_clock clock;
+    comm_clock_init(&clock, r->hosts, r->nhosts);
+    for (int reference = 1; reference >= 0; reference--)
+        for (size_t k = 0; k < r->nranks; k++) {
+            if ((rank_host[k] == 0) != reference)
+                continue;
+            struct comm_merge_calls calls;
+            comm_merge_calls_get(&calls, &ranks[k]);
+            for (size_t i = 0; i < calls.n; i++)
+                comm_merge_row_of(r, cap_rows, calls.calls[i]);
+            struct comm_match_call *mc = NULL;
+            size_t nmc = comm_merge_matched(r, &calls, cap_rows, 0, 1, &mc);
+            for (size_t i = 0; i < nmc; i++) {
+                struct comm_match_op *op = comm_match_op(&match, &mc[i], reference);
+                if (reference && (!op->has_ref || mc[i].end < op->ref_end)) {
+                    op->ref_end = mc[i].end;
+                    op->has_ref = 1;
+                } else if (!reference && op && op->has_ref) {
+                    comm_clock_add(&clock, rank_host[k], mc[i].end, op->ref_end);
+                }
+            }
+            free(mc);
+            comm_merge_calls_free(&calls);
+        }
+    comm_clock_finish(&clock);
+    comm_match_free(&match);
+    for (size_t h = 1; h < r->nhosts; h++) {
+        if (!r->hosts[h].samples)
+            r->clock_unknown = 1;
+        if (r->hosts[h].uncertainty_ns > r->clock_uncertainty_ns)
+            r->clock_uncertainty_ns = r->hosts[h].uncertainty_ns;
+    }
 }
 
 void comm_merge_build(struct comm_report *r, const struct summary *s)
@@ -391,8 +448,8 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
     /* The ranks, in the summary's order (by rank). */
     struct comm_merge_rank *ranks = NULL;
     size_t cap_ranks = 0, cap_rows = 0;
-    const char **hosts = NULL;
     size_t cap_hosts = 0;
+    size_t *rank_host = NULL; /* per rank index: its host's index in r->hosts */
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         if (has_rank && p->rank < 0)
@@ -404,7 +461,8 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
         if (k == r->nranks) {
             r->ranks = report_grow(r->ranks, &cap_ranks, k + 1, sizeof *r->ranks);
             ranks = realloc(ranks, cap_ranks * sizeof *ranks);
-            if (!ranks)
+            rank_host = realloc(rank_host, cap_ranks * sizeof *rank_host);
+            if (!ranks || !rank_host)
                 report_oom();
             memset(&r->ranks[k], 0, sizeof r->ranks[k]);
             memset(&ranks[k], 0, sizeof ranks[k]);
@@ -417,14 +475,17 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
         mr->procs[mr->nprocs++] = p;
         r->ranks[k].nprocs++;
         size_t h = 0;
-        while (h < r->nhosts && strcmp(hosts[h], p->host ? p->host : ""))
+        while (h < r->nhosts && strcmp(r->hosts[h].host, p->host ? p->host : ""))
             h++;
         if (h == r->nhosts) {
-            hosts = report_grow(hosts, &cap_hosts, h + 1, sizeof *hosts);
-            hosts[r->nhosts++] = p->host ? p->host : "";
+            r->hosts = report_grow(r->hosts, &cap_hosts, h + 1, sizeof *r->hosts);
+            r->hosts[r->nhosts++] = (struct comm_host){.host = p->host ? p->host : ""};
         }
+        if (mr->nprocs == 1)
+            rank_host[k] = h;
     }
-    free(hosts);
+    if (r->nhosts > 1)
+        comm_merge_clocks(r, ranks, rank_host, &cap_rows);
     /* Two passes over each rank's calls, one rank at a time (a summary's are read then and
      * let go): the first fills the rows, the per-rank cells and the operations; the second
      * gives each matched call its wait, once every rank's arrival is known. */
@@ -463,7 +524,8 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
                 }
             }
             struct comm_match_call *mc = NULL;
-            size_t nmc = comm_merge_matched(r, &calls, &cap_rows, &mc);
+            size_t nmc = comm_merge_matched(r, &calls, &cap_rows,
+                                            r->hosts[rank_host[k]].offset_ns, 0, &mc);
             for (size_t i = 0; i < nmc; i++) {
                 struct comm_match_op *op = comm_match_op(&match, &mc[i], pass == 0);
                 if (pass == 0) {
@@ -565,6 +627,7 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
     for (size_t k = 0; k < r->nranks; k++)
         free(ranks[k].procs);
     free(ranks);
+    free(rank_host);
     /* Rows sorted by time; stragglers name their row's (stable) name string. */
     for (size_t i = 0; i < r->nstragglers; i++)
         r->stragglers[i].name = r->rows[(uintptr_t)r->stragglers[i].name - 1].name;
@@ -584,5 +647,6 @@ void comm_merge_free(struct comm_report *r)
     free(r->rows);
     free(r->ranks);
     free(r->stragglers);
+    free(r->hosts);
     memset(r, 0, sizeof *r);
 }

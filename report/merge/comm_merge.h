@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "comm_clock.h"
 #include "summary.h"
 
 enum comm_kind {
@@ -97,7 +98,13 @@ struct comm_report {
     size_t nstragglers;
     /* Over the ranks, for --ranks: */
     struct comm_spread wall, steps, step, compute, comm, wait, idle;
-    size_t nhosts; /* distinct hosts: more than one means the times are not comparable */
+    /* The hosts, the lowest rank's first: their clocks against its (comm_clock.h). With
+     * several, every time is on the first host's clock, and cross-rank figures are
+     * uncertain by clock_uncertainty_ns (the largest host's; 0 with one host). */
+    struct comm_host *hosts;
+    size_t nhosts;
+    uint64_t clock_uncertainty_ns;
+    int clock_unknown; /* some host shares no collective with the first: not estimated */
     const char *step_name; /* what a step is: the summary's step_name (NULL: built in) */
     int any;       /* some rank made a communication call */
 };

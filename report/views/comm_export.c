@@ -120,9 +120,23 @@ int comm_export_json(FILE *out, const struct comm_report *r, int views, size_t l
     json_t *root = json_object();
     COMM_EXPORT_INT(root, "hosts", r->nhosts);
     json_object_set_new(root, "clock",
-                        json_string(r->nhosts > 1 ? "realtime, offsets across "
-                                                    "hosts not estimated"
+                        json_string(r->nhosts > 1 ? "realtime of the first host, offsets "
+                                                    "estimated from collective exits"
                                                   : "realtime"));
+    if (r->nhosts > 1) {
+        json_t *hosts = json_array();
+        for (size_t h = 0; h < r->nhosts; h++) {
+            json_t *o = json_object();
+            json_object_set_new(o, "host", json_string(r->hosts[h].host));
+            json_object_set_new(o, "offset_ns", json_integer(r->hosts[h].offset_ns));
+            COMM_EXPORT_INT(o, "uncertainty_ns", r->hosts[h].uncertainty_ns);
+            COMM_EXPORT_INT(o, "samples", r->hosts[h].samples);
+            json_object_set_new(o, "known", json_boolean(h == 0 || r->hosts[h].samples));
+            json_array_append_new(hosts, o);
+        }
+        json_object_set_new(root, "clock_offsets", hosts);
+        COMM_EXPORT_INT(root, "clock_uncertainty_ns", r->clock_uncertainty_ns);
+    }
     if (views & COMM_VIEW_RANKS)
         json_object_set_new(root, "ranks", comm_export_ranks(r));
     if (views & COMM_VIEW_COMM)
@@ -144,9 +158,20 @@ static void comm_export_csv_spread(FILE *out, const char *what, const struct com
 int comm_export_csv(FILE *out, const struct comm_report *r, int views, size_t limit)
 {
     const char *sep = "";
+    if (r->nhosts > 1) { /* every time below is on the first host's clock */
+        fprintf(out, "# clocks\nhost,offset_ns,uncertainty_ns,samples\n");
+        for (size_t h = 0; h < r->nhosts; h++) {
+            format_csv_field(out, r->hosts[h].host);
+            fprintf(out, ",%lld,%" PRIu64 ",%" PRIu64 "\n", (long long)r->hosts[h].offset_ns,
+                    r->hosts[h].uncertainty_ns, r->hosts[h].samples);
+        }
+        sep = "\n";
+    }
     if (views & COMM_VIEW_RANKS) {
-        fprintf(out, "# ranks\nrank,host,processes,wall_ns,steps,step_ns,compute_ns,comm_ns,"
-                     "wait_ns,idle_ns,last_arrivals,late_ns\n");
+        fprintf(out,
+                "%s# ranks\nrank,host,processes,wall_ns,steps,step_ns,compute_ns,comm_ns,"
+                "wait_ns,idle_ns,last_arrivals,late_ns\n",
+                sep);
         for (size_t i = 0; i < r->nranks; i++) {
             const struct comm_rank_row *k = &r->ranks[i];
             fprintf(out, "%lld,", (long long)k->rank);

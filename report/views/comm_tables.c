@@ -7,13 +7,38 @@
 #include "format.h"
 #include "text_table.h"
 
+/* Several hosts: each one's clock against the first's, as estimated from the
+ * collectives' exits, and what that leaves uncertain. */
+#define COMM_TABLES_HOSTS_LISTED 8
 static void comm_tables_clock_note(FILE *out, const struct comm_report *r)
 {
-    if (r->nhosts > 1)
-        fprintf(out,
-                "  note: the ranks ran on %zu hosts; their clocks' offsets are not estimated "
-                "yet, so arrival order and wait across hosts are uncertain by those offsets\n",
-                r->nhosts);
+    if (r->nhosts <= 1)
+        return;
+    char u[32];
+    format_ns((double)r->clock_uncertainty_ns, u, sizeof u);
+    fprintf(out, "  clocks: %zu hosts, on the clock of ", r->nhosts);
+    format_fputs_escaped(out, r->hosts[0].host);
+    fputs(" (offsets estimated from the exits of the collectives every rank leaves "
+          "together):",
+          out);
+    for (size_t h = 1; h < r->nhosts && h <= COMM_TABLES_HOSTS_LISTED; h++) {
+        const struct comm_host *x = &r->hosts[h];
+        fputs(h > 1 ? ", " : " ", out);
+        format_fputs_escaped(out, x->host);
+        if (!x->samples) {
+            fputs(" not known (no collective shared)", out);
+            continue;
+        }
+        char off[32], unc[32];
+        format_ns((double)(x->offset_ns < 0 ? -(double)x->offset_ns : (double)x->offset_ns), off,
+                  sizeof off);
+        format_ns((double)x->uncertainty_ns, unc, sizeof unc);
+        fprintf(out, " %s%s \u00b1 %s", x->offset_ns < 0 ? "-" : "+", off, unc);
+    }
+    if (r->nhosts > COMM_TABLES_HOSTS_LISTED + 1)
+        fprintf(out, ", and %zu more", r->nhosts - COMM_TABLES_HOSTS_LISTED - 1);
+    fprintf(out, "; arrivals, waits and lateness across hosts are uncertain by \u00b1 %s%s\n", u,
+            r->clock_unknown ? " (more where a host's offset is not known)" : "");
 }
 
 /* "1.25 ms (rank 3)" */

@@ -332,3 +332,77 @@ Test(report_comm, one_rank_matches_nothing)
     comm_merge_free(&r);
     summary_free(&empty);
 }
+
+/* Two hosts whose clocks differ: host b's CLOCK_REALTIME reads 5 ms ahead of host a's.
+ * Four ranks (0, 1 on a; 2, 3 on b) make 21 allreduces; at the k-th, in true time from
+ * its start T = k * 10 ms, rank r arrives at T + 10 us * r, except rank 1 (on host a), last
+ * by 2 ms at T + 2 ms; every rank leaves at T + 2.1 ms + 1 us * r (exits spread by the
+ * collective's latency). Uncorrected, host b's ranks look 5 ms late at every one. */
+static void write_host_rank(const char *path, int r)
+{
+    int host_b = r >= 2;
+    uint64_t skew = host_b ? 5000000 : 0;
+    struct trace_build b;
+    cr_assert_eq(trace_build_open(&b, path, PROF_TRACE_VERSION, 24, 0), 0);
+    char v[32];
+    snprintf(v, sizeof v, "%d", r);
+    trace_build_meta(&b, "rank", v);
+    trace_build_meta(&b, "pid", v);
+    trace_build_meta(&b, "host", host_b ? "b" : "a");
+    trace_build_meta(&b, "run_id", "run");
+    trace_build_meta(&b, "start_monotonic_ns", "1000000");
+    snprintf(v, sizeof v, "%llu", (unsigned long long)(7000000000ull + skew));
+    trace_build_meta(&b, "start_realtime_ns", v);
+    trace_build_api_name(&b, 1283, PROF_CAT_COMM, "MPI_Allreduce",
+                         "bytes,count,comm,comm_size,comm_rank");
+    trace_build_thread(&b, 100 + (uint32_t)r);
+    for (uint64_t k = 0; k < 21; k++) {
+        uint64_t t = 1000000 + k * 10000000; /* monotonic, as the process's own clock */
+        uint64_t s = t + (r == 1 ? 2000000 : 10000u * (uint64_t)r);
+        uint64_t e = t + 2100000 + 1000u * (uint64_t)r;
+        trace_build_call(&b, 1283, 0, s, e, 5, 8000ull, 1000ull, 0x500000000ull, 4ull,
+                         (uint64_t)r);
+    }
+    trace_build_end(&b, 1000000 + 22 * 10000000ull, 0, 0);
+    cr_assert_eq(trace_build_close(&b), 0);
+}
+
+Test(report_comm, clock_offsets_between_hosts_from_collective_exits)
+{
+    char host_paths[4][64];
+    struct model_process **procs = malloc(4 * sizeof *procs);
+    cr_assert_not_null(procs);
+    for (int r = 0; r < 4; r++) {
+        report_test_temp(host_paths[r], "report_comm_hosts");
+        write_host_rank(host_paths[r], r);
+        procs[r] = report_test_load(host_paths[r]);
+    }
+    struct summary s;
+    summary_build(&s, procs, 4);
+    struct comm_report r;
+    comm_merge_build(&r, &s);
+    cr_assert_eq(r.nhosts, 2);
+    cr_assert_str_eq(r.hosts[0].host, "a");
+    cr_assert_str_eq(r.hosts[1].host, "b");
+    /* exits of b's ranks minus a's earliest (rank 0's): 5 ms + 2 us and + 3 us */
+    cr_assert_eq(r.hosts[1].samples, 2 * 21);
+    cr_assert_eq(r.hosts[1].offset_ns, 5000000 + 2000);
+    cr_assert_eq(r.hosts[1].uncertainty_ns, 0); /* the median of |1000, 0, ...| over 42 */
+    cr_assert_eq(r.clock_unknown, 0);
+    /* On host a's clock, rank 1 is last at every allreduce, by 2 ms less rank 3's 30 us
+     * (less the offset's 2 us error: b's ranks read 2 us early). */
+    const struct comm_row *ar = row_named(&r, "MPI_Allreduce");
+    cr_assert_eq(ar->matched, 21);
+    cr_assert_eq(ar->last_rank, 1);
+    cr_assert_eq(ar->last_count, 21);
+    cr_assert_eq(r.ranks[1].last_arrivals, 21);
+    cr_assert_eq(r.ranks[2].last_arrivals + r.ranks[3].last_arrivals, 0);
+    for (size_t i = 0; i < r.nstragglers; i++) {
+        cr_assert_eq(r.stragglers[i].last_rank, 1);
+        cr_assert_eq(r.stragglers[i].late_ns, 2000000 - 30000 + 2000);
+    }
+    comm_merge_free(&r);
+    summary_free(&s);
+    for (int i = 0; i < 4; i++)
+        unlink(host_paths[i]);
+}
