@@ -98,9 +98,9 @@ def test_html_overview_has_each_ranks_communication_share(profrun_out, tmp_path)
 
 
 def test_env_only_mpirun_comm_table(env_out):
-    # Each rank started its own run id (no launcher gave one): merge them all.
+    # The ranks take Open MPI's job id as their run: one run, no --all-runs needed.
     assert len(rank_files(env_out)) == RANKS
-    check_comm_table(env_out, "--all-runs")
+    check_comm_table(env_out)
 
 
 def test_ranks_view_names_waiting_ranks(profrun_out):
