@@ -537,7 +537,9 @@ static void torch_drain(int fresh, int last)
         /* exited is read before the counters: what the thread did last is in them */
         int exited = atomic_load_explicit(&tt->exited, memory_order_acquire);
         torch_drain_thread(tt, fresh);
-        if (exited && prev) { /* only the head is never unlinked: pushes race on it */
+        /* only the head is never unlinked: pushes race on it; a signal handler frees
+         * nothing (the crash may be inside malloc) */
+        if (exited && prev && !collector_drain_in_signal()) {
             atomic_store_explicit(&prev->next, next, memory_order_relaxed);
             torch_free_thread(tt);
         } else {
