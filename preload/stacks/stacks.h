@@ -71,6 +71,11 @@ void stacks_unwind_refresh(void);
 void stacks_unwind_after_fork_child(void);
 
 /* stacks_sample.c: PROF_SAMPLE_HZ, per-thread CPU-time timers and their samples. */
+/* Set by the torch and NVTX layers: the calling thread's innermost PyTorch op and pushed
+ * NVTX range, as their name's string id (0: none). Async-signal-safe: the sampler's
+ * handler reads them on the thread it interrupted. */
+extern uint32_t (*stacks_current_torch_op)(void);
+extern uint32_t (*stacks_current_nvtx_range)(void);
 int stacks_sample_start(long hz);
 void stacks_sample_after_fork_child(void);
 

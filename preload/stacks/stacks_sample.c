@@ -60,6 +60,8 @@ static int stacks_sampling;
 static struct stacks_sampler *_Atomic stacks_samplers;
 static __thread struct stacks_sampler *stacks_tls_sampler PROF_TLS;
 static _Atomic uint64_t stacks_samples_dropped;
+uint32_t (*stacks_current_torch_op)(void);
+uint32_t (*stacks_current_nvtx_range)(void);
 
 /* A thread's sampler reaches it through its first signal (si_value): a thread started
  * later runs none of our code before its own start routine, whatever runs that routine
@@ -95,6 +97,8 @@ static void stacks_on_sample(int sig, siginfo_t *si, void *uc)
             rec->ticks = now;
             rec->py_node = prof_current_py_node ? prof_current_py_node() : 0;
             rec->periods = 1u + (uint32_t)(si && si->si_overrun > 0 ? si->si_overrun : 0);
+            rec->op_sid = stacks_current_torch_op ? stacks_current_torch_op() : 0;
+            rec->nvtx_sid = stacks_current_nvtx_range ? stacks_current_nvtx_range() : 0;
             ring_commit(&s->ring);
         } else {
             atomic_fetch_add_explicit(&stacks_samples_dropped, 1, memory_order_relaxed);
