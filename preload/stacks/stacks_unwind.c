@@ -11,9 +11,11 @@
  * the loaded objects' exec segments and .eh_frame_hdr search tables.
  *
  * That table is made in normal context (dl_iterate_phdr) at start and again by the
- * collector whenever the loader's counters moved (stacks_maps.c); a lookup holds a count
- * while it uses the current one, and a replaced table is freed only when no lookup is
- * under way. A frame in an object loaded since the last table ends its stack there. */
+ * collector whenever the loader's counters moved (stacks_maps.c); an unwind holds a count
+ * while it uses the current one, and a replaced table is freed only when no unwind is
+ * under way. A frame in an object loaded since the last table ends its stack there. Reads
+ * inside the table's segments need no check until a dlclose begins (we wrap it); any
+ * other page is checked once per unwind (process_vm_readv) before it is read. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -41,14 +43,16 @@
 #define STACKS_PE_DATAREL 0x30
 
 struct stacks_unwind_object {
-    uint64_t start, end; /* an exec segment */
+    uint64_t start, end; /* a readable segment */
     uint64_t hdr;        /* its object's .eh_frame_hdr */
     uint64_t table;      /* the hdr's binary search table: fde_count (ip, fde) pairs */
     uint64_t fde_count;
+    int exec; /* a segment of code: its addresses are looked up */
 };
 
 struct stacks_unwind_table {
     struct stacks_unwind_table *retired_next;
+    uint64_t unloads; /* stacks_unwind_unloads when it was made */
     size_t n, cap;
     struct stacks_unwind_object o[]; /* by start */
 };
@@ -68,6 +72,9 @@ static unw_addr_space_t stacks_unwind_space;
 static struct stacks_unwind_table *_Atomic stacks_unwind_current;
 static _Atomic int stacks_unwind_readers;
 static struct stacks_unwind_table *stacks_unwind_retired; /* the updater's only */
+/* dlclose calls begun: while it has not moved since the table was made, the table's
+ * segments are mapped and readable, and the unwinder reads them without asking */
+static _Atomic uint64_t stacks_unwind_unloads;
 
 /* .eh_frame_hdr (LSB): version 1, the encodings of eh_frame_ptr, fde_count and the table;
  * the table must be the usual datarel|sdata4 pairs. 0 when the object is not usable. */
@@ -112,7 +119,7 @@ static int stacks_unwind_add(struct dl_phdr_info *info, size_t size, void *arg)
         return 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R))
             continue;
         struct stacks_unwind_table *t = *tp;
         if (t->n == t->cap) {
@@ -128,7 +135,10 @@ static int stacks_unwind_add(struct dl_phdr_info *info, size_t size, void *arg)
         }
         t->o[t->n++] = (struct stacks_unwind_object){info->dlpi_addr + ph->p_vaddr,
                                                      info->dlpi_addr + ph->p_vaddr + ph->p_memsz,
-                                                     info->dlpi_addr + eh->p_vaddr, table, count};
+                                                     info->dlpi_addr + eh->p_vaddr,
+                                                     table,
+                                                     count,
+                                                     (ph->p_flags & PF_X) != 0};
     }
     return 0;
 }
@@ -148,6 +158,7 @@ void stacks_unwind_refresh(void)
     if (!t)
         return;
     t->retired_next = NULL;
+    t->unloads = atomic_load(&stacks_unwind_unloads);
     t->n = 0;
     t->cap = cap;
     dl_iterate_phdr(stacks_unwind_add, &t);
@@ -170,37 +181,52 @@ void stacks_unwind_refresh(void)
 }
 
 /* ---- the accessors: async-signal-safe, no lock ---- */
-static int stacks_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
-                                 int need_unwind_info, void *arg)
+
+/* One unwind: the signal's context, the table it holds, the pages it found readable. A
+ * frame without unwind rules is left by its frame pointer, which may be anything: a page
+ * outside the table's segments is checked once before it is read. */
+#define STACKS_GOOD_PAGES 16
+struct stacks_unwind_arg {
+    const ucontext_t *uc;
+    const struct stacks_unwind_table *table;
+    uintptr_t good[STACKS_GOOD_PAGES];
+    unsigned ngood;
+};
+
+/* The table's segment that holds addr, or NULL. */
+static const struct stacks_unwind_object *stacks_unwind_segment(const struct stacks_unwind_table *t,
+                                                                uintptr_t addr)
 {
-    /* an address in no object of the table (one loaded since, or code made at run time)
-     * ends the stack: libunwind's guess from the frame pointer (ENOINFO) is mostly wrong
-     * in code built without one */
-    int rc = -UNW_ESTOPUNWIND;
-    atomic_fetch_add(&stacks_unwind_readers, 1);
-    const struct stacks_unwind_table *t = atomic_load(&stacks_unwind_current);
     size_t lo = 0, hi = t ? t->n : 0;
-    while (lo < hi) { /* the last object starting at or before ip */
+    while (lo < hi) { /* the last segment starting at or before addr */
         size_t mid = lo + (hi - lo) / 2;
-        if (t->o[mid].start <= ip)
+        if (t->o[mid].start <= addr)
             lo = mid + 1;
         else
             hi = mid;
     }
-    if (lo > 0 && ip < t->o[lo - 1].end) {
-        const struct stacks_unwind_object *o = &t->o[lo - 1];
-        unw_dyn_info_t di;
-        memset(&di, 0, sizeof di);
-        di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
-        di.start_ip = o->start;
-        di.end_ip = o->end;
-        di.u.rti.segbase = o->hdr;
-        di.u.rti.table_data = o->table;
-        di.u.rti.table_len = o->fde_count * 8 / sizeof(unw_word_t);
-        rc = stacks_unw.search_table(as, ip, &di, pi, need_unwind_info, arg);
-    }
-    atomic_fetch_sub(&stacks_unwind_readers, 1);
-    return rc;
+    return lo > 0 && addr < t->o[lo - 1].end ? &t->o[lo - 1] : NULL;
+}
+
+static int stacks_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
+                                 int need_unwind_info, void *arg)
+{
+    const struct stacks_unwind_object *o =
+        stacks_unwind_segment(((struct stacks_unwind_arg *)arg)->table, (uintptr_t)ip);
+    /* an address in no code of the table (an object loaded since, or code made at run
+     * time) ends the stack: libunwind's guess from the frame pointer (ENOINFO) is mostly
+     * wrong in code built without one */
+    if (!o || !o->exec)
+        return -UNW_ESTOPUNWIND;
+    unw_dyn_info_t di;
+    memset(&di, 0, sizeof di);
+    di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+    di.start_ip = o->start;
+    di.end_ip = o->end;
+    di.u.rti.segbase = o->hdr;
+    di.u.rti.table_data = o->table;
+    di.u.rti.table_len = o->fde_count * 8 / sizeof(unw_word_t);
+    return stacks_unw.search_table(as, ip, &di, pi, need_unwind_info, arg);
 }
 
 static void stacks_put_unwind_info(unw_addr_space_t as, unw_proc_info_t *pi, void *arg)
@@ -218,21 +244,14 @@ static int stacks_get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t *addr, 
     return -UNW_ENOINFO;
 }
 
-/* One unwind: the signal's context and the pages it found readable. A frame without
- * unwind rules is left by its frame pointer, which may be anything: every page is
- * checked once before it is read. */
-#define STACKS_GOOD_PAGES 16
-struct stacks_unwind_arg {
-    const ucontext_t *uc;
-    uintptr_t good[STACKS_GOOD_PAGES];
-    unsigned ngood;
-};
-
 static int stacks_page_readable(struct stacks_unwind_arg *u, uintptr_t page)
 {
     for (unsigned i = 0; i < u->ngood && i < STACKS_GOOD_PAGES; i++)
         if (u->good[i] == page)
             return 1;
+    if (u->table->unloads == atomic_load_explicit(&stacks_unwind_unloads, memory_order_relaxed) &&
+        stacks_unwind_segment(u->table, page))
+        return 1; /* unwind tables, mostly: the segments of objects still loaded */
     /* a read by the kernel: EFAULT where a read of ours would fault (unmapped, guard
      * pages); where that call is not allowed, msync says at least whether it is mapped */
     char byte;
@@ -332,17 +351,23 @@ static unw_accessors_t stacks_accessors = {
 
 int stacks_unwind_context(void *ucontext, void **buf, int max)
 {
-    unw_cursor_t cursor;
-    struct stacks_unwind_arg arg = {.uc = ucontext, .ngood = 0};
-    if (!stacks_unwind_space || stacks_unw.init_remote(&cursor, stacks_unwind_space, &arg) != 0)
+    if (!stacks_unwind_space)
         return 0;
+    atomic_fetch_add(&stacks_unwind_readers, 1);
+    struct stacks_unwind_arg arg = {.uc = ucontext, .table = atomic_load(&stacks_unwind_current)};
+    unw_cursor_t cursor;
     int n = 0;
+    if (stacks_unw.init_remote(&cursor, stacks_unwind_space, &arg) != 0) {
+        atomic_fetch_sub(&stacks_unwind_readers, 1);
+        return 0;
+    }
     do {
         unw_word_t ip;
         if (stacks_unw.get_reg(&cursor, UNW_REG_IP, &ip) != 0 || !ip)
             break;
         buf[n++] = (void *)(uintptr_t)ip;
     } while (n < max && stacks_unw.step(&cursor) > 0);
+    atomic_fetch_sub(&stacks_unwind_readers, 1);
     return n;
 }
 
@@ -386,4 +411,18 @@ int stacks_unwind_start(void)
 void stacks_unwind_after_fork_child(void)
 {
     atomic_store(&stacks_unwind_readers, 0); /* only this thread goes on */
+}
+
+/* Marks the tables' segments as possibly unmapped before an object goes (see
+ * stacks_unwind_unloads); the collector's next pass makes a new table. */
+__attribute__((visibility("default"))) int dlclose(void *handle)
+{
+    static int (*_Atomic real)(void *);
+    int (*fn)(void *) = atomic_load_explicit(&real, memory_order_relaxed);
+    if (!fn) {
+        fn = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+        atomic_store_explicit(&real, fn, memory_order_relaxed);
+    }
+    atomic_fetch_add(&stacks_unwind_unloads, 1);
+    return fn ? fn(handle) : -1;
 }
