@@ -1,5 +1,6 @@
 #include "collector.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -72,6 +73,12 @@ static pthread_t collector_thread_handle;
 static pthread_mutex_t collector_sleep_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t collector_sleep_cv;
 static int collector_tsc_measured;
+/* Under AddressSanitizer or ThreadSanitizer a forked child starts no collector thread:
+ * TSan kills a child that starts one after a fork of a multi-threaded process; GCC 12's
+ * ASan, which does not hold its thread registry's lock across fork, can hang it in
+ * pthread_create. The child's file is written at its exit (its rings keep what fits). */
+static int collector_under_sanitizer;
+static int collector_forked_child;
 static _Atomic int collector_open_failed;
 
 static pid_t collector_gettid(void)
@@ -133,6 +140,8 @@ void collector_init(const struct collector_config *cfg, int argc, char **argv)
     if (collector_argv && cfg->redact)
         redact_argv(argc, collector_argv);
     collector_pid = getpid();
+    collector_under_sanitizer =
+        dlsym(RTLD_DEFAULT, "__asan_init") != NULL || dlsym(RTLD_DEFAULT, "__tsan_init") != NULL;
     clock_sample(&collector_init_ticks, &collector_init_mono, &collector_init_real);
     pthread_key_create(&collector_thread_key, collector_thread_key_destroy);
     pthread_condattr_t ca;
@@ -182,6 +191,8 @@ static void *collector_main(void *arg);
 
 static void collector_start_thread(void)
 {
+    if (collector_forked_child && collector_under_sanitizer)
+        return;
     int expected = 0;
     if (!atomic_compare_exchange_strong(&collector_thread_started, &expected, 1))
         return;
@@ -195,7 +206,9 @@ static void collector_start_thread(void)
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 256 * 1024);
     atomic_store(&collector_stop, 0);
+    prof_tls_busy++; /* our own thread: the sampler's pthread_create leaves it alone */
     int rc = pthread_create(&collector_thread_handle, &attr, collector_main, NULL);
+    prof_tls_busy--;
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0)
@@ -753,6 +766,10 @@ int collector_flush_from_signal(void)
 
 void collector_atfork_prepare(void)
 {
+    static int said; /* children inherit it: said once per process tree */
+    if (collector_under_sanitizer && !said++)
+        collector_note("under a sanitizer (ASan, TSan) a forked child starts no collector "
+                       "thread: its trace is written at its exit");
     collector_stop_thread();
     /* No drain may be under way in another thread (an exec or signal flush) either: the
      * child must get no lock held by a thread that does not exist there. */
@@ -792,6 +809,7 @@ void collector_atfork_child(void)
     atomic_store(&collector_stop, 0);
     atomic_store(&collector_open_failed, 0);
     collector_pid = getpid();
+    collector_forked_child = 1;
     if (atomic_load(&collector_keep))
         collector_resume();
 }

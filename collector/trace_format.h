@@ -577,8 +577,15 @@ struct prof_rec_sample {
     uint32_t py_node; /* the thread's innermost Python call-tree node then, 0 if none */
     uint32_t periods; /* sampling periods this sample stands for: 1 + the timer's overruns
                        * (a CPU-time timer fires on the scheduler tick after it expires) */
+    /* Added later: a record of the first form ends here (24 bytes); readers check the
+     * size. */
+    uint32_t op_sid;   /* the thread's innermost PyTorch op then: its name's string, 0: none */
+    uint32_t nvtx_sid; /* its innermost pushed NVTX range (the default domain's, else
+                        * another domain's): its name's string, 0: none */
 };
-_Static_assert(sizeof(struct prof_rec_sample) == 24, "sample record");
+_Static_assert(sizeof(struct prof_rec_sample) == 32, "sample record");
+_Static_assert(offsetof(struct prof_rec_sample, op_sid) == 24, "sample record, first form");
+#define PROF_REC_SAMPLE_FIRST_SIZE 24
 
 /* A tensor block of at least PROF_STACK_MIN_BYTES: allocated (bytes > 0, its stack) or
  * freed (bytes < 0, stack_id 0), on the CPU (device_type 0) or a device; the thread's

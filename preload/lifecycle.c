@@ -328,12 +328,23 @@ static int lifecycle_install_ours(int sig)
     return rc;
 }
 
-PROF_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+static int lifecycle_sigaction_managed(int sig, const struct sigaction *act, struct sigaction *old);
+
+PROF_EXPORT PROF_UNINSTRUMENTED int sigaction(int sig, const struct sigaction *act,
+                                              struct sigaction *old)
 {
-    if (!lifecycle_real_sigaction)
-        lifecycle_real_sigaction = (lifecycle_sigaction_fn)lifecycle_next("sigaction");
+    lifecycle_sigaction_fn real = lifecycle_real_sigaction;
+    if (!real) {
+        real = (lifecycle_sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
+        lifecycle_real_sigaction = real;
+    }
     if (sig <= 0 || sig >= LIFECYCLE_NSIG || !lifecycle_managed[sig])
-        return lifecycle_real_sigaction(sig, act, old);
+        return real(sig, act, old);
+    return lifecycle_sigaction_managed(sig, act, old);
+}
+
+static int lifecycle_sigaction_managed(int sig, const struct sigaction *act, struct sigaction *old)
+{
     struct sigaction believed = lifecycle_app_action[sig];
     if (act) {
         int rc;
@@ -357,13 +368,20 @@ PROF_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction
     return 0;
 }
 
-PROF_EXPORT sighandler_t signal(int sig, sighandler_t handler)
+static sighandler_t lifecycle_signal_managed(int sig, sighandler_t handler);
+
+PROF_EXPORT PROF_UNINSTRUMENTED sighandler_t signal(int sig, sighandler_t handler)
 {
     if (sig <= 0 || sig >= LIFECYCLE_NSIG || !lifecycle_managed[sig]) {
         sighandler_t (*real)(int, sighandler_t) =
-            (sighandler_t(*)(int, sighandler_t))lifecycle_next("signal");
+            (sighandler_t(*)(int, sighandler_t))dlsym(RTLD_NEXT, "signal");
         return real(sig, handler);
     }
+    return lifecycle_signal_managed(sig, handler);
+}
+
+static sighandler_t lifecycle_signal_managed(int sig, sighandler_t handler)
+{
     /* glibc's signal(): BSD semantics. */
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);

@@ -130,10 +130,27 @@ $(GPU_COUNT_LIB): test/gpu/cupti_count.c
 gpu-check: all $(GPU_COUNT_LIB)
 	sh scripts/gpu-check.sh $(abspath $(BUILD))
 
-# The sanitized builds run the unit tests (the stress test included) in their own folder.
+# The sanitized builds run the unit tests (the stress test included) in their own folder,
+# and sampling's stress program against the sanitized libprof.so (san-stress).
 check-san:
 	$(MAKE) SAN=address,undefined unit
 	$(MAKE) SAN=thread unit
+	$(MAKE) san-stress
+
+# ASan and TSan builds of libprof.so, each preloaded after its runtime, under the sampling
+# stress program (test/e2e/test_sample_sanitizers.py; PROF_SAN_ROUNDS rounds each, 5 by
+# default). The program, its library and profreport are the plain build's.
+SAN_ASAN_LIB := build-san-address-undefined/lib/libprof.so
+SAN_TSAN_LIB := build-san-thread/lib/libprof.so
+.PHONY: san-stress
+san-stress: all stacks-fixtures
+	@test -z "$(SAN)" || { echo "san-stress builds its sanitized libraries itself: run it without SAN="; exit 2; }
+	$(MAKE) SAN=address,undefined $(SAN_ASAN_LIB)
+	$(MAKE) SAN=thread $(SAN_TSAN_LIB)
+	PROF_BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME) \
+	PROF_SAN_ASAN_PRELOAD="$$($(CC) -print-file-name=libasan.so) $(abspath $(SAN_ASAN_LIB))" \
+	PROF_SAN_TSAN_PRELOAD="$$($(CC) -print-file-name=libtsan.so) $(abspath $(SAN_TSAN_LIB))" \
+	$(PYTHON) -m pytest -q -rs test/e2e/test_sample_sanitizers.py
 
 check: deps
 	$(MAKE) all

@@ -20,6 +20,7 @@
 #include "nvtx.h"
 #include "nvtx_ranges.h"
 #include "resolve.h"
+#include "stacks.h"
 
 #define PROF_EXPORT __attribute__((visibility("default")))
 
@@ -153,6 +154,8 @@ static int nvtx_push(uint32_t domain_sid, uint32_t name_sid, uint64_t ticks)
     int d = domain_sid != 0;
     if (nt && nt->depth[d] >= 0 && nt->depth[d] < NVTX_STACK_MAX)
         nt->stack[d][nt->depth[d]] = (struct nvtx_open){name_sid, ticks};
+    /* the sampler's handler on this thread reads depth, then the range below it */
+    atomic_signal_fence(memory_order_release);
     if (nt)
         nt->depth[d]++;
     return nvtx_tls_level[d]++;
@@ -776,8 +779,10 @@ PROF_EXPORT void nvtxDomainDestroy(nvtxDomainHandle_t domain)
 static void nvtx_init(int enabled)
 {
     nvtx_enabled = enabled;
-    if (enabled)
+    if (enabled) {
         collector_add_source(nvtx_lost_drain);
+        stacks_current_nvtx_range = nvtx_ranges_current;
+    }
 }
 
 const struct preload_layer nvtx_layer = {

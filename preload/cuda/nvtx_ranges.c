@@ -29,6 +29,20 @@ struct nvtx_thread *nvtx_thread_here(void)
     return nt;
 }
 
+uint32_t nvtx_ranges_current(void)
+{
+    const struct nvtx_thread *nt = nvtx_tls;
+    if (!nt)
+        return 0;
+    for (int d = 0; d < 2; d++) {
+        int depth = nt->depth[d];
+        atomic_signal_fence(memory_order_acquire);
+        if (depth > 0 && depth <= NVTX_STACK_MAX)
+            return nt->stack[d][depth - 1].name_sid;
+    }
+    return 0;
+}
+
 /* A dropped range's sums; the last slot takes whatever finds the table full. */
 void nvtx_lost_add(struct nvtx_thread *nt, uint32_t domain_sid, uint32_t name_sid, uint64_t ticks)
 {

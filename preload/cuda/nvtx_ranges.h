@@ -37,6 +37,9 @@ struct nvtx_thread {
 struct nvtx_thread *nvtx_thread_here(void);
 /* A range whose POP record found the ring full. */
 void nvtx_lost_add(struct nvtx_thread *nt, uint32_t domain_sid, uint32_t name_sid, uint64_t ticks);
+/* The calling thread's innermost open push (the default domain's, else another
+ * domain's): its name's string id, 0 if none. Async-signal-safe. */
+uint32_t nvtx_ranges_current(void);
 /* The collector's source: NVTX_LOST records for what the sums gained. */
 void nvtx_lost_drain(int fresh, int last);
 

@@ -29,6 +29,7 @@
 
 #include "collector.h"
 #include "python.h"
+#include "resolve.h"
 
 #define PROF_EXPORT __attribute__((visibility("default")))
 
@@ -100,7 +101,7 @@ static void py_thread_state_born(char *ts)
     py_tracing_set(py_tracing_flag(ts));
 }
 
-static void py_tss_seen(pthread_key_t key, const void *value)
+static PROF_UNINSTRUMENTED void py_tss_seen(pthread_key_t key, const void *value)
 {
     if (py_tss_relearn && value == py_fork_state) {
         py_tss_key = key;
@@ -113,7 +114,7 @@ static void py_tss_seen(pthread_key_t key, const void *value)
 
 /* The real functions, looked up from the library's constructor (python_threads_init) or,
  * for a call that comes before it, at that call. */
-static void *py_next(_Atomic(void *) *slot, const char *name)
+static PROF_UNINSTRUMENTED void *py_next(_Atomic(void *) *slot, const char *name)
 {
     void *fn = atomic_load_explicit(slot, memory_order_relaxed);
     if (!fn) {
@@ -129,7 +130,7 @@ void python_threads_init(void)
     py_next((_Atomic(void *) *)&py_real_key_delete, "pthread_key_delete");
 }
 
-PROF_EXPORT int pthread_setspecific(pthread_key_t key, const void *value)
+PROF_EXPORT PROF_UNINSTRUMENTED int pthread_setspecific(pthread_key_t key, const void *value)
 {
     py_setspecific_fn fn =
         (py_setspecific_fn)py_next((_Atomic(void *) *)&py_real_setspecific, "pthread_setspecific");
@@ -142,7 +143,7 @@ PROF_EXPORT int pthread_setspecific(pthread_key_t key, const void *value)
     return r;
 }
 
-PROF_EXPORT int pthread_key_delete(pthread_key_t key)
+PROF_EXPORT PROF_UNINSTRUMENTED int pthread_key_delete(pthread_key_t key)
 {
     py_key_delete_fn fn =
         (py_key_delete_fn)py_next((_Atomic(void *) *)&py_real_key_delete, "pthread_key_delete");

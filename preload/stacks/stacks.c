@@ -21,6 +21,7 @@ _Atomic uint32_t stacks_generation = 1;
 
 typedef int (*stacks_backtrace_fn)(void **buffer, int size);
 static stacks_backtrace_fn stacks_backtrace;
+
 static int stacks_depth = 64;
 static uint64_t stacks_slow_us;
 static uint8_t stacks_wanted[PROF_API_MAX / 8];
@@ -112,7 +113,8 @@ static int stacks_write_definition(struct prof_ring *r, struct stacks_slot *s, u
 static _Atomic int stacks_forking;
 static _Atomic int stacks_capturing;
 
-uint32_t stacks_capture(struct prof_ring *r, uint32_t py_node)
+static uint32_t stacks_capture_with(struct prof_ring *r, uint32_t py_node, void *ucontext,
+                                    void *handler_return)
 {
     if (!stacks_backtrace || !stacks_table)
         return 0;
@@ -122,7 +124,16 @@ uint32_t stacks_capture(struct prof_ring *r, uint32_t py_node)
         return 0;
     }
     void *buf[PROF_STACK_MAX_FRAMES];
-    int n = stacks_backtrace(buf, stacks_depth);
+    int n;
+    if (ucontext) {
+        /* as a backtrace from the handler would begin: a frame of ours, the handler's
+         * return (the signal trampoline), then the interrupted frames */
+        buf[0] = (void *)(uintptr_t)stacks_capture_in_signal;
+        buf[1] = handler_return;
+        n = 2 + stacks_unwind_context(ucontext, buf + 2, stacks_depth - 2);
+    } else {
+        n = stacks_backtrace(buf, stacks_depth);
+    }
     atomic_fetch_sub(&stacks_capturing, 1);
     if (n <= 0)
         return 0;
@@ -134,6 +145,17 @@ uint32_t stacks_capture(struct prof_ring *r, uint32_t py_node)
         return 0;
     uint32_t id = (uint32_t)(s - stacks_table) + 1;
     return stacks_write_definition(r, s, id) ? id : 0;
+}
+
+uint32_t stacks_capture(struct prof_ring *r, uint32_t py_node)
+{
+    return stacks_capture_with(r, py_node, NULL, NULL);
+}
+
+uint32_t stacks_capture_in_signal(struct prof_ring *r, uint32_t py_node, void *ucontext,
+                                  void *handler_return)
+{
+    return stacks_capture_with(r, py_node, ucontext, handler_return);
 }
 
 void stacks_want_api(uint16_t api)
@@ -212,9 +234,11 @@ static int stacks_prepare(void)
     result = -1;
     void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     stacks_backtrace = h ? (stacks_backtrace_fn)dlsym(h, "unw_backtrace") : NULL;
-    if (!stacks_backtrace) {
-        collector_note("call stacks are off: libunwind.so.8 cannot be loaded (%s)",
-                       h ? "no unw_backtrace" : dlerror());
+    if (!stacks_backtrace || stacks_unwind_start() != 0) {
+        stacks_backtrace = NULL;
+        collector_note("call stacks are off: libunwind.so.8 or libunwind-x86_64.so.8 cannot be "
+                       "loaded (%s)",
+                       h ? "a function is missing" : dlerror());
         return result;
     }
     void *t = mmap(NULL, STACKS_SLOTS * sizeof(struct stacks_slot), PROT_READ | PROT_WRITE,
@@ -266,6 +290,7 @@ static void stacks_after_fork_child(void)
     if (!stacks_table)
         return;
     atomic_store(&stacks_capturing, 0); /* only this thread goes on */
+    stacks_unwind_after_fork_child();
     atomic_store(&stacks_forking, 0);
     /* The child writes a new file: every stack it uses needs its record again. */
     atomic_fetch_add(&stacks_generation, 1);

@@ -49,6 +49,11 @@ void stacks_want_api(uint16_t api);
  * Python call-tree node, or 0) is part of it. Async-signal-safe once the layer is set
  * up: no lock, no allocation. */
 uint32_t stacks_capture(struct prof_ring *r, uint32_t py_node);
+/* The same from a signal handler, from the signal's context (stacks_unwind.c): no lock,
+ * no allocation (unw_backtrace's thread-local cache is allocated at a thread's first use,
+ * and its unwinder asks the loader under the loader's lock). */
+uint32_t stacks_capture_in_signal(struct prof_ring *r, uint32_t py_node, void *ucontext,
+                                  void *handler_return);
 
 /* stacks_maps.c: MAP records for every loaded object, as a collector source. Before a
  * fork the list is brought up to date; a forked child writes it without asking the
@@ -57,7 +62,20 @@ void stacks_maps_start(void);
 void stacks_maps_before_fork(void);
 void stacks_maps_after_fork_child(void);
 
+/* stacks_unwind.c: the signal handler's unwinder. start: 0 when it can be used; context:
+ * the frames from a signal's ucontext; refresh: the table of loaded objects it searches,
+ * in normal context, when the loader's counters moved. */
+int stacks_unwind_start(void);
+int stacks_unwind_context(void *ucontext, void **buf, int max);
+void stacks_unwind_refresh(void);
+void stacks_unwind_after_fork_child(void);
+
 /* stacks_sample.c: PROF_SAMPLE_HZ, per-thread CPU-time timers and their samples. */
+/* Set by the torch and NVTX layers: the calling thread's innermost PyTorch op and pushed
+ * NVTX range, as their name's string id (0: none). Async-signal-safe: the sampler's
+ * handler reads them on the thread it interrupted. */
+extern uint32_t (*stacks_current_torch_op)(void);
+extern uint32_t (*stacks_current_nvtx_range)(void);
 int stacks_sample_start(long hz);
 void stacks_sample_after_fork_child(void);
 

@@ -155,6 +155,7 @@ static void stacks_maps_scan(void)
     stacks_maps_adds = c[0];
     stacks_maps_subs = c[1];
     dl_iterate_phdr(stacks_maps_one, NULL);
+    stacks_unwind_refresh();
 }
 
 /* The collector's source: the objects this file does not have yet. */

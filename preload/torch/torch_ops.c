@@ -36,6 +36,7 @@
 #include "clock.h"
 #include "collector.h"
 #include "emit.h"
+#include "stacks.h"
 #include "torch_ops.h"
 
 #define TORCH_MAX_DEPTH 255 /* depth is a u8 in the record */
@@ -357,6 +358,8 @@ uint64_t torch_ops_begin(const struct prof_torch_op_info *op)
     f->mem[0] = f->mem[1] = f->self_mem[0] = f->self_mem[1] = 0;
     f->children = 0;
     f->pending = NULL;
+    /* the sampler's handler on this thread reads depth, then the frame below it */
+    atomic_signal_fence(memory_order_release);
     tt->depth++;
     f->start = prof_clock_ticks(); /* last: the naming above is not the op's time */
     return 1;
@@ -589,8 +592,18 @@ static void torch_atfork_child(void)
     }
 }
 
+/* stacks_current_torch_op: the innermost op of the thread a signal interrupted. */
+static uint32_t torch_ops_current(void)
+{
+    const struct torch_thread *tt = torch_tls;
+    uint32_t depth = tt ? tt->depth : 0;
+    atomic_signal_fence(memory_order_acquire);
+    return depth ? tt->stack[depth - 1].name_sid : 0;
+}
+
 void torch_ops_init(void)
 {
+    stacks_current_torch_op = torch_ops_current;
     pthread_key_create(&torch_thread_key, torch_thread_exited);
     pthread_atfork(NULL, NULL, torch_atfork_child);
     collector_add_meta("torch.scheme", "calltree");

@@ -18,6 +18,8 @@ static struct model_stacks *model_stacks_of(struct model_process *p)
         u64map_init(&p->stacks->use_index);
         u64map_init(&p->stacks->sample_index);
         u64map_init(&p->stacks->last_call_index);
+        u64map_init(&p->stacks->by_op.index);
+        u64map_init(&p->stacks->by_range.index);
     }
     return p->stacks;
 }
@@ -119,6 +121,20 @@ static void model_stacks_on_ref(struct model_process *p, const struct trace_reco
     st->uses[*slot - 1].ticks += st->last_calls[*i - 1].ticks;
 }
 
+static void model_stacks_tally_add(struct model_sample_tally *t, uint32_t sid, uint64_t count)
+{
+    uint64_t *slot = u64map_slot(&t->index, (uint64_t)sid + 1);
+    if (!slot)
+        return;
+    if (!*slot) {
+        t->rows = report_grow(t->rows, &t->cap, t->n + 1, sizeof *t->rows);
+        t->rows[t->n].sid = sid;
+        t->rows[t->n].count = 0;
+        *slot = ++t->n;
+    }
+    t->rows[*slot - 1].count += count;
+}
+
 static void model_stacks_on_sample(struct model_process *p, const struct trace_record *rec,
                                    uint32_t tid)
 {
@@ -149,6 +165,10 @@ static void model_stacks_on_sample(struct model_process *p, const struct trace_r
         break;
     }
     st->sample_count += r->periods ? r->periods : 1;
+    int second_form = rec->size >= sizeof *r;
+    model_stacks_tally_add(&st->by_op, second_form ? r->op_sid : 0, r->periods ? r->periods : 1);
+    model_stacks_tally_add(&st->by_range, second_form ? r->nvtx_sid : 0,
+                           r->periods ? r->periods : 1);
     model_cpu_event(p, r->ticks, r->ticks);
 }
 
@@ -201,6 +221,10 @@ static void model_stacks_free(struct model_process *p)
     u64map_free(&st->use_index);
     u64map_free(&st->sample_index);
     u64map_free(&st->last_call_index);
+    free(st->by_op.rows);
+    free(st->by_range.rows);
+    u64map_free(&st->by_op.index);
+    u64map_free(&st->by_range.index);
     free(st);
     p->stacks = NULL;
 }

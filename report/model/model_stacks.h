@@ -45,6 +45,16 @@ struct model_stack_mem {
     int8_t device_type, device_index;
 };
 
+/* Samples by a name's string id (0: none): the innermost PyTorch op or NVTX range. */
+struct model_sample_tally {
+    struct {
+        uint32_t sid;
+        uint64_t count;
+    } * rows;
+    size_t n, cap;
+    struct u64map index; /* sid + 1 -> index + 1 */
+};
+
 struct model_stacks {
     struct model_stack *stacks;
     size_t nstacks, cap_stacks;
@@ -58,6 +68,8 @@ struct model_stacks {
     size_t nsamples, cap_samples;
     struct u64map sample_index; /* hash of (stack, py node, tid) -> index + 1 */
     uint64_t sample_count;
+    /* SAMPLE records of the first form (24 bytes) carry neither: they count as none */
+    struct model_sample_tally by_op, by_range;
     uint64_t unmatched_refs; /* STACK_REF records whose call was not found */
     struct model_stack_mem *mems;
     size_t nmems, cap_mems;

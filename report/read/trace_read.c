@@ -65,7 +65,7 @@ static const uint16_t trace_min_sizes[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_STACK] = sizeof(struct prof_rec_stack),
     [PROF_REC_STACK_REF] = sizeof(struct prof_rec_stack_ref),
     [PROF_REC_MAP] = sizeof(struct prof_rec_map),
-    [PROF_REC_SAMPLE] = sizeof(struct prof_rec_sample),
+    [PROF_REC_SAMPLE] = PROF_REC_SAMPLE_FIRST_SIZE, /* it grew: older files have these */
     [PROF_REC_STACK_MEM] = sizeof(struct prof_rec_stack_mem),
 };
 

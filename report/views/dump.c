@@ -419,6 +419,8 @@ static void dump_record(FILE *out, const struct trace_record *rec, struct u64map
         const struct prof_rec_sample *s = rec->data;
         fprintf(out, " stack=%" PRIu32 " ticks=%" PRIu64 " py_node=%" PRIu32 " periods=%" PRIu32,
                 s->stack_id, s->ticks, s->py_node, s->periods);
+        if (rec->size >= sizeof *s)
+            fprintf(out, " op=%" PRIu32 " nvtx=%" PRIu32, s->op_sid, s->nvtx_sid);
         break;
     }
     case PROF_REC_STACK_MEM: {

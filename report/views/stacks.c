@@ -34,6 +34,18 @@ struct stacks_action {
     uint64_t count;
 };
 
+/* Samples by the innermost PyTorch op or NVTX range they were taken in (NULL: none),
+ * merged over the processes by name. */
+struct stacks_named {
+    const char *name; /* into a process's strings */
+    uint64_t count;
+};
+
+struct stacks_names {
+    struct stacks_named *rows;
+    size_t n, cap;
+};
+
 struct stacks_paths {
     struct stacks_path *rows;
     size_t n, cap;
@@ -41,7 +53,46 @@ struct stacks_paths {
     uint64_t total_count, total_ns;
     struct stacks_action actions[8];
     size_t nactions;
+    struct stacks_names ops, ranges;
 };
+
+static void stacks_names_add(struct stacks_names *ns, const char *name, uint64_t count)
+{
+    for (size_t i = 0; i < ns->n; i++)
+        if (ns->rows[i].name == name ||
+            (name && ns->rows[i].name && !strcmp(ns->rows[i].name, name))) {
+            ns->rows[i].count += count;
+            return;
+        }
+    ns->rows = report_grow(ns->rows, &ns->cap, ns->n + 1, sizeof *ns->rows);
+    ns->rows[ns->n++] = (struct stacks_named){name, count};
+}
+
+static void stacks_names_collect(struct stacks_names *ns, const struct model_process *p,
+                                 const struct model_sample_tally *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        stacks_names_add(ns, t->rows[i].sid ? u64map_get_ptr(&p->strings, t->rows[i].sid) : NULL,
+                         t->rows[i].count);
+}
+
+static int stacks_named_cmp(const void *a, const void *b)
+{
+    const struct stacks_named *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count < y->count ? 1 : -1;
+    if (!x->name || !y->name)
+        return !x->name - !y->name; /* "none" last among equals */
+    return strcmp(x->name, y->name);
+}
+
+static int stacks_names_any(const struct stacks_names *ns)
+{
+    for (size_t i = 0; i < ns->n; i++)
+        if (ns->rows[i].name)
+            return 1;
+    return 0;
+}
 
 static void stacks_action_add(struct stacks_paths *ps, const char *name, uint64_t count)
 {
@@ -336,11 +387,39 @@ static void stacks_collect(struct stacks_paths *ps, struct model_process *const 
                 stacks_paths_add(ps, key, folded, sm->count, 0);
                 stacks_action_add(ps, model_torch_action_of_node(p, sm->py_node), sm->count);
             }
+            stacks_names_collect(&ps->ops, p, &st->by_op);
+            stacks_names_collect(&ps->ranges, p, &st->by_range);
         }
         for (const char *const *note = symbols_notes(sym); *note; note++)
             fprintf(err, "profreport: note: %s\n", *note);
         symbols_close(sym);
     }
+}
+
+static void stacks_print_names(FILE *out, const char *title, const struct stacks_names *ns,
+                               uint64_t total, size_t limit)
+{
+    if (!stacks_names_any(ns))
+        return;
+    fprintf(out, "\n%s\n", title);
+    for (size_t i = 0; i < ns->n && i < limit; i++)
+        fprintf(out, "    %-30s %10" PRIu64 " samples (%.1f%%)\n",
+                ns->rows[i].name ? ns->rows[i].name : "(none)", ns->rows[i].count,
+                total ? 100.0 * (double)ns->rows[i].count / (double)total : 0);
+    if (ns->n > limit)
+        fprintf(out, "    (%zu more)\n", ns->n - limit);
+}
+
+static json_t *stacks_names_json(const struct stacks_names *ns, const char *key)
+{
+    json_t *rows = json_array();
+    for (size_t i = 0; i < ns->n; i++) {
+        json_t *r = json_object();
+        json_object_set_new(r, key, ns->rows[i].name ? json_string(ns->rows[i].name) : json_null());
+        json_object_set_new(r, "samples", json_integer((json_int_t)ns->rows[i].count));
+        json_array_append_new(rows, r);
+    }
+    return rows;
 }
 
 static void stacks_print(FILE *out, const struct stacks_paths *ps,
@@ -375,6 +454,10 @@ static void stacks_print(FILE *out, const struct stacks_paths *ps,
                         ps->actions[i].count,
                         100.0 * (double)ps->actions[i].count / (double)ps->total_count);
         }
+        stacks_print_names(out, "By PyTorch op (the thread's innermost op):", &ps->ops,
+                           ps->total_count, limit);
+        stacks_print_names(out, "By NVTX range (the thread's innermost pushed range):", &ps->ranges,
+                           ps->total_count, limit);
     }
     for (size_t i = 0; i < ps->n && i < limit; i++) {
         const struct stacks_path *r = &ps->rows[i];
@@ -421,6 +504,10 @@ static int stacks_print_json(FILE *out, const struct stacks_paths *ps,
         json_array_append_new(actions, a);
     }
     json_object_set_new(root, "actions", actions);
+    if (!o->api_name) {
+        json_object_set_new(root, "ops", stacks_names_json(&ps->ops, "op"));
+        json_object_set_new(root, "nvtx_ranges", stacks_names_json(&ps->ranges, "range"));
+    }
     json_t *paths = json_array();
     for (size_t i = 0; i < ps->n && (!o->limit || i < o->limit); i++) {
         json_t *row = json_object(), *frames = json_array();
@@ -481,6 +568,10 @@ int stacks_view(FILE *out, FILE *err, struct model_process *const *procs, size_t
         rc = 1;
     } else {
         qsort(ps.rows, ps.n, sizeof *ps.rows, stacks_cmp);
+        if (ps.ops.n)
+            qsort(ps.ops.rows, ps.ops.n, sizeof *ps.ops.rows, stacks_named_cmp);
+        if (ps.ranges.n)
+            qsort(ps.ranges.rows, ps.ranges.n, sizeof *ps.ranges.rows, stacks_named_cmp);
         char msg[512];
         if (o->folded_path &&
             stacks_write_folded(&ps, o->folded_path,
@@ -504,6 +595,8 @@ int stacks_view(FILE *out, FILE *err, struct model_process *const *procs, size_t
         free(ps.rows[i].folded);
     }
     free(ps.rows);
+    free(ps.ops.rows);
+    free(ps.ranges.rows);
     u64map_free(&ps.index);
     return rc;
 }

@@ -340,3 +340,37 @@ def test_sysroot_finds_objects_moved_from_their_paths(tmp_path):
     rooted = report(out, "--stacks", "cudaDeviceSynchronize", "--sysroot", str(root)).stdout
     assert "inner_sync  test/fixtures/stacks/stack_chains.c:%d" % marked_line("inner_sync") \
         in rooted
+
+
+def test_samples_by_torch_op_and_nvtx_range(tmp_path):
+    """Each sample carries its thread's innermost PyTorch op and pushed NVTX range:
+    torch_ops_nvtx_burn.py spends most of its CPU time in a 512x512 matmul (aten::mm)
+    inside the NVTX range heavy_range; --samples tables (text and JSON) say so."""
+    if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
+                      capture_output=True).returncode != 0:
+        pytest.skip("no torch for /usr/bin/python3")
+    out = tmp_path / "out"
+    proc = profile(["/usr/bin/python3", os.path.join(ROOT, "test", "workloads",
+                                                      "torch_ops_nvtx_burn.py"), "30"],
+                   out, env={"PROF_SAMPLE_HZ": "199"}, timeout=300)
+    assert proc.stdout == "torch_ops_nvtx_burn done\n"
+    import json
+    rep = json.loads(report(out, "--samples", "--format", "json").stdout)
+    total = rep["total_count"]
+    ops = {o["op"]: o["samples"] for o in rep["ops"]}
+    ranges = {r["range"]: r["samples"] for r in rep["nvtx_ranges"]}
+    assert sum(ops.values()) == total and sum(ranges.values()) == total
+    named_ops = {k: v for k, v in ops.items() if k}
+    # 30 matmuls of 512^3 on one thread: most of the run's CPU time, the rest is the start
+    assert max(named_ops, key=named_ops.get) == "aten::mm", ops
+    assert ops["aten::mm"] > 0.3 * total and ops["aten::mm"] > 5 * ops.get("aten::mul", 0), ops
+    text = report(out, "--samples").stdout
+    assert re.search(r"By PyTorch op.*\n\s+aten::mm\s+\d+ samples", text), text[:1500]
+    if not HAVE_CUDA:
+        return  # the NVTX layer is built with the CUDA toolkit's headers
+    named_ranges = {k: v for k, v in ranges.items() if k}
+    assert list(named_ranges) == ["heavy_range"], ranges
+    # the matmul is inside the range: the range holds at least the op's samples but the
+    # elementwise op after it
+    assert ranges["heavy_range"] >= 0.9 * ops["aten::mm"], (ranges, ops)
+    assert re.search(r"By NVTX range.*\n\s+heavy_range\s+\d+ samples", text), text[:1500]

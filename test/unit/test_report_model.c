@@ -6,6 +6,7 @@
 
 #include "../fixtures/traces/trace_build.h"
 #include "model.h"
+#include "model_stacks.h"
 #include "summary.h"
 #include "report_test.h"
 
@@ -418,5 +419,33 @@ Test(report_model, many_threads_keep_their_counts)
         cr_assert_eq(p->threads[i].lost, i % 7, "thread %u", 100 + i);
     }
     cr_assert_str_eq(p->threads[N / 2].name, "middle");
+    model_process_free(p);
+}
+
+/* SAMPLE grew at its end (op and NVTX range): a record of the first form (24 bytes, as
+ * older writers made it) still reads, as a sample in no op and no range. */
+Test(report_model, samples_of_both_forms_by_op_and_range)
+{
+    struct trace_build b = open_trace(PROF_FEATURE_STACKS);
+    trace_build_string(&b, 5, "aten::mm");
+    trace_build_string(&b, 6, "heavy_range");
+    trace_build_thread(&b, 9);
+    struct prof_rec_sample old = {
+        {PROF_REC_SAMPLE, PROF_REC_SAMPLE_FIRST_SIZE}, 0, 100, 0, 2, 0, 0};
+    trace_build_raw(&b, &old, PROF_REC_SAMPLE_FIRST_SIZE);
+    struct prof_rec_sample now = {{PROF_REC_SAMPLE, sizeof now}, 0, 200, 0, 3, 5, 6};
+    trace_build_raw(&b, &now, sizeof now);
+    trace_build_close(&b);
+    struct model_process *p = load();
+    cr_assert_not_null(p->stacks);
+    cr_assert_eq(p->stacks->sample_count, 5);
+    const struct model_sample_tally *tallies[2] = {&p->stacks->by_op, &p->stacks->by_range};
+    for (int t = 0; t < 2; t++) {
+        cr_assert_eq(tallies[t]->n, 2);
+        for (size_t i = 0; i < 2; i++)
+            cr_assert_eq(tallies[t]->rows[i].count, tallies[t]->rows[i].sid ? 3u : 2u);
+    }
+    cr_assert_eq(p->stacks->by_op.rows[1].sid, 5);
+    cr_assert_eq(p->stacks->by_range.rows[1].sid, 6);
     model_process_free(p);
 }
