@@ -156,8 +156,9 @@ static void main_load(struct main_inputs *in, const char *path)
     struct model_process *p;
     if (summary_file_is_summary(path)) {
         if (in->trace_only) {
-            fprintf(stderr, "profreport: %s: a summary holds the tables only; %s needs the "
-                            "trace\n",
+            fprintf(stderr,
+                    "profreport: %s: a summary holds the tables only; %s needs the "
+                    "trace\n",
                     path, in->trace_only);
             in->failed = 1;
             return;
@@ -207,13 +208,15 @@ static int main_dir_entry_wanted(const struct main_inputs *in, const char *full)
         int have_trace = stat(trace, &st) == 0;
         int fresh = have_trace && summarize_up_to_date(trace, full);
         if (have_trace && !fresh && !in->trace_only)
-            fprintf(stderr, "profreport: warning: %s is older than its trace: reading the "
-                            "trace (profreport --summarize writes it again)\n",
+            fprintf(stderr,
+                    "profreport: warning: %s is older than its trace: reading the "
+                    "trace (profreport --summarize writes it again)\n",
                     full);
         free(trace);
         if (!have_trace && in->trace_only) {
-            fprintf(stderr, "profreport: warning: %s: a summary holds the tables only; %s "
-                            "needs its trace; skipped\n",
+            fprintf(stderr,
+                    "profreport: warning: %s: a summary holds the tables only; %s "
+                    "needs its trace; skipped\n",
                     full, in->trace_only);
             return 0;
         }
@@ -248,8 +251,7 @@ static void main_load_path(struct main_inputs *in, const char *path)
         return;
     }
     if (n == 0)
-        fprintf(stderr, "profreport: %s: no *.trace or *.summary files in this directory\n",
-                path);
+        fprintf(stderr, "profreport: %s: no *.trace or *.summary files in this directory\n", path);
     for (long i = 0; i < n; i++) {
         const char *full = paths[i];
         struct stat fst;
@@ -413,12 +415,12 @@ int main(int argc, char **argv)
     const char *perfetto_path = NULL, *chrome_path = NULL; /* --perfetto, --chrome-trace */
     const char *html_path = NULL, *flame_path = NULL;      /* --html, --flamegraph */
     struct stacks_view_options stacks = {0};
-    int stacks_asked = 0;     /* --stacks or --samples */
-    int comm_views = 0;       /* --ranks, --comm, --stragglers: COMM_VIEW_* */
-    long long only_rank = -1; /* --rank */
-    int summarize = 0;        /* --summarize */
+    int stacks_asked = 0;         /* --stacks or --samples */
+    int comm_views = 0;           /* --ranks, --comm, --stragglers: COMM_VIEW_* */
+    long long only_rank = -1;     /* --rank */
+    int summarize = 0;            /* --summarize */
     const char *step_name = NULL; /* --step */
-    long jobs = 0;            /* -j: 0, the CPUs */
+    long jobs = 0;                /* -j: 0, the CPUs */
 
     if (argc >= 2 && !strcmp(argv[1], "dump")) {
         if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
@@ -662,9 +664,8 @@ int main(int argc, char **argv)
             return main_bad_usage("--summarize wants trace files or directories%s", "");
         int views = python || kernels || gpu || actions || ops || by_shape || format_given ||
                     sort_arg || limit || run_id || all_runs || all_roles || pstats_path ||
-                    folded_path || timeline_path || perfetto_path || chrome_path ||
-                    html_path || flame_path || stacks_asked || comm_views || only_rank >= 0 ||
-                    step_name;
+                    folded_path || timeline_path || perfetto_path || chrome_path || html_path ||
+                    flame_path || stacks_asked || comm_views || only_rank >= 0 || step_name;
         if (views)
             return main_bad_usage("--summarize writes summaries only; give the views to the "
                                   "report that reads them%s",

@@ -35,8 +35,7 @@ void comm_match_number(struct comm_match_call *calls, size_t n)
         return;
     qsort(calls, n, sizeof *calls, comm_match_call_cmp);
     for (size_t i = 0; i < n; i++)
-        calls[i].k = i > 0 && calls[i - 1].row == calls[i].row &&
-                             calls[i - 1].comm == calls[i].comm
+        calls[i].k = i > 0 && calls[i - 1].row == calls[i].row && calls[i - 1].comm == calls[i].comm
                          ? calls[i - 1].k + 1
                          : 0;
 }
@@ -51,8 +50,7 @@ static uint64_t comm_match_hash(size_t row, uint64_t comm, size_t k)
     return h | 1; /* never 0 */
 }
 
-struct comm_match_op *comm_match_op(struct comm_match *m, const struct comm_match_call *c,
-                                    int add)
+struct comm_match_op *comm_match_op(struct comm_match *m, const struct comm_match_call *c, int add)
 {
     for (uint64_t h = comm_match_hash(c->row, c->comm, c->k);; h++) {
         uint64_t *slot = add ? u64map_slot(&m->index, h) : u64map_find(&m->index, h);

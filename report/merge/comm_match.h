@@ -18,7 +18,7 @@ struct comm_match_op {
     uint64_t last, before, first; /* the latest arrival, the one before it, the earliest */
     size_t last_rank;             /* rank index of the latest (the lowest on a tie) */
     uint32_t nranks;
-    int has_ref;    /* the clock estimate (comm_clock.h): the reference host's earliest exit */
+    int has_ref; /* the clock estimate (comm_clock.h): the reference host's earliest exit */
     uint64_t ref_end;
 };
 
@@ -40,8 +40,7 @@ void comm_match_free(struct comm_match *m);
  * order. Sorts calls. */
 void comm_match_number(struct comm_match_call *calls, size_t n);
 /* The operation of a numbered call; added when new and add is set, else NULL when none. */
-struct comm_match_op *comm_match_op(struct comm_match *m, const struct comm_match_call *c,
-                                    int add);
+struct comm_match_op *comm_match_op(struct comm_match *m, const struct comm_match_call *c, int add);
 /* Rank index rank arrived at op at start (ranks in increasing index order). */
 void comm_match_arrive(struct comm_match_op *op, size_t rank, uint64_t start);
 /* The operations in (row, communicator, k) order. */

@@ -102,37 +102,8 @@ static int comm_merge_matched_kind(enum comm_kind k)
  * measure the clocks' offsets. */
 static int comm_merge_symmetric_kind(enum comm_kind k)
 {
-    return k == COMM_KIND_ALLREDUCE || k == COMM_KIND_ALLGATHER ||
-           k == COMM_KIND_REDUCE_SCATTER || k == COMM_KIND_ALLTOALL || k == COMM_KIND_BARRIER;
-}
-
-/* ---- spreads over the ranks ---- */
-
-static int comm_merge_u64_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* values[i] belongs to ranks[i]; n > 0. */
-static struct comm_spread comm_merge_spread(const uint64_t *values, const int64_t *ranks, size_t n)
-{
-    struct comm_spread s = {0, 0, 0, -1};
-    if (!n)
-        return s;
-    uint64_t *sorted = malloc(n * sizeof *sorted);
-    if (!sorted)
-        report_oom();
-    memcpy(sorted, values, n * sizeof *sorted);
-    qsort(sorted, n, sizeof *sorted, comm_merge_u64_cmp);
-    s.min = sorted[0];
-    s.median = sorted[(n - 1) / 2];
-    s.max = sorted[n - 1];
-    free(sorted);
-    for (size_t i = 0; i < n; i++)
-        if (values[i] == s.max && (s.rank_at_max < 0 || ranks[i] < s.rank_at_max))
-            s.rank_at_max = ranks[i];
-    return s;
+    return k == COMM_KIND_ALLREDUCE || k == COMM_KIND_ALLGATHER || k == COMM_KIND_REDUCE_SCATTER ||
+           k == COMM_KIND_ALLTOALL || k == COMM_KIND_BARRIER;
 }
 
 /* ---- ranks ---- */
@@ -317,8 +288,7 @@ static void comm_merge_operations(struct comm_report *r, struct comm_match *m,
             late->last_arrivals++;
             late->late_ns += late_ns;
         }
-        r->stragglers =
-            report_grow(r->stragglers, &cap, r->nstragglers + 1, sizeof *r->stragglers);
+        r->stragglers = report_grow(r->stragglers, &cap, r->nstragglers + 1, sizeof *r->stragglers);
         r->stragglers[r->nstragglers++] = (struct comm_straggler){
             /* the row index rides in name's place until the rows stop moving */
             .name = (const char *)(uintptr_t)(op->row + 1),
@@ -354,8 +324,7 @@ static void comm_merge_gpu(struct comm_report *r, const struct comm_merge_rank *
         }
 }
 
-static size_t comm_merge_row_of(struct comm_report *r, size_t *cap,
-                                const struct model_comm_call *c)
+static size_t comm_merge_row_of(struct comm_report *r, size_t *cap, const struct model_comm_call *c)
 {
     for (size_t i = 0; i < r->nrows; i++)
         if (r->rows[i].source == c->source && !strcmp(r->rows[i].name, c->name))
@@ -524,8 +493,8 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
                 }
             }
             struct comm_match_call *mc = NULL;
-            size_t nmc = comm_merge_matched(r, &calls, &cap_rows,
-                                            r->hosts[rank_host[k]].offset_ns, 0, &mc);
+            size_t nmc =
+                comm_merge_matched(r, &calls, &cap_rows, r->hosts[rank_host[k]].offset_ns, 0, &mc);
             for (size_t i = 0; i < nmc; i++) {
                 struct comm_match_op *op = comm_match_op(&match, &mc[i], pass == 0);
                 if (pass == 0) {
@@ -579,17 +548,17 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
                 cr->per_rank[cr->nper_rank++] = (struct comm_rank_part){
                     r->ranks[k].rank, cell->calls, cell->time_ns, cell->wait_ns};
         }
-        cr->time = comm_merge_spread(values, rank_ids, m);
+        cr->time = rank_spread_of(values, rank_ids, m);
         m = 0;
         for (size_t k = 0; k < r->nranks; k++)
             if (cells[row * r->nranks + k].calls)
                 values[m++] = cells[row * r->nranks + k].wait_ns;
-        cr->wait = comm_merge_spread(values, rank_ids, m);
+        cr->wait = rank_spread_of(values, rank_ids, m);
         m = 0;
         for (size_t k = 0; k < r->nranks; k++)
             if (cells[row * r->nranks + k].calls)
                 values[m++] = cells[row * r->nranks + k].calls;
-        cr->calls_per_rank = comm_merge_spread(values, rank_ids, m);
+        cr->calls_per_rank = rank_spread_of(values, rank_ids, m);
         cr->last_rank = -1;
         for (size_t k = 0; k < r->nranks; k++) {
             const struct comm_merge_cell *cell = &cells[row * r->nranks + k];
@@ -611,7 +580,7 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
     do {                                                                                           \
         for (size_t k = 0; k < r->nranks; k++)                                                     \
             values[k] = r->ranks[k].member;                                                        \
-        r->field = comm_merge_spread(values, rank_ids, r->nranks);                                 \
+        r->field = rank_spread_of(values, rank_ids, r->nranks);                                    \
     } while (0)
     COMM_MERGE_SPREAD(wall, wall_ns);
     COMM_MERGE_SPREAD(steps, steps);

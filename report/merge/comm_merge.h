@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "comm_clock.h"
+#include "rank_spread.h"
 #include "summary.h"
 
 enum comm_kind {
@@ -32,13 +33,6 @@ enum comm_kind {
     COMM_KIND_P2P,  /* send, receive */
     COMM_KIND_WAIT, /* MPI waits and tests, NCCL groups */
     COMM_KIND_SETUP /* init, finalize, communicators */
-};
-
-/* A value over the ranks: min, median (the lower middle one), max and the rank at the
- * max (the lowest such rank). */
-struct comm_spread {
-    uint64_t min, median, max;
-    int64_t rank_at_max;
 };
 
 /* One rank's part of a --comm row. */
@@ -63,7 +57,7 @@ struct comm_row {
     /* bytes / time, and nccl-tests' bus bandwidth; the time is the GPU time of the call's
      * kernels when it launched any (NCCL: the CPU call only enqueues), else the call's. */
     double algbw_gbs, busbw_gbs;
-    struct comm_spread time, wait, calls_per_rank;
+    struct rank_spread time, wait, calls_per_rank;
     struct comm_rank_part *per_rank; /* the ranks that made the call, by rank */
     size_t nper_rank;
 };
@@ -97,7 +91,7 @@ struct comm_report {
     struct comm_straggler *stragglers; /* by first arrival */
     size_t nstragglers;
     /* Over the ranks, for --ranks: */
-    struct comm_spread wall, steps, step, compute, comm, wait, idle;
+    struct rank_spread wall, steps, step, compute, comm, wait, idle;
     /* The hosts, the lowest rank's first: their clocks against its (comm_clock.h). With
      * several, every time is on the first host's clock, and cross-rank figures are
      * uncertain by clock_uncertainty_ns (the largest host's; 0 with one host). */

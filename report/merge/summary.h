@@ -8,6 +8,7 @@
 
 #include "model.h"
 #include "pystats.h"
+#include "rank_spread.h"
 
 struct jobs_report;
 
@@ -45,6 +46,7 @@ struct summary_gpu_kernel_row {
     struct u64map grids, blocks, regs;
     struct summary_launch_site *sites; /* by GPU time, descending */
     size_t nsites;
+    struct rank_spread over_ranks; /* GPU time per rank (ranks 0: fewer than two ranks) */
 };
 
 struct summary_gpu_copy_row {
@@ -75,6 +77,7 @@ struct summary_action_row {
     uint64_t calls, total_ns, gpu_ns, kernels;
     double mean_ns, percent;
     uint8_t source; /* enum model_action_source */
+    struct rank_spread over_ranks; /* total time per rank (ranks 0: fewer than two ranks) */
 };
 
 struct summary_gpu {
@@ -110,6 +113,7 @@ struct summary_op_row {
     int64_t self_dev_mem, dev_mem; /* bytes: self_device_memory_usage, device_memory_usage */
     double cpu_avg_ns, cuda_avg_ns;
     double self_cpu_percent, cpu_total_percent, self_cuda_percent;
+    struct rank_spread over_ranks; /* Self CPU per rank (ranks 0: fewer than two ranks) */
 };
 
 enum summary_op_sort {

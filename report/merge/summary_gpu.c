@@ -76,6 +76,8 @@ static void summary_gpu_kernels(struct summary *s)
     struct summary_gpu *g = &s->gpu;
     size_t cap = 0;
     size_t *site_caps = NULL, site_caps_n = 0;
+    struct rank_table per_rank;
+    rank_table_init(&per_rank, s->procs, s->nprocs);
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         g->unattributed += p->gpu.unattributed;
@@ -92,6 +94,7 @@ static void summary_gpu_kernels(struct summary *s)
                 r->max_ns = m->max_ns;
             r->calls += m->calls;
             r->total_ns += m->total_ns;
+            rank_table_add(&per_rank, idx, i, m->total_ns);
             summary_gpu_hist(&r->grids, &m->grids);
             summary_gpu_hist(&r->blocks, &m->blocks);
             summary_gpu_hist(&r->regs, &m->registers);
@@ -116,7 +119,9 @@ static void summary_gpu_kernels(struct summary *s)
         r->registers = model_histogram_mode(&r->regs);
         if (r->nsites)
             qsort(r->sites, r->nsites, sizeof *r->sites, summary_gpu_site_cmp);
+        r->over_ranks = rank_table_spread(&per_rank, i);
     }
+    rank_table_free(&per_rank);
 }
 
 /* ---- copies, sets ---- */
@@ -230,9 +235,11 @@ static void summary_gpu_cupti(struct summary *s)
 
 /* ---- NVTX actions ---- */
 
+/* per_rank, proc: the table of the actions' time per rank and the process given, or NULL
+ * (marks). */
 static void summary_gpu_merge_actions(struct summary_gpu *g, struct summary_action_row **rows,
                                       size_t *n, size_t *cap, const struct model_action *from,
-                                      size_t nfrom)
+                                      size_t nfrom, struct rank_table *per_rank, size_t proc)
 {
     for (size_t i = 0; i < nfrom; i++) {
         size_t k = 0;
@@ -249,6 +256,8 @@ static void summary_gpu_merge_actions(struct summary_gpu *g, struct summary_acti
         (*rows)[k].total_ns += from[i].total_ns;
         (*rows)[k].gpu_ns += from[i].gpu_ns;
         (*rows)[k].kernels += from[i].kernels;
+        if (per_rank)
+            rank_table_add(per_rank, k, proc, from[i].total_ns);
         g->action_sources |= 1 << from[i].source;
     }
 }
@@ -266,6 +275,8 @@ static void summary_gpu_actions(struct summary *s)
 {
     struct summary_gpu *g = &s->gpu;
     size_t acap = 0, mcap = 0;
+    struct rank_table per_rank;
+    rank_table_init(&per_rank, s->procs, s->nprocs);
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         /* A summary keeps the actions, not the NVTX events they came from. */
@@ -275,17 +286,21 @@ static void summary_gpu_actions(struct summary *s)
         g->action_wall_ns += p->wall_ns;
         g->action_gpu_ns += p->gpu.kernel_ns;
         summary_gpu_merge_actions(g, &g->actions, &g->nactions, &acap, p->gpu.actions,
-                                  p->gpu.nactions);
+                                  p->gpu.nactions, &per_rank, i);
         summary_gpu_merge_actions(g, &g->actions, &g->nactions, &acap, p->torch.scopes,
-                                  p->torch.nscopes);
+                                  p->torch.nscopes, &per_rank, i);
         /* Lightning's own names cover the phases the built-in actions find (its training
          * step, backward, optimizer step, dataloader next): those of a process with
          * Lightning actions are left out. */
         if (!p->gpu.lightning_actions)
             summary_gpu_merge_actions(g, &g->actions, &g->nactions, &acap, p->torch.builtin,
-                                      p->torch.nbuiltin);
-        summary_gpu_merge_actions(g, &g->marks, &g->nmarks, &mcap, p->gpu.marks, p->gpu.nmarks);
+                                      p->torch.nbuiltin, &per_rank, i);
+        summary_gpu_merge_actions(g, &g->marks, &g->nmarks, &mcap, p->gpu.marks, p->gpu.nmarks,
+                                  NULL, i);
     }
+    for (size_t k = 0; k < g->nactions; k++)
+        g->actions[k].over_ranks = rank_table_spread(&per_rank, k);
+    rank_table_free(&per_rank);
     for (size_t k = 0; k < g->nactions; k++) {
         struct summary_action_row *r = &g->actions[k];
         r->mean_ns = r->calls ? (double)r->total_ns / (double)r->calls : 0.0;

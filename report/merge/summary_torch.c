@@ -103,6 +103,8 @@ void summary_build_torch(struct summary *s, int by_shape)
     u64map_init(&index);
     size_t cap = 0;
     char unknown[48];
+    struct rank_table per_rank;
+    rank_table_init(&per_rank, s->procs, s->nprocs);
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         t->records += p->torch.records;
@@ -127,9 +129,13 @@ void summary_build_torch(struct summary *s, int by_shape)
             r->cpu_mem = model_i64_add(r->cpu_mem, m->cpu_mem);
             r->self_dev_mem = model_i64_add(r->self_dev_mem, m->self_dev_mem);
             r->dev_mem = model_i64_add(r->dev_mem, m->dev_mem);
+            rank_table_add(&per_rank, (size_t)(r - t->rows), i, m->self_cpu_ns);
         }
     }
     u64map_free(&index);
+    for (size_t i = 0; i < t->nrows; i++)
+        t->rows[i].over_ranks = rank_table_spread(&per_rank, i);
+    rank_table_free(&per_rank);
     for (size_t i = 0; i < t->nrows; i++) {
         t->calls += t->rows[i].calls;
         t->self_cpu_total_ns += t->rows[i].self_cpu_ns;

@@ -150,8 +150,8 @@ static void model_gpu_facts_finish(struct model_process *p)
         const struct model_gpu_op *op = &p->gpu.ops[k];
         if (op->kind != MODEL_GPU_KERNEL)
             continue;
-        uint64_t *slot = u64map_slot(&f->kernel_durations,
-                                     model_gpu_round_duration(op->end_ns - op->start_ns));
+        uint64_t *slot =
+            u64map_slot(&f->kernel_durations, model_gpu_round_duration(op->end_ns - op->start_ns));
         if (!slot)
             report_oom();
         ++*slot;

@@ -213,10 +213,11 @@ int summarize_run(char *const *paths, int npaths, long jobs, FILE *out)
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    fprintf(out, "profreport: summarized %zu trace%s (%.1f MB) into %.1f KB of summaries in "
+    fprintf(out,
+            "profreport: summarized %zu trace%s (%.1f MB) into %.1f KB of summaries in "
             "%.2f s with %ld worker%s",
-            todo.n, todo.n == 1 ? "" : "s", (double)trace_bytes / 1e6,
-            (double)summary_bytes / 1e3, secs, jobs, jobs == 1 ? "" : "s");
+            todo.n, todo.n == 1 ? "" : "s", (double)trace_bytes / 1e6, (double)summary_bytes / 1e3,
+            secs, jobs, jobs == 1 ? "" : "s");
     if (fresh)
         fprintf(out, "; %zu already up to date", fresh);
     if (ntasks > 1)

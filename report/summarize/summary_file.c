@@ -269,8 +269,8 @@ static void sf_python(sf_codec *c, struct model_process *p)
             if (!f)
                 continue;
             nodes = report_grow(nodes, &ncap, nnodes + 1, sizeof *nodes);
-            nodes[nnodes++] = (struct model_py_node){
-                .id = mems[i]->peak_py_node, .func = f->id, .defined = 1};
+            nodes[nnodes++] =
+                (struct model_py_node){.id = mems[i]->peak_py_node, .func = f->id, .defined = 1};
         }
         /* and the nodes the GPU facts name, as themselves */
         const struct model_gpu_facts *gf = &p->gpu.facts;
@@ -932,8 +932,10 @@ struct model_process *summary_file_load(const char *path, char *err, size_t errl
     memcpy(p->file, path, stem);
     memcpy(p->file + stem, ".trace", 7);
     if (c.bad) {
-        snprintf(err, errlen, "%s: corrupt summary (%s); run profreport --summarize on its "
-                 "trace again", path, c.why);
+        snprintf(err, errlen,
+                 "%s: corrupt summary (%s); run profreport --summarize on its "
+                 "trace again",
+                 path, c.why);
         model_process_free(p);
         free(buf);
         return NULL;
@@ -963,8 +965,10 @@ int summary_file_add_python(struct pystats *s, const struct model_process *p, ch
         c.pos = p->summary_py_offset;
         sf_read_pystats(&c, s);
         if (c.bad) {
-            snprintf(err, errlen, "%s: corrupt Python section (%s): its functions are left "
-                     "out", p->summary_file, c.why);
+            snprintf(err, errlen,
+                     "%s: corrupt Python section (%s): its functions are left "
+                     "out",
+                     p->summary_file, c.why);
             rc = -1;
         }
     }
@@ -992,8 +996,7 @@ int summary_file_read_comm(const struct model_process *p, struct model_comm *out
         c.pos = p->summary_comm_offset;
         sf_comm(&c, out);
         if (c.bad) {
-            snprintf(err, errlen,
-                     "%s: corrupt communication calls (%s): this rank's are left out",
+            snprintf(err, errlen, "%s: corrupt communication calls (%s): this rank's are left out",
                      p->summary_file, c.why);
             summary_file_free_comm(out);
             rc = -1;

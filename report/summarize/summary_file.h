@@ -26,8 +26,7 @@ void summary_file_crc(const uint8_t *body, size_t len, uint8_t out[4]);
 void summary_file_encode(const struct model_process *p, uint8_t **buf, size_t *len);
 /* Writes p's summary to path (through a temporary file renamed into place). 0, or -1
  * with a one-line message in err. */
-int summary_file_write(const char *path, const struct model_process *p, char *err,
-                       size_t errlen);
+int summary_file_write(const char *path, const struct model_process *p, char *err, size_t errlen);
 /* Reads a summary into a process model (its Python section left on disk:
  * p->summary_file and p->summary_py_offset say where). NULL with a one-line message in err
  * when the file is not a summary, is cut off or corrupt, or comes from another version. */

@@ -6,7 +6,7 @@
 #include "comm_views.h"
 #include "format.h"
 
-static json_t *comm_export_spread(const struct comm_spread *s)
+static json_t *comm_export_spread(const struct rank_spread *s)
 {
     json_t *o = json_object();
     json_object_set_new(o, "min", json_integer((json_int_t)s->min));
@@ -149,7 +149,7 @@ int comm_export_json(FILE *out, const struct comm_report *r, int views, size_t l
     return rc;
 }
 
-static void comm_export_csv_spread(FILE *out, const char *what, const struct comm_spread *s)
+static void comm_export_csv_spread(FILE *out, const char *what, const struct rank_spread *s)
 {
     fprintf(out, "%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%lld\n", what, s->min, s->median, s->max,
             (long long)s->rank_at_max);

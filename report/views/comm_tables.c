@@ -42,7 +42,7 @@ static void comm_tables_clock_note(FILE *out, const struct comm_report *r)
 }
 
 /* "1.25 ms (rank 3)" */
-static void comm_tables_at(const struct comm_spread *s, char *buf, size_t len)
+static void comm_tables_at(const struct rank_spread *s, char *buf, size_t len)
 {
     char v[32];
     format_ns((double)s->max, v, sizeof v);
@@ -50,7 +50,7 @@ static void comm_tables_at(const struct comm_spread *s, char *buf, size_t len)
 }
 
 static void comm_tables_spread_row(struct text_table *t, const char *what,
-                                   const struct comm_spread *s, int is_count)
+                                   const struct rank_spread *s, int is_count)
 {
     char mn[32], md[32], mx[48], at[16];
     if (is_count) {
@@ -74,8 +74,7 @@ static void comm_tables_ranks(FILE *out, const struct comm_report *r)
         format_fputs_escaped(out, r->step_name);
         fputs("', step = its mean time", out);
     } else {
-        fputs("step = forward + backward + optimizer step + data loading per optimizer step",
-              out);
+        fputs("step = forward + backward + optimizer step + data loading per optimizer step", out);
     }
     fprintf(out, ", compute = PyTorch ops' self CPU time outside communication, comm = time "
                  "in communication calls, wait = the part of it before the last rank "

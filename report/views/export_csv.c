@@ -120,6 +120,41 @@ static void export_csv_ops(FILE *out, const struct summary *s, size_t limit)
     }
 }
 
+static void export_csv_over_ranks_row(FILE *out, const char *table, const char *name,
+                                      const struct rank_spread *r)
+{
+    if (r->ranks < 2)
+        return;
+    fprintf(out, "%s,", table);
+    format_csv_field(out, name ? name : "");
+    fprintf(out, ",%zu,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%lld\n", r->ranks, r->min, r->median,
+            r->max, (long long)r->rank_at_max);
+}
+
+/* Of two ranks or more: each op's Self CPU, kernel's GPU time and action's time per rank
+ * (rows of one rank only are left out). */
+static void export_csv_over_ranks(FILE *out, const struct summary *s, size_t limit)
+{
+    int any = 0;
+    for (size_t i = 0; i < s->torch.nrows && !any; i++)
+        any = s->torch.rows[i].over_ranks.ranks >= 2;
+    for (size_t i = 0; i < s->gpu.nkernels && !any; i++)
+        any = s->gpu.kernels[i].over_ranks.ranks >= 2;
+    for (size_t i = 0; i < s->gpu.nactions && !any; i++)
+        any = s->gpu.actions[i].over_ranks.ranks >= 2;
+    if (!any)
+        return;
+    fprintf(out, "\n# over_ranks\ntable,name,ranks,min_ns,median_ns,max_ns,rank_at_max\n");
+    for (size_t i = 0; i < s->torch.nrows && (!limit || i < limit); i++)
+        export_csv_over_ranks_row(out, "ops", s->torch.rows[i].name, &s->torch.rows[i].over_ranks);
+    for (size_t i = 0; i < s->gpu.nkernels && (!limit || i < limit); i++)
+        export_csv_over_ranks_row(out, "gpu_kernels", s->gpu.kernels[i].name,
+                                  &s->gpu.kernels[i].over_ranks);
+    for (size_t i = 0; i < s->gpu.nactions && (!limit || i < limit); i++)
+        export_csv_over_ranks_row(out, "actions", s->gpu.actions[i].name,
+                                  &s->gpu.actions[i].over_ranks);
+}
+
 int export_csv_write(FILE *out, const struct summary *s, size_t limit)
 {
     char a[48], b[48], scope[64];
@@ -223,6 +258,8 @@ int export_csv_write(FILE *out, const struct summary *s, size_t limit)
             fprintf(out, ",%" PRIu64, f->gpu_ns);
         fputc('\n', out);
     }
+
+    export_csv_over_ranks(out, s, limit);
 
     fprintf(out, "\n# warnings\nmessage\n");
     for (size_t i = 0; i < s->nwarnings; i++) {

@@ -193,6 +193,19 @@ static json_t *export_json_python(const struct pystats *py, size_t limit, int gp
     return rows;
 }
 
+/* A row's value over the ranks, added as "over_ranks" when the inputs hold two ranks or
+ * more. */
+static void export_json_over_ranks(json_t *o, const struct rank_spread *r)
+{
+    if (!r->ranks)
+        return;
+    json_object_set_new(o, "over_ranks",
+                        json_pack("{s:o,s:o,s:o,s:o,s:I}", "min_ns", export_json_u64(r->min),
+                                  "median_ns", export_json_u64(r->median), "max_ns",
+                                  export_json_u64(r->max), "ranks", export_json_u64(r->ranks),
+                                  "rank_at_max", (json_int_t)r->rank_at_max));
+}
+
 /* ---- GPU ---- */
 
 static json_t *export_json_kernel(const struct summary_gpu_kernel_row *r)
@@ -217,6 +230,7 @@ static json_t *export_json_kernel(const struct summary_gpu_kernel_row *r)
     json_object_set_new(o, "block", export_json_dim3(r->block, 1));
     json_object_set_new(o, "registers", export_json_u64(r->registers));
     json_object_set_new(o, "launched_from", from);
+    export_json_over_ranks(o, &r->over_ranks);
     return o;
 }
 
@@ -284,6 +298,7 @@ static json_t *export_json_ops(const struct summary *s, size_t limit)
         json_object_set_new(o, "self_cpu_percent", json_real(r->self_cpu_percent));
         json_object_set_new(o, "cpu_total_percent", json_real(r->cpu_total_percent));
         json_object_set_new(o, "self_cuda_percent", json_real(r->self_cuda_percent));
+        export_json_over_ranks(o, &r->over_ranks);
         json_array_append_new(a, o);
     }
     return a;
@@ -351,12 +366,13 @@ static void export_json_gpu(json_t *root, const struct summary *s, size_t limit)
     a = json_array();
     for (size_t i = 0; i < g->nactions && (!limit || i < limit); i++) {
         const struct summary_action_row *r = &g->actions[i];
-        json_array_append_new(
-            a, json_pack("{s:o,s:o,s:f,s:f,s:f,s:f,s:o,s:s}", "name", export_json_str(r->name),
-                         "calls", export_json_u64(r->calls), "mean_s", r->mean_ns / 1e9, "total_s",
-                         (double)r->total_ns / 1e9, "percent", r->percent, "gpu_s",
-                         (double)r->gpu_ns / 1e9, "kernels", export_json_u64(r->kernels), "source",
-                         export_json_action_source(r->source)));
+        json_t *o = json_pack("{s:o,s:o,s:f,s:f,s:f,s:f,s:o,s:s}", "name", export_json_str(r->name),
+                              "calls", export_json_u64(r->calls), "mean_s", r->mean_ns / 1e9,
+                              "total_s", (double)r->total_ns / 1e9, "percent", r->percent, "gpu_s",
+                              (double)r->gpu_ns / 1e9, "kernels", export_json_u64(r->kernels),
+                              "source", export_json_action_source(r->source));
+        export_json_over_ranks(o, &r->over_ranks);
+        json_array_append_new(a, o);
     }
     json_object_set_new(root, "actions", a);
     a = json_array();

@@ -91,8 +91,8 @@ static void findings_idle_one(struct findings *f, const struct findings_idle *c)
     format_ns((double)c->g->api_ns, api, sizeof api);
     format_ns((double)c->g->longest_ns, longest, sizeof longest);
     struct finding *x = findings_add(f, "gpu_idle", c->idle);
-    findings_set(x->title, sizeof x->title, "GPU %u idle %.1f %% of the time (%s)",
-                 c->d->device, 100.0 * c->idle, findings_proc_label(p, who, sizeof who));
+    findings_set(x->title, sizeof x->title, "GPU %u idle %.1f %% of the time (%s)", c->d->device,
+                 100.0 * c->idle, findings_proc_label(p, who, sizeof who));
     findings_set(x->evidence, sizeof x->evidence,
                  "device %u busy %s of %s wall time, idle in %" PRIu64
                  " gaps (the longest %s); during them the CPU spent %s in %" PRIu64

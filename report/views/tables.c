@@ -223,3 +223,41 @@ void tables_print(FILE *out, const struct summary *s, size_t limit)
     tables_python_section(out, s, limit);
     tables_processes(out, s);
 }
+
+void tables_over_ranks(FILE *out, const char *value, const void *rows, size_t n, size_t stride,
+                       size_t name_at, size_t spread_at)
+{
+    const char *base = rows;
+    size_t ranks = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct rank_spread *r = (const void *)(base + i * stride + spread_at);
+        if (r->ranks > ranks)
+            ranks = r->ranks;
+    }
+    if (ranks < 2)
+        return;
+    fprintf(out, "\n  Over the ranks (%s per rank, of the ranks that ran it):\n", value);
+    struct text_table t;
+    text_table_begin(&t, "<Name|>Ranks|>Min|>Median|>Max|>Rank at max");
+    for (size_t i = 0; i < n; i++) {
+        const char *name = *(const char *const *)(const void *)(base + i * stride + name_at);
+        const struct rank_spread *r = (const void *)(base + i * stride + spread_at);
+        char nr[24], mn[32], md[32], mx[32], at[24];
+        snprintf(nr, sizeof nr, "%zu", r->ranks);
+        format_ns((double)r->min, mn, sizeof mn);
+        format_ns((double)r->median, md, sizeof md);
+        format_ns((double)r->max, mx, sizeof mx);
+        if (r->rank_at_max >= 0)
+            snprintf(at, sizeof at, "%lld", (long long)r->rank_at_max);
+        else
+            snprintf(at, sizeof at, "-");
+        text_table_row(&t, name ? name : "?", nr, mn, md, mx, at);
+    }
+    text_table_end(out, &t);
+}
+
+size_t tables_over_ranks_rows(size_t nrows, size_t limit)
+{
+    size_t n = limit && limit < nrows ? limit : nrows;
+    return !limit && n > 20 ? 20 : n;
+}

@@ -11,6 +11,14 @@
  * inputs hold Python data, a short Python table follows the CUDA tables and the CUDA
  * tables that would be empty are left out. */
 void tables_print(FILE *out, const struct summary *s, size_t limit);
+/* After --ops, --kernels or --actions of two ranks or more: each of the first n rows'
+ * value per rank (min / median / max, the rank at the max). rows: n structs of stride
+ * bytes, each with its name (a char *) at name_at and its struct rank_spread at
+ * spread_at (offsetof). */
+void tables_over_ranks(FILE *out, const char *value, const void *rows, size_t n, size_t stride,
+                       size_t name_at, size_t spread_at);
+/* How many rows the table after a view shows: its limit, else at most 20. */
+size_t tables_over_ranks_rows(size_t nrows, size_t limit);
 
 /* tables_gpu.c */
 /* --kernels: every GPU kernel CUPTI recorded (limit rows, 0 = all), in s's order. */

@@ -3,6 +3,7 @@
  * only CUPTI saw (--gpu), NVTX ranges, record_function scopes and built-in PyTorch loop
  * functions as actions (--actions). */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,10 +73,15 @@ static void tables_gpu_kernels_title(FILE *out, const struct summary *s)
 void tables_gpu_kernels(FILE *out, const struct summary *s, size_t limit)
 {
     tables_gpu_kernels_title(out, s);
-    if (!s->gpu.nkernels)
+    if (!s->gpu.nkernels) {
         fprintf(out, "  (no GPU kernels recorded; CUPTI off or unavailable?)\n");
-    else
-        tables_gpu_kernel_table(out, s, limit, "--limit");
+        return;
+    }
+    tables_gpu_kernel_table(out, s, limit, "--limit");
+    tables_over_ranks(out, "GPU time", s->gpu.kernels,
+                      tables_over_ranks_rows(s->gpu.nkernels, limit), sizeof *s->gpu.kernels,
+                      offsetof(struct summary_gpu_kernel_row, name),
+                      offsetof(struct summary_gpu_kernel_row, over_ranks));
 }
 
 void tables_gpu_section(FILE *out, const struct summary *s, size_t limit)
@@ -329,7 +335,11 @@ static void tables_actions_table(FILE *out, const struct summary *s, size_t limi
 
 void tables_actions(FILE *out, const struct summary *s, size_t limit)
 {
+    const struct summary_gpu *g = &s->gpu;
     tables_actions_table(out, s, limit, "--limit");
+    tables_over_ranks(out, "time", g->actions, tables_over_ranks_rows(g->nactions, limit),
+                      sizeof *g->actions, offsetof(struct summary_action_row, name),
+                      offsetof(struct summary_action_row, over_ranks));
 }
 
 void tables_actions_section(FILE *out, const struct summary *s, size_t limit)

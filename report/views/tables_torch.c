@@ -2,6 +2,7 @@
  * torch.profiler's key_averages().table(): times as "1.234ms", shares as "12.34%", memory
  * as "1.50 Kb". */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,6 +120,9 @@ void tables_ops(FILE *out, const struct summary *s, size_t limit)
         return;
     }
     tables_torch_table(out, s, limit, "--limit");
+    tables_over_ranks(out, "Self CPU", s->torch.rows, tables_over_ranks_rows(s->torch.nrows, limit),
+                      sizeof *s->torch.rows, offsetof(struct summary_op_row, name),
+                      offsetof(struct summary_op_row, over_ranks));
     if (summary_torch_memory_any(s)) {
         fputc('\n', out);
         tables_torch_memory_section(out, s);

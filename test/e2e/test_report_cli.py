@@ -337,3 +337,30 @@ def test_step_names_the_action_whose_calls_are_steps():
     bad = subprocess.run([PROFREPORT, "--step", "", os.path.join(TRACES, "nvtx")],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "--step wants an action name" in bad.stderr
+
+
+def test_rows_over_the_ranks():
+    """Of two ranks or more, each op, GPU kernel and action row says its value per rank:
+    min / median (the lower middle) / max and the rank at the max (findings_traces.h: the
+    elementwise kernel ran 4 ms on rank 0 and 2 ms on rank 1; dataloader_next only on
+    rank 0)."""
+    path = os.path.join(TRACES, "findings", "bad")
+    rep = report_json(path)
+    (kernel,) = rep["gpu_kernels"]
+    assert kernel["over_ranks"] == {"min_ns": 2000000, "median_ns": 2000000,
+                                    "max_ns": 4000000, "ranks": 2, "rank_at_max": 0}
+    (op,) = rep["ops"]
+    assert op["over_ranks"]["ranks"] == 2 and op["over_ranks"]["max_ns"] == 500000000
+    (action,) = rep["actions"]
+    assert action["over_ranks"]["ranks"] == 1 and action["over_ranks"]["rank_at_max"] == 0
+    text = report(path, "--kernels").stdout
+    assert "Over the ranks (GPU time per rank, of the ranks that ran it):" in text
+    line = [l for l in text.splitlines() if l.strip().startswith("elementwise_kernel") and
+            "4.00 ms" in l and l.rstrip().endswith("0")]
+    assert line, text
+    csv_text = report(path, "--format", "csv").stdout
+    assert "gpu_kernels,elementwise_kernel,2,2000000,2000000,4000000,0" in csv_text
+    # One rank: no such rows or section.
+    one = report_json(os.path.join(TRACES, "torch"))
+    assert all("over_ranks" not in r for r in one["ops"])
+    assert "# over_ranks" not in report(os.path.join(TRACES, "torch"), "--format", "csv").stdout
