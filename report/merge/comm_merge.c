@@ -217,6 +217,84 @@ static void comm_merge_named_steps(const struct model_process *proc, const char 
             }
 }
 
+/* Time in data loading: the built-in dataloader_next action, or Lightning's (a name with
+ * "dataloader_next" in it) in a process with Lightning actions. */
+static uint64_t comm_merge_data_time(const struct model_process *p)
+{
+    uint64_t ns = 0;
+    if (p->gpu.lightning_actions) {
+        for (size_t i = 0; i < p->gpu.nactions; i++)
+            if (strstr(p->gpu.actions[i].name, "dataloader_next"))
+                ns += p->gpu.actions[i].total_ns;
+        return ns;
+    }
+    for (size_t i = 0; i < p->torch.nbuiltin; i++)
+        if (!strcmp(p->torch.builtin[i].name, "dataloader_next"))
+            ns += p->torch.builtin[i].total_ns;
+    return ns;
+}
+
+/* Time in host-device syncs: wrapped synchronizing calls and blocking copies; without any,
+ * the ones CUPTI saw. */
+static uint64_t comm_merge_sync_time(const struct model_process *p)
+{
+    uint64_t ns = 0;
+    for (size_t i = 0; i < p->napis; i++) {
+        const struct model_api *a = p->apis[i];
+        if (a && (a->category == PROF_CAT_SYNC ||
+                  (a->category == PROF_CAT_COPY && model_gpu_is_blocking_copy(a->name))))
+            ns += a->total_ns;
+    }
+    for (size_t i = 0; i < p->gpu.napis && !ns; i++) {
+        const struct model_gpu_api *a = &p->gpu.apis[i];
+        if (model_gpu_is_sync_name(a->name) || model_gpu_is_blocking_copy(a->name))
+            ns += a->total_ns;
+    }
+    return ns;
+}
+
+/* The rank the others waited for, and why (comm_merge.h). */
+static void comm_merge_slowest(struct comm_report *r)
+{
+    r->slowest = (struct comm_slowest){.rank = -1};
+    if (r->nranks < 2)
+        return;
+    size_t at = SIZE_MAX;
+    for (size_t k = 0; k < r->nranks; k++)
+        if (r->ranks[k].late_ns && (at == SIZE_MAX || r->ranks[k].late_ns > r->ranks[at].late_ns))
+            at = k;
+    for (size_t k = 0; k < r->nranks && at == SIZE_MAX; k++)
+        if (r->ranks[k].steps && r->ranks[k].step_ns == r->step.max && r->step.max > r->step.median)
+            at = k;
+    if (at == SIZE_MAX)
+        return;
+    const struct comm_rank_row *k = &r->ranks[at];
+    struct comm_slowest *w = &r->slowest;
+    w->rank = k->rank;
+    w->late_ns = k->late_ns;
+    w->last_arrivals = k->last_arrivals;
+    w->compute_ns = (int64_t)(k->compute_ns - r->compute.median);
+    w->data_ns = (int64_t)(k->data_ns - r->data.median);
+    w->sync_ns = (int64_t)(k->sync_ns - r->sync.median);
+    w->idle_ns = (int64_t)(k->idle_ns - r->idle.median);
+    int64_t best = 0;
+    if (w->compute_ns > best) {
+        best = w->compute_ns;
+        w->why = "compute";
+    }
+    if (w->data_ns > best) {
+        best = w->data_ns;
+        w->why = "data loading";
+    }
+    if (w->sync_ns > best) {
+        best = w->sync_ns;
+        w->why = "host syncs";
+    }
+    /* idle holds data loading and syncs when they are not ops: only beyond them */
+    if (w->idle_ns - (w->data_ns > 0 ? w->data_ns : 0) - (w->sync_ns > 0 ? w->sync_ns : 0) > best)
+        w->why = "time outside ops and communication (Python, sleeps, I/O: --rank N --python)";
+}
+
 static void comm_merge_rank_times(struct comm_rank_row *row, const struct comm_merge_rank *r,
                                   const struct comm_merge_calls *calls, const char *step_name)
 {
@@ -238,6 +316,8 @@ static void comm_merge_rank_times(struct comm_rank_row *row, const struct comm_m
             if (!op->name || !comm_merge_is_comm_op(op->name))
                 row->compute_ns += op->self_cpu_ns;
         }
+        row->data_ns += comm_merge_data_time(proc);
+        row->sync_ns += comm_merge_sync_time(proc);
     }
     row->step_ns = row->steps ? step_total / row->steps : 0;
     row->comm_ns = comm_merge_comm_time(calls);
@@ -589,7 +669,10 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
     COMM_MERGE_SPREAD(comm, comm_ns);
     COMM_MERGE_SPREAD(wait, wait_ns);
     COMM_MERGE_SPREAD(idle, idle_ns);
+    COMM_MERGE_SPREAD(data, data_ns);
+    COMM_MERGE_SPREAD(sync, sync_ns);
 #undef COMM_MERGE_SPREAD
+    comm_merge_slowest(r);
     free(values);
     free(rank_ids);
     free(cells);

@@ -69,6 +69,20 @@ struct comm_rank_row {
     const char *host;
     uint64_t wall_ns, steps, step_ns, compute_ns, comm_ns, wait_ns, idle_ns;
     uint64_t last_arrivals, late_ns; /* operations it arrived last at, and by how much */
+    uint64_t data_ns; /* in data loading: the dataloader_next actions (built in, Lightning) */
+    uint64_t sync_ns; /* in host-device syncs: synchronizing calls and blocking copies */
+};
+
+/* The rank the others waited for (the most lateness at the collectives; without any,
+ * the longest step) and why: its compute, data loading, host syncs and idle time against
+ * the median rank's; why names the largest excess ("compute", "data loading", "host
+ * syncs", "time outside ops and communication"), or NULL when none is positive. rank -1:
+ * no rank stands out. */
+struct comm_slowest {
+    int64_t rank;
+    uint64_t late_ns, last_arrivals;
+    int64_t compute_ns, data_ns, sync_ns, idle_ns; /* its value minus the ranks' median */
+    const char *why;
 };
 
 /* One matched operation (--stragglers). */
@@ -91,16 +105,17 @@ struct comm_report {
     struct comm_straggler *stragglers; /* by first arrival */
     size_t nstragglers;
     /* Over the ranks, for --ranks: */
-    struct rank_spread wall, steps, step, compute, comm, wait, idle;
+    struct rank_spread wall, steps, step, compute, comm, wait, idle, data, sync;
+    struct comm_slowest slowest;
     /* The hosts, the lowest rank's first: their clocks against its (comm_clock.h). With
      * several, every time is on the first host's clock, and cross-rank figures are
      * uncertain by clock_uncertainty_ns (the largest host's; 0 with one host). */
     struct comm_host *hosts;
     size_t nhosts;
     uint64_t clock_uncertainty_ns;
-    int clock_unknown; /* some host shares no collective with the first: not estimated */
+    int clock_unknown;     /* some host shares no collective with the first: not estimated */
     const char *step_name; /* what a step is: the summary's step_name (NULL: built in) */
-    int any;       /* some rank made a communication call */
+    int any;               /* some rank made a communication call */
 };
 
 void comm_merge_build(struct comm_report *r, const struct summary *s);

@@ -37,6 +37,8 @@ static json_t *comm_export_ranks(const struct comm_report *r)
         COMM_EXPORT_INT(row, "idle_ns", k->idle_ns);
         COMM_EXPORT_INT(row, "last_arrivals", k->last_arrivals);
         COMM_EXPORT_INT(row, "late_ns", k->late_ns);
+        COMM_EXPORT_INT(row, "data_ns", k->data_ns);
+        COMM_EXPORT_INT(row, "sync_ns", k->sync_ns);
         json_array_append_new(rows, row);
     }
     json_object_set_new(o, "rows", rows);
@@ -49,6 +51,19 @@ static json_t *comm_export_ranks(const struct comm_report *r)
     json_object_set_new(over, "comm_ns", comm_export_spread(&r->comm));
     json_object_set_new(over, "wait_ns", comm_export_spread(&r->wait));
     json_object_set_new(over, "idle_ns", comm_export_spread(&r->idle));
+    json_object_set_new(over, "data_ns", comm_export_spread(&r->data));
+    json_object_set_new(over, "sync_ns", comm_export_spread(&r->sync));
+    if (r->slowest.rank >= 0) {
+        const struct comm_slowest *w = &r->slowest;
+        json_object_set_new(
+            o, "slowest",
+            json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "rank", (json_int_t)w->rank, "late_ns",
+                      (json_int_t)w->late_ns, "last_arrivals", (json_int_t)w->last_arrivals,
+                      "compute_excess_ns", (json_int_t)w->compute_ns, "data_excess_ns",
+                      (json_int_t)w->data_ns, "sync_excess_ns", (json_int_t)w->sync_ns,
+                      "idle_excess_ns", (json_int_t)w->idle_ns, "why",
+                      w->why ? json_string(w->why) : json_null()));
+    }
     json_object_set_new(o, "over_ranks", over);
     return o;
 }
@@ -170,7 +185,7 @@ int comm_export_csv(FILE *out, const struct comm_report *r, int views, size_t li
     if (views & COMM_VIEW_RANKS) {
         fprintf(out,
                 "%s# ranks\nrank,host,processes,wall_ns,steps,step_ns,compute_ns,comm_ns,"
-                "wait_ns,idle_ns,last_arrivals,late_ns\n",
+                "wait_ns,idle_ns,last_arrivals,late_ns,data_ns,sync_ns\n",
                 sep);
         for (size_t i = 0; i < r->nranks; i++) {
             const struct comm_rank_row *k = &r->ranks[i];
@@ -178,12 +193,14 @@ int comm_export_csv(FILE *out, const struct comm_report *r, int views, size_t li
             format_csv_field(out, k->host ? k->host : "");
             fprintf(out,
                     ",%zu,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-                    ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+                    ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
                     k->nprocs, k->wall_ns, k->steps, k->step_ns, k->compute_ns, k->comm_ns,
-                    k->wait_ns, k->idle_ns, k->last_arrivals, k->late_ns);
+                    k->wait_ns, k->idle_ns, k->last_arrivals, k->late_ns, k->data_ns, k->sync_ns);
         }
         fprintf(out, "\n# ranks_spread\ncolumn,min,median,max,rank_at_max\n");
         comm_export_csv_spread(out, "wall_ns", &r->wall);
+        comm_export_csv_spread(out, "data_ns", &r->data);
+        comm_export_csv_spread(out, "sync_ns", &r->sync);
         comm_export_csv_spread(out, "steps", &r->steps);
         comm_export_csv_spread(out, "step_ns", &r->step);
         comm_export_csv_spread(out, "compute_ns", &r->compute);

@@ -66,6 +66,13 @@ static void comm_tables_spread_row(struct text_table *t, const char *what,
     text_table_row(t, what, mn, md, mx, at);
 }
 
+static void comm_tables_signed_ns(int64_t ns, char *buf, size_t len)
+{
+    char v[32];
+    format_ns(ns < 0 ? -(double)ns : (double)ns, v, sizeof v);
+    snprintf(buf, len, "%s%s", ns < 0 ? "-" : "+", v);
+}
+
 static void comm_tables_ranks(FILE *out, const struct comm_report *r)
 {
     fprintf(out, "Ranks (%zu; wall = the process's wall time, ", r->nranks);
@@ -78,7 +85,8 @@ static void comm_tables_ranks(FILE *out, const struct comm_report *r)
     }
     fprintf(out, ", compute = PyTorch ops' self CPU time outside communication, comm = time "
                  "in communication calls, wait = the part of it before the last rank "
-                 "arrived, idle = wall - compute - comm)\n");
+                 "arrived, idle = wall - compute - comm; data loading and host syncs are in "
+                 "the Over the ranks table)\n");
     if (!r->nranks) {
         fprintf(out, "  (no ranks)\n");
         return;
@@ -116,7 +124,32 @@ static void comm_tables_ranks(FILE *out, const struct comm_report *r)
     comm_tables_spread_row(&t, "comm", &r->comm, 0);
     comm_tables_spread_row(&t, "wait", &r->wait, 0);
     comm_tables_spread_row(&t, "idle", &r->idle, 0);
+    comm_tables_spread_row(&t, "data loading", &r->data, 0);
+    comm_tables_spread_row(&t, "host syncs", &r->sync, 0);
     text_table_end(out, &t);
+    const struct comm_slowest *w = &r->slowest;
+    if (w->rank >= 0) {
+        char late[32], c[40], d[40], y[40], i[40];
+        format_ns((double)w->late_ns, late, sizeof late);
+        comm_tables_signed_ns(w->compute_ns, c, sizeof c);
+        comm_tables_signed_ns(w->data_ns, d, sizeof d);
+        comm_tables_signed_ns(w->sync_ns, y, sizeof y);
+        comm_tables_signed_ns(w->idle_ns, i, sizeof i);
+        fprintf(out, "\n  Slowest rank: %lld", (long long)w->rank);
+        if (w->late_ns)
+            fprintf(out, " (last at %" PRIu64 " collectives, late by %s in all)", w->last_arrivals,
+                    late);
+        else
+            fputs(" (the longest step)", out);
+        fprintf(out,
+                ": against the median rank, compute %s, data loading %s, host syncs %s, "
+                "idle %s",
+                c, d, y, i);
+        if (w->why)
+            fprintf(out, " — mostly %s\n", w->why);
+        else
+            fputs(" — none of these stands out\n", out);
+    }
     comm_tables_clock_note(out, r);
 }
 

@@ -60,6 +60,12 @@ def test_slow_rank_is_the_straggler(ddp_out):
     assert allreduce["wait_per_rank"]["min"] == waits[SLOW_RANK]
     text = report(ddp_out, "--stragglers").stdout
     assert "slowest rank: %d," % SLOW_RANK in text
+    # --ranks says why: the slow rank sleeps, outside ops and communication
+    slowest = report_json(ddp_out, "--ranks")["ranks"]["slowest"]
+    assert slowest["rank"] == SLOW_RANK
+    assert slowest["idle_excess_ns"] > STEPS * SLOW_MS * 1e6 * 0.5, slowest
+    assert slowest["why"].startswith("time outside ops and communication"), slowest
+    assert "Slowest rank: %d (last at" % SLOW_RANK in report(ddp_out, "--ranks").stdout
 
 
 def test_ops_table_for_one_rank(ddp_out):
