@@ -137,6 +137,7 @@ static int py_attach_monitoring(void)
         py.ErrClear();
         return -1;
     }
+    python_events_init(mon, tool, mask);
     return 0;
 }
 

@@ -319,17 +319,24 @@ static int py_closed_event(py_object *code, py_object *frame, int call)
               * for cProfile's unpaired-return rule */
             py_leave(pt, NULL, code ? PROF_PY_FUNC_PYTHON : PROF_PY_FUNC_C, NULL,
                      prof_clock_ticks(), 1);
+        if (!pt->depth)
+            python_events_idle(); /* the last frame of the window returned */
         return 0;
     }
-    if (!window_steps_on || !code)
-        return 0;
-    if (call) {
-        if (python_code_step(code) ||
-            python_func_step(python_func_id(code, PROF_PY_FUNC_PYTHON, frame)))
-            py_closed_step_depth++;
-    } else if (py_closed_step_depth && python_code_step(code) && !--py_closed_step_depth) {
-        window_step_done(); /* may open the window */
+    if (window_steps_on && code) {
+        if (call) {
+            if (python_code_step(code) ||
+                python_func_step(python_func_id(code, PROF_PY_FUNC_PYTHON, frame)))
+                py_closed_step_depth++;
+        } else if (py_closed_step_depth && python_code_step(code) && !--py_closed_step_depth) {
+            window_step_done(); /* may open the window */
+            if (atomic_load_explicit(&prof_recording, memory_order_relaxed)) {
+                python_events_opened();
+                return 0;
+            }
+        }
     }
+    python_events_idle(); /* 3.12+: the events may go off */
     return 0;
 }
 
@@ -673,6 +680,15 @@ void python_gap_end(void)
     pt->overflow = 0;
     pt->drift_used = 0;
     py_write_gap(pt->gap_start, prof_clock_ticks());
+}
+
+int python_tree_frames_open(void)
+{
+    for (struct py_thread *pt = atomic_load(&py_threads); pt;
+         pt = atomic_load_explicit(&pt->next, memory_order_relaxed))
+        if ((pt->depth || pt->overflow) && !atomic_load(&pt->exited))
+            return 1;
+    return 0;
 }
 
 /* ---- the collector side ---- */
