@@ -142,6 +142,7 @@ void python_events_init(py_object *monitoring, int tool, long mask);
 void python_events_idle(void);
 /* Under the GIL, the window just opened: the events go back on. */
 void python_events_opened(void);
+void python_events_after_fork_child(void);
 
 /* python_tree.c */
 int python_profile(py_object *obj, py_object *frame, int what, py_object *arg);
@@ -151,7 +152,8 @@ void python_tree_after_fork_child(void);
 /* Another profile function replaced ours in this thread, or ours is back. */
 void python_gap_begin(void);
 void python_gap_end(void);
-/* Whether a live thread still has frames of the capture window on its stack. Under the GIL. */
+/* Whether a live thread still has frames on its stack (outside the window: frames of the
+ * window). Under the GIL. */
 int python_tree_frames_open(void);
 /* atexit callback (METH_NOARGS) naming functions on Python < 3.11. */
 py_object *python_qualnames_at_exit(py_object *self, py_object *unused);

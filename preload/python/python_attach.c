@@ -364,6 +364,7 @@ static void python_after_fork_child(void)
 {
     python_threads_after_fork_child();
     python_tree_after_fork_child();
+    python_events_after_fork_child();
 }
 
 const struct preload_layer python_layer = {

@@ -32,7 +32,6 @@ static long ev_local_mask;       /* on the step functions' code objects */
 static int ev_on;                /* ev_mask is set (under the GIL) */
 static int ev_watched;           /* step functions given their local events */
 static int ev_broken;            /* a switch failed: events stay on from now on */
-static unsigned ev_idle_calls;   /* since the events came on: threads are walked now and then */
 static _Atomic int ev_queued;    /* a pending call to switch on is queued */
 
 static long ev_event(py_object *events, const char *name)
@@ -80,8 +79,8 @@ static int ev_pending_open(void *arg)
  * events look on: a thread may be switching them off (under the GIL) right now. */
 static void ev_window_switched(int open)
 {
-    if (!open || atomic_exchange(&ev_queued, 1))
-        return;
+    if (!open || !py.IsInitialized() || atomic_exchange(&ev_queued, 1))
+        return; /* (not once the interpreter is finalizing) */
     if (py.AddPendingCall(ev_pending_open, NULL) != 0)
         atomic_store(&ev_queued, 0); /* the queue is full: the next opening tries again */
 }
@@ -116,10 +115,6 @@ void python_events_idle(void)
         return;
     if (window_steps_on && !python_step_count())
         return; /* no step function seen yet: every call is looked at until one is */
-    /* Walking the threads costs: at the first chance, then every 64th while a thread
-     * still has frames of the window (it may be blocked in a long call). */
-    if (ev_idle_calls++ & 63)
-        return;
     if (python_tree_frames_open())
         return;
     for (; ev_watched < python_step_count(); ev_watched++)
@@ -141,5 +136,10 @@ void python_events_opened(void)
     if (ev_call("set_events", "il", NULL, ev_mask) != 0)
         return; /* said; tried again at the next opening */
     ev_on = 1;
-    ev_idle_calls = 0;
+}
+
+void python_events_after_fork_child(void)
+{
+    /* A pending call of the parent's is not ours to wait for. */
+    atomic_store(&ev_queued, 0);
 }

@@ -131,3 +131,23 @@ def test_generator_resumed_across_switches_counts_as_with_the_hook_on(tmp_path, 
     assert (table, paths) == gen_run(tmp_path, "/usr/bin/python3", "setprofile")
     assert any(p.startswith("<built-in method builtins.next>;numbers (") and
                p.endswith(";<built-in method builtins.sum>") for p in paths)
+
+
+def test_a_thread_inside_the_window_keeps_the_events_until_its_frames_return(tmp_path, python):
+    """A thread started inside the window is still in long_task() when the window closes:
+    the events stay on (its frames' returns are needed) until they have all returned,
+    then go off. long_task counts once, work() 10 times (the calls made after the close
+    are not counted), as with Debian's 3.11, whose profile function stays on."""
+    out, events = tmp_path / "prof", tmp_path / "events.txt"
+    got = profile([python, LOOP, "thread", "0"], out,
+                  env={"PROF_WINDOW_SIGNAL": "USR2", "WINDOW_EVENTS": str(events)})
+    assert got.stdout == "done\n"
+    rep = report_json(out, "--python")
+    assert (py_calls(rep, "main.<locals>.long_task"), py_calls(rep, "work")) == (1, 10)
+    seen = events_after(events)
+    assert {"PY_START", "PY_RETURN", "CALL"} <= seen[0], "closed, the thread's frames open"
+    assert seen[1] == set(), "closed, after the thread's frames returned"
+    out = tmp_path / "setprofile"
+    profile(["/usr/bin/python3", LOOP, "thread", "0"], out, env={"PROF_WINDOW_SIGNAL": "USR2"})
+    rep = report_json(out, "--python")
+    assert (py_calls(rep, "main.<locals>.long_task"), py_calls(rep, "work")) == (1, 10)

@@ -11,6 +11,9 @@
     window_loop.py gen N K...       N values of the generator numbers(), which calls work(i)
                                     for each; before computing value K... it sends the process
                                     PROF_WINDOW_SIGNAL (from inside the generator's frame)
+    window_loop.py thread           opens the window (PROF_WINDOW_SIGNAL), starts a thread in
+                                    which long_task() calls work() 10 times, closes the window,
+                                    then lets long_task call work() 10 times more and return
     window_loop.py timed N MS FILE  N calls of tick(i), MS ms apart; the wall-clock time
                                     (ns) each call began is written to FILE, one per line
 
@@ -128,6 +131,31 @@ def main():
         for i in range(n):
             total += next(g)
         print("done %d" % total)
+    elif mode == "thread":
+        import threading
+        sig = getattr(signal, "SIG" + os.environ.get("PROF_WINDOW_SIGNAL", "USR2"))
+        waiting, go_on = threading.Event(), threading.Event()
+
+        def long_task():
+            for i in range(10):
+                work(i)
+            waiting.set()
+            go_on.wait()
+            if seen is not None:  # the window is closed; this thread's frames are not
+                seen.append(sys.monitoring.get_events(tool))
+            for i in range(10):
+                work(i)
+
+        os.kill(os.getpid(), sig)
+        t = threading.Thread(target=long_task)
+        t.start()
+        waiting.wait()
+        os.kill(os.getpid(), sig)
+        go_on.set()
+        t.join()
+        if seen is not None:
+            seen.append(sys.monitoring.get_events(tool))
+        print("done")
     elif mode == "timed":
         ms, path = float(sys.argv[3]), sys.argv[4]
         starts = []
