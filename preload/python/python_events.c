@@ -43,7 +43,7 @@ static long ev_event(py_object *events, const char *name)
     return n > 0 ? n : 0;
 }
 
-/* sys.monitoring.<method>(tool, ...): 0, or -1 (said once; the events stay on). The
+/* sys.monitoring.<method>(tool, ...): 0, or -1 (said once; no more switching off). The
  * program's pending exception, if any, is kept. */
 static int ev_call(const char *method, const char *format, py_object *code, long mask)
 {
