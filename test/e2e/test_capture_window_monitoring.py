@@ -151,3 +151,16 @@ def test_a_thread_inside_the_window_keeps_the_events_until_its_frames_return(tmp
     profile(["/usr/bin/python3", LOOP, "thread", "0"], out, env={"PROF_WINDOW_SIGNAL": "USR2"})
     rep = report_json(out, "--python")
     assert (py_calls(rep, "main.<locals>.long_task"), py_calls(rep, "work")) == (1, 10)
+
+
+def test_events_stay_on_until_a_step_function_is_seen(tmp_path, python):
+    """PROF_STEPS with a step function the program never calls: it could be any call, so
+    every event stays on (and nothing is recorded)."""
+    out, events = tmp_path / "prof", tmp_path / "events.txt"
+    profile([python, LOOP, "python", "20"], out,
+            env={"PROF_STEPS": "5-6", "PROF_STEP_FUNC": "no_such_function",
+                 "WINDOW_EVENTS": str(events)})
+    assert python_table(report_json(out, "--python")) == []
+    seen = events_after(events)
+    assert len(seen) == 20
+    assert all({"PY_START", "PY_RETURN", "CALL"} <= on for on in seen.values()), seen
