@@ -65,18 +65,23 @@ static int ev_call(const char *method, const char *format, py_object *code, long
     return r ? 0 : -1;
 }
 
-/* Main thread, under the GIL (Py_AddPendingCall). */
+/* Main thread, under the GIL (Py_AddPendingCall). ev_queued stays set until the events
+ * go off (python_events_idle): CPython takes its pending-call lock again once this
+ * returns, and a signal handler of ours must not ask for the lock its own thread holds. */
 static int ev_pending_open(void *arg)
 {
     (void)arg;
-    atomic_store(&ev_queued, 0);
     if (atomic_load(&prof_recording))
         python_events_opened();
     return 0;
 }
 
-/* The window opened from a signal handler or the collector thread. Queued even while the
- * events look on: a thread may be switching them off (under the GIL) right now. */
+/* The window opened from a signal handler or the collector thread (whose signals are
+ * blocked). Queued even while the events look on: a thread may be switching them off
+ * (under the GIL) right now. Not while a call of ours is queued or just made: see
+ * ev_pending_open. (CPython allows Py_AddPendingCall in a signal handler; what is left is
+ * a signal landing on a thread that holds CPython's pending-call lock for another
+ * caller's pending call, or two signals within the same few instructions.) */
 static void ev_window_switched(int open)
 {
     if (!open || !py.IsInitialized() || atomic_exchange(&ev_queued, 1))
@@ -117,6 +122,7 @@ void python_events_idle(void)
         return; /* no step function seen yet: every call is looked at until one is */
     if (python_tree_frames_open())
         return;
+    atomic_store(&ev_queued, 0); /* an opening from now on queues a pending call */
     for (; ev_watched < python_step_count(); ev_watched++)
         if (ev_call("set_local_events", "iOl", (py_object *)python_step_code(ev_watched),
                     ev_local_mask) != 0)
