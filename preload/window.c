@@ -38,6 +38,7 @@
 
 int window_steps_on;
 int window_active;
+_Atomic(window_observer_fn) window_observer;
 static long window_first_step, window_last_step;
 static long window_steps_done;     /* steps ended so far (under the GIL) */
 static long window_steps_recorded; /* of which while recording */
@@ -87,6 +88,11 @@ static void window_switch(int open, enum window_why why, long value)
     collector_set_recording(open);
     if (window_page)
         atomic_store(window_page, open);
+    /* not at a fork (the child's interpreter is not yet fit for it) nor at a step */
+    window_observer_fn observer = atomic_load(&window_observer);
+    if (observer &&
+        (why == WINDOW_WHY_SIGNAL || why == WINDOW_WHY_TIME || why == WINDOW_WHY_PARENT))
+        observer(open);
     unsigned i = atomic_fetch_add(&window_nswitches, 1);
     if (i >= WINDOW_MAX_SWITCHES)
         return;

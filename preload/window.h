@@ -19,4 +19,11 @@ void window_init(void);
 /* The outermost call of a step function returned (Python layer, under the GIL). */
 void window_step_done(void);
 
+/* Told after each opening or closing made outside the Python layer's own callbacks: from
+ * the signal handler, or from the collector thread (the time window, a forked child
+ * following its parent). Async-signal-safe. The Python layer (3.12+) sets it to switch
+ * its interpreter events back on; a step's end it handles itself, under the GIL. */
+typedef void (*window_observer_fn)(int open);
+extern _Atomic(window_observer_fn) window_observer;
+
 #endif

@@ -130,6 +130,19 @@ void python_action_called(int kind, py_object *frame, uint64_t now);
 void python_step_classify(uint32_t func_id, py_object *code, const char *path);
 int python_func_step(uint32_t func_id);
 int python_code_step(const void *code);
+/* The step functions known so far, and the code object of the i-th. */
+int python_step_count(void);
+const void *python_step_code(int i);
+
+/* python_events.c (3.12+, sys.monitoring): the tool's events follow the capture window.
+ * From python_attach.c once the tool is in place (tool id, its events). */
+void python_events_init(py_object *monitoring, int tool, long mask);
+/* Under the GIL, outside the window, from a callback of a thread with no frame of the
+ * window left: the events go off once no thread has one (step functions stay watched). */
+void python_events_idle(void);
+/* Under the GIL, the window just opened: the events go back on. */
+void python_events_opened(void);
+void python_events_after_fork_child(void);
 
 /* python_tree.c */
 int python_profile(py_object *obj, py_object *frame, int what, py_object *arg);
@@ -139,6 +152,9 @@ void python_tree_after_fork_child(void);
 /* Another profile function replaced ours in this thread, or ours is back. */
 void python_gap_begin(void);
 void python_gap_end(void);
+/* Whether a live thread still has frames on its stack (outside the window: frames of the
+ * window). Under the GIL. */
+int python_tree_frames_open(void);
 /* atexit callback (METH_NOARGS) naming functions on Python < 3.11. */
 py_object *python_qualnames_at_exit(py_object *self, py_object *unused);
 /* sys.monitoring callbacks (METH_FASTCALL). */

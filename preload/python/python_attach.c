@@ -137,6 +137,7 @@ static int py_attach_monitoring(void)
         py.ErrClear();
         return -1;
     }
+    python_events_init(mon, tool, mask);
     return 0;
 }
 
@@ -363,6 +364,7 @@ static void python_after_fork_child(void)
 {
     python_threads_after_fork_child();
     python_tree_after_fork_child();
+    python_events_after_fork_child();
 }
 
 const struct preload_layer python_layer = {

@@ -65,3 +65,13 @@ int python_code_step(const void *code)
             return 1;
     return 0;
 }
+
+int python_step_count(void)
+{
+    return py_nstep_funcs;
+}
+
+const void *python_step_code(int i)
+{
+    return py_step_funcs[i].code;
+}

@@ -70,6 +70,16 @@ struct py_thread {
     } drift[PY_MAX_DRIFT];
 };
 
+/* Threads with frames on their stack (python_tree_frames_open), counted when a stack
+ * turns empty or not: walking the threads would race with the collector freeing exited
+ * ones. Atomic: a thread's exit (its key's destructor) runs without the GIL. */
+static _Atomic int py_open_threads;
+
+static inline void py_stack_emptied(void)
+{
+    atomic_fetch_sub_explicit(&py_open_threads, 1, memory_order_relaxed);
+}
+
 /* Outside the capture window: step-function calls under way in this thread. */
 static __thread uint32_t py_closed_step_depth PROF_TLS;
 
@@ -102,6 +112,8 @@ static int py_noted_limits;
 static void py_thread_key_destroy(void *arg)
 {
     struct py_thread *pt = arg;
+    if (pt->depth)
+        py_stack_emptied();
     atomic_store_explicit(&pt->exited, 1, memory_order_release);
     py_tls = NULL;
 }
@@ -234,6 +246,8 @@ static inline __attribute__((always_inline)) void py_enter(struct py_thread *pt,
         }
         *last = n;
     }
+    if (__builtin_expect(!pt->depth, 0))
+        atomic_fetch_add_explicit(&py_open_threads, 1, memory_order_relaxed);
     struct py_frame *f = &pt->stack[pt->depth++];
     f->node = n;
     f->start = now;
@@ -298,6 +312,8 @@ py_leave(struct py_thread *pt, const void *tag, int kind, py_object *obj, uint64
     py_add(&n->self, dt - f->child);
     if (pt->depth)
         pt->stack[pt->depth - 1].child += dt;
+    else
+        py_stack_emptied();
     if (dt >= py_span_threshold())
         py_emit_span(n, f->start, now);
     if (__builtin_expect(n->action & PY_NODE_STEP, 0) && pt->step_depth && !--pt->step_depth)
@@ -319,17 +335,24 @@ static int py_closed_event(py_object *code, py_object *frame, int call)
               * for cProfile's unpaired-return rule */
             py_leave(pt, NULL, code ? PROF_PY_FUNC_PYTHON : PROF_PY_FUNC_C, NULL,
                      prof_clock_ticks(), 1);
+        if (!pt->depth)
+            python_events_idle(); /* the last frame of the window returned */
         return 0;
     }
-    if (!window_steps_on || !code)
-        return 0;
-    if (call) {
-        if (python_code_step(code) ||
-            python_func_step(python_func_id(code, PROF_PY_FUNC_PYTHON, frame)))
-            py_closed_step_depth++;
-    } else if (py_closed_step_depth && python_code_step(code) && !--py_closed_step_depth) {
-        window_step_done(); /* may open the window */
+    if (window_steps_on && code) {
+        if (call) {
+            if (python_code_step(code) ||
+                python_func_step(python_func_id(code, PROF_PY_FUNC_PYTHON, frame)))
+                py_closed_step_depth++;
+        } else if (py_closed_step_depth && python_code_step(code) && !--py_closed_step_depth) {
+            window_step_done(); /* may open the window */
+            if (atomic_load_explicit(&prof_recording, memory_order_relaxed)) {
+                python_events_opened();
+                return 0;
+            }
+        }
     }
+    python_events_idle(); /* 3.12+: the events may go off */
     return 0;
 }
 
@@ -387,7 +410,8 @@ static __attribute__((noinline)) int py_leave_unpaired(struct py_thread *pt, int
      * thread before 3.12; this asks the process: a function entered only in another
      * thread counts here.) */
     if (!paired && !python_func_known(key)) {
-        pt->depth--;
+        if (!--pt->depth)
+            py_stack_emptied();
         py_drift_add(pt, ended->key, 1);
         return 1;
     }
@@ -413,6 +437,8 @@ static __attribute__((noinline)) int py_leave_unpaired(struct py_thread *pt, int
     }
     if (pt->depth)
         pt->stack[pt->depth - 1].child += dt;
+    else
+        py_stack_emptied();
     if (!paired) { /* (drift may move here: it is not used after) */
         py_drift_add(pt, ended->key, 1);
         py_drift_add(pt, key, -1);
@@ -669,10 +695,17 @@ void python_gap_end(void)
         return;
     pt->in_gap = 0;
     /* Frames that returned while we were not told: start over from an empty stack. */
+    if (pt->depth)
+        py_stack_emptied();
     pt->depth = 0;
     pt->overflow = 0;
     pt->drift_used = 0;
     py_write_gap(pt->gap_start, prof_clock_ticks());
+}
+
+int python_tree_frames_open(void)
+{
+    return atomic_load_explicit(&py_open_threads, memory_order_relaxed) > 0;
 }
 
 /* ---- the collector side ---- */
@@ -770,6 +803,7 @@ void python_tree_after_fork_child(void)
         pt = next;
     }
     atomic_store(&py_threads, self);
+    atomic_store(&py_open_threads, self && self->depth);
     if (!self)
         return;
     atomic_store(&self->next, NULL);

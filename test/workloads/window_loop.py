@@ -8,8 +8,18 @@
                                     sends itself PROF_WINDOW_SIGNAL
     window_loop.py signal_own N K.. the same, with the program's own handler for the signal
                                     (it prints how often it ran)
+    window_loop.py gen N K...       N values of the generator numbers(), which calls work(i)
+                                    for each; before computing value K... it sends the process
+                                    PROF_WINDOW_SIGNAL (from inside the generator's frame)
+    window_loop.py thread           opens the window (PROF_WINDOW_SIGNAL), starts a thread in
+                                    which long_task() calls work() 10 times, closes the window,
+                                    then lets long_task call work() 10 times more and return
     window_loop.py timed N MS FILE  N calls of tick(i), MS ms apart; the wall-clock time
                                     (ns) each call began is written to FILE, one per line
+
+With WINDOW_EVENTS=FILE (python and signal modes, Python 3.12+), the events profrun's
+sys.monitoring tool has on after each iteration go to FILE, one line per iteration:
+"i NAME,NAME,..." (empty after i when none).
 """
 import os
 import signal
@@ -34,8 +44,35 @@ def tick(i):
     return work(i)
 
 
+def numbers(marks, sig):
+    i = 0
+    while True:
+        if i in marks:
+            os.kill(os.getpid(), sig)
+        yield work(i)
+        i += 1
+
+
+def events_log():
+    """(tool, list): profrun's sys.monitoring tool id and the list each iteration appends
+    its events to; (None, None) without WINDOW_EVENTS."""
+    if not os.environ.get("WINDOW_EVENTS"):
+        return None, None
+    tool = [t for t in range(6) if sys.monitoring.get_tool(t) == "profrun"][0]
+    return tool, []
+
+
+def write_events(seen):
+    names = [n for n in dir(sys.monitoring.events) if n.isupper() and n != "NO_EVENTS"]
+    with open(os.environ["WINDOW_EVENTS"], "w") as f:
+        for i, mask in enumerate(seen):
+            on = [n for n in names if mask & getattr(sys.monitoring.events, n)]
+            f.write("%d %s\n" % (i, ",".join(on)))
+
+
 def main():
     mode, n = sys.argv[1], int(sys.argv[2])
+    tool, seen = events_log()
     if mode == "torch":
         import torch
         torch.manual_seed(0)
@@ -71,6 +108,8 @@ def main():
     elif mode == "python":
         for i in range(n):
             train_step_python(i)
+            if seen is not None:
+                seen.append(sys.monitoring.get_events(tool))
         print("done")
     elif mode in ("signal", "signal_own"):
         marks = {int(k) for k in sys.argv[3:]}
@@ -82,7 +121,41 @@ def main():
             if i in marks:
                 os.kill(os.getpid(), sig)
             work(i)
+            if seen is not None:
+                seen.append(sys.monitoring.get_events(tool))
         print("done" if mode == "signal" else "handled %d" % len(handled))
+    elif mode == "gen":
+        sig = getattr(signal, "SIG" + os.environ.get("PROF_WINDOW_SIGNAL", "USR2"))
+        g = numbers({int(k) for k in sys.argv[3:]}, sig)
+        total = 0
+        for i in range(n):
+            total += next(g)
+        print("done %d" % total)
+    elif mode == "thread":
+        import threading
+        sig = getattr(signal, "SIG" + os.environ.get("PROF_WINDOW_SIGNAL", "USR2"))
+        waiting, go_on = threading.Event(), threading.Event()
+
+        def long_task():
+            for i in range(10):
+                work(i)
+            waiting.set()
+            go_on.wait()
+            if seen is not None:  # the window is closed; this thread's frames are not
+                seen.append(sys.monitoring.get_events(tool))
+            for i in range(10):
+                work(i)
+
+        os.kill(os.getpid(), sig)
+        t = threading.Thread(target=long_task)
+        t.start()
+        waiting.wait()
+        os.kill(os.getpid(), sig)
+        go_on.set()
+        t.join()
+        if seen is not None:
+            seen.append(sys.monitoring.get_events(tool))
+        print("done")
     elif mode == "timed":
         ms, path = float(sys.argv[3]), sys.argv[4]
         starts = []
@@ -93,6 +166,8 @@ def main():
         with open(path, "w") as f:
             f.write("".join("%d\n" % t for t in starts))
         print("done")
+    if seen is not None:
+        write_events(seen)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,151 @@
+/* The Python layer outside a capture window, on 3.12+: sys.monitoring lets a tool switch
+ * its events off and on, and watch single code objects. Once the window is closed and no
+ * thread has a frame of the window left on its stack (python_tree.c lets those return and
+ * counts them), the tool's events go off and the interpreter stops calling us; with
+ * PROF_STEPS the step functions' code objects stay watched (PY_START/RESUME/RETURN/YIELD,
+ * with PY_UNWIND/PY_THROW kept global: they cannot be local and cost nothing until an
+ * exception), so steps are still counted exactly. Until a step function is known, every
+ * event stays on (the function is recognized when it is first called).
+ *
+ * The events come back on when the window opens: at a step's end inside our callback
+ * (under the GIL, at once); from the signal handler or the collector thread (time window,
+ * a forked child following its parent) through Py_AddPendingCall, which CPython allows
+ * from a signal handler and runs in the main thread under the GIL. Frames entered while
+ * the events were off return without a frame of ours: a return on an empty stack is
+ * ignored (python_tree.c), and one thread's stack is last in, first out, so every return
+ * of such a frame comes when the frames we saw since have returned.
+ *
+ * Before 3.12 (setprofile) none of this is used: the profile function stays installed and
+ * each event outside the window costs a call that does (almost) nothing. */
+#define _GNU_SOURCE
+#include <stdatomic.h>
+
+#include "collector.h"
+#include "python.h"
+#include "window.h"
+
+static py_object *ev_monitoring; /* sys.monitoring, a reference kept for the process */
+static int ev_tool = -1;         /* < 0: not in use */
+static long ev_mask;             /* every event of ours */
+static long ev_closed_mask;      /* kept global outside the window */
+static long ev_local_mask;       /* on the step functions' code objects */
+static int ev_on;                /* ev_mask is set (under the GIL) */
+static int ev_watched;           /* step functions given their local events */
+static int ev_broken;            /* a switch failed: events stay on from now on */
+static _Atomic int ev_queued;    /* a pending call to switch on is queued */
+
+static long ev_event(py_object *events, const char *name)
+{
+    py_object *v = py.GetAttrString(events, name);
+    long n = v ? py.AsLong(v) : 0;
+    if (v)
+        py.DecRef(v);
+    return n > 0 ? n : 0;
+}
+
+/* sys.monitoring.<method>(tool, ...): 0, or -1 (said once; no more switching off). The
+ * program's pending exception, if any, is kept. */
+static int ev_call(const char *method, const char *format, py_object *code, long mask)
+{
+    py_object *et, *ev, *etb;
+    py.ErrFetch(&et, &ev, &etb);
+    py_object *r = code ? py.ObjectCallMethod(ev_monitoring, method, format, ev_tool, code, mask)
+                        : py.ObjectCallMethod(ev_monitoring, method, format, ev_tool, mask);
+    if (r)
+        py.DecRef(r);
+    else
+        py.ErrClear();
+    py.ErrRestore(et, ev, etb);
+    if (!r && !ev_broken) {
+        ev_broken = 1;
+        collector_note("sys.monitoring.%s failed: Python events are no longer switched off "
+                       "outside the capture window",
+                       method);
+    }
+    return r ? 0 : -1;
+}
+
+/* Main thread, under the GIL (Py_AddPendingCall). ev_queued stays set until the events
+ * go off (python_events_idle): CPython takes its pending-call lock again once this
+ * returns, and a signal handler of ours must not ask for the lock its own thread holds. */
+static int ev_pending_open(void *arg)
+{
+    (void)arg;
+    if (atomic_load(&prof_recording))
+        python_events_opened();
+    return 0;
+}
+
+/* The window opened from a signal handler or the collector thread (whose signals are
+ * blocked). Queued even while the events look on: a thread may be switching them off
+ * (under the GIL) right now. Not while a call of ours is queued or just made: see
+ * ev_pending_open. (CPython allows Py_AddPendingCall in a signal handler; what is left is
+ * a signal landing on a thread that holds CPython's pending-call lock for another
+ * caller's pending call, or two signals within the same few instructions.) */
+static void ev_window_switched(int open)
+{
+    if (!open || !py.IsInitialized() || atomic_exchange(&ev_queued, 1))
+        return; /* (not once the interpreter is finalizing) */
+    if (py.AddPendingCall(ev_pending_open, NULL) != 0)
+        atomic_store(&ev_queued, 0); /* the queue is full: the next opening tries again */
+}
+
+void python_events_init(py_object *monitoring, int tool, long mask)
+{
+    if (!window_active)
+        return; /* the whole run is recorded */
+    py_object *events = py.GetAttrString(monitoring, "events");
+    if (!events) {
+        py.ErrClear();
+        return;
+    }
+    ev_local_mask = ev_event(events, "PY_START") | ev_event(events, "PY_RESUME") |
+                    ev_event(events, "PY_RETURN") | ev_event(events, "PY_YIELD");
+    ev_closed_mask =
+        window_steps_on ? ev_event(events, "PY_UNWIND") | ev_event(events, "PY_THROW") : 0;
+    py.DecRef(events);
+    py.ErrClear();
+    py.IncRef(monitoring);
+    ev_monitoring = monitoring;
+    ev_tool = tool;
+    ev_mask = mask;
+    ev_on = 1;
+    atomic_store(&window_observer, ev_window_switched);
+    collector_add_meta("python.window_events", "off outside the window");
+}
+
+void python_events_idle(void)
+{
+    if (ev_tool < 0 || !ev_on || ev_broken || atomic_load(&prof_recording))
+        return;
+    if (window_steps_on && !python_step_count())
+        return; /* no step function seen yet: every call is looked at until one is */
+    if (python_tree_frames_open())
+        return;
+    atomic_store(&ev_queued, 0); /* an opening from now on queues a pending call */
+    for (; ev_watched < python_step_count(); ev_watched++)
+        if (ev_call("set_local_events", "iOl", (py_object *)python_step_code(ev_watched),
+                    ev_local_mask) != 0)
+            return;
+    if (ev_call("set_events", "il", NULL, ev_closed_mask) != 0)
+        return;
+    ev_on = 0;
+    /* A signal may have opened the window meanwhile; its pending call would come later. */
+    if (atomic_load(&prof_recording))
+        python_events_opened();
+}
+
+void python_events_opened(void)
+{
+    if (ev_tool < 0 || ev_on)
+        return;
+    if (ev_call("set_events", "il", NULL, ev_mask) != 0)
+        return; /* said; tried again at the next opening */
+    ev_on = 1;
+}
+
+void python_events_after_fork_child(void)
+{
+    /* A pending call of the parent's is not ours to wait for. */
+    atomic_store(&ev_queued, 0);
+}
