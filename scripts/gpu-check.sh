@@ -4,8 +4,8 @@
 # equals CUPTI's own count for the same run (test/gpu/cupti_count.c, injected in a
 # separate run), cuBLAS/cuBLASLt and cuDNN spans are present, every kernel is tied to a
 # launching call, the torch.cuda.nvtx ranges appear as actions, ops get CUDA time and
-# CUDA memory; a real Lightning fit gives the actions its SimpleProfiler records; then the
-# overhead benchmark (test/bench/bench_gpu.py). Without a GPU it says so and exits 0.
+# CUDA memory; the run's summaries report what its traces do; a real Lightning fit gives the
+# actions its SimpleProfiler records; then the overhead benchmark (test/bench/bench_gpu.py). Without a GPU it says so and exits 0.
 set -e
 B=${1:?build folder}
 PY=${PYTHON:-python3}
@@ -26,6 +26,22 @@ CUDA_INJECTION64_PATH="$B/test/gpu/libcupti_count.so" CUPTI_COUNT_FILE="$out/cup
 "$B/bin/profreport" --kernels --limit 15 "$out/prof"
 "$B/bin/profreport" --gpu "$out/prof"
 "$B/bin/profreport" --actions "$out/prof"
+# The run's per-trace summaries (profreport --summarize) report what its traces report,
+# the findings drawn from the GPU timeline included.
+mkdir "$out/sum"
+cp "$out/prof"/*.trace "$out/sum/"
+"$B/bin/profreport" --summarize "$out/sum"
+rm -f "$out/sum"/*.trace
+"$B/bin/profreport" --format json "$out/sum" > "$out/report_sum.json"
+"$PY" - "$out" <<'PYEOF'
+import sys
+out = sys.argv[1]
+a = open(out + "/report.json").read().replace(out + "/prof", "DIR")
+b = open(out + "/report_sum.json").read().replace(out + "/sum", "DIR")
+if a != b:
+    sys.exit("gpu-check: FAILED: the summaries' report differs from the traces'")
+print("gpu-check: summaries report the same as the traces")
+PYEOF
 # A real Lightning fit (the GPU machine has Lightning 2.x): its SimpleProfiler's actions
 # are the reference for ours under the default profiler.
 lightning=""
