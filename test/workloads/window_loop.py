@@ -17,9 +17,18 @@
     window_loop.py timed N MS FILE  N calls of tick(i), MS ms apart; the wall-clock time
                                     (ns) each call began is written to FILE, one per line
 
-With WINDOW_EVENTS=FILE (python and signal modes, Python 3.12+), the events profrun's
-sys.monitoring tool has on after each iteration go to FILE, one line per iteration:
-"i NAME,NAME,..." (empty after i when none).
+    window_loop.py late_thread      closed at start: starts a thread, opens the window
+                                    (PROF_WINDOW_SIGNAL), the thread calls work() 10 times,
+                                    the window closes, the thread returns (WINDOW_EVENTS:
+                                    logged by the thread at 0, 2, 4, by the main thread at
+                                    1, 3)
+
+With WINDOW_EVENTS=FILE (python, signal, thread and late_thread modes), the events
+profrun's sys.monitoring tool has on (3.12+) after each iteration go to FILE, one line per
+iteration: "i NAME,NAME,..." (empty after i when none). Before 3.12 the names are PROFILE
+when the calling thread's state has a C profile function (sys.getprofile() cannot tell:
+profrun's function has no Python object) and TRACING when its tracing flag is on; read
+with ctypes at CPython's release-build offsets (x86-64), in the thread that logs.
 """
 import os
 import signal
@@ -53,26 +62,56 @@ def numbers(marks, sig):
         i += 1
 
 
+# PyThreadState: c_profilefunc; the tracing flag (3.8/3.9: use_tracing, an int in the
+# state; 3.10: cframe->use_tracing, int; 3.11: cframe->use_tracing, uint8)
+PROFILEFUNC = {(3, 8): 56, (3, 9): 56, (3, 10): 56, (3, 11): 64}
+TRACING = {(3, 8): 48, (3, 9): 48, (3, 10): 48, (3, 11): 56}
+
+
+def thread_profile_state():
+    """The names logged before 3.12 (see above) for the calling thread."""
+    import ctypes
+    ctypes.pythonapi.PyThreadState_Get.restype = ctypes.c_void_p
+    ts = ctypes.pythonapi.PyThreadState_Get()
+    version = sys.version_info[:2]
+    names = []
+    if ctypes.c_void_p.from_address(ts + PROFILEFUNC[version]).value:
+        names.append("PROFILE")
+    flag = ts + TRACING[version]
+    if version >= (3, 10):
+        flag = ctypes.c_void_p.from_address(flag).value
+    ctype = ctypes.c_uint8 if version >= (3, 11) else ctypes.c_int
+    if ctype.from_address(flag).value:
+        names.append("TRACING")
+    return names
+
+
 def events_log():
-    """(tool, list): profrun's sys.monitoring tool id and the list each iteration appends
-    its events to; (None, None) without WINDOW_EVENTS."""
+    """(log, list): a function that returns the names to log for the calling thread now,
+    and the list each iteration appends them to; (None, None) without WINDOW_EVENTS."""
     if not os.environ.get("WINDOW_EVENTS"):
         return None, None
+    if sys.version_info < (3, 12):
+        import ctypes  # noqa: F401 (imported now, not inside the window)
+        return thread_profile_state, []
     tool = [t for t in range(6) if sys.monitoring.get_tool(t) == "profrun"][0]
-    return tool, []
+    names = [n for n in dir(sys.monitoring.events) if n.isupper() and n != "NO_EVENTS"]
+
+    def events_on():
+        mask = sys.monitoring.get_events(tool)
+        return [n for n in names if mask & getattr(sys.monitoring.events, n)]
+    return events_on, []
 
 
 def write_events(seen):
-    names = [n for n in dir(sys.monitoring.events) if n.isupper() and n != "NO_EVENTS"]
     with open(os.environ["WINDOW_EVENTS"], "w") as f:
-        for i, mask in enumerate(seen):
-            on = [n for n in names if mask & getattr(sys.monitoring.events, n)]
+        for i, on in enumerate(seen):
             f.write("%d %s\n" % (i, ",".join(on)))
 
 
 def main():
     mode, n = sys.argv[1], int(sys.argv[2])
-    tool, seen = events_log()
+    log, seen = events_log()
     if mode == "torch":
         import torch
         torch.manual_seed(0)
@@ -109,7 +148,7 @@ def main():
         for i in range(n):
             train_step_python(i)
             if seen is not None:
-                seen.append(sys.monitoring.get_events(tool))
+                seen.append(log())
         print("done")
     elif mode in ("signal", "signal_own"):
         marks = {int(k) for k in sys.argv[3:]}
@@ -122,7 +161,7 @@ def main():
                 os.kill(os.getpid(), sig)
             work(i)
             if seen is not None:
-                seen.append(sys.monitoring.get_events(tool))
+                seen.append(log())
         print("done" if mode == "signal" else "handled %d" % len(handled))
     elif mode == "gen":
         sig = getattr(signal, "SIG" + os.environ.get("PROF_WINDOW_SIGNAL", "USR2"))
@@ -142,7 +181,7 @@ def main():
             waiting.set()
             go_on.wait()
             if seen is not None:  # the window is closed; this thread's frames are not
-                seen.append(sys.monitoring.get_events(tool))
+                seen.append(log())
             for i in range(10):
                 work(i)
 
@@ -154,7 +193,46 @@ def main():
         go_on.set()
         t.join()
         if seen is not None:
-            seen.append(sys.monitoring.get_events(tool))
+            seen.append(log())
+        print("done")
+    elif mode == "late_thread":
+        import threading
+        sig = getattr(signal, "SIG" + os.environ.get("PROF_WINDOW_SIGNAL", "USR2"))
+        # The threads wait for each other's phase in loops without calls: a call entered
+        # inside the window and blocked in would keep the hook on (its return is awaited).
+        phase = [0]
+
+        def late_task():
+            if seen is not None:  # 0: born while closed
+                seen.append(log())
+            phase[0] = 1
+            while phase[0] != 2:
+                pass
+            for i in range(10):
+                work(i)
+            if seen is not None:  # 2: inside the window
+                seen.append(log())
+            phase[0] = 3
+            while phase[0] != 4:
+                pass
+            if seen is not None:  # 4: closed again
+                seen.append(log())
+
+        t = threading.Thread(target=late_task)
+        t.start()
+        while phase[0] != 1:
+            pass
+        os.kill(os.getpid(), sig)
+        if seen is not None:  # 1: the main thread, inside the window
+            seen.append(log())
+        phase[0] = 2
+        while phase[0] != 3:
+            pass
+        os.kill(os.getpid(), sig)
+        if seen is not None:  # 3: the main thread, closed (its first call switched off)
+            seen.append(log())
+        phase[0] = 4
+        t.join()
         print("done")
     elif mode == "timed":
         ms, path = float(sys.argv[3]), sys.argv[4]
