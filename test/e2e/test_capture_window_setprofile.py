@@ -132,3 +132,25 @@ def test_steps_keep_the_hook_on(tmp_path, python):
     seen = events_after(events)
     assert len(seen) == 300
     assert all(on == ON for on in seen.values()), seen
+
+
+def churn_total(iterations):
+    def work(i):
+        return sum(range(i % 7 + 3))
+    return 2 * sum(work(i + k) for i in range(iterations) for k in range(5))
+
+
+def test_threads_starting_and_ending_around_switches_and_a_fork(tmp_path, python):
+    """60 iterations each starting two short threads while the window toggles every 3rd
+    (20 switches, thread states born and deleted around each); a child forked half-way
+    runs 20 more on its own. Both finish with the program's own results; the calls
+    counted are whole worker calls made inside the windows."""
+    out = tmp_path / "prof"
+    got = profile([python, LOOP, "churn", "60"], out, env={"PROF_WINDOW_SIGNAL": "USR2"},
+                  timeout=120)
+    assert got.stdout == "child %d\ndone %d\n" % (churn_total(20), churn_total(60))
+    assert len(trace_files(out)) == 2
+    rep = report_json(out, "--python")
+    workers = py_calls(rep, "worker") + py_calls(rep, "main.<locals>.worker")
+    assert 0 < workers < 2 * 80
+    assert py_calls(rep, "work") <= 5 * workers

@@ -14,6 +14,12 @@
     window_loop.py thread           opens the window (PROF_WINDOW_SIGNAL), starts a thread in
                                     which long_task() calls work() 10 times, closes the window,
                                     then lets long_task call work() 10 times more and return
+    window_loop.py churn N          N iterations, each starting two threads that call work()
+                                    5 times and joining those of the iteration before; the
+                                    process sends itself PROF_WINDOW_SIGNAL every 3rd
+                                    iteration, and forks a child half-way that runs 20
+                                    iterations more (prints "done TOTAL", the child's total
+                                    on its own line first)
     window_loop.py timed N MS FILE  N calls of tick(i), MS ms apart; the wall-clock time
                                     (ns) each call began is written to FILE, one per line
 
@@ -234,6 +240,41 @@ def main():
         phase[0] = 4
         t.join()
         print("done")
+    elif mode == "churn":
+        import threading
+        sig = getattr(signal, "SIG" + os.environ.get("PROF_WINDOW_SIGNAL", "USR2"))
+        totals = []
+
+        def worker(i):
+            totals.append(sum(work(i + k) for k in range(5)))
+
+        def iterations(count, child):
+            before = []
+            for i in range(count):
+                now = [threading.Thread(target=worker, args=(i,)) for _ in range(2)]
+                for t in now:
+                    t.start()
+                if i % 3 == 0:
+                    os.kill(os.getpid(), sig)
+                for t in before:
+                    t.join()
+                before = now
+                if i == count // 2 and not child:
+                    pid = os.fork()
+                    if pid == 0:
+                        for t in before:
+                            t.join()
+                        del totals[:]
+                        iterations(20, True)
+                        print("child %d" % sum(totals))
+                        sys.stdout.flush()
+                        os._exit(0)
+                    os.waitpid(pid, 0)
+            for t in before:
+                t.join()
+
+        iterations(n, False)
+        print("done %d" % sum(totals))
     elif mode == "timed":
         ms, path = float(sys.argv[3]), sys.argv[4]
         starts = []
