@@ -74,7 +74,7 @@ PROFILEFUNC = {(3, 8): 56, (3, 9): 56, (3, 10): 56, (3, 11): 64}
 TRACING = {(3, 8): 48, (3, 9): 48, (3, 10): 48, (3, 11): 56}
 
 
-def thread_profile_state():
+def thread_profile_state(unused):
     """The names logged before 3.12 (see above) for the calling thread."""
     import ctypes
     ctypes.pythonapi.PyThreadState_Get.restype = ctypes.c_void_p
@@ -93,23 +93,23 @@ def thread_profile_state():
 
 
 def events_log():
-    """(log, list): a function that returns the names to log for the calling thread now,
-    and the list each iteration appends them to; (None, None) without WINDOW_EVENTS."""
+    """(log, tool, list): log(tool) gives what to log for the calling thread now (3.12+:
+    sys.monitoring.get_events itself, so that the tables list it), and the list each
+    iteration appends it to; (None, None, None) without WINDOW_EVENTS."""
     if not os.environ.get("WINDOW_EVENTS"):
-        return None, None
+        return None, None, None
     if sys.version_info < (3, 12):
         import ctypes  # noqa: F401 (imported now, not inside the window)
-        return thread_profile_state, []
+        return thread_profile_state, None, []
     tool = [t for t in range(6) if sys.monitoring.get_tool(t) == "profrun"][0]
-    names = [n for n in dir(sys.monitoring.events) if n.isupper() and n != "NO_EVENTS"]
-
-    def events_on():
-        mask = sys.monitoring.get_events(tool)
-        return [n for n in names if mask & getattr(sys.monitoring.events, n)]
-    return events_on, []
+    return sys.monitoring.get_events, tool, []
 
 
 def write_events(seen):
+    if sys.version_info >= (3, 12):
+        names = [n for n in dir(sys.monitoring.events) if n.isupper() and n != "NO_EVENTS"]
+        seen = [[n for n in names if mask & getattr(sys.monitoring.events, n)]
+                for mask in seen]
     with open(os.environ["WINDOW_EVENTS"], "w") as f:
         for i, on in enumerate(seen):
             f.write("%d %s\n" % (i, ",".join(on)))
@@ -117,7 +117,7 @@ def write_events(seen):
 
 def main():
     mode, n = sys.argv[1], int(sys.argv[2])
-    log, seen = events_log()
+    log, tool, seen = events_log()
     if mode == "torch":
         import torch
         torch.manual_seed(0)
@@ -154,7 +154,7 @@ def main():
         for i in range(n):
             train_step_python(i)
             if seen is not None:
-                seen.append(log())
+                seen.append(log(tool))
         print("done")
     elif mode in ("signal", "signal_own"):
         marks = {int(k) for k in sys.argv[3:]}
@@ -167,7 +167,7 @@ def main():
                 os.kill(os.getpid(), sig)
             work(i)
             if seen is not None:
-                seen.append(log())
+                seen.append(log(tool))
         print("done" if mode == "signal" else "handled %d" % len(handled))
     elif mode == "gen":
         sig = getattr(signal, "SIG" + os.environ.get("PROF_WINDOW_SIGNAL", "USR2"))
@@ -187,7 +187,7 @@ def main():
             waiting.set()
             go_on.wait()
             if seen is not None:  # the window is closed; this thread's frames are not
-                seen.append(log())
+                seen.append(log(tool))
             for i in range(10):
                 work(i)
 
@@ -199,7 +199,7 @@ def main():
         go_on.set()
         t.join()
         if seen is not None:
-            seen.append(log())
+            seen.append(log(tool))
         print("done")
     elif mode == "late_thread":
         import threading
@@ -210,19 +210,19 @@ def main():
 
         def late_task():
             if seen is not None:  # 0: born while closed
-                seen.append(log())
+                seen.append(log(tool))
             phase[0] = 1
             while phase[0] != 2:
                 pass
             for i in range(10):
                 work(i)
             if seen is not None:  # 2: inside the window
-                seen.append(log())
+                seen.append(log(tool))
             phase[0] = 3
             while phase[0] != 4:
                 pass
             if seen is not None:  # 4: closed again
-                seen.append(log())
+                seen.append(log(tool))
 
         t = threading.Thread(target=late_task)
         t.start()
@@ -230,13 +230,13 @@ def main():
             pass
         os.kill(os.getpid(), sig)
         if seen is not None:  # 1: the main thread, inside the window
-            seen.append(log())
+            seen.append(log(tool))
         phase[0] = 2
         while phase[0] != 3:
             pass
         os.kill(os.getpid(), sig)
         if seen is not None:  # 3: the main thread, closed (its first call switched off)
-            seen.append(log())
+            seen.append(log(tool))
         phase[0] = 4
         t.join()
         print("done")
