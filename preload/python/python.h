@@ -53,6 +53,8 @@ struct py_api {
     void (*SetProfile)(py_thread_profile_fn, py_object *);
     void (*SetProfileAllThreads)(py_thread_profile_fn, py_object *); /* 3.12+ */
     void *(*GILStateGetThisThreadState)(void);
+    void *(*InterpreterStateThreadHead)(void *);
+    void *(*ThreadStateNext)(void *);
     py_object *(*FrameGetCode)(py_object *);    /* 3.9+ */
     py_object *(*FrameGetGlobals)(py_object *); /* 3.11+ */
     py_object *(*GetAttrString)(py_object *, const char *);
@@ -100,6 +102,10 @@ int python_threads_attach(py_thread_profile_fn fn);
 void python_threads_init(void);
 /* In a forked child: follow CPython's thread-state key to its new number. */
 void python_threads_after_fork_child(void);
+/* Under the GIL (3.8-3.11, the capture window): our profile function off (0) or back on
+ * (1) on every thread state of the main interpreter, and on those born from now on.
+ * 0, or -1 where the thread states cannot be reached (python_threads_attach failed). */
+int python_threads_switch(int on);
 
 static inline uint64_t python_hash_ptr(const void *p, const void *q)
 {
@@ -134,9 +140,12 @@ int python_code_step(const void *code);
 int python_step_count(void);
 const void *python_step_code(int i);
 
-/* python_events.c (3.12+, sys.monitoring): the tool's events follow the capture window.
- * From python_attach.c once the tool is in place (tool id, its events). */
+/* python_events.c: the tool's events (3.12+, sys.monitoring) or our profile function
+ * (3.8-3.11) follow the capture window. From python_attach.c once the tool is in place
+ * (tool id, its events), or once our profile function is (threads: whether
+ * python_threads_attach succeeded). */
 void python_events_init(py_object *monitoring, int tool, long mask);
+void python_events_init_profile(int threads);
 /* Under the GIL, outside the window, from a callback of a thread with no frame of the
  * window left: the events go off once no thread has one (step functions stay watched). */
 void python_events_idle(void);

@@ -189,8 +189,8 @@ static void py_attach(void)
     if (py_monitoring)
         return; /* interpreter-wide: every thread, with nothing more to do */
     /* Before our function is in place: these calls are ours, not the program's. */
-    collector_add_meta("python.threads",
-                       python_threads_attach(py_profile_cb) == 0 ? "all" : "main");
+    int threads = python_threads_attach(py_profile_cb) == 0;
+    collector_add_meta("python.threads", threads ? "all" : "main");
     if (py.minor < 11)
         py_register_qualnames();
     if (py.SetProfileAllThreads) {
@@ -199,6 +199,7 @@ static void py_attach(void)
         python_installing = 0;
     } else {
         py_install_here();
+        python_events_init_profile(threads);
     }
 }
 
@@ -244,6 +245,8 @@ static int py_resolve_api(void)
     PY_REQUIRE(SetProfile, "PyEval_SetProfile")
     PY_OPTIONAL(SetProfileAllThreads, "PyEval_SetProfileAllThreads")
     PY_OPTIONAL(GILStateGetThisThreadState, "PyGILState_GetThisThreadState")
+    PY_OPTIONAL(InterpreterStateThreadHead, "PyInterpreterState_ThreadHead")
+    PY_OPTIONAL(ThreadStateNext, "PyThreadState_Next")
     PY_OPTIONAL(FrameGetCode, "PyFrame_GetCode")
     PY_OPTIONAL(FrameGetGlobals, "PyFrame_GetGlobals")
     PY_REQUIRE(GetAttrString, "PyObject_GetAttrString")

@@ -15,8 +15,13 @@
  * ignored (python_tree.c), and one thread's stack is last in, first out, so every return
  * of such a frame comes when the frames we saw since have returned.
  *
- * Before 3.12 (setprofile) none of this is used: the profile function stays installed and
- * each event outside the window costs a call that does (almost) nothing. */
+ * Before 3.12 (setprofile) the same triggers take our profile function off every thread
+ * state and put it back (python_threads_switch, under the GIL; new thread states follow).
+ * Not with PROF_STEPS: there are no local events before 3.12, and the step function's
+ * calls must be seen, so the profile function stays on and each event outside the window
+ * costs a call that does (almost) nothing. A thread whose state got our function back
+ * while it was off (born during a switch) switches everything off again at its first
+ * event. */
 #define _GNU_SOURCE
 #include <stdatomic.h>
 
@@ -26,6 +31,7 @@
 
 static py_object *ev_monitoring; /* sys.monitoring, a reference kept for the process */
 static int ev_tool = -1;         /* < 0: not in use */
+static int ev_profile;           /* before 3.12: our profile function follows the window */
 static long ev_mask;             /* every event of ours */
 static long ev_closed_mask;      /* kept global outside the window */
 static long ev_local_mask;       /* on the step functions' code objects */
@@ -114,8 +120,42 @@ void python_events_init(py_object *monitoring, int tool, long mask)
     collector_add_meta("python.window_events", "off outside the window");
 }
 
+void python_events_init_profile(int threads)
+{
+    if (!window_active)
+        return;
+    if (window_steps_on)
+        return; /* no local events before 3.12: every call is looked at for the steps */
+    if (!threads || python_threads_switch(1) != 0) {
+        collector_note("the Python profile function stays on outside the capture window: "
+                       "thread states cannot be reached on this interpreter");
+        return;
+    }
+    ev_profile = 1;
+    ev_on = 1;
+    atomic_store(&window_observer, ev_window_switched);
+    collector_add_meta("python.window_events", "off outside the window");
+}
+
+/* Before 3.12: called from our profile function, so some thread still has it (after a
+ * switch off, one born during the switch): the loop runs whenever we are called. */
+static void ev_profile_idle(void)
+{
+    if (atomic_load(&prof_recording) || python_tree_frames_open())
+        return;
+    atomic_store(&ev_queued, 0); /* an opening from now on queues a pending call */
+    python_threads_switch(0);
+    ev_on = 0;
+    if (atomic_load(&prof_recording))
+        python_events_opened();
+}
+
 void python_events_idle(void)
 {
+    if (ev_profile) {
+        ev_profile_idle();
+        return;
+    }
     if (ev_tool < 0 || !ev_on || ev_broken || atomic_load(&prof_recording))
         return;
     if (window_steps_on && !python_step_count())
@@ -137,6 +177,11 @@ void python_events_idle(void)
 
 void python_events_opened(void)
 {
+    if (ev_profile && !ev_on) {
+        python_threads_switch(1);
+        ev_on = 1;
+        return;
+    }
     if (ev_tool < 0 || ev_on)
         return;
     if (ev_call("set_events", "il", NULL, ev_mask) != 0)

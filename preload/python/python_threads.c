@@ -50,6 +50,9 @@ static const struct py_tstate_layout {
 
 static const struct py_tstate_layout *py_layout;
 static py_thread_profile_fn py_thread_fn;
+/* Whether a new thread state gets py_thread_fn: 0 while the capture window has our
+ * function off (python_threads_switch). */
+static _Atomic int py_thread_fn_on = 1;
 static void *py_main_interp;
 static pthread_key_t py_tss_key;
 /* Set once py_tss_key and the rest are valid; cleared when CPython deletes the key at
@@ -69,6 +72,14 @@ static _Atomic(py_key_delete_fn) py_real_key_delete;
 static void *py_tracing_flag(char *ts)
 {
     return py_layout->root_cframe ? *(char **)(ts + py_layout->tracing) : ts + py_layout->tracing;
+}
+
+static void py_tracing_clear(void *flag)
+{
+    if (py_layout->minor >= 11)
+        *(uint8_t *)flag = 0;
+    else
+        *(int *)flag = 0;
 }
 
 static int py_tracing_get(const void *flag)
@@ -94,6 +105,12 @@ static void py_thread_state_born(char *ts)
     void **profilefunc = (void **)(ts + py_layout->profilefunc);
     if (*profilefunc)
         return; /* a state already profiled, by us or by the program */
+    /* The state is in the interpreter's list already (CPython links it before binding it
+     * to its thread): a switch that comes after this test finds it there. A switch off
+     * that comes between this test and our write leaves our function on this state: its
+     * first event switches everything off again (python_events_idle). */
+    if (!atomic_load(&py_thread_fn_on))
+        return;
     if (py_layout->root_cframe &&
         *(char **)(ts + py_layout->tracing) != ts + py_layout->root_cframe)
         return; /* not a state that is new */
@@ -194,6 +211,41 @@ static int py_layout_agrees(char *ts, py_thread_profile_fn fn)
     py.SetProfile(NULL, NULL);
     python_installing = 0;
     return set && !*profilefunc && py_tracing_get(py_tracing_flag(ts)) == before;
+}
+
+/* As CPython's _PyEval_SetProfile does for one state (and 3.12's
+ * PyEval_SetProfileAllThreads for all, under the GIL, walking the list without its lock
+ * as we do): c_profilefunc, then the tracing flag, left on only where a trace function is
+ * set. c_profileobj is NULL with our function, and left as it is. Only our function is
+ * taken off, and ours is put only where none is set: another profiler's (cProfile in a
+ * thread) stays. On 3.10+ the flag is in the C frame the thread is evaluating now: when a
+ * nested evaluation returns, CPython 3.10/3.11 copy its flag back into the outer C frame
+ * (tstate->cframe->use_tracing = cframe.use_tracing), and a new one starts from the outer
+ * one's. A thread in a callback of ours (or any profile or trace function) has the flag
+ * off meanwhile and sets it again from these two fields once the callback returns.
+ * Every other thread is off the GIL (waiting for it, or not yet running Python): none
+ * reads these fields while we write them. Thread states are removed from the list by
+ * their own thread holding the GIL, so none goes away during the walk. */
+int python_threads_switch(int on)
+{
+    if (!py_thread_fn || !py.InterpreterStateThreadHead || !py.ThreadStateNext)
+        return -1;
+    atomic_store(&py_thread_fn_on, on);
+    for (char *ts = py.InterpreterStateThreadHead(py_main_interp); ts;
+         ts = py.ThreadStateNext(ts)) {
+        void **profilefunc = (void **)(ts + py_layout->profilefunc);
+        if (py_layout->root_cframe && !*(char **)(ts + py_layout->tracing))
+            continue; /* no C frame to hold the flag (not seen on 3.10/3.11) */
+        if (on && !*profilefunc) {
+            *profilefunc = (void *)py_thread_fn;
+            py_tracing_set(py_tracing_flag(ts));
+        } else if (!on && *profilefunc == (void *)py_thread_fn) {
+            *profilefunc = NULL;
+            if (!profilefunc[PY_TSTATE_TRACEFUNC_AFTER_PROFILEFUNC / sizeof(void *)])
+                py_tracing_clear(py_tracing_flag(ts));
+        }
+    }
+    return 0;
 }
 
 int python_threads_attach(py_thread_profile_fn fn)

@@ -9,9 +9,9 @@ closed the whole run (PROF_WINDOW_SIGNAL=USR2, never sent), and under profrun re
 (default settings, for scale). On a shared VM other work only adds time: the fastest round
 of each is taken (as timeit does), medians printed beside. It prints
 
-    closed ratio = closed / bare    goal on 3.12+: within a few percent of 1 (the
-                                    sys.monitoring events are off); before 3.12 the
-                                    profile function stays installed (no goal, for comparison)
+    closed ratio = closed / bare    goal: within a few percent of 1 (3.12+: the
+                                    sys.monitoring events are off; 3.8-3.11: the profile
+                                    function is off every thread state)
 
 and checks that the closed runs counted no Python call."""
 import json
@@ -29,7 +29,8 @@ PROFRUN = os.path.join(BUILD, "bin", "profrun")
 PROFREPORT = os.path.join(BUILD, "bin", "profreport")
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
 PYENV = "/root/.pyenv/versions"
-DEFAULT_PYTHONS = [os.path.join(PYENV, v, "bin", "python3") for v in ("3.12.1", "3.13.0")]
+DEFAULT_PYTHONS = [os.path.join(PYENV, v, "bin", "python3")
+                   for v in ("3.8.18", "3.9.18", "3.10.13", "3.11.7", "3.12.1", "3.13.0")]
 DEFAULT_PYTHONS.append("/usr/bin/python3")
 
 
@@ -70,8 +71,7 @@ def bench(python):
         shutil.rmtree(tmp, ignore_errors=True)
     best = {k: min(v) for k, v in times.items()}
     med = {k: statistics.median(v) for k, v in times.items()}
-    goal = "goal <= 1.05" if tuple(map(int, version.split("."))) >= (3, 12) else \
-        "no goal before 3.12: the profile function stays on"
+    goal = "goal <= 1.05"
     print("Python %s (%s): bare %.3f s, window closed %.3f s, recording %.3f s "
           "(medians %.3f / %.3f / %.3f); closed ratio %.3f (%s); 0 calls counted while closed"
           % (version, python, best["bare"], best["closed"], best["recording"], med["bare"],

@@ -121,8 +121,8 @@ def gen_run(tmp_path, python, name):
 def test_generator_resumed_across_switches_counts_as_with_the_hook_on(tmp_path, python):
     """The window opens and closes inside the generator's frame, which was resumed while
     the events were off: its yield there pairs with nothing and is ignored; the next
-    resumptions are counted. Table and call paths equal those of Debian's 3.11, whose
-    profile function stays on outside the window."""
+    resumptions are counted. Table and call paths equal those of Debian's 3.11 (setprofile,
+    switched off and on the same way: test_capture_window_setprofile.py)."""
     table, paths = gen_run(tmp_path, python, "monitoring")
     assert table == sorted([
         ("numbers", 20), ("work", 20), ("<built-in method builtins.next>", 20),
@@ -137,7 +137,7 @@ def test_a_thread_inside_the_window_keeps_the_events_until_its_frames_return(tmp
     """A thread started inside the window is still in long_task() when the window closes:
     the events stay on (its frames' returns are needed) until they have all returned,
     then go off. long_task counts once, work() 10 times (the calls made after the close
-    are not counted), as with Debian's 3.11, whose profile function stays on."""
+    are not counted), as with Debian's 3.11 (setprofile)."""
     out, events = tmp_path / "prof", tmp_path / "events.txt"
     got = profile([python, LOOP, "thread", "0"], out,
                   env={"PROF_WINDOW_SIGNAL": "USR2", "WINDOW_EVENTS": str(events)})

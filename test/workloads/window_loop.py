@@ -14,12 +14,27 @@
     window_loop.py thread           opens the window (PROF_WINDOW_SIGNAL), starts a thread in
                                     which long_task() calls work() 10 times, closes the window,
                                     then lets long_task call work() 10 times more and return
+    window_loop.py churn N          N iterations, each starting two threads that call work()
+                                    5 times and joining those of the iteration before; the
+                                    process sends itself PROF_WINDOW_SIGNAL every 3rd
+                                    iteration, and forks a child half-way that runs 20
+                                    iterations more (prints "done TOTAL", the child's total
+                                    on its own line first)
     window_loop.py timed N MS FILE  N calls of tick(i), MS ms apart; the wall-clock time
                                     (ns) each call began is written to FILE, one per line
 
-With WINDOW_EVENTS=FILE (python and signal modes, Python 3.12+), the events profrun's
-sys.monitoring tool has on after each iteration go to FILE, one line per iteration:
-"i NAME,NAME,..." (empty after i when none).
+    window_loop.py late_thread      closed at start: starts a thread, opens the window
+                                    (PROF_WINDOW_SIGNAL), the thread calls work() 10 times,
+                                    the window closes, the thread returns (WINDOW_EVENTS:
+                                    logged by the thread at 0, 2, 4, by the main thread at
+                                    1, 3)
+
+With WINDOW_EVENTS=FILE (python, signal, thread and late_thread modes), the events
+profrun's sys.monitoring tool has on (3.12+) after each iteration go to FILE, one line per
+iteration: "i NAME,NAME,..." (empty after i when none). Before 3.12 the names are PROFILE
+when the calling thread's state has a C profile function (sys.getprofile() cannot tell:
+profrun's function has no Python object) and TRACING when its tracing flag is on; read
+with ctypes at CPython's release-build offsets (x86-64), in the thread that logs.
 """
 import os
 import signal
@@ -53,26 +68,56 @@ def numbers(marks, sig):
         i += 1
 
 
+# PyThreadState: c_profilefunc; the tracing flag (3.8/3.9: use_tracing, an int in the
+# state; 3.10: cframe->use_tracing, int; 3.11: cframe->use_tracing, uint8)
+PROFILEFUNC = {(3, 8): 56, (3, 9): 56, (3, 10): 56, (3, 11): 64}
+TRACING = {(3, 8): 48, (3, 9): 48, (3, 10): 48, (3, 11): 56}
+
+
+def thread_profile_state(unused):
+    """The names logged before 3.12 (see above) for the calling thread."""
+    import ctypes
+    ctypes.pythonapi.PyThreadState_Get.restype = ctypes.c_void_p
+    ts = ctypes.pythonapi.PyThreadState_Get()
+    version = sys.version_info[:2]
+    names = []
+    if ctypes.c_void_p.from_address(ts + PROFILEFUNC[version]).value:
+        names.append("PROFILE")
+    flag = ts + TRACING[version]
+    if version >= (3, 10):
+        flag = ctypes.c_void_p.from_address(flag).value
+    ctype = ctypes.c_uint8 if version >= (3, 11) else ctypes.c_int
+    if ctype.from_address(flag).value:
+        names.append("TRACING")
+    return names
+
+
 def events_log():
-    """(tool, list): profrun's sys.monitoring tool id and the list each iteration appends
-    its events to; (None, None) without WINDOW_EVENTS."""
+    """(log, tool, list): log(tool) gives what to log for the calling thread now (3.12+:
+    sys.monitoring.get_events itself, so that the tables list it), and the list each
+    iteration appends it to; (None, None, None) without WINDOW_EVENTS."""
     if not os.environ.get("WINDOW_EVENTS"):
-        return None, None
+        return None, None, None
+    if sys.version_info < (3, 12):
+        import ctypes  # noqa: F401 (imported now, not inside the window)
+        return thread_profile_state, None, []
     tool = [t for t in range(6) if sys.monitoring.get_tool(t) == "profrun"][0]
-    return tool, []
+    return sys.monitoring.get_events, tool, []
 
 
 def write_events(seen):
-    names = [n for n in dir(sys.monitoring.events) if n.isupper() and n != "NO_EVENTS"]
+    if sys.version_info >= (3, 12):
+        names = [n for n in dir(sys.monitoring.events) if n.isupper() and n != "NO_EVENTS"]
+        seen = [[n for n in names if mask & getattr(sys.monitoring.events, n)]
+                for mask in seen]
     with open(os.environ["WINDOW_EVENTS"], "w") as f:
-        for i, mask in enumerate(seen):
-            on = [n for n in names if mask & getattr(sys.monitoring.events, n)]
+        for i, on in enumerate(seen):
             f.write("%d %s\n" % (i, ",".join(on)))
 
 
 def main():
     mode, n = sys.argv[1], int(sys.argv[2])
-    tool, seen = events_log()
+    log, tool, seen = events_log()
     if mode == "torch":
         import torch
         torch.manual_seed(0)
@@ -109,7 +154,7 @@ def main():
         for i in range(n):
             train_step_python(i)
             if seen is not None:
-                seen.append(sys.monitoring.get_events(tool))
+                seen.append(log(tool))
         print("done")
     elif mode in ("signal", "signal_own"):
         marks = {int(k) for k in sys.argv[3:]}
@@ -122,7 +167,7 @@ def main():
                 os.kill(os.getpid(), sig)
             work(i)
             if seen is not None:
-                seen.append(sys.monitoring.get_events(tool))
+                seen.append(log(tool))
         print("done" if mode == "signal" else "handled %d" % len(handled))
     elif mode == "gen":
         sig = getattr(signal, "SIG" + os.environ.get("PROF_WINDOW_SIGNAL", "USR2"))
@@ -142,7 +187,7 @@ def main():
             waiting.set()
             go_on.wait()
             if seen is not None:  # the window is closed; this thread's frames are not
-                seen.append(sys.monitoring.get_events(tool))
+                seen.append(log(tool))
             for i in range(10):
                 work(i)
 
@@ -154,8 +199,82 @@ def main():
         go_on.set()
         t.join()
         if seen is not None:
-            seen.append(sys.monitoring.get_events(tool))
+            seen.append(log(tool))
         print("done")
+    elif mode == "late_thread":
+        import threading
+        sig = getattr(signal, "SIG" + os.environ.get("PROF_WINDOW_SIGNAL", "USR2"))
+        # The threads wait for each other's phase in loops without calls: a call entered
+        # inside the window and blocked in would keep the hook on (its return is awaited).
+        phase = [0]
+
+        def late_task():
+            if seen is not None:  # 0: born while closed
+                seen.append(log(tool))
+            phase[0] = 1
+            while phase[0] != 2:
+                pass
+            for i in range(10):
+                work(i)
+            if seen is not None:  # 2: inside the window
+                seen.append(log(tool))
+            phase[0] = 3
+            while phase[0] != 4:
+                pass
+            if seen is not None:  # 4: closed again
+                seen.append(log(tool))
+
+        t = threading.Thread(target=late_task)
+        t.start()
+        while phase[0] != 1:
+            pass
+        os.kill(os.getpid(), sig)
+        if seen is not None:  # 1: the main thread, inside the window
+            seen.append(log(tool))
+        phase[0] = 2
+        while phase[0] != 3:
+            pass
+        os.kill(os.getpid(), sig)
+        if seen is not None:  # 3: the main thread, closed (its first call switched off)
+            seen.append(log(tool))
+        phase[0] = 4
+        t.join()
+        print("done")
+    elif mode == "churn":
+        import threading
+        sig = getattr(signal, "SIG" + os.environ.get("PROF_WINDOW_SIGNAL", "USR2"))
+        totals = []
+
+        def worker(i):
+            totals.append(sum(work(i + k) for k in range(5)))
+
+        def iterations(count, child):
+            before = []
+            for i in range(count):
+                now = [threading.Thread(target=worker, args=(i,)) for _ in range(2)]
+                for t in now:
+                    t.start()
+                if i % 3 == 0:
+                    os.kill(os.getpid(), sig)
+                for t in before:
+                    t.join()
+                before = now
+                if i == count // 2 and not child:
+                    pid = os.fork()
+                    if pid == 0:
+                        for t in before:
+                            t.join()
+                        del totals[:]
+                        iterations(20, True)
+                        print("child %d" % sum(totals))
+                        sys.stdout.flush()
+                        os._exit(0)
+                    os.waitpid(pid, 0)
+            for t in before:
+                t.join()
+
+        iterations(n, False)
+        print("done %d" % sum(totals))
     elif mode == "timed":
         ms, path = float(sys.argv[3]), sys.argv[4]
         starts = []
