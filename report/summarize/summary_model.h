@@ -1,0 +1,22 @@
+/* summary_model: the process model in a summary, one visitor per part for both directions
+ * (summary_file.c puts them in a file). Each reads when the codec reads, writes when it
+ * writes (the model is then left as it was). */
+#ifndef REPORT_SUMMARY_MODEL_H
+#define REPORT_SUMMARY_MODEL_H
+
+#include "model.h"
+#include "pystats.h"
+#include "summary_codec.h"
+
+/* The process: core, the Python functions its GPU rows and memory peaks name, GPU,
+ * PyTorch, then its communication calls behind their length (a reader skips them and
+ * keeps their offset in p->summary_comm_offset). */
+void summary_model_process(struct summary_codec *c, struct model_process *p);
+/* The communication calls (the section read when the merge asks). */
+void summary_model_comm(struct summary_codec *c, struct model_comm *m);
+/* The Python functions as cProfile's table: written from p's call trees; read merged into
+ * s (functions by key, callers with their indices mapped). */
+void summary_model_write_pystats(struct summary_codec *c, const struct model_process *p);
+void summary_model_read_pystats(struct summary_codec *c, struct pystats *s);
+
+#endif
