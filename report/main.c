@@ -14,6 +14,7 @@
 #include "findings.h"
 #include "format.h"
 #include "html.h"
+#include "inputs.h"
 #include "export_timeline.h"
 #include "jobs.h"
 #include "model.h"
@@ -140,139 +141,6 @@ static int main_bad_usage(const char *fmt, const char *what)
     return 2;
 }
 
-struct main_inputs {
-    struct model_process **procs;
-    size_t n, cap;
-    int failed;
-    int defs_only; /* timeline exports alone: keep definitions, stream events later */
-    /* An option that needs the traces (a timeline export, stacks, ...): summaries are
-     * not read in place of traces, and one given alone is an error. NULL: none. */
-    const char *trace_only;
-};
-
-static void main_load(struct main_inputs *in, const char *path)
-{
-    char err[512];
-    struct model_process *p;
-    if (summary_file_is_summary(path)) {
-        if (in->trace_only) {
-            fprintf(stderr,
-                    "profreport: %s: a summary holds the tables only; %s needs the "
-                    "trace\n",
-                    path, in->trace_only);
-            in->failed = 1;
-            return;
-        }
-        p = summary_file_load(path, err, sizeof err);
-    } else {
-        p = in->defs_only ? timeline_load_defs(path, err, sizeof err)
-                          : model_load_file(path, err, sizeof err);
-    }
-    if (!p) {
-        fputs("profreport: ", stderr);
-        format_fputs_escaped(stderr, err);
-        fputc('\n', stderr);
-        in->failed = 1;
-        return;
-    }
-    if (in->n == in->cap) {
-        in->cap = in->cap ? in->cap * 2 : 16;
-        struct model_process **n = realloc(in->procs, in->cap * sizeof *n);
-        if (!n) {
-            fprintf(stderr, "profreport: out of memory\n");
-            exit(1);
-        }
-        in->procs = n;
-    }
-    in->procs[in->n++] = p;
-}
-
-static int main_has_suffix(const char *name, const char *suffix)
-{
-    size_t len = strlen(name), n = strlen(suffix);
-    return len > n && !strcmp(name + len - n, suffix);
-}
-
-/* In a directory, X.summary stands for X.trace when it is not older and the views asked
- * for can use it; otherwise the trace is read. 1: read full (a trace or a summary). */
-static int main_dir_entry_wanted(const struct main_inputs *in, const char *full)
-{
-    if (main_has_suffix(full, summary_file_suffix)) {
-        size_t stem = strlen(full) - strlen(summary_file_suffix);
-        char *trace = malloc(stem + 7);
-        if (!trace)
-            report_oom();
-        memcpy(trace, full, stem);
-        memcpy(trace + stem, ".trace", 7);
-        struct stat st;
-        int have_trace = stat(trace, &st) == 0;
-        int fresh = have_trace && summarize_up_to_date(trace, full);
-        if (have_trace && !fresh && !in->trace_only)
-            fprintf(stderr,
-                    "profreport: warning: %s is older than its trace: reading the "
-                    "trace (profreport --summarize writes it again)\n",
-                    full);
-        free(trace);
-        if (!have_trace && in->trace_only) {
-            fprintf(stderr,
-                    "profreport: warning: %s: a summary holds the tables only; %s "
-                    "needs its trace; skipped\n",
-                    full, in->trace_only);
-            return 0;
-        }
-        return !have_trace || (fresh && !in->trace_only);
-    }
-    if (in->trace_only)
-        return 1;
-    char *summary = summarize_summary_path(full);
-    int use_summary = summarize_up_to_date(full, summary);
-    free(summary);
-    return !use_summary;
-}
-
-static void main_load_path(struct main_inputs *in, const char *path)
-{
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        fprintf(stderr, "profreport: %s: cannot open: %s\n", path, strerror(errno));
-        in->failed = 1;
-        return;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        main_load(in, path);
-        return;
-    }
-    static const char *const suffixes[] = {".trace", ".summary", NULL};
-    char **paths;
-    long n = trace_dir_list(path, suffixes, &paths);
-    if (n < 0) {
-        fprintf(stderr, "profreport: %s: cannot read directory: %s\n", path, strerror(errno));
-        in->failed = 1;
-        return;
-    }
-    if (n == 0)
-        fprintf(stderr, "profreport: %s: no *.trace or *.summary files in this directory\n", path);
-    for (long i = 0; i < n; i++) {
-        const char *full = paths[i];
-        struct stat fst;
-        char why[128];
-        int found = stat(full, &fst) == 0; /* else gone since the listing */
-        if (found && S_ISREG(fst.st_mode) && !main_dir_entry_wanted(in, full)) {
-            /* its summary or its trace is read instead */
-        } else if (found && S_ISREG(fst.st_mode) && summary_file_is_summary(full)) {
-            main_load(in, full);
-        } else if (found && S_ISREG(fst.st_mode)) {
-            if (trace_file_not_a_trace(full, why, sizeof why))
-                fprintf(stderr, "profreport: warning: %s: %s; skipped\n", full, why);
-            else
-                main_load(in, full);
-        } else if (found) { /* a FIFO would block the read: never opened */
-            fprintf(stderr, "profreport: warning: %s: not a regular file; skipped\n", full);
-        }
-    }
-    trace_dir_free(paths, n);
-}
-
 /* --pstats and --folded: each file is written whole or not at all. 0, or -1 said. */
 static int main_write_python_files(const struct summary *s, const char *pstats_path,
                                    const char *folded_path, size_t folded_depth)
@@ -315,7 +183,7 @@ static int main_write_timelines(struct model_process **procs, size_t n, const ch
 }
 
 /* --rank N: keeps the processes of rank N. 0, or -1 said (none has it). */
-static int main_keep_rank(struct main_inputs *in, long long rank)
+static int main_keep_rank(struct report_inputs *in, long long rank)
 {
     size_t kept = 0;
     for (size_t i = 0; i < in->n; i++) {
@@ -717,9 +585,9 @@ int main(int argc, char **argv)
     int print = !(pstats_path || folded_path || timeline_path || perfetto_path || chrome_path ||
                   html_path || flame_path) ||
                 python || format_given || kernels || gpu || actions || ops;
-    struct main_inputs in = {.defs_only = (perfetto_path || chrome_path) && !print &&
-                                          !pstats_path && !folded_path && !timeline_path &&
-                                          !stacks_asked && !html_path && !flame_path};
+    struct report_inputs in = {.defs_only = (perfetto_path || chrome_path) && !print &&
+                                            !pstats_path && !folded_path && !timeline_path &&
+                                            !stacks_asked && !html_path && !flame_path};
     in.trace_only = perfetto_path                     ? "--perfetto"
                     : chrome_path                     ? "--chrome-trace"
                     : stacks_asked && stacks.api_name ? "--stacks"
@@ -731,7 +599,7 @@ int main(int argc, char **argv)
                     : split != TABLES_PYTHON_MERGED   ? "--per-thread / --per-process"
                                                       : NULL;
     for (int i = optind; i < argc; i++)
-        main_load_path(&in, argv[i]);
+        report_inputs_load_path(&in, argv[i]);
     if (in.n == 0) {
         if (!in.failed) /* else each input has said why already */
             fprintf(stderr, "profreport: no readable trace in the inputs\n");

@@ -1,4 +1,4 @@
-# profreport: the offline reporter (report/main.c and one folder per stage: read/, model/,
+# profreport: the offline reporter (report/main.c, inputs.c, and one folder per stage: read/, model/,
 # symbols/, summarize/ (per-trace summaries), merge/, views/), linked with jansson, elfutils' libdw (symbols/), protobuf-c (the
 # Perfetto export, whose C code protoc-c generates from
 # report/views/perfetto/perfetto_trace.proto into $(BUILD)/gen/) and, for
