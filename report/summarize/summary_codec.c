@@ -213,6 +213,13 @@ void *summary_codec_array(struct summary_codec *c, size_t n, size_t size)
     return p;
 }
 
+void *summary_codec_vector(struct summary_codec *c, void *arr, size_t *n, size_t min_bytes,
+                           size_t size)
+{
+    summary_codec_count(c, n, min_bytes);
+    return c->reading ? summary_codec_array(c, *n, size) : arr;
+}
+
 void summary_codec_map(struct summary_codec *c, struct u64map *m)
 {
     size_t n = m->count;

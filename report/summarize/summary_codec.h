@@ -43,6 +43,10 @@ void summary_codec_str(struct summary_codec *c, char **s);
 void summary_codec_count(struct summary_codec *c, size_t *n, size_t min_bytes);
 /* Reading: a zeroed array of n elements (NULL when n is 0). */
 void *summary_codec_array(struct summary_codec *c, size_t n, size_t size);
+/* An array's count, then (reading) the array itself allocated for it: returns arr as
+ * given when writing, the new zeroed array (NULL for none) when reading. */
+void *summary_codec_vector(struct summary_codec *c, void *arr, size_t *n, size_t min_bytes,
+                           size_t size);
 /* Every key and value of a map (reading: into m, which must be initialized). */
 void summary_codec_map(struct summary_codec *c, struct u64map *m);
 /* Raw bytes (a magic). */

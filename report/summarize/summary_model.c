@@ -107,9 +107,7 @@ static void sf_core(sf_codec *c, struct model_process *p)
     summary_codec_int(c, &p->clean_end);
     summary_codec_int(c, &p->truncated);
     summary_codec_str(c, &p->stop_warning);
-    summary_codec_count(c, &p->nmeta, 2);
-    if (c->reading)
-        p->meta = summary_codec_array(c, p->nmeta, sizeof *p->meta);
+    p->meta = summary_codec_vector(c, p->meta, &p->nmeta, 2, sizeof *p->meta);
     for (size_t i = 0; i < p->nmeta; i++) {
         sf_text(c, &p->meta[i].key);
         sf_text(c, &p->meta[i].value);
@@ -129,11 +127,9 @@ static void sf_core(sf_codec *c, struct model_process *p)
         p->ns_per_tick = 1.0;
     summary_codec_size(c, &p->nclocks);
 
-    summary_codec_count(c, &p->nthreads, 6);
-    if (c->reading) {
-        p->threads = summary_codec_array(c, p->nthreads, sizeof *p->threads);
+    p->threads = summary_codec_vector(c, p->threads, &p->nthreads, 6, sizeof *p->threads);
+    if (c->reading)
         p->cap_threads = p->nthreads;
-    }
     for (size_t i = 0; i < p->nthreads; i++) {
         struct model_thread *t = &p->threads[i];
         summary_codec_u32(c, &t->tid);
@@ -151,9 +147,7 @@ static void sf_core(sf_codec *c, struct model_process *p)
         }
     }
 
-    summary_codec_count(c, &p->napis, 1);
-    if (c->reading)
-        p->apis = summary_codec_array(c, p->napis, sizeof *p->apis);
+    p->apis = summary_codec_vector(c, p->apis, &p->napis, 1, sizeof *p->apis);
     for (size_t i = 0; i < p->napis; i++) {
         uint8_t present = p->apis[i] != NULL;
         summary_codec_u8(c, &present);
@@ -199,9 +193,8 @@ static void sf_core(sf_codec *c, struct model_process *p)
     }
     for (int m = 0; m < MODEL_SPACE_COUNT; m++)
         sf_mem_stats(c, &p->mem[m]);
-    summary_codec_count(c, &p->ndevice_mem, 6);
-    if (c->reading)
-        p->device_mem = summary_codec_array(c, p->ndevice_mem, sizeof *p->device_mem);
+    p->device_mem =
+        summary_codec_vector(c, p->device_mem, &p->ndevice_mem, 6, sizeof *p->device_mem);
     for (size_t i = 0; i < p->ndevice_mem; i++)
         sf_mem_stats(c, &p->device_mem[i]);
     summary_codec_int(c, &p->set_device_used);
@@ -329,11 +322,9 @@ static void sf_python(sf_codec *c, struct model_process *p)
         free(funcs);
         free(nodes);
     }
-    summary_codec_count(c, &py->ngaps, 6);
-    if (c->reading) {
-        py->gaps = summary_codec_array(c, py->ngaps, sizeof *py->gaps);
+    py->gaps = summary_codec_vector(c, py->gaps, &py->ngaps, 6, sizeof *py->gaps);
+    if (c->reading)
         py->cap_gaps = py->ngaps;
-    }
     for (size_t i = 0; i < py->ngaps; i++) {
         struct model_py_gap *g = &py->gaps[i];
         summary_codec_u32(c, &g->tid);
@@ -346,11 +337,10 @@ static void sf_python(sf_codec *c, struct model_process *p)
     summary_codec_u64(c, &py->spans);
     struct pystats_thread *threads = NULL;
     size_t nthreads = c->reading ? 0 : pystats_threads(p, &threads);
-    summary_codec_count(c, &nthreads, 3);
-    if (c->reading) {
-        py->thread_totals = summary_codec_array(c, nthreads, sizeof *py->thread_totals);
+    py->thread_totals =
+        summary_codec_vector(c, py->thread_totals, &nthreads, 3, sizeof *py->thread_totals);
+    if (c->reading)
         py->nthread_totals = nthreads;
-    }
     for (size_t i = 0; i < nthreads; i++) {
         struct model_py_thread_total w = {0}, *t = c->reading ? &py->thread_totals[i] : &w;
         if (!c->reading)
@@ -386,11 +376,9 @@ static void sf_actions(sf_codec *c, struct model_action **arr, size_t *n)
 static void sf_gpu(sf_codec *c, struct model_process *p)
 {
     struct model_gpu *g = &p->gpu;
-    summary_codec_count(c, &g->nkernels, 10);
-    if (c->reading) {
-        g->kernels = summary_codec_array(c, g->nkernels, sizeof *g->kernels);
+    g->kernels = summary_codec_vector(c, g->kernels, &g->nkernels, 10, sizeof *g->kernels);
+    if (c->reading)
         g->cap_kernels = g->nkernels;
-    }
     for (size_t i = 0; i < g->nkernels; i++) {
         struct model_gpu_kernel *k = &g->kernels[i];
         summary_codec_u32(c, &k->name_sid);
@@ -411,11 +399,9 @@ static void sf_gpu(sf_codec *c, struct model_process *p)
             *slot = i + 1;
         }
     }
-    summary_codec_count(c, &g->ncopies, 6);
-    if (c->reading) {
-        g->copies = summary_codec_array(c, g->ncopies, sizeof *g->copies);
+    g->copies = summary_codec_vector(c, g->copies, &g->ncopies, 6, sizeof *g->copies);
+    if (c->reading)
         g->cap_copies = g->ncopies;
-    }
     for (size_t i = 0; i < g->ncopies; i++) {
         summary_codec_u8(c, &g->copies[i].copy_kind);
         summary_codec_u8(c, &g->copies[i].src_kind);
@@ -424,22 +410,18 @@ static void sf_gpu(sf_codec *c, struct model_process *p)
         summary_codec_u64(c, &g->copies[i].bytes);
         summary_codec_u64(c, &g->copies[i].ns);
     }
-    summary_codec_count(c, &g->nsets, 4);
-    if (c->reading) {
-        g->sets = summary_codec_array(c, g->nsets, sizeof *g->sets);
+    g->sets = summary_codec_vector(c, g->sets, &g->nsets, 4, sizeof *g->sets);
+    if (c->reading)
         g->cap_sets = g->nsets;
-    }
     for (size_t i = 0; i < g->nsets; i++) {
         summary_codec_u32(c, &g->sets[i].device);
         summary_codec_u64(c, &g->sets[i].calls);
         summary_codec_u64(c, &g->sets[i].bytes);
         summary_codec_u64(c, &g->sets[i].ns);
     }
-    summary_codec_count(c, &g->napis, 8);
-    if (c->reading) {
-        g->apis = summary_codec_array(c, g->napis, sizeof *g->apis);
+    g->apis = summary_codec_vector(c, g->apis, &g->napis, 8, sizeof *g->apis);
+    if (c->reading)
         g->cap_apis = g->napis;
-    }
     for (size_t i = 0; i < g->napis; i++) {
         struct model_gpu_api *a = &g->apis[i];
         summary_codec_u16(c, &a->domain);
@@ -457,11 +439,9 @@ static void sf_gpu(sf_codec *c, struct model_process *p)
             *slot = i + 1;
         }
     }
-    summary_codec_count(c, &g->ndevices, 9);
-    if (c->reading) {
-        g->devices = summary_codec_array(c, g->ndevices, sizeof *g->devices);
+    g->devices = summary_codec_vector(c, g->devices, &g->ndevices, 9, sizeof *g->devices);
+    if (c->reading)
         g->cap_devices = g->ndevices;
-    }
     for (size_t i = 0; i < g->ndevices; i++) {
         struct model_gpu_device *d = &g->devices[i];
         summary_codec_u32(c, &d->device);
@@ -473,9 +453,7 @@ static void sf_gpu(sf_codec *c, struct model_process *p)
         summary_codec_u16(c, &d->compute_major);
         summary_codec_u16(c, &d->compute_minor);
     }
-    summary_codec_count(c, &g->nbusy, 3);
-    if (c->reading)
-        g->busy = summary_codec_array(c, g->nbusy, sizeof *g->busy);
+    g->busy = summary_codec_vector(c, g->busy, &g->nbusy, 3, sizeof *g->busy);
     for (size_t i = 0; i < g->nbusy; i++) {
         summary_codec_u32(c, &g->busy[i].device);
         summary_codec_i64(c, &g->busy[i].stream);
@@ -487,11 +465,9 @@ static void sf_gpu(sf_codec *c, struct model_process *p)
     sf_actions(c, &g->marks, &g->nmarks);
     summary_codec_u64(c, &g->nvtx_unclosed);
     summary_codec_u64(c, &g->nvtx_unmatched);
-    summary_codec_count(c, &g->nnvtx_lost, 6);
-    if (c->reading) {
-        g->nvtx_lost = summary_codec_array(c, g->nnvtx_lost, sizeof *g->nvtx_lost);
+    g->nvtx_lost = summary_codec_vector(c, g->nvtx_lost, &g->nnvtx_lost, 6, sizeof *g->nvtx_lost);
+    if (c->reading)
         g->cap_nvtx_lost = g->nnvtx_lost;
-    }
     for (size_t i = 0; i < g->nnvtx_lost; i++) {
         sf_sid(c, p, &g->nvtx_lost[i].name_sid, NULL);
         sf_sid(c, p, &g->nvtx_lost[i].domain_sid, NULL);
@@ -503,9 +479,7 @@ static void sf_gpu(sf_codec *c, struct model_process *p)
     if (g->lightning_actions > g->nactions)
         summary_codec_fail(c, "more Lightning actions than actions");
     struct model_gpu_facts *f = &g->facts;
-    summary_codec_count(c, &f->nidle, 7);
-    if (c->reading)
-        f->idle = summary_codec_array(c, f->nidle, sizeof *f->idle);
+    f->idle = summary_codec_vector(c, f->idle, &f->nidle, 7, sizeof *f->idle);
     for (size_t i = 0; i < f->nidle; i++) {
         struct model_gpu_idle *d = &f->idle[i];
         summary_codec_u32(c, &d->device);
@@ -554,14 +528,10 @@ static void sf_torch(sf_codec *c, struct model_process *p)
     summary_codec_u64(c, &t->mem_records);
     summary_codec_u64(c, &t->dev_mem_records);
     sf_torch_memory(c, p, &t->memory);
-    summary_codec_count(c, &t->ndevices, 11);
-    if (c->reading)
-        t->devices = summary_codec_array(c, t->ndevices, sizeof *t->devices);
+    t->devices = summary_codec_vector(c, t->devices, &t->ndevices, 11, sizeof *t->devices);
     for (size_t i = 0; i < t->ndevices; i++)
         sf_torch_memory(c, p, &t->devices[i]);
-    summary_codec_count(c, &t->nrows, 15);
-    if (c->reading)
-        t->rows = summary_codec_array(c, t->nrows, sizeof *t->rows);
+    t->rows = summary_codec_vector(c, t->rows, &t->nrows, 15, sizeof *t->rows);
     for (size_t i = 0; i < t->nrows; i++) {
         struct model_torch_row *r = &t->rows[i];
         sf_sid(c, p, &r->name_sid, &r->name);
@@ -589,11 +559,9 @@ static void sf_torch(sf_codec *c, struct model_process *p)
 
 void summary_model_comm(sf_codec *c, struct model_comm *m)
 {
-    summary_codec_count(c, &m->nnames, 1);
-    if (c->reading) {
-        m->names = summary_codec_array(c, m->nnames, sizeof *m->names);
+    m->names = summary_codec_vector(c, m->names, &m->nnames, 1, sizeof *m->names);
+    if (c->reading)
         m->cap_names = m->nnames;
-    }
     struct u64map index; /* writing: name pointer -> index + 1 */
     u64map_init(&index);
     for (size_t i = 0; i < m->nnames; i++) {
@@ -604,11 +572,9 @@ void summary_model_comm(sf_codec *c, struct model_comm *m)
         if (slot)
             *slot = i + 1;
     }
-    summary_codec_count(c, &m->ncalls, 9);
-    if (c->reading) {
-        m->calls = summary_codec_array(c, m->ncalls, sizeof *m->calls);
+    m->calls = summary_codec_vector(c, m->calls, &m->ncalls, 9, sizeof *m->calls);
+    if (c->reading)
         m->cap_calls = m->ncalls;
-    }
     uint64_t prev = 0;
     for (size_t i = 0; i < m->ncalls; i++) {
         struct model_comm_call *call = &m->calls[i];
