@@ -32,17 +32,26 @@ struct resolve_candidates {
     char paths[RESOLVE_MAX_CANDIDATES][512];
 };
 
+PROF_UNINSTRUMENTED void resolve_object_name(const char *dlpi_name, char *buf, unsigned long cap)
+{
+    unsigned long i = 0;
+    for (; dlpi_name && i + 1 < cap && dlpi_name[i]; i++)
+        buf[i] = dlpi_name[i];
+    buf[i] = '\0';
+}
+
 static int resolve_visit(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
     struct resolve_candidates *c = arg;
-    const char *path = info->dlpi_name;
-    if (!path || !*path || c->count == RESOLVE_MAX_CANDIDATES)
+    char path[sizeof c->paths[0]];
+    resolve_object_name(info->dlpi_name, path, sizeof path);
+    if (!*path || c->count == RESOLVE_MAX_CANDIDATES)
         return 0;
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     if (strncmp(base, c->stem, strlen(c->stem)) == 0)
-        strncpy(c->paths[c->count++], path, sizeof c->paths[0] - 1);
+        memcpy(c->paths[c->count++], path, sizeof path);
     return 0;
 }
 

@@ -10,6 +10,14 @@ void *resolve_symbol(const char *name, const char *lib_stem);
 /* The path of libprof.so itself. */
 const char *resolve_self_path(void);
 
+/* Copies the loader's name of an object seen in dl_iterate_phdr into buf ("" for the main
+ * program). Every dl_iterate_phdr callback reads the name through this copy: the loader
+ * wrote it under its own lock, which ThreadSanitizer cannot see, and TSan's
+ * dl_iterate_phdr interceptor clears the name's characters of their history but not its
+ * terminating NUL, so a strlen or strrchr of the name itself was reported as a race with
+ * the dlopen of another thread that allocated it. */
+void resolve_object_name(const char *dlpi_name, char *buf, unsigned long cap);
+
 /* For the pass-through of a libc function we interpose that a sanitizer's runtime,
  * preloaded before us, calls as its "real" one before its own state exists (while it
  * starts, or in a new thread before registering it): not instrumented in a sanitized

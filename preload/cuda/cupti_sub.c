@@ -22,6 +22,7 @@
 #include "collector.h"
 #include "cupti_sub.h"
 #include "emit.h"
+#include "resolve.h"
 #include "settings.h"
 #include "window.h"
 
@@ -470,8 +471,9 @@ static void *cupti_open_in(const char *dir)
 static int cupti_find_cudart_dir(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
-    const char *p = info->dlpi_name;
-    const char *base = p ? strrchr(p, '/') : NULL;
+    char p[PATH_MAX];
+    resolve_object_name(info->dlpi_name, p, sizeof p);
+    const char *base = strrchr(p, '/');
     if (base && strncmp(base + 1, "libcudart.so", 12) == 0) {
         snprintf(arg, PATH_MAX, "%.*s", (int)(base - p), p);
         return 1;

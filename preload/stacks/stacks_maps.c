@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "resolve.h"
 #include "stacks.h"
 #include "trace_format.h"
 
@@ -93,12 +94,11 @@ static int stacks_maps_one(struct dl_phdr_info *info, size_t info_size, void *ar
 {
     (void)info_size;
     (void)arg;
-    char exe[PATH_MAX];
-    const char *path = info->dlpi_name;
-    if (!path || !path[0]) { /* the main program */
-        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-        exe[n > 0 ? n : 0] = '\0';
-        path = exe;
+    char path[PATH_MAX];
+    resolve_object_name(info->dlpi_name, path, sizeof path);
+    if (!path[0]) { /* the main program */
+        ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+        path[n > 0 ? n : 0] = '\0';
     }
     uint64_t path_hash = stacks_maps_hash(path);
     if (stacks_maps_known(info->dlpi_addr, path_hash))

@@ -93,8 +93,9 @@ static int torch_find_visit(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
     struct torch_libs *libs = arg;
-    const char *path = info->dlpi_name;
-    if (!path || !*path)
+    char path[PATH_MAX];
+    resolve_object_name(info->dlpi_name, path, sizeof path);
+    if (!*path)
         return 0;
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
