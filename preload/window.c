@@ -38,10 +38,12 @@
 
 int window_steps_on;
 int window_active;
+_Atomic int window_steps_by_torch;
 _Atomic(window_observer_fn) window_observer;
+_Atomic(window_observer_fn) window_step_observer;
 static long window_first_step, window_last_step;
-static long window_steps_done;     /* steps ended so far (under the GIL) */
-static long window_steps_recorded; /* of which while recording */
+static _Atomic long window_steps_done;     /* steps ended so far */
+static _Atomic long window_steps_recorded; /* of which while recording */
 static int window_signal;
 static double window_delay_s = -1, window_duration_s = -1;
 static uint64_t window_start_ns;      /* CLOCK_MONOTONIC at init */
@@ -93,6 +95,9 @@ static void window_switch(int open, enum window_why why, long value)
     if (observer &&
         (why == WINDOW_WHY_SIGNAL || why == WINDOW_WHY_TIME || why == WINDOW_WHY_PARENT))
         observer(open);
+    observer = atomic_load(&window_step_observer);
+    if (observer && why == WINDOW_WHY_STEP && atomic_load(&window_steps_by_torch))
+        observer(open);
     unsigned i = atomic_fetch_add(&window_nswitches, 1);
     if (i >= WINDOW_MAX_SWITCHES)
         return;
@@ -108,10 +113,10 @@ static void window_switch(int open, enum window_why why, long value)
 
 void window_step_done(void)
 {
-    long k = window_steps_done++;
+    long k = atomic_fetch_add(&window_steps_done, 1);
     int open = atomic_load_explicit(&prof_recording, memory_order_relaxed);
     if (open)
-        window_steps_recorded++;
+        atomic_fetch_add(&window_steps_recorded, 1);
     if (!window_steps_on)
         return;
     if (!open && k + 1 == window_first_step)
@@ -205,7 +210,7 @@ static void window_drain(int fresh, int last)
     }
     if (last && window_steps_on) {
         char v[32];
-        snprintf(v, sizeof v, "%ld", window_steps_recorded);
+        snprintf(v, sizeof v, "%ld", atomic_load(&window_steps_recorded));
         window_write_meta("window_steps", v);
     }
 }

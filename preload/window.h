@@ -9,6 +9,19 @@
 
 /* 1 when PROF_STEPS is set: the Python layer watches for the end of each step. */
 extern int window_steps_on;
+/* Who counts the steps of PROF_STEPS. The PyTorch layer, once its callback is installed,
+ * for the default step (no PROF_STEP_FUNC): every torch optimizer's step runs inside the
+ * record_function scope "Optimizer.step#<class>.step", whose end it sees for one compare
+ * per op, so that the Python layer looks at no call for the steps and its events can go
+ * off outside the window on every version. Else the Python layer, from the returns of the
+ * step functions. Set once, in the thread importing torch (under the GIL): a step under
+ * way then was begun in Python, where no torch step can be. */
+extern _Atomic int window_steps_by_torch;
+static inline int window_steps_by_python(void)
+{
+    return window_steps_on && !atomic_load_explicit(&window_steps_by_torch, memory_order_relaxed);
+}
+
 /* 1 when any capture window is set: recording may be off for a while (CUPTI then keeps
  * only the GPU work of calls made inside). */
 extern int window_active;
@@ -16,7 +29,8 @@ extern int window_active;
 /* After collector_init and lifecycle_init: reads the settings, closes the window when it
  * starts closed, installs the signal, and writes the window into the trace (META). */
 void window_init(void);
-/* The outermost call of a step function returned (Python layer, under the GIL). */
+/* A step ended: the outermost call of a step function returned (Python layer, under the
+ * GIL) or the outermost optimizer step scope ended (PyTorch layer, any thread). */
 void window_step_done(void);
 
 /* Told after each opening or closing made outside the Python layer's own callbacks: from
@@ -25,5 +39,9 @@ void window_step_done(void);
  * its interpreter events back on; a step's end it handles itself, under the GIL. */
 typedef void (*window_observer_fn)(int open);
 extern _Atomic(window_observer_fn) window_observer;
+/* Told, on the thread of the step, when a step's end counted by the PyTorch layer opens
+ * the window: the Python layer switches its events on before that thread runs Python
+ * again (it takes the GIL when the thread does not hold it). */
+extern _Atomic(window_observer_fn) window_step_observer;
 
 #endif

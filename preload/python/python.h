@@ -78,6 +78,10 @@ struct py_api {
     int (*TypeIsSubtype)(void *, void *);
     unsigned long (*TypeGetFlags)(void *);
     int (*AddPendingCall)(int (*)(void *), void *);
+    int (*GILStateCheck)(void);
+    int (*GILStateEnsure)(void); /* PyGILState_STATE is an enum */
+    void (*GILStateRelease)(int);
+    int (*IsFinalizing)(void); /* Py_IsFinalizing (3.13), else _Py_IsFinalizing */
     py_object *(*SysGetObject)(const char *);
     py_object *(*EvalGetFrame)(void);
     py_object *(*ImportModule)(const char *);

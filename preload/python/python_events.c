@@ -2,13 +2,16 @@
  * its events off and on, and watch single code objects. Once the window is closed and no
  * thread has a frame of the window left on its stack (python_tree.c lets those return and
  * counts them), the tool's events go off and the interpreter stops calling us; with
- * PROF_STEPS the step functions' code objects stay watched (PY_START/RESUME/RETURN/YIELD,
- * with PY_UNWIND/PY_THROW kept global: they cannot be local and cost nothing until an
+ * PROF_STEPS counted here (a PROF_STEP_FUNC, or torch's step without the PyTorch layer),
+ * the step functions' code objects stay watched (PY_START/RESUME/RETURN/YIELD, with
+ * PY_UNWIND/PY_THROW kept global: they cannot be local and cost nothing until an
  * exception), so steps are still counted exactly. Until a step function is known, every
  * event stays on (the function is recognized when it is first called).
  *
  * The events come back on when the window opens: at a step's end inside our callback
- * (under the GIL, at once); from the signal handler or the collector thread (time window,
+ * (under the GIL, at once); at a step's end the PyTorch layer counted (window.h,
+ * window_steps_by_torch), on the step's thread before it runs Python again, taking the
+ * GIL if the op let it go; from the signal handler or the collector thread (time window,
  * a forked child following its parent) through Py_AddPendingCall, which CPython allows
  * from a signal handler and runs in the main thread under the GIL. Frames entered while
  * the events were off return without a frame of ours: a return on an empty stack is
@@ -17,11 +20,13 @@
  *
  * Before 3.12 (setprofile) the same triggers take our profile function off every thread
  * state and put it back (python_threads_switch, under the GIL; new thread states follow).
- * Not with PROF_STEPS: there are no local events before 3.12, and the step function's
- * calls must be seen, so the profile function stays on and each event outside the window
- * costs a call that does (almost) nothing. A thread whose state got our function back
- * while it was off (born during a switch) switches everything off again at its first
- * event. */
+ * Not while PROF_STEPS are counted here: there are no local events before 3.12, and the
+ * step function's calls must be seen, so the profile function stays on and each event
+ * outside the window costs a call that does (almost) nothing. With torch's optimizer
+ * steps (the default) the PyTorch layer counts them once torch is imported, and from then
+ * on the profile function goes off outside the window like the rest. A thread whose state
+ * got our function back while it was off (born during a switch) switches everything off
+ * again at its first event. */
 #define _GNU_SOURCE
 #include <stdatomic.h>
 
@@ -96,6 +101,25 @@ static void ev_window_switched(int open)
         atomic_store(&ev_queued, 0); /* the queue is full: the next opening tries again */
 }
 
+/* A step's end counted by the PyTorch layer opened the window, on the step's thread (any
+ * thread; the op may have let the GIL go): the events go on before this thread runs
+ * Python again. Without the GIL functions, or while the interpreter is finalizing, a
+ * pending call does it. */
+static void ev_step_opened(int open)
+{
+    if (!open || !py.IsInitialized() || (py.IsFinalizing && py.IsFinalizing()))
+        return;
+    if (!py.GILStateCheck || !py.GILStateEnsure || !py.GILStateRelease) {
+        ev_window_switched(open);
+        return;
+    }
+    int held = py.GILStateCheck();
+    int state = held ? 0 : py.GILStateEnsure();
+    python_events_opened();
+    if (!held)
+        py.GILStateRelease(state);
+}
+
 void python_events_init(py_object *monitoring, int tool, long mask)
 {
     if (!window_active)
@@ -117,15 +141,25 @@ void python_events_init(py_object *monitoring, int tool, long mask)
     ev_mask = mask;
     ev_on = 1;
     atomic_store(&window_observer, ev_window_switched);
+    atomic_store(&window_step_observer, ev_step_opened);
     collector_add_meta("python.window_events", "off outside the window");
+}
+
+/* Written once the profile function can go off outside the window: at once, or with
+ * PROF_STEPS once the PyTorch layer counts them. */
+static void ev_profile_said_off(void)
+{
+    static int said;
+    if (!said) {
+        said = 1;
+        collector_add_meta("python.window_events", "off outside the window");
+    }
 }
 
 void python_events_init_profile(int threads)
 {
     if (!window_active)
         return;
-    if (window_steps_on)
-        return; /* no local events before 3.12: every call is looked at for the steps */
     if (!threads || python_threads_switch(1) != 0) {
         collector_note("the Python profile function stays on outside the capture window: "
                        "thread states cannot be reached on this interpreter");
@@ -134,7 +168,9 @@ void python_events_init_profile(int threads)
     ev_profile = 1;
     ev_on = 1;
     atomic_store(&window_observer, ev_window_switched);
-    collector_add_meta("python.window_events", "off outside the window");
+    atomic_store(&window_step_observer, ev_step_opened);
+    if (!window_steps_by_python())
+        ev_profile_said_off();
 }
 
 /* Before 3.12: called from our profile function, so some thread still has it (after a
@@ -143,6 +179,9 @@ static void ev_profile_idle(void)
 {
     if (atomic_load(&prof_recording) || python_tree_frames_open())
         return;
+    if (window_steps_by_python())
+        return; /* no local events before 3.12: every call is looked at for the steps */
+    ev_profile_said_off();
     atomic_store(&ev_queued, 0); /* an opening from now on queues a pending call */
     python_threads_switch(0);
     ev_on = 0;
@@ -158,7 +197,7 @@ void python_events_idle(void)
     }
     if (ev_tool < 0 || !ev_on || ev_broken || atomic_load(&prof_recording))
         return;
-    if (window_steps_on && !python_step_count())
+    if (window_steps_by_python() && !python_step_count())
         return; /* no step function seen yet: every call is looked at until one is */
     if (python_tree_frames_open())
         return;
@@ -167,7 +206,7 @@ void python_events_idle(void)
         if (ev_call("set_local_events", "iOl", (py_object *)python_step_code(ev_watched),
                     ev_local_mask) != 0)
             return;
-    if (ev_call("set_events", "il", NULL, ev_closed_mask) != 0)
+    if (ev_call("set_events", "il", NULL, window_steps_by_python() ? ev_closed_mask : 0) != 0)
         return;
     ev_on = 0;
     /* A signal may have opened the window meanwhile; its pending call would come later. */

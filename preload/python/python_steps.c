@@ -4,6 +4,7 @@
  *   default          `step` of a module under torch/optim/ (Optimizer.step's hook wrapper
  *                    and each optimizer's own step), not the lr_scheduler's or swa_utils'
  *   PROF_STEP_FUNC   the Python function of that name (co_name, or co_qualname on 3.11+)
+ * Not once the PyTorch layer counts the default steps (window.h, window_steps_by_torch).
  * Everything here runs under the GIL. */
 #define _GNU_SOURCE
 #include <string.h>
@@ -32,7 +33,7 @@ static int py_step_matches(const char *name, const char *qualname, const char *p
 
 void python_step_classify(uint32_t func_id, py_object *code, const char *path)
 {
-    if (!window_steps_on || py_nstep_funcs == PY_STEP_FUNCS)
+    if (!window_steps_by_python() || py_nstep_funcs == PY_STEP_FUNCS)
         return;
     py_object *name = py.GetAttrString(code, "co_name");
     py_object *qual = py.minor >= 11 ? py.GetAttrString(code, "co_qualname") : NULL;

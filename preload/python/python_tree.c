@@ -339,7 +339,7 @@ static int py_closed_event(py_object *code, py_object *frame, int call)
             python_events_idle(); /* the last frame of the window returned */
         return 0;
     }
-    if (window_steps_on && code) {
+    if (window_steps_by_python() && code) {
         if (call) {
             if (python_code_step(code) ||
                 python_func_step(python_func_id(code, PROF_PY_FUNC_PYTHON, frame)))

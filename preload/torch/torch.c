@@ -391,6 +391,7 @@ static int torch_bridge_load(const struct torch_libs *libs, char *err, size_t er
         return -1;
     }
     collector_add_meta("torch_lib", real_torch);
+    torch_ops_installed();
     return 0;
 }
 

@@ -37,7 +37,9 @@
 #include "collector.h"
 #include "emit.h"
 #include "stacks.h"
+#include "settings.h"
 #include "torch_ops.h"
+#include "window.h"
 
 #define TORCH_MAX_DEPTH 255 /* depth is a u8 in the record */
 #define TORCH_NAME_SLOTS 512
@@ -328,10 +330,37 @@ static void torch_node_add(struct torch_node *n, const struct torch_tally *t, in
     torch_add_u(&n->version, 1);
 }
 
+/* ---- the steps of PROF_STEPS ---- */
+
+#define TORCH_SCOPE_USER 7 /* at::RecordScope::USER_SCOPE */
+#define TORCH_STEP_SCOPE "Optimizer.step#"
+
+/* The outermost optimizer step scope open on this thread (its RecordFunction's address),
+ * or 0. Two live RecordFunctions never share an address. */
+static __thread uint64_t torch_step_handle PROF_TLS;
+
+void torch_ops_installed(void)
+{
+    if (!window_steps_on || settings_is_set(SETTING_PROF_STEP_FUNC))
+        return;
+    atomic_store(&window_steps_by_torch, 1);
+    collector_add_meta("window_steps_from", "torch: record_function " TORCH_STEP_SCOPE "*");
+}
+
+/* Whether recording or not: the window's steps are counted outside it. */
+static void torch_step_begin(const struct prof_torch_op_info *op)
+{
+    if (!torch_step_handle && op->name && !strncmp(op->name, TORCH_STEP_SCOPE, strlen(TORCH_STEP_SCOPE)) &&
+        atomic_load_explicit(&window_steps_by_torch, memory_order_relaxed))
+        torch_step_handle = op->handle;
+}
+
 /* ---- the hooks ---- */
 
 uint64_t torch_ops_begin(const struct prof_torch_op_info *op)
 {
+    if (__builtin_expect(op->scope == TORCH_SCOPE_USER, 0))
+        torch_step_begin(op);
     if (prof_tls_busy || !atomic_load_explicit(&prof_recording, memory_order_relaxed))
         return 0;
     struct torch_thread *tt = torch_tls;
@@ -432,6 +461,10 @@ static void torch_frame_close(struct torch_thread *tt, uint32_t i, uint64_t end)
 void torch_ops_end(uint64_t handle)
 {
     uint64_t end = prof_clock_ticks();
+    if (__builtin_expect(handle == torch_step_handle, 0)) {
+        torch_step_handle = 0;
+        window_step_done(); /* may open or close the window */
+    }
     struct torch_thread *tt = torch_tls;
     if (!tt || !tt->depth)
         return;

@@ -16,6 +16,10 @@ void torch_ops_end(uint64_t token);
  * counted in the ops open on it. device: 0 CPU, 1 any device allocator's report. */
 void torch_ops_memory(int64_t bytes, int device);
 
+/* The bridge is installed: with PROF_STEPS and the default step, the steps are counted
+ * here from now on (window.h, window_steps_by_torch). */
+void torch_ops_installed(void);
+
 /* Once, before any op: thread key, fork handler, the collector source. */
 void torch_ops_init(void);
 

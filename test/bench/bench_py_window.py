@@ -13,7 +13,16 @@ of each is taken (as timeit does), medians printed beside. It prints
                                     sys.monitoring events are off; 3.8-3.11: the profile
                                     function is off every thread state)
 
-and checks that the closed runs counted no Python call."""
+and checks that the closed runs counted no Python call.
+
+Then, for each interpreter with torch (Debian's), the PROF_STEPS case: py_hot_steps.py (200
+steps, each fib(22) in Python and one SGD step) bare and with PROF_STEPS=100000-100001, a
+window its steps never reach, so closed the whole run while every optimizer step is
+counted. It prints
+
+    steps closed ratio = closed / bare   goal: within a few percent of 1 (the PyTorch
+                                    layer counts the steps; the Python layer is off as above;
+                                    before, the profile function stayed on for the steps)"""
 import json
 import os
 import shutil
@@ -24,6 +33,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORK = os.path.join(HERE, "..", "workloads", "py_hot.py")
+STEPS_WORK = os.path.join(HERE, "..", "workloads", "py_hot_steps.py")
 BUILD = os.path.abspath(os.environ.get("BUILD", os.path.join(HERE, "..", "..", "build")))
 PROFRUN = os.path.join(BUILD, "bin", "profrun")
 PROFREPORT = os.path.join(BUILD, "bin", "profreport")
@@ -78,10 +88,36 @@ def bench(python):
              med["closed"], med["recording"], best["closed"] / best["bare"], goal))
 
 
+def bench_steps(python):
+    if subprocess.run([python, "-c", "import torch"], capture_output=True).returncode != 0:
+        return
+    tmp = tempfile.mkdtemp(prefix="bench_py_window.")
+    env = dict(os.environ, PROF_STEPS="100000-100001")
+    times = {"bare": [], "closed": []}
+    try:
+        for r in range(ROUNDS):
+            times["bare"].append(timed([python, STEPS_WORK]))
+            out = os.path.join(tmp, "steps%d" % r)
+            times["closed"].append(timed([PROFRUN, "--no-report", "-o", out, "--", python,
+                                          STEPS_WORK], env=env))
+            calls = python_calls(out)
+            if calls:
+                raise RuntimeError("window closed, yet %d Python calls counted" % calls)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    best = {k: min(v) for k, v in times.items()}
+    print("PROF_STEPS, Python with torch (%s): bare %.3f s, steps window never reached %.3f s "
+          "(medians %.3f / %.3f); steps closed ratio %.3f (goal <= 1.05); 0 calls counted"
+          % (python, best["bare"], best["closed"], statistics.median(times["bare"]),
+             statistics.median(times["closed"]), best["closed"] / best["bare"]))
+
+
 def main():
     pythons = sys.argv[1:] or [p for p in DEFAULT_PYTHONS if os.access(p, os.X_OK)]
     for python in pythons:
         bench(python)
+    for python in pythons:
+        bench_steps(python)
 
 
 if __name__ == "__main__":

@@ -68,6 +68,30 @@ def test_steps_100_to_120_of_300_record_exactly_21_steps(tmp_path):
 
 
 @needs_torch
+def test_torch_steps_are_counted_by_the_torch_layer_with_python_events_off_outside(tmp_path):
+    """The default step (torch.optim's) is counted from the record_function scope
+    Optimizer.step#SGD.step by the PyTorch layer, so the Python layer needs no call outside
+    the window: its events (3.12+) or profile function (before) are off after every
+    iteration outside steps 100-120 and on inside; the counts are those of the test above."""
+    out, events = tmp_path / "prof", tmp_path / "events.txt"
+    got = profile([PYTHON, LOOP, "torch", "300"], out,
+                  env={"PROF_STEPS": "100-120", "WINDOW_EVENTS": str(events)}, timeout=300)
+    rep = report_json(out, "--python")
+    assert py_calls(rep, "main.<locals>.train_step") == 21
+    assert py_calls(rep, "SGD.step") == 21
+    (path,) = trace_files(out)
+    assert meta_records(path, "window_steps") == ["21"]
+    assert meta_records(path, "window_steps_from") == ["torch: record_function Optimizer.step#*"]
+    assert meta_records(path, "python.window_events") == ["off outside the window"]
+    seen = [line.split(" ", 1)[1].strip() if " " in line else ""
+            for line in events.read_text().splitlines()]
+    assert len(seen) == 300, got.stderr[-2000:]
+    assert all(on for on in seen[99:120]), seen[99:120]
+    off = [i for i, on in enumerate(seen) if not on]
+    assert off == list(range(99)) + list(range(120, 300)), off
+
+
+@needs_torch
 def test_dataloader_workers_follow_their_parents_window(tmp_path):
     """PROF_STEPS=10-20 over 3 epochs of 16 steps: epoch 0's workers are forked closed and
     opened by the parent at step 10; epoch 1's are forked open and closed at step 20;

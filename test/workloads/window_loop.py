@@ -29,7 +29,7 @@
                                     logged by the thread at 0, 2, 4, by the main thread at
                                     1, 3)
 
-With WINDOW_EVENTS=FILE (python, signal, thread and late_thread modes), the events
+With WINDOW_EVENTS=FILE (torch, python, signal, thread and late_thread modes), the events
 profrun's sys.monitoring tool has on (3.12+) after each iteration go to FILE, one line per
 iteration: "i NAME,NAME,..." (empty after i when none). Before 3.12 the names are PROFILE
 when the calling thread's state has a C profile function (sys.getprofile() cannot tell:
@@ -134,6 +134,8 @@ def main():
 
         for i in range(n):
             train_step(i)
+            if seen is not None:
+                seen.append(log(tool))
         print("loss %.6f" % float(((model(x) - y) ** 2).mean()))
     elif mode == "loader":
         import torch
