@@ -39,6 +39,7 @@
 int window_steps_on;
 int window_active;
 _Atomic int window_steps_by_torch;
+_Atomic uint64_t window_closed_ticks;
 _Atomic(window_observer_fn) window_observer;
 _Atomic(window_observer_fn) window_step_observer;
 static long window_first_step, window_last_step;
@@ -87,6 +88,8 @@ static unsigned window_written; /* switches written to the current file (drain-l
 
 static void window_switch(int open, enum window_why why, long value)
 {
+    if (!open)
+        atomic_store(&window_closed_ticks, prof_clock_ticks());
     collector_set_recording(open);
     if (window_page)
         atomic_store(window_page, open);

@@ -6,6 +6,7 @@
 #define PROF_WINDOW_H
 
 #include <stdatomic.h>
+#include <stdint.h>
 
 /* 1 when PROF_STEPS is set: the Python layer watches for the end of each step. */
 extern int window_steps_on;
@@ -25,6 +26,9 @@ static inline int window_steps_by_python(void)
 /* 1 when any capture window is set: recording may be off for a while (CUPTI then keeps
  * only the GPU work of calls made inside). */
 extern int window_active;
+
+/* The clock tick (prof_clock_ticks) of the latest closing of the window, 0 before any. */
+extern _Atomic uint64_t window_closed_ticks;
 
 /* After collector_init and lifecycle_init: reads the settings, closes the window when it
  * starts closed, installs the signal, and writes the window into the trace (META). */

@@ -1,7 +1,8 @@
 /* The Python layer outside a capture window, on 3.12+: sys.monitoring lets a tool switch
  * its events off and on, and watch single code objects. Once the window is closed and no
- * thread has a frame of the window left on its stack (python_tree.c lets those return and
- * counts them), the tool's events go off and the interpreter stops calling us; with
+ * thread has a frame of the window left on its stack (python_tree.c ends those at the
+ * closing, at each thread's first event after it), the tool's events go off and the
+ * interpreter stops calling us; with
  * PROF_STEPS counted here (a PROF_STEP_FUNC, or torch's step without the PyTorch layer),
  * the step functions' code objects stay watched (PY_START/RESUME/RETURN/YIELD, with
  * PY_UNWIND/PY_THROW kept global: they cannot be local and cost nothing until an

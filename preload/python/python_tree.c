@@ -262,10 +262,12 @@ static inline __attribute__((always_inline)) void py_enter(struct py_thread *pt,
     }
 }
 
-static void py_emit_span(struct py_node *n, uint64_t start, uint64_t end)
+/* A span of a call: while recording, or (window_edge) one that ended at the window's
+ * closing. */
+static void py_emit_span(struct py_node *n, uint64_t start, uint64_t end, int window_edge)
 {
     struct prof_thread *t = emit_thread();
-    if (!t || !atomic_load_explicit(&prof_recording, memory_order_relaxed))
+    if (!t || (!window_edge && !atomic_load_explicit(&prof_recording, memory_order_relaxed)))
         return;
     struct prof_rec_py_span *rec = ring_reserve(&t->ring, sizeof *rec);
     if (!rec)
@@ -315,30 +317,50 @@ py_leave(struct py_thread *pt, const void *tag, int kind, py_object *obj, uint64
     else
         py_stack_emptied();
     if (dt >= py_span_threshold())
-        py_emit_span(n, f->start, now);
+        py_emit_span(n, f->start, now, 0);
     if (__builtin_expect(n->action & PY_NODE_STEP, 0) && pt->step_depth && !--pt->step_depth)
         window_step_done(); /* may close the window */
 }
 
+/* The window closed with frames entered inside it still on this thread's stack (the
+ * program's main function, when the window was open from the start): each is counted as a
+ * call that ended at the closing, with its time up to there, and the stack is emptied, so
+ * that the Python layer can go quiet without waiting for returns that may come at the
+ * end of the run. Their returns, when they come, find an empty stack and are ignored. A
+ * step function among them is handed to the closed window's step count (its return ends
+ * the step). */
+static void py_close_at_window_edge(struct py_thread *pt)
+{
+    uint64_t edge = atomic_load(&window_closed_ticks);
+    for (uint32_t d = pt->depth; d-- > 0;) {
+        struct py_frame *f = &pt->stack[d];
+        uint64_t dt = edge > f->start ? edge - f->start : 0;
+        py_add(&f->node->calls, 1);
+        py_add(&f->node->total, dt);
+        py_add(&f->node->self, dt > f->child ? dt - f->child : 0);
+        if (d)
+            pt->stack[d - 1].child += dt;
+        if (dt >= py_span_threshold())
+            py_emit_span(f->node, f->start, f->start + dt, 1);
+    }
+    py_closed_step_depth += pt->step_depth;
+    pt->step_depth = 0;
+    pt->depth = 0;
+    pt->overflow = 0;
+    pt->drift_used = 0;
+    py_stack_emptied();
+}
+
 /* An event outside the capture window (prof_recording off). A thread with frames entered
- * inside the window still on its stack lets them return and counts them (calls made
- * since are skipped as overflow); then it does nothing more, except, with PROF_STEPS,
- * watch for the end of each step. code: the code object of a Python call or return;
- * NULL for a builtin. Returns 0 (the profile function's result). */
+ * inside the window still on its stack ends them at the window's edge first; then it does
+ * nothing more, except, with PROF_STEPS counted here, watch for the end of each step.
+ * code: the code object of a Python call or return; NULL for a builtin. Returns 0 (the
+ * profile function's result). */
 static int py_closed_event(py_object *code, py_object *frame, int call)
 {
     struct py_thread *pt = py_tls;
-    if (pt && pt->depth && !pt->in_gap) {
-        if (call)
-            pt->overflow++;
-        else /* taken as the innermost call's return: the window's edge is no place
-              * for cProfile's unpaired-return rule */
-            py_leave(pt, NULL, code ? PROF_PY_FUNC_PYTHON : PROF_PY_FUNC_C, NULL,
-                     prof_clock_ticks(), 1);
-        if (!pt->depth)
-            python_events_idle(); /* the last frame of the window returned */
-        return 0;
-    }
+    if (pt && pt->depth && !pt->in_gap)
+        py_close_at_window_edge(pt);
     if (window_steps_by_python() && code) {
         if (call) {
             if (python_code_step(code) ||
@@ -433,7 +455,7 @@ static __attribute__((noinline)) int py_leave_unpaired(struct py_thread *pt, int
         py_add(&n->total, dt);
         py_add(&n->self, dt - f->child);
         if (dt >= py_span_threshold())
-            py_emit_span(n, f->start, now);
+            py_emit_span(n, f->start, now, 0);
     }
     if (pt->depth)
         pt->stack[pt->depth - 1].child += dt;

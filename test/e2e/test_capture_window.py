@@ -92,6 +92,32 @@ def test_torch_steps_are_counted_by_the_torch_layer_with_python_events_off_outsi
 
 
 @needs_torch
+def test_window_open_from_the_start_goes_quiet_after_its_last_step(tmp_path):
+    """PROF_STEPS=0-9 of 40 torch steps: main() and the module were entered inside the
+    window and return only at the end; they end at the closing (counted once, timed up to
+    there) and the Python layer is off after step 9 (3.12+: its events; before: its profile
+    function)."""
+    out, events = tmp_path / "prof", tmp_path / "events.txt"
+    profile([PYTHON, LOOP, "torch", "40"], out,
+            env={"PROF_STEPS": "0-9", "WINDOW_EVENTS": str(events)}, timeout=300)
+    rep = report_json(out, "--python")
+    assert [py_calls(rep, f) for f in ("main", "main.<locals>.train_step", "SGD.step")] == \
+        [1, 10, 10]
+    main_row = [f for f in rep["python"] if f["qualname"] == "main"][0]
+    (path,) = trace_files(out)
+    assert meta_records(path, "window_steps") == ["10"]
+    closes = meta_records(path, "window_close")
+    assert [c.split()[1:] for c in closes] == [["step", "9"]]
+    seen = [line.split(" ", 1)[1].strip() if " " in line else ""
+            for line in events.read_text().splitlines()]
+    assert len(seen) == 40
+    assert all(seen[:9]) and not any(seen[9:]), seen
+    module_row = [f for f in rep["python"] if f["qualname"] == "<module>"
+                  and f["file"] == LOOP][0]
+    assert 0 < main_row["cumtime_ns"] <= module_row["cumtime_ns"]
+
+
+@needs_torch
 def test_dataloader_workers_follow_their_parents_window(tmp_path):
     """PROF_STEPS=10-20 over 3 epochs of 16 steps: epoch 0's workers are forked closed and
     opened by the parent at step 10; epoch 1's are forked open and closed at step 20;

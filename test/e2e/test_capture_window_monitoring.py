@@ -133,11 +133,11 @@ def test_generator_resumed_across_switches_counts_as_with_the_hook_on(tmp_path, 
                p.endswith(";<built-in method builtins.sum>") for p in paths)
 
 
-def test_a_thread_inside_the_window_keeps_the_events_until_its_frames_return(tmp_path, python):
+def test_a_thread_inside_the_window_ends_its_frames_at_the_close(tmp_path, python):
     """A thread started inside the window is still in long_task() when the window closes:
-    the events stay on (its frames' returns are needed) until they have all returned,
-    then go off. long_task counts once, work() 10 times (the calls made after the close
-    are not counted), as with Debian's 3.11 (setprofile)."""
+    at its first event after the close its frames end at the closing (counted, timed up to
+    there) and the events go off at once. long_task counts once, work() 10 times (the calls
+    made after the close are not counted), as with Debian's 3.11 (setprofile)."""
     out, events = tmp_path / "prof", tmp_path / "events.txt"
     got = profile([python, LOOP, "thread", "0"], out,
                   env={"PROF_WINDOW_SIGNAL": "USR2", "WINDOW_EVENTS": str(events)})
@@ -145,12 +145,30 @@ def test_a_thread_inside_the_window_keeps_the_events_until_its_frames_return(tmp
     rep = report_json(out, "--python")
     assert (py_calls(rep, "main.<locals>.long_task"), py_calls(rep, "work")) == (1, 10)
     seen = events_after(events)
-    assert {"PY_START", "PY_RETURN", "CALL"} <= seen[0], "closed, the thread's frames open"
-    assert seen[1] == set(), "closed, after the thread's frames returned"
+    assert seen == {0: set(), 1: set()}, "closed: off from the thread's first event"
     out = tmp_path / "setprofile"
     profile(["/usr/bin/python3", LOOP, "thread", "0"], out, env={"PROF_WINDOW_SIGNAL": "USR2"})
     rep = report_json(out, "--python")
     assert (py_calls(rep, "main.<locals>.long_task"), py_calls(rep, "work")) == (1, 10)
+
+
+def test_window_open_from_the_start_goes_quiet_after_its_last_step(tmp_path, python):
+    """PROF_STEPS=0-9: main() and the module were entered inside the window and return only
+    at the end; they end at the closing (each counted once) and the events go off after
+    step 9 but for the step function's (watched for the step count)."""
+    out, events = tmp_path / "prof", tmp_path / "events.txt"
+    got = profile([python, LOOP, "python", "40"], out,
+                  env={"PROF_STEPS": "0-9", "PROF_STEP_FUNC": "my_step",
+                       "WINDOW_EVENTS": str(events)})
+    assert got.stdout == "done\n"
+    rep = report_json(out, "--python")
+    assert [py_calls(rep, f) for f in ("main", "train_step_python", "my_step", "work")] == \
+        [1, 10, 10, 20]
+    (path,) = trace_files(out)
+    assert meta_records(path, "window_steps") == ["10"]
+    seen = events_after(events)
+    assert all({"PY_START", "PY_RETURN", "CALL"} <= seen[i] for i in range(9)), seen
+    assert all(seen[i] == CLOSED_WITH_STEPS for i in range(9, 40)), seen
 
 
 def test_events_stay_on_until_a_step_function_is_seen(tmp_path, python):

@@ -88,10 +88,10 @@ def test_generator_resumed_across_switches(tmp_path, python):
                p.endswith(";<built-in method builtins.sum>") for p in paths), paths
 
 
-def test_a_thread_inside_the_window_keeps_the_hook_until_its_frames_return(tmp_path, python):
+def test_a_thread_inside_the_window_ends_its_frames_at_the_close(tmp_path, python):
     """A thread started inside the window is still in long_task() when the window closes:
-    the hook stays on (its frames' returns are needed) until they have all returned, then
-    goes off. long_task counts once, work() 10 times."""
+    at its first event after the close its frames end at the closing (counted, timed up to
+    there) and the hook goes off on every thread. long_task counts once, work() 10 times."""
     out, events = tmp_path / "prof", tmp_path / "events.txt"
     got = profile([python, LOOP, "thread", "0"], out,
                   env={"PROF_WINDOW_SIGNAL": "USR2", "WINDOW_EVENTS": str(events)})
@@ -100,7 +100,7 @@ def test_a_thread_inside_the_window_keeps_the_hook_until_its_frames_return(tmp_p
     long_task = py_calls(rep, "long_task") + py_calls(rep, "main.<locals>.long_task")
     assert (long_task, py_calls(rep, "work")) == (1, 10)
     seen = events_after(events)
-    assert seen == {0: ON, 1: set()}, "closed: on while the thread's frames are open, then off"
+    assert seen == {0: set(), 1: set()}, "closed: off from the thread's first event"
 
 
 def test_a_thread_born_while_closed_is_profiled_once_the_window_opens(tmp_path, python):
