@@ -75,9 +75,14 @@ static void main_usage(FILE *out)
           "      --memory-timeline FILE  write the live PyTorch tensor bytes over time as\n"
           "                    CSV: pid,device,time_ns,live_bytes (device CPU, CUDA:0, ...;\n"
           "                    one row per change, ns since the process start)\n"
+          "      --memory      print the memory tables only: PyTorch tensor memory per\n"
+          "                    process and device (peak, the op and Python function at\n"
+          "                    it), device and host allocations, copies and sets\n"
           "      --stacks NAME print the call paths (native frames, symbolized with their\n"
           "                    source lines) that made the calls of the API NAME, e.g.\n"
-          "                    cudaDeviceSynchronize (traces made with PROF_STACKS=1)\n"
+          "                    cudaDeviceSynchronize (traces made with PROF_STACKS=1);\n"
+          "                    --stacks memory, or --memory --stacks: the call paths of\n"
+          "                    the tensor blocks live at each memory peak\n"
           "      --samples     print the call paths of the CPU samples (PROF_SAMPLE_HZ), with\n"
           "                    the Python functions in place of the interpreter's frames\n"
           "      --stacks-folded FILE  with --stacks or --samples: write those paths as\n"
@@ -232,9 +237,13 @@ static void main_print_comm_default(const struct summary *s, size_t limit)
 /* The tables asked for by name, in a fixed order, a blank line between them. */
 static void main_print_selected(const struct summary *s, size_t limit,
                                 enum tables_python_split split, int python, int kernels, int gpu,
-                                int actions, int ops)
+                                int actions, int ops, int memory)
 {
     int first = 1;
+    if (memory) {
+        tables_memory_view(stdout, s);
+        first = 0;
+    }
     if (ops) {
         tables_ops(stdout, s, limit);
         first = 0;
@@ -264,6 +273,20 @@ static void main_print_selected(const struct summary *s, size_t limit,
     }
 }
 
+/* What follows --stacks is no API name but the next option, or an input (a directory, a
+ * .trace or .summary file): `--memory --stacks out/`. */
+static int main_not_a_name(const char *arg)
+{
+    struct stat st;
+    size_t n = strlen(arg);
+    if (arg[0] == '-' && arg[1])
+        return 1;
+    if (stat(arg, &st) != 0)
+        return 0;
+    return S_ISDIR(st.st_mode) || (n > 6 && !strcmp(arg + n - 6, ".trace")) ||
+           (n > 8 && !strcmp(arg + n - 8, ".summary"));
+}
+
 int main(int argc, char **argv)
 {
     enum main_format format = MAIN_FORMAT_TEXT;
@@ -275,6 +298,8 @@ int main(int argc, char **argv)
     int all_runs = 0, python = 0, format_given = 0, all_roles = 0;
     int kernels = 0, gpu = 0, actions = 0; /* --kernels, --gpu, --actions: those tables only */
     int ops = 0, by_shape = 0;             /* --ops, --group-by-shape */
+    int memory = 0;                        /* --memory */
+    int stacks_bare = 0;                   /* --stacks without a NAME: with --memory */
     enum summary_op_sort op_sort = SUMMARY_OP_SORT_SELF_CPU;
     enum tables_python_split split = TABLES_PYTHON_MERGED;
     const char *pstats_path = NULL, *folded_path = NULL;
@@ -313,6 +338,7 @@ int main(int argc, char **argv)
         OPT_GPU,
         OPT_ACTIONS,
         OPT_OPS,
+        OPT_MEMORY,
         OPT_GROUP_BY_SHAPE,
         OPT_MEMORY_TIMELINE,
         OPT_STACKS,
@@ -349,6 +375,7 @@ int main(int argc, char **argv)
         {"gpu", no_argument, NULL, OPT_GPU},
         {"actions", no_argument, NULL, OPT_ACTIONS},
         {"ops", no_argument, NULL, OPT_OPS},
+        {"memory", no_argument, NULL, OPT_MEMORY},
         {"group-by-shape", no_argument, NULL, OPT_GROUP_BY_SHAPE},
         {"memory-timeline", required_argument, NULL, OPT_MEMORY_TIMELINE},
         {"stacks", required_argument, NULL, OPT_STACKS},
@@ -444,6 +471,9 @@ int main(int argc, char **argv)
         case OPT_OPS:
             ops = 1;
             break;
+        case OPT_MEMORY:
+            memory = 1;
+            break;
         case OPT_GROUP_BY_SHAPE:
             by_shape = 1;
             break;
@@ -462,6 +492,10 @@ int main(int argc, char **argv)
                 return main_bad_usage("give one of --stacks NAME and --samples%s", "");
             stacks_asked = 1;
             stacks.api_name = c == OPT_STACKS ? optarg : NULL;
+            if (c == OPT_STACKS && main_not_a_name(optarg)) {
+                optind--; /* `--stacks --memory`, `--memory --stacks out/` */
+                stacks_bare = 1;
+            }
             break;
         case OPT_STACKS_FOLDED:
         case OPT_DEBUG_DIR:
@@ -516,10 +550,21 @@ int main(int argc, char **argv)
             main_usage(stdout);
             return 0;
         case ':':
+            if (optopt == OPT_STACKS && !stacks_asked) { /* last: `--memory --stacks` */
+                stacks_asked = stacks_bare = 1;
+                break;
+            }
             return main_bad_usage("option '%s' needs a value", argv[optind - 1]);
         default:
             return main_bad_usage("unknown option '%s'", argv[optind - 1]);
         }
+    }
+    if (stacks_bare) {
+        if (!memory)
+            return main_bad_usage("--stacks wants an API name (e.g. cudaDeviceSynchronize), or "
+                                  "goes with --memory%s",
+                                  "");
+        stacks.api_name = "memory";
     }
     if (run_id && all_runs)
         return main_bad_usage("--run and --all-runs exclude each other%s", "");
@@ -546,7 +591,8 @@ int main(int argc, char **argv)
     if (split != TABLES_PYTHON_MERGED && format_given && format != MAIN_FORMAT_TEXT)
         return main_bad_usage("--per-thread and --per-process are for the text report%s", "");
     /* --group-by-shape alone asks for the table it changes. */
-    if (by_shape && !ops && !python && !kernels && !gpu && !actions && format == MAIN_FORMAT_TEXT)
+    if (by_shape && !ops && !python && !kernels && !gpu && !actions && !memory &&
+        format == MAIN_FORMAT_TEXT)
         ops = 1;
     if (sort_arg) {
         /* A key of both tables (calls, name) orders both; otherwise the key says which. */
@@ -584,7 +630,7 @@ int main(int argc, char **argv)
     /* Writing a file alone prints no report, unless one was asked for too. */
     int print = !(pstats_path || folded_path || timeline_path || perfetto_path || chrome_path ||
                   html_path || flame_path) ||
-                python || format_given || kernels || gpu || actions || ops;
+                python || format_given || kernels || gpu || actions || ops || memory;
     struct report_inputs in = {.defs_only = (perfetto_path || chrome_path) && !print &&
                                             !pstats_path && !folded_path && !timeline_path &&
                                             !stacks_asked && !html_path && !flame_path};
@@ -679,7 +725,7 @@ int main(int argc, char **argv)
     if (comm_views) {
         rc = main_print_comm(&s, format, comm_views, limit);
         /* Tables named beside them follow, in the text report only. */
-        print = format == MAIN_FORMAT_TEXT && (python || kernels || gpu || actions || ops);
+        print = format == MAIN_FORMAT_TEXT && (python || kernels || gpu || actions || ops || memory);
         if (print)
             fputc('\n', stdout);
     }
@@ -689,9 +735,9 @@ int main(int argc, char **argv)
         rc = export_json_write(stdout, &s, limit);
     else if (format == MAIN_FORMAT_CSV)
         rc = export_csv_write(stdout, &s, limit);
-    else if (python || kernels || gpu || actions || ops) {
+    else if (python || kernels || gpu || actions || ops || memory) {
         jobs_print(stdout, &job);
-        main_print_selected(&s, limit, split, python, kernels, gpu, actions, ops);
+        main_print_selected(&s, limit, split, python, kernels, gpu, actions, ops, memory);
     } else {
         struct findings found;
         if (s.nsummaries)

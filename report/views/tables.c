@@ -206,6 +206,12 @@ static void tables_processes(FILE *out, const struct summary *s)
     }
 }
 
+void tables_memory_view(FILE *out, const struct summary *s)
+{
+    tables_torch_memory_default(out, s);
+    tables_memory(out, s);
+}
+
 void tables_print(FILE *out, const struct summary *s, size_t limit)
 {
     /* A Python job without CUDA gets no screen of "(no ...)" tables. */

@@ -33,6 +33,9 @@ void tables_actions(FILE *out, const struct summary *s, size_t limit);
 /* The actions table in the default report (at most 15 rows), when there are actions. */
 void tables_actions_section(FILE *out, const struct summary *s, size_t limit);
 
+/* --memory: the PyTorch memory section, then the allocation and copy tables. */
+void tables_memory_view(FILE *out, const struct summary *s);
+
 /* tables_torch.c */
 /* --ops: torch.profiler's key_averages() table, in s's op order (limit rows, 0 = all). */
 void tables_ops(FILE *out, const struct summary *s, size_t limit);

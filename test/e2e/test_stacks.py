@@ -15,8 +15,8 @@ import subprocess
 
 import pytest
 
-from conftest import (HAVE_CUDA, build_path, needs_cuda, profile, report, trace_files,
-                      ROOT)
+from conftest import (HAVE_CUDA, PROFREPORT, build_path, needs_cuda, profile, report,
+                      trace_files, ROOT)
 
 FIXTURES = build_path("test", "fixtures", "stacks")
 SOURCE = os.path.join(ROOT, "test", "fixtures", "stacks", "stack_chains.c")
@@ -296,6 +296,16 @@ def test_memory_peak_by_call_path(tmp_path):
         by_func[py[1]] = count  # py[0] is torch.empty itself
     assert by_func == {"keep_big": 4, "keep_small": 8}, by_func
     assert "64.00 MiB (88.9%), 4 blocks" in text
+    # the spelling, the name last or first: the same report
+    assert report(out, "--memory", "--stacks").stdout == text
+    assert report(out, "--stacks", "--memory").stdout == text
+    bare = subprocess.run([PROFREPORT, str(out), "--stacks"], capture_output=True, text=True)
+    assert bare.returncode == 2 and "goes with --memory" in bare.stderr, bare.stderr
+    tables = report(out, "--memory").stdout  # the memory tables alone
+    assert tables.startswith("PyTorch memory (tensor bytes live"), tables[:300]
+    assert re.search(r"CPU: peak 72\.00 Mb at \+[\d.]+ s in aten::empty, from \S+"
+                     r"torch_mem_paths\.py:\d+\(keep_small\)", tables), tables[:300]
+    assert "Memory (peak = most bytes live" in tables and "Python functions" not in tables
     folded = tmp_path / "mem.folded"
     report(out, "--stacks", "memory", "--stacks-folded", str(folded))
     weights = {next(f for f in s if f.startswith("keep_")).split("  ")[0]: w

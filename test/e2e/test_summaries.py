@@ -24,6 +24,7 @@ VIEWS = [
     ["--format", "json"],
     ["--format", "csv"],
     ["--ops"],
+    ["--memory"],
     ["--ops", "--group-by-shape"],
     ["--ops", "--sort", "cpu_memory_usage"],
     ["--python"],
