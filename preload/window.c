@@ -86,21 +86,15 @@ static struct window_switch {
 static _Atomic unsigned window_nswitches;
 static unsigned window_written; /* switches written to the current file (drain-lock holder) */
 
-static void window_switch(int open, enum window_why why, long value)
+/* The switch itself and its record (time and slot taken first, so that a switch's record
+ * never follows a later one's while an observer waits for the GIL); the observers after. */
+static void window_switch_record(int open, enum window_why why, long value)
 {
     if (!open)
         atomic_store(&window_closed_ticks, prof_clock_ticks());
     collector_set_recording(open);
     if (window_page)
         atomic_store(window_page, open);
-    /* not at a fork (the child's interpreter is not yet fit for it) nor at a step */
-    window_observer_fn observer = atomic_load(&window_observer);
-    if (observer &&
-        (why == WINDOW_WHY_SIGNAL || why == WINDOW_WHY_TIME || why == WINDOW_WHY_PARENT))
-        observer(open);
-    observer = atomic_load(&window_step_observer);
-    if (observer && why == WINDOW_WHY_STEP && atomic_load(&window_steps_by_torch))
-        observer(open);
     unsigned i = atomic_fetch_add(&window_nswitches, 1);
     if (i >= WINDOW_MAX_SWITCHES)
         return;
@@ -114,18 +108,43 @@ static void window_switch(int open, enum window_why why, long value)
     atomic_store_explicit(&s->ready, 1, memory_order_release);
 }
 
+static void window_notify(int open, enum window_why why)
+{
+    /* not at a fork (the child's interpreter is not yet fit for it) nor at a step */
+    window_observer_fn observer = atomic_load(&window_observer);
+    if (observer &&
+        (why == WINDOW_WHY_SIGNAL || why == WINDOW_WHY_TIME || why == WINDOW_WHY_PARENT))
+        observer(open);
+    observer = atomic_load(&window_step_observer);
+    if (observer && why == WINDOW_WHY_STEP && atomic_load(&window_steps_by_torch))
+        observer(open);
+}
+
+static void window_switch(int open, enum window_why why, long value)
+{
+    window_switch_record(open, why, value);
+    window_notify(open, why);
+}
+
+/* Steps may end on several threads at once (the PyTorch layer counts them without the
+ * GIL): a step's number, the state it sees and the switch it makes are taken together. */
+static pthread_mutex_t window_step_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void window_step_done(void)
 {
+    pthread_mutex_lock(&window_step_lock);
     long k = atomic_fetch_add(&window_steps_done, 1);
     int open = atomic_load_explicit(&prof_recording, memory_order_relaxed);
     if (open)
         atomic_fetch_add(&window_steps_recorded, 1);
-    if (!window_steps_on)
-        return;
-    if (!open && k + 1 == window_first_step)
-        window_switch(1, WINDOW_WHY_STEP, k + 1);
-    else if (open && k == window_last_step)
-        window_switch(0, WINDOW_WHY_STEP, k);
+    int switched = -1;
+    if (window_steps_on && !open && k + 1 == window_first_step)
+        window_switch_record(switched = 1, WINDOW_WHY_STEP, k + 1);
+    else if (window_steps_on && open && k == window_last_step)
+        window_switch_record(switched = 0, WINDOW_WHY_STEP, k);
+    pthread_mutex_unlock(&window_step_lock);
+    if (switched >= 0) /* outside the lock: the observer may wait for the GIL */
+        window_notify(switched, WINDOW_WHY_STEP);
 }
 
 static void window_on_signal(int sig)
@@ -267,6 +286,8 @@ static double window_parse_seconds(enum prof_setting_id id)
 
 static void window_after_fork_child(void)
 {
+    /* another thread of the parent may have held it at the fork */
+    pthread_mutex_init(&window_step_lock, NULL);
     /* The child's file tells its own switches; it starts in the parent's state, then
      * follows the parent's window on the collector's passes. */
     int open = atomic_load(&prof_recording);

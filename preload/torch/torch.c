@@ -391,7 +391,8 @@ static int torch_bridge_load(const struct torch_libs *libs, char *err, size_t er
         return -1;
     }
     collector_add_meta("torch_lib", real_torch);
-    torch_ops_installed();
+    int (*user_scope)(void) = (int (*)(void))dlsym(plugin, "prof_torch_bridge_user_scope");
+    torch_ops_installed(user_scope ? user_scope() : -1);
     return 0;
 }
 

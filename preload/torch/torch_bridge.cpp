@@ -107,6 +107,13 @@ void bridge_end(const at::RecordFunction &fn, at::ObserverContext *)
 
 } // namespace
 
+// at::RecordScope::USER_SCOPE in this torch (record_function scopes, torch.optim's step
+// among them): its number depends on the torch the plugin is built against.
+extern "C" __attribute__((visibility("default"))) int prof_torch_bridge_user_scope(void)
+{
+    return static_cast<int>(at::RecordScope::USER_SCOPE);
+}
+
 extern "C" __attribute__((visibility("default"))) int
 prof_torch_bridge_install(const prof_torch_hooks *hooks, char *err, unsigned err_len)
 {

@@ -332,17 +332,20 @@ static void torch_node_add(struct torch_node *n, const struct torch_tally *t, in
 
 /* ---- the steps of PROF_STEPS ---- */
 
-#define TORCH_SCOPE_USER 7 /* at::RecordScope::USER_SCOPE */
 #define TORCH_STEP_SCOPE "Optimizer.step#"
+
+/* at::RecordScope::USER_SCOPE of the loaded torch; -1 until the bridge says it. */
+static int torch_user_scope = -1;
 
 /* The outermost optimizer step scope open on this thread (its RecordFunction's address),
  * or 0. Two live RecordFunctions never share an address. */
 static __thread uint64_t torch_step_handle PROF_TLS;
 
-void torch_ops_installed(void)
+void torch_ops_installed(int user_scope)
 {
-    if (!window_steps_on || settings_is_set(SETTING_PROF_STEP_FUNC))
+    if (!window_steps_on || settings_is_set(SETTING_PROF_STEP_FUNC) || user_scope < 0)
         return;
+    torch_user_scope = user_scope;
     atomic_store(&window_steps_by_torch, 1);
     collector_add_meta("window_steps_from", "torch: record_function " TORCH_STEP_SCOPE "*");
 }
@@ -359,7 +362,7 @@ static void torch_step_begin(const struct prof_torch_op_info *op)
 
 uint64_t torch_ops_begin(const struct prof_torch_op_info *op)
 {
-    if (__builtin_expect(op->scope == TORCH_SCOPE_USER, 0))
+    if (__builtin_expect(op->scope == torch_user_scope, 0))
         torch_step_begin(op);
     if (prof_tls_busy || !atomic_load_explicit(&prof_recording, memory_order_relaxed))
         return 0;

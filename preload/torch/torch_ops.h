@@ -17,8 +17,9 @@ void torch_ops_end(uint64_t token);
 void torch_ops_memory(int64_t bytes, int device);
 
 /* The bridge is installed: with PROF_STEPS and the default step, the steps are counted
- * here from now on (window.h, window_steps_by_torch). */
-void torch_ops_installed(void);
+ * here from now on (window.h, window_steps_by_torch). user_scope: this torch's
+ * at::RecordScope::USER_SCOPE, as the bridge says (-1: not said; then not counted here). */
+void torch_ops_installed(int user_scope);
 
 /* Once, before any op: thread key, fork handler, the collector source. */
 void torch_ops_init(void);

@@ -92,6 +92,24 @@ def test_torch_steps_are_counted_by_the_torch_layer_with_python_events_off_outsi
 
 
 @needs_torch
+@pytest.mark.parametrize("steps", ["30-30", "30-31", "0-0"])
+def test_steps_ending_on_several_threads_at_once_switch_once_each(tmp_path, steps):
+    """4 threads x 40 optimizer steps, their step scopes ending concurrently (the PyTorch
+    layer counts them without the GIL): the window opens and closes exactly once, around
+    the steps asked for."""
+    out = tmp_path / "prof"
+    got = profile([PYTHON, LOOP, "torch_threads", "40", "4"], out, env={"PROF_STEPS": steps},
+                  timeout=300)
+    assert got.stdout == "done\n"
+    (path,) = trace_files(out)
+    first, last = (int(v) for v in steps.split("-"))
+    opens, closes = meta_records(path, "window_open"), meta_records(path, "window_close")
+    assert [o.split()[1:] for o in opens] == ([["step", str(first)]] if first else [["start", "0"]])
+    assert [c.split()[1:] for c in closes] == [["step", str(last)]]
+    assert meta_records(path, "window_steps") == [str(last - first + 1)]
+
+
+@needs_torch
 def test_window_open_from_the_start_goes_quiet_after_its_last_step(tmp_path):
     """PROF_STEPS=0-9 of 40 torch steps: main() and the module were entered inside the
     window and return only at the end; they end at the closing (counted once, timed up to

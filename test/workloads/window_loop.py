@@ -3,6 +3,7 @@
     window_loop.py torch N          N SGD steps of a tiny model; train_step(i) is one step
     window_loop.py loader E         E epochs of 16 SGD steps, 30 ms apart, each epoch's batches
                                     read by two forked DataLoader workers
+    window_loop.py torch_threads N T  T threads, each N SGD steps of its own tiny model
     window_loop.py python N         N calls of train_step(i), each ending with my_step(i)
     window_loop.py signal N K...    N calls of work(i); before iterations K... the process
                                     sends itself PROF_WINDOW_SIGNAL
@@ -137,6 +138,30 @@ def main():
             if seen is not None:
                 seen.append(log(tool))
         print("loss %.6f" % float(((model(x) - y) ** 2).mean()))
+    elif mode == "torch_threads":
+        # T threads, each N SGD steps of its own model (torch ops let the GIL go, so the
+        # optimizer step scopes of the threads end at the same time)
+        import threading
+        import torch
+        torch.set_num_threads(1)
+
+        def trainer(seed):
+            torch.manual_seed(seed)
+            model = torch.nn.Linear(4, 1)
+            opt = torch.optim.SGD(model.parameters(), lr=0.01)
+            x, y = torch.randn(8, 4), torch.randn(8, 1)
+            for _ in range(n):
+                opt.zero_grad()
+                ((model(x) - y) ** 2).mean().backward()
+                opt.step()
+
+        threads = [threading.Thread(target=trainer, args=(k,))
+                   for k in range(int(sys.argv[3]))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print("done")
     elif mode == "loader":
         import torch
         from torch.utils.data import DataLoader, TensorDataset
