@@ -526,9 +526,8 @@ static __attribute__((noinline)) int py_profile_closed(py_object *frame, int wha
     }
 }
 
-int python_profile(py_object *obj, py_object *frame, int what, py_object *arg)
+static __attribute__((noinline)) int py_profile_slow(py_object *frame, int what, py_object *arg)
 {
-    (void)obj;
     if (__builtin_expect(!atomic_load_explicit(&prof_recording, memory_order_relaxed), 0))
         return py_profile_closed(frame, what, arg);
     uint64_t now = prof_clock_ticks();
@@ -558,6 +557,91 @@ int python_profile(py_object *obj, py_object *frame, int what, py_object *arg)
     return 0;
 }
 
+/* ---- the fast paths ----
+ * The common call and return, checked first and done without a call, so that the
+ * compiler needs no stack frame for them; anything else (the first or last frame of a
+ * stack, a call path not seen from this parent yet, actions and steps, long calls,
+ * unpaired returns, overflow, the window closed, no tick counter, the collector
+ * stopped) goes to the full path, which reads the clock again. */
+
+/* The tick counter, which py_fast_ok checked is in use (no clock_gettime call here). */
+static inline uint64_t py_fast_ticks(void)
+{
+#ifdef PROF_CLOCK_HAVE_TSC
+    return __rdtsc();
+#else
+    return 0;
+#endif
+}
+
+static inline int py_fast_ok(void)
+{
+#ifdef PROF_CLOCK_HAVE_TSC
+    return atomic_load_explicit(&prof_recording, memory_order_relaxed) && prof_clock_tsc &&
+           atomic_load_explicit(&prof_collector_running, memory_order_relaxed) &&
+           py_span_ticks != UINT64_MAX;
+#else
+    return 0;
+#endif
+}
+
+/* A call from a frame of ours (depth >= 1) along a path seen last time. */
+static inline int py_fast_enter(struct py_thread *pt, const void *key, uint64_t now,
+                                const void *tag)
+{
+    uint32_t depth = pt->depth;
+    if (__builtin_expect(pt->overflow || !depth || depth == PY_MAX_DEPTH, 0))
+        return 0;
+    struct py_node *n = pt->stack[depth - 1].node->last_child;
+    if (__builtin_expect(!n || n->key != key || n->action, 0))
+        return 0;
+    struct py_frame *f = &pt->stack[depth];
+    pt->depth = depth + 1;
+    f->node = n;
+    f->start = now;
+    f->child = 0;
+    f->tag = tag;
+    return 1;
+}
+
+/* A return to a frame of ours, pairing with the innermost call (tag NULL: paired by the
+ * caller), shorter than the span threshold. */
+static inline int py_fast_leave(struct py_thread *pt, const void *tag, uint64_t now)
+{
+    uint32_t depth = pt->depth;
+    if (__builtin_expect(pt->overflow || depth < 2 || pt->drift_used, 0))
+        return 0;
+    struct py_frame *f = &pt->stack[depth - 1];
+    struct py_node *n = f->node;
+    uint64_t dt = now - f->start;
+    if (__builtin_expect((tag && f->tag != tag) || n->action || dt >= py_span_ticks, 0))
+        return 0;
+    pt->depth = depth - 1;
+    py_add(&n->calls, 1);
+    py_add(&n->total, dt);
+    py_add(&n->self, dt - f->child);
+    pt->stack[depth - 2].child += dt;
+    return 1;
+}
+
+int python_profile(py_object *obj, py_object *frame, int what, py_object *arg)
+{
+    (void)obj;
+    struct py_thread *pt = py_tls;
+    if (__builtin_expect(pt && py_fast_ok(), 1)) {
+        uint64_t now = py_fast_ticks();
+        if (what == PY_TRACE_CALL) {
+            if ((py.minor <= 10 || py_frame_layout_direct) &&
+                py_fast_enter(pt, py_frame_code(frame), now, frame))
+                return 0;
+        } else if (what == PY_TRACE_RETURN) {
+            if (py_fast_leave(pt, frame, now))
+                return 0;
+        }
+    }
+    return py_profile_slow(frame, what, arg);
+}
+
 /* ---- sys.monitoring (3.12+): interpreter-wide, every thread, one dispatch per event ----
  * The callbacks are METH_FASTCALL builtins; they see the same calls and returns as
  * cProfile's own monitoring callbacks, and key builtins the same way (PyMethodDef). */
@@ -573,9 +657,9 @@ static inline struct py_thread *py_thread_here(void)
 }
 
 /* PY_START, PY_RESUME, PY_THROW (code, offset, ...) */
-py_object *python_monitor_enter(py_object *self, py_object *const *args, intptr_t nargs)
+static __attribute__((noinline)) py_object *py_monitor_enter_slow(py_object *const *args,
+                                                                 intptr_t nargs)
 {
-    (void)self;
     if (__builtin_expect(!atomic_load_explicit(&prof_recording, memory_order_relaxed), 0)) {
         if (nargs >= 1)
             py_closed_event(args[0], NULL, 1);
@@ -588,10 +672,20 @@ py_object *python_monitor_enter(py_object *self, py_object *const *args, intptr_
     return py.NoneStruct;
 }
 
-/* PY_RETURN, PY_YIELD, PY_UNWIND */
-py_object *python_monitor_leave(py_object *self, py_object *const *args, intptr_t nargs)
+py_object *python_monitor_enter(py_object *self, py_object *const *args, intptr_t nargs)
 {
     (void)self;
+    struct py_thread *pt = py_tls;
+    if (__builtin_expect(pt && nargs >= 1 && !pt->in_gap && py_fast_ok(), 1) &&
+        py_fast_enter(pt, args[0], py_fast_ticks(), NULL))
+        return py.NoneStruct;
+    return py_monitor_enter_slow(args, nargs);
+}
+
+/* PY_RETURN, PY_YIELD, PY_UNWIND */
+static __attribute__((noinline)) py_object *py_monitor_leave_slow(py_object *const *args,
+                                                                 intptr_t nargs)
+{
     if (__builtin_expect(!atomic_load_explicit(&prof_recording, memory_order_relaxed), 0)) {
         if (nargs >= 1)
             py_closed_event(args[0], NULL, 0);
@@ -602,6 +696,16 @@ py_object *python_monitor_leave(py_object *self, py_object *const *args, intptr_
     if (pt && !pt->in_gap)
         py_leave(pt, NULL, PROF_PY_FUNC_PYTHON, NULL, now, 1);
     return py.NoneStruct;
+}
+
+py_object *python_monitor_leave(py_object *self, py_object *const *args, intptr_t nargs)
+{
+    (void)self;
+    struct py_thread *pt = py_tls;
+    if (__builtin_expect(pt && !pt->in_gap && py_fast_ok(), 1) &&
+        py_fast_leave(pt, NULL, py_fast_ticks()))
+        return py.NoneStruct;
+    return py_monitor_leave_slow(args, nargs);
 }
 
 /* The PyMethodDef a call to callable (with first argument self_arg) runs, as cProfile
@@ -624,11 +728,9 @@ static inline const void *py_c_callee(py_object *callable, py_object *self_arg)
     return NULL;
 }
 
-/* CALL (code, offset, callable, arg0) */
-py_object *python_monitor_call(py_object *self, py_object *const *args, intptr_t nargs)
+static __attribute__((noinline)) py_object *py_monitor_call_slow(py_object *const *args,
+                                                                intptr_t nargs)
 {
-    (void)self;
-    /* Every call comes here, Python functions too: the clock is read only for builtins. */
     const void *ml = nargs >= 4 ? py_c_callee(args[2], args[3]) : NULL;
     struct py_thread *pt;
     if (__builtin_expect(!atomic_load_explicit(&prof_recording, memory_order_relaxed), 0)) {
@@ -641,6 +743,19 @@ py_object *python_monitor_call(py_object *self, py_object *const *args, intptr_t
         py_enter(pt, ml, PROF_PY_FUNC_C, args[2], prof_clock_ticks(), NULL);
     }
     return py.NoneStruct;
+}
+
+/* CALL (code, offset, callable, arg0). Every call comes here, Python functions too (their
+ * PY_START follows): those are let go at once; the clock is read only for builtins. */
+py_object *python_monitor_call(py_object *self, py_object *const *args, intptr_t nargs)
+{
+    (void)self;
+    if (__builtin_expect(nargs >= 4, 1)) {
+        void *type = args[2]->ob_type;
+        if (type == py.FunctionType || type == py.MethodType)
+            return py.NoneStruct;
+    }
+    return py_monitor_call_slow(args, nargs);
 }
 
 /* C_RETURN, C_RAISE (code, offset, callable, arg0) */
