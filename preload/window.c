@@ -39,7 +39,8 @@
 int window_steps_on;
 int window_active;
 _Atomic int window_steps_by_torch;
-_Atomic uint64_t window_closed_ticks;
+_Atomic unsigned window_closings;
+static _Atomic uint64_t window_close_ticks[64];
 _Atomic(window_observer_fn) window_observer;
 _Atomic(window_observer_fn) window_step_observer;
 static long window_first_step, window_last_step;
@@ -90,8 +91,11 @@ static unsigned window_written; /* switches written to the current file (drain-l
  * never follows a later one's while an observer waits for the GIL); the observers after. */
 static void window_switch_record(int open, enum window_why why, long value)
 {
-    if (!open)
-        atomic_store(&window_closed_ticks, prof_clock_ticks());
+    if (!open) { /* the edge first, then the count that makes it visible */
+        unsigned n = atomic_load(&window_closings) + 1;
+        atomic_store(&window_close_ticks[n % 64], prof_clock_ticks());
+        atomic_store(&window_closings, n);
+    }
     collector_set_recording(open);
     if (window_page)
         atomic_store(window_page, open);
@@ -129,6 +133,11 @@ static void window_switch(int open, enum window_why why, long value)
 /* Steps may end on several threads at once (the PyTorch layer counts them without the
  * GIL): a step's number, the state it sees and the switch it makes are taken together. */
 static pthread_mutex_t window_step_lock = PTHREAD_MUTEX_INITIALIZER;
+
+uint64_t window_close_edge(unsigned n)
+{
+    return n ? atomic_load(&window_close_ticks[n % 64]) : 0;
+}
 
 void window_step_done(void)
 {

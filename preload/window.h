@@ -27,8 +27,10 @@ static inline int window_steps_by_python(void)
  * only the GPU work of calls made inside). */
 extern int window_active;
 
-/* The clock tick (prof_clock_ticks) of the latest closing of the window, 0 before any. */
-extern _Atomic uint64_t window_closed_ticks;
+/* Closings of the window so far, and the clock tick (prof_clock_ticks) of the n-th
+ * (1-based; the latest 64 are kept, 0 for n = 0). */
+extern _Atomic unsigned window_closings;
+uint64_t window_close_edge(unsigned n);
 
 /* After collector_init and lifecycle_init: reads the settings, closes the window when it
  * starts closed, installs the signal, and writes the window into the trace (META). */

@@ -168,6 +168,9 @@ void python_gap_end(void);
 /* Whether a live thread still has frames on its stack (outside the window: frames of the
  * window). Under the GIL. */
 int python_tree_frames_open(void);
+/* Ends, at their window's closing, the frames of earlier windows still on every thread's
+ * stack (under the GIL, as the layer goes quiet). */
+void python_tree_end_stale_stacks(void);
 /* atexit callback (METH_NOARGS) naming functions on Python < 3.11. */
 py_object *python_qualnames_at_exit(py_object *self, py_object *unused);
 /* sys.monitoring callbacks (METH_FASTCALL). */

@@ -183,6 +183,7 @@ static void ev_profile_idle(void)
     if (window_steps_by_python())
         return; /* no local events before 3.12: every call is looked at for the steps */
     ev_profile_said_off();
+    python_tree_end_stale_stacks();
     atomic_store(&ev_queued, 0); /* an opening from now on queues a pending call */
     python_threads_switch(0);
     ev_on = 0;
@@ -209,6 +210,7 @@ void python_events_idle(void)
             return;
     if (ev_call("set_events", "il", NULL, window_steps_by_python() ? ev_closed_mask : 0) != 0)
         return;
+    python_tree_end_stale_stacks();
     ev_on = 0;
     /* A signal may have opened the window meanwhile; its pending call would come later. */
     if (atomic_load(&prof_recording))

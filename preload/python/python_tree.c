@@ -61,6 +61,7 @@ struct py_thread {
     uint64_t gap_start;
     int in_gap;
     uint32_t step_depth; /* step-function calls on the stack (the outermost ends a step) */
+    uint32_t epoch;      /* window_closings when the stack last turned non-empty */
     /* Functions whose cProfile recursion level differs from their frames on our stack,
      * after returns that did not pair with the innermost call (python_leave_unpaired). */
     uint32_t drift_used;
@@ -70,14 +71,37 @@ struct py_thread {
     } drift[PY_MAX_DRIFT];
 };
 
-/* Threads with frames on their stack (python_tree_frames_open), counted when a stack
- * turns empty or not: walking the threads would race with the collector freeing exited
- * ones. Atomic: a thread's exit (its key's destructor) runs without the GIL. */
-static _Atomic int py_open_threads;
+/* Threads with frames on their stack entered since the window's latest closing
+ * (python_tree_frames_open), counted when a stack turns empty or not: walking the threads
+ * would race with the collector freeing exited ones. (epoch << 32) | count, epoch being
+ * window_closings when they were counted: a closing makes every stack of an earlier epoch
+ * stale (its frames end at that closing, at the thread's next event) and the count 0 at
+ * once, so that a thread blocked with frames of the window keeps no one's hook on.
+ * Atomic: a thread's exit (its key's destructor) runs without the GIL. */
+static _Atomic uint64_t py_open_threads;
 
-static inline void py_stack_emptied(void)
+static inline void py_stack_opened(struct py_thread *pt)
 {
-    atomic_fetch_sub_explicit(&py_open_threads, 1, memory_order_relaxed);
+    unsigned cur = atomic_load(&window_closings);
+    uint64_t w = atomic_load(&py_open_threads), v;
+    do
+        v = (uint32_t)(w >> 32) == cur ? w + 1 : ((uint64_t)cur << 32) | 1;
+    while (!atomic_compare_exchange_weak(&py_open_threads, &w, v));
+    pt->epoch = cur;
+}
+
+static inline void py_stack_emptied(struct py_thread *pt)
+{
+    uint64_t w = atomic_load(&py_open_threads);
+    while ((uint32_t)(w >> 32) == pt->epoch && (uint32_t)w &&
+           !atomic_compare_exchange_weak(&py_open_threads, &w, w - 1))
+        ;
+}
+
+/* Frames entered before the window's latest closing are on this thread's stack. */
+static inline int py_stack_stale(const struct py_thread *pt)
+{
+    return pt->depth && pt->epoch != atomic_load_explicit(&window_closings, memory_order_relaxed);
 }
 
 /* Outside the capture window: step-function calls under way in this thread. */
@@ -113,7 +137,7 @@ static void py_thread_key_destroy(void *arg)
 {
     struct py_thread *pt = arg;
     if (pt->depth)
-        py_stack_emptied();
+        py_stack_emptied(pt);
     atomic_store_explicit(&pt->exited, 1, memory_order_release);
     py_tls = NULL;
 }
@@ -247,7 +271,7 @@ static inline __attribute__((always_inline)) void py_enter(struct py_thread *pt,
         *last = n;
     }
     if (__builtin_expect(!pt->depth, 0))
-        atomic_fetch_add_explicit(&py_open_threads, 1, memory_order_relaxed);
+        py_stack_opened(pt);
     struct py_frame *f = &pt->stack[pt->depth++];
     f->node = n;
     f->start = now;
@@ -315,14 +339,14 @@ py_leave(struct py_thread *pt, const void *tag, int kind, py_object *obj, uint64
     if (pt->depth)
         pt->stack[pt->depth - 1].child += dt;
     else
-        py_stack_emptied();
+        py_stack_emptied(pt);
     if (dt >= py_span_threshold())
         py_emit_span(n, f->start, now, 0);
     if (__builtin_expect(n->action & PY_NODE_STEP, 0) && pt->step_depth && !--pt->step_depth)
         window_step_done(); /* may close the window */
 }
 
-/* The window closed with frames entered inside it still on this thread's stack (the
+/* The window closed with frames entered inside it still on a thread's stack (the
  * program's main function, when the window was open from the start): each is counted as a
  * call that ended at the closing, with its time up to there, and the stack is emptied, so
  * that the Python layer can go quiet without waiting for returns that may come at the
@@ -331,7 +355,8 @@ py_leave(struct py_thread *pt, const void *tag, int kind, py_object *obj, uint64
  * the step). */
 static void py_close_at_window_edge(struct py_thread *pt)
 {
-    uint64_t edge = atomic_load(&window_closed_ticks);
+    unsigned closings = atomic_load(&window_closings);
+    uint64_t edge = window_close_edge(pt->epoch < closings ? pt->epoch + 1 : closings);
     for (uint32_t d = pt->depth; d-- > 0;) {
         struct py_frame *f = &pt->stack[d];
         uint64_t dt = edge > f->start ? edge - f->start : 0;
@@ -343,12 +368,13 @@ static void py_close_at_window_edge(struct py_thread *pt)
         if (dt >= py_span_threshold())
             py_emit_span(f->node, f->start, f->start + dt, 1);
     }
-    py_closed_step_depth += pt->step_depth;
+    if (pt == py_tls) /* (another thread's step frames are not followed) */
+        py_closed_step_depth += pt->step_depth;
     pt->step_depth = 0;
     pt->depth = 0;
     pt->overflow = 0;
     pt->drift_used = 0;
-    py_stack_emptied();
+    py_stack_emptied(pt);
 }
 
 /* An event outside the capture window (prof_recording off). A thread with frames entered
@@ -433,7 +459,7 @@ static __attribute__((noinline)) int py_leave_unpaired(struct py_thread *pt, int
      * thread counts here.) */
     if (!paired && !python_func_known(key)) {
         if (!--pt->depth)
-            py_stack_emptied();
+            py_stack_emptied(pt);
         py_drift_add(pt, ended->key, 1);
         return 1;
     }
@@ -460,7 +486,7 @@ static __attribute__((noinline)) int py_leave_unpaired(struct py_thread *pt, int
     if (pt->depth)
         pt->stack[pt->depth - 1].child += dt;
     else
-        py_stack_emptied();
+        py_stack_emptied(pt);
     if (!paired) { /* (drift may move here: it is not used after) */
         py_drift_add(pt, ended->key, 1);
         py_drift_add(pt, key, -1);
@@ -574,13 +600,14 @@ static inline uint64_t py_fast_ticks(void)
 #endif
 }
 
-static inline int py_fast_ok(void)
+static inline int py_fast_ok(const struct py_thread *pt)
 {
 #ifdef PROF_CLOCK_HAVE_TSC
     return atomic_load_explicit(&prof_recording, memory_order_relaxed) && prof_clock_tsc &&
            atomic_load_explicit(&prof_collector_running, memory_order_relaxed) &&
-           py_span_ticks != UINT64_MAX;
+           py_span_ticks != UINT64_MAX && !py_stack_stale(pt);
 #else
+    (void)pt;
     return 0;
 #endif
 }
@@ -628,7 +655,7 @@ int python_profile(py_object *obj, py_object *frame, int what, py_object *arg)
 {
     (void)obj;
     struct py_thread *pt = py_tls;
-    if (__builtin_expect(pt && py_fast_ok(), 1)) {
+    if (__builtin_expect(pt && py_fast_ok(pt), 1)) {
         uint64_t now = py_fast_ticks();
         if (what == PY_TRACE_CALL) {
             if ((py.minor <= 10 || py_frame_layout_direct) &&
@@ -653,6 +680,8 @@ static inline struct py_thread *py_thread_here(void)
     struct py_thread *pt = py_tls;
     if (__builtin_expect(!pt, 0))
         pt = py_thread_create();
+    else if (__builtin_expect(py_stack_stale(pt), 0) && !pt->in_gap)
+        py_close_at_window_edge(pt); /* its frames of an earlier window end there */
     return pt;
 }
 
@@ -676,7 +705,7 @@ py_object *python_monitor_enter(py_object *self, py_object *const *args, intptr_
 {
     (void)self;
     struct py_thread *pt = py_tls;
-    if (__builtin_expect(pt && nargs >= 1 && !pt->in_gap && py_fast_ok(), 1) &&
+    if (__builtin_expect(pt && nargs >= 1 && !pt->in_gap && py_fast_ok(pt), 1) &&
         py_fast_enter(pt, args[0], py_fast_ticks(), NULL))
         return py.NoneStruct;
     return py_monitor_enter_slow(args, nargs);
@@ -702,7 +731,7 @@ py_object *python_monitor_leave(py_object *self, py_object *const *args, intptr_
 {
     (void)self;
     struct py_thread *pt = py_tls;
-    if (__builtin_expect(pt && !pt->in_gap && py_fast_ok(), 1) &&
+    if (__builtin_expect(pt && !pt->in_gap && py_fast_ok(pt), 1) &&
         py_fast_leave(pt, NULL, py_fast_ticks()))
         return py.NoneStruct;
     return py_monitor_leave_slow(args, nargs);
@@ -833,16 +862,35 @@ void python_gap_end(void)
     pt->in_gap = 0;
     /* Frames that returned while we were not told: start over from an empty stack. */
     if (pt->depth)
-        py_stack_emptied();
+        py_stack_emptied(pt);
     pt->depth = 0;
     pt->overflow = 0;
     pt->drift_used = 0;
     py_write_gap(pt->gap_start, prof_clock_ticks());
 }
 
+/* Held while python_tree_end_stale_stacks walks the threads and while the collector
+ * frees an ended one. */
+static pthread_mutex_t py_threads_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Under the GIL, before the Python layer goes quiet: no other thread is inside a
+ * callback of ours, so their stacks hold still; a thread blocked with frames of an
+ * earlier window (main() in a join) gets no event to end them itself. */
+void python_tree_end_stale_stacks(void)
+{
+    pthread_mutex_lock(&py_threads_lock);
+    for (struct py_thread *pt = atomic_load(&py_threads); pt;
+         pt = atomic_load_explicit(&pt->next, memory_order_relaxed))
+        if (!atomic_load_explicit(&pt->exited, memory_order_acquire) && py_stack_stale(pt) &&
+            !pt->in_gap)
+            py_close_at_window_edge(pt);
+    pthread_mutex_unlock(&py_threads_lock);
+}
+
 int python_tree_frames_open(void)
 {
-    return atomic_load_explicit(&py_open_threads, memory_order_relaxed) > 0;
+    uint64_t w = atomic_load(&py_open_threads);
+    return (uint32_t)(w >> 32) == atomic_load(&window_closings) && (uint32_t)w > 0;
 }
 
 /* ---- the collector side ---- */
@@ -909,7 +957,11 @@ static void py_free_thread(struct py_thread *pt)
 
 static void py_drain(int fresh, int last)
 {
-    (void)last;
+    /* The process ends in this thread (exit, not a signal): frames of an earlier window
+     * still on its own stack (main() under a join, its hook off since) end at their edge. */
+    struct py_thread *self = py_tls;
+    if (last && self && py_stack_stale(self) && !self->in_gap && !collector_drain_in_signal())
+        py_close_at_window_edge(self);
     struct py_thread *prev = NULL;
     for (struct py_thread *pt = atomic_load(&py_threads); pt;) {
         struct py_thread *next = atomic_load_explicit(&pt->next, memory_order_relaxed);
@@ -919,8 +971,10 @@ static void py_drain(int fresh, int last)
         /* only the head is never unlinked: pushes race on it; a signal handler frees
          * nothing (the crash may be inside malloc) */
         if (exited && prev && !collector_drain_in_signal()) {
+            pthread_mutex_lock(&py_threads_lock);
             atomic_store_explicit(&prev->next, next, memory_order_relaxed);
             py_free_thread(pt);
+            pthread_mutex_unlock(&py_threads_lock);
         } else {
             prev = pt;
         }
@@ -932,6 +986,7 @@ static void py_drain(int fresh, int last)
  * parent's file has what came before), the other threads' trees are dropped. */
 void python_tree_after_fork_child(void)
 {
+    pthread_mutex_init(&py_threads_lock, NULL); /* the collector may have held it */
     struct py_thread *self = py_tls;
     for (struct py_thread *pt = atomic_load(&py_threads); pt;) {
         struct py_thread *next = atomic_load_explicit(&pt->next, memory_order_relaxed);
@@ -940,7 +995,10 @@ void python_tree_after_fork_child(void)
         pt = next;
     }
     atomic_store(&py_threads, self);
-    atomic_store(&py_open_threads, self && self->depth);
+    unsigned closings = atomic_load(&window_closings);
+    atomic_store(&py_open_threads, self && self->depth && self->epoch == closings
+                                       ? ((uint64_t)closings << 32) | 1
+                                       : (uint64_t)closings << 32);
     if (!self)
         return;
     atomic_store(&self->next, NULL);

@@ -110,6 +110,23 @@ def test_steps_ending_on_several_threads_at_once_switch_once_each(tmp_path, step
 
 
 @needs_torch
+def test_a_thread_blocked_with_frames_of_the_window_keeps_no_hook_on(tmp_path):
+    """PROF_STEPS=0-9, the loop in a thread that the main thread joins: the main thread's
+    main() and join() were entered inside the window and get no event until the end; the
+    training thread's hook still goes off after step 9, and main() counts once."""
+    out, events = tmp_path / "prof", tmp_path / "events.txt"
+    got = profile([PYTHON, LOOP, "torch_in_thread", "40"], out,
+                  env={"PROF_STEPS": "0-9", "WINDOW_EVENTS": str(events)}, timeout=300)
+    assert got.stdout.startswith("loss ")
+    rep = report_json(out, "--python")
+    assert [py_calls(rep, f) for f in ("main", "main.<locals>.train_step")] == [1, 10]
+    seen = [line.split(" ", 1)[1].strip() if " " in line else ""
+            for line in events.read_text().splitlines()]
+    assert len(seen) == 40
+    assert all(seen[:9]) and not any(seen[9:]), seen
+
+
+@needs_torch
 def test_window_open_from_the_start_goes_quiet_after_its_last_step(tmp_path):
     """PROF_STEPS=0-9 of 40 torch steps: main() and the module were entered inside the
     window and return only at the end; they end at the closing (counted once, timed up to

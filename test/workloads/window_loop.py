@@ -3,6 +3,7 @@
     window_loop.py torch N          N SGD steps of a tiny model; train_step(i) is one step
     window_loop.py loader E         E epochs of 16 SGD steps, 30 ms apart, each epoch's batches
                                     read by two forked DataLoader workers
+    window_loop.py torch_in_thread N  the same loop in a thread that the main thread joins
     window_loop.py torch_threads N T  T threads, each N SGD steps of its own tiny model
     window_loop.py python N         N calls of train_step(i), each ending with my_step(i)
     window_loop.py signal N K...    N calls of work(i); before iterations K... the process
@@ -119,7 +120,8 @@ def write_events(seen):
 def main():
     mode, n = sys.argv[1], int(sys.argv[2])
     log, tool, seen = events_log()
-    if mode == "torch":
+    if mode in ("torch", "torch_in_thread"):
+        import threading
         import torch
         torch.manual_seed(0)
         model = torch.nn.Linear(4, 1)
@@ -133,10 +135,18 @@ def main():
             opt.step()
             return loss
 
-        for i in range(n):
-            train_step(i)
-            if seen is not None:
-                seen.append(log(tool))
+        def train():
+            for i in range(n):
+                train_step(i)
+                if seen is not None:
+                    seen.append(log(tool))
+
+        if mode == "torch":
+            train()
+        else:  # the main thread waits in join() the whole time, with no event of its own
+            t = threading.Thread(target=train)
+            t.start()
+            t.join()
         print("loss %.6f" % float(((model(x) - y) ** 2).mean()))
     elif mode == "torch_threads":
         # T threads, each N SGD steps of its own model (torch ops let the GIL go, so the
