@@ -17,98 +17,31 @@
 #include "collector.h"
 #include "emit.h"
 #include "python.h"
+#include "python_tree.h"
 #include "window.h"
 
-#define PY_MAX_DEPTH 4096
-#define PY_CHUNK_NODES 1024
-#define PY_MAX_CHUNKS 4096
-#define PY_MAX_DRIFT 32
-
-struct py_node {
-    uint32_t id;
-    uint32_t func_id;
-    const void *key; /* code object, or PyMethodDef of a builtin */
-    struct py_node *parent;
-    struct py_node *last_child; /* the child found last: loops call the same one again */
-    _Atomic uint64_t calls, total, self, api_calls, api_ticks;
-    uint64_t written_calls, written_api_calls; /* the collector's */
-    /* its function starts or stops a Lightning action (python_actions.c), and/or
-     * (PY_NODE_STEP) ends a step of PROF_STEPS (python_steps.c) */
-    uint8_t action;
-};
-#define PY_NODE_STEP 0x80
-
-struct py_frame {
-    struct py_node *node;
-    uint64_t start;
-    uint64_t child;  /* ticks spent in calls made from this frame */
-    const void *tag; /* setprofile: the frame object, or the builtin's PyMethodDef */
-};
-
-struct py_thread {
-    struct py_thread *_Atomic next;
-    uint32_t tid;
-    _Atomic int exited;
-    uint32_t depth, overflow;
-    struct py_frame *stack;
-    struct py_node *root_last; /* last_child of the (virtual) root */
-    struct py_node *chunks[PY_MAX_CHUNKS];
-    _Atomic uint32_t node_count; /* published: nodes [0, node_count) are initialized */
-    uint32_t nodes_defined;      /* the collector's: PY_NODE records written */
-    /* (parent, key) -> node, open addressing; the owning thread's only. */
-    struct py_node **table;
-    uint32_t table_mask, table_used;
-    uint64_t gap_start;
-    int in_gap;
-    uint32_t step_depth; /* step-function calls on the stack (the outermost ends a step) */
-    uint32_t epoch;      /* window_closings when the stack last turned non-empty */
-    /* Functions whose cProfile recursion level differs from their frames on our stack,
-     * after returns that did not pair with the innermost call (python_leave_unpaired). */
-    uint32_t drift_used;
-    struct py_drift {
-        const void *key;
-        int32_t level;
-    } drift[PY_MAX_DRIFT];
-};
-
-/* Threads with frames on their stack entered since the window's latest closing
- * (python_tree_frames_open), counted when a stack turns empty or not: walking the threads
- * would race with the collector freeing exited ones. (epoch << 32) | count, epoch being
- * window_closings when they were counted: a closing makes every stack of an earlier epoch
- * stale (its frames end at that closing, at the thread's next event) and the count 0 at
- * once, so that a thread blocked with frames of the window keeps no one's hook on.
- * Atomic: a thread's exit (its key's destructor) runs without the GIL. */
-static _Atomic uint64_t py_open_threads;
+_Atomic uint64_t python_tree_open;
 
 static inline void py_stack_opened(struct py_thread *pt)
 {
     unsigned cur = atomic_load(&window_closings);
-    uint64_t w = atomic_load(&py_open_threads), v;
+    uint64_t w = atomic_load(&python_tree_open), v;
     do
         v = (uint32_t)(w >> 32) == cur ? w + 1 : ((uint64_t)cur << 32) | 1;
-    while (!atomic_compare_exchange_weak(&py_open_threads, &w, v));
+    while (!atomic_compare_exchange_weak(&python_tree_open, &w, v));
     pt->epoch = cur;
-}
-
-static inline void py_stack_emptied(struct py_thread *pt)
-{
-    uint64_t w = atomic_load(&py_open_threads);
-    while ((uint32_t)(w >> 32) == pt->epoch && (uint32_t)w &&
-           !atomic_compare_exchange_weak(&py_open_threads, &w, w - 1))
-        ;
-}
-
-/* Frames entered before the window's latest closing are on this thread's stack. */
-static inline int py_stack_stale(const struct py_thread *pt)
-{
-    return pt->depth && pt->epoch != atomic_load_explicit(&window_closings, memory_order_relaxed);
 }
 
 /* Outside the capture window: step-function calls under way in this thread. */
 static __thread uint32_t py_closed_step_depth PROF_TLS;
 
 static __thread struct py_thread *py_tls PROF_TLS;
-static struct py_thread *_Atomic py_threads;
+
+struct py_thread *python_tree_self(void)
+{
+    return py_tls;
+}
+struct py_thread *_Atomic python_tree_threads;
 static pthread_key_t py_thread_key;
 static uint64_t py_span_ns;
 static uint64_t py_span_ticks = UINT64_MAX; /* until the tick rate is known */
@@ -155,10 +88,10 @@ static struct py_thread *py_thread_create(void)
         return NULL;
     }
     pt->tid = (uint32_t)syscall(SYS_gettid);
-    struct py_thread *head = atomic_load(&py_threads);
+    struct py_thread *head = atomic_load(&python_tree_threads);
     do {
         atomic_store_explicit(&pt->next, head, memory_order_relaxed);
-    } while (!atomic_compare_exchange_weak(&py_threads, &head, pt));
+    } while (!atomic_compare_exchange_weak(&python_tree_threads, &head, pt));
     pthread_setspecific(py_thread_key, pt);
     py_tls = pt;
     emit_thread(); /* the thread's ring (spans, gaps) and, for the first, the collector */
@@ -353,7 +286,7 @@ py_leave(struct py_thread *pt, const void *tag, int kind, py_object *obj, uint64
  * end of the run. Their returns, when they come, find an empty stack and are ignored. A
  * step function among them is handed to the closed window's step count (its return ends
  * the step). */
-static void py_close_at_window_edge(struct py_thread *pt)
+void python_tree_close_at_edge(struct py_thread *pt)
 {
     unsigned closings = atomic_load(&window_closings);
     uint64_t edge = window_close_edge(pt->epoch < closings ? pt->epoch + 1 : closings);
@@ -386,7 +319,7 @@ static int py_closed_event(py_object *code, py_object *frame, int call)
 {
     struct py_thread *pt = py_tls;
     if (pt && pt->depth && !pt->in_gap)
-        py_close_at_window_edge(pt);
+        python_tree_close_at_edge(pt);
     if (window_steps_by_python() && code) {
         if (call) {
             if (python_code_step(code) ||
@@ -681,13 +614,13 @@ static inline struct py_thread *py_thread_here(void)
     if (__builtin_expect(!pt, 0))
         pt = py_thread_create();
     else if (__builtin_expect(py_stack_stale(pt), 0) && !pt->in_gap)
-        py_close_at_window_edge(pt); /* its frames of an earlier window end there */
+        python_tree_close_at_edge(pt); /* its frames of an earlier window end there */
     return pt;
 }
 
 /* PY_START, PY_RESUME, PY_THROW (code, offset, ...) */
 static __attribute__((noinline)) py_object *py_monitor_enter_slow(py_object *const *args,
-                                                                 intptr_t nargs)
+                                                                  intptr_t nargs)
 {
     if (__builtin_expect(!atomic_load_explicit(&prof_recording, memory_order_relaxed), 0)) {
         if (nargs >= 1)
@@ -713,7 +646,7 @@ py_object *python_monitor_enter(py_object *self, py_object *const *args, intptr_
 
 /* PY_RETURN, PY_YIELD, PY_UNWIND */
 static __attribute__((noinline)) py_object *py_monitor_leave_slow(py_object *const *args,
-                                                                 intptr_t nargs)
+                                                                  intptr_t nargs)
 {
     if (__builtin_expect(!atomic_load_explicit(&prof_recording, memory_order_relaxed), 0)) {
         if (nargs >= 1)
@@ -758,7 +691,7 @@ static inline const void *py_c_callee(py_object *callable, py_object *self_arg)
 }
 
 static __attribute__((noinline)) py_object *py_monitor_call_slow(py_object *const *args,
-                                                                intptr_t nargs)
+                                                                 intptr_t nargs)
 {
     const void *ml = nargs >= 4 ? py_c_callee(args[2], args[3]) : NULL;
     struct py_thread *pt;
@@ -869,162 +802,11 @@ void python_gap_end(void)
     py_write_gap(pt->gap_start, prof_clock_ticks());
 }
 
-/* Held while python_tree_end_stale_stacks walks the threads and while the collector
- * frees an ended one. */
-static pthread_mutex_t py_threads_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* Under the GIL, before the Python layer goes quiet: no other thread is inside a
- * callback of ours, so their stacks hold still; a thread blocked with frames of an
- * earlier window (main() in a join) gets no event to end them itself. */
-void python_tree_end_stale_stacks(void)
-{
-    pthread_mutex_lock(&py_threads_lock);
-    for (struct py_thread *pt = atomic_load(&py_threads); pt;
-         pt = atomic_load_explicit(&pt->next, memory_order_relaxed))
-        if (!atomic_load_explicit(&pt->exited, memory_order_acquire) && py_stack_stale(pt) &&
-            !pt->in_gap)
-            py_close_at_window_edge(pt);
-    pthread_mutex_unlock(&py_threads_lock);
-}
-
-int python_tree_frames_open(void)
-{
-    uint64_t w = atomic_load(&py_open_threads);
-    return (uint32_t)(w >> 32) == atomic_load(&window_closings) && (uint32_t)w > 0;
-}
-
-/* ---- the collector side ---- */
-
-static struct py_node *py_node_at(struct py_thread *pt, uint32_t i)
-{
-    return &pt->chunks[i / PY_CHUNK_NODES][i % PY_CHUNK_NODES];
-}
-
-static void py_drain_thread(struct py_thread *pt, int fresh)
-{
-    uint32_t count = atomic_load_explicit(&pt->node_count, memory_order_acquire);
-    int thread_written = 0;
-    if (fresh)
-        pt->nodes_defined = 0;
-    for (uint32_t i = 0; i < count; i++) {
-        struct py_node *n = py_node_at(pt, i);
-        uint64_t calls = atomic_load_explicit(&n->calls, memory_order_relaxed);
-        uint64_t api_calls = atomic_load_explicit(&n->api_calls, memory_order_relaxed);
-        int define = i >= pt->nodes_defined;
-        if (fresh) {
-            n->written_calls = 0;
-            n->written_api_calls = 0;
-        }
-        int changed = calls != n->written_calls || api_calls != n->written_api_calls;
-        if (!define && !changed)
-            continue;
-        if (!thread_written) {
-            collector_write_thread(pt->tid);
-            thread_written = 1;
-        }
-        if (define) {
-            struct prof_rec_py_node rec = {
-                {PROF_REC_PY_NODE, sizeof rec}, n->id, n->parent ? n->parent->id : 0, n->func_id};
-            collector_write(&rec, sizeof rec);
-        }
-        if (changed) {
-            struct prof_rec_py_stats st;
-            memset(&st, 0, sizeof st);
-            st.h.type = PROF_REC_PY_STATS;
-            st.h.size = sizeof st;
-            st.node_id = n->id;
-            st.calls = calls;
-            st.total_ticks = atomic_load_explicit(&n->total, memory_order_relaxed);
-            st.self_ticks = atomic_load_explicit(&n->self, memory_order_relaxed);
-            st.api_calls = api_calls;
-            st.api_ticks = atomic_load_explicit(&n->api_ticks, memory_order_relaxed);
-            collector_write(&st, sizeof st);
-            n->written_calls = calls;
-            n->written_api_calls = api_calls;
-        }
-    }
-    pt->nodes_defined = count;
-}
-
-static void py_free_thread(struct py_thread *pt)
-{
-    for (uint32_t c = 0; c < PY_MAX_CHUNKS && pt->chunks[c]; c++)
-        munmap(pt->chunks[c], PY_CHUNK_NODES * sizeof(struct py_node));
-    free(pt->table);
-    munmap(pt->stack, PY_MAX_DEPTH * sizeof *pt->stack);
-    munmap(pt, sizeof *pt);
-}
-
-static void py_drain(int fresh, int last)
-{
-    /* The process ends in this thread (exit, not a signal): frames of an earlier window
-     * still on its own stack (main() under a join, its hook off since) end at their edge. */
-    struct py_thread *self = py_tls;
-    if (last && self && py_stack_stale(self) && !self->in_gap && !collector_drain_in_signal())
-        py_close_at_window_edge(self);
-    struct py_thread *prev = NULL;
-    for (struct py_thread *pt = atomic_load(&py_threads); pt;) {
-        struct py_thread *next = atomic_load_explicit(&pt->next, memory_order_relaxed);
-        /* exited is read before the counters: what the thread did last is in them */
-        int exited = atomic_load_explicit(&pt->exited, memory_order_acquire);
-        py_drain_thread(pt, fresh);
-        /* only the head is never unlinked: pushes race on it; a signal handler frees
-         * nothing (the crash may be inside malloc) */
-        if (exited && prev && !collector_drain_in_signal()) {
-            pthread_mutex_lock(&py_threads_lock);
-            atomic_store_explicit(&prev->next, next, memory_order_relaxed);
-            py_free_thread(pt);
-            pthread_mutex_unlock(&py_threads_lock);
-        } else {
-            prev = pt;
-        }
-        pt = next;
-    }
-}
-
-/* In a forked child only the forking thread goes on: its tree restarts at zero (the
- * parent's file has what came before), the other threads' trees are dropped. */
-void python_tree_after_fork_child(void)
-{
-    pthread_mutex_init(&py_threads_lock, NULL); /* the collector may have held it */
-    struct py_thread *self = py_tls;
-    for (struct py_thread *pt = atomic_load(&py_threads); pt;) {
-        struct py_thread *next = atomic_load_explicit(&pt->next, memory_order_relaxed);
-        if (pt != self)
-            py_free_thread(pt);
-        pt = next;
-    }
-    atomic_store(&py_threads, self);
-    unsigned closings = atomic_load(&window_closings);
-    atomic_store(&py_open_threads, self && self->depth && self->epoch == closings
-                                       ? ((uint64_t)closings << 32) | 1
-                                       : (uint64_t)closings << 32);
-    if (!self)
-        return;
-    atomic_store(&self->next, NULL);
-    self->tid = (uint32_t)syscall(SYS_gettid);
-    uint32_t count = atomic_load(&self->node_count);
-    for (uint32_t i = 0; i < count; i++) {
-        struct py_node *n = py_node_at(self, i);
-        atomic_store(&n->calls, 0);
-        atomic_store(&n->total, 0);
-        atomic_store(&n->self, 0);
-        atomic_store(&n->api_calls, 0);
-        atomic_store(&n->api_ticks, 0);
-    }
-    /* frames still on the stack were entered in the parent: their time is the parent's */
-    uint64_t now = prof_clock_ticks();
-    for (uint32_t d = 0; d < self->depth; d++) {
-        self->stack[d].start = now;
-        self->stack[d].child = 0;
-    }
-}
-
 void python_tree_init(uint64_t span_threshold_ns)
 {
     py_span_ns = span_threshold_ns;
     pthread_key_create(&py_thread_key, py_thread_key_destroy);
-    collector_add_source(py_drain);
+    collector_add_source(python_tree_drain);
     prof_api_observer = py_observe_api_call;
     prof_current_py_node = py_current_node;
 }

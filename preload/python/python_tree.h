@@ -1,0 +1,101 @@
+/* The Python call trees' shared parts (private to preload/python): the per-thread tree
+ * and stack that python_tree.c builds in the interpreter's callbacks, and that
+ * python_tree_drain.c writes out, frees and resets from the collector's side. */
+#ifndef PROF_PYTHON_TREE_H
+#define PROF_PYTHON_TREE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "window.h"
+
+#define PY_MAX_DEPTH 4096
+#define PY_CHUNK_NODES 1024
+#define PY_MAX_CHUNKS 4096
+#define PY_MAX_DRIFT 32
+
+struct py_node {
+    uint32_t id;
+    uint32_t func_id;
+    const void *key; /* code object, or PyMethodDef of a builtin */
+    struct py_node *parent;
+    struct py_node *last_child; /* the child found last: loops call the same one again */
+    _Atomic uint64_t calls, total, self, api_calls, api_ticks;
+    uint64_t written_calls, written_api_calls; /* the collector's */
+    /* its function starts or stops a Lightning action (python_actions.c), and/or
+     * (PY_NODE_STEP) ends a step of PROF_STEPS (python_steps.c) */
+    uint8_t action;
+};
+#define PY_NODE_STEP 0x80
+
+struct py_frame {
+    struct py_node *node;
+    uint64_t start;
+    uint64_t child;  /* ticks spent in calls made from this frame */
+    const void *tag; /* setprofile: the frame object, or the builtin's PyMethodDef */
+};
+
+struct py_thread {
+    struct py_thread *_Atomic next;
+    uint32_t tid;
+    _Atomic int exited;
+    uint32_t depth, overflow;
+    struct py_frame *stack;
+    struct py_node *root_last; /* last_child of the (virtual) root */
+    struct py_node *chunks[PY_MAX_CHUNKS];
+    _Atomic uint32_t node_count; /* published: nodes [0, node_count) are initialized */
+    uint32_t nodes_defined;      /* the collector's: PY_NODE records written */
+    /* (parent, key) -> node, open addressing; the owning thread's only. */
+    struct py_node **table;
+    uint32_t table_mask, table_used;
+    uint64_t gap_start;
+    int in_gap;
+    uint32_t step_depth; /* step-function calls on the stack (the outermost ends a step) */
+    uint32_t epoch;      /* window_closings when the stack last turned non-empty */
+    /* Functions whose cProfile recursion level differs from their frames on our stack,
+     * after returns that did not pair with the innermost call (python_leave_unpaired). */
+    uint32_t drift_used;
+    struct py_drift {
+        const void *key;
+        int32_t level;
+    } drift[PY_MAX_DRIFT];
+};
+
+/* Threads with frames on their stack entered since the window's latest closing
+ * (python_tree_frames_open), counted when a stack turns empty or not: walking the threads
+ * would race with the collector freeing exited ones. (epoch << 32) | count, epoch being
+ * window_closings when they were counted: a closing makes every stack of an earlier epoch
+ * stale (its frames end at that closing, at the thread's next event) and the count 0 at
+ * once, so that a thread blocked with frames of the window keeps no one's hook on.
+ * Atomic: a thread's exit (its key's destructor) runs without the GIL. */
+extern _Atomic uint64_t python_tree_open;
+
+static inline void py_stack_emptied(struct py_thread *pt)
+{
+    uint64_t w = atomic_load(&python_tree_open);
+    while ((uint32_t)(w >> 32) == pt->epoch && (uint32_t)w &&
+           !atomic_compare_exchange_weak(&python_tree_open, &w, w - 1))
+        ;
+}
+
+/* Frames entered before the window's latest closing are on this thread's stack. */
+static inline int py_stack_stale(const struct py_thread *pt)
+{
+    return pt->depth && pt->epoch != atomic_load_explicit(&window_closings, memory_order_relaxed);
+}
+
+/* Every thread's tree, newest first (pushed by the threads, unlinked by the collector). */
+extern struct py_thread *_Atomic python_tree_threads;
+/* Held while python_tree_end_stale_stacks walks the threads and while the collector frees
+ * an ended one. */
+extern pthread_mutex_t python_tree_lock;
+
+/* The calling thread's tree, or NULL. */
+struct py_thread *python_tree_self(void);
+/* Ends the frames of an earlier window on pt's stack at that window's closing. */
+void python_tree_close_at_edge(struct py_thread *pt);
+/* The collector's source: writes the trees' new nodes and counts, frees ended threads. */
+void python_tree_drain(int fresh, int last);
+
+#endif

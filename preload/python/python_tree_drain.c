@@ -1,0 +1,165 @@
+/* The collector's side of the Python call trees (python_tree.h): each thread's new nodes
+ * and changed counts written as PY_NODE / PY_STATS records, ended threads freed, the
+ * trees reset in a forked child; and what must walk every thread's stack (the layer
+ * going quiet outside a capture window). */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "collector.h"
+#include "python.h"
+#include "python_tree.h"
+#include "trace_format.h"
+#include "window.h"
+
+pthread_mutex_t python_tree_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Under the GIL, before the Python layer goes quiet: no other thread is inside a
+ * callback of ours, so their stacks hold still; a thread blocked with frames of an
+ * earlier window (main() in a join) gets no event to end them itself. */
+void python_tree_end_stale_stacks(void)
+{
+    pthread_mutex_lock(&python_tree_lock);
+    for (struct py_thread *pt = atomic_load(&python_tree_threads); pt;
+         pt = atomic_load_explicit(&pt->next, memory_order_relaxed))
+        if (!atomic_load_explicit(&pt->exited, memory_order_acquire) && py_stack_stale(pt) &&
+            !pt->in_gap)
+            python_tree_close_at_edge(pt);
+    pthread_mutex_unlock(&python_tree_lock);
+}
+
+int python_tree_frames_open(void)
+{
+    uint64_t w = atomic_load(&python_tree_open);
+    return (uint32_t)(w >> 32) == atomic_load(&window_closings) && (uint32_t)w > 0;
+}
+
+static struct py_node *py_node_at(struct py_thread *pt, uint32_t i)
+{
+    return &pt->chunks[i / PY_CHUNK_NODES][i % PY_CHUNK_NODES];
+}
+
+static void py_drain_thread(struct py_thread *pt, int fresh)
+{
+    uint32_t count = atomic_load_explicit(&pt->node_count, memory_order_acquire);
+    int thread_written = 0;
+    if (fresh)
+        pt->nodes_defined = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        struct py_node *n = py_node_at(pt, i);
+        uint64_t calls = atomic_load_explicit(&n->calls, memory_order_relaxed);
+        uint64_t api_calls = atomic_load_explicit(&n->api_calls, memory_order_relaxed);
+        int define = i >= pt->nodes_defined;
+        if (fresh) {
+            n->written_calls = 0;
+            n->written_api_calls = 0;
+        }
+        int changed = calls != n->written_calls || api_calls != n->written_api_calls;
+        if (!define && !changed)
+            continue;
+        if (!thread_written) {
+            collector_write_thread(pt->tid);
+            thread_written = 1;
+        }
+        if (define) {
+            struct prof_rec_py_node rec = {
+                {PROF_REC_PY_NODE, sizeof rec}, n->id, n->parent ? n->parent->id : 0, n->func_id};
+            collector_write(&rec, sizeof rec);
+        }
+        if (changed) {
+            struct prof_rec_py_stats st;
+            memset(&st, 0, sizeof st);
+            st.h.type = PROF_REC_PY_STATS;
+            st.h.size = sizeof st;
+            st.node_id = n->id;
+            st.calls = calls;
+            st.total_ticks = atomic_load_explicit(&n->total, memory_order_relaxed);
+            st.self_ticks = atomic_load_explicit(&n->self, memory_order_relaxed);
+            st.api_calls = api_calls;
+            st.api_ticks = atomic_load_explicit(&n->api_ticks, memory_order_relaxed);
+            collector_write(&st, sizeof st);
+            n->written_calls = calls;
+            n->written_api_calls = api_calls;
+        }
+    }
+    pt->nodes_defined = count;
+}
+
+static void py_free_thread(struct py_thread *pt)
+{
+    for (uint32_t c = 0; c < PY_MAX_CHUNKS && pt->chunks[c]; c++)
+        munmap(pt->chunks[c], PY_CHUNK_NODES * sizeof(struct py_node));
+    free(pt->table);
+    munmap(pt->stack, PY_MAX_DEPTH * sizeof *pt->stack);
+    munmap(pt, sizeof *pt);
+}
+
+void python_tree_drain(int fresh, int last)
+{
+    /* The process ends in this thread (exit, not a signal): frames of an earlier window
+     * still on its own stack (main() under a join, its hook off since) end at their edge. */
+    struct py_thread *self = python_tree_self();
+    if (last && self && py_stack_stale(self) && !self->in_gap && !collector_drain_in_signal())
+        python_tree_close_at_edge(self);
+    struct py_thread *prev = NULL;
+    for (struct py_thread *pt = atomic_load(&python_tree_threads); pt;) {
+        struct py_thread *next = atomic_load_explicit(&pt->next, memory_order_relaxed);
+        /* exited is read before the counters: what the thread did last is in them */
+        int exited = atomic_load_explicit(&pt->exited, memory_order_acquire);
+        py_drain_thread(pt, fresh);
+        /* only the head is never unlinked: pushes race on it; a signal handler frees
+         * nothing (the crash may be inside malloc) */
+        if (exited && prev && !collector_drain_in_signal()) {
+            pthread_mutex_lock(&python_tree_lock);
+            atomic_store_explicit(&prev->next, next, memory_order_relaxed);
+            py_free_thread(pt);
+            pthread_mutex_unlock(&python_tree_lock);
+        } else {
+            prev = pt;
+        }
+        pt = next;
+    }
+}
+
+/* In a forked child only the forking thread goes on: its tree restarts at zero (the
+ * parent's file has what came before), the other threads' trees are dropped. */
+void python_tree_after_fork_child(void)
+{
+    pthread_mutex_init(&python_tree_lock, NULL); /* the collector may have held it */
+    struct py_thread *self = python_tree_self();
+    for (struct py_thread *pt = atomic_load(&python_tree_threads); pt;) {
+        struct py_thread *next = atomic_load_explicit(&pt->next, memory_order_relaxed);
+        if (pt != self)
+            py_free_thread(pt);
+        pt = next;
+    }
+    atomic_store(&python_tree_threads, self);
+    unsigned closings = atomic_load(&window_closings);
+    atomic_store(&python_tree_open, self && self->depth && self->epoch == closings
+                                        ? ((uint64_t)closings << 32) | 1
+                                        : (uint64_t)closings << 32);
+    if (!self)
+        return;
+    atomic_store(&self->next, NULL);
+    self->tid = (uint32_t)syscall(SYS_gettid);
+    uint32_t count = atomic_load(&self->node_count);
+    for (uint32_t i = 0; i < count; i++) {
+        struct py_node *n = py_node_at(self, i);
+        atomic_store(&n->calls, 0);
+        atomic_store(&n->total, 0);
+        atomic_store(&n->self, 0);
+        atomic_store(&n->api_calls, 0);
+        atomic_store(&n->api_ticks, 0);
+    }
+    /* frames still on the stack were entered in the parent: their time is the parent's */
+    uint64_t now = prof_clock_ticks();
+    for (uint32_t d = 0; d < self->depth; d++) {
+        self->stack[d].start = now;
+        self->stack[d].child = 0;
+    }
+}
