@@ -4,7 +4,7 @@
 # equals CUPTI's own count for the same run (test/gpu/cupti_count.c, injected in a
 # separate run), cuBLAS/cuBLASLt and cuDNN spans are present, every kernel is tied to a
 # launching call, the torch.cuda.nvtx ranges appear as actions, ops get CUDA time and
-# CUDA memory; the run's summaries report what its traces do; a real Lightning fit gives the
+# CUDA memory; the run's summaries report what its traces do; PROF_STEPS with torch's step; a real Lightning fit gives the
 # actions its SimpleProfiler records; then the overhead benchmark (test/bench/bench_gpu.py). Without a GPU it says so and exits 0.
 set -e
 B=${1:?build folder}
@@ -41,6 +41,27 @@ b = open(out + "/report_sum.json").read().replace(out + "/sum", "DIR")
 if a != b:
     sys.exit("gpu-check: FAILED: the summaries' report differs from the traces'")
 print("gpu-check: summaries report the same as the traces")
+PYEOF
+# PROF_STEPS on this machine's Python and torch (3.12+, torch 2.x, untested elsewhere):
+# the PyTorch layer counts the optimizer steps, the Python layer's events are off outside
+# steps 100-120 and on inside, 21 steps recorded.
+PROF_STEPS=100-120 WINDOW_EVENTS="$out/window_events.txt" "$B/bin/profrun" --no-report \
+    -o "$out/wprof" -- "$PY" test/workloads/window_loop.py torch 300 > /dev/null
+"$B/bin/profreport" --python --format json "$out/wprof" > "$out/window.json"
+"$B/bin/profreport" dump "$out"/wprof/*.trace | grep -c 'window_steps_from' > "$out/window_from.txt" || true
+"$PY" - "$out" <<'PYEOF'
+import json, sys
+out = sys.argv[1]
+rows = json.load(open(out + "/window.json"))["python"]
+steps = sum(r["ncalls"] for r in rows if r["qualname"] == "main.<locals>.train_step")
+seen = [l.split(" ", 1)[1].strip() if " " in l else "" for l in open(out + "/window_events.txt")]
+off = [i for i, on in enumerate(seen) if not on]
+ok = steps == 21 and off == list(range(99)) + list(range(120, 300)) and \
+    open(out + "/window_from.txt").read().strip() != "0"
+print("gpu-check: PROF_STEPS=100-120: %d train_step calls, events off outside the window: %s"
+      % (steps, off == list(range(99)) + list(range(120, 300))))
+if not ok:
+    sys.exit("gpu-check: FAILED: PROF_STEPS with torch's step on this Python")
 PYEOF
 # A real Lightning fit (the GPU machine has Lightning 2.x): its SimpleProfiler's actions
 # are the reference for ours under the default profiler.
