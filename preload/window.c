@@ -44,7 +44,7 @@ static _Atomic uint64_t window_close_ticks[64];
 _Atomic(window_observer_fn) window_observer;
 _Atomic(window_observer_fn) window_step_observer;
 static long window_first_step, window_last_step;
-static _Atomic long window_steps_done;     /* steps ended so far */
+static long window_steps_done;             /* steps ended so far (window_step_lock) */
 static _Atomic long window_steps_recorded; /* of which while recording */
 static int window_signal;
 static double window_delay_s = -1, window_duration_s = -1;
@@ -142,7 +142,7 @@ uint64_t window_close_edge(unsigned n)
 void window_step_done(void)
 {
     pthread_mutex_lock(&window_step_lock);
-    long k = atomic_fetch_add(&window_steps_done, 1);
+    long k = window_steps_done++;
     int open = atomic_load_explicit(&prof_recording, memory_order_relaxed);
     if (open)
         atomic_fetch_add(&window_steps_recorded, 1);

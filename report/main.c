@@ -559,6 +559,8 @@ int main(int argc, char **argv)
             return main_bad_usage("unknown option '%s'", argv[optind - 1]);
         }
     }
+    /* The tables asked for by name (else the default report). */
+    int tables = python || kernels || gpu || actions || ops || memory;
     if (stacks_bare) {
         if (!memory)
             return main_bad_usage("--stacks wants an API name (e.g. cudaDeviceSynchronize), or "
@@ -575,10 +577,10 @@ int main(int argc, char **argv)
          * silently ignored. */
         if (argc - optind < 1)
             return main_bad_usage("--summarize wants trace files or directories%s", "");
-        int views = python || kernels || gpu || actions || ops || by_shape || format_given ||
-                    sort_arg || limit || run_id || all_runs || all_roles || pstats_path ||
-                    folded_path || timeline_path || perfetto_path || chrome_path || html_path ||
-                    flame_path || stacks_asked || comm_views || only_rank >= 0 || step_name;
+        int views = tables || by_shape || format_given || sort_arg || limit || run_id || all_runs ||
+                    all_roles || pstats_path || folded_path || timeline_path || perfetto_path ||
+                    chrome_path || html_path || flame_path || stacks_asked || comm_views ||
+                    only_rank >= 0 || step_name;
         if (views)
             return main_bad_usage("--summarize writes summaries only; give the views to the "
                                   "report that reads them%s",
@@ -591,9 +593,8 @@ int main(int argc, char **argv)
     if (split != TABLES_PYTHON_MERGED && format_given && format != MAIN_FORMAT_TEXT)
         return main_bad_usage("--per-thread and --per-process are for the text report%s", "");
     /* --group-by-shape alone asks for the table it changes. */
-    if (by_shape && !ops && !python && !kernels && !gpu && !actions && !memory &&
-        format == MAIN_FORMAT_TEXT)
-        ops = 1;
+    if (by_shape && !tables && format == MAIN_FORMAT_TEXT)
+        ops = tables = 1;
     if (sort_arg) {
         /* A key of both tables (calls, name) orders both; otherwise the key says which. */
         int api_ok = summary_parse_sort(sort_arg, &sort) == 0;
@@ -630,7 +631,7 @@ int main(int argc, char **argv)
     /* Writing a file alone prints no report, unless one was asked for too. */
     int print = !(pstats_path || folded_path || timeline_path || perfetto_path || chrome_path ||
                   html_path || flame_path) ||
-                python || format_given || kernels || gpu || actions || ops || memory;
+                tables || format_given;
     struct report_inputs in = {.defs_only = (perfetto_path || chrome_path) && !print &&
                                             !pstats_path && !folded_path && !timeline_path &&
                                             !stacks_asked && !html_path && !flame_path};
@@ -725,7 +726,7 @@ int main(int argc, char **argv)
     if (comm_views) {
         rc = main_print_comm(&s, format, comm_views, limit);
         /* Tables named beside them follow, in the text report only. */
-        print = format == MAIN_FORMAT_TEXT && (python || kernels || gpu || actions || ops || memory);
+        print = format == MAIN_FORMAT_TEXT && tables;
         if (print)
             fputc('\n', stdout);
     }
@@ -735,7 +736,7 @@ int main(int argc, char **argv)
         rc = export_json_write(stdout, &s, limit);
     else if (format == MAIN_FORMAT_CSV)
         rc = export_csv_write(stdout, &s, limit);
-    else if (python || kernels || gpu || actions || ops || memory) {
+    else if (tables) {
         jobs_print(stdout, &job);
         main_print_selected(&s, limit, split, python, kernels, gpu, actions, ops, memory);
     } else {

@@ -104,16 +104,12 @@ static void ev_window_switched(int open)
 
 /* A step's end counted by the PyTorch layer opened the window, on the step's thread (any
  * thread; the op may have let the GIL go): the events go on before this thread runs
- * Python again. Without the GIL functions a pending call does it; while the interpreter
- * is finalizing, nothing is (a thread that asked for the GIL then would be ended). */
+ * Python again. Not while the interpreter is finalizing (a thread that asked for the GIL
+ * then would be ended). */
 static void ev_step_opened(int open)
 {
     if (!open || !py.IsInitialized() || (py.IsFinalizing && py.IsFinalizing()))
         return;
-    if (!py.GILStateCheck || !py.GILStateEnsure || !py.GILStateRelease) {
-        ev_window_switched(open);
-        return;
-    }
     int held = py.GILStateCheck();
     int state = held ? 0 : py.GILStateEnsure();
     python_events_opened();

@@ -353,7 +353,8 @@ void torch_ops_installed(int user_scope)
 /* Whether recording or not: the window's steps are counted outside it. */
 static void torch_step_begin(const struct prof_torch_op_info *op)
 {
-    if (!torch_step_handle && op->name && !strncmp(op->name, TORCH_STEP_SCOPE, strlen(TORCH_STEP_SCOPE)) &&
+    if (!torch_step_handle && op->name &&
+        !strncmp(op->name, TORCH_STEP_SCOPE, strlen(TORCH_STEP_SCOPE)) &&
         atomic_load_explicit(&window_steps_by_torch, memory_order_relaxed))
         torch_step_handle = op->handle;
 }
