@@ -21,6 +21,7 @@
 #include "stacks_view.h"
 #include "summarize.h"
 #include "summary.h"
+#include "steps_view.h"
 #include "summary_file.h"
 #include "tables.h"
 #include "trace_dir.h"
@@ -223,15 +224,12 @@ static int main_print_comm(const struct summary *s, enum main_format format, int
 }
 
 /* The default text report ends with the communication table when there was any. */
-static void main_print_comm_default(const struct summary *s, size_t limit)
+static void main_print_comm_default(const struct comm_report *r, size_t limit)
 {
-    struct comm_report r;
-    comm_merge_build(&r, s);
-    if (r.any) {
+    if (r->any) {
         fputc('\n', stdout);
-        comm_tables_print(stdout, &r, COMM_VIEW_COMM, limit);
+        comm_tables_print(stdout, r, COMM_VIEW_COMM, limit);
     }
-    comm_merge_free(&r);
 }
 
 /* The tables asked for by name, in a fixed order, a blank line between them. */
@@ -746,12 +744,16 @@ int main(int argc, char **argv)
                     "profreport: note: %zu of the processes were read from summaries "
                     "(profreport --summarize), not from their traces\n",
                     s.nsummaries);
+        struct comm_report ranks;
+        comm_merge_build(&ranks, &s);
         findings_build(&found, &s);
         findings_print(stdout, &found);
         findings_free(&found);
+        steps_view_print(stdout, &s, &ranks);
         jobs_print(stdout, &job);
         tables_print(stdout, &s, limit);
-        main_print_comm_default(&s, limit);
+        main_print_comm_default(&ranks, limit);
+        comm_merge_free(&ranks);
     }
     summary_free(&s);
     jobs_free(&job);

@@ -6,7 +6,9 @@
 # launching call, the torch.cuda.nvtx ranges appear as actions, ops get CUDA time and
 # CUDA memory; the run's summaries report what its traces do; PROF_STEPS with torch's step; a real Lightning fit gives the
 # actions its SimpleProfiler records; then the overhead benchmark (test/bench/bench_gpu.py). Without a GPU it says so and exits 0.
-set -e
+# Every check runs whatever an earlier one did; the last line lists those that failed.
+failed=""
+fail() { failed="$failed $1"; echo "gpu-check: FAILED: $1"; }
 B=${1:?build folder}
 PY=${PYTHON:-python3}
 if ! nvidia-smi -L >/dev/null 2>&1; then
@@ -20,34 +22,38 @@ fi
 out=$(mktemp -d /tmp/gpu-check.XXXXXX)
 echo "gpu-check: workdir $out"
 CUDA_INJECTION64_PATH="$B/test/gpu/libcupti_count.so" CUPTI_COUNT_FILE="$out/cupti_count" \
-    "$PY" test/workloads/gpu_train.py 20 > "$out/bare.txt"
-"$B/bin/profrun" -o "$out/prof" -- "$PY" test/workloads/gpu_train.py 20 > "$out/report.txt" 2>&1
-"$B/bin/profreport" --format json "$out/prof" > "$out/report.json"
-"$B/bin/profreport" --kernels --limit 15 "$out/prof"
-"$B/bin/profreport" --gpu "$out/prof"
-"$B/bin/profreport" --actions "$out/prof"
+    "$PY" test/workloads/gpu_train.py 20 > "$out/bare.txt" || fail "CUPTI's own count (bare run)"
+"$B/bin/profrun" -o "$out/prof" -- "$PY" test/workloads/gpu_train.py 20 > "$out/report.txt" 2>&1 || fail "profrun gpu_train.py"
+"$B/bin/profreport" --format json "$out/prof" > "$out/report.json" || fail "profreport --format json"
+"$B/bin/profreport" --kernels --limit 15 "$out/prof" || fail "profreport --kernels"
+"$B/bin/profreport" --gpu "$out/prof" || fail "profreport --gpu"
+"$B/bin/profreport" --actions "$out/prof" || fail "profreport --actions"
 # The run's per-trace summaries (profreport --summarize) report what its traces report,
 # the findings drawn from the GPU timeline included.
-mkdir "$out/sum"
-cp "$out/prof"/*.trace "$out/sum/"
-"$B/bin/profreport" --summarize "$out/sum"
+mkdir "$out/sum" || fail "summaries"
+cp "$out/prof"/*.trace "$out/sum/" || fail "summaries"
+"$B/bin/profreport" --summarize "$out/sum" || fail "profreport --summarize"
 rm -f "$out/sum"/*.trace
-"$B/bin/profreport" --format json "$out/sum" > "$out/report_sum.json"
+"$B/bin/profreport" --format json "$out/sum" > "$out/report_sum.json" || fail "report from summaries"
 "$PY" - "$out" <<'PYEOF'
 import sys
 out = sys.argv[1]
 a = open(out + "/report.json").read().replace(out + "/prof", "DIR")
 b = open(out + "/report_sum.json").read().replace(out + "/sum", "DIR")
 if a != b:
+    import difflib
+    diff = difflib.unified_diff(a.splitlines(), b.splitlines(), "traces", "summaries", n=1, lineterm="")
+    print("\n".join(list(diff)[:60]))
     sys.exit("gpu-check: FAILED: the summaries' report differs from the traces'")
 print("gpu-check: summaries report the same as the traces")
 PYEOF
+[ $? = 0 ] || fail "summaries against traces"
 # PROF_STEPS on this machine's Python and torch (3.12+, torch 2.x, untested elsewhere):
 # the PyTorch layer counts the optimizer steps, the Python layer's events are off outside
 # steps 100-120 and on inside, 21 steps recorded.
 PROF_STEPS=100-120 WINDOW_EVENTS="$out/window_events.txt" "$B/bin/profrun" --no-report \
-    -o "$out/wprof" -- "$PY" test/workloads/window_loop.py torch 300 > /dev/null
-"$B/bin/profreport" --python --format json "$out/wprof" > "$out/window.json"
+    -o "$out/wprof" -- "$PY" test/workloads/window_loop.py torch 300 > /dev/null || fail "PROF_STEPS run"
+"$B/bin/profreport" --python --format json "$out/wprof" > "$out/window.json" || fail "PROF_STEPS report"
 "$B/bin/profreport" dump "$out"/wprof/*.trace | grep -c 'window_steps_from' > "$out/window_from.txt" || true
 "$PY" - "$out" <<'PYEOF'
 import json, sys
@@ -63,6 +69,7 @@ print("gpu-check: PROF_STEPS=100-120: %d train_step calls, events off outside th
 if not ok:
     sys.exit("gpu-check: FAILED: PROF_STEPS with torch's step on this Python")
 PYEOF
+[ $? = 0 ] || fail "PROF_STEPS window"
 # A real Lightning fit (the GPU machine has Lightning 2.x): its SimpleProfiler's actions
 # are the reference for ours under the default profiler.
 lightning=""
@@ -74,8 +81,13 @@ if "$PY" -c "import lightning.pytorch" 2>/dev/null || "$PY" -c "import pytorch_l
     "$B/bin/profreport" --actions --limit 25 "$out/lprof"
     lightning="$out/lightning.json $out/lightning_want.json"
 else
-    echo "gpu-check: FAILED: no Lightning for $PY: Lightning's action names not checked"
+    fail "no Lightning for $PY: Lightning's action names not checked"
 fi
 # shellcheck disable=SC2086
-"$PY" scripts/gpu_check.py "$out/report.json" "$(cat "$out/cupti_count")" $lightning
-"$PY" test/bench/bench_gpu.py "$B"
+"$PY" scripts/gpu_check.py "$out/report.json" "$(cat "$out/cupti_count")" $lightning || fail "report checks"
+"$PY" test/bench/bench_gpu.py "$B" || fail "bench_gpu"
+if [ -n "$failed" ]; then
+    echo "gpu-check: FAILED:$failed"
+    exit 1
+fi
+echo "gpu-check: all checks passed"

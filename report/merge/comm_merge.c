@@ -1,5 +1,6 @@
 /* The cross-rank merge of communication: see comm_merge.h. */
 #include "comm_merge.h"
+#include "steps_report.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -154,15 +155,6 @@ static void comm_merge_calls_free(struct comm_merge_calls *c)
     memset(c, 0, sizeof *c);
 }
 
-static int comm_merge_is_comm_op(const char *name)
-{
-    static const char *const prefixes[] = {"c10d::", "gloo:", "nccl:", "mpi:", "ucc:"};
-    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
-        if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
-            return 1;
-    return 0;
-}
-
 struct comm_merge_interval {
     uint64_t start, end;
 };
@@ -290,9 +282,86 @@ static void comm_merge_slowest(struct comm_report *r)
         best = w->sync_ns;
         w->why = "host syncs";
     }
-    /* idle holds data loading and syncs when they are not ops: only beyond them */
-    if (w->idle_ns - (w->data_ns > 0 ? w->data_ns : 0) - (w->sync_ns > 0 ? w->sync_ns : 0) > best)
+    /* idle holds data loading and syncs when they are not ops (no steps): only beyond
+     * them; with steps they are apart */
+    int64_t idle = w->idle_ns;
+    if (!r->by_steps)
+        idle -= (w->data_ns > 0 ? w->data_ns : 0) + (w->sync_ns > 0 ? w->sync_ns : 0);
+    if (idle > best)
         w->why = "time outside ops and communication (Python, sleeps, I/O: --rank N --python)";
+}
+
+/* The window of steps every rank has in its steady state (comm_merge.h), when each rank
+ * has steps and no --step asks for another step. */
+static void comm_merge_step_window(struct comm_report *r, const struct comm_merge_rank *ranks)
+{
+    uint64_t lo = 0, hi = UINT64_MAX, first_min = UINT64_MAX, last_max = 0;
+    if (r->step_name || r->nranks < 1)
+        return;
+    for (size_t k = 0; k < r->nranks; k++) {
+        const struct model_process *p = steps_main_process(ranks[k].procs, ranks[k].nprocs);
+        if (!p)
+            return;
+        struct steps_stats st;
+        steps_stats_of(p, 0, UINT64_MAX, &st);
+        if (st.first_number > lo)
+            lo = st.first_number;
+        if (st.last_number < hi)
+            hi = st.last_number;
+        if (st.first_number < first_min)
+            first_min = st.first_number;
+        if (st.last_number > last_max)
+            last_max = st.last_number;
+        r->step_source = p->steps.source;
+    }
+    if (lo > hi)
+        return;
+    r->by_steps = 1;
+    r->step_lo = lo;
+    r->step_hi = hi;
+    r->steps_unequal = first_min != lo || last_max != hi;
+}
+
+/* A rank's time over the window's steps (comm_merge.h). */
+static void comm_merge_rank_steps(struct comm_report *r, struct comm_rank_row *row,
+                                  const struct comm_merge_rank *rank)
+{
+    const struct model_process *p = steps_main_process(rank->procs, rank->nprocs);
+    struct steps_stats st;
+    steps_stats_of(p, r->step_lo, r->step_hi, &st);
+    memcpy(row->part_ns, st.part_ns, sizeof row->part_ns);
+    row->wall_ns = st.total_ns;
+    row->steps = st.counted;
+    row->step_ns = st.mean_ns;
+    row->compute_ns = steps_compute_ns(&st);
+    row->comm_ns = st.part_ns[MODEL_STEP_COMM];
+    row->data_ns = st.part_ns[MODEL_STEP_DATA];
+    row->sync_ns = st.part_ns[MODEL_STEP_SYNC];
+    row->idle_ns = st.part_ns[MODEL_STEP_OTHER];
+    row->comm_total_ns = st.comm_ns;
+    row->gpu_busy_ns = st.gpu_busy_ns;
+}
+
+/* Whether a call starting at start_ns (CLOCK_REALTIME of the rank's host) is in one of the
+ * window's steps of the rank. */
+static int comm_merge_in_window(const struct comm_report *r, const struct comm_merge_rank *rank,
+                                uint64_t start_ns)
+{
+    const struct model_process *p = steps_main_process(rank->procs, rank->nprocs);
+    if (!p)
+        return 0;
+    uint64_t t = start_ns - (uint64_t)p->comm.realtime_offset_ns;
+    const struct model_steps *st = &p->steps;
+    size_t a = 0, b = st->nsteps;
+    while (a < b) { /* the first step ending after t */
+        size_t m = (a + b) / 2;
+        if (st->steps[m].end_ns <= t)
+            a = m + 1;
+        else
+            b = m;
+    }
+    return a < st->nsteps && st->steps[a].start_ns <= t && st->steps[a].number >= r->step_lo &&
+           st->steps[a].number <= r->step_hi;
 }
 
 static void comm_merge_rank_times(struct comm_rank_row *row, const struct comm_merge_rank *r,
@@ -313,7 +382,7 @@ static void comm_merge_rank_times(struct comm_rank_row *row, const struct comm_m
         }
         for (size_t i = 0; i < proc->torch.nrows; i++) {
             const struct model_torch_row *op = &proc->torch.rows[i];
-            if (!op->name || !comm_merge_is_comm_op(op->name))
+            if (!op->name || !model_comm_is_torch_op(op->name))
                 row->compute_ns += op->self_cpu_ns;
         }
         row->data_ns += comm_merge_data_time(proc);
@@ -535,6 +604,7 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
     }
     if (r->nhosts > 1)
         comm_merge_clocks(r, ranks, rank_host, &cap_rows);
+    comm_merge_step_window(r, ranks);
     /* Two passes over each rank's calls, one rank at a time (a summary's are read then and
      * let go): the first fills the rows, the per-rank cells and the operations; the second
      * gives each matched call its wait, once every rank's arrival is known. */
@@ -548,6 +618,8 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
             comm_merge_calls_get(&calls, &ranks[k]);
             if (pass == 0) {
                 comm_merge_rank_times(&r->ranks[k], &ranks[k], &calls, s->step_name);
+                if (r->by_steps)
+                    comm_merge_rank_steps(r, &r->ranks[k], &ranks[k]);
                 for (size_t i = 0; i < calls.n; i++)
                     comm_merge_row_of(r, &cap_rows, calls.calls[i]);
                 if (ncells < r->nrows * r->nranks) { /* new rows: their cells */
@@ -588,13 +660,21 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
                 if (wait > dur)
                     wait = dur;
                 cells[mc[i].row * r->nranks + k].wait_ns += wait;
-                r->ranks[k].wait_ns += wait;
+                if (!r->by_steps ||
+                    comm_merge_in_window(
+                        r, &ranks[k], mc[i].start + (uint64_t)r->hosts[rank_host[k]].offset_ns))
+                    r->ranks[k].wait_ns += wait;
                 r->rows[mc[i].row].wait_ns += wait;
             }
             free(mc);
             comm_merge_calls_free(&calls);
         }
     }
+    /* The wait summed over calls can count one wait twice (a c10d op and the process
+     * group's work of the same collective): never more than the communication time. */
+    for (size_t k = 0; k < r->nranks; k++)
+        if (r->ranks[k].wait_ns > r->ranks[k].comm_ns)
+            r->ranks[k].wait_ns = r->ranks[k].comm_ns;
     r->any = r->nrows > 0;
     if (!cells) {
         cells = calloc(1, sizeof *cells);

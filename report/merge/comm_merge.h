@@ -18,6 +18,7 @@
 
 #include "comm_clock.h"
 #include "rank_spread.h"
+#include "model.h"
 #include "summary.h"
 
 enum comm_kind {
@@ -71,6 +72,11 @@ struct comm_rank_row {
     uint64_t last_arrivals, late_ns; /* operations it arrived last at, and by how much */
     uint64_t data_ns; /* in data loading: the dataloader_next actions (built in, Lightning) */
     uint64_t sync_ns; /* in host-device syncs: synchronizing calls and blocking copies */
+    /* With steps (comm_report.by_steps): the window's steps split as model.h says; then
+     * wall = compute + comm + data + sync + idle, comm is the exposed communication,
+     * comm_total_ns all of it, wait <= comm. */
+    uint64_t part_ns[MODEL_STEP_PART_COUNT];
+    uint64_t comm_total_ns, gpu_busy_ns;
 };
 
 /* The rank the others waited for (the most lateness at the collectives; without any,
@@ -116,6 +122,12 @@ struct comm_report {
     int clock_unknown;     /* some host shares no collective with the first: not estimated */
     const char *step_name; /* what a step is: the summary's step_name (NULL: built in) */
     int any;               /* some rank made a communication call */
+    /* The ranks compared on their steady steps step_lo..step_hi, the steps every rank has
+     * (steps_report.h); steps_unequal: the ranks' steady steps differ beyond that window. */
+    int by_steps;
+    uint8_t step_source; /* enum model_step_source */
+    uint64_t step_lo, step_hi;
+    int steps_unequal;
 };
 
 void comm_merge_build(struct comm_report *r, const struct summary *s);

@@ -142,7 +142,15 @@ struct model_py_thread_total {
     uint64_t functions, calls;
 };
 
+/* A PY_SPAN record (a call above the span threshold), kept for the steps (model_steps.c). */
+struct model_py_span {
+    uint64_t start, end; /* ticks */
+    uint32_t node, tid;
+};
+
 struct model_python {
+    struct model_py_span *span_list; /* freed by model_steps_finish */
+    size_t nspan_list, cap_span_list;
     struct model_py_func *funcs;
     size_t nfuncs, cap_funcs;
     struct u64map func_index; /* func_id -> index + 1 */
@@ -471,6 +479,67 @@ struct model_comm {
     int64_t realtime_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC at the process start */
 };
 
+/* ---- training steps (model_steps.c) ----
+ * A step is one training iteration, boundary to boundary, found on one thread (the step
+ * thread): torch.profiler's ProfilerStep#N scopes, else the ends of the optimizer's step
+ * scope (Optimizer.step#...), else the ends of the built-in optimizer_step Python calls.
+ * Its time is split without overlap among the parts below, on the step thread: each
+ * instant goes to the first that holds it of data loading, host syncs, PyTorch ops (as
+ * forward, backward or optimizer by the phase around them, else other ops),
+ * communication of any thread (exposed: no op of the step thread runs), the phases'
+ * Python time, and the rest. The parts of a step add up to its duration. */
+
+enum model_step_source {
+    MODEL_STEPS_NONE,
+    MODEL_STEPS_PROFILER_STEP, /* ProfilerStep#N scopes (prof.step()) */
+    MODEL_STEPS_OPTIMIZER,     /* ends of Optimizer.step#... record_function scopes */
+    MODEL_STEPS_PYTHON         /* ends of the built-in optimizer_step Python calls */
+};
+
+enum model_step_part {
+    MODEL_STEP_DATA,      /* waiting for the next batch (DataLoader's __next__) */
+    MODEL_STEP_FORWARD,   /* the model's forward (Module._call_impl outside data loading) */
+    MODEL_STEP_BACKWARD,  /* Tensor.backward, torch.autograd.backward */
+    MODEL_STEP_OPTIMIZER, /* Optimizer.step, zero_grad */
+    MODEL_STEP_OTHER_OPS, /* PyTorch ops outside those phases */
+    MODEL_STEP_COMM,      /* communication not hidden behind an op of the step thread */
+    MODEL_STEP_SYNC,      /* host-device syncs: synchronizing calls, blocking copies */
+    MODEL_STEP_OTHER,     /* the rest: Python outside the phases, sleeps, I/O */
+    MODEL_STEP_PART_COUNT
+};
+
+struct model_step {
+    uint64_t number;           /* ProfilerStep's N; else 1, 2, ... from the first boundary */
+    uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC */
+    uint64_t part_ns[MODEL_STEP_PART_COUNT]; /* they add up to end_ns - start_ns */
+    uint64_t comm_ns;          /* communication of any thread in the step (hidden or not) */
+    uint64_t gpu_busy_ns, gpu_kernel_ns, gpu_copy_ns; /* unions over the devices */
+    uint64_t syncs;            /* host-device syncs that started in the step */
+};
+
+/* A host-device sync of a wrapped call (API_CALL), kept until the steps are made. */
+struct model_step_sync {
+    uint64_t start, end; /* ticks */
+    uint32_t tid;
+};
+
+struct model_steps {
+    uint8_t source; /* enum model_step_source */
+    uint32_t tid;   /* the step thread */
+    struct model_step *steps;
+    size_t nsteps;
+    uint64_t startup_import_ns; /* before the first step: imports (importlib) on the step thread */
+    struct model_step_sync *syncs; /* freed by model_steps_finish */
+    size_t nsyncs, cap_syncs;
+};
+
+/* "ProfilerStep#N scopes", "optimizer step scopes", ... */
+const char *model_step_source_name(unsigned source);
+/* "data loading", "forward", ... */
+const char *model_step_part_name(unsigned part);
+/* torch.distributed's operators by name: c10d::*, gloo:*, nccl:*, mpi:*, ucc:*. */
+int model_comm_is_torch_op(const char *name);
+
 struct model_process {
     char *file;
     uint64_t file_bytes; /* the trace's size when read */
@@ -529,6 +598,7 @@ struct model_process {
     struct model_torch torch;
     struct model_stacks *stacks; /* model_stacks.c: NULL when the trace holds no stacks */
     struct model_comm comm;
+    struct model_steps steps;
 
     /* Read from a summary (report/summarize/) rather than the trace: the summary's path
      * and the offsets of its sections read when needed (communication calls, Python

@@ -11,7 +11,7 @@
 
 /* torch.distributed's operators: the dispatcher's c10d ops and the process groups'
  * work spans (issue to completion). */
-static int model_comm_is_torch_op(const char *name)
+int model_comm_is_torch_op(const char *name)
 {
     static const char *const prefixes[] = {"c10d::", "gloo:", "nccl:", "mpi:", "ucc:"};
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)

@@ -84,6 +84,10 @@ static void model_python_on_record(struct model_process *p, const struct trace_r
         const struct prof_rec_py_span *r = rec->data;
         model_cpu_event(p, r->start, r->end);
         py->spans++;
+        py->span_list = report_grow(py->span_list, &py->cap_span_list, py->nspan_list + 1,
+                                    sizeof *py->span_list);
+        py->span_list[py->nspan_list++] =
+            (struct model_py_span){.start = r->start, .end = r->end, .node = r->node_id, .tid = tid};
         break;
     }
     case PROF_REC_PY_GAP: {
@@ -136,6 +140,7 @@ static void model_python_finish(struct model_process *p)
 static void model_python_free(struct model_process *p)
 {
     struct model_python *py = &p->py;
+    free(py->span_list);
     free(py->funcs);
     free(py->nodes);
     free(py->gaps);

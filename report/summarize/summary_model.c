@@ -693,12 +693,36 @@ void summary_model_read_pystats(sf_codec *c, struct pystats *s)
     free(at);
 }
 
+static void sf_steps(sf_codec *c, struct model_process *p)
+{
+    struct model_steps *st = &p->steps;
+    summary_codec_u8(c, &st->source);
+    summary_codec_u32(c, &st->tid);
+    summary_codec_u64(c, &st->startup_import_ns);
+    st->steps = summary_codec_vector(c, st->steps, &st->nsteps, 4 + MODEL_STEP_PART_COUNT,
+                                     sizeof *st->steps);
+    for (size_t i = 0; i < st->nsteps; i++) {
+        struct model_step *s = &st->steps[i];
+        summary_codec_u64(c, &s->number);
+        summary_codec_u64(c, &s->start_ns);
+        summary_codec_u64(c, &s->end_ns);
+        for (int k = 0; k < MODEL_STEP_PART_COUNT; k++)
+            summary_codec_u64(c, &s->part_ns[k]);
+        summary_codec_u64(c, &s->comm_ns);
+        summary_codec_u64(c, &s->gpu_busy_ns);
+        summary_codec_u64(c, &s->gpu_kernel_ns);
+        summary_codec_u64(c, &s->gpu_copy_ns);
+        summary_codec_u64(c, &s->syncs);
+    }
+}
+
 void summary_model_process(sf_codec *c, struct model_process *p)
 {
     sf_core(c, p);
     sf_python(c, p);
     sf_gpu(c, p);
     sf_torch(c, p);
+    sf_steps(c, p);
     summary_codec_i64(c, &p->comm.realtime_offset_ns);
     /* The calls, behind their length: a reader skips them until the merge asks. */
     size_t len = 0;

@@ -75,18 +75,31 @@ static void comm_tables_signed_ns(int64_t ns, char *buf, size_t len)
 
 static void comm_tables_ranks(FILE *out, const struct comm_report *r)
 {
-    fprintf(out, "Ranks (%zu; wall = the process's wall time, ", r->nranks);
-    if (r->step_name) {
+    if (r->by_steps) {
+        fprintf(out,
+                "Ranks (%zu; on steps %" PRIu64 "-%" PRIu64 ", the steady steps every rank has%s; "
+                "wall = their time, compute = forward + backward + optimizer + other ops, comm "
+                "= communication no op of the step thread hides, wait = the part of it before "
+                "the last rank arrived, idle = the rest outside data loading and host syncs: "
+                "wall = compute + comm + data + syncs + idle)\n",
+                r->nranks, r->step_lo, r->step_hi,
+                r->steps_unequal ? " (the ranks' own steady steps differ)" : "");
+    } else {
+        fprintf(out, "Ranks (%zu; wall = the process's wall time, ", r->nranks);
+    }
+    if (r->by_steps) {
+    } else if (r->step_name) {
         fputs("steps = calls of '", out);
         format_fputs_escaped(out, r->step_name);
         fputs("', step = its mean time", out);
     } else {
         fputs("step = forward + backward + optimizer step + data loading per optimizer step", out);
     }
-    fprintf(out, ", compute = PyTorch ops' self CPU time outside communication, comm = time "
-                 "in communication calls, wait = the part of it before the last rank "
-                 "arrived, idle = wall - compute - comm; data loading and host syncs are in "
-                 "the Over the ranks table)\n");
+    if (!r->by_steps)
+        fprintf(out, ", compute = PyTorch ops' self CPU time outside communication, comm = "
+                     "time in communication calls, wait = the part of it before the last rank "
+                     "arrived, idle = wall - compute - comm; data loading and host syncs are "
+                     "in the Over the ranks table)\n");
     if (!r->nranks) {
         fprintf(out, "  (no ranks)\n");
         return;

@@ -18,7 +18,7 @@ const double findings_threshold[FINDINGS_THRESHOLD_COUNT] = {
 
 #define T(name) findings_threshold[FINDINGS_##name]
 
-static struct finding *findings_add(struct findings *f, const char *kind, double value)
+struct finding *findings_add(struct findings *f, const char *kind, double value)
 {
     if (f->n == f->cap) {
         f->cap = f->cap ? f->cap * 2 : 8;
@@ -36,9 +36,7 @@ static struct finding *findings_add(struct findings *f, const char *kind, double
     return x;
 }
 
-static void findings_set(char *buf, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void findings_set(char *buf, size_t len, const char *fmt, ...)
+void findings_set(char *buf, size_t len, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -575,6 +573,7 @@ void findings_build(struct findings *f, const struct summary *s)
     findings_cpu_ops(f, s);
     findings_memory_peak(f, s);
     findings_straggler(f, s);
+    findings_steps(f, s);
     findings_overhead(f, s);
 }
 

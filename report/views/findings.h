@@ -30,7 +30,16 @@
       "this many bytes per second of wall time")                                                   \
     X(STRAGGLER_RATIO, 1.20,                                                                       \
       "straggler: a rank's busy time (GPU kernels, else its steps) is "                            \
-      "this many times the median rank's")
+      "this many times the median rank's")                                                         \
+    X(STEP_COMM_SHARE, 0.15,                                                                       \
+      "communication: exposed communication takes this share of the steady step")                  \
+    X(STEP_WAIT_SHARE, 0.10,                                                                       \
+      "a rank holds the others: the median rank waits for it this share of the step")              \
+    X(STEP_DATA_SHARE, 0.10, "data-loading stall: data loading takes this share of the step")      \
+    X(STEP_SYNC_SHARE, 0.05, "host syncs: synchronizing takes this share of the step")            \
+    X(STEP_GPU_IDLE_SHARE, 0.30, "GPU idle inside the steps: this share of the step time")         \
+    X(STEP_OUTLIER_RATIO, 2.0, "slow steps: a steady step takes this many times the median")       \
+    X(STARTUP_RATIO, 1.0, "startup: the time before the first step is this many times the steps'")
 
 enum findings_threshold {
 #define FINDINGS_ENUM(name, value, meaning) FINDINGS_##name,
@@ -61,6 +70,12 @@ struct findings {
 /* Computes the findings of s (s->procs with their models). */
 void findings_build(struct findings *f, const struct summary *s);
 void findings_free(struct findings *f);
+/* For the parts of findings in other files: a new finding, and printf into its fields. */
+struct finding *findings_add(struct findings *f, const char *kind, double value);
+void findings_set(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* findings_steps.c: the findings in step terms ("step_comm", "waiting_rank", "step_data",
+ * "step_sync", "step_gpu_idle", "slow_steps", "startup"). */
+void findings_steps(struct findings *f, const struct summary *s);
 /* Text: a "Findings" section (nothing when there are none), then a blank line. */
 void findings_print(FILE *out, const struct findings *f);
 /* The kind of the first finding of that kind, or NULL: for tests and the HTML. */

@@ -1,0 +1,126 @@
+/* steps_report: warm-up, steady-state statistics and windows of the training steps
+ * (steps_report.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "steps_report.h"
+
+static int steps_u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The q-quantile (0..1) of n sorted values, nearest rank. */
+static uint64_t steps_quantile(const uint64_t *v, size_t n, double q)
+{
+    if (!n)
+        return 0;
+    size_t i = (size_t)(q * (double)n + 0.999999);
+    if (i < 1)
+        i = 1;
+    return v[(i > n ? n : i) - 1];
+}
+
+const struct model_process *steps_main_process(const struct model_process *const *procs, size_t n)
+{
+    const struct model_process *best = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (procs[i]->steps.nsteps && (!best || procs[i]->steps.nsteps > best->steps.nsteps))
+            best = procs[i];
+    return best;
+}
+
+size_t steps_warmup(const struct model_process *p, double *ratio)
+{
+    const struct model_steps *st = &p->steps;
+    size_t n = st->nsteps;
+    *ratio = 0;
+    if (n < 4)
+        return 0;
+    size_t half = n - n / 2;
+    uint64_t *d = malloc(half * sizeof *d);
+    if (!d)
+        report_oom();
+    for (size_t i = 0; i < half; i++)
+        d[i] = st->steps[n / 2 + i].end_ns - st->steps[n / 2 + i].start_ns;
+    qsort(d, half, sizeof *d, steps_u64_cmp);
+    double ref = (double)steps_quantile(d, half, 0.5);
+    free(d);
+    if (ref <= 0)
+        return 0;
+    *ratio = (double)(st->steps[0].end_ns - st->steps[0].start_ns) / ref;
+    size_t w = 0;
+    while (w < n / 4 &&
+           (double)(st->steps[w].end_ns - st->steps[w].start_ns) > STEPS_WARMUP_RATIO * ref)
+        w++;
+    return w;
+}
+
+uint64_t steps_compute_ns(const struct steps_stats *s)
+{
+    return s->part_ns[MODEL_STEP_FORWARD] + s->part_ns[MODEL_STEP_BACKWARD] +
+           s->part_ns[MODEL_STEP_OPTIMIZER] + s->part_ns[MODEL_STEP_OTHER_OPS];
+}
+
+int steps_largest_excess(const uint64_t *parts, const uint64_t *ref, uint64_t *excess_ns)
+{
+    int best = -1;
+    *excess_ns = 0;
+    for (int k = 0; k < MODEL_STEP_PART_COUNT; k++)
+        if (parts[k] > ref[k] && parts[k] - ref[k] > *excess_ns) {
+            *excess_ns = parts[k] - ref[k];
+            best = k;
+        }
+    return best;
+}
+
+void steps_stats_of(const struct model_process *p, uint64_t lo, uint64_t hi, struct steps_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    if (!p || !p->steps.nsteps)
+        return;
+    const struct model_steps *st = &p->steps;
+    s->p = p;
+    s->nsteps = st->nsteps;
+    s->warmup = steps_warmup(p, &s->warmup_ratio);
+    if (!lo && hi == UINT64_MAX)
+        lo = st->steps[s->warmup].number;
+    s->has_gpu = p->gpu.nops > 0;
+    s->startup_ns =
+        st->steps[0].start_ns > p->wall_start_ns ? st->steps[0].start_ns - p->wall_start_ns : 0;
+    uint64_t last_end = st->steps[st->nsteps - 1].end_ns;
+    s->teardown_ns = p->wall_end_ns > last_end ? p->wall_end_ns - last_end : 0;
+    s->startup_import_ns = st->startup_import_ns;
+    uint64_t *d = malloc(st->nsteps * sizeof *d);
+    if (!d)
+        report_oom();
+    for (size_t i = 0; i < st->nsteps; i++) {
+        const struct model_step *step = &st->steps[i];
+        if (step->number < lo || step->number > hi)
+            continue;
+        uint64_t dur = step->end_ns - step->start_ns;
+        if (!s->counted++)
+            s->first_number = step->number;
+        s->last_number = step->number;
+        d[s->counted - 1] = dur;
+        s->total_ns += dur;
+        if (dur > s->max_ns) {
+            s->max_ns = dur;
+            s->max_number = step->number;
+        }
+        for (int k = 0; k < MODEL_STEP_PART_COUNT; k++)
+            s->part_ns[k] += step->part_ns[k];
+        s->comm_ns += step->comm_ns;
+        s->gpu_busy_ns += step->gpu_busy_ns;
+        s->gpu_kernel_ns += step->gpu_kernel_ns;
+        s->gpu_copy_ns += step->gpu_copy_ns;
+        s->syncs += step->syncs;
+    }
+    qsort(d, s->counted, sizeof *d, steps_u64_cmp);
+    s->median_ns = steps_quantile(d, s->counted, 0.5);
+    s->p90_ns = steps_quantile(d, s->counted, 0.9);
+    s->mean_ns = s->counted ? s->total_ns / s->counted : 0;
+    free(d);
+}

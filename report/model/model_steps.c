@@ -1,0 +1,442 @@
+/* model_steps: a process's training steps and where each one's time went (model.h, "training
+ * steps"). Made at the end of the file from what the other parts keep until then: the
+ * PyTorch ops (before the torch part lets them go), the Python spans, the communication
+ * calls, the GPU operations and calls, and the wrapped calls that synchronize. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "model.h"
+#include "model_part.h"
+
+/* What covers an instant of the step thread; model_steps_part_at picks the part. */
+enum steps_label {
+    STEPS_DATA,
+    STEPS_SYNC,
+    STEPS_OPS,
+    STEPS_COMM,
+    STEPS_OPT,
+    STEPS_BWD,
+    STEPS_FWD,
+    STEPS_IMPORT, /* importlib, for the startup line */
+    STEPS_LABEL_COUNT
+};
+
+struct steps_event {
+    uint64_t t;
+    int8_t delta; /* +1 start, -1 end */
+    uint8_t label;
+};
+
+struct steps_events {
+    struct steps_event *ev;
+    size_t n, cap;
+};
+
+static const char *const model_step_part_names[MODEL_STEP_PART_COUNT] = {
+    "data loading", "forward",       "backward",   "optimizer",
+    "other ops",    "communication", "host syncs", "other CPU"};
+
+const char *model_step_part_name(unsigned part)
+{
+    return part < MODEL_STEP_PART_COUNT ? model_step_part_names[part] : "?";
+}
+
+const char *model_step_source_name(unsigned source)
+{
+    switch (source) {
+    case MODEL_STEPS_PROFILER_STEP:
+        return "ProfilerStep#N scopes (prof.step())";
+    case MODEL_STEPS_OPTIMIZER:
+        return "optimizer steps (ends of the Optimizer.step# scopes)";
+    case MODEL_STEPS_PYTHON:
+        return "optimizer steps (ends of Optimizer.step calls)";
+    default:
+        return "none";
+    }
+}
+
+static void steps_add(struct steps_events *e, uint64_t start, uint64_t end, uint8_t label)
+{
+    if (end <= start)
+        return;
+    e->ev = report_grow(e->ev, &e->cap, e->n + 2, sizeof *e->ev);
+    e->ev[e->n++] = (struct steps_event){start, +1, label};
+    e->ev[e->n++] = (struct steps_event){end, -1, label};
+}
+
+static int steps_event_cmp(const void *a, const void *b)
+{
+    const struct steps_event *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return x->delta - y->delta; /* ends first: touching intervals do not overlap */
+}
+
+static int steps_prefix(const char *s, const char *prefix)
+{
+    return s && !strncmp(s, prefix, strlen(prefix));
+}
+
+static const char *steps_op_name(const struct model_process *p, const struct model_torch_op *op)
+{
+    return u64map_get_ptr(&p->strings, op->name_sid);
+}
+
+/* ---- boundaries ---- */
+
+struct steps_span {
+    uint64_t start, end; /* CLOCK_MONOTONIC ns */
+    uint64_t number;
+    uint32_t tid;
+};
+
+static int steps_span_cmp(const void *a, const void *b)
+{
+    const struct steps_span *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->end > y->end ? -1 : x->end < y->end;
+}
+
+/* The thread with the most spans; spans of other threads and nested ones are dropped. */
+static size_t steps_keep_outer_of_main_thread(struct steps_span *s, size_t n, uint32_t *tid)
+{
+    if (!n)
+        return 0;
+    struct u64map count = {0};
+    uint64_t best = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t *c = u64map_slot(&count, (uint64_t)s[i].tid + 1);
+        if (!c)
+            report_oom();
+        if (++*c > best) {
+            best = *c;
+            *tid = s[i].tid;
+        }
+    }
+    u64map_free(&count);
+    qsort(s, n, sizeof *s, steps_span_cmp);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i].tid != *tid || (k && s[i].start < s[k - 1].end))
+            continue;
+        s[k++] = s[i];
+    }
+    return k;
+}
+
+/* Spans of the ops named with prefix (record_function scopes), outermost, on their main
+ * thread. */
+static size_t steps_scope_spans(const struct model_process *p, const char *prefix,
+                                struct steps_span **out, uint32_t *tid)
+{
+    struct steps_span *s = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; i < p->torch.nops; i++) {
+        const struct model_torch_op *op = &p->torch.ops[i];
+        const char *name = steps_op_name(p, op);
+        if (op->scope != MODEL_TORCH_SCOPE_USER || !steps_prefix(name, prefix) ||
+            op->end < op->start)
+            continue;
+        s = report_grow(s, &cap, n + 1, sizeof *s);
+        s[n++] = (struct steps_span){model_ticks_to_monotonic_ns(p, op->start),
+                                     model_ticks_to_monotonic_ns(p, op->end),
+                                     strtoull(name + strlen(prefix), NULL, 10), op->tid};
+    }
+    n = steps_keep_outer_of_main_thread(s, n, tid);
+    *out = s;
+    return n;
+}
+
+/* The Python spans of the outermost optimizer_step calls, on their main thread. */
+static size_t steps_python_spans(const struct model_process *p, struct steps_span **out,
+                                 uint32_t *tid)
+{
+    struct steps_span *s = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; i < p->py.nspan_list; i++) {
+        const struct model_py_span *sp = &p->py.span_list[i];
+        const char *a = model_torch_action_of_node(p, sp->node);
+        if (!a || strcmp(a, "optimizer_step") || sp->end < sp->start)
+            continue;
+        const struct model_py_node *n0 = model_python_node(p, sp->node);
+        const char *up = n0 && n0->parent ? model_torch_action_of_node(p, n0->parent) : NULL;
+        if (up && !strcmp(up, "optimizer_step"))
+            continue; /* inside another optimizer_step call */
+        s = report_grow(s, &cap, n + 1, sizeof *s);
+        s[n++] = (struct steps_span){model_ticks_to_monotonic_ns(p, sp->start),
+                                     model_ticks_to_monotonic_ns(p, sp->end), 0, sp->tid};
+    }
+    n = steps_keep_outer_of_main_thread(s, n, tid);
+    *out = s;
+    return n;
+}
+
+/* The steps: spans as they are (ProfilerStep), or from one end to the next. */
+static void steps_make(struct model_steps *st, const struct steps_span *s, size_t n, int ends)
+{
+    size_t count = ends ? (n ? n - 1 : 0) : n;
+    if (!count)
+        return;
+    st->steps = calloc(count, sizeof *st->steps);
+    if (!st->steps)
+        report_oom();
+    for (size_t i = 0; i < count; i++) {
+        struct model_step *step = &st->steps[i];
+        if (ends) {
+            step->number = i + 1;
+            step->start_ns = s[i].end;
+            step->end_ns = s[i + 1].end;
+        } else {
+            step->number = s[i].number;
+            step->start_ns = s[i].start;
+            step->end_ns = s[i].end;
+        }
+    }
+    st->nsteps = count;
+}
+
+/* ---- what covers the step thread ---- */
+
+/* The label of a Python span's node: its built-in action, or importlib; -1: none. */
+static int steps_py_label(const struct model_process *p, uint32_t node)
+{
+    const char *a = model_torch_action_of_node(p, node);
+    if (a && !strcmp(a, "forward"))
+        return STEPS_FWD;
+    if (a && !strcmp(a, "backward"))
+        return STEPS_BWD;
+    if (a && !strcmp(a, "optimizer_step"))
+        return STEPS_OPT;
+    if (a && !strcmp(a, "dataloader_next"))
+        return STEPS_DATA;
+    const struct model_py_node *n = model_python_node(p, node);
+    const struct model_py_func *f = n ? model_python_func(p, n->func) : NULL;
+    if (f && ((f->module && steps_prefix(f->module, "importlib")) ||
+              (f->file && strstr(f->file, "importlib._bootstrap"))))
+        return STEPS_IMPORT;
+    return -1;
+}
+
+static void steps_collect(const struct model_process *p, uint32_t tid, struct steps_events *e)
+{
+    for (size_t i = 0; i < p->torch.nops; i++) {
+        const struct model_torch_op *op = &p->torch.ops[i];
+        const char *name = steps_op_name(p, op);
+        uint64_t a = model_ticks_to_monotonic_ns(p, op->start);
+        uint64_t b = model_ticks_to_monotonic_ns(p, op->end);
+        if (name && model_comm_is_torch_op(name))
+            continue; /* the communication calls below hold them */
+        if (op->tid != tid)
+            continue;
+        if (op->scope != MODEL_TORCH_SCOPE_USER)
+            steps_add(e, a, b, STEPS_OPS);
+        else if (steps_prefix(name, "enumerate(DataLoader)#"))
+            steps_add(e, a, b, STEPS_DATA);
+        else if (steps_prefix(name, "Optimizer.step#") ||
+                 steps_prefix(name, "Optimizer.zero_grad#"))
+            steps_add(e, a, b, STEPS_OPT);
+        else if (steps_prefix(name, "DistributedDataParallel.forward"))
+            steps_add(e, a, b, STEPS_FWD);
+    }
+    int64_t off = p->comm.realtime_offset_ns;
+    for (size_t i = 0; i < p->comm.ncalls; i++) {
+        const struct model_comm_call *c = &p->comm.calls[i];
+        if (!c->setup)
+            steps_add(e, c->start_ns - (uint64_t)off, c->end_ns - (uint64_t)off, STEPS_COMM);
+    }
+    struct u64map labels = {0}; /* node -> label + 2 (1: none) */
+    for (size_t i = 0; i < p->py.nspan_list; i++) {
+        const struct model_py_span *sp = &p->py.span_list[i];
+        if (sp->tid != tid)
+            continue;
+        uint64_t *slot = u64map_slot(&labels, (uint64_t)sp->node + 1);
+        if (!slot)
+            report_oom();
+        if (!*slot)
+            *slot = (uint64_t)(steps_py_label(p, sp->node) + 2);
+        if (*slot >= 2)
+            steps_add(e, model_ticks_to_monotonic_ns(p, sp->start),
+                      model_ticks_to_monotonic_ns(p, sp->end), (uint8_t)(*slot - 2));
+    }
+    u64map_free(&labels);
+    for (size_t i = 0; i < p->gpu.ncalls; i++) {
+        const struct model_gpu_call *c = &p->gpu.calls[i];
+        uint64_t *a = u64map_find(&p->gpu.api_index, (uint64_t)c->domain << 16 | c->cbid);
+        const char *name = a ? p->gpu.apis[*a - 1].name : NULL;
+        if (c->tid == tid && (model_gpu_is_sync_name(name) || model_gpu_is_blocking_copy(name)))
+            steps_add(e, model_ticks_to_monotonic_ns(p, c->start),
+                      model_ticks_to_monotonic_ns(p, c->end), STEPS_SYNC);
+    }
+    for (size_t i = 0; i < p->steps.nsyncs; i++) {
+        const struct model_step_sync *s = &p->steps.syncs[i];
+        if (s->tid == tid)
+            steps_add(e, model_ticks_to_monotonic_ns(p, s->start),
+                      model_ticks_to_monotonic_ns(p, s->end), STEPS_SYNC);
+    }
+}
+
+/* The part an instant goes to, from the labels covering it (model.h). */
+static enum model_step_part steps_part_at(const uint32_t *c)
+{
+    if (c[STEPS_DATA])
+        return MODEL_STEP_DATA;
+    if (c[STEPS_SYNC])
+        return MODEL_STEP_SYNC;
+    if (c[STEPS_OPS])
+        return c[STEPS_OPT]   ? MODEL_STEP_OPTIMIZER
+               : c[STEPS_BWD] ? MODEL_STEP_BACKWARD
+               : c[STEPS_FWD] ? MODEL_STEP_FORWARD
+                              : MODEL_STEP_OTHER_OPS;
+    if (c[STEPS_COMM])
+        return MODEL_STEP_COMM;
+    if (c[STEPS_OPT])
+        return MODEL_STEP_OPTIMIZER;
+    if (c[STEPS_BWD])
+        return MODEL_STEP_BACKWARD;
+    if (c[STEPS_FWD])
+        return MODEL_STEP_FORWARD;
+    return MODEL_STEP_OTHER;
+}
+
+/* One sweep over the labels in time order: each elementary interval inside a step goes to
+ * its part; before the first step, imports are summed for the startup line. */
+static void steps_sweep(struct model_process *p, struct steps_events *e)
+{
+    struct model_steps *st = &p->steps;
+    for (size_t i = 0; i < st->nsteps; i++)
+        steps_add(e, st->steps[i].start_ns, st->steps[i].end_ns, STEPS_LABEL_COUNT);
+    qsort(e->ev, e->n, sizeof *e->ev, steps_event_cmp);
+    uint32_t c[STEPS_LABEL_COUNT + 1] = {0};
+    size_t k = 0; /* the step holding the current interval, or the next one */
+    uint64_t first = st->steps[0].start_ns;
+    for (size_t i = 0; i + 1 < e->n; i++) {
+        const struct steps_event *ev = &e->ev[i];
+        if (ev->delta > 0)
+            c[ev->label]++;
+        else if (c[ev->label])
+            c[ev->label]--;
+        uint64_t a = ev->t, b = e->ev[i + 1].t;
+        if (b <= a)
+            continue;
+        if (b <= first && c[STEPS_IMPORT])
+            st->startup_import_ns += b - a;
+        while (k < st->nsteps && st->steps[k].end_ns <= a)
+            k++;
+        if (k == st->nsteps || !c[STEPS_LABEL_COUNT] || a < st->steps[k].start_ns)
+            continue;
+        struct model_step *step = &st->steps[k];
+        step->part_ns[steps_part_at(c)] += b - a;
+        if (c[STEPS_COMM])
+            step->comm_ns += b - a;
+        if (c[STEPS_SYNC] && ev->delta > 0 && ev->label == STEPS_SYNC)
+            step->syncs++;
+    }
+}
+
+/* GPU time per step: the union of the operations (all devices), kernels, copies and sets. */
+static void steps_gpu(struct model_process *p)
+{
+    const struct model_gpu *g = &p->gpu;
+    struct model_steps *st = &p->steps;
+    if (!g->nops)
+        return;
+    enum { ALL, KERNEL, COPY, KINDS };
+    struct steps_events e = {0};
+    for (size_t i = 0; i < g->nops; i++) {
+        const struct model_gpu_op *op = &g->ops[i];
+        steps_add(&e, op->start_ns, op->end_ns, ALL);
+        steps_add(&e, op->start_ns, op->end_ns, op->kind == MODEL_GPU_KERNEL ? KERNEL : COPY);
+    }
+    for (size_t i = 0; i < st->nsteps; i++)
+        steps_add(&e, st->steps[i].start_ns, st->steps[i].end_ns, KINDS);
+    qsort(e.ev, e.n, sizeof *e.ev, steps_event_cmp);
+    uint32_t c[KINDS + 1] = {0};
+    size_t k = 0;
+    for (size_t i = 0; i + 1 < e.n; i++) {
+        const struct steps_event *ev = &e.ev[i];
+        if (ev->delta > 0)
+            c[ev->label]++;
+        else if (c[ev->label])
+            c[ev->label]--;
+        uint64_t a = ev->t, b = e.ev[i + 1].t;
+        while (k < st->nsteps && st->steps[k].end_ns <= a)
+            k++;
+        if (b <= a || k == st->nsteps || !c[KINDS] || a < st->steps[k].start_ns)
+            continue;
+        struct model_step *step = &st->steps[k];
+        step->gpu_busy_ns += c[ALL] ? b - a : 0;
+        step->gpu_kernel_ns += c[KERNEL] ? b - a : 0;
+        step->gpu_copy_ns += c[COPY] ? b - a : 0;
+    }
+    free(e.ev);
+}
+
+static void model_steps_on_api_call(struct model_process *p, const struct model_api *api,
+                                    const struct prof_rec_api_call *call, const uint64_t *args,
+                                    size_t nargs, uint32_t tid)
+{
+    (void)args;
+    (void)nargs;
+    if (api->category != PROF_CAT_SYNC &&
+        !(api->category == PROF_CAT_COPY && model_gpu_is_blocking_copy(api->name)))
+        return;
+    struct model_steps *st = &p->steps;
+    st->syncs = report_grow(st->syncs, &st->cap_syncs, st->nsyncs + 1, sizeof *st->syncs);
+    st->syncs[st->nsyncs++] = (struct model_step_sync){call->start, call->end, tid};
+}
+
+static void model_steps_finish(struct model_process *p)
+{
+    struct model_steps *st = &p->steps;
+    struct steps_span *s = NULL;
+    uint32_t tid = 0;
+    size_t n;
+    if ((n = steps_scope_spans(p, "ProfilerStep#", &s, &tid)) > 0) {
+        st->source = MODEL_STEPS_PROFILER_STEP;
+        steps_make(st, s, n, 0);
+    } else {
+        free(s);
+        if ((n = steps_scope_spans(p, "Optimizer.step#", &s, &tid)) > 1) {
+            st->source = MODEL_STEPS_OPTIMIZER;
+        } else {
+            free(s);
+            if ((n = steps_python_spans(p, &s, &tid)) > 1)
+                st->source = MODEL_STEPS_PYTHON;
+        }
+        if (st->source)
+            steps_make(st, s, n, 1);
+    }
+    free(s);
+    if (st->nsteps) {
+        st->tid = tid;
+        struct steps_events e = {0};
+        steps_collect(p, tid, &e);
+        steps_sweep(p, &e);
+        free(e.ev);
+        steps_gpu(p);
+    } else {
+        st->source = MODEL_STEPS_NONE;
+    }
+    free(st->syncs);
+    st->syncs = NULL;
+    st->nsyncs = st->cap_syncs = 0;
+    free(p->py.span_list);
+    p->py.span_list = NULL;
+    p->py.nspan_list = p->py.cap_span_list = 0;
+}
+
+static void model_steps_free(struct model_process *p)
+{
+    free(p->steps.steps);
+    free(p->steps.syncs);
+    memset(&p->steps, 0, sizeof p->steps);
+}
+
+const struct model_part model_steps_part = {
+    .name = "steps",
+    .on_api_call = model_steps_on_api_call,
+    .finish = model_steps_finish,
+    .free = model_steps_free,
+};

@@ -1,0 +1,194 @@
+/* findings_steps: the findings in step terms (findings.h), from the steady-state steps of a
+ * process (steps_report.h) or, with several ranks, from the ranks compared on the same
+ * steps (comm_merge.h). */
+#include <stdint.h>
+#include <string.h>
+
+#include "comm_merge.h"
+#include "findings.h"
+#include "format.h"
+#include "steps_report.h"
+
+#define T(name) findings_threshold[FINDINGS_##name]
+
+static double findings_share(uint64_t part, uint64_t total)
+{
+    return total ? (double)part / (double)total : 0.0;
+}
+
+/* The parts of one step (the mean steady step of a process, or of the median rank). */
+struct findings_step {
+    uint64_t step_ns, part_ns[MODEL_STEP_PART_COUNT], comm_ns, wait_ns, gpu_busy_ns;
+    uint64_t syncs_per_step_x100;
+    int has_gpu;
+    const char *who; /* "" or " (median rank)" */
+};
+
+static void findings_step_comm(struct findings *f, const struct findings_step *m)
+{
+    double share = findings_share(m->part_ns[MODEL_STEP_COMM], m->step_ns);
+    if (share < T(STEP_COMM_SHARE))
+        return;
+    char exposed[32], all[32], wait[32], step[32];
+    format_ns((double)m->part_ns[MODEL_STEP_COMM], exposed, sizeof exposed);
+    format_ns((double)m->comm_ns, all, sizeof all);
+    format_ns((double)m->wait_ns, wait, sizeof wait);
+    format_ns((double)m->step_ns, step, sizeof step);
+    struct finding *x = findings_add(f, "step_comm", share);
+    findings_set(x->title, sizeof x->title,
+                 "communication: %.0f%% of the training step%s is communication no compute hides",
+                 100 * share, m->who);
+    findings_set(x->evidence, sizeof x->evidence,
+                 "%s per step of %s exposed (%s in communication in all); %s of it waiting for "
+                 "other ranks to arrive, the rest transfer",
+                 exposed, step, all, wait);
+}
+
+static void findings_step_part(struct findings *f, const struct findings_step *m, int part,
+                               const char *kind, double threshold, const char *title)
+{
+    double share = findings_share(m->part_ns[part], m->step_ns);
+    if (share < threshold)
+        return;
+    char v[32], step[32];
+    format_ns((double)m->part_ns[part], v, sizeof v);
+    format_ns((double)m->step_ns, step, sizeof step);
+    struct finding *x = findings_add(f, kind, share);
+    findings_set(x->title, sizeof x->title, "%s: %.0f%% of the training step%s", title, 100 * share,
+                 m->who);
+    findings_set(x->evidence, sizeof x->evidence, "%s per step of %s", v, step);
+    if (part == MODEL_STEP_SYNC)
+        findings_set(x->evidence, sizeof x->evidence, "%s per step of %s, %.2f syncs per step", v,
+                     step, (double)m->syncs_per_step_x100 / 100);
+}
+
+static void findings_step_gpu(struct findings *f, const struct findings_step *m)
+{
+    if (!m->has_gpu || !m->step_ns)
+        return;
+    double idle = 1.0 - findings_share(m->gpu_busy_ns, m->step_ns);
+    if (idle < T(STEP_GPU_IDLE_SHARE))
+        return;
+    char busy[32], step[32];
+    format_ns((double)m->gpu_busy_ns, busy, sizeof busy);
+    format_ns((double)m->step_ns, step, sizeof step);
+    struct finding *x = findings_add(f, "step_gpu_idle", idle);
+    findings_set(x->title, sizeof x->title, "GPU idle %.0f%% of the training step%s", 100 * idle,
+                 m->who);
+    findings_set(x->evidence, sizeof x->evidence,
+                 "kernels, copies and sets keep it busy %s per step of %s", busy, step);
+}
+
+/* One process's own findings: its steady steps. */
+static void findings_steps_process(struct findings *f, const struct steps_stats *st)
+{
+    uint64_t n = st->counted ? st->counted : 1;
+    struct findings_step m = {.step_ns = st->total_ns / n,
+                              .comm_ns = st->comm_ns / n,
+                              .gpu_busy_ns = st->gpu_busy_ns / n,
+                              .has_gpu = st->has_gpu,
+                              .syncs_per_step_x100 = st->syncs * 100 / n,
+                              .who = ""};
+    for (int k = 0; k < MODEL_STEP_PART_COUNT; k++)
+        m.part_ns[k] = st->part_ns[k] / n;
+    findings_step_comm(f, &m);
+    findings_step_part(f, &m, MODEL_STEP_DATA, "step_data", T(STEP_DATA_SHARE),
+                       "data-loading stall");
+    findings_step_part(f, &m, MODEL_STEP_SYNC, "step_sync", T(STEP_SYNC_SHARE), "host syncs");
+    findings_step_gpu(f, &m);
+    if (st->median_ns && (double)st->max_ns >= T(STEP_OUTLIER_RATIO) * (double)st->median_ns) {
+        char mx[32], med[32];
+        format_ns((double)st->max_ns, mx, sizeof mx);
+        format_ns((double)st->median_ns, med, sizeof med);
+        struct finding *x =
+            findings_add(f, "slow_steps", (double)st->max_ns / (double)st->median_ns);
+        findings_set(x->title, sizeof x->title, "slow steps: step %llu takes %.1fx the median",
+                     (unsigned long long)st->max_number,
+                     (double)st->max_ns / (double)st->median_ns);
+        findings_set(x->evidence, sizeof x->evidence,
+                     "%s against a median of %s (the Training steps section names its cause)", mx,
+                     med);
+    }
+    uint64_t steps_ns = 0;
+    for (size_t i = 0; i < st->p->steps.nsteps; i++)
+        steps_ns += st->p->steps.steps[i].end_ns - st->p->steps.steps[i].start_ns;
+    if (steps_ns && (double)st->startup_ns >= T(STARTUP_RATIO) * (double)steps_ns) {
+        char a[32], b[32], imp[32];
+        format_ns((double)st->startup_ns, a, sizeof a);
+        format_ns((double)steps_ns, b, sizeof b);
+        format_ns((double)st->startup_import_ns, imp, sizeof imp);
+        struct finding *x = findings_add(f, "startup", findings_share(st->startup_ns, steps_ns));
+        findings_set(x->title, sizeof x->title,
+                     "startup: %s before the first step, more than the %s of all the steps", a, b);
+        findings_set(x->evidence, sizeof x->evidence,
+                     "imports take %s of it; short runs measure mostly startup: profile more "
+                     "steps, or read the steps' figures (Training steps)",
+                     imp);
+    }
+}
+
+/* Several ranks on the same steps: the median rank's step, and the rank it waits for. */
+static void findings_steps_ranks(struct findings *f, const struct comm_report *r)
+{
+    size_t mid = SIZE_MAX;
+    for (size_t k = 0; k < r->nranks; k++) /* the rank whose step time is the median */
+        if (mid == SIZE_MAX || (r->ranks[k].wall_ns >= (uint64_t)r->wall.median &&
+                                r->ranks[k].wall_ns < r->ranks[mid].wall_ns))
+            mid = k;
+    const struct comm_rank_row *k = &r->ranks[mid];
+    uint64_t n = k->steps ? k->steps : 1;
+    struct findings_step m = {.step_ns = k->wall_ns / n,
+                              .comm_ns = k->comm_total_ns / n,
+                              .wait_ns = k->wait_ns / n,
+                              .gpu_busy_ns = k->gpu_busy_ns / n,
+                              .who = " (median rank)"};
+    for (int i = 0; i < MODEL_STEP_PART_COUNT; i++)
+        m.part_ns[i] = k->part_ns[i] / n;
+    findings_step_comm(f, &m);
+    const struct comm_slowest *w = &r->slowest;
+    double wait_share = findings_share((uint64_t)r->wait.median, (uint64_t)r->wall.median);
+    if (w->rank >= 0 && w->why && wait_share >= T(STEP_WAIT_SHARE)) {
+        char wait[32], c[32], d[32], y[32], i[32];
+        format_ns((double)r->wait.median / (double)n, wait, sizeof wait);
+        format_ns(w->compute_ns > 0 ? (double)w->compute_ns / (double)n : 0, c, sizeof c);
+        format_ns(w->data_ns > 0 ? (double)w->data_ns / (double)n : 0, d, sizeof d);
+        format_ns(w->sync_ns > 0 ? (double)w->sync_ns / (double)n : 0, y, sizeof y);
+        format_ns(w->idle_ns > 0 ? (double)w->idle_ns / (double)n : 0, i, sizeof i);
+        struct finding *x = findings_add(f, "waiting_rank", wait_share);
+        findings_set(x->title, sizeof x->title,
+                     "rank %lld holds the others: they wait %.0f%% of each step for it, %s",
+                     (long long)w->rank, 100 * wait_share,
+                     !strncmp(w->why, "time outside", 12) ? "outside ops (Python, sleeps, I/O)"
+                                                          : w->why);
+        findings_set(x->evidence, sizeof x->evidence,
+                     "the median rank waits %s per step in collectives; rank %lld's excess per "
+                     "step over the median rank: compute +%s, data loading +%s, host syncs +%s, "
+                     "other CPU +%s (steps %llu-%llu)",
+                     wait, (long long)w->rank, c, d, y, i, (unsigned long long)r->step_lo,
+                     (unsigned long long)r->step_hi);
+        findings_set(x->where, sizeof x->where, "profreport DIR --rank %lld --python",
+                     (long long)w->rank);
+    }
+}
+
+void findings_steps(struct findings *f, const struct summary *s)
+{
+    int ranked = 0;
+    for (size_t i = 0; i < s->nprocs; i++)
+        ranked += s->procs[i]->rank >= 0 && s->procs[i]->steps.nsteps;
+    if (ranked > 1) {
+        struct comm_report r;
+        comm_merge_build(&r, s);
+        if (r.by_steps && r.nranks > 1)
+            findings_steps_ranks(f, &r);
+        comm_merge_free(&r);
+        return;
+    }
+    const struct model_process *p =
+        steps_main_process((const struct model_process *const *)s->procs, s->nprocs);
+    if (!p)
+        return;
+    struct steps_stats st;
+    steps_stats_of(p, 0, UINT64_MAX, &st);
+    findings_steps_process(f, &st);
+}

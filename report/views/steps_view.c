@@ -1,0 +1,190 @@
+/* steps_view: the "Training steps" section that opens the default text report and the
+ * "steps" object of the JSON report: what a steady-state step costs and where its time
+ * goes, per process or over the ranks (steps_report.h, comm_merge.h). */
+#include <inttypes.h>
+#include <string.h>
+
+#include "format.h"
+#include "steps_report.h"
+#include "steps_view.h"
+#include "text_table.h"
+
+static void steps_view_ms(uint64_t ns, char *buf, size_t len)
+{
+    format_ns((double)ns, buf, len);
+}
+
+static void steps_view_share(uint64_t part, uint64_t total, char *buf, size_t len)
+{
+    snprintf(buf, len, "%.1f%%", total ? 100.0 * (double)part / (double)total : 0.0);
+}
+
+/* The header lines: which steps, warm-up, step times, startup. */
+static void steps_view_head(FILE *out, const struct steps_stats *st)
+{
+    char med[32], p90[32], mx[32], startup[32], imp[32], tear[32];
+    fprintf(out, "Training steps: %zu steady of %zu, from %s", st->counted, st->nsteps,
+            model_step_source_name(st->p->steps.source));
+    if (st->warmup)
+        fprintf(out,
+                "; %zu warm-up step%s left out (slower than %.1fx the median of the later "
+                "steps; the first %.1fx)",
+                st->warmup, st->warmup == 1 ? "" : "s", STEPS_WARMUP_RATIO, st->warmup_ratio);
+    else
+        fprintf(out, "; no warm-up step (none slower than %.1fx the median of the later steps)",
+                STEPS_WARMUP_RATIO);
+    fputc('\n', out);
+    steps_view_ms(st->median_ns, med, sizeof med);
+    steps_view_ms(st->p90_ns, p90, sizeof p90);
+    steps_view_ms(st->max_ns, mx, sizeof mx);
+    fprintf(out, "  Step time: median %s, p90 %s, max %s (step %" PRIu64 ")\n", med, p90, mx,
+            st->max_number);
+    steps_view_ms(st->startup_ns, startup, sizeof startup);
+    steps_view_ms(st->startup_import_ns, imp, sizeof imp);
+    steps_view_ms(st->teardown_ns, tear, sizeof tear);
+    uint64_t wall = st->p->wall_ns;
+    fprintf(out,
+            "  Startup: %s before the first step (%.0f%% of the process; imports %s), "
+            "teardown %s; the tables below cover the whole process\n",
+            startup, wall ? 100.0 * (double)st->startup_ns / (double)wall : 0.0, imp, tear);
+}
+
+/* One process: its parts per step. */
+static void steps_view_parts(FILE *out, const struct steps_stats *st, uint64_t wait_ns)
+{
+    fprintf(out, "  Where a step's time goes (mean per steady step; the parts add up to it):\n");
+    struct text_table t;
+    text_table_begin(&t, "<Part|>Per step|>Share");
+    uint64_t n = st->counted ? st->counted : 1;
+    for (int k = 0; k < MODEL_STEP_PART_COUNT; k++) {
+        char v[32], sh[16];
+        steps_view_ms(st->part_ns[k] / n, v, sizeof v);
+        steps_view_share(st->part_ns[k], st->total_ns, sh, sizeof sh);
+        text_table_row(&t, model_step_part_name(k), v, sh);
+    }
+    text_table_end(out, &t);
+    if (st->comm_ns) {
+        char all[32], exposed[32], wait[32];
+        steps_view_ms(st->comm_ns / n, all, sizeof all);
+        steps_view_ms(st->part_ns[MODEL_STEP_COMM] / n, exposed, sizeof exposed);
+        steps_view_ms(wait_ns / n, wait, sizeof wait);
+        fprintf(out,
+                "  Communication: %s per step in all, %s of it not hidden behind ops; waiting "
+                "for other ranks %s per step\n",
+                all, exposed, wait);
+    }
+    if (st->has_gpu) {
+        char b[16], k[16], c[16];
+        steps_view_share(st->gpu_busy_ns, st->total_ns, b, sizeof b);
+        steps_view_share(st->gpu_kernel_ns, st->total_ns, k, sizeof k);
+        steps_view_share(st->gpu_copy_ns, st->total_ns, c, sizeof c);
+        fprintf(out,
+                "  GPU in the steps: busy %s of the step time (kernels %s, copies %s), "
+                "idle the rest\n",
+                b, k, c);
+    }
+}
+
+/* The slowest steady steps and the part that made each slow, against the mean step. */
+static void steps_view_slowest(FILE *out, const struct steps_stats *st)
+{
+    const struct model_steps *m = &st->p->steps;
+    uint64_t mean[MODEL_STEP_PART_COUNT];
+    for (int k = 0; k < MODEL_STEP_PART_COUNT; k++)
+        mean[k] = st->counted ? st->part_ns[k] / st->counted : 0;
+    size_t shown[3] = {SIZE_MAX, SIZE_MAX, SIZE_MAX};
+    for (int r = 0; r < 3; r++) {
+        size_t best = SIZE_MAX;
+        for (size_t i = 0; i < m->nsteps; i++) {
+            const struct model_step *s = &m->steps[i];
+            if (s->number < st->first_number || s->number > st->last_number || i == shown[0] ||
+                i == shown[1])
+                continue;
+            if (best == SIZE_MAX ||
+                s->end_ns - s->start_ns > m->steps[best].end_ns - m->steps[best].start_ns)
+                best = i;
+        }
+        const struct model_step *s = best == SIZE_MAX ? NULL : &m->steps[best];
+        if (!s || (double)(s->end_ns - s->start_ns) < 1.2 * (double)st->median_ns)
+            break;
+        shown[r] = best;
+        uint64_t excess;
+        int part = steps_largest_excess(s->part_ns, mean, &excess);
+        char d[32], e[32];
+        steps_view_ms(s->end_ns - s->start_ns, d, sizeof d);
+        steps_view_ms(excess, e, sizeof e);
+        fprintf(out, "%s step %" PRIu64 " %s (%.1fx the median%s%s +%s)",
+                r ? "," : "  Slowest steps:", s->number, d,
+                (double)(s->end_ns - s->start_ns) / (double)st->median_ns,
+                part >= 0 ? ", most in " : "", part >= 0 ? model_step_part_name(part) : "", e);
+    }
+    if (shown[0] != SIZE_MAX)
+        fputc('\n', out);
+}
+
+/* Over the ranks: one row per rank of its parts per step over the common window. */
+static void steps_view_ranks(FILE *out, const struct comm_report *r)
+{
+    fprintf(out, "  Per rank, mean per step over steps %" PRIu64 "-%" PRIu64 "%s:\n", r->step_lo,
+            r->step_hi,
+            r->steps_unequal ? " (the steps every rank has; the ranks' own differ)" : "");
+    struct text_table t;
+    text_table_begin(&t, ">Rank|>Step|>Data|>Forward|>Backward|>Optimizer|>Other ops|>Comm|"
+                         ">(wait)|>Syncs|>Other CPU");
+    for (size_t i = 0; i < r->nranks; i++) {
+        const struct comm_rank_row *k = &r->ranks[i];
+        uint64_t n = k->steps ? k->steps : 1;
+        char c[12][32];
+        snprintf(c[0], sizeof c[0], "%lld", (long long)k->rank);
+        steps_view_ms(k->wall_ns / n, c[1], sizeof c[1]);
+        static const int order[] = {MODEL_STEP_DATA,      MODEL_STEP_FORWARD,   MODEL_STEP_BACKWARD,
+                                    MODEL_STEP_OPTIMIZER, MODEL_STEP_OTHER_OPS, MODEL_STEP_COMM};
+        for (int j = 0; j < 6; j++)
+            steps_view_ms(k->part_ns[order[j]] / n, c[2 + j], sizeof c[2 + j]);
+        steps_view_ms(k->wait_ns / n, c[8], sizeof c[8]);
+        steps_view_ms(k->part_ns[MODEL_STEP_SYNC] / n, c[9], sizeof c[9]);
+        steps_view_ms(k->part_ns[MODEL_STEP_OTHER] / n, c[10], sizeof c[10]);
+        text_table_row(&t, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10]);
+    }
+    text_table_end(out, &t);
+    const struct comm_slowest *w = &r->slowest;
+    if (w->rank >= 0 && w->why) {
+        char wait[32];
+        steps_view_ms((uint64_t)r->wait.median / (r->steps.median ? r->steps.median : 1), wait,
+                      sizeof wait);
+        fprintf(out,
+                "  Rank %lld holds the others: the median rank waits %s per step for it; its "
+                "excess over the median rank is mostly %s\n",
+                (long long)w->rank, wait, w->why);
+    }
+}
+
+void steps_view_print(FILE *out, const struct summary *s, const struct comm_report *r)
+{
+    const struct model_process *p = NULL;
+    if (r && r->by_steps && r->nranks > 1) {
+        for (size_t i = 0; i < s->nprocs && !p; i++)
+            if (s->procs[i]->rank == r->ranks[0].rank)
+                p = steps_main_process((const struct model_process *const *)&s->procs[i], 1);
+    } else {
+        p = steps_main_process((const struct model_process *const *)s->procs, s->nprocs);
+    }
+    if (!p) {
+        fprintf(out, "Training steps: none found (no ProfilerStep#N scope, optimizer step "
+                     "scope or optimizer step call); the tables cover the whole process\n\n");
+        return;
+    }
+    struct steps_stats st;
+    steps_stats_of(p, 0, UINT64_MAX, &st);
+    if (r && r->by_steps && r->nranks > 1) {
+        steps_view_head(out, &st);
+        fprintf(out, "  (rank %lld's steps above)\n", (long long)p->rank);
+        steps_view_ranks(out, r);
+    } else {
+        uint64_t wait = r && r->nranks == 1 ? r->ranks[0].wait_ns : 0;
+        steps_view_head(out, &st);
+        steps_view_parts(out, &st, wait);
+        steps_view_slowest(out, &st);
+    }
+    fputc('\n', out);
+}
