@@ -38,8 +38,9 @@ rm -f "$out/sum"/*.trace
 "$PY" - "$out" <<'PYEOF'
 import sys
 out = sys.argv[1]
+# the summaries lie in sum/, their processes' META still names the traces in prof/
 a = open(out + "/report.json").read().replace(out + "/prof", "DIR")
-b = open(out + "/report_sum.json").read().replace(out + "/sum", "DIR")
+b = open(out + "/report_sum.json").read().replace(out + "/sum", "DIR").replace(out + "/prof", "DIR")
 if a != b:
     import difflib
     diff = difflib.unified_diff(a.splitlines(), b.splitlines(), "traces", "summaries", n=1, lineterm="")

@@ -87,7 +87,8 @@ void steps_stats_of(const struct model_process *p, uint64_t lo, uint64_t hi, str
     s->warmup = steps_warmup(p, &s->warmup_ratio);
     if (!lo && hi == UINT64_MAX)
         lo = st->steps[s->warmup].number;
-    s->has_gpu = p->gpu.nops > 0;
+    /* the summary of a trace keeps the kernels' time and the copies, not the operations */
+    s->has_gpu = p->gpu.nops > 0 || p->gpu.kernel_ns > 0 || p->gpu.ncopies > 0;
     s->startup_ns =
         st->steps[0].start_ns > p->wall_start_ns ? st->steps[0].start_ns - p->wall_start_ns : 0;
     uint64_t last_end = st->steps[st->nsteps - 1].end_ns;
