@@ -130,11 +130,13 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
 /* Several ranks on the same steps: the median rank's step, and the rank it waits for. */
 static void findings_steps_ranks(struct findings *f, const struct comm_report *r)
 {
-    size_t mid = SIZE_MAX;
-    for (size_t k = 0; k < r->nranks; k++) /* the rank whose step time is the median */
-        if (mid == SIZE_MAX || (r->ranks[k].wall_ns >= (uint64_t)r->wall.median &&
-                                r->ranks[k].wall_ns < r->ranks[mid].wall_ns))
+    size_t mid = 0; /* the rank whose exposed communication is nearest the ranks' median */
+    for (size_t k = 1; k < r->nranks; k++) {
+        double d = (double)r->ranks[k].comm_ns - (double)r->comm.median;
+        double best = (double)r->ranks[mid].comm_ns - (double)r->comm.median;
+        if (d * d < best * best)
             mid = k;
+    }
     const struct comm_rank_row *k = &r->ranks[mid];
     uint64_t n = k->steps ? k->steps : 1;
     struct findings_step m = {.step_ns = k->wall_ns / n,

@@ -1,8 +1,10 @@
 """DDP training on CPU (gloo) in which one rank is slower: for the cluster views.
 
-Run under torchrun: torchrun --nproc-per-node 4 ddp_slow_rank.py [STEPS [SLOW_RANK [SLOW_MS]]]
-(defaults 20, 1, 30). Every rank trains the same small MLP on its own random batch; the
-slow rank sleeps SLOW_MS before each backward, so the others wait for it in allreduce.
+Run under torchrun: torchrun --nproc-per-node 4 ddp_slow_rank.py [STEPS [SLOW_RANK [SLOW_MS [HOW]]]]
+(defaults 20, 1, 30, sleep). Every rank trains the same small MLP on its own batch from a
+DataLoader; the slow rank spends about SLOW_MS more per step, so the others wait for it in
+allreduce. HOW: sleep (before each backward), compute (extra matrix products inside the
+forward), data (its dataset sleeps in __getitem__).
 Prints one line per rank with its step count.
 """
 import os
@@ -14,10 +16,32 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 
+class Batches(torch.utils.data.Dataset):
+    def __init__(self, steps, delay):
+        self.steps, self.delay = steps, delay
+
+    def __len__(self):
+        return self.steps
+
+    def __getitem__(self, i):
+        if self.delay:
+            time.sleep(self.delay)
+        return torch.randn(32, 64), torch.randn(32, 8)
+
+
+def burn(ms):
+    """Matrix products on the calling thread for about ms milliseconds."""
+    a = torch.randn(128, 128)
+    end = time.perf_counter() + ms / 1000.0
+    while time.perf_counter() < end:
+        a = torch.tanh(a @ a)
+
+
 def main():
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     slow_rank = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     slow_ms = float(sys.argv[3]) if len(sys.argv) > 3 else 30.0
+    how = sys.argv[4] if len(sys.argv) > 4 else "sleep"
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     torch.manual_seed(rank)
@@ -25,13 +49,17 @@ def main():
     model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 8))
     ddp = DistributedDataParallel(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    slow = rank == slow_rank
+    data = torch.utils.data.DataLoader(Batches(steps, slow_ms / 1000.0 if slow and how == "data" else 0),
+                                       batch_size=None)
     done = 0
-    for _ in range(steps):
-        x = torch.randn(32, 64)
-        y = torch.randn(32, 8)
+    for x, y in data:
         opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(ddp(x), y)
-        if rank == slow_rank:
+        out = ddp(x)
+        if slow and how == "compute":
+            burn(slow_ms)
+        loss = torch.nn.functional.mse_loss(out, y)
+        if slow and how == "sleep":
             time.sleep(slow_ms / 1000.0)
         loss.backward()
         opt.step()
