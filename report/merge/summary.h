@@ -75,9 +75,18 @@ struct summary_cupti_row {
 struct summary_action_row {
     char *name;
     uint64_t calls, total_ns, gpu_ns, kernels;
-    double mean_ns, percent;
-    uint8_t source; /* enum model_action_source */
+    double mean_ns, percent;       /* percent: of the gpu.action_base_ns */
+    uint8_t source;                /* enum model_action_source */
+    uint8_t folded_scope;          /* its "[pl][profile]" scope folded in (Lightning) */
     struct rank_spread over_ranks; /* total time per rank (ranks 0: fewer than two ranks) */
+};
+
+/* The time the actions' percentages are of, the best there is: */
+enum summary_action_base {
+    SUMMARY_ACTION_BASE_WALL,      /* the processes' wall time */
+    SUMMARY_ACTION_BASE_LIGHTNING, /* first Lightning action's start to the last one's end */
+    SUMMARY_ACTION_BASE_STEPS,     /* the ProfilerStep#N scopes (torch.profiler's steps) */
+    SUMMARY_ACTION_BASE_BUILTIN    /* the built-in loop actions, one inside another once */
 };
 
 struct summary_gpu {
@@ -98,6 +107,14 @@ struct summary_gpu {
     uint64_t action_wall_ns; /* wall time summed over the processes with actions */
     uint64_t action_gpu_ns;  /* GPU time of every kernel of those processes */
     int action_sources;      /* 1 << enum model_action_source of every action */
+    /* What the actions' percentages are of (summary_actions.c), summed over the processes */
+    enum summary_action_base action_base;
+    uint64_t action_base_ns;
+    /* "[pl][profile]X" scopes folded into their Lightning action X; kept as rows of their own
+     * because their calls differ from X's (the first such name, NULL: none) */
+    size_t action_folded, action_unfolded;
+    const char *action_unfolded_example;
+    uint64_t action_unfolded_calls[2]; /* the example's calls: as a scope, as the action */
 };
 
 /* ---- PyTorch operators (summary_torch.c) ---- */
@@ -210,6 +227,14 @@ void summary_free(struct summary *s);
 void summary_build_gpu(struct summary *s);
 void summary_sort_gpu(struct summary *s, enum summary_sort key);
 void summary_free_gpu(struct summary_gpu *g);
+/* summary_actions.c: the actions (NVTX ranges, record_function scopes, Lightning's actions,
+ * built-in loop actions) and NVTX marks merged by source and name, "[pl][profile]X" scopes
+ * folded into the Lightning action X, percentages of the action base. */
+void summary_actions_build(struct summary *s);
+/* "Lightning", "scope", "NVTX", "built-in" (text); "lightning", "record_function", "nvtx",
+ * "builtin" (JSON, CSV). */
+const char *summary_action_source_name(unsigned source);
+const char *summary_action_source_key(unsigned source);
 
 /* summary_torch.c: the PyTorch operator rows. */
 /* self_cpu, cpu_total, self_cuda, cuda_total, calls, name, and torch's spellings

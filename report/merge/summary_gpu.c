@@ -1,8 +1,7 @@
 /* summary_gpu: the GPU tables of a report merged over the processes — kernels by
  * demangled name (with the Python functions that launched them), copies by direction and
- * memory kinds, sets by device, library calls and CUPTI-only calls by name, actions (NVTX
- * ranges, record_function scopes, built-in PyTorch loop actions) and NVTX marks by name.
- * Utilization and devices stay per process (model_gpu.c). */
+ * memory kinds, sets by device, library calls and CUPTI-only calls by name; the actions
+ * through summary_actions.c. Utilization and devices stay per process (model_gpu.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -233,84 +232,6 @@ static void summary_gpu_cupti(struct summary *s)
         g->cupti[k].avg_ns = (double)g->cupti[k].total_ns / (double)g->cupti[k].calls;
 }
 
-/* ---- NVTX actions ---- */
-
-/* per_rank, proc: the table of the actions' time per rank and the process given, or NULL
- * (marks). */
-static void summary_gpu_merge_actions(struct summary_gpu *g, struct summary_action_row **rows,
-                                      size_t *n, size_t *cap, const struct model_action *from,
-                                      size_t nfrom, struct rank_table *per_rank, size_t proc)
-{
-    for (size_t i = 0; i < nfrom; i++) {
-        size_t k = 0;
-        /* One row per (source, name): a scope and a range of one name stay apart. */
-        while (k < *n &&
-               ((*rows)[k].source != from[i].source || strcmp((*rows)[k].name, from[i].name)))
-            k++;
-        if (k == *n) {
-            *rows = report_grow(*rows, cap, k + 1, sizeof **rows);
-            (*rows)[(*n)++] = (struct summary_action_row){.name = report_strdup(from[i].name),
-                                                          .source = from[i].source};
-        }
-        (*rows)[k].calls += from[i].calls;
-        (*rows)[k].total_ns += from[i].total_ns;
-        (*rows)[k].gpu_ns += from[i].gpu_ns;
-        (*rows)[k].kernels += from[i].kernels;
-        if (per_rank)
-            rank_table_add(per_rank, k, proc, from[i].total_ns);
-        g->action_sources |= 1 << from[i].source;
-    }
-}
-
-static int summary_gpu_action_cmp(const void *a, const void *b)
-{
-    /* Lightning's order: the largest total first. */
-    const struct summary_action_row *x = a, *y = b;
-    if (x->total_ns != y->total_ns)
-        return x->total_ns > y->total_ns ? -1 : 1;
-    return strcmp(x->name, y->name);
-}
-
-static void summary_gpu_actions(struct summary *s)
-{
-    struct summary_gpu *g = &s->gpu;
-    size_t acap = 0, mcap = 0;
-    struct rank_table per_rank;
-    rank_table_init(&per_rank, s->procs, s->nprocs);
-    for (size_t i = 0; i < s->nprocs; i++) {
-        const struct model_process *p = s->procs[i];
-        /* A summary keeps the actions, not the NVTX events they came from. */
-        if (!p->gpu.nnvtx && !p->gpu.nactions && !p->gpu.nmarks && !p->torch.nscopes &&
-            !p->torch.nbuiltin)
-            continue;
-        g->action_wall_ns += p->wall_ns;
-        g->action_gpu_ns += p->gpu.kernel_ns;
-        summary_gpu_merge_actions(g, &g->actions, &g->nactions, &acap, p->gpu.actions,
-                                  p->gpu.nactions, &per_rank, i);
-        summary_gpu_merge_actions(g, &g->actions, &g->nactions, &acap, p->torch.scopes,
-                                  p->torch.nscopes, &per_rank, i);
-        /* Lightning's own names cover the phases the built-in actions find (its training
-         * step, backward, optimizer step, dataloader next): those of a process with
-         * Lightning actions are left out. */
-        if (!p->gpu.lightning_actions)
-            summary_gpu_merge_actions(g, &g->actions, &g->nactions, &acap, p->torch.builtin,
-                                      p->torch.nbuiltin, &per_rank, i);
-        summary_gpu_merge_actions(g, &g->marks, &g->nmarks, &mcap, p->gpu.marks, p->gpu.nmarks,
-                                  NULL, i);
-    }
-    for (size_t k = 0; k < g->nactions; k++)
-        g->actions[k].over_ranks = rank_table_spread(&per_rank, k);
-    rank_table_free(&per_rank);
-    for (size_t k = 0; k < g->nactions; k++) {
-        struct summary_action_row *r = &g->actions[k];
-        r->mean_ns = r->calls ? (double)r->total_ns / (double)r->calls : 0.0;
-        r->percent =
-            g->action_wall_ns ? 100.0 * (double)r->total_ns / (double)g->action_wall_ns : 0.0;
-    }
-    if (g->nactions)
-        qsort(g->actions, g->nactions, sizeof *g->actions, summary_gpu_action_cmp);
-}
-
 void summary_build_gpu(struct summary *s)
 {
     struct summary_gpu *g = &s->gpu;
@@ -323,7 +244,7 @@ void summary_build_gpu(struct summary *s)
     summary_gpu_copies(s);
     summary_gpu_library(s);
     summary_gpu_cupti(s);
-    summary_gpu_actions(s);
+    summary_actions_build(s);
 }
 
 /* ---- order ---- */

@@ -327,6 +327,7 @@ struct model_gpu {
     size_t nnvtx_lost, cap_nvtx_lost;
     uint64_t nvtx_lost_calls;
     size_t lightning_actions; /* of actions, the last ones come from Lightning's profiler */
+    uint64_t lightning_span_ns; /* from the first Lightning action's start to the last end */
     int summary_had_records;  /* read from a summary: its trace held GPU or NVTX records */
     struct model_gpu_facts facts;
 };
@@ -440,6 +441,7 @@ struct model_torch {
     size_t nscopes;
     struct model_action *builtin; /* forward, backward, optimizer_step, dataloader_next */
     size_t nbuiltin;
+    uint64_t builtin_top_ns; /* the built-in actions' time, one inside another once */
     uint64_t unnested; /* ops that overlap a sibling instead of nesting */
 };
 

@@ -225,6 +225,7 @@ static void model_nvtx_actions(struct model_nvtx_acc *acc, struct model_process 
     struct u64map open; /* name sid -> index + 1 in ev of its latest open start */
     u64map_init(&open);
     size_t nopen = 0;
+    uint64_t first = UINT64_MAX, last = 0; /* the span of the paired actions */
     for (size_t i = 0; i < n; i++) {
         uint64_t *slot = u64map_slot(&open, ev[i]->name_sid);
         if (!slot)
@@ -236,6 +237,8 @@ static void model_nvtx_actions(struct model_nvtx_acc *acc, struct model_process 
         } else if (*slot) {
             size_t s = *slot - 1;
             model_nvtx_range(acc, p, x, ev[s], ev[i]->ticks, 1);
+            first = ev[s]->ticks < first ? ev[s]->ticks : first;
+            last = ev[i]->ticks > last ? ev[i]->ticks : last;
             *slot = below[s];
             nopen--;
         } else {
@@ -243,6 +246,7 @@ static void model_nvtx_actions(struct model_nvtx_acc *acc, struct model_process 
         }
     }
     g->nvtx_unclosed += nopen;
+    g->lightning_span_ns = last > first ? model_ticks_to_ns(p, last - first) : 0;
     u64map_free(&open);
     free(ev);
     free(below);

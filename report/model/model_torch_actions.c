@@ -118,6 +118,7 @@ static void model_torch_actions_finish(struct model_process *p)
     }
     struct model_action acc[MODEL_BUILTIN_COUNT];
     memset(acc, 0, sizeof acc);
+    uint64_t top_ns = 0; /* the outermost actions' nodes: the denominator of shares */
     for (size_t i = 0; i < py->nnodes; i++) {
         const struct model_py_node *n = &py->nodes[i];
         if (!n->defined)
@@ -127,9 +128,11 @@ static void model_torch_actions_finish(struct model_process *p)
         for (int a = 0; a < MODEL_BUILTIN_COUNT; a++)
             outer[a] = SIZE_MAX;
         size_t k = i, steps = 0;
+        int nested = 0; /* an ancestor of n runs an action */
         for (;;) {
             if (action[k] >= 0)
                 outer[action[k]] = k;
+            nested |= k != i && action[k] >= 0;
             const struct model_py_node *up;
             /* steps: a corrupt tree with a cycle ends the walk. */
             if (!py->nodes[k].parent || ++steps > py->nnodes ||
@@ -137,6 +140,8 @@ static void model_torch_actions_finish(struct model_process *p)
                 break;
             k = (size_t)(up - py->nodes);
         }
+        if (action[i] >= 0 && !nested)
+            top_ns += n->total_ns;
         for (int a = 0; a < MODEL_BUILTIN_COUNT; a++) {
             if (outer[a] == SIZE_MAX)
                 continue;
@@ -151,6 +156,7 @@ static void model_torch_actions_finish(struct model_process *p)
     free(action);
     struct model_torch *t = &p->torch;
     size_t cap = 0;
+    t->builtin_top_ns = top_ns;
     for (int a = 0; a < MODEL_BUILTIN_COUNT; a++) {
         if (!acc[a].calls)
             continue;

@@ -476,6 +476,7 @@ static void sf_gpu(sf_codec *c, struct model_process *p)
     }
     summary_codec_u64(c, &g->nvtx_lost_calls);
     summary_codec_size(c, &g->lightning_actions);
+    summary_codec_u64(c, &g->lightning_span_ns);
     if (g->lightning_actions > g->nactions)
         summary_codec_fail(c, "more Lightning actions than actions");
     struct model_gpu_facts *f = &g->facts;
@@ -552,6 +553,7 @@ static void sf_torch(sf_codec *c, struct model_process *p)
     }
     sf_actions(c, &t->scopes, &t->nscopes);
     sf_actions(c, &t->builtin, &t->nbuiltin);
+    summary_codec_u64(c, &t->builtin_top_ns);
     summary_codec_u64(c, &t->unnested);
 }
 

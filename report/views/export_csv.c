@@ -92,10 +92,7 @@ static void export_csv_gpu(FILE *out, const struct summary *s, size_t limit)
         format_csv_field(out, r->name);
         fprintf(out, ",%" PRIu64 ",%.9f,%.9f,%.3f,%.9f,%" PRIu64 ",%s\n", r->calls,
                 r->mean_ns / 1e9, (double)r->total_ns / 1e9, r->percent, (double)r->gpu_ns / 1e9,
-                r->kernels,
-                r->source == MODEL_ACTION_RECORD_FUNCTION ? "record_function"
-                : r->source == MODEL_ACTION_BUILTIN       ? "builtin"
-                                                          : "nvtx");
+                r->kernels, summary_action_source_key(r->source));
     }
 }
 

@@ -267,14 +267,6 @@ static json_t *export_json_gpu_processes(const struct summary *s, int devices)
     return rows;
 }
 
-static const char *export_json_action_source(unsigned source)
-{
-    return source == MODEL_ACTION_RECORD_FUNCTION ? "record_function"
-           : source == MODEL_ACTION_BUILTIN       ? "builtin"
-           : source == MODEL_ACTION_LIGHTNING     ? "lightning"
-                                                  : "nvtx";
-}
-
 /* torch.profiler's key_averages() rows; shapes null unless grouped by shape. */
 static json_t *export_json_ops(const struct summary *s, size_t limit)
 {
@@ -370,11 +362,25 @@ static void export_json_gpu(json_t *root, const struct summary *s, size_t limit)
                               "calls", export_json_u64(r->calls), "mean_s", r->mean_ns / 1e9,
                               "total_s", (double)r->total_ns / 1e9, "percent", r->percent, "gpu_s",
                               (double)r->gpu_ns / 1e9, "kernels", export_json_u64(r->kernels),
-                              "source", export_json_action_source(r->source));
+                              "source", summary_action_source_key(r->source));
+        if (r->folded_scope) /* its "[pl][profile]" record_function scope is this row */
+            json_object_set_new(o, "folded_scope", json_true());
         export_json_over_ranks(o, &r->over_ranks);
         json_array_append_new(a, o);
     }
     json_object_set_new(root, "actions", a);
+    static const char *const bases[] = {
+        [SUMMARY_ACTION_BASE_WALL] = "wall",
+        [SUMMARY_ACTION_BASE_LIGHTNING] = "lightning_span",
+        [SUMMARY_ACTION_BASE_STEPS] = "profiler_steps",
+        [SUMMARY_ACTION_BASE_BUILTIN] = "builtin_actions",
+    };
+    json_object_set_new(root, "actions_percent_of",
+                        json_pack("{s:s,s:o,s:o,s:o,s:o}", "base", bases[g->action_base], "ns",
+                                  export_json_u64(g->action_base_ns), "wall_ns",
+                                  export_json_u64(g->action_wall_ns), "folded_scopes",
+                                  export_json_u64(g->action_folded), "unfolded_scopes",
+                                  export_json_u64(g->action_unfolded)));
     a = json_array();
     for (size_t i = 0; i < g->nmarks; i++)
         json_array_append_new(a, json_pack("{s:o,s:o}", "name", export_json_str(g->marks[i].name),

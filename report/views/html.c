@@ -169,7 +169,7 @@ static void html_tables(FILE *out, const struct summary *s)
     if (s->gpu.nactions) {
         n = s->gpu.nactions < HTML_ROWS ? s->gpu.nactions : HTML_ROWS;
         html_table_begin(out, "t-actions", "Actions", n, s->gpu.nactions,
-                         "Action|>Calls|>Total|>Mean|>% wall time|>GPU time");
+                         "Action|>Calls|>Total|>Mean|>%|>GPU time|Source");
         for (size_t i = 0; i < n; i++) {
             const struct summary_action_row *r = &s->gpu.actions[i];
             fputs("<tr>", out);
@@ -179,6 +179,7 @@ static void html_tables(FILE *out, const struct summary *s)
             html_td_ns(out, r->mean_ns);
             html_td_pct(out, r->percent);
             html_td_ns(out, (double)r->gpu_ns);
+            html_td_text(out, summary_action_source_name(r->source));
             fputs("</tr>\n", out);
         }
         fputs("</tbody></table>\n", out);

@@ -27,10 +27,12 @@ void tables_gpu_kernels(FILE *out, const struct summary *s, size_t limit);
 void tables_gpu_section(FILE *out, const struct summary *s, size_t limit);
 /* --gpu: devices, utilization, copies and sets, library calls, CUPTI-only calls. */
 void tables_gpu(FILE *out, const struct summary *s, size_t limit);
-/* --actions: NVTX ranges, record_function scopes and the built-in PyTorch loop actions
- * as Lightning's SimpleProfiler shows actions, and NVTX marks. */
+/* --actions: Lightning's actions, record_function scopes, built-in PyTorch loop actions and
+ * NVTX ranges as Lightning's SimpleProfiler shows actions (with a Source column; % of the
+ * training, summary_actions.c), and NVTX marks. */
 void tables_actions(FILE *out, const struct summary *s, size_t limit);
-/* The actions table in the default report (at most 15 rows), when there are actions. */
+/* The actions table in the default report (every row, up to 200, unless limit), when there
+ * are actions. */
 void tables_actions_section(FILE *out, const struct summary *s, size_t limit);
 
 /* --memory: the PyTorch memory section, then the allocation and copy tables. */

@@ -246,60 +246,82 @@ void tables_gpu(FILE *out, const struct summary *s, size_t limit)
 
 /* ---- --actions ---- */
 
-static const char *const tables_action_source_names[] = {
-    [MODEL_ACTION_NVTX] = "NVTX",
-    [MODEL_ACTION_RECORD_FUNCTION] = "record_function",
-    [MODEL_ACTION_BUILTIN] = "built-in",
-    [MODEL_ACTION_LIGHTNING] = "Lightning",
-};
+#define TABLES_ACTIONS_SECTION_ROWS 200
 
-/* Which source each action comes from: the title says it for the sources other than
- * NVTX, naming their rows. */
+/* Rows per source, then what the percentages are of: "Actions (114 Lightning actions,
+ * 3 record_function scopes; times in seconds, % of the 12.345 s from ...)". */
 static void tables_actions_title(FILE *out, const struct summary_gpu *g)
 {
+    static const char *const what[][2] = {
+        [MODEL_ACTION_LIGHTNING] = {"Lightning action", "Lightning actions"},
+        [MODEL_ACTION_RECORD_FUNCTION] = {"record_function scope", "record_function scopes"},
+        [MODEL_ACTION_BUILTIN] = {"built-in loop action", "built-in loop actions"},
+        [MODEL_ACTION_NVTX] = {"NVTX range", "NVTX ranges"},
+    };
+    static const int order[] = {MODEL_ACTION_LIGHTNING, MODEL_ACTION_RECORD_FUNCTION,
+                                MODEL_ACTION_BUILTIN, MODEL_ACTION_NVTX};
+    char base[32];
     fputs("Actions (", out);
     int parts = 0;
-    for (int src = MODEL_ACTION_RECORD_FUNCTION; src <= MODEL_ACTION_LIGHTNING; src++) {
-        if (!(g->action_sources & (1 << src)))
-            continue;
-        if (src == MODEL_ACTION_LIGHTNING) { /* dozens of names: the rows say them */
-            fprintf(out, "%sLightning's own action names", parts++ ? "; " : "");
-            continue;
-        }
-        fprintf(out, "%s%s: ", parts++ ? "; " : "",
-                src == MODEL_ACTION_BUILTIN ? "built-in, from the Python call tree"
-                                            : "record_function scopes");
-        int n = 0;
+    for (size_t o = 0; o < sizeof order / sizeof *order; o++) {
+        size_t n = 0;
         for (size_t i = 0; i < g->nactions; i++)
-            if (g->actions[i].source == src) {
-                fputs(n++ ? ", " : "", out);
-                format_fputs_escaped(out, g->actions[i].name);
-            }
+            n += g->actions[i].source == order[o];
+        if (n)
+            fprintf(out, "%s%zu %s", parts++ ? ", " : "", n, what[order[o]][n != 1]);
     }
     if (!parts)
-        fputs("NVTX ranges", out);
-    else if (g->action_sources & (1 << MODEL_ACTION_NVTX))
-        fputs("; the other rows NVTX ranges", out);
-    fputs("; times in seconds, % of the wall time)\n", out);
+        fputs("none", out);
+    tables_gpu_seconds(base, sizeof base, (double)g->action_base_ns);
+    fputs("; times in seconds, % of ", out);
+    switch (g->action_base) {
+    case SUMMARY_ACTION_BASE_LIGHTNING:
+        fprintf(out,
+                "the training: the %s s from the first Lightning action's start to the "
+                "last one's end)\n",
+                base);
+        break;
+    case SUMMARY_ACTION_BASE_STEPS:
+        fprintf(out, "the training: the %s s in torch.profiler's ProfilerStep#N steps)\n", base);
+        break;
+    case SUMMARY_ACTION_BASE_BUILTIN:
+        fprintf(out, "the training: the %s s in the built-in loop actions, nested ones once)\n",
+                base);
+        break;
+    default:
+        fputs("the wall time)\n", out);
+        break;
+    }
 }
 
-/* A row's name, its source after it when another source has a row of the same name. */
-static const char *tables_actions_name(const struct summary_gpu *g, size_t i, char *buf, size_t len)
+/* What the table folded or kept apart, and the marks. */
+static void tables_actions_notes(FILE *out, const struct summary_gpu *g)
 {
-    const struct summary_action_row *r = &g->actions[i];
-    for (size_t k = 0; k < g->nactions; k++) {
-        if (k != i && !strcmp(g->actions[k].name, r->name)) {
-            snprintf(buf, len, "%s (%s)", r->name, tables_action_source_names[r->source]);
-            return buf;
-        }
+    if (g->action_folded)
+        fprintf(out,
+                "  (%zu record_function scope%s \"[pl][profile]X\" of Lightning's "
+                "PyTorchProfiler folded into the Lightning action X: the same calls)\n",
+                g->action_folded, g->action_folded == 1 ? "" : "s");
+    if (g->action_unfolded) {
+        fprintf(out,
+                "  (%zu \"[pl][profile]X\" scope%s not folded into the Lightning action X: "
+                "the calls differ, as ",
+                g->action_unfolded, g->action_unfolded == 1 ? "" : "s");
+        format_fputs_escaped(out, g->action_unfolded_example);
+        fprintf(out, "'s %" PRIu64 " against %" PRIu64 ")\n", g->action_unfolded_calls[0],
+                g->action_unfolded_calls[1]);
     }
-    return r->name;
+    for (size_t i = 0; i < g->nmarks; i++) {
+        fputs("  mark ", out);
+        format_fputs_escaped(out, g->marks[i].name);
+        fprintf(out, ": %" PRIu64 "\n", g->marks[i].calls);
+    }
 }
 
 static void tables_actions_table(FILE *out, const struct summary *s, size_t limit, const char *more)
 {
     const struct summary_gpu *g = &s->gpu;
-    char mean[32], calls[24], total[32], pct[16], gpu[32], name[512];
+    char mean[32], calls[24], total[32], pct[16], gpu[32];
     tables_actions_title(out, g);
     if (!g->nactions && !g->nmarks) {
         fprintf(out, "  (no NVTX ranges, record_function scopes or PyTorch loop functions)\n");
@@ -307,30 +329,26 @@ static void tables_actions_table(FILE *out, const struct summary *s, size_t limi
     }
     struct text_table t;
     text_table_begin(&t, "<Action|>Mean duration (s)|>Num calls|>Total time (s)|>Percentage %|"
-                         ">GPU time (s)");
+                         ">GPU time (s)|<Source");
     uint64_t ncalls = 0;
     for (size_t i = 0; i < g->nactions; i++)
         ncalls += g->actions[i].calls;
     text_table_row(&t, "Total", "-", tables_gpu_u64(calls, sizeof calls, ncalls),
-                   tables_gpu_seconds(total, sizeof total, (double)g->action_wall_ns), "100 %",
-                   tables_gpu_seconds(gpu, sizeof gpu, (double)g->action_gpu_ns));
+                   tables_gpu_seconds(total, sizeof total, (double)g->action_base_ns), "100 %",
+                   tables_gpu_seconds(gpu, sizeof gpu, (double)g->action_gpu_ns), "");
     for (size_t i = 0; i < g->nactions && (!limit || i < limit); i++) {
         const struct summary_action_row *r = &g->actions[i];
         snprintf(pct, sizeof pct, "%.3f", r->percent);
-        text_table_row(&t, tables_actions_name(g, i, name, sizeof name),
-                       tables_gpu_seconds(mean, sizeof mean, r->mean_ns),
+        text_table_row(&t, r->name, tables_gpu_seconds(mean, sizeof mean, r->mean_ns),
                        tables_gpu_u64(calls, sizeof calls, r->calls),
                        tables_gpu_seconds(total, sizeof total, (double)r->total_ns), pct,
-                       tables_gpu_seconds(gpu, sizeof gpu, (double)r->gpu_ns));
+                       tables_gpu_seconds(gpu, sizeof gpu, (double)r->gpu_ns),
+                       summary_action_source_name(r->source));
     }
     text_table_end(out, &t);
     if (limit && g->nactions > limit)
         fprintf(out, "  (%zu more not shown; %s)\n", g->nactions - limit, more);
-    for (size_t i = 0; i < g->nmarks; i++) {
-        fputs("  mark ", out);
-        format_fputs_escaped(out, g->marks[i].name);
-        fprintf(out, ": %" PRIu64 "\n", g->marks[i].calls);
-    }
+    tables_actions_notes(out, g);
 }
 
 void tables_actions(FILE *out, const struct summary *s, size_t limit)
@@ -346,6 +364,8 @@ void tables_actions_section(FILE *out, const struct summary *s, size_t limit)
 {
     if (!s->gpu.nactions && !s->gpu.nmarks)
         return;
-    tables_actions_table(out, s, limit ? limit : 15, "profreport --actions");
+    /* Every action, as Lightning's SimpleProfiler lists them, up to a screenful of screens. */
+    tables_actions_table(out, s, limit ? limit : TABLES_ACTIONS_SECTION_ROWS,
+                         "profreport --actions lists every action; --limit N shows N here");
     fputc('\n', out);
 }

@@ -6,13 +6,17 @@ its profiler's start(name)/stop(name) become actions (source "lightning").
   Trainer.fit's calls with Lightning's names, on every interpreter: the action counts
   equal the calls made, nesting holds, a raising block still stops, a name that is not a
   str is ignored, a second thread's action counts; under the stand-in SimpleProfiler our
-  total per action agrees with the one it measures itself.
+  total per action agrees with the one it measures itself. Percentages are of the
+  training (the span of Lightning's actions); the default report lists every action with
+  its source; the stand-in PyTorchProfiler's "[pl][profile]X" record_function scopes fold
+  into the action X.
 - With real Lightning, where importable (the GPU machine; make gpu-check): a small fit
   under profrun with the default profiler gives the actions Lightning's SimpleProfiler
   records for the same fit, name by name, with the same counts.
 """
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -63,15 +67,107 @@ def test_standin_simple_profiler_times_agree(tmp_path):
         assert abs(ours - seconds) <= 0.2 * seconds + 200e-6, (name, ours, seconds)
 
 
+def action_rows(text):
+    """The Actions table's rows of a text report: name -> cells (split on 2+ spaces)."""
+    lines = text.splitlines()
+    start = [i for i, l in enumerate(lines) if l.startswith("Actions (")][0]
+    rows = {}
+    for l in lines[start + 2:]:
+        if not l.startswith("  ") or l.startswith("  ("):
+            break
+        cells = re.split(r"\s{2,}", l.strip())
+        rows[cells[0]] = cells
+    return lines[start], rows
+
+
 def test_standin_default_report_and_table(tmp_path):
     out = tmp_path / "p"
-    profile(["/usr/bin/python3", LOOP], out, env=STANDIN)
+    proc = profile(["/usr/bin/python3", LOOP], out, env=STANDIN)
+    made = json.loads(proc.stdout)
     text = report(out).stdout
-    assert "Actions (Lightning's own action names" in text
-    rows = [l.split() for l in text.splitlines() if l.strip().startswith("run_training_epoch")]
-    assert rows and rows[0][2] == "3"  # Mean duration, Num calls, ...
+    title, rows = action_rows(text)
+    # The title counts the rows per source (it does not list their names) and says what
+    # the percentages are of.
+    assert title.startswith("Actions (10 Lightning actions; times in seconds, % of the "
+                            "training: the ")
+    assert title.endswith(" s from the first Lightning action's start to the last one's end)")
+    assert rows["run_training_epoch"][2] == "3"  # Mean duration, Num calls, ...
+    # Every action is listed in the default report, each with its source.
+    assert set(rows) == set(made) | {"Total"}
+    assert all(r[-1] == "Lightning" for n, r in rows.items() if n != "Total")
+    assert rows["Total"][2] == str(sum(made.values()))
     table = report(out, "--actions").stdout
-    assert "[_TrainingEpochLoop].train_dataloader_next" in table
+    assert action_rows(table)[1] == rows
+    # --limit hides rows, and says how many and how to see them.
+    limited = report(out, "--limit", "3").stdout
+    assert len(action_rows(limited)[1]) == 4
+    assert ("(7 more not shown; profreport --actions lists every action; --limit N shows N "
+            "here)") in limited
+    csv_text = report(out, "--format", "csv").stdout
+    block = csv_text[csv_text.index("# actions\n"):].split("\n\n")[0].splitlines()
+    assert block[1].endswith(",source")
+    assert {l.rsplit(",", 1)[1] for l in block[2:]} == {"lightning"}
+
+
+def test_standin_shares_are_of_the_training(tmp_path):
+    """As Lightning's profilers, an action's share is of the training (the span from the
+    first Lightning action to the last), not of the process's wall time, which also holds
+    the interpreter's start and the imports."""
+    out = tmp_path / "p"
+    profile(["/usr/bin/python3", LOOP, "3", "4"], out, env=STANDIN)
+    got, rep = lightning_actions(out)
+    base = rep["actions_percent_of"]
+    assert base["base"] == "lightning_span"
+    span = base["ns"] / 1e9
+    wall = base["wall_ns"] / 1e9
+    epochs = got["run_training_epoch"]["total_s"]
+    assert epochs + got["[Callback]ModelCheckpoint.on_fit_start"]["total_s"] <= span + 1e-6
+    assert span < wall
+    for a in got.values():
+        assert abs(a["percent"] - 100 * a["total_s"] / span) < 1e-6 * max(1, a["percent"])
+    # The epochs are most of the training (the rest: the worker thread's action, the hooks)
+    assert got["run_training_epoch"]["percent"] > 50
+
+
+def test_standin_pytorch_profiler_scopes_fold_into_actions(tmp_path):
+    """Lightning's PyTorchProfiler opens record_function("[pl][profile]X") around each
+    action X: one row per action, the Total counts each call once, the title stays short."""
+    out = tmp_path / "p"
+    proc = profile(["/usr/bin/python3", LOOP, "3", "4", "pytorch"], out, env=STANDIN)
+    made = json.loads(proc.stdout)
+    got, rep = lightning_actions(out)
+    assert {k: v["calls"] for k, v in got.items()} == made
+    assert all(v["folded_scope"] for v in got.values())
+    assert [a["name"] for a in rep["actions"] if a["source"] != "lightning"] == []
+    # the scopes were recorded: the op table holds them with the actions' counts
+    scopes = {o["name"][len("[pl][profile]"):]: o["calls"] for o in rep["ops"]
+              if o["name"].startswith("[pl][profile]")}
+    assert scopes == made
+    assert rep["actions_percent_of"]["folded_scopes"] == len(made)
+    text = report(out, "--actions").stdout
+    title, rows = action_rows(text)
+    assert title.startswith("Actions (10 Lightning actions; ") and len(title) < 200
+    assert rows["Total"][2] == str(sum(made.values()))
+    assert ('(10 record_function scopes "[pl][profile]X" of Lightning\'s PyTorchProfiler '
+            'folded into the Lightning action X: the same calls)') in text
+
+
+def test_standin_pytorch_profiler_scope_with_other_calls_stays_apart(tmp_path):
+    out = tmp_path / "p"
+    proc = profile(["/usr/bin/python3", LOOP, "3", "4", "pytorch_stray"], out, env=STANDIN)
+    made = json.loads(proc.stdout)
+    got, rep = lightning_actions(out)
+    assert {k: v["calls"] for k, v in got.items()} == made
+    stray = [a for a in rep["actions"] if a["source"] == "record_function"]
+    assert [(a["name"], a["calls"]) for a in stray] == [("[pl][profile]run_training_epoch", 4)]
+    assert "folded_scope" not in got["run_training_epoch"]
+    text = report(out, "--actions").stdout
+    title, rows = action_rows(text)
+    assert title.startswith("Actions (10 Lightning actions, 1 record_function scope; ")
+    assert rows["[pl][profile]run_training_epoch"][-1] == "scope"
+    assert rows["Total"][2] == str(sum(made.values()) + 4)
+    assert ('(1 "[pl][profile]X" scope not folded into the Lightning action X: the calls '
+            "differ, as [pl][profile]run_training_epoch's 4 against 3)") in text
 
 
 def test_dump_shows_action_records(tmp_path):
@@ -99,5 +195,24 @@ def test_real_lightning_fit_matches_simple_profiler(tmp_path):
     out = tmp_path / "p"
     proc = profile(["/usr/bin/python3", FIT, "none"], out, timeout=600)
     assert proc.returncode == 0
-    got, _ = lightning_actions(out)
+    got, rep = lightning_actions(out)
     assert {k: v["calls"] for k, v in got.items()} == want
+    # Shares of the training, as SimpleProfiler's (run_training_epoch: 94.7 % there, 33.7 %
+    # of the process's wall time)
+    assert rep["actions_percent_of"]["base"] == "lightning_span"
+    assert got["run_training_epoch"]["percent"] > 50
+
+
+@pytest.mark.skipif(not HAVE_LIGHTNING, reason="Lightning is not installed (no PyPI on CI "
+                    "machines); make gpu-check runs this on the GPU machine")
+def test_real_lightning_pytorch_profiler_scopes_fold(tmp_path):
+    out = tmp_path / "p"
+    proc = profile(["/usr/bin/python3", FIT, "pytorch"], out, timeout=600)
+    assert proc.returncode == 0
+    got, rep = lightning_actions(out)
+    pl = {a["name"][len("[pl][profile]"):]: a["calls"] for a in rep["actions"]
+          if a["source"] == "record_function" and a["name"].startswith("[pl][profile]")}
+    # a scope left apart is one whose calls differ from its action's, and the report says so
+    assert all(got.get(name, {}).get("calls") != calls for name, calls in pl.items())
+    assert rep["actions_percent_of"]["unfolded_scopes"] == len([n for n in pl if n in got])
+    assert rep["actions_percent_of"]["folded_scopes"] > 0

@@ -192,12 +192,16 @@ def test_actions_table():
     header = [l for l in out.splitlines() if l.strip().startswith("Action ")][0]
     assert re.split(r"\s{2,}", header.strip()) == [
         "Action", "Mean duration (s)", "Num calls", "Total time (s)", "Percentage %",
-        "GPU time (s)"]
+        "GPU time (s)", "Source"]
     assert cells(out, "Total") == ["Total", "-", "7", "1.000000", "100 %", "0.035000"]
-    assert cells(out, "epoch") == ["epoch", "0.800000", "1", "0.800000", "80.000", "0.030000"]
-    assert cells(out, "step") == ["step", "0.083333", "3", "0.250000", "25.000", "0.035000"]
-    assert cells(out, "data") == ["data", "0.550000", "1", "0.550000", "55.000", "0.035000"]
-    assert cells(out, "decode") == ["decode", "0.010000", "1", "0.010000", "1.000", "0.000000"]
+    assert cells(out, "epoch") == ["epoch", "0.800000", "1", "0.800000", "80.000", "0.030000",
+                                   "NVTX"]
+    assert cells(out, "step") == ["step", "0.083333", "3", "0.250000", "25.000", "0.035000",
+                                  "NVTX"]
+    assert cells(out, "data") == ["data", "0.550000", "1", "0.550000", "55.000", "0.035000",
+                                  "NVTX"]
+    assert cells(out, "decode") == ["decode", "0.010000", "1", "0.010000", "1.000", "0.000000",
+                                    "NVTX"]
     assert cells(out, "never") is None
     assert "mark checkpoint: 1" in out
     assert "never ended" in proc.stderr

@@ -174,6 +174,7 @@ def test_ops_csv():
     actions = {r["name"]: r for r in sections["actions"]}
     assert actions["my_scope"]["source"] == "record_function"
     assert actions["forward"]["source"] == "builtin"
+    assert actions["forward"]["percent"] == "40.639"  # of the built-in loop actions' time
 
 
 def test_actions_table():
@@ -181,23 +182,25 @@ def test_actions_table():
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     title = out.splitlines()[0]
-    assert "record_function scopes: my_scope" in title
-    assert ("built-in, from the Python call tree: forward, backward, optimizer_step, "
-            "dataloader_next") in title
+    # Counts per source, and what the percentages are of: the training, here the time of
+    # the built-in loop actions (8.9 + 6 + 4 + 3 ms, none inside another).
+    assert title == ("Actions (1 record_function scope, 4 built-in loop actions; times in "
+                     "seconds, % of the training: the 0.021900 s in the built-in loop "
+                     "actions, nested ones once)")
     header = [l for l in out.splitlines() if l.strip().startswith("Action ")][0]
     assert split(header) == ["Action", "Mean duration (s)", "Num calls", "Total time (s)",
-                             "Percentage %", "GPU time (s)"]
-    assert cells(out, "Total") == [["Total", "-", "12", "0.040000", "100 %", "0.000360"]]
-    assert cells(out, "forward") == [["forward", "0.002967", "3", "0.008900", "22.250",
-                                      "0.000200"]]
-    assert cells(out, "backward") == [["backward", "0.003000", "2", "0.006000", "15.000",
-                                       "0.000010"]]
-    assert cells(out, "my_scope") == [["my_scope", "0.003000", "2", "0.006000", "15.000",
-                                       "0.000200"]]
+                             "Percentage %", "GPU time (s)", "Source"]
+    assert cells(out, "Total") == [["Total", "-", "12", "0.021900", "100 %", "0.000360"]]
+    assert cells(out, "forward") == [["forward", "0.002967", "3", "0.008900", "40.639",
+                                      "0.000200", "built-in"]]
+    assert cells(out, "backward") == [["backward", "0.003000", "2", "0.006000", "27.397",
+                                       "0.000010", "built-in"]]
+    assert cells(out, "my_scope") == [["my_scope", "0.003000", "2", "0.006000", "27.397",
+                                       "0.000200", "scope"]]
     assert cells(out, "optimizer_step") == [["optimizer_step", "0.002000", "2", "0.004000",
-                                             "10.000", "0.000050"]]
+                                             "18.265", "0.000050", "built-in"]]
     assert cells(out, "dataloader_next") == [["dataloader_next", "0.001000", "3", "0.003000",
-                                              "7.500", "0.000000"]]
+                                              "13.699", "0.000000", "built-in"]]
     rows = [split(l)[0] for l in out.splitlines()[2:]]
     assert rows == ["Total", "forward", "backward", "my_scope", "optimizer_step",
                     "dataloader_next"]
@@ -208,11 +211,30 @@ def test_actions_json_sources():
     sources = {a["name"]: a["source"] for a in rep["actions"]}
     assert sources == {"forward": "builtin", "backward": "builtin", "my_scope": "record_function",
                        "optimizer_step": "builtin", "dataloader_next": "builtin"}
-    # NVTX ranges keep their table and say where they come from.
+    assert rep["actions_percent_of"] == {"base": "builtin_actions", "ns": 21900000,
+                                         "wall_ns": 40000000, "folded_scopes": 0,
+                                         "unfolded_scopes": 0}
+    forward = [a for a in rep["actions"] if a["name"] == "forward"][0]
+    assert abs(forward["percent"] - 100 * 8.9 / 21.9) < 1e-9
+    # NVTX ranges keep their table and say where they come from; alone, their shares are of
+    # the wall time.
     nvtx = rep_json(os.path.join(TRACES, "nvtx"))
     assert {a["source"] for a in nvtx["actions"]} == {"nvtx"}
+    assert nvtx["actions_percent_of"]["base"] == "wall"
     out = ok("--actions", os.path.join(TRACES, "nvtx"))
-    assert out.splitlines()[0] == "Actions (NVTX ranges; times in seconds, % of the wall time)"
+    assert out.splitlines()[0] == ("Actions (5 NVTX ranges; times in seconds, % of the wall "
+                                   "time)")
+    assert cells(out, "epoch")[0][-1] == "NVTX"
+
+
+def test_default_report_lists_every_action():
+    out = ok(t())
+    assert len(cells(out, "Total")) == 1
+    assert all(cells(out, n) for n in ("forward", "backward", "my_scope", "optimizer_step",
+                                       "dataloader_next"))
+    out = ok("--limit", "2", t())
+    assert ("(3 more not shown; profreport --actions lists every action; --limit N shows N "
+            "here)") in out
 
 
 def test_default_report_has_an_ops_section():

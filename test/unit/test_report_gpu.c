@@ -246,7 +246,9 @@ Test(report_gpu, nvtx_ranges_become_actions)
     cr_assert_eq(epoch->calls, 1);
     cr_assert_eq(epoch->total_ns, 800 * U);
     cr_assert_eq(epoch->gpu_ns, 30 * U); /* its thread's launches only */
-    cr_assert_float_eq(epoch->percent, 80.0, 1e-9);
+    cr_assert_float_eq(epoch->percent, 80.0, 1e-9); /* NVTX ranges alone: of the wall time */
+    cr_assert_eq(s.gpu.action_base, SUMMARY_ACTION_BASE_WALL);
+    cr_assert_eq(s.gpu.action_base_ns, s.gpu.action_wall_ns);
     const struct summary_action_row *step = action_named(&s, "step");
     cr_assert_eq(step->calls, 3);
     cr_assert_eq(step->total_ns, 250 * U);

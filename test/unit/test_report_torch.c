@@ -203,6 +203,7 @@ Test(report_torch, processes_merge_by_name)
     cr_assert_float_eq(op_named(&s, "aten::addmm", NULL)->self_cpu_percent, 40.0, 1e-9);
     cr_assert_eq(action_named(&s, "forward")->calls, 6);
     cr_assert_eq(s.gpu.action_wall_ns, 2 * 4000 * U);
+    cr_assert_eq(s.gpu.action_base_ns, 2 * 2190 * U); /* summed over the processes */
     summary_free(&s);
 }
 
@@ -231,7 +232,11 @@ Test(report_torch, scopes_and_builtin_actions)
         cr_expect_eq(a->gpu_ns, want[i].gpu * U, "%s gpu", a->name);
         cr_expect_eq(a->source, want[i].source, "%s source", a->name);
     }
-    cr_assert_float_eq(action_named(&s, "forward")->percent, 22.25, 1e-9);
+    /* Shares of the training: the built-in loop actions, none inside another here. */
+    cr_assert_eq(s.gpu.action_base, SUMMARY_ACTION_BASE_BUILTIN);
+    cr_assert_eq(s.gpu.action_base_ns, (890 + 600 + 400 + 300) * U);
+    cr_assert_float_eq(action_named(&s, "forward")->percent, 100.0 * 890 / 2190, 1e-9);
+    cr_assert_eq(s.gpu.action_folded + s.gpu.action_unfolded, 0);
     cr_assert_eq(s.gpu.action_wall_ns, 4000 * U);
     cr_assert_eq(s.gpu.action_gpu_ns, 36 * U);
     cr_assert_eq(s.gpu.action_sources,

@@ -2,9 +2,10 @@
 batches) for the Lightning action-name tests; runs on CPU or the GPU Lightning picks.
 With `simple`, Lightning's own SimpleProfiler records the actions and the script prints
 each action's call count as JSON (the reference); with `none` (the default profiler,
-PassThroughProfiler) it prints {}.
+PassThroughProfiler) or `pytorch` (Lightning's PyTorchProfiler, which opens a
+record_function scope "[pl][profile]X" around each action X) it prints {}.
 
-    python3 lightning_fit.py simple|none"""
+    python3 lightning_fit.py simple|none|pytorch"""
 import json
 import sys
 
@@ -45,7 +46,7 @@ def main():
     trainer = pl.Trainer(max_epochs=2, limit_train_batches=4, limit_val_batches=2,
                          logger=False, enable_checkpointing=False, enable_progress_bar=False,
                          enable_model_summary=False,
-                         profiler="simple" if which == "simple" else None)
+                         profiler=which if which in ("simple", "pytorch") else None)
     trainer.fit(Model(), loader(), loader())
     counts = {}
     if which == "simple":

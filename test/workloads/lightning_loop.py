@@ -5,19 +5,28 @@ stand-in (test/doubles/lightning_standin) on PYTHONPATH. Also: an action whose b
 raises (the stop still comes), a start with a name that is not a str (ignored), and a
 second thread's own action. Prints the counts it made, as JSON; with `simple`, Lightning's
 SimpleProfiler records the same actions and the JSON also holds its total seconds per
-action ("simple_total_s").
+action ("simple_total_s"). With `pytorch` (needs torch), Lightning's PyTorchProfiler
+opens a record_function scope "[pl][profile]X" around each action X; `pytorch_stray`
+also opens one such scope outside any action (its calls then differ from the action's):
+"[pl][profile]run_training_epoch".
 
-    python3 lightning_loop.py [EPOCHS BATCHES [simple]]"""
+    python3 lightning_loop.py [EPOCHS BATCHES [simple|pytorch|pytorch_stray]]"""
 import json
 import sys
 import threading
 
-from lightning.pytorch.profilers import PassThroughProfiler, SimpleProfiler
+from lightning.pytorch import profilers
 
 EPOCHS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 BATCHES = int(sys.argv[2]) if len(sys.argv) > 2 else 4
-SIMPLE = len(sys.argv) > 3 and sys.argv[3] == "simple"
-profiler = SimpleProfiler() if SIMPLE else PassThroughProfiler()
+MODE = sys.argv[3] if len(sys.argv) > 3 else "none"
+SIMPLE = MODE == "simple"
+if SIMPLE:
+    profiler = profilers.SimpleProfiler()
+elif MODE.startswith("pytorch"):
+    profiler = profilers.PyTorchProfiler()
+else:
+    profiler = profilers.PassThroughProfiler()
 made = {}
 
 
@@ -59,7 +68,7 @@ def fit():
                 pass
 
 
-if not SIMPLE:
+if MODE == "none":
     profiler.start(42)  # not an action name: ignored
     profiler.stop(42)
 
@@ -73,6 +82,10 @@ worker = threading.Thread(target=worker_main)
 worker.start()
 worker.join()
 fit()
+if MODE == "pytorch_stray":
+    from torch.autograd.profiler import record_function
+    with record_function("[pl][profile]run_training_epoch"):
+        work(100)
 if SIMPLE:
     made["simple_total_s"] = {k: sum(v) for k, v in profiler.recorded_durations.items()}
 print(json.dumps(made, sort_keys=True))

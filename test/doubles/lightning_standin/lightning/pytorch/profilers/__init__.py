@@ -3,4 +3,12 @@ from lightning.pytorch.profilers.base import PassThroughProfiler
 from lightning.pytorch.profilers.profiler import Profiler
 from lightning.pytorch.profilers.simple import SimpleProfiler
 
-__all__ = ["Profiler", "PassThroughProfiler", "SimpleProfiler"]
+
+def __getattr__(name):
+    if name == "PyTorchProfiler":  # imports torch: only when asked for, as Lightning's own
+        from lightning.pytorch.profilers.pytorch import PyTorchProfiler
+        return PyTorchProfiler
+    raise AttributeError(name)
+
+
+__all__ = ["Profiler", "PassThroughProfiler", "SimpleProfiler", "PyTorchProfiler"]
