@@ -18,7 +18,11 @@
  * variables under srun, but is no rank. A forked child of a rank (a DataLoader worker) is
  * a worker of that rank, and so is a child started by multiprocessing's spawn or
  * forkserver methods (--multiprocessing-fork, multiprocessing.forkserver in its argv) or
- * its resource tracker, that inherited a rank. Any other exec'd program with a rank in
+ * its resource tracker, that inherited a rank. A DataLoader worker of any run, ranks or
+ * none, is a worker too: the Python layer tells it by what it is about to run (torch's
+ * _worker_loop, python_dataloader.c) and calls job_mark_dataloader_worker, often after
+ * the file's first META records: the role is written again, and readers take the last
+ * value. Any other exec'd program with a rank in
  * its environment is that rank too: a wrapper script and the program it starts are one
  * rank, two processes.
  *
@@ -31,6 +35,7 @@
 #include "job.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,18 +230,34 @@ static void job_write_meta_long(const char *key, long v)
     job_write_meta(key, buf);
 }
 
+/* The role, and what a worker serves. */
+static void job_write_role(const struct job_identity *j)
+{
+    job_write_meta("role", job_role_name(j->role));
+    if (j->role == JOB_ROLE_WORKER && j->rank >= 0)
+        job_write_meta_long("worker_of_rank", j->rank);
+    if (j->role == JOB_ROLE_WORKER && j->worker_kind)
+        job_write_meta("worker_kind", j->worker_kind);
+}
+
+/* Set (release) once the role changed after job_identify; the next drain writes it. */
+static _Atomic int job_role_changed;
+
 static void job_drain(int fresh, int last)
 {
     (void)last;
-    if (!fresh)
-        return;
     const struct job_identity *j = &job_id_self;
+    /* Cleared before the role is read: a change made meanwhile is written again. */
+    int changed = atomic_exchange_explicit(&job_role_changed, 0, memory_order_acquire);
+    if (!fresh) {
+        if (changed)
+            job_write_role(j);
+        return;
+    }
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    job_write_meta("role", job_role_name(j->role));
+    job_write_role(j);
     job_write_meta("node", host);
-    if (j->role == JOB_ROLE_WORKER && j->rank >= 0)
-        job_write_meta_long("worker_of_rank", j->rank);
     if (j->role == JOB_ROLE_LAUNCHER)
         job_write_meta("launcher", j->launcher);
     if (j->rank_from[0])
@@ -255,6 +276,16 @@ static void job_after_fork_child(void)
     /* A DataLoader worker: forked from a rank (or from one of its workers). */
     if (job_id_self.role == JOB_ROLE_RANK || job_id_self.role == JOB_ROLE_WORKER)
         job_id_self.role = JOB_ROLE_WORKER;
+}
+
+void job_mark_dataloader_worker(void)
+{
+    if (job_id_self.role == JOB_ROLE_LAUNCHER)
+        return; /* a launcher is never anyone's worker */
+    job_id_self.role = JOB_ROLE_WORKER;
+    job_id_self.worker_kind = "dataloader";
+    /* Release: the drain that sees the flag sees the role. */
+    atomic_store_explicit(&job_role_changed, 1, memory_order_release);
 }
 
 void job_start(void)

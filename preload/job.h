@@ -1,7 +1,8 @@
 /* Who this process is in a cluster job: its rank as the launcher defines it, its role
  * (launcher, rank, worker of a rank, plain process), restart attempt, job id and the run
  * id derived from the job. Read once at load from the launcher's environment; the role
- * changes once more in a forked child. Written into every trace file as META records. */
+ * changes once more in a forked child or a DataLoader worker. Written into every trace
+ * file as META records. */
 #ifndef PROF_JOB_H
 #define PROF_JOB_H
 
@@ -11,7 +12,8 @@ enum job_role {
     JOB_ROLE_PROCESS,  /* no launcher around: a plain process (or a child of one) */
     JOB_ROLE_RANK,     /* a rank of the job (an exec'd child of a rank is one too) */
     JOB_ROLE_LAUNCHER, /* torchrun's agent, mpirun, srun, orted, hydra's proxy */
-    JOB_ROLE_WORKER    /* a forked or multiprocessing-spawned child of a rank */
+    JOB_ROLE_WORKER    /* a forked or multiprocessing-spawned child of a rank, or a
+                          DataLoader worker of any run */
 };
 
 struct job_identity {
@@ -21,6 +23,7 @@ struct job_identity {
     long restart;                      /* TORCHELASTIC_RESTART_COUNT; -1 when unknown */
     const char *rank_from;             /* the variable the rank came from, or "" */
     const char *launcher;              /* for a launcher: which one ("torchrun", ...) */
+    const char *worker_kind;           /* for a worker known as such: "dataloader" */
     char job_id[160];                  /* "slurm-12.0", "torchelastic-…", "ompi-…", or "" */
 };
 
@@ -37,5 +40,8 @@ const char *job_run_id(void);
  * and marks forked children as workers of a rank. Call after collector_init. */
 void job_start(void);
 const char *job_role_name(enum job_role role);
+/* This process is a DataLoader worker (the Python layer saw it about to run torch's
+ * _worker_loop): role worker, written again at the next drain. Any thread. */
+void job_mark_dataloader_worker(void);
 
 #endif

@@ -73,6 +73,10 @@ struct py_api {
     py_object *(*TupleGetItem)(py_object *, intptr_t);
     py_object *(*ObjectCallMethod)(py_object *, const char *, const char *, ...);
     py_object *(*CallObject)(py_object *, py_object *);
+    py_object *(*Call)(py_object *, py_object *, py_object *);
+    py_object *(*DictNew)(void);
+    int (*DictSetItemString)(py_object *, const char *, py_object *);
+    py_object *(*TupleNew)(intptr_t);
     py_object *(*TypeLookup)(void *, py_object *); /* _PyType_Lookup */
     py_object *(*UnicodeFromString)(const char *);
     int (*TypeIsSubtype)(void *, void *);
@@ -134,6 +138,13 @@ int python_func_action(uint32_t func_id);
 /* A call of such a function began at now (frame: its frame, NULL in a sys.monitoring
  * callback, which runs in it): one ACTION record with the name. */
 void python_action_called(int kind, py_object *frame, uint64_t now);
+
+/* python_dataloader.c: whether this process is a DataLoader worker (job.h). At attach,
+ * before our function is in place: an os.register_at_fork child hook that looks at what a
+ * forked child is about to run. From the audit hook: a spawned child unpickling torch's
+ * worker loop. */
+void python_dataloader_attach(void);
+void python_dataloader_audit(const char *event, py_object *args);
 
 /* python_steps.c: the step functions of PROF_STEPS, classified when named (func id and
  * code object). */

@@ -172,6 +172,7 @@ static void py_attach(void)
 {
     py_attached = 1;
     py_main_tid = (uint32_t)gettid();
+    python_dataloader_attach();
     char version[64];
     snprintf(version, sizeof version, "%.40s", py.GetVersion());
     version[strcspn(version, " ")] = '\0';
@@ -205,8 +206,11 @@ static void py_attach(void)
 
 static int py_audit_hook(const char *event, py_object *args, void *data)
 {
-    (void)args;
     (void)data;
+    if (event[0] == 'p') {
+        python_dataloader_audit(event, args);
+        return 0;
+    }
     if (event[0] != 'c' && event[0] != '_' && event[0] != 's')
         return 0;
     if (!py_attached) {
@@ -265,6 +269,10 @@ static int py_resolve_api(void)
     PY_REQUIRE(TupleGetItem, "PyTuple_GetItem")
     PY_REQUIRE(ObjectCallMethod, "PyObject_CallMethod")
     PY_REQUIRE(CallObject, "PyObject_CallObject")
+    PY_REQUIRE(Call, "PyObject_Call")
+    PY_REQUIRE(DictNew, "PyDict_New")
+    PY_REQUIRE(DictSetItemString, "PyDict_SetItemString")
+    PY_REQUIRE(TupleNew, "PyTuple_New")
     PY_OPTIONAL(TypeLookup, "_PyType_Lookup")
     PY_REQUIRE(UnicodeFromString, "PyUnicode_FromString")
     PY_REQUIRE(TypeIsSubtype, "PyType_IsSubtype")

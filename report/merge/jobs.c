@@ -180,7 +180,7 @@ static void jobs_filter_roles(struct model_process **procs, size_t *n, int all_r
             restart = k;
     }
     r->restart = restart;
-    size_t launchers = 0, workers = 0, earlier = 0, kept = 0;
+    size_t launchers = 0, workers = 0, loaders = 0, earlier = 0, kept = 0;
     char names[256] = "";
     for (size_t i = 0; i < *n; i++) {
         const char *why;
@@ -197,7 +197,11 @@ static void jobs_filter_roles(struct model_process **procs, size_t *n, int all_r
                 strcat(names, name);
             }
         } else if (!strcmp(why, "worker")) {
-            workers++;
+            const char *kind = jobs_meta(procs[i], "worker_kind");
+            if (kind && !strcmp(kind, "dataloader"))
+                loaders++;
+            else
+                workers++;
         } else {
             earlier++;
         }
@@ -215,8 +219,13 @@ static void jobs_filter_roles(struct model_process **procs, size_t *n, int all_r
                  launchers == 1 ? "" : "es", names[0] ? names : "?");
         jobs_append(&r->left_out, buf);
     }
+    if (loaders) {
+        snprintf(buf, sizeof buf, "%zu DataLoader worker process%s", loaders,
+                 loaders == 1 ? "" : "es");
+        jobs_append(&r->left_out, buf);
+    }
     if (workers) {
-        snprintf(buf, sizeof buf, "%zu worker%s of ranks (DataLoader workers)", workers,
+        snprintf(buf, sizeof buf, "%zu worker%s of ranks (forked or spawned children)", workers,
                  workers == 1 ? "" : "s");
         jobs_append(&r->left_out, buf);
     }

@@ -2,8 +2,9 @@
  * grouped by job (META job_id) where the launcher named one, else by run id; a process
  * without a job id joins the job of the processes that share its run id (a torchrun agent
  * and its workers). By default the report covers the latest job, and only its ranks (and
- * plain processes): launchers, workers of ranks (DataLoader workers) and earlier restart
- * attempts are left out unless asked for, and the report says what it left out. Also the
+ * plain processes): launchers, workers (DataLoader workers of any run, other children of
+ * ranks; META role, the last value) and earlier restart attempts are left out unless
+ * asked for, and the report says what it left out. Also the
  * capture windows the processes recorded (META window*), to print. */
 #ifndef REPORT_JOBS_H
 #define REPORT_JOBS_H
@@ -28,7 +29,7 @@ struct jobs_report {
     long world_size; /* largest world_size among the ranks; -1 if none */
     size_t nranks;   /* distinct ranks reported */
     long restart;    /* the restart attempt reported; -1 if none */
-    char *left_out;  /* "1 launcher (torchrun), 2 workers of ranks", or NULL */
+    char *left_out;  /* "1 launcher (torchrun), 2 DataLoader worker processes", or NULL */
     char **warnings;
     size_t nwarnings;
     struct jobs_window *windows;

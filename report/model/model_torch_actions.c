@@ -9,7 +9,11 @@
  * A node counts (its calls and cumulative time) when no ancestor matches the same action,
  * as cProfile's cumtime counts a recursion once: a submodule's _call_impl is part of its
  * parent's forward, SGD.step inside the wrapper part of one optimizer step. GPU time: the
- * kernels launched with the counted node or a descendant innermost. */
+ * kernels launched with the counted node or a descendant innermost.
+ * forward is the model's: a _call_impl inside the data pipeline (under a dataloader_next
+ * node or any function of torch/utils/data: fetch, collate, a Dataset's __getitem__ called
+ * from there) is a transform applied to samples, not a forward; nor is any call in a
+ * DataLoader worker process (role worker, the last META value). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +57,27 @@ static int model_builtin_in(const struct model_py_func *f, const char *module, c
     return model_builtin_eq(f->module, module) || model_builtin_file(f->file, file);
 }
 
+/* Whether a function is part of the data pipeline: torch.utils.data and its files. */
+static int model_builtin_in_data(const struct model_py_func *f)
+{
+    if (!f)
+        return 0;
+    if (model_builtin_eq(f->module, "torch.utils.data") ||
+        model_builtin_prefix(f->module, "torch.utils.data."))
+        return 1;
+    return f->file && (model_builtin_prefix(f->file, "torch/utils/data/") ||
+                       strstr(f->file, "/torch/utils/data/"));
+}
+
+/* Whether the process is a DataLoader worker (or another worker of a rank). */
+static int model_builtin_in_worker(const struct model_process *p)
+{
+    for (size_t i = p->nmeta; i-- > 0;)
+        if (!strcmp(p->meta[i].key, "role"))
+            return !strcmp(p->meta[i].value, "worker");
+    return 0;
+}
+
 /* The action a function is, or -1. */
 static int model_builtin_of(const struct model_py_func *f)
 {
@@ -85,17 +110,45 @@ static int model_builtin_of(const struct model_py_func *f)
     return -1;
 }
 
+/* Walking from a node up to the root: the outermost action seen, and whether a data
+ * node was seen above (later than) the outermost forward, which makes it no forward. */
+struct model_builtin_walk {
+    int outer;         /* the outermost action so far, or -1 */
+    int forward_valid; /* the outermost forward so far has no data node above it (yet) */
+};
+
+static void model_builtin_step(struct model_builtin_walk *w, int action, int data)
+{
+    if (action == MODEL_BUILTIN_FORWARD)
+        w->forward_valid = 1;
+    else if (data)
+        w->forward_valid = 0;
+    if (action >= 0)
+        w->outer = action;
+}
+
+static int model_builtin_data(const struct model_py_func *f, int action)
+{
+    return action == MODEL_BUILTIN_DATALOADER_NEXT || model_builtin_in_data(f);
+}
+
 const char *model_torch_action_of_node(const struct model_process *p, uint32_t node_id)
 {
-    const char *found = NULL;
+    struct model_builtin_walk w = {-1, 0};
+    int outer_other = -1; /* the outermost action other than forward */
     size_t steps = 0;
     for (const struct model_py_node *n = node_id ? model_python_node(p, node_id) : NULL;
          n && steps++ <= p->py.nnodes; n = n->parent ? model_python_node(p, n->parent) : NULL) {
-        int a = model_builtin_of(model_python_func(p, n->func));
-        if (a >= 0)
-            found = model_builtin_names[a]; /* the outermost wins, as in the actions table */
+        const struct model_py_func *f = model_python_func(p, n->func);
+        int a = model_builtin_of(f);
+        model_builtin_step(&w, a, model_builtin_data(f, a));
+        if (a >= 0 && a != MODEL_BUILTIN_FORWARD)
+            outer_other = a;
     }
-    return found;
+    /* The outermost wins, as in the actions table; a forward that is none does not. */
+    if (w.outer == MODEL_BUILTIN_FORWARD && (!w.forward_valid || model_builtin_in_worker(p)))
+        w.outer = outer_other;
+    return w.outer >= 0 ? model_builtin_names[w.outer] : NULL;
 }
 
 static void model_torch_actions_finish(struct model_process *p)
@@ -103,17 +156,22 @@ static void model_torch_actions_finish(struct model_process *p)
     const struct model_python *py = &p->py;
     if (!py->nnodes)
         return;
-    /* The action of each node, or -1. */
+    /* The action of each node, or -1; whether it is part of the data pipeline. */
     int *action = malloc(py->nnodes * sizeof *action);
-    if (!action)
+    char *data = malloc(py->nnodes);
+    if (!action || !data)
         report_oom();
     int any = 0;
     for (size_t i = 0; i < py->nnodes; i++) {
-        action[i] = model_builtin_of(model_python_func(p, py->nodes[i].func));
+        const struct model_py_func *f = model_python_func(p, py->nodes[i].func);
+        action[i] = model_builtin_of(f);
+        data[i] = (char)model_builtin_data(f, action[i]);
         any |= action[i] >= 0;
     }
+    int worker = model_builtin_in_worker(p);
     if (!any) {
         free(action);
+        free(data);
         return;
     }
     struct model_action acc[MODEL_BUILTIN_COUNT];
@@ -127,9 +185,11 @@ static void model_torch_actions_finish(struct model_process *p)
         size_t outer[MODEL_BUILTIN_COUNT];
         for (int a = 0; a < MODEL_BUILTIN_COUNT; a++)
             outer[a] = SIZE_MAX;
+        struct model_builtin_walk w = {-1, 0};
         size_t k = i, steps = 0;
         int nested = 0; /* an ancestor of n runs an action */
         for (;;) {
+            model_builtin_step(&w, action[k], data[k]);
             if (action[k] >= 0)
                 outer[action[k]] = k;
             nested |= k != i && action[k] >= 0;
@@ -142,6 +202,8 @@ static void model_torch_actions_finish(struct model_process *p)
         }
         if (action[i] >= 0 && !nested)
             top_ns += n->total_ns;
+        if (!w.forward_valid || worker)
+            outer[MODEL_BUILTIN_FORWARD] = SIZE_MAX;
         for (int a = 0; a < MODEL_BUILTIN_COUNT; a++) {
             if (outer[a] == SIZE_MAX)
                 continue;
@@ -154,6 +216,7 @@ static void model_torch_actions_finish(struct model_process *p)
         }
     }
     free(action);
+    free(data);
     struct model_torch *t = &p->torch;
     size_t cap = 0;
     t->builtin_top_ns = top_ns;

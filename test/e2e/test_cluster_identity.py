@@ -223,13 +223,14 @@ def test_torchrun_under_slurm_agent_ranks_and_dataloader_workers(tmp_path):
             parent = by_pid[p["ppid"]]
             assert parent["meta"]["role"] == "rank"
             assert p["meta"]["worker_of_rank"] == parent["meta"]["rank"]
+            assert p["meta"]["worker_kind"] == "dataloader"
     agent = [p for p in rep["processes"] if p["meta"]["role"] == "launcher"][0]
     assert agent["meta"]["launcher"] == "torchrun" and agent["rank"] is None
 
     default = report_json(out, "--python")
     assert sorted(p["rank"] for p in default["processes"]) == [0, 1]
     assert default["job"]["left_out"] == ("1 launcher process (torchrun), "
-                                          "2 workers of ranks (DataLoader workers)")
+                                          "2 DataLoader worker processes")
     sleeps = lambda r: sum(int(f["ncalls"]) for f in r["python"] if "sleep" in f["qualname"])
     assert sleeps(report_json(out, "--python", "--all-roles")) > sleeps(default)
 
@@ -254,7 +255,8 @@ def test_two_torchrun_agents_make_one_job(tmp_path):
     assert "inputs hold" not in proc.stderr, proc.stderr
     assert "job torchelastic-job77 looks split: its processes carry 2 run ids" in proc.stderr
     assert "Ranks: 2 of world size 2" in proc.stdout
-    assert "Left out: 2 launcher processes (torchrun), 2 workers of ranks" in proc.stdout
+    assert ("Left out: 2 launcher processes (torchrun), 2 DataLoader worker processes"
+            in proc.stdout)
     rep = report_json(out, "--all-roles")
     assert len(rep["processes"]) == 6
     assert len({p["run_id"] for p in rep["processes"]}) == 2

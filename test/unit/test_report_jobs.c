@@ -76,6 +76,9 @@ Test(report_jobs, agent_joins_its_ranks_job_and_is_left_out)
         "run_id_from", "generated", "start_realtime_ns", "21", NULL);
     add("run_id", "b", "role", "worker", "rank", "1", "worker_of_rank", "1", "job_id", "te-x",
         "run_id_from", "generated", "start_realtime_ns", "30", NULL);
+    /* a DataLoader worker told as such after its first role was written: the last wins */
+    add("run_id", "a", "role", "process", "start_realtime_ns", "31", "role", "worker",
+        "worker_kind", "dataloader", NULL);
     add("run_id", "old", "role", "process", "start_realtime_ns", "1", NULL);
     size_t n = nprocs;
     struct jobs_report r;
@@ -86,8 +89,8 @@ Test(report_jobs, agent_joins_its_ranks_job_and_is_left_out)
     cr_assert(r.by_job);
     cr_assert_eq(r.nrun_ids, 2);
     cr_assert_eq(n, 2, "the two ranks only");
-    cr_assert_str_eq(r.left_out,
-                     "2 launcher processes (torchrun), 1 worker of ranks (DataLoader workers)");
+    cr_assert_str_eq(r.left_out, "2 launcher processes (torchrun), 1 DataLoader worker process, "
+                                 "1 worker of ranks (forked or spawned children)");
     cr_assert(has_warning(&r, "job te-x looks split: its processes carry 2 run ids (a, b)"));
     cr_assert(has_warning(&r, "no trace of rank 2 of world size 3"));
     cr_assert_eq(r.world_size, 3);
