@@ -70,11 +70,12 @@ enum prof_record_type {
     PROF_REC_NVTX = 24,         /* an NVTX range push/pop/start/end or mark */
     PROF_REC_TORCH_OP = 25,     /* one PyTorch operator or record_function scope (RecordFunction) */
     PROF_REC_TORCH_MEM = 26,    /* one c10::alloc_cpu / c10::free_cpu call (CPU tensor memory) */
-    PROF_REC_TORCH_DEV_MEM = 27, /* one report of torch's allocators (CUDA caching allocator) */
-    PROF_REC_ACTION = 28,        /* a named action started or stopped (Lightning's profiler) */
-    PROF_REC_TORCH_NODE = 29,    /* a node of one thread's PyTorch operator tree */
-    PROF_REC_TORCH_STATS = 30,   /* cumulative counts, times and memory of one such node */
-    PROF_REC_NVTX_LOST = 31,     /* NVTX ranges whose POP a full ring dropped, summed per name */
+    PROF_REC_TORCH_DEV_MEM = 27,    /* one report of torch's allocators (CUDA caching allocator) */
+    PROF_REC_ACTION = 28,           /* a named action started or stopped (Lightning's profiler) */
+    PROF_REC_TORCH_NODE = 29,       /* a node of one thread's PyTorch operator tree */
+    PROF_REC_TORCH_STATS = 30,      /* cumulative counts, times and memory of one such node */
+    PROF_REC_NVTX_LOST = 31,        /* NVTX ranges whose POP a full ring dropped, summed per name */
+    PROF_REC_TORCH_MEM_TOTALS = 32, /* tensor memory of one device, counted in the process */
     /* Call stacks (preload/stacks/); numbered apart so other record types can grow. */
     PROF_REC_STACK = 40,     /* a distinct native call stack: id -> return addresses */
     PROF_REC_STACK_REF = 41, /* the stack of the thread's API_CALL that started at `start` */
@@ -490,6 +491,34 @@ struct prof_rec_torch_dev_mem {
 _Static_assert(sizeof(struct prof_rec_torch_dev_mem) == 56, "torch device mem record");
 _Static_assert(offsetof(struct prof_rec_torch_dev_mem, bytes) == 8, "dev mem bytes offset");
 _Static_assert(offsetof(struct prof_rec_torch_dev_mem, device_type) == 48, "dev mem device offset");
+
+/* The tensor memory of one device of the process, counted in the process as every
+ * TORCH_MEM / TORCH_DEV_MEM record is made (before the ring, which may drop it), so these
+ * figures are exact whatever the ring lost. They follow what a reader does with those
+ * records: a TORCH_MEM free of an unknown block (bytes 0) and TORCH_DEV_MEM reports of
+ * device CPU count nowhere; every other record of the device counts as an allocation
+ * (bytes > 0) or a free (bytes < 0); live bytes are their sum in the order the process
+ * made them; peak_bytes is the live bytes after the allocation that first reached the
+ * most (INT64_MIN: no allocation yet), peak_ticks that allocation's ticks (the same as its
+ * record's). Cumulative since this file started: a later record of the same device
+ * replaces an earlier one. Process-wide: the THREAD record before it does not apply. */
+struct prof_rec_torch_mem_totals {
+    struct prof_record_header h;
+    int8_t device_type;  /* c10::DeviceType: 0 CPU (TORCH_MEM), 1 CUDA, ... */
+    int8_t device_index; /* as the records say: -1 for CPU or the current device */
+    uint16_t reserved;
+    uint64_t alloc_count, alloc_bytes;
+    uint64_t free_count, free_bytes;
+    int64_t live_bytes;
+    int64_t peak_bytes;
+    uint64_t peak_ticks;
+    uint64_t reserved_peak; /* devices: the most total_reserved a report gave; CPU 0 */
+};
+_Static_assert(sizeof(struct prof_rec_torch_mem_totals) == 72, "torch mem totals record");
+_Static_assert(offsetof(struct prof_rec_torch_mem_totals, alloc_count) == 8,
+               "torch mem totals counts offset");
+_Static_assert(offsetof(struct prof_rec_torch_mem_totals, reserved_peak) == 64,
+               "torch mem totals reserved offset");
 
 /* PyTorch operators are also aggregated per thread into a call tree (META torch.scheme =
  * "calltree"), so that counts, times and memory stay exact whatever the op rate: a node is

@@ -27,6 +27,7 @@
  * thread). The table is a fixed mmap'ed open-addressing array under a spinlock:
  * alloc_cpu is rare next to the op that calls it, and nothing here allocates. */
 
+#define TORCH_DEVICE_CPU 0         /* c10::DeviceType::CPU */
 #define TORCH_MEM_SLOTS (1u << 17) /* 2 MiB; when full, new blocks are not tracked */
 
 struct torch_mem_slot {
@@ -117,9 +118,154 @@ static int torch_mem_has(uint64_t ptr)
     return found;
 }
 
+/* ---- Exact totals (TORCH_MEM_TOTALS) ----
+ * Per device, counted on the allocating thread as each memory record is made, before the
+ * ring (which may drop the record): relaxed atomic adds, the peak under a small lock with
+ * a sequence count so that the collector reads the peak and its ticks as a pair. They
+ * count exactly what the report would count from the records if none were lost (see
+ * trace_format.h): a CPU free is counted only when the table above knew its block, so a
+ * block allocated before recording (or on another thread) follows the same rule. */
+
+#define TORCH_TOTALS_SLOTS 16 /* devices with totals; more are left to the records */
+
+struct torch_mem_totals {
+    _Atomic uint32_t key; /* 0: unused; else 1 << 16 | (u8)device_type << 8 | (u8)index */
+    atomic_flag peak_lock;
+    _Atomic uint64_t alloc_count, alloc_bytes, free_count, free_bytes;
+    _Atomic int64_t live, peak;
+    _Atomic uint64_t peak_ticks, peak_seq, reserved_peak;
+    uint64_t written_allocs, written_frees, written_reserved; /* the collector's */
+} __attribute__((aligned(64)));
+
+static struct torch_mem_totals torch_totals[TORCH_TOTALS_SLOTS];
+
+static struct torch_mem_totals *torch_totals_of(int8_t type, int8_t index)
+{
+    uint32_t key = 1u << 16 | (uint32_t)(uint8_t)type << 8 | (uint8_t)index;
+    for (int i = 0; i < TORCH_TOTALS_SLOTS; i++) {
+        struct torch_mem_totals *m = &torch_totals[i];
+        uint32_t k = atomic_load_explicit(&m->key, memory_order_relaxed);
+        if (k == 0 && atomic_compare_exchange_strong_explicit(
+                          &m->key, &k, key, memory_order_relaxed, memory_order_relaxed))
+            return m;
+        if (k == key)
+            return m;
+    }
+    return NULL;
+}
+
+static void torch_totals_peak(struct torch_mem_totals *m, int64_t live, uint64_t ticks)
+{
+    if (live <= atomic_load_explicit(&m->peak, memory_order_relaxed))
+        return; /* the common case: no lock */
+    while (atomic_flag_test_and_set_explicit(&m->peak_lock, memory_order_acquire))
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    if (live > atomic_load_explicit(&m->peak, memory_order_relaxed)) {
+        uint64_t seq = atomic_load_explicit(&m->peak_seq, memory_order_relaxed);
+        atomic_store_explicit(&m->peak_seq, seq + 1, memory_order_relaxed);
+        /* the odd count is visible before the pair changes (the reader retries) */
+        atomic_thread_fence(memory_order_release);
+        atomic_store_explicit(&m->peak, live, memory_order_relaxed);
+        atomic_store_explicit(&m->peak_ticks, ticks, memory_order_relaxed);
+        atomic_store_explicit(&m->peak_seq, seq + 2, memory_order_release);
+    }
+    atomic_flag_clear_explicit(&m->peak_lock, memory_order_release);
+}
+
+/* One counted record of a device: an allocation (bytes > 0) or a free (bytes < 0). */
+static void torch_totals_add(int8_t type, int8_t index, int64_t bytes, uint64_t ticks,
+                             uint64_t reserved)
+{
+    struct torch_mem_totals *m = torch_totals_of(type, index);
+    if (!m || !bytes)
+        return;
+    if (bytes > 0) {
+        atomic_fetch_add_explicit(&m->alloc_count, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&m->alloc_bytes, (uint64_t)bytes, memory_order_relaxed);
+        /* atomic signed arithmetic wraps (C11 7.17.7.5): no overflow trap */
+        int64_t live = atomic_fetch_add_explicit(&m->live, bytes, memory_order_relaxed);
+        torch_totals_peak(m, (int64_t)((uint64_t)live + (uint64_t)bytes), ticks);
+    } else {
+        atomic_fetch_add_explicit(&m->free_count, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&m->free_bytes, 0 - (uint64_t)bytes, memory_order_relaxed);
+        atomic_fetch_add_explicit(&m->live, bytes, memory_order_relaxed);
+    }
+    uint64_t r = atomic_load_explicit(&m->reserved_peak, memory_order_relaxed);
+    while (reserved > r &&
+           !atomic_compare_exchange_weak_explicit(&m->reserved_peak, &r, reserved,
+                                                  memory_order_relaxed, memory_order_relaxed))
+        ;
+}
+
+static void torch_totals_reset(void)
+{
+    for (int i = 0; i < TORCH_TOTALS_SLOTS; i++) {
+        struct torch_mem_totals *m = &torch_totals[i];
+        atomic_flag_clear(&m->peak_lock); /* the holder may have been another thread */
+        atomic_store(&m->alloc_count, 0);
+        atomic_store(&m->alloc_bytes, 0);
+        atomic_store(&m->free_count, 0);
+        atomic_store(&m->free_bytes, 0);
+        atomic_store(&m->live, 0);
+        atomic_store(&m->peak, INT64_MIN); /* the first allocation sets it, even below 0 */
+        atomic_store(&m->peak_ticks, 0);
+        atomic_store(&m->peak_seq, 0);
+        atomic_store(&m->reserved_peak, 0);
+        m->written_allocs = m->written_frees = m->written_reserved = 0;
+    }
+}
+
+/* A collector source: one TORCH_MEM_TOTALS record per device whose totals moved since
+ * the last one (all of them in a new file). Reads atomics only: safe in a signal handler. */
+static void torch_totals_drain(int fresh, int last)
+{
+    (void)last;
+    for (int i = 0; i < TORCH_TOTALS_SLOTS; i++) {
+        struct torch_mem_totals *m = &torch_totals[i];
+        uint32_t key = atomic_load_explicit(&m->key, memory_order_relaxed);
+        if (!key)
+            continue;
+        struct prof_rec_torch_mem_totals rec;
+        memset(&rec, 0, sizeof rec);
+        rec.alloc_count = atomic_load_explicit(&m->alloc_count, memory_order_relaxed);
+        rec.free_count = atomic_load_explicit(&m->free_count, memory_order_relaxed);
+        rec.reserved_peak = atomic_load_explicit(&m->reserved_peak, memory_order_relaxed);
+        if (!rec.alloc_count && !rec.free_count)
+            continue;
+        if (!fresh && rec.alloc_count == m->written_allocs && rec.free_count == m->written_frees &&
+            rec.reserved_peak == m->written_reserved)
+            continue;
+        rec.h.type = PROF_REC_TORCH_MEM_TOTALS;
+        rec.h.size = sizeof rec;
+        rec.device_type = (int8_t)(key >> 8);
+        rec.device_index = (int8_t)key;
+        rec.alloc_bytes = atomic_load_explicit(&m->alloc_bytes, memory_order_relaxed);
+        rec.free_bytes = atomic_load_explicit(&m->free_bytes, memory_order_relaxed);
+        rec.live_bytes = atomic_load_explicit(&m->live, memory_order_relaxed);
+        /* bounded: a thread a signal stopped inside the update leaves the count odd */
+        for (int tries = 0; tries < 1000; tries++) {
+            uint64_t seq = atomic_load_explicit(&m->peak_seq, memory_order_acquire);
+            rec.peak_bytes = atomic_load_explicit(&m->peak, memory_order_relaxed);
+            rec.peak_ticks = atomic_load_explicit(&m->peak_ticks, memory_order_relaxed);
+            atomic_thread_fence(memory_order_acquire); /* the pair is read before seq again */
+            if (!(seq & 1) && seq == atomic_load_explicit(&m->peak_seq, memory_order_relaxed))
+                break;
+        }
+        collector_write(&rec, sizeof rec);
+        m->written_allocs = rec.alloc_count;
+        m->written_frees = rec.free_count;
+        m->written_reserved = rec.reserved_peak;
+    }
+}
+
 void torch_memory_after_fork_child(void)
 {
     atomic_flag_clear(&torch_mem_lock); /* the holder may have been another thread */
+    /* the child's file starts empty: its totals from zero (the table keeps the parent's
+     * blocks, whose frees count in the child, as their records do) */
+    torch_totals_reset();
 }
 
 static int torch_mem_on(void)
@@ -201,6 +347,7 @@ PROF_EXPORT void *_ZN3c109alloc_cpuEm(size_t nbytes)
         int saved = errno;
         uint64_t ticks = prof_clock_ticks();
         torch_mem_put((uint64_t)(uintptr_t)p, nbytes);
+        torch_totals_add(TORCH_DEVICE_CPU, -1, (int64_t)nbytes, ticks, 0);
         torch_ops_memory((int64_t)nbytes, 0);
         torch_mem_emit((int64_t)nbytes, (uint64_t)(uintptr_t)p, ticks);
         stacks_after_tensor((int64_t)nbytes, (uint64_t)(uintptr_t)p, ticks, torch_mem_py_node(), 0,
@@ -223,6 +370,7 @@ PROF_EXPORT void _ZN3c108free_cpuEPv(void *data)
             torch_ops_memory(-(int64_t)bytes, 0);
         if (torch_mem_on()) {
             uint64_t ticks = prof_clock_ticks();
+            torch_totals_add(TORCH_DEVICE_CPU, -1, -(int64_t)bytes, ticks, 0);
             torch_mem_emit(-(int64_t)bytes, (uint64_t)(uintptr_t)data, ticks);
             stacks_after_tensor(-(int64_t)bytes, (uint64_t)(uintptr_t)data, ticks, 0, 0, -1);
         }
@@ -267,6 +415,7 @@ static void torch_report_record(void *ptr, int64_t bytes, uint64_t allocated, ui
     uint64_t ticks = prof_clock_ticks();
     if (device.type != 0) {
         torch_ops_memory(bytes, 1);
+        torch_totals_add(device.type, device.index, bytes, ticks, reserved);
     } else if (!torch_mem_has((uint64_t)(uintptr_t)ptr)) {
         /* A CPU block alloc_cpu did not hand out: at::MapAllocator's shared-memory storage
          * (tensors a DataLoader worker sends), reported always. torch.profiler counts it
@@ -274,6 +423,7 @@ static void torch_report_record(void *ptr, int64_t bytes, uint64_t allocated, ui
          * own reports, made under profile_memory only, repeat alloc_cpu / free_cpu, which
          * report before free_cpu and after alloc_cpu: the block is in the table then.) */
         torch_ops_memory(bytes, 0);
+        torch_totals_add(TORCH_DEVICE_CPU, -1, bytes, ticks, 0);
         torch_mem_emit(bytes, (uint64_t)(uintptr_t)ptr, ticks);
     }
     struct prof_ring *ring;
@@ -319,5 +469,7 @@ void torch_memory_init(void)
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (t == MAP_FAILED)
         return;
+    torch_totals_reset();
+    collector_add_source(torch_totals_drain);
     torch_mem_table = t;
 }

@@ -391,8 +391,24 @@ struct model_torch_memory {
     uint32_t peak_py_node; /* of that allocation; 0: none */
     uint64_t allocated, freed;
     int64_t live_at_end;
+    uint64_t alloc_count, free_count; /* allocations and frees counted in those */
+    /* exact: peak, allocated, freed, live at end and the counts come from the process's
+     * own counters (TORCH_MEM_TOTALS), whatever the ring dropped; records_lost: of the
+     * records they count, those the trace lacks. peak_unattributed: the record of the
+     * allocation that reached the peak is one of them, so peak_op and peak_py_node are
+     * unknown. The timeline holds only the records kept. */
+    int exact, peak_unattributed;
+    uint64_t records_lost;
     struct model_torch_mem_point *timeline;
     size_t ntimeline;
+};
+
+/* The latest TORCH_MEM_TOTALS record of one device. */
+struct model_torch_totals {
+    int8_t dev_type, dev_index;
+    uint64_t alloc_count, alloc_bytes, free_count, free_bytes;
+    int64_t live_bytes, peak_bytes;
+    uint64_t peak_ticks, reserved_peak;
 };
 
 /* The operators of one process merged by (name, input shapes), as key_averages does. */
@@ -432,6 +448,8 @@ struct model_torch {
     size_t nmems, cap_mems;
     uint64_t mem_records;               /* TORCH_MEM records read */
     uint64_t dev_mem_records;           /* TORCH_DEV_MEM records read, CPU reports included */
+    struct model_torch_totals *totals;  /* one per device (TORCH_MEM_TOTALS) */
+    size_t ntotals, cap_totals;
     struct model_torch_memory memory;   /* CPU */
     struct model_torch_memory *devices; /* one per device with memory records */
     size_t ndevices;

@@ -81,6 +81,33 @@ static void model_torch_on_dev_mem(struct model_process *p, const struct trace_r
                                                    .seq = t->nmems};
 }
 
+static void model_torch_on_totals(struct model_process *p, const struct trace_record *rec,
+                                  uint32_t tid)
+{
+    (void)tid; /* process-wide */
+    const struct prof_rec_torch_mem_totals *r = rec->data;
+    struct model_torch *t = &p->torch;
+    size_t i = 0;
+    while (i < t->ntotals &&
+           (t->totals[i].dev_type != r->device_type || t->totals[i].dev_index != r->device_index))
+        i++;
+    if (i == t->ntotals) {
+        t->totals = report_grow(t->totals, &t->cap_totals, t->ntotals + 1, sizeof *t->totals);
+        t->ntotals++;
+    }
+    /* cumulative: the latest replaces what came before */
+    t->totals[i] = (struct model_torch_totals){.dev_type = r->device_type,
+                                               .dev_index = r->device_index,
+                                               .alloc_count = r->alloc_count,
+                                               .alloc_bytes = r->alloc_bytes,
+                                               .free_count = r->free_count,
+                                               .free_bytes = r->free_bytes,
+                                               .live_bytes = r->live_bytes,
+                                               .peak_bytes = r->peak_bytes,
+                                               .peak_ticks = r->peak_ticks,
+                                               .reserved_peak = r->reserved_peak};
+}
+
 static void model_torch_on_tree(struct model_process *p, const struct trace_record *rec,
                                 uint32_t tid)
 {
@@ -314,9 +341,58 @@ static const char *model_torch_string(const struct model_process *p, uint32_t si
     return sid ? u64map_get_ptr(&p->strings, sid) : NULL;
 }
 
+static const struct model_torch_totals *model_torch_totals_of(const struct model_torch *t,
+                                                              int8_t dev_type, int8_t dev_index)
+{
+    for (size_t i = 0; i < t->ntotals; i++)
+        if (t->totals[i].dev_type == dev_type && t->totals[i].dev_index == dev_index)
+            return &t->totals[i];
+    return NULL;
+}
+
+static void model_torch_peak_at(struct model_process *p, struct model_torch_memory *m,
+                                const struct model_torch_mem *e)
+{
+    const struct model_torch *t = &p->torch;
+    m->peak_py_node = e->py_node;
+    m->peak_op_sid = e->op ? t->ops[e->op - 1].name_sid : 0;
+    m->peak_op = e->op ? model_torch_string(p, m->peak_op_sid) : NULL;
+    if (e->op && !m->peak_op)
+        m->peak_op = "(unknown op)";
+}
+
+/* The process's own counters replace what the records kept: they counted every record,
+ * dropped ones too. The peak's op and Python function are those of the allocation record
+ * at the peak's ticks (at, NULL: the ring dropped it). */
+static void model_torch_take_totals(struct model_process *p, struct model_torch_memory *m,
+                                    const struct model_torch_totals *x,
+                                    const struct model_torch_mem *at)
+{
+    uint64_t kept = m->alloc_count + m->free_count;
+    uint64_t start = model_start_monotonic_ns(p);
+    uint64_t ns = model_ticks_to_monotonic_ns(p, x->peak_ticks);
+    m->any = 1;
+    m->exact = 1;
+    m->alloc_count = x->alloc_count;
+    m->free_count = x->free_count;
+    m->allocated = x->alloc_bytes;
+    m->freed = x->free_bytes;
+    m->live_at_end = x->live_bytes;
+    m->records_lost =
+        x->alloc_count + x->free_count > kept ? x->alloc_count + x->free_count - kept : 0;
+    m->reserved_peak = x->reserved_peak;
+    m->peak_bytes = x->alloc_count ? x->peak_bytes : 0;
+    m->peak_ns = x->alloc_count && ns > start ? ns - start : 0;
+    m->peak_op = NULL;
+    m->peak_op_sid = m->peak_py_node = 0;
+    if (at)
+        model_torch_peak_at(p, m, at);
+    m->peak_unattributed = x->alloc_count && !at;
+}
+
 /* Live bytes of one device over time, the peak and where it was reached, from the
- * memory events of that device (mems in time order). The ops must still be there
- * (mems[].op points into them). */
+ * memory events of that device (mems in time order), then the process's counters when
+ * the trace has them. The ops must still be there (mems[].op points into them). */
 static void model_torch_timeline_one(struct model_process *p, struct model_torch_memory *m,
                                      int8_t dev_type, int8_t dev_index)
 {
@@ -327,10 +403,14 @@ static void model_torch_timeline_one(struct model_process *p, struct model_torch
     uint64_t start = model_start_monotonic_ns(p);
     int64_t live = 0;
     int peaked = 0;
+    const struct model_torch_totals *x = model_torch_totals_of(t, dev_type, dev_index);
+    const struct model_torch_mem *exact_peak = NULL;
     for (size_t k = 0; k < t->nmems; k++) {
         const struct model_torch_mem *e = &t->mems[k];
         if (e->dev_type != dev_type || e->dev_index != dev_index)
             continue;
+        if (x && !exact_peak && e->bytes > 0 && e->ticks == x->peak_ticks)
+            exact_peak = e;
         if (!m->timeline) {
             m->timeline = malloc(t->nmems * sizeof *m->timeline);
             if (!m->timeline)
@@ -340,10 +420,13 @@ static void model_torch_timeline_one(struct model_process *p, struct model_torch
         uint64_t at = model_ticks_to_monotonic_ns(p, e->ticks);
         uint64_t ns = at > start ? at - start : 0;
         live = model_i64_add(live, e->bytes);
-        if (e->bytes > 0)
+        if (e->bytes > 0) {
             m->allocated += (uint64_t)e->bytes;
-        else
+            m->alloc_count++;
+        } else {
             m->freed += 0 - (uint64_t)e->bytes; /* -INT64_MIN is undefined */
+            m->free_count++;
+        }
         if (e->reserved > m->reserved_peak)
             m->reserved_peak = e->reserved;
         m->timeline[m->ntimeline++] = (struct model_torch_mem_point){.ns = ns, .live = live};
@@ -351,37 +434,62 @@ static void model_torch_timeline_one(struct model_process *p, struct model_torch
             peaked = 1;
             m->peak_bytes = live;
             m->peak_ns = ns;
-            m->peak_py_node = e->py_node;
-            m->peak_op_sid = e->op ? t->ops[e->op - 1].name_sid : 0;
-            m->peak_op = e->op ? model_torch_string(p, m->peak_op_sid) : NULL;
-            if (e->op && !m->peak_op)
-                m->peak_op = "(unknown op)";
+            model_torch_peak_at(p, m, e);
         }
     }
     m->live_at_end = live;
+    if (x && (x->alloc_count || x->free_count))
+        model_torch_take_totals(p, m, x, exact_peak);
 }
 
 /* The CPU timeline into torch.memory, one per device into torch.devices (by device). */
 static void model_torch_timeline(struct model_process *p)
 {
     struct model_torch *t = &p->torch;
-    if (!t->nmems)
+    if (!t->nmems && !t->ntotals)
         return;
-    qsort(t->mems, t->nmems, sizeof *t->mems, model_torch_mem_time_cmp);
+    if (t->nmems) /* qsort's array may not be NULL, even empty */
+        qsort(t->mems, t->nmems, sizeof *t->mems, model_torch_mem_time_cmp);
     model_torch_timeline_one(p, &t->memory, MODEL_TORCH_DEVICE_CPU, -1);
     size_t cap = 0;
-    for (size_t k = 0; k < t->nmems; k++) {
-        const struct model_torch_mem *e = &t->mems[k];
-        if (e->dev_type == MODEL_TORCH_DEVICE_CPU)
+    /* the devices in the order of their first record, then those whose records were all
+     * lost (their counters only) */
+    for (size_t k = 0; k < t->nmems + t->ntotals; k++) {
+        int8_t type = k < t->nmems ? t->mems[k].dev_type : t->totals[k - t->nmems].dev_type;
+        int8_t index = k < t->nmems ? t->mems[k].dev_index : t->totals[k - t->nmems].dev_index;
+        if (type == MODEL_TORCH_DEVICE_CPU)
             continue;
         size_t d = 0;
         while (d < t->ndevices &&
-               (t->devices[d].dev_type != e->dev_type || t->devices[d].dev_index != e->dev_index))
+               (t->devices[d].dev_type != type || t->devices[d].dev_index != index))
             d++;
         if (d < t->ndevices)
             continue;
         t->devices = report_grow(t->devices, &cap, t->ndevices + 1, sizeof *t->devices);
-        model_torch_timeline_one(p, &t->devices[t->ndevices++], e->dev_type, e->dev_index);
+        model_torch_timeline_one(p, &t->devices[t->ndevices++], type, index);
+    }
+}
+
+/* Says which memory figures stand for records the ring dropped. */
+static void model_torch_memory_warning(struct model_process *p)
+{
+    const struct model_torch *t = &p->torch;
+    for (size_t d = 0; d <= t->ndevices; d++) {
+        const struct model_torch_memory *m = d ? &t->devices[d - 1] : &t->memory;
+        char device[48];
+        if (!m->records_lost)
+            continue;
+        model_add_warning(p,
+                          "%s (pid %lld): %" PRIu64 " of %" PRIu64
+                          " %s tensor memory records lost (ring full; raise PROF_RING_KB for "
+                          "more); its peak, allocated, freed and live at end are the process's "
+                          "own exact counts, the peak's op and Python function %s, the memory "
+                          "timeline lacks them",
+                          p->file, (long long)p->pid, m->records_lost,
+                          m->alloc_count + m->free_count,
+                          model_torch_device_name(m->dev_type, m->dev_index, device, sizeof device),
+                          m->peak_unattributed ? "are unknown (its record is one of them)"
+                                               : "are those of its record");
     }
 }
 
@@ -565,6 +673,7 @@ static void model_torch_finish(struct model_process *p)
                           "operator table counts every op",
                           p->file, (long long)p->pid, t->records, t->spans_expected);
     model_torch_timeline(p);
+    model_torch_memory_warning(p);
     /* The rows hold what the tables need: the raw ops go. */
     free(t->mems);
     t->mems = NULL;
@@ -578,6 +687,7 @@ static void model_torch_free(struct model_process *p)
 {
     struct model_torch *t = &p->torch;
     free(t->nodes);
+    free(t->totals);
     u64map_free(&t->node_index);
     free(t->mems);
     free(t->ops);
@@ -619,6 +729,7 @@ static const struct model_record_handler model_torch_handlers[] = {
     {PROF_REC_TORCH_DEV_MEM, model_torch_on_dev_mem},
     {PROF_REC_TORCH_NODE, model_torch_on_tree},
     {PROF_REC_TORCH_STATS, model_torch_on_tree},
+    {PROF_REC_TORCH_MEM_TOTALS, model_torch_on_totals},
 };
 
 const struct model_part model_torch_part = {

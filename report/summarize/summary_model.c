@@ -503,6 +503,16 @@ static void sf_gpu(sf_codec *c, struct model_process *p)
 
 /* ---- PyTorch ---- */
 
+/* What the process's own memory counters added (model_torch_take_totals). */
+static void sf_torch_memory_exact(sf_codec *c, struct model_torch_memory *m)
+{
+    summary_codec_u64(c, &m->alloc_count);
+    summary_codec_u64(c, &m->free_count);
+    summary_codec_int(c, &m->exact);
+    summary_codec_int(c, &m->peak_unattributed);
+    summary_codec_u64(c, &m->records_lost);
+}
+
 static void sf_torch_memory(sf_codec *c, struct model_process *p, struct model_torch_memory *m)
 {
     summary_codec_int(c, &m->any);
@@ -518,6 +528,7 @@ static void sf_torch_memory(sf_codec *c, struct model_process *p, struct model_t
     summary_codec_u64(c, &m->allocated);
     summary_codec_u64(c, &m->freed);
     summary_codec_i64(c, &m->live_at_end);
+    sf_torch_memory_exact(c, m);
 }
 
 static void sf_torch(sf_codec *c, struct model_process *p)

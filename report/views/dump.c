@@ -384,6 +384,16 @@ static void dump_record(FILE *out, const struct trace_record *rec, struct u64map
                 m->total_reserved, m->py_node);
         break;
     }
+    case PROF_REC_TORCH_MEM_TOTALS: {
+        const struct prof_rec_torch_mem_totals *m = rec->data;
+        fprintf(out,
+                " device=%d:%d allocs=%" PRIu64 " alloc_bytes=%" PRIu64 " frees=%" PRIu64
+                " free_bytes=%" PRIu64 " live=%" PRId64 " peak=%" PRId64 " peak_ticks=%" PRIu64
+                " reserved_peak=%" PRIu64,
+                m->device_type, m->device_index, m->alloc_count, m->alloc_bytes, m->free_count,
+                m->free_bytes, m->live_bytes, m->peak_bytes, m->peak_ticks, m->reserved_peak);
+        break;
+    }
     case PROF_REC_PY_GAP: {
         const struct prof_rec_py_gap *g = rec->data;
         fprintf(out, " reason=%u (%s) start=%" PRIu64 " end=%" PRIu64, g->reason,

@@ -85,7 +85,10 @@ static json_t *export_json_torch_memory(const struct model_process *p,
         export_json_str(model_torch_device_name(m->dev_type, m->dev_index, device, sizeof device)));
     json_object_set_new(o, "peak_bytes", json_integer((json_int_t)m->peak_bytes));
     json_object_set_new(o, "peak_ns", export_json_u64(m->peak_ns));
-    json_object_set_new(o, "peak_op", export_json_str(m->peak_op ? m->peak_op : "(no op)"));
+    json_object_set_new(o, "peak_op",
+                        export_json_str(m->peak_op             ? m->peak_op
+                                        : m->peak_unattributed ? "(record lost)"
+                                                               : "(no op)"));
     const struct model_py_func *f = model_torch_peak_func(p, m);
     json_object_set_new(o, "peak_python",
                         f ? json_pack("{s:o,s:o,s:I}", "qualname",
@@ -95,6 +98,11 @@ static json_t *export_json_torch_memory(const struct model_process *p,
     json_object_set_new(o, "allocated_bytes", export_json_u64(m->allocated));
     json_object_set_new(o, "freed_bytes", export_json_u64(m->freed));
     json_object_set_new(o, "live_at_end_bytes", json_integer((json_int_t)m->live_at_end));
+    json_object_set_new(o, "allocations", export_json_u64(m->alloc_count));
+    json_object_set_new(o, "frees", export_json_u64(m->free_count));
+    /* true: peak, allocated, freed, live at end and the counts are the process's own */
+    json_object_set_new(o, "exact", json_boolean(m->exact));
+    json_object_set_new(o, "records_lost", export_json_u64(m->records_lost));
     if (m->dev_type != MODEL_TORCH_DEVICE_CPU)
         json_object_set_new(o, "reserved_peak_bytes", export_json_u64(m->reserved_peak));
     return o;

@@ -160,7 +160,9 @@ static void tables_torch_memory_line(FILE *out, const struct model_process *p,
     else
         fprintf(out, "  %s %s: ", p->file, device);
     fprintf(out, "peak %s at +%.3f s in ", peak, (double)m->peak_ns / 1e9);
-    format_fputs_escaped(out, m->peak_op ? m->peak_op : "(no op)");
+    format_fputs_escaped(out, m->peak_op             ? m->peak_op
+                              : m->peak_unattributed ? "(record lost)"
+                                                     : "(no op)");
     const struct model_py_func *f = model_torch_peak_func(p, m);
     if (f) {
         fputs(", from ", out);
@@ -175,6 +177,12 @@ static void tables_torch_memory_line(FILE *out, const struct model_process *p,
         fprintf(out, "; allocator reserved at most %s", reserved);
     }
     fputc('\n', out);
+    if (m->records_lost)
+        fprintf(out,
+                "    (%" PRIu64 " of %" PRIu64 " memory records lost: peak, allocated, freed and "
+                "live at end are the process's own exact counts; the peak's op %s)\n",
+                m->records_lost, m->alloc_count + m->free_count,
+                m->peak_unattributed ? "is unknown" : "is from its record");
 }
 
 /* "pid 7300 CPU: peak 1.50 Mb at +2.345 s in aten::addmm, from train.py:20(Model.forward)"

@@ -136,6 +136,18 @@ def test_torch_processes_report_equal_from_summaries(tmp_path):
     assert_same_reports(t, s)
 
 
+def test_lossy_torch_memory_reports_equal_from_summaries(tmp_path):
+    """Memory records a small ring dropped: the exact figures (TORCH_MEM_TOTALS), the
+    count of records lost and the peak left unattributed survive the summary."""
+    out = tmp_path / "lossy"
+    profile(["/usr/bin/python3", os.path.join(ROOT, "test", "workloads", "torch_memory.py"),
+             "2000"], out, env={"PROF_RING_KB": "64", "PROF_FLUSH_MS": "1000"}, timeout=300)
+    t, s = summaries_of(out, tmp_path / "cmp")
+    assert_same_reports(t, s, views=[[], ["--format", "json"], ["--format", "csv"], ["--ops"]])
+    mem = json.loads(run(["--format", "json", str(s)]).stdout)["processes"][0]["torch_memory"]
+    assert mem["exact"] and mem["records_lost"] > 0 and mem["allocations"] == 5 * 2000 + 2
+
+
 def test_directory_prefers_fresh_summaries_and_reads_stale_ones_traces(tmp_path):
     src = os.path.join(TRACES, "run")
     if not os.path.isdir(src):

@@ -221,3 +221,92 @@ def test_memory_peak_real_run(tmp_path):
     assert mem["peak_python"] is not None
     assert mem["peak_python"]["file"] == SCRIPT
     assert mem["peak_python"]["qualname"] in ("step", "main")
+
+
+# Enough steps that a 64 KiB ring drained once a second drops most memory records.
+LOSSY_STEPS = 2000
+# Per step: empty(256, 64), addmm and clamp_min 64x64 each, cat 128x64, sum 1 float.
+STEP_BYTES = (256 * 64 + 2 * 64 * 64 + 128 * 64 + 1) * FLOAT
+FIGURES = ("peak_bytes", "allocated_bytes", "freed_bytes", "live_at_end_bytes", "allocations",
+           "frees")
+
+
+def memory_from_records(out):
+    """The CPU figures the TORCH_MEM records of out's trace give, paired as the report
+    pairs them: a free of an unknown block (bytes=0) counts nowhere; live bytes in time
+    order; the peak after an allocation."""
+    events = sorted((int(w["ticks"]), i, int(w["bytes"]))
+                    for i, w in enumerate(dump_words(out, "TORCH_MEM")) if int(w["bytes"]))
+    live, peak = 0, None
+    for _, _, b in events:
+        live += b
+        if b > 0 and (peak is None or live > peak):
+            peak = live
+    allocs = [b for _, _, b in events if b > 0]
+    frees = [-b for _, _, b in events if b < 0]
+    return {"peak_bytes": peak or 0, "allocated_bytes": sum(allocs), "freed_bytes": sum(frees),
+            "live_at_end_bytes": live, "allocations": len(allocs), "frees": len(frees)}
+
+
+@pytest.fixture(scope="module")
+def lossy_runs(tmp_path_factory):
+    """The same deterministic workload with a ring large enough to keep every record,
+    and with the smallest ring drained once a second."""
+    tmp = tmp_path_factory.mktemp("torch_memory_lossy")
+    cmd = [PYTHON, SCRIPT, str(LOSSY_STEPS)]
+    profile(cmd, tmp / "whole", env=dict(ENV, PROF_RING_KB="65536"), timeout=300)
+    profile(cmd, tmp / "lossy", env=dict(ENV, PROF_RING_KB="64", PROF_FLUSH_MS="1000"),
+            timeout=300)
+    return tmp / "whole", tmp / "lossy"
+
+
+def test_memory_figures_exact_when_records_are_lost(lossy_runs):
+    """Issue 18 item 6: peak, allocated, freed, live at end and the counts come from the
+    process's own counters (TORCH_MEM_TOTALS), equal to a run that lost nothing, and the
+    report says how many records are missing."""
+    whole_dir, lossy_dir = lossy_runs
+    whole = report_json(whole_dir)["processes"][0]
+    lossy = report_json(lossy_dir)["processes"][0]
+    assert whole["lost"] == 0 and whole["torch_memory"]["records_lost"] == 0
+    assert lossy["lost"] > 0 and lossy["torch_memory"]["records_lost"] > 0
+    assert whole["torch_memory"]["exact"] and lossy["torch_memory"]["exact"]
+
+    def figures(m):
+        return {k: m[k] for k in FIGURES}
+
+    want = {"peak_bytes": STEP_BYTES + 2 * 64 * 64 * FLOAT,  # one step's tensors, a and w
+            "allocated_bytes": LOSSY_STEPS * STEP_BYTES + 2 * 64 * 64 * FLOAT,
+            "freed_bytes": LOSSY_STEPS * STEP_BYTES + 2 * 64 * 64 * FLOAT,
+            "live_at_end_bytes": 0, "allocations": 5 * LOSSY_STEPS + 2,
+            "frees": 5 * LOSSY_STEPS + 2}
+    assert figures(whole["torch_memory"]) == want
+    assert figures(whole["torch_memory"]) == memory_from_records(whole_dir)  # counters = records
+    assert figures(lossy["torch_memory"]) == want
+    kept = memory_from_records(lossy_dir)  # what the records alone would have said
+    assert kept["allocations"] + kept["frees"] + lossy["torch_memory"]["records_lost"] == \
+        want["allocations"] + want["frees"]
+    assert kept != want
+    assert whole["torch_device_memory"] == lossy["torch_device_memory"] == []
+    from conftest import report
+    proc = report(lossy_dir)
+    n = lossy["torch_memory"]["records_lost"]
+    assert "(%d of %d memory records lost: peak, allocated, freed and live at end are the " \
+        "process's own exact counts" % (n, 2 * want["allocations"]) in proc.stdout
+    assert "%d of %d CPU tensor memory records lost" % (n, 2 * want["allocations"]) in proc.stderr
+    whole_text = report(whole_dir).stdout
+    assert "memory records lost" not in whole_text
+    assert "peak 160.00 Kb" in whole_text and "peak 160.00 Kb" in proc.stdout
+
+
+def test_memory_totals_record_in_dump(lossy_runs):
+    """The last TORCH_MEM_TOTALS record of the trace holds the figures the report shows."""
+    whole_dir, _ = lossy_runs
+    totals = dump_words(whole_dir, "TORCH_MEM_TOTALS")
+    assert totals and all(t["device"] == "0:-1" for t in totals)
+    last = totals[-1]
+    mem = report_json(whole_dir)["processes"][0]["torch_memory"]
+    assert int(last["allocs"]) == mem["allocations"]
+    assert int(last["alloc_bytes"]) == mem["allocated_bytes"]
+    assert int(last["free_bytes"]) == mem["freed_bytes"]
+    assert int(last["peak"]) == mem["peak_bytes"]
+    assert int(last["live"]) == mem["live_at_end_bytes"]

@@ -1,6 +1,7 @@
 """A small CPU job for the memory columns: a few operators whose allocations are fixed by
 their shapes (empty, addmm, relu, cat, sum), on the main thread only, one intra-op
-thread. Deterministic: the same allocations on every run."""
+thread. Deterministic: the same allocations on every run. An argument: that many steps
+(default 5; many make the memory records outrun a small ring)."""
 import sys
 
 import torch
@@ -22,7 +23,8 @@ def main():
     a = torch.randn(64, 64)
     w = torch.randn(64, 64)
     total = 0.0
-    for _ in range(STEPS):
+    steps = int(sys.argv[1]) if len(sys.argv) > 1 else STEPS
+    for _ in range(steps):
         total += float(step(a, w))
     print("ok %d" % (total != 0.0 or True))
     sys.stdout.flush()
