@@ -165,10 +165,10 @@ static void torch_totals_peak(struct torch_mem_totals *m, int64_t live, uint64_t
     if (live > atomic_load_explicit(&m->peak, memory_order_relaxed)) {
         uint64_t seq = atomic_load_explicit(&m->peak_seq, memory_order_relaxed);
         atomic_store_explicit(&m->peak_seq, seq + 1, memory_order_relaxed);
-        /* the odd count is visible before the pair changes (the reader retries) */
-        atomic_thread_fence(memory_order_release);
-        atomic_store_explicit(&m->peak, live, memory_order_relaxed);
-        atomic_store_explicit(&m->peak_ticks, ticks, memory_order_relaxed);
+        /* release: a reader that sees either new value sees the odd count too (and
+         * retries); no fence, which ThreadSanitizer does not model */
+        atomic_store_explicit(&m->peak, live, memory_order_release);
+        atomic_store_explicit(&m->peak_ticks, ticks, memory_order_release);
         atomic_store_explicit(&m->peak_seq, seq + 2, memory_order_release);
     }
     atomic_flag_clear_explicit(&m->peak_lock, memory_order_release);
@@ -247,9 +247,9 @@ static void torch_totals_drain(int fresh, int last)
         /* bounded: a thread a signal stopped inside the update leaves the count odd */
         for (int tries = 0; tries < 1000; tries++) {
             uint64_t seq = atomic_load_explicit(&m->peak_seq, memory_order_acquire);
-            rec.peak_bytes = atomic_load_explicit(&m->peak, memory_order_relaxed);
-            rec.peak_ticks = atomic_load_explicit(&m->peak_ticks, memory_order_relaxed);
-            atomic_thread_fence(memory_order_acquire); /* the pair is read before seq again */
+            /* acquire: the pair is read before seq is read again */
+            rec.peak_bytes = atomic_load_explicit(&m->peak, memory_order_acquire);
+            rec.peak_ticks = atomic_load_explicit(&m->peak_ticks, memory_order_acquire);
             if (!(seq & 1) && seq == atomic_load_explicit(&m->peak_seq, memory_order_relaxed))
                 break;
         }
