@@ -288,7 +288,7 @@ static void comm_merge_slowest(struct comm_report *r)
     if (!r->by_steps)
         idle -= (w->data_ns > 0 ? w->data_ns : 0) + (w->sync_ns > 0 ? w->sync_ns : 0);
     if (idle > best)
-        w->why = "time outside ops and communication (Python, sleeps, I/O: --rank N --python)";
+        w->why = "time outside ops and communication (Python, sleeps, I/O)";
 }
 
 /* The window of steps every rank has in its steady state (comm_merge.h), when each rank

@@ -300,17 +300,21 @@ static enum model_step_part steps_part_at(const uint32_t *c)
     return MODEL_STEP_OTHER;
 }
 
-/* One sweep over the labels in time order: each elementary interval inside a step goes to
- * its part; before the first step, imports are summed for the startup line. */
-static void steps_sweep(struct model_process *p, struct steps_events *e)
+/* Called for each elementary interval [a, b) in time order: c counts the labels covering
+ * it, step is the step holding it (NULL: none), ev the event that opened it. */
+typedef void (*steps_segment_fn)(struct model_steps *st, struct model_step *step,
+                                 const uint32_t *c, const struct steps_event *ev, uint64_t a,
+                                 uint64_t b);
+
+/* One sweep over e's labels and the steps (label in_step, at most STEPS_LABEL_COUNT). */
+static void steps_walk(struct model_steps *st, struct steps_events *e, uint8_t in_step,
+                       steps_segment_fn fn)
 {
-    struct model_steps *st = &p->steps;
     for (size_t i = 0; i < st->nsteps; i++)
-        steps_add(e, st->steps[i].start_ns, st->steps[i].end_ns, STEPS_LABEL_COUNT);
+        steps_add(e, st->steps[i].start_ns, st->steps[i].end_ns, in_step);
     qsort(e->ev, e->n, sizeof *e->ev, steps_event_cmp);
     uint32_t c[STEPS_LABEL_COUNT + 1] = {0};
     size_t k = 0; /* the step holding the current interval, or the next one */
-    uint64_t first = st->steps[0].start_ns;
     for (size_t i = 0; i + 1 < e->n; i++) {
         const struct steps_event *ev = &e->ev[i];
         if (ev->delta > 0)
@@ -320,56 +324,57 @@ static void steps_sweep(struct model_process *p, struct steps_events *e)
         uint64_t a = ev->t, b = e->ev[i + 1].t;
         if (b <= a)
             continue;
-        if (b <= first && c[STEPS_IMPORT])
-            st->startup_import_ns += b - a;
         while (k < st->nsteps && st->steps[k].end_ns <= a)
             k++;
-        if (k == st->nsteps || !c[STEPS_LABEL_COUNT] || a < st->steps[k].start_ns)
-            continue;
-        struct model_step *step = &st->steps[k];
-        step->part_ns[steps_part_at(c)] += b - a;
-        if (c[STEPS_COMM])
-            step->comm_ns += b - a;
-        if (c[STEPS_SYNC] && ev->delta > 0 && ev->label == STEPS_SYNC)
-            step->syncs++;
+        int in = k < st->nsteps && c[in_step] && a >= st->steps[k].start_ns;
+        fn(st, in ? &st->steps[k] : NULL, c, ev, a, b);
     }
 }
 
+/* The step thread's labels: each interval inside a step goes to its part; before the first
+ * step, imports are summed for the startup line. */
+static void steps_cpu_segment(struct model_steps *st, struct model_step *step, const uint32_t *c,
+                              const struct steps_event *ev, uint64_t a, uint64_t b)
+{
+    if (b <= st->steps[0].start_ns && c[STEPS_IMPORT])
+        st->startup_import_ns += b - a;
+    if (!step)
+        return;
+    step->part_ns[steps_part_at(c)] += b - a;
+    if (c[STEPS_COMM])
+        step->comm_ns += b - a;
+    if (ev->delta > 0 && ev->label == STEPS_SYNC)
+        step->syncs++;
+}
+
+enum { STEPS_GPU_ALL, STEPS_GPU_KERNEL, STEPS_GPU_COPY, STEPS_GPU_IN_STEP };
+
 /* GPU time per step: the union of the operations (all devices), kernels, copies and sets. */
+static void steps_gpu_segment(struct model_steps *st, struct model_step *step, const uint32_t *c,
+                              const struct steps_event *ev, uint64_t a, uint64_t b)
+{
+    (void)st;
+    (void)ev;
+    if (!step)
+        return;
+    step->gpu_busy_ns += c[STEPS_GPU_ALL] ? b - a : 0;
+    step->gpu_kernel_ns += c[STEPS_GPU_KERNEL] ? b - a : 0;
+    step->gpu_copy_ns += c[STEPS_GPU_COPY] ? b - a : 0;
+}
+
 static void steps_gpu(struct model_process *p)
 {
     const struct model_gpu *g = &p->gpu;
-    struct model_steps *st = &p->steps;
     if (!g->nops)
         return;
-    enum { ALL, KERNEL, COPY, KINDS };
     struct steps_events e = {0};
     for (size_t i = 0; i < g->nops; i++) {
         const struct model_gpu_op *op = &g->ops[i];
-        steps_add(&e, op->start_ns, op->end_ns, ALL);
-        steps_add(&e, op->start_ns, op->end_ns, op->kind == MODEL_GPU_KERNEL ? KERNEL : COPY);
+        steps_add(&e, op->start_ns, op->end_ns, STEPS_GPU_ALL);
+        steps_add(&e, op->start_ns, op->end_ns,
+                  op->kind == MODEL_GPU_KERNEL ? STEPS_GPU_KERNEL : STEPS_GPU_COPY);
     }
-    for (size_t i = 0; i < st->nsteps; i++)
-        steps_add(&e, st->steps[i].start_ns, st->steps[i].end_ns, KINDS);
-    qsort(e.ev, e.n, sizeof *e.ev, steps_event_cmp);
-    uint32_t c[KINDS + 1] = {0};
-    size_t k = 0;
-    for (size_t i = 0; i + 1 < e.n; i++) {
-        const struct steps_event *ev = &e.ev[i];
-        if (ev->delta > 0)
-            c[ev->label]++;
-        else if (c[ev->label])
-            c[ev->label]--;
-        uint64_t a = ev->t, b = e.ev[i + 1].t;
-        while (k < st->nsteps && st->steps[k].end_ns <= a)
-            k++;
-        if (b <= a || k == st->nsteps || !c[KINDS] || a < st->steps[k].start_ns)
-            continue;
-        struct model_step *step = &st->steps[k];
-        step->gpu_busy_ns += c[ALL] ? b - a : 0;
-        step->gpu_kernel_ns += c[KERNEL] ? b - a : 0;
-        step->gpu_copy_ns += c[COPY] ? b - a : 0;
-    }
+    steps_walk(&p->steps, &e, STEPS_GPU_IN_STEP, steps_gpu_segment);
     free(e.ev);
 }
 
@@ -413,7 +418,7 @@ static void model_steps_finish(struct model_process *p)
         st->tid = tid;
         struct steps_events e = {0};
         steps_collect(p, tid, &e);
-        steps_sweep(p, &e);
+        steps_walk(st, &e, STEPS_LABEL_COUNT, steps_cpu_segment);
         free(e.ev);
         steps_gpu(p);
     } else {

@@ -159,7 +159,8 @@ static void comm_tables_ranks(FILE *out, const struct comm_report *r)
                 "idle %s",
                 c, d, y, i);
         if (w->why)
-            fprintf(out, " — mostly %s\n", w->why);
+            fprintf(out, " — mostly %s; its own time: --rank %lld --python\n", w->why,
+                    (long long)w->rank);
         else
             fputs(" — none of these stands out\n", out);
     }

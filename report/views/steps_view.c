@@ -154,8 +154,8 @@ static void steps_view_ranks(FILE *out, const struct comm_report *r)
                       sizeof wait);
         fprintf(out,
                 "  Rank %lld holds the others: the median rank waits %s per step for it; its "
-                "excess over the median rank is mostly %s\n",
-                (long long)w->rank, wait, w->why);
+                "excess over the median rank is mostly %s (--rank %lld --python)\n",
+                (long long)w->rank, wait, w->why, (long long)w->rank);
     }
 }
 
