@@ -173,26 +173,31 @@ static size_t steps_python_spans(const struct model_process *p, struct steps_spa
     return n;
 }
 
-/* The steps: spans as they are (ProfilerStep), or from one end to the next. */
-static void steps_make(struct model_steps *st, const struct steps_span *s, size_t n, int ends)
+/* The steps: spans as they are (ProfilerStep), or from one end to the next, the step ending
+ * at the k-th end numbered k + 1; the first from first_start (0: none, the first end only
+ * opens step 2). */
+static void steps_make(struct model_steps *st, const struct steps_span *s, size_t n, int ends,
+                       uint64_t first_start)
 {
-    size_t count = ends ? (n ? n - 1 : 0) : n;
-    if (!count)
+    int first = ends && first_start && n && first_start < s[0].end;
+    size_t count = ends ? n - 1 + (size_t)first : n;
+    if (!n || !count)
         return;
     st->steps = calloc(count, sizeof *st->steps);
     if (!st->steps)
         report_oom();
     for (size_t i = 0; i < count; i++) {
         struct model_step *step = &st->steps[i];
-        if (ends) {
-            step->number = i + 1;
-            step->start_ns = s[i].end;
-            step->end_ns = s[i + 1].end;
-        } else {
+        if (!ends) {
             step->number = s[i].number;
             step->start_ns = s[i].start;
             step->end_ns = s[i].end;
+            continue;
         }
+        size_t k = first ? i : i + 1; /* the end that closes it */
+        step->number = k + 1;
+        step->start_ns = k ? s[k - 1].end : first_start;
+        step->end_ns = s[k].end;
     }
     st->nsteps = count;
 }
@@ -275,6 +280,22 @@ static void steps_collect(const struct model_process *p, uint32_t tid, struct st
             steps_add(e, model_ticks_to_monotonic_ns(p, s->start),
                       model_ticks_to_monotonic_ns(p, s->end), STEPS_SYNC);
     }
+}
+
+/* Where the first iteration begins: the earliest data loading, forward, backward or
+ * optimizer span of the step thread that starts before the first step boundary (end);
+ * 0: none. */
+static uint64_t steps_first_start(const struct steps_events *e, uint64_t end)
+{
+    uint64_t first = 0;
+    for (size_t i = 0; i < e->n; i++) {
+        const struct steps_event *ev = &e->ev[i];
+        int phase = ev->label == STEPS_DATA || ev->label == STEPS_FWD || ev->label == STEPS_BWD ||
+                    ev->label == STEPS_OPT;
+        if (phase && ev->delta > 0 && ev->t < end && (!first || ev->t < first))
+            first = ev->t;
+    }
+    return first;
 }
 
 /* The part an instant goes to, from the labels covering it (model.h). */
@@ -398,11 +419,12 @@ static void model_steps_finish(struct model_process *p)
     struct steps_span *s = NULL;
     uint32_t tid = 0;
     size_t n;
+    int ends = 0;
     if ((n = steps_scope_spans(p, "ProfilerStep#", &s, &tid)) > 0) {
         st->source = MODEL_STEPS_PROFILER_STEP;
-        steps_make(st, s, n, 0);
     } else {
         free(s);
+        ends = 1;
         if ((n = steps_scope_spans(p, "Optimizer.step#", &s, &tid)) > 1) {
             st->source = MODEL_STEPS_OPTIMIZER;
         } else {
@@ -410,20 +432,21 @@ static void model_steps_finish(struct model_process *p)
             if ((n = steps_python_spans(p, &s, &tid)) > 1)
                 st->source = MODEL_STEPS_PYTHON;
         }
-        if (st->source)
-            steps_make(st, s, n, 1);
     }
-    free(s);
-    if (st->nsteps) {
-        st->tid = tid;
+    if (st->source) {
         struct steps_events e = {0};
         steps_collect(p, tid, &e);
-        steps_walk(st, &e, STEPS_LABEL_COUNT, steps_cpu_segment);
+        steps_make(st, s, n, ends, ends ? steps_first_start(&e, s[0].end) : 0);
+        if (st->nsteps) {
+            st->tid = tid;
+            steps_walk(st, &e, STEPS_LABEL_COUNT, steps_cpu_segment);
+            steps_gpu(p);
+        }
         free(e.ev);
-        steps_gpu(p);
-    } else {
-        st->source = MODEL_STEPS_NONE;
     }
+    free(s);
+    if (!st->nsteps)
+        st->source = MODEL_STEPS_NONE;
     free(st->syncs);
     st->syncs = NULL;
     st->nsyncs = st->cap_syncs = 0;

@@ -113,10 +113,11 @@ static void steps_view_slowest(FILE *out, const struct steps_stats *st)
         char d[32], e[32];
         steps_view_ms(s->end_ns - s->start_ns, d, sizeof d);
         steps_view_ms(excess, e, sizeof e);
-        fprintf(out, "%s step %" PRIu64 " %s (%.1fx the median%s%s +%s)",
-                r ? "," : "  Slowest steps:", s->number, d,
-                (double)(s->end_ns - s->start_ns) / (double)st->median_ns,
-                part >= 0 ? ", most in " : "", part >= 0 ? model_step_part_name(part) : "", e);
+        fprintf(out, "%s step %" PRIu64 " %s (%.1fx the median", r ? "," : "  Slowest steps:",
+                s->number, d, (double)(s->end_ns - s->start_ns) / (double)st->median_ns);
+        if (part >= 0)
+            fprintf(out, ", most in %s +%s", model_step_part_name(part), e);
+        fputc(')', out);
     }
     if (shown[0] != SIZE_MAX)
         fputc('\n', out);
