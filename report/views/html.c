@@ -267,6 +267,7 @@ static void html_document(FILE *out, const struct summary *s)
     }
     fputs("</p>\n", out);
     html_findings(out, s);
+    html_steps(out, s);
     html_timeline(out, s);
     html_memory(out, s);
     if (s->py.nfuncs) {

@@ -27,9 +27,8 @@ int html_write_stacks_flame(const char *flame_path, struct model_process *const 
 #define HTML_BUSY_BINS 200
 void html_timeline(FILE *out, const struct summary *s);
 void html_memory(FILE *out, const struct summary *s);
-/* html_steps.c: per process, a column per training step (optimizer_step to
- * optimizer_step) with its dataloader, forward, backward, optimizer and GPU kernel shares,
- * from two streamed passes over the trace. */
+/* html_steps.c: the training steps: the steady step's parts and a chart of every step per
+ * process (from the model's steps). */
 void html_steps(FILE *out, const struct summary *s);
 /* Text for HTML: markup characters as entities, control characters escaped. */
 void html_text(FILE *out, const char *s);

@@ -133,7 +133,7 @@ static void html_comm_share(FILE *out, const struct model_process *p)
 void html_timeline(FILE *out, const struct summary *s)
 {
     fputs("<section id=\"timeline\"><h2>Timeline overview</h2>\n<p class=\"note\">Per "
-          "process: the training actions' shares of its wall time (forward, backward, "
+          "process, over its whole wall time (startup included): the training actions' shares (forward, backward, "
           "optimizer_step, dataloader_next as the Python call tree shows them), and each GPU's "
           "busy share over the run (darker: busier), and the share of its wall time spent in "
           "communication calls (NCCL, MPI, torch.distributed; --comm and --stragglers have the "
@@ -167,7 +167,6 @@ void html_timeline(FILE *out, const struct summary *s)
         }
     }
     fputs("</table>\n", out);
-    html_steps(out, s);
     fputs("</section>\n", out);
 }
 

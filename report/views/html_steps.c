@@ -1,10 +1,7 @@
-/* html_steps: the per-step overview of the HTML report. A step of a process ends where an
- * optimizer_step call ends (the first begins at the process's start). Two streamed passes
- * over each trace (timeline.h), nothing kept but one small record per step: the first finds
- * the ends of the optimizer_step spans (Python calls long enough to be on the timeline,
- * PROF_PY_SPAN_US), the second adds to each step the time of the outermost
- * dataloader_next, forward, backward and optimizer_step spans and of the GPU kernels that
- * fall in it (clipped at the step's edges; kernels summed over streams). */
+/* html_steps: the training steps in the HTML report, from each process's steps (model.h,
+ * "training steps"; steps_report.h): a summary of the steady step first (its parts as one
+ * bar, the startup left out), and per process a chart of every step — its height the step's
+ * time on an axis in ms, its colours the parts, warm-up steps faded, slow steps marked. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,148 +9,140 @@
 #include "format.h"
 #include "html.h"
 #include "model.h"
-#include "timeline.h"
+#include "steps_report.h"
 
-enum { HTML_DATA, HTML_FORWARD, HTML_BACKWARD, HTML_OPTIMIZER, HTML_GPU, HTML_PARTS };
-
-static const char *const html_step_action[] = {"dataloader_next", "forward", "backward",
-                                               "optimizer_step"};
-static const char *const html_step_color[] = {"#e45756", "#4c78a8", "#f58518", "#54a24b"};
-
-struct html_step {
-    uint64_t end;
-    uint64_t ns[HTML_PARTS];
+static const char *const html_part_color[MODEL_STEP_PART_COUNT] = {
+    "#e45756", /* data loading */
+    "#4c78a8", /* forward */
+    "#f58518", /* backward */
+    "#54a24b", /* optimizer */
+    "#9d755d", /* other ops */
+    "#b279a2", /* communication */
+    "#eeca3b", /* host syncs */
+    "#d8d4d0", /* other CPU */
 };
 
-struct html_steps {
-    const struct model_process *p;
-    struct html_step *steps;
-    size_t n, cap;
-};
-
-/* The built-in action a span's node starts (it is one, and no ancestor is one), or -1. */
-static int html_step_part(const struct model_process *p, uint32_t node_id)
+static void html_steps_legend(FILE *out)
 {
-    const char *a = model_torch_action_of_node(p, node_id);
-    if (!a)
-        return -1;
-    const struct model_py_node *n = model_python_node(p, node_id);
-    if (n && n->parent && model_torch_action_of_node(p, n->parent))
-        return -1;
-    for (int i = 0; i < 4; i++)
-        if (!strcmp(a, html_step_action[i]))
-            return i;
-    return -1;
+    fputs("<div>", out);
+    for (int k = 0; k < MODEL_STEP_PART_COUNT; k++)
+        fprintf(out, "<span class=\"key\" style=\"background:%s\"></span>%s ",
+                html_part_color[k], model_step_part_name(k));
+    fputs("</div>\n", out);
 }
 
-static int html_steps_ends(void *ctx, const struct timeline_event *ev)
+/* The steady step of one process as one bar of its parts, with the figures beside it. */
+static void html_steps_summary(FILE *out, const struct steps_stats *st)
 {
-    struct html_steps *st = ctx;
-    if (ev->kind != TIMELINE_PYTHON || html_step_part(st->p, ev->py_node) != HTML_OPTIMIZER)
-        return 0;
-    if (st->n == st->cap) {
-        st->cap = st->cap ? st->cap * 2 : 64;
-        struct html_step *n = realloc(st->steps, st->cap * sizeof *n);
-        if (!n)
-            return -1;
-        st->steps = n;
+    char med[32], p90[32], mx[32], startup[32], imp[32];
+    format_ns((double)st->median_ns, med, sizeof med);
+    format_ns((double)st->p90_ns, p90, sizeof p90);
+    format_ns((double)st->max_ns, mx, sizeof mx);
+    format_ns((double)st->startup_ns, startup, sizeof startup);
+    format_ns((double)st->startup_import_ns, imp, sizeof imp);
+    const struct model_process *p = st->p;
+    fprintf(out, "<p class=\"note\">%s %lld: %zu steady steps of %zu (%s; %zu warm-up left out); "
+                 "step time median %s, p90 %s, max %s (step %" PRIu64 "). Startup %s before the "
+                 "first step (imports %s) is left out of the steps.</p>\n",
+            p->rank >= 0 ? "rank" : "pid", (long long)(p->rank >= 0 ? p->rank : p->pid),
+            st->counted, st->nsteps, model_step_source_name(p->steps.source), st->warmup, med,
+            p90, mx, st->max_number, startup, imp);
+    fputs("<svg class=\"stepbar\" width=\"900\" height=\"22\">", out);
+    double x = 0;
+    for (int k = 0; k < MODEL_STEP_PART_COUNT && st->total_ns; k++) {
+        double w = 900.0 * (double)st->part_ns[k] / (double)st->total_ns;
+        if (w <= 0)
+            continue;
+        char v[32];
+        format_ns((double)st->part_ns[k] / (double)(st->counted ? st->counted : 1), v, sizeof v);
+        fprintf(out,
+                "<rect x=\"%.2f\" y=\"0\" width=\"%.2f\" height=\"22\" fill=\"%s\" "
+                "data-part=\"%s\"><title>%s: %s per step, %.1f%%</title></rect>",
+                x, w, html_part_color[k], model_step_part_name(k), model_step_part_name(k), v,
+                100.0 * (double)st->part_ns[k] / (double)st->total_ns);
+        x += w;
     }
-    memset(&st->steps[st->n], 0, sizeof st->steps[0]);
-    st->steps[st->n++].end = ev->end_ns;
-    return 0;
+    fputs("</svg>\n", out);
 }
 
-static int html_steps_cmp(const void *a, const void *b)
+/* One process: a column per step (grouped when there are more than the width takes), its
+ * height the step's time on the axis, stacked by part; the GPU busy share beneath. */
+static void html_steps_draw(FILE *out, const struct steps_stats *st)
 {
-    uint64_t x = ((const struct html_step *)a)->end, y = ((const struct html_step *)b)->end;
-    return x < y ? -1 : x > y;
-}
-
-/* Adds [lo, hi) to part of every step it overlaps. */
-static void html_steps_add(struct html_steps *st, int part, uint64_t lo, uint64_t hi)
-{
-    size_t a = 0, b = st->n; /* the first step ending after lo */
-    while (a < b) {
-        size_t m = a + (b - a) / 2;
-        if (st->steps[m].end <= lo)
-            a = m + 1;
-        else
-            b = m;
-    }
-    for (size_t k = a; k < st->n && hi > lo; k++) {
-        uint64_t start = k ? st->steps[k - 1].end : st->p->wall_start_ns;
-        uint64_t x = lo > start ? lo : start, y = hi < st->steps[k].end ? hi : st->steps[k].end;
-        if (y > x)
-            st->steps[k].ns[part] += y - x;
-        if (hi <= st->steps[k].end)
-            break;
-    }
-}
-
-static int html_steps_fill(void *ctx, const struct timeline_event *ev)
-{
-    struct html_steps *st = ctx;
-    if (ev->kind == TIMELINE_KERNEL)
-        html_steps_add(st, HTML_GPU, ev->start_ns, ev->end_ns);
-    else if (ev->kind == TIMELINE_PYTHON) {
-        int part = html_step_part(st->p, ev->py_node);
-        if (part >= 0)
-            html_steps_add(st, part, ev->start_ns, ev->end_ns);
-    }
-    return 0;
-}
-
-/* One process: a column per step (steps grouped when there are more than the width takes),
- * heights by share of the step's time; the GPU kernels' share as a band beneath. */
-static void html_steps_draw(FILE *out, const struct html_steps *st)
-{
+    const struct model_steps *m = &st->p->steps;
     const size_t maxcols = 300;
-    size_t group = (st->n + maxcols - 1) / maxcols, cols = (st->n + group - 1) / group;
-    double cw = 900.0 / (double)cols, H = 80;
-    fprintf(out, "<svg class=\"steps\" width=\"900\" height=\"%.0f\" data-steps=\"%zu\">", H + 14,
-            st->n);
+    size_t n = m->nsteps, group = (n + maxcols - 1) / maxcols, cols = (n + group - 1) / group;
+    double left = 48, cw = 850.0 / (double)cols, H = 120;
+    uint64_t top = 0;
     for (size_t c = 0; c < cols; c++) {
-        uint64_t ns[HTML_PARTS] = {0}, len = 0;
-        size_t first = c * group, last = first + group < st->n ? first + group : st->n;
+        uint64_t len = 0;
+        for (size_t k = c * group; k < (c + 1) * group && k < n; k++)
+            len += m->steps[k].end_ns - m->steps[k].start_ns;
+        top = len > top ? len : top;
+    }
+    if (!top)
+        return;
+    /* the axis: 0, half and the top, in ms */
+    fprintf(out, "<svg class=\"steps\" width=\"900\" height=\"%.0f\" data-steps=\"%zu\">", H + 36,
+            n);
+    for (int t = 0; t <= 2; t++) {
+        double y = 10 + H - H * t / 2.0;
+        fprintf(out,
+                "<line x1=\"%.0f\" x2=\"900\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ccc\"/>"
+                "<text x=\"%.0f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%.3g ms</text>",
+                left - 4, y, y, left - 6, y + 3, (double)top * t / 2.0 / 1e6);
+    }
+    for (size_t c = 0; c < cols; c++) {
+        uint64_t ns[MODEL_STEP_PART_COUNT] = {0}, len = 0, kernel = 0, busy = 0;
+        size_t first = c * group, last = first + group < n ? first + group : n;
         for (size_t k = first; k < last; k++) {
-            uint64_t start = k ? st->steps[k - 1].end : st->p->wall_start_ns;
-            len += st->steps[k].end - start;
-            for (int i = 0; i < HTML_PARTS; i++)
-                ns[i] += st->steps[k].ns[i];
+            const struct model_step *s = &m->steps[k];
+            len += s->end_ns - s->start_ns;
+            for (int i = 0; i < MODEL_STEP_PART_COUNT; i++)
+                ns[i] += s->part_ns[i];
+            kernel += s->gpu_kernel_ns;
+            busy += s->gpu_busy_ns;
         }
+        int warm = first < st->warmup;
+        int slow = !warm && st->median_ns &&
+                   (double)len / (double)(last - first) >= 2.0 * (double)st->median_ns;
         char t[32];
         format_ns((double)len, t, sizeof t);
+        double x = left + (double)c * cw;
         fprintf(out,
                 "<g class=\"step\" data-step=\"%zu\" data-ns=\"%" PRIu64 "\" data-data=\"%" PRIu64
                 "\" data-forward=\"%" PRIu64 "\" data-backward=\"%" PRIu64
-                "\" data-optimizer=\"%" PRIu64 "\" data-gpu=\"%" PRIu64 "\"><title>step%s %zu%s: "
-                "%s",
-                first, len, ns[HTML_DATA], ns[HTML_FORWARD], ns[HTML_BACKWARD], ns[HTML_OPTIMIZER],
-                ns[HTML_GPU], group > 1 ? "s" : "", first, group > 1 ? "+" : "", t);
-        for (int i = 0; i < 4; i++)
-            fprintf(out, "; %s %.1f%%", html_step_action[i],
-                    len ? 100.0 * (double)ns[i] / (double)len : 0.0);
-        fprintf(out, "; GPU kernels %.1f%%</title>",
-                len ? 100.0 * (double)ns[HTML_GPU] / (double)len : 0.0);
-        double y = H;
-        for (int i = 0; i < 4 && len; i++) {
-            double h = H * (double)ns[i] / (double)len;
+                "\" data-optimizer=\"%" PRIu64 "\" data-gpu=\"%" PRIu64 "\"%s><title>step%s %" PRIu64
+                "%s: %s%s%s",
+                first, len, ns[MODEL_STEP_DATA], ns[MODEL_STEP_FORWARD], ns[MODEL_STEP_BACKWARD],
+                ns[MODEL_STEP_OPTIMIZER], kernel, warm ? " opacity=\"0.45\"" : "",
+                group > 1 ? "s" : "", m->steps[first].number, group > 1 ? "+" : "", t,
+                warm ? " (warm-up)" : "", slow ? " (slow: 2x the median or more)" : "");
+        for (int i = 0; i < MODEL_STEP_PART_COUNT; i++)
+            if (ns[i])
+                fprintf(out, "; %s %.1f%%", model_step_part_name(i),
+                        100.0 * (double)ns[i] / (double)len);
+        if (busy)
+            fprintf(out, "; GPU busy %.1f%%", 100.0 * (double)busy / (double)len);
+        fputs("</title>", out);
+        double y = 10 + H;
+        for (int i = 0; i < MODEL_STEP_PART_COUNT; i++) {
+            double h = H * (double)ns[i] / (double)top;
             if (h <= 0)
                 continue;
             y -= h;
             fprintf(out, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"/>",
-                    (double)c * cw, y, cw * 0.9, h, html_step_color[i]);
+                    x, y, cw * 0.9, h, html_part_color[i]);
         }
-        if (y > 0) /* the rest of the step: other CPU work, or idle */
-            fprintf(out,
-                    "<rect x=\"%.2f\" y=\"0\" width=\"%.2f\" height=\"%.2f\" fill=\"#e6e3e0\"/>",
-                    (double)c * cw, cw * 0.9, y);
-        double g = len ? (double)ns[HTML_GPU] / (double)len : 0;
+        if (slow)
+            fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"10\" fill=\"#c00\">&#9650;</text>",
+                    x, y > 12 ? y - 2 : 12);
+        double g = len ? (double)busy / (double)len : 0;
         g = g > 1 ? 1 : g;
         fprintf(out,
                 "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"10\" "
                 "fill=\"rgb(%d,%d,%d)\"/></g>",
-                (double)c * cw, H + 4, cw * 0.9, 235 - (int)(g * 200), 235 - (int)(g * 120),
+                x, H + 16, cw * 0.9, 235 - (int)(g * 200), 235 - (int)(g * 120),
                 235 - (int)(g * 40));
     }
     fputs("</svg>", out);
@@ -164,34 +153,23 @@ void html_steps(FILE *out, const struct summary *s)
     int any = 0;
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
-        int has_opt = 0;
-        for (size_t a = 0; a < p->torch.nbuiltin; a++)
-            has_opt |=
-                p->torch.builtin[a].name && !strcmp(p->torch.builtin[a].name, "optimizer_step");
-        if (!has_opt || !p->file)
+        if (!p->steps.nsteps)
             continue;
-        struct html_steps st = {p, NULL, 0, 0};
-        char err[256];
-        if (timeline_stream(p, html_steps_ends, &st, err, sizeof err) == 0 && st.n) {
-            qsort(st.steps, st.n, sizeof *st.steps, html_steps_cmp);
-            if (timeline_stream(p, html_steps_fill, &st, err, sizeof err) == 0) {
-                if (!any++)
-                    fputs("<h3>Per step</h3><p class=\"note\">A column per training step (it "
-                          "ends where optimizer_step ends): its time in dataloader_next "
-                          "(red), forward (blue), backward (orange), optimizer_step (green), "
-                          "the rest grey; beneath, the GPU kernels' share of the step (darker: "
-                          "busier). Only calls long enough for the timeline "
-                          "(PROF_PY_SPAN_US) are seen here.</p>\n<table class=\"tl\">",
-                          out);
-                fprintf(out, "<tr><th>%s%lld<br><small>%zu steps</small></th><td>",
-                        p->rank >= 0 ? "rank " : "pid ",
-                        (long long)(p->rank >= 0 ? p->rank : p->pid), st.n);
-                html_steps_draw(out, &st);
-                fputs("</td></tr>\n", out);
-            }
+        struct steps_stats st;
+        steps_stats_of(p, 0, UINT64_MAX, &st);
+        if (!any++) {
+            fputs("<section id=\"steps\"><h2>Training steps</h2>\n<p class=\"note\">A step is "
+                  "one training iteration, boundary to boundary; its time is split without "
+                  "overlap on the thread that runs the steps (the parts add up to the step). "
+                  "The bar is the mean steady step; the chart a column per step, its height "
+                  "the step's time, warm-up steps faded, slow steps (2x the median or more) "
+                  "marked &#9650;, beneath it the GPU busy share (darker: busier).</p>\n",
+                  out);
+            html_steps_legend(out);
         }
-        free(st.steps);
+        html_steps_summary(out, &st);
+        html_steps_draw(out, &st);
     }
     if (any)
-        fputs("</table>\n", out);
+        fputs("</section>\n", out);
 }
