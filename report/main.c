@@ -100,6 +100,9 @@ static void main_usage(FILE *out)
           "      --comm        communication (NCCL, MPI, torch.distributed) merged over the\n"
           "                    ranks: calls, bytes, time, wait, transfer, bus bandwidth\n"
           "      --stragglers  the rank that arrived last at each collective, by how much\n"
+          "      --phase all|steps  the flame graphs (--html, --flamegraph): the time inside\n"
+          "                    the training steps' phases (steps, the default when the run\n"
+          "                    has steps), or the whole process (all)\n"
           "      --step NAME   with --ranks: a step is a call of the action NAME (an NVTX\n"
           "                    range, record_function scope or Lightning action; default:\n"
           "                    the optimizer's step)\n"
@@ -311,6 +314,7 @@ int main(int argc, char **argv)
     long long only_rank = -1;     /* --rank */
     int summarize = 0;            /* --summarize */
     const char *step_name = NULL; /* --step */
+    int phase_all = 0;            /* --phase all: the flame graphs cover the whole process */
     long jobs = 0;                /* -j: 0, the CPUs */
 
     if (argc >= 2 && !strcmp(argv[1], "dump")) {
@@ -354,7 +358,8 @@ int main(int argc, char **argv)
         OPT_HTML,
         OPT_FLAMEGRAPH,
         OPT_SUMMARIZE,
-        OPT_STEP
+        OPT_STEP,
+        OPT_PHASE
     };
     static const struct option options[] = {
         {"format", required_argument, NULL, 'f'},
@@ -391,6 +396,7 @@ int main(int argc, char **argv)
         {"flamegraph", required_argument, NULL, OPT_FLAMEGRAPH},
         {"summarize", no_argument, NULL, OPT_SUMMARIZE},
         {"step", required_argument, NULL, OPT_STEP},
+        {"phase", required_argument, NULL, OPT_PHASE},
         {"jobs", required_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -438,6 +444,11 @@ int main(int argc, char **argv)
             if (!*optarg)
                 return main_bad_usage("%s wants an action name", "--step");
             step_name = optarg;
+            break;
+        case OPT_PHASE:
+            if (strcmp(optarg, "all") && strcmp(optarg, "steps"))
+                return main_bad_usage("--phase wants all or steps, not '%s'", optarg);
+            phase_all = !strcmp(optarg, "all");
             break;
         case 'j': {
             char *end;
@@ -702,6 +713,7 @@ int main(int argc, char **argv)
     summary_build(&s, in.procs, in.n);
     s.job = &job;
     s.step_name = step_name;
+    s.phase_all = phase_all;
     summary_sort(&s, sort);
     summary_sort_python(&s, py_sort);
     if (by_shape)

@@ -28,8 +28,12 @@ int export_folded_write(const char *path, const struct summary *s, size_t max_de
                         size_t errlen);
 void export_folded_fwrite(FILE *f, const struct summary *s, size_t max_depth);
 /* The same lines with the default depth cap; with_api: each node's CUDA API time as a
- * "[CUDA API calls]" frame beneath it (taken out of its self time). */
-void export_folded_stream(FILE *f, const struct summary *s, int with_api);
+ * "[CUDA API calls]" frame beneath it (taken out of its self time); steps_only: only the
+ * processes with training steps, and of them only the time inside the training phases
+ * (data loading, forward, backward, optimizer step), startup left out. */
+void export_folded_stream(FILE *f, const struct summary *s, int with_api, int steps_only);
+/* Whether a process has training steps and Python call trees (a steps-only flame). */
+int export_folded_has_steps(const struct summary *s);
 
 /* --memory-timeline: CSV "pid,time_ns,live_bytes", one row per change of the live PyTorch
  * CPU tensor bytes of each process (ns since its start); the header alone without any. */

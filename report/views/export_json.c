@@ -1,4 +1,5 @@
 #include "export.h"
+#include "steps_view.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -133,6 +134,7 @@ static json_t *export_json_process(const struct model_process *p)
     for (size_t d = 0; d < p->torch.ndevices; d++)
         json_array_append_new(devices, export_json_torch_memory(p, &p->torch.devices[d]));
     json_object_set_new(o, "torch_device_memory", devices);
+    json_object_set_new(o, "steps", steps_view_json(p));
     if (p->set_device_used) {
         json_t *devs = json_array();
         for (size_t d = 0; d < p->ndevice_mem; d++) {

@@ -268,10 +268,12 @@ static void folded_line(FILE *f, const char *prefix, const char *path, const siz
 }
 
 /* with_api: the CUDA API time made with a node innermost (part of its self time) as a
- * "[CUDA API calls]" frame of its own beneath it. */
+ * "[CUDA API calls]" frame of its own beneath it. steps_only: only the time of nodes inside a
+ * training phase (a built-in action: data loading, forward, backward, optimizer step), the
+ * paths above them kept. */
 static void folded_thread(FILE *f, const struct model_process *p,
                           const struct pystats_forest *forest, const size_t *roots, size_t nroots,
-                          const char *prefix, size_t max_depth, int with_api)
+                          const char *prefix, size_t max_depth, int with_api, int steps_only)
 {
     char *path = NULL, frame[4096];
     size_t len = 0, cap = 0;
@@ -283,18 +285,22 @@ static void folded_thread(FILE *f, const struct model_process *p,
     /* Explicit stack of (node, depth): Python recursion runs thousands deep. */
     size_t top = 0, scap = nroots + 16;
     size_t *stack = malloc(scap * sizeof *stack), *sdepth = malloc(scap * sizeof *sdepth);
-    if (!stack || !sdepth || !end) {
+    char *sin = malloc(scap); /* whether the node is inside a training phase */
+    if (!stack || !sdepth || !end || !sin) {
         fprintf(stderr, "profreport: out of memory\n");
         exit(1);
     }
     end[0] = 0;
     for (size_t r = nroots; r-- > 0;) {
         sdepth[top] = 0;
+        sin[top] = 0;
         stack[top++] = roots[r];
     }
     while (top) {
         size_t i = stack[--top], d = sdepth[top];
         const struct model_py_node *node = &p->py.nodes[i];
+        /* an action is found on the path once: below it every node is inside */
+        int in = sin[top] || (steps_only && model_torch_action_of_node(p, node->id) != NULL);
         if (d + 2 > dcap) {
             dcap *= 2;
             end = realloc(end, dcap * sizeof *end);
@@ -310,6 +316,8 @@ static void folded_thread(FILE *f, const struct model_process *p,
         uint64_t api_ns =
             with_api ? (node->api_ns < node->self_ns ? node->api_ns : node->self_ns) : 0;
         uint64_t us = (node->self_ns - api_ns + 500) / 1000, api_us = (api_ns + 500) / 1000;
+        if (steps_only && !in)
+            us = api_us = 0;
         if (us)
             folded_line(f, prefix, path, end, d + 1, max_depth, "", us);
         if (api_us)
@@ -322,7 +330,8 @@ static void folded_thread(FILE *f, const struct model_process *p,
                 scap *= 2;
             stack = realloc(stack, scap * sizeof *stack);
             sdepth = realloc(sdepth, scap * sizeof *sdepth);
-            if (!stack || !sdepth) {
+            sin = realloc(sin, scap);
+            if (!stack || !sdepth || !sin) {
                 fprintf(stderr, "profreport: out of memory\n");
                 exit(1);
             }
@@ -330,12 +339,14 @@ static void folded_thread(FILE *f, const struct model_process *p,
         size_t k = top + nchild; /* the first child on top, so that it comes out first */
         for (size_t c = forest->first_child[i]; c != SIZE_MAX; c = forest->next_sibling[c]) {
             sdepth[--k] = d + 1;
+            sin[k] = (char)in;
             stack[k] = c;
         }
         top += nchild;
     }
     free(stack);
     free(sdepth);
+    free(sin);
     free(end);
     free(path);
 }
@@ -361,11 +372,14 @@ static int folded_root_cmp(const void *a, const void *b, void *nodes)
     return x < y ? -1 : x > y;
 }
 
-static void folded_all(FILE *f, const struct summary *s, size_t max_depth, int with_api)
+static void folded_all(FILE *f, const struct summary *s, size_t max_depth, int with_api,
+                       int steps_only)
 {
     char frame[512];
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
+        if (steps_only && !p->steps.nsteps)
+            continue;
         struct pystats_thread *threads;
         size_t n = pystats_threads(p, &threads);
         /* One forest for every thread (a forest per thread costs all the nodes each). */
@@ -389,7 +403,7 @@ static void folded_all(FILE *f, const struct summary *s, size_t max_depth, int w
             snprintf(frame, sizeof frame, "%s %u", name && *name ? name : "thread", threads[k].tid);
             folded_append(&prefix, &len, &cap, frame);
             folded_thread(f, p, &forest, forest.roots + first, r - first, prefix, max_depth,
-                          with_api);
+                          with_api, steps_only);
             free(prefix);
         }
         pystats_forest_free(&forest);
@@ -399,12 +413,20 @@ static void folded_all(FILE *f, const struct summary *s, size_t max_depth, int w
 
 void export_folded_fwrite(FILE *f, const struct summary *s, size_t max_depth)
 {
-    folded_all(f, s, max_depth, 0);
+    folded_all(f, s, max_depth, 0, 0);
 }
 
-void export_folded_stream(FILE *f, const struct summary *s, int with_api)
+void export_folded_stream(FILE *f, const struct summary *s, int with_api, int steps_only)
 {
-    folded_all(f, s, EXPORT_FOLDED_DEPTH_DEFAULT, with_api);
+    folded_all(f, s, EXPORT_FOLDED_DEPTH_DEFAULT, with_api, steps_only);
+}
+
+int export_folded_has_steps(const struct summary *s)
+{
+    for (size_t i = 0; i < s->nprocs; i++)
+        if (s->procs[i]->steps.nsteps && s->procs[i]->py.nnodes)
+            return 1;
+    return 0;
 }
 
 int export_folded_write(const char *path, const struct summary *s, size_t max_depth, char *err,

@@ -118,15 +118,17 @@ void flame_read_folded(struct flame *fl, FILE *in)
     free(line);
 }
 
-void flame_build_python(struct flame *fl, const struct summary *s)
+int flame_build_python(struct flame *fl, const struct summary *s)
 {
+    int steps_only = !s->phase_all && export_folded_has_steps(s);
     FILE *tmp = tmpfile();
     if (!tmp)
-        return;
-    export_folded_stream(tmp, s, 1);
+        return steps_only;
+    export_folded_stream(tmp, s, 1, steps_only);
     rewind(tmp);
     flame_read_folded(fl, tmp);
     fclose(tmp);
+    return steps_only;
 }
 
 int flame_build_stacks(struct flame *fl, struct model_process *const *procs, size_t n,

@@ -4,6 +4,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "format.h"
 #include "steps_report.h"
 #include "steps_view.h"
@@ -188,4 +190,58 @@ void steps_view_print(FILE *out, const struct summary *s, const struct comm_repo
         steps_view_slowest(out, &st);
     }
     fputc('\n', out);
+}
+
+static json_t *steps_view_json_u64(uint64_t v)
+{
+    return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
+}
+
+static json_t *steps_view_json_parts(const uint64_t *parts, uint64_t div)
+{
+    json_t *o = json_object();
+    for (int k = 0; k < MODEL_STEP_PART_COUNT; k++)
+        json_object_set_new(o, model_step_part_name(k), steps_view_json_u64(parts[k] / div));
+    return o;
+}
+
+json_t *steps_view_json(const struct model_process *p)
+{
+    if (!p->steps.nsteps)
+        return json_null();
+    struct steps_stats st;
+    steps_stats_of(p, 0, UINT64_MAX, &st);
+    const struct model_steps *m = &p->steps;
+    json_t *o = json_object();
+    json_object_set_new(o, "source", json_string(model_step_source_name(m->source)));
+    json_object_set_new(o, "thread", json_integer(m->tid));
+    json_object_set_new(o, "count", steps_view_json_u64(st.nsteps));
+    json_object_set_new(o, "warmup", steps_view_json_u64(st.warmup));
+    json_object_set_new(o, "warmup_rule", json_real(STEPS_WARMUP_RATIO));
+    json_object_set_new(o, "steady", steps_view_json_u64(st.counted));
+    json_object_set_new(o, "median_ns", steps_view_json_u64(st.median_ns));
+    json_object_set_new(o, "p90_ns", steps_view_json_u64(st.p90_ns));
+    json_object_set_new(o, "max_ns", steps_view_json_u64(st.max_ns));
+    json_object_set_new(o, "max_step", steps_view_json_u64(st.max_number));
+    json_object_set_new(o, "startup_ns", steps_view_json_u64(st.startup_ns));
+    json_object_set_new(o, "startup_import_ns", steps_view_json_u64(st.startup_import_ns));
+    json_object_set_new(o, "teardown_ns", steps_view_json_u64(st.teardown_ns));
+    json_object_set_new(o, "mean_parts_ns",
+                        steps_view_json_parts(st.part_ns, st.counted ? st.counted : 1));
+    json_t *all = json_array();
+    for (size_t i = 0; i < m->nsteps; i++) {
+        const struct model_step *s = &m->steps[i];
+        json_t *j = json_object();
+        json_object_set_new(j, "number", steps_view_json_u64(s->number));
+        json_object_set_new(j, "start_ns", steps_view_json_u64(s->start_ns));
+        json_object_set_new(j, "ns", steps_view_json_u64(s->end_ns - s->start_ns));
+        json_object_set_new(j, "parts_ns", steps_view_json_parts(s->part_ns, 1));
+        json_object_set_new(j, "comm_ns", steps_view_json_u64(s->comm_ns));
+        json_object_set_new(j, "gpu_busy_ns", steps_view_json_u64(s->gpu_busy_ns));
+        json_object_set_new(j, "syncs", steps_view_json_u64(s->syncs));
+        json_object_set_new(j, "warmup", json_boolean(i < st.warmup));
+        json_array_append_new(all, j);
+    }
+    json_object_set_new(o, "steps", all);
+    return o;
 }
