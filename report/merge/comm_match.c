@@ -40,6 +40,63 @@ void comm_match_number(struct comm_match_call *calls, size_t n)
                          : 0;
 }
 
+static int comm_match_group_cmp(const struct comm_match_call *x, size_t row, uint64_t comm)
+{
+    if (x->row != row)
+        return x->row < row ? -1 : 1;
+    return x->comm < comm ? -1 : x->comm > comm;
+}
+
+static uint64_t comm_match_distance(uint64_t a, uint64_t b)
+{
+    return a > b ? a - b : b - a;
+}
+
+/* The index of the call among c[0..n) whose end is nearest t. */
+static size_t comm_match_nearest_end(const struct comm_match_call *c, size_t n, uint64_t t)
+{
+    size_t best = 0;
+    for (size_t i = 1; i < n; i++)
+        if (comm_match_distance(c[i].end, t) < comm_match_distance(c[best].end, t))
+            best = i;
+    return best;
+}
+
+void comm_match_align(struct comm_match_call *calls, size_t n, const struct comm_match_call *ref,
+                      size_t nref)
+{
+    for (size_t g = 0; g < n;) {
+        size_t end = g;
+        while (end < n && !comm_match_group_cmp(&calls[end], calls[g].row, calls[g].comm))
+            end++;
+        size_t a = 0, b = nref; /* ref's group: [a, b) */
+        while (a < b) {
+            size_t m = a + (b - a) / 2;
+            if (comm_match_group_cmp(&ref[m], calls[g].row, calls[g].comm) < 0)
+                a = m + 1;
+            else
+                b = m;
+        }
+        size_t lo = a;
+        b = lo;
+        while (b < nref && !comm_match_group_cmp(&ref[b], calls[g].row, calls[g].comm))
+            b++;
+        if (b > lo) {
+            /* two pairings: this rank's first call with ref's nearest, ref's first call with
+             * this rank's nearest; the closer decides (either side may have calls from
+             * before the other's window: k then wraps, alike on every rank) */
+            size_t ia = comm_match_nearest_end(ref + lo, b - lo, calls[g].end) + lo;
+            size_t ib = comm_match_nearest_end(calls + g, end - g, ref[lo].end) + g;
+            uint64_t da = comm_match_distance(ref[ia].end, calls[g].end);
+            uint64_t db = comm_match_distance(ref[lo].end, calls[ib].end);
+            size_t shift = da <= db ? ref[ia].k - calls[g].k : ref[lo].k - calls[ib].k;
+            for (size_t i = g; i < end; i++)
+                calls[i].k += shift;
+        }
+        g = end;
+    }
+}
+
 static uint64_t comm_match_hash(size_t row, uint64_t comm, size_t k)
 {
     uint64_t h = 0xcbf29ce484222325ull;

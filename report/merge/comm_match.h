@@ -39,6 +39,13 @@ void comm_match_free(struct comm_match *m);
 /* Numbers the calls of one rank: k counts the calls of each (row, communicator) in time
  * order. Sorts calls. */
 void comm_match_number(struct comm_match_call *calls, size_t n);
+/* Under capture windows, where each rank's trace starts at any iteration: renumbers the
+ * calls of one rank (as comm_match_number left them) so that the first call of each
+ * collective on a communicator takes the k of ref's call (the first rank's, numbered the
+ * same way) that ends nearest to it, the rest following; a collective ends about together
+ * on every rank, whoever arrived last. */
+void comm_match_align(struct comm_match_call *calls, size_t n, const struct comm_match_call *ref,
+                      size_t nref);
 /* The operation of a numbered call; added when new and add is set, else NULL when none. */
 struct comm_match_op *comm_match_op(struct comm_match *m, const struct comm_match_call *c, int add);
 /* Rank index rank arrived at op at start (ranks in increasing index order). */

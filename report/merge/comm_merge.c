@@ -291,44 +291,51 @@ static void comm_merge_slowest(struct comm_report *r)
         w->why = "time outside ops and communication (Python, sleeps, I/O)";
 }
 
+/* Whether some process recorded under a capture window (META window): its trace starts at
+ * any iteration, so steps and collectives are matched across ranks by time. */
+static int comm_merge_windowed(const struct summary *s)
+{
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const char *w = model_meta_get(s->procs[i], "window");
+        if (w && *w)
+            return 1;
+    }
+    return 0;
+}
+
 /* The window of steps every rank has in its steady state (comm_merge.h), when each rank
  * has steps and no --step asks for another step. */
-static void comm_merge_step_window(struct comm_report *r, const struct comm_merge_rank *ranks)
+static void comm_merge_step_window(struct comm_report *r, const struct comm_merge_rank *ranks,
+                                   const size_t *rank_host, int windowed)
 {
-    uint64_t lo = 0, hi = UINT64_MAX, first_min = UINT64_MAX, last_max = 0;
     if (r->step_name || r->nranks < 1)
         return;
+    const struct model_process **mains = malloc(r->nranks * sizeof *mains);
+    int64_t *offset = malloc(r->nranks * sizeof *offset);
+    r->step_shift = calloc(r->nranks, sizeof *r->step_shift);
+    if (!mains || !offset || !r->step_shift)
+        report_oom();
     for (size_t k = 0; k < r->nranks; k++) {
-        const struct model_process *p = steps_main_process(ranks[k].procs, ranks[k].nprocs);
-        if (!p)
-            return;
-        struct steps_stats st;
-        steps_stats_of(p, 0, UINT64_MAX, &st);
-        if (st.first_number > lo)
-            lo = st.first_number;
-        if (st.last_number < hi)
-            hi = st.last_number;
-        if (st.first_number < first_min)
-            first_min = st.first_number;
-        if (st.last_number > last_max)
-            last_max = st.last_number;
-        r->step_source = p->steps.source;
+        mains[k] = steps_main_process(ranks[k].procs, ranks[k].nprocs);
+        offset[k] = r->hosts[rank_host[k]].offset_ns;
     }
-    if (lo > hi)
-        return;
-    r->by_steps = 1;
-    r->step_lo = lo;
-    r->step_hi = hi;
-    r->steps_unequal = first_min != lo || last_max != hi;
+    r->by_steps = steps_window_of(mains, offset, r->nranks, windowed, r->step_shift, &r->step_lo,
+                                  &r->step_hi, &r->steps_unequal);
+    r->steps_by_time = windowed;
+    if (r->by_steps)
+        r->step_source = mains[0]->steps.source;
+    free(mains);
+    free(offset);
 }
 
 /* A rank's time over the window's steps (comm_merge.h). */
-static void comm_merge_rank_steps(struct comm_report *r, struct comm_rank_row *row,
-                                  const struct comm_merge_rank *rank)
+static void comm_merge_rank_steps(struct comm_report *r, size_t k, const struct comm_merge_rank *rank)
 {
+    struct comm_rank_row *row = &r->ranks[k];
     const struct model_process *p = steps_main_process(rank->procs, rank->nprocs);
     struct steps_stats st;
-    steps_stats_of(p, r->step_lo, r->step_hi, &st);
+    steps_stats_of(p, (uint64_t)((int64_t)r->step_lo - r->step_shift[k]),
+                   (uint64_t)((int64_t)r->step_hi - r->step_shift[k]), &st);
     memcpy(row->part_ns, st.part_ns, sizeof row->part_ns);
     row->wall_ns = st.total_ns;
     row->steps = st.counted;
@@ -343,25 +350,17 @@ static void comm_merge_rank_steps(struct comm_report *r, struct comm_rank_row *r
 }
 
 /* Whether a call starting at start_ns (CLOCK_REALTIME of the rank's host) is in one of the
- * window's steps of the rank. */
-static int comm_merge_in_window(const struct comm_report *r, const struct comm_merge_rank *rank,
-                                uint64_t start_ns)
+ * window's steps of rank k. */
+static int comm_merge_in_window(const struct comm_report *r, size_t k,
+                                const struct comm_merge_rank *rank, uint64_t start_ns)
 {
     const struct model_process *p = steps_main_process(rank->procs, rank->nprocs);
-    if (!p)
+    const struct model_step *s =
+        p ? steps_at(p, start_ns - (uint64_t)p->comm.realtime_offset_ns) : NULL;
+    if (!s)
         return 0;
-    uint64_t t = start_ns - (uint64_t)p->comm.realtime_offset_ns;
-    const struct model_steps *st = &p->steps;
-    size_t a = 0, b = st->nsteps;
-    while (a < b) { /* the first step ending after t */
-        size_t m = (a + b) / 2;
-        if (st->steps[m].end_ns <= t)
-            a = m + 1;
-        else
-            b = m;
-    }
-    return a < st->nsteps && st->steps[a].start_ns <= t && st->steps[a].number >= r->step_lo &&
-           st->steps[a].number <= r->step_hi;
+    int64_t number = (int64_t)s->number + r->step_shift[k];
+    return number >= (int64_t)r->step_lo && number <= (int64_t)r->step_hi;
 }
 
 static void comm_merge_rank_times(struct comm_rank_row *row, const struct comm_merge_rank *r,
@@ -604,7 +603,8 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
     }
     if (r->nhosts > 1)
         comm_merge_clocks(r, ranks, rank_host, &cap_rows);
-    comm_merge_step_window(r, ranks);
+    int windowed = comm_merge_windowed(s);
+    comm_merge_step_window(r, ranks, rank_host, windowed);
     /* Two passes over each rank's calls, one rank at a time (a summary's are read then and
      * let go): the first fills the rows, the per-rank cells and the operations; the second
      * gives each matched call its wait, once every rank's arrival is known. */
@@ -612,6 +612,8 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
     size_t ncells = 0;
     struct comm_match match;
     comm_match_init(&match);
+    struct comm_match_call *ref = NULL; /* windowed: the first rank's calls */
+    size_t nref = 0;
     for (int pass = 0; pass < 2; pass++) {
         for (size_t k = 0; k < r->nranks; k++) {
             struct comm_merge_calls calls;
@@ -619,7 +621,7 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
             if (pass == 0) {
                 comm_merge_rank_times(&r->ranks[k], &ranks[k], &calls, s->step_name);
                 if (r->by_steps)
-                    comm_merge_rank_steps(r, &r->ranks[k], &ranks[k]);
+                    comm_merge_rank_steps(r, k, &ranks[k]);
                 for (size_t i = 0; i < calls.n; i++)
                     comm_merge_row_of(r, &cap_rows, calls.calls[i]);
                 if (ncells < r->nrows * r->nranks) { /* new rows: their cells */
@@ -647,6 +649,16 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
             struct comm_match_call *mc = NULL;
             size_t nmc =
                 comm_merge_matched(r, &calls, &cap_rows, r->hosts[rank_host[k]].offset_ns, 0, &mc);
+            if (windowed && k == 0) { /* the first rank's calls: the others are aligned to them */
+                free(ref);
+                ref = malloc((nmc + 1) * sizeof *ref);
+                if (!ref)
+                    report_oom();
+                memcpy(ref, mc, nmc * sizeof *mc);
+                nref = nmc;
+            } else if (windowed) {
+                comm_match_align(mc, nmc, ref, nref);
+            }
             for (size_t i = 0; i < nmc; i++) {
                 struct comm_match_op *op = comm_match_op(&match, &mc[i], pass == 0);
                 if (pass == 0) {
@@ -661,8 +673,8 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
                     wait = dur;
                 cells[mc[i].row * r->nranks + k].wait_ns += wait;
                 if (!r->by_steps ||
-                    comm_merge_in_window(
-                        r, &ranks[k], mc[i].start + (uint64_t)r->hosts[rank_host[k]].offset_ns))
+                    comm_merge_in_window(r, k, &ranks[k],
+                                         mc[i].start + (uint64_t)r->hosts[rank_host[k]].offset_ns))
                     r->ranks[k].wait_ns += wait;
                 r->rows[mc[i].row].wait_ns += wait;
             }
@@ -675,6 +687,7 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
     for (size_t k = 0; k < r->nranks; k++)
         if (r->ranks[k].wait_ns > r->ranks[k].comm_ns)
             r->ranks[k].wait_ns = r->ranks[k].comm_ns;
+    free(ref);
     r->any = r->nrows > 0;
     if (!cells) {
         cells = calloc(1, sizeof *cells);
@@ -778,6 +791,7 @@ void comm_merge_free(struct comm_report *r)
     }
     free(r->rows);
     free(r->ranks);
+    free(r->step_shift);
     free(r->stragglers);
     free(r->hosts);
     memset(r, 0, sizeof *r);

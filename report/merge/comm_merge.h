@@ -126,8 +126,10 @@ struct comm_report {
      * (steps_report.h); steps_unequal: the ranks' steady steps differ beyond that window. */
     int by_steps;
     uint8_t step_source; /* enum model_step_source */
-    uint64_t step_lo, step_hi;
+    uint64_t step_lo, step_hi; /* in the first rank's step numbers */
     int steps_unequal;
+    int steps_by_time;    /* capture windows: steps and collectives matched by time */
+    int64_t *step_shift;  /* per rank: what its step numbers add to be the first rank's */
 };
 
 void comm_merge_build(struct comm_report *r, const struct summary *s);

@@ -125,3 +125,73 @@ void steps_stats_of(const struct model_process *p, uint64_t lo, uint64_t hi, str
     s->mean_ns = s->counted ? s->total_ns / s->counted : 0;
     free(d);
 }
+
+const struct model_step *steps_at(const struct model_process *p, uint64_t t)
+{
+    const struct model_steps *st = &p->steps;
+    size_t a = 0, b = st->nsteps;
+    while (a < b) { /* the first step ending after t */
+        size_t m = a + (b - a) / 2;
+        if (st->steps[m].end_ns <= t)
+            a = m + 1;
+        else
+            b = m;
+    }
+    return a < st->nsteps && st->steps[a].start_ns <= t ? &st->steps[a] : NULL;
+}
+
+/* The step of p whose end is nearest t (CLOCK_MONOTONIC). */
+static const struct model_step *steps_nearest_end(const struct model_process *p, uint64_t t)
+{
+    const struct model_steps *st = &p->steps;
+    size_t a = 0, b = st->nsteps;
+    while (a < b) { /* the first step ending at or after t */
+        size_t m = a + (b - a) / 2;
+        if (st->steps[m].end_ns < t)
+            a = m + 1;
+        else
+            b = m;
+    }
+    if (a == st->nsteps || (a && t - st->steps[a - 1].end_ns < st->steps[a].end_ns - t))
+        a--;
+    return &st->steps[a];
+}
+
+int steps_window_of(const struct model_process *const *mains, const int64_t *offset_ns, size_t n,
+                    int by_time, int64_t *shift, uint64_t *lo, uint64_t *hi, int *unequal)
+{
+    int64_t first_max = INT64_MIN, last_min = INT64_MAX, first_min = INT64_MAX,
+            last_max = INT64_MIN;
+    for (size_t k = 0; k < n; k++) {
+        const struct model_process *p = mains[k];
+        if (!p || !p->steps.nsteps)
+            return 0;
+        struct steps_stats st;
+        steps_stats_of(p, 0, UINT64_MAX, &st);
+        shift[k] = 0;
+        if (by_time && k) {
+            /* its clock minus the first rank's, CLOCK_MONOTONIC to CLOCK_MONOTONIC */
+            int64_t d = p->comm.realtime_offset_ns - offset_ns[k] - mains[0]->comm.realtime_offset_ns;
+            /* two pairings: its first step with the first rank's nearest, and the first
+             * rank's first step with its nearest; the closer decides */
+            const struct model_step *own = &p->steps.steps[0], *ref0 = &mains[0]->steps.steps[0];
+            const struct model_step *ref = steps_nearest_end(mains[0], (uint64_t)((int64_t)own->end_ns + d));
+            const struct model_step *mine = steps_nearest_end(p, (uint64_t)((int64_t)ref0->end_ns - d));
+            int64_t da = (int64_t)ref->end_ns - ((int64_t)own->end_ns + d);
+            int64_t db = (int64_t)ref0->end_ns - ((int64_t)mine->end_ns + d);
+            shift[k] = llabs(da) <= llabs(db) ? (int64_t)ref->number - (int64_t)own->number
+                                              : (int64_t)ref0->number - (int64_t)mine->number;
+        }
+        int64_t first = (int64_t)st.first_number + shift[k], last = (int64_t)st.last_number + shift[k];
+        first_max = first > first_max ? first : first_max;
+        first_min = first < first_min ? first : first_min;
+        last_min = last < last_min ? last : last_min;
+        last_max = last > last_max ? last : last_max;
+    }
+    if (!n || first_max > last_min || first_max < 0)
+        return 0;
+    *lo = (uint64_t)first_max;
+    *hi = (uint64_t)last_min;
+    *unequal = first_min != first_max || last_max != last_min;
+    return 1;
+}

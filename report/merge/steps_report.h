@@ -35,6 +35,18 @@ const struct model_process *steps_main_process(const struct model_process *const
 void steps_stats_of(const struct model_process *p, uint64_t lo, uint64_t hi, struct steps_stats *s);
 /* Warm-up count of p's steps (see above), and the first step's ratio to the reference. */
 size_t steps_warmup(const struct model_process *p, double *ratio);
+/* The steps every rank has (comm_merge.h): mains[k] is rank k's process with the steps
+ * (NULL: none; then there is no window), offset_ns[k] its host's clock minus the first
+ * rank's. Steps are matched by number; by_time (capture windows, where a trace's first
+ * step can be any iteration): each rank's numbers shifted so that its first steady step
+ * takes the number of the first rank's step ending nearest to it. shift[k] (n of them) is
+ * what rank k adds to its own numbers; lo..hi and unequal in the first rank's numbers. 1,
+ * or 0: no common window. */
+int steps_window_of(const struct model_process *const *mains, const int64_t *offset_ns, size_t n,
+                    int by_time, int64_t *shift, uint64_t *lo, uint64_t *hi, int *unequal);
+/* The step of p holding t (CLOCK_MONOTONIC), or NULL. */
+const struct model_step *steps_at(const struct model_process *p, uint64_t t);
+
 /* compute: forward + backward + optimizer + other ops. */
 uint64_t steps_compute_ns(const struct steps_stats *s);
 /* The part that a step (or a sum) exceeds a reference by the most: its index, *excess_ns. */

@@ -45,6 +45,14 @@ static void steps_view_head(FILE *out, const struct steps_stats *st)
     steps_view_ms(st->startup_import_ns, imp, sizeof imp);
     steps_view_ms(st->teardown_ns, tear, sizeof tear);
     uint64_t wall = st->p->wall_ns;
+    const char *window = model_meta_get(st->p, "window");
+    if (window && *window) {
+        fprintf(out,
+                "  Capture window (%s): steps recorded inside it only; %s before its first "
+                "step, %s after its last\n",
+                window, startup, tear);
+        return;
+    }
     fprintf(out,
             "  Startup: %s before the first step (%.0f%% of the process; imports %s), "
             "teardown %s; the tables below cover the whole process\n",
