@@ -112,7 +112,9 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
     uint64_t steps_ns = 0;
     for (size_t i = 0; i < st->p->steps.nsteps; i++)
         steps_ns += st->p->steps.steps[i].end_ns - st->p->steps.steps[i].start_ns;
-    if (steps_ns && (double)st->startup_ns >= T(STARTUP_RATIO) * (double)steps_ns) {
+    const char *window = model_meta_get(st->p, "window");
+    if (steps_ns && !(window && *window) &&
+        (double)st->startup_ns >= T(STARTUP_RATIO) * (double)steps_ns) {
         char a[32], b[32], imp[32];
         format_ns((double)st->startup_ns, a, sizeof a);
         format_ns((double)steps_ns, b, sizeof b);

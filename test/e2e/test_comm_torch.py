@@ -131,3 +131,33 @@ def test_slow_rank_reason(tmp_path, how, why):
     assert findings["waiting_rank"]["title"].startswith(
         "rank %d holds the others" % SLOW_RANK), findings["waiting_rank"]
     assert findings["waiting_rank"]["title"].endswith(why), findings["waiting_rank"]
+
+
+WINDOWS = {
+    # a time window: each rank's first recorded step is whatever iteration it was at
+    "time": ({"PROF_DELAY": "4", "PROF_DURATION": "1.5"}, 200),
+    "steps": ({"PROF_STEPS": "20-59"}, 80),
+    "signal": ({"PROF_WINDOW_SIGNAL": "USR1", "DDP_SIGNAL_STEPS": "20,60"}, 80),
+}
+
+
+@pytest.mark.parametrize("window", sorted(WINDOWS))
+def test_capture_window_compares_the_same_steps(tmp_path, window):
+    """Under every capture window the ranks are compared on the same steps (matched by time
+    when a window starts each trace at its own iteration), the slow rank is named for its
+    sleep, and the fast ranks' wait is seen in the window's collectives."""
+    env, steps = WINDOWS[window]
+    script = os.path.join(ROOT, "test", "workloads", "ddp_slow_rank.py")
+    profile([TORCHRUN, "--nproc_per_node", str(RANKS), "--redirects", "2", "--tee", "1",
+             script, str(steps), str(SLOW_RANK), str(SLOW_MS)], tmp_path, timeout=400, env=env)
+    ranks = check_accounting(tmp_path)
+    rows = {r["rank"]: r for r in ranks["rows"]}
+    counted = {r["steps"] for r in rows.values()}
+    assert len(counted) == 1 and counted.pop() >= 8, rows
+    assert ranks["slowest"]["rank"] == SLOW_RANK, ranks["slowest"]
+    assert ranks["slowest"]["why"].startswith("time outside ops and communication")
+    for r in range(RANKS):
+        if r != SLOW_RANK:
+            assert rows[r]["wait_ns"] > rows[r]["steps"] * SLOW_MS * 1e6 * 0.5, rows[r]
+    text = report(tmp_path).stdout
+    assert "Capture window (" in text and "rank %d holds the others" % SLOW_RANK in text

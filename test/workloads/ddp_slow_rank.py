@@ -4,10 +4,12 @@ Run under torchrun: torchrun --nproc-per-node 4 ddp_slow_rank.py [STEPS [SLOW_RA
 (defaults 20, 1, 30, sleep). Every rank trains the same small MLP on its own batch from a
 DataLoader; the slow rank spends about SLOW_MS more per step, so the others wait for it in
 allreduce. HOW: sleep (before each backward), compute (extra matrix products inside the
-forward), data (its dataset sleeps in __getitem__).
+forward), data (its dataset sleeps in __getitem__). With DDP_SIGNAL_STEPS="A,B" every rank
+sends itself SIGUSR1 before steps A and B (a PROF_WINDOW_SIGNAL=USR1 window).
 Prints one line per rank with its step count.
 """
 import os
+import signal
 import sys
 import time
 
@@ -52,8 +54,11 @@ def main():
     slow = rank == slow_rank
     data = torch.utils.data.DataLoader(Batches(steps, slow_ms / 1000.0 if slow and how == "data" else 0),
                                        batch_size=None)
+    signal_steps = [int(v) for v in os.environ.get("DDP_SIGNAL_STEPS", "").split(",") if v]
     done = 0
     for x, y in data:
+        if done in signal_steps:
+            os.kill(os.getpid(), signal.SIGUSR1)
         opt.zero_grad()
         out = ddp(x)
         if slow and how == "compute":
