@@ -553,6 +553,22 @@ struct model_steps {
     size_t nsyncs, cap_syncs;
 };
 
+/* model_steps_find.c: the step boundaries of a process from its record_function scopes
+ * and Python spans (CLOCK_MONOTONIC ns), fed one at a time; _end sets st's source, tid and
+ * steps (numbers and times; no parts) and frees the finder. */
+struct model_process;
+struct model_steps_finder;
+struct model_steps_finder *model_steps_finder_new(const struct model_process *p);
+void model_steps_finder_scope(struct model_steps_finder *f, const char *name, uint32_t tid,
+                              uint64_t start_ns, uint64_t end_ns);
+void model_steps_finder_python(struct model_steps_finder *f, uint32_t node, uint32_t tid,
+                               uint64_t start_ns, uint64_t end_ns);
+void model_steps_finder_end(struct model_steps_finder *f, struct model_steps *st);
+/* The phase (enum model_step_part: data loading, forward, backward, optimizer) a
+ * record_function scope or a Python node is, or -1. */
+int model_steps_scope_phase(const char *name);
+int model_steps_python_phase(const struct model_process *p, uint32_t node);
+
 /* "ProfilerStep#N scopes", "optimizer step scopes", ... */
 const char *model_step_source_name(unsigned source);
 /* "data loading", "forward", ... */

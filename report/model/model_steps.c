@@ -83,139 +83,17 @@ static const char *steps_op_name(const struct model_process *p, const struct mod
     return u64map_get_ptr(&p->strings, op->name_sid);
 }
 
-/* ---- boundaries ---- */
-
-struct steps_span {
-    uint64_t start, end; /* CLOCK_MONOTONIC ns */
-    uint64_t number;
-    uint32_t tid;
-};
-
-static int steps_span_cmp(const void *a, const void *b)
-{
-    const struct steps_span *x = a, *y = b;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    return x->end > y->end ? -1 : x->end < y->end;
-}
-
-/* The thread with the most spans; spans of other threads and nested ones are dropped. */
-static size_t steps_keep_outer_of_main_thread(struct steps_span *s, size_t n, uint32_t *tid)
-{
-    if (!n)
-        return 0;
-    struct u64map count = {0};
-    uint64_t best = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t *c = u64map_slot(&count, (uint64_t)s[i].tid + 1);
-        if (!c)
-            report_oom();
-        if (++*c > best) {
-            best = *c;
-            *tid = s[i].tid;
-        }
-    }
-    u64map_free(&count);
-    qsort(s, n, sizeof *s, steps_span_cmp);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i].tid != *tid || (k && s[i].start < s[k - 1].end))
-            continue;
-        s[k++] = s[i];
-    }
-    return k;
-}
-
-/* Spans of the ops named with prefix (record_function scopes), outermost, on their main
- * thread. */
-static size_t steps_scope_spans(const struct model_process *p, const char *prefix,
-                                struct steps_span **out, uint32_t *tid)
-{
-    struct steps_span *s = NULL;
-    size_t n = 0, cap = 0;
-    for (size_t i = 0; i < p->torch.nops; i++) {
-        const struct model_torch_op *op = &p->torch.ops[i];
-        const char *name = steps_op_name(p, op);
-        if (op->scope != MODEL_TORCH_SCOPE_USER || !steps_prefix(name, prefix) ||
-            op->end < op->start)
-            continue;
-        s = report_grow(s, &cap, n + 1, sizeof *s);
-        s[n++] = (struct steps_span){model_ticks_to_monotonic_ns(p, op->start),
-                                     model_ticks_to_monotonic_ns(p, op->end),
-                                     strtoull(name + strlen(prefix), NULL, 10), op->tid};
-    }
-    n = steps_keep_outer_of_main_thread(s, n, tid);
-    *out = s;
-    return n;
-}
-
-/* The Python spans of the outermost optimizer_step calls, on their main thread. */
-static size_t steps_python_spans(const struct model_process *p, struct steps_span **out,
-                                 uint32_t *tid)
-{
-    struct steps_span *s = NULL;
-    size_t n = 0, cap = 0;
-    for (size_t i = 0; i < p->py.nspan_list; i++) {
-        const struct model_py_span *sp = &p->py.span_list[i];
-        const char *a = model_torch_action_of_node(p, sp->node);
-        if (!a || strcmp(a, "optimizer_step") || sp->end < sp->start)
-            continue;
-        const struct model_py_node *n0 = model_python_node(p, sp->node);
-        const char *up = n0 && n0->parent ? model_torch_action_of_node(p, n0->parent) : NULL;
-        if (up && !strcmp(up, "optimizer_step"))
-            continue; /* inside another optimizer_step call */
-        s = report_grow(s, &cap, n + 1, sizeof *s);
-        s[n++] = (struct steps_span){model_ticks_to_monotonic_ns(p, sp->start),
-                                     model_ticks_to_monotonic_ns(p, sp->end), 0, sp->tid};
-    }
-    n = steps_keep_outer_of_main_thread(s, n, tid);
-    *out = s;
-    return n;
-}
-
-/* The steps: spans as they are (ProfilerStep), or from one end to the next, the step ending
- * at the k-th end numbered k + 1; the first from first_start (0: none, the first end only
- * opens step 2). */
-static void steps_make(struct model_steps *st, const struct steps_span *s, size_t n, int ends,
-                       uint64_t first_start)
-{
-    int first = ends && first_start && n && first_start < s[0].end;
-    size_t count = ends ? n - 1 + (size_t)first : n;
-    if (!n || !count)
-        return;
-    st->steps = calloc(count, sizeof *st->steps);
-    if (!st->steps)
-        report_oom();
-    for (size_t i = 0; i < count; i++) {
-        struct model_step *step = &st->steps[i];
-        if (!ends) {
-            step->number = s[i].number;
-            step->start_ns = s[i].start;
-            step->end_ns = s[i].end;
-            continue;
-        }
-        size_t k = first ? i : i + 1; /* the end that closes it */
-        step->number = k + 1;
-        step->start_ns = k ? s[k - 1].end : first_start;
-        step->end_ns = s[k].end;
-    }
-    st->nsteps = count;
-}
-
 /* ---- what covers the step thread ---- */
 
 /* The label of a Python span's node: its built-in action, or importlib; -1: none. */
 static int steps_py_label(const struct model_process *p, uint32_t node)
 {
-    const char *a = model_torch_action_of_node(p, node);
-    if (a && !strcmp(a, "forward"))
-        return STEPS_FWD;
-    if (a && !strcmp(a, "backward"))
-        return STEPS_BWD;
-    if (a && !strcmp(a, "optimizer_step"))
-        return STEPS_OPT;
-    if (a && !strcmp(a, "dataloader_next"))
-        return STEPS_DATA;
+    static const int label[MODEL_STEP_PART_COUNT] = {
+        [MODEL_STEP_DATA] = STEPS_DATA, [MODEL_STEP_FORWARD] = STEPS_FWD,
+        [MODEL_STEP_BACKWARD] = STEPS_BWD, [MODEL_STEP_OPTIMIZER] = STEPS_OPT};
+    int phase = model_steps_python_phase(p, node);
+    if (phase >= 0)
+        return label[phase];
     const struct model_py_node *n = model_python_node(p, node);
     const struct model_py_func *f = n ? model_python_func(p, n->func) : NULL;
     if (f && ((f->module && steps_prefix(f->module, "importlib")) ||
@@ -235,15 +113,14 @@ static void steps_collect(const struct model_process *p, uint32_t tid, struct st
             continue; /* the communication calls below hold them */
         if (op->tid != tid)
             continue;
+        int phase = op->scope == MODEL_TORCH_SCOPE_USER ? model_steps_scope_phase(name) : -1;
         if (op->scope != MODEL_TORCH_SCOPE_USER)
             steps_add(e, a, b, STEPS_OPS);
-        else if (steps_prefix(name, "enumerate(DataLoader)#"))
-            steps_add(e, a, b, STEPS_DATA);
-        else if (steps_prefix(name, "Optimizer.step#") ||
-                 steps_prefix(name, "Optimizer.zero_grad#"))
-            steps_add(e, a, b, STEPS_OPT);
-        else if (steps_prefix(name, "DistributedDataParallel.forward"))
-            steps_add(e, a, b, STEPS_FWD);
+        else if (phase >= 0)
+            steps_add(e, a, b,
+                      phase == MODEL_STEP_DATA        ? STEPS_DATA
+                      : phase == MODEL_STEP_OPTIMIZER ? STEPS_OPT
+                                                      : STEPS_FWD);
     }
     int64_t off = p->comm.realtime_offset_ns;
     for (size_t i = 0; i < p->comm.ncalls; i++) {
@@ -280,22 +157,6 @@ static void steps_collect(const struct model_process *p, uint32_t tid, struct st
             steps_add(e, model_ticks_to_monotonic_ns(p, s->start),
                       model_ticks_to_monotonic_ns(p, s->end), STEPS_SYNC);
     }
-}
-
-/* Where the first iteration begins: the earliest data loading, forward, backward or
- * optimizer span of the step thread that starts before the first step boundary (end);
- * 0: none. */
-static uint64_t steps_first_start(const struct steps_events *e, uint64_t end)
-{
-    uint64_t first = 0;
-    for (size_t i = 0; i < e->n; i++) {
-        const struct steps_event *ev = &e->ev[i];
-        int phase = ev->label == STEPS_DATA || ev->label == STEPS_FWD || ev->label == STEPS_BWD ||
-                    ev->label == STEPS_OPT;
-        if (phase && ev->delta > 0 && ev->t < end && (!first || ev->t < first))
-            first = ev->t;
-    }
-    return first;
 }
 
 /* The part an instant goes to, from the labels covering it (model.h). */
@@ -416,37 +277,27 @@ static void model_steps_on_api_call(struct model_process *p, const struct model_
 static void model_steps_finish(struct model_process *p)
 {
     struct model_steps *st = &p->steps;
-    struct steps_span *s = NULL;
-    uint32_t tid = 0;
-    size_t n;
-    int ends = 0;
-    if ((n = steps_scope_spans(p, "ProfilerStep#", &s, &tid)) > 0) {
-        st->source = MODEL_STEPS_PROFILER_STEP;
-    } else {
-        free(s);
-        ends = 1;
-        if ((n = steps_scope_spans(p, "Optimizer.step#", &s, &tid)) > 1) {
-            st->source = MODEL_STEPS_OPTIMIZER;
-        } else {
-            free(s);
-            if ((n = steps_python_spans(p, &s, &tid)) > 1)
-                st->source = MODEL_STEPS_PYTHON;
-        }
+    struct model_steps_finder *f = model_steps_finder_new(p);
+    for (size_t i = 0; i < p->torch.nops; i++) {
+        const struct model_torch_op *op = &p->torch.ops[i];
+        if (op->scope == MODEL_TORCH_SCOPE_USER)
+            model_steps_finder_scope(f, steps_op_name(p, op), op->tid,
+                                     model_ticks_to_monotonic_ns(p, op->start),
+                                     model_ticks_to_monotonic_ns(p, op->end));
     }
-    if (st->source) {
+    for (size_t i = 0; i < p->py.nspan_list; i++) {
+        const struct model_py_span *sp = &p->py.span_list[i];
+        model_steps_finder_python(f, sp->node, sp->tid, model_ticks_to_monotonic_ns(p, sp->start),
+                                  model_ticks_to_monotonic_ns(p, sp->end));
+    }
+    model_steps_finder_end(f, st);
+    if (st->nsteps) {
         struct steps_events e = {0};
-        steps_collect(p, tid, &e);
-        steps_make(st, s, n, ends, ends ? steps_first_start(&e, s[0].end) : 0);
-        if (st->nsteps) {
-            st->tid = tid;
-            steps_walk(st, &e, STEPS_LABEL_COUNT, steps_cpu_segment);
-            steps_gpu(p);
-        }
+        steps_collect(p, st->tid, &e);
+        steps_walk(st, &e, STEPS_LABEL_COUNT, steps_cpu_segment);
         free(e.ev);
+        steps_gpu(p);
     }
-    free(s);
-    if (!st->nsteps)
-        st->source = MODEL_STEPS_NONE;
     free(st->syncs);
     st->syncs = NULL;
     st->nsyncs = st->cap_syncs = 0;

@@ -2,6 +2,7 @@
 #include "timeline.h"
 
 #include <ctype.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,7 @@ struct timeline_state {
     struct u64map stacks;   /* NVTX push/pop: tid -> stack; actions: name_sid | 1<<63 -> stack */
     struct u64map ranges;   /* NVTX start/end: range id -> struct timeline_open * */
     struct u64map mem_tids; /* threads with TORCH_MEM records: merged after the main pass */
+    struct model_steps_finder *steps; /* the training steps, sent after the main pass */
 };
 
 static const char *timeline_string(const struct model_process *p, uint32_t sid)
@@ -211,7 +213,35 @@ static void timeline_push(struct timeline_stack *st, struct timeline_open o)
 
 static int timeline_emit(struct timeline_state *s, struct timeline_event *ev)
 {
+    if (ev->kind == TIMELINE_SCOPE)
+        model_steps_finder_scope(s->steps, ev->name, ev->tid, ev->start_ns, ev->end_ns);
+    else if (ev->kind == TIMELINE_PYTHON)
+        model_steps_finder_python(s->steps, ev->py_node, ev->tid, ev->start_ns, ev->end_ns);
     return s->fn(s->ctx, ev);
+}
+
+/* The training steps (model.h) as STEP events, ProfilerStep#N as torch.profiler names them;
+ * none when the trace has torch's own ProfilerStep#N scopes (already sent). */
+static int timeline_steps(struct timeline_state *s)
+{
+    struct model_steps st = {0};
+    model_steps_finder_end(s->steps, &st);
+    s->steps = NULL;
+    int rc = 0;
+    for (size_t i = 0; i < st.nsteps && rc == 0 && st.source != MODEL_STEPS_PROFILER_STEP; i++) {
+        char name[48];
+        snprintf(name, sizeof name, "ProfilerStep#%" PRIu64, st.steps[i].number);
+        struct timeline_event ev = {.kind = TIMELINE_STEP,
+                                    .tid = st.tid,
+                                    .start_ns = st.steps[i].start_ns,
+                                    .end_ns = st.steps[i].end_ns,
+                                    .name = name,
+                                    .name_key = (uint64_t)TIMELINE_STEP << 48 | st.steps[i].number,
+                                    .sequence_nr = -1};
+        rc = s->fn(s->ctx, &ev);
+    }
+    free(st.steps);
+    return rc;
 }
 
 /* A span of a name string (NVTX, action) from an open record to ticks. */
@@ -524,7 +554,7 @@ int timeline_stream(const struct model_process *p, timeline_fn fn, void *ctx, ch
     struct trace_reader *r = trace_reader_open(p->file, err, errlen);
     if (!r)
         return -1;
-    struct timeline_state s = {.p = p, .fn = fn, .ctx = ctx};
+    struct timeline_state s = {.p = p, .fn = fn, .ctx = ctx, .steps = model_steps_finder_new(p)};
     u64map_init(&s.names);
     u64map_init(&s.stacks);
     u64map_init(&s.ranges);
@@ -533,10 +563,17 @@ int timeline_stream(const struct model_process *p, timeline_fn fn, void *ctx, ch
     int rc = 0;
     while (rc == 0 && trace_reader_next(r, &rec))
         rc = timeline_on_record(&s, &rec);
+    if (rc == 0)
+        rc = timeline_steps(&s);
     if (rc == 0 && s.mem_tids.count)
         rc = timeline_memory(&s, err, errlen);
     else if (rc != 0)
         snprintf(err, errlen, "%s: export stopped (cannot write the output)", p->file);
+    if (s.steps) { /* stopped before the steps */
+        struct model_steps none = {0};
+        model_steps_finder_end(s.steps, &none);
+        free(none.steps);
+    }
     timeline_state_free(&s);
     trace_reader_close(r);
     return rc;

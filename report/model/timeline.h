@@ -29,6 +29,8 @@ enum timeline_kind {
     TIMELINE_MEMCPY,  /* GPU_MEMCPY */
     TIMELINE_MEMSET,  /* GPU_MEMSET */
     TIMELINE_MEMORY,  /* live tensor bytes of one device after an allocation or free */
+    TIMELINE_STEP,    /* a training step (model.h), "ProfilerStep#N", after the other events;
+                       * not sent when the trace has torch's own ProfilerStep#N scopes */
     TIMELINE_KIND_COUNT
 };
 

@@ -234,7 +234,7 @@ static const char *const chrome_categories[TIMELINE_KIND_COUNT] = {
     [TIMELINE_DRIVER] = "cuda_driver",      [TIMELINE_NVTX] = "user_annotation",
     [TIMELINE_ACTION] = "user_annotation",  [TIMELINE_KERNEL] = "kernel",
     [TIMELINE_MEMCPY] = "gpu_memcpy",       [TIMELINE_MEMSET] = "gpu_memset",
-    [TIMELINE_MEMORY] = "cpu_instant_event"};
+    [TIMELINE_MEMORY] = "cpu_instant_event", [TIMELINE_STEP] = "user_annotation"};
 
 static void chrome_memory(struct chrome_writer *w, const struct timeline_event *ev)
 {

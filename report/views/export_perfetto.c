@@ -55,7 +55,8 @@ enum pf_track_kind {
     PF_TRACK_ACTIONS,
     PF_TRACK_GPU,
     PF_TRACK_STREAM,
-    PF_TRACK_COUNTER
+    PF_TRACK_COUNTER,
+    PF_TRACK_STEPS
 };
 #define PF_TRACK_KEY(kind, a, b) ((uint64_t)(kind) << 60 | (uint64_t)(a) << 32 | (uint64_t)(b))
 
@@ -278,13 +279,16 @@ static struct pf_track *pf_track_of(struct pf_writer *w, const struct timeline_e
     struct pf_track *t;
     switch (ev->kind) {
     case TIMELINE_NVTX:
-    case TIMELINE_ACTION: {
-        int nvtx = ev->kind == TIMELINE_NVTX;
-        key = PF_TRACK_KEY(nvtx ? PF_TRACK_NVTX : PF_TRACK_ACTIONS, 0, ev->tid);
+    case TIMELINE_ACTION:
+    case TIMELINE_STEP: {
+        static const char *const names[] = {"NVTX", "Actions", "Training steps"};
+        int which = ev->kind == TIMELINE_NVTX ? 0 : ev->kind == TIMELINE_ACTION ? 1 : 2;
+        static const int kinds[] = {PF_TRACK_NVTX, PF_TRACK_ACTIONS, PF_TRACK_STEPS};
+        key = PF_TRACK_KEY(kinds[which], 0, ev->tid);
         if ((t = pf_find(w, key)))
             return t;
         uint64_t parent = pf_thread_track(w, ev->tid, ev->start_ns)->uuid;
-        desc.name = nvtx ? "NVTX" : "Actions";
+        desc.name = (char *)names[which];
         return pf_track_new(w, key, parent, ev->start_ns, &desc);
     }
     case TIMELINE_KERNEL:

@@ -1,0 +1,212 @@
+/* model_steps_find: where a process's training steps begin and end (model.h, "training
+ * steps"), from its record_function scopes and Python spans fed one at a time — by the
+ * steps part from the ops it holds, by the timeline exports while a trace streams by. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "model.h"
+
+enum { FIND_PROFILER, FIND_OPTIMIZER, FIND_PYTHON, FIND_PHASE, FIND_LISTS };
+
+struct steps_span {
+    uint64_t start, end; /* CLOCK_MONOTONIC ns */
+    uint64_t number;
+    uint32_t tid;
+};
+
+struct model_steps_finder {
+    const struct model_process *p;
+    struct steps_span *list[FIND_LISTS];
+    size_t n[FIND_LISTS], cap[FIND_LISTS];
+    struct u64map py_phase; /* node + 1 -> phase + 2 (1: none) */
+};
+
+static int steps_prefix(const char *s, const char *prefix)
+{
+    return s && !strncmp(s, prefix, strlen(prefix));
+}
+
+int model_steps_scope_phase(const char *name)
+{
+    if (steps_prefix(name, "enumerate(DataLoader)#"))
+        return MODEL_STEP_DATA;
+    if (steps_prefix(name, "Optimizer.step#") || steps_prefix(name, "Optimizer.zero_grad#"))
+        return MODEL_STEP_OPTIMIZER;
+    if (steps_prefix(name, "DistributedDataParallel.forward"))
+        return MODEL_STEP_FORWARD;
+    return -1;
+}
+
+int model_steps_python_phase(const struct model_process *p, uint32_t node)
+{
+    static const char *const actions[] = {"dataloader_next", "forward", "backward",
+                                          "optimizer_step"};
+    static const int parts[] = {MODEL_STEP_DATA, MODEL_STEP_FORWARD, MODEL_STEP_BACKWARD,
+                                MODEL_STEP_OPTIMIZER};
+    const char *a = model_torch_action_of_node(p, node);
+    for (int i = 0; a && i < 4; i++)
+        if (!strcmp(a, actions[i]))
+            return parts[i];
+    return -1;
+}
+
+struct model_steps_finder *model_steps_finder_new(const struct model_process *p)
+{
+    struct model_steps_finder *f = calloc(1, sizeof *f);
+    if (!f)
+        report_oom();
+    f->p = p;
+    return f;
+}
+
+static void steps_finder_push(struct model_steps_finder *f, int list, uint64_t start, uint64_t end,
+                              uint64_t number, uint32_t tid)
+{
+    if (end < start)
+        return;
+    f->list[list] = report_grow(f->list[list], &f->cap[list], f->n[list] + 1, sizeof(struct steps_span));
+    f->list[list][f->n[list]++] = (struct steps_span){start, end, number, tid};
+}
+
+void model_steps_finder_scope(struct model_steps_finder *f, const char *name, uint32_t tid,
+                              uint64_t start_ns, uint64_t end_ns)
+{
+    if (steps_prefix(name, "ProfilerStep#"))
+        steps_finder_push(f, FIND_PROFILER, start_ns, end_ns,
+                          strtoull(name + strlen("ProfilerStep#"), NULL, 10), tid);
+    else if (steps_prefix(name, "Optimizer.step#"))
+        steps_finder_push(f, FIND_OPTIMIZER, start_ns, end_ns, 0, tid);
+    if (model_steps_scope_phase(name) >= 0)
+        steps_finder_push(f, FIND_PHASE, start_ns, end_ns, 0, tid);
+}
+
+void model_steps_finder_python(struct model_steps_finder *f, uint32_t node, uint32_t tid,
+                               uint64_t start_ns, uint64_t end_ns)
+{
+    uint64_t *slot = u64map_slot(&f->py_phase, (uint64_t)node + 1);
+    if (!slot)
+        report_oom();
+    if (!*slot) {
+        int phase = model_steps_python_phase(f->p, node);
+        const struct model_py_node *n = model_python_node(f->p, node);
+        /* an optimizer step inside another is part of it */
+        if (phase == MODEL_STEP_OPTIMIZER && n && n->parent &&
+            model_steps_python_phase(f->p, n->parent) == MODEL_STEP_OPTIMIZER)
+            phase = MODEL_STEP_PART_COUNT; /* a phase, not a boundary */
+        *slot = (uint64_t)(phase + 2);
+    }
+    int phase = (int)*slot - 2;
+    if (phase < 0)
+        return;
+    steps_finder_push(f, FIND_PHASE, start_ns, end_ns, 0, tid);
+    if (phase == MODEL_STEP_OPTIMIZER)
+        steps_finder_push(f, FIND_PYTHON, start_ns, end_ns, 0, tid);
+}
+
+static int steps_span_cmp(const void *a, const void *b)
+{
+    const struct steps_span *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->end > y->end ? -1 : x->end < y->end;
+}
+
+/* The thread with the most spans; spans of other threads and nested ones are dropped. */
+static size_t steps_keep_outer_of_main_thread(struct steps_span *s, size_t n, uint32_t *tid)
+{
+    if (!n)
+        return 0;
+    struct u64map count = {0};
+    uint64_t best = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t *c = u64map_slot(&count, (uint64_t)s[i].tid + 1);
+        if (!c)
+            report_oom();
+        if (++*c > best) {
+            best = *c;
+            *tid = s[i].tid;
+        }
+    }
+    u64map_free(&count);
+    qsort(s, n, sizeof *s, steps_span_cmp);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i].tid != *tid || (k && s[i].start < s[k - 1].end))
+            continue;
+        s[k++] = s[i];
+    }
+    return k;
+}
+
+/* Where the first iteration begins: the earliest phase span of the step thread that starts
+ * before the first boundary (end); 0: none. */
+static uint64_t steps_first_start(const struct model_steps_finder *f, uint32_t tid, uint64_t end)
+{
+    uint64_t first = 0;
+    for (size_t i = 0; i < f->n[FIND_PHASE]; i++) {
+        const struct steps_span *s = &f->list[FIND_PHASE][i];
+        if (s->tid == tid && s->start < end && (!first || s->start < first))
+            first = s->start;
+    }
+    return first;
+}
+
+/* The steps: spans as they are (ProfilerStep), or from one end to the next, the step ending
+ * at the k-th end numbered k + 1; the first from first_start (0: none, the first end only
+ * opens step 2). */
+static void steps_make(struct model_steps *st, const struct steps_span *s, size_t n, int ends,
+                       uint64_t first_start)
+{
+    int first = ends && first_start && n && first_start < s[0].end;
+    size_t count = ends ? n - 1 + (size_t)first : n;
+    if (!n || !count)
+        return;
+    st->steps = calloc(count, sizeof *st->steps);
+    if (!st->steps)
+        report_oom();
+    for (size_t i = 0; i < count; i++) {
+        struct model_step *step = &st->steps[i];
+        if (!ends) {
+            step->number = s[i].number;
+            step->start_ns = s[i].start;
+            step->end_ns = s[i].end;
+            continue;
+        }
+        size_t k = first ? i : i + 1; /* the end that closes it */
+        step->number = k + 1;
+        step->start_ns = k ? s[k - 1].end : first_start;
+        step->end_ns = s[k].end;
+    }
+    st->nsteps = count;
+}
+
+void model_steps_finder_end(struct model_steps_finder *f, struct model_steps *st)
+{
+    /* ProfilerStep#N scopes; else the ends of the optimizer step scopes, else of the
+     * optimizer step calls, two at least */
+    static const struct {
+        int list, ends;
+        size_t min;
+        uint8_t source;
+    } order[] = {{FIND_PROFILER, 0, 1, MODEL_STEPS_PROFILER_STEP},
+                 {FIND_OPTIMIZER, 1, 2, MODEL_STEPS_OPTIMIZER},
+                 {FIND_PYTHON, 1, 2, MODEL_STEPS_PYTHON}};
+    for (size_t i = 0; i < sizeof order / sizeof order[0] && !st->nsteps; i++) {
+        struct steps_span *s = f->list[order[i].list];
+        uint32_t tid = 0;
+        size_t n = steps_keep_outer_of_main_thread(s, f->n[order[i].list], &tid);
+        if (n < order[i].min)
+            continue;
+        steps_make(st, s, n, order[i].ends,
+                   order[i].ends ? steps_first_start(f, tid, s[0].end) : 0);
+        st->source = order[i].source;
+        st->tid = tid;
+    }
+    if (!st->nsteps)
+        st->source = MODEL_STEPS_NONE;
+    for (int i = 0; i < FIND_LISTS; i++)
+        free(f->list[i]);
+    u64map_free(&f->py_phase);
+    free(f);
+}
