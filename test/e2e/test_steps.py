@@ -98,3 +98,24 @@ def test_steps_from_summaries(run, tmp_path):
         f.unlink()
     assert main_steps(copy) == main_steps(run)
     assert report(copy).stdout.split("Job\n")[0] == report(run).stdout.split("Job\n")[0]
+
+
+def test_exports_carry_the_steps(run, tmp_path):
+    """The Kineto JSON has ProfilerStep#N spans where the steps are (HTA and the TensorBoard
+    plugin find a trace's steps by that name); Perfetto a Training steps track."""
+    st = main_steps(run)
+    out = tmp_path / "k.json"
+    report(run, "--chrome-trace", str(out))
+    events = [e for e in json.load(open(out))["traceEvents"]
+              if e.get("name", "").startswith("ProfilerStep#")]
+    assert [e["name"] for e in events] == ["ProfilerStep#%d" % s["number"] for s in st["steps"]]
+    assert all(e["ph"] == "X" and e["cat"] == "user_annotation" and e["tid"] == st["thread"]
+               for e in events)
+    assert [round(e["dur"] * 1000) for e in events] == [s["ns"] for s in st["steps"]]
+    from timeline_decode import Timeline
+    pf = tmp_path / "t.pftrace"
+    report(run, "--perfetto", str(pf))
+    tl = Timeline(str(pf))
+    tracks = list(tl.named("Training steps"))
+    assert len(tracks) == 1 and tl.kind(tl.parent(tracks[0])) == "thread"
+    assert [s[0] for s in tl.slices(tracks[0])] == [e["name"] for e in events]
