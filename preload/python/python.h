@@ -98,6 +98,13 @@ struct py_api {
 };
 extern struct py_api py;
 
+/* Py_XDECREF: drops a reference that may be NULL. */
+static inline void py_xdecref(py_object *o)
+{
+    if (o)
+        py.DecRef(o);
+}
+
 /* python_attach.c */
 /* Whether this thread is installing our profile function (its audit event is ours). */
 extern __thread int python_installing;

@@ -41,10 +41,8 @@ static void pydl_code_names(py_object *code, char *name, size_t nlen, char *file
     s = f ? py.AsUTF8(f) : NULL;
     if (s)
         snprintf(file, flen, "%s", s);
-    if (n)
-        py.DecRef(n);
-    if (f)
-        py.DecRef(f);
+    py_xdecref(n);
+    py_xdecref(f);
     py.ErrClear();
 }
 
@@ -54,8 +52,7 @@ static int pydl_is_worker_loop(py_object *fn)
     py_object *code = fn ? py.GetAttrString(fn, "__code__") : NULL;
     char name[64], file[1024];
     pydl_code_names(code, name, sizeof name, file, sizeof file);
-    if (code)
-        py.DecRef(code);
+    py_xdecref(code);
     return !strcmp(name, pydl_func) && pydl_file_is(file, "torch/utils/data/_utils/worker.py");
 }
 
@@ -67,14 +64,10 @@ static int pydl_start_frame_runs_worker_loop(py_object *frame)
     py_object *self = key ? py.ObjectGetItem(locals, key) : NULL;
     py_object *target = self ? py.GetAttrString(self, "_target") : NULL;
     int yes = target && pydl_is_worker_loop(target);
-    if (target)
-        py.DecRef(target);
-    if (self)
-        py.DecRef(self);
-    if (key)
-        py.DecRef(key);
-    if (locals)
-        py.DecRef(locals);
+    py_xdecref(target);
+    py_xdecref(self);
+    py_xdecref(key);
+    py_xdecref(locals);
     py.ErrClear();
     return yes;
 }
@@ -93,8 +86,7 @@ static int pydl_forked_for_worker_loop(void)
         py_object *code = py.GetAttrString(frame, "f_code");
         char name[64], file[1024];
         pydl_code_names(code, name, sizeof name, file, sizeof file);
-        if (code)
-            py.DecRef(code);
+        py_xdecref(code);
         if (!strcmp(name, "start") && pydl_file_is(file, "multiprocessing/process.py")) {
             yes = pydl_start_frame_runs_worker_loop(frame);
             break;
@@ -103,8 +95,7 @@ static int pydl_forked_for_worker_loop(void)
         py.DecRef(frame);
         frame = back;
     }
-    if (frame)
-        py.DecRef(frame);
+    py_xdecref(frame);
     py.ErrClear();
     return yes;
 }
@@ -140,16 +131,11 @@ void python_dataloader_attach(void)
     if (fn && (kw = py.DictNew()) && py.DictSetItemString(kw, "after_in_child", fn) == 0 &&
         (args = py.TupleNew(0)))
         r = py.Call(reg, args, kw);
-    if (r)
-        py.DecRef(r);
-    if (args)
-        py.DecRef(args);
-    if (kw)
-        py.DecRef(kw);
-    if (fn)
-        py.DecRef(fn);
-    if (reg)
-        py.DecRef(reg);
+    py_xdecref(r);
+    py_xdecref(args);
+    py_xdecref(kw);
+    py_xdecref(fn);
+    py_xdecref(reg);
     py.ErrClear();
 }
 
