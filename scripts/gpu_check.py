@@ -35,6 +35,11 @@ devmem = [d for p in report.get("processes", []) for d in p.get("torch_device_me
 check(any(d["device"] == "CUDA:0" and d["peak_bytes"] > 0 for d in devmem),
       "CUDA:0 memory peak recorded: %s" % [(d["device"], d["peak_bytes"], d["peak_op"])
                                            for d in devmem])
+steps = [p["steps"] for p in report.get("processes", []) if p.get("steps")]
+check(len(steps) == 1 and steps[0]["count"] == 20 and
+      all(sum(x["parts_ns"].values()) == x["ns"] and x["gpu_busy_ns"] > 0 for x in steps[0]["steps"]),
+      "20 training steps, their parts adding up, GPU busy in each: %s"
+      % ([(x["number"], x["ns"], x["gpu_busy_ns"]) for x in steps[0]["steps"][:3]] if steps else None))
 if len(sys.argv) > 4:  # a real Lightning fit: ours against its SimpleProfiler's counts
     lightning = json.load(open(sys.argv[3]))
     want = json.load(open(sys.argv[4]))
