@@ -73,13 +73,17 @@ static void html_steps_draw(FILE *out, const struct steps_stats *st)
     const size_t maxcols = 300;
     size_t n = m->nsteps, group = (n + maxcols - 1) / maxcols, cols = (n + group - 1) / group;
     double left = 48, cw = 850.0 / (double)cols, H = 120;
+    /* the axis is the steady steps': a warm-up step far longer is cut at the top and
+     * labelled with its time */
     uint64_t top = 0;
-    for (size_t c = 0; c < cols; c++) {
-        uint64_t len = 0;
-        for (size_t k = c * group; k < (c + 1) * group && k < n; k++)
-            len += m->steps[k].end_ns - m->steps[k].start_ns;
-        top = len > top ? len : top;
-    }
+    for (int steady = 1; steady >= 0 && !top; steady--)
+        for (size_t c = 0; c < cols; c++) {
+            uint64_t len = 0;
+            for (size_t k = c * group; k < (c + 1) * group && k < n; k++)
+                len += m->steps[k].end_ns - m->steps[k].start_ns;
+            if (!steady || c * group >= st->warmup)
+                top = len > top ? len : top;
+        }
     if (!top)
         return;
     /* the axis: 0, half and the top, in ms */
@@ -125,15 +129,17 @@ static void html_steps_draw(FILE *out, const struct steps_stats *st)
         if (busy)
             fprintf(out, "; GPU busy %.1f%%", 100.0 * (double)busy / (double)len);
         fputs("</title>", out);
-        double y = 10 + H;
+        double y = 10 + H, scale = len > top ? (double)top / (double)len : 1.0;
         for (int i = 0; i < MODEL_STEP_PART_COUNT; i++) {
-            double h = H * (double)ns[i] / (double)top;
+            double h = H * scale * (double)ns[i] / (double)top;
             if (h <= 0)
                 continue;
             y -= h;
             fprintf(out, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"/>",
                     x, y, cw * 0.9, h, html_part_color[i]);
         }
+        if (len > top) /* cut at the axis's top */
+            fprintf(out, "<text x=\"%.2f\" y=\"9\" font-size=\"9\">%s</text>", x, t);
         if (slow)
             fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"10\" fill=\"#c00\">&#9650;</text>",
                     x, y > 12 ? y - 2 : 12);
