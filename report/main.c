@@ -100,12 +100,18 @@ static void main_usage(FILE *out)
           "      --comm        communication (NCCL, MPI, torch.distributed) merged over the\n"
           "                    ranks: calls, bytes, time, wait, transfer, bus bandwidth\n"
           "      --stragglers  the rank that arrived last at each collective, by how much\n"
-          "      --phase all|steps  the flame graphs (--html, --flamegraph): the time inside\n"
-          "                    the training steps' phases (steps, the default when the run\n"
-          "                    has steps), or the whole process (all)\n"
-          "      --step NAME   with --ranks: a step is a call of the action NAME (an NVTX\n"
-          "                    range, record_function scope or Lightning action; default:\n"
-          "                    the optimizer's step)\n"
+          "      --phase all|steps|startup  the flame graphs (--html, --flamegraph): the\n"
+          "                    time inside the training steps' phases (steps, the default\n"
+          "                    when the run has steps; every step's, warm-up included),\n"
+          "                    before the first step (startup: calls of at least\n"
+          "                    PROF_PY_SPAN_US, shorter ones in their caller), or the\n"
+          "                    whole process (all)\n"
+          "      --step NAME   a training step is each call of NAME: an NVTX range, a\n"
+          "                    record_function scope, a Lightning action or a Python\n"
+          "                    function (name or qualified name; calls of at least\n"
+          "                    PROF_PY_SPAN_US); reads the traces, not summaries. Default:\n"
+          "                    ProfilerStep#N, else the optimizer's step, else Lightning's\n"
+          "                    run_training_batch\n"
           "      --rank N      report rank N only (any table; default: every rank merged)\n"
           "      --html FILE   write the report as one self-contained HTML page: findings,\n"
           "                    timeline overview, memory curve, sortable tables, flame graph\n"
@@ -314,7 +320,7 @@ int main(int argc, char **argv)
     long long only_rank = -1;     /* --rank */
     int summarize = 0;            /* --summarize */
     const char *step_name = NULL; /* --step */
-    int phase_all = 0;            /* --phase all: the flame graphs cover the whole process */
+    int phase = -1;               /* --phase (enum export_phase); -1: steps when there are any */
     long jobs = 0;                /* -j: 0, the CPUs */
 
     if (argc >= 2 && !strcmp(argv[1], "dump")) {
@@ -446,9 +452,14 @@ int main(int argc, char **argv)
             step_name = optarg;
             break;
         case OPT_PHASE:
-            if (strcmp(optarg, "all") && strcmp(optarg, "steps"))
-                return main_bad_usage("--phase wants all or steps, not '%s'", optarg);
-            phase_all = !strcmp(optarg, "all");
+            if (!strcmp(optarg, "all"))
+                phase = EXPORT_PHASE_ALL;
+            else if (!strcmp(optarg, "steps"))
+                phase = EXPORT_PHASE_STEPS;
+            else if (!strcmp(optarg, "startup"))
+                phase = EXPORT_PHASE_STARTUP;
+            else
+                return main_bad_usage("--phase wants all, steps or startup, not '%s'", optarg);
             break;
         case 'j': {
             char *end;
@@ -653,7 +664,10 @@ int main(int argc, char **argv)
                     : html_path                       ? "--html"
                     : flame_path                      ? "--flamegraph"
                     : split != TABLES_PYTHON_MERGED   ? "--per-thread / --per-process"
+                    : step_name                       ? "--step"
                                                       : NULL;
+    model_steps_set_name(step_name);
+    model_steps_keep_spans(phase == EXPORT_PHASE_STARTUP);
     for (int i = optind; i < argc; i++)
         report_inputs_load_path(&in, argv[i]);
     if (in.n == 0) {
@@ -713,7 +727,15 @@ int main(int argc, char **argv)
     summary_build(&s, in.procs, in.n);
     s.job = &job;
     s.step_name = step_name;
-    s.phase_all = phase_all;
+    s.phase = phase >= 0 ? phase : EXPORT_PHASE_STEPS;
+    if (s.phase != EXPORT_PHASE_ALL && !export_folded_has_steps(&s)) {
+        if (phase >= 0 && (html_path || flame_path))
+            fprintf(stderr,
+                    "profreport: note: --phase %s: the run has no training steps; the "
+                    "flame graphs cover the whole process\n",
+                    phase == EXPORT_PHASE_STEPS ? "steps" : "startup");
+        s.phase = EXPORT_PHASE_ALL;
+    }
     summary_sort(&s, sort);
     summary_sort_python(&s, py_sort);
     if (by_shape)

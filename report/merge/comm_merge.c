@@ -304,11 +304,11 @@ static int comm_merge_windowed(const struct summary *s)
 }
 
 /* The window of steps every rank has in its steady state (comm_merge.h), when each rank
- * has steps and no --step asks for another step. */
+ * has steps (--step's, when it names some). */
 static void comm_merge_step_window(struct comm_report *r, const struct comm_merge_rank *ranks,
                                    const size_t *rank_host, int windowed)
 {
-    if (r->step_name || r->nranks < 1)
+    if (r->nranks < 1)
         return;
     const struct model_process **mains = malloc(r->nranks * sizeof *mains);
     int64_t *offset = malloc(r->nranks * sizeof *offset);
@@ -329,7 +329,8 @@ static void comm_merge_step_window(struct comm_report *r, const struct comm_merg
 }
 
 /* A rank's time over the window's steps (comm_merge.h). */
-static void comm_merge_rank_steps(struct comm_report *r, size_t k, const struct comm_merge_rank *rank)
+static void comm_merge_rank_steps(struct comm_report *r, size_t k,
+                                  const struct comm_merge_rank *rank)
 {
     struct comm_rank_row *row = &r->ranks[k];
     const struct model_process *p = steps_main_process(rank->procs, rank->nprocs);

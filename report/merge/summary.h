@@ -191,7 +191,7 @@ struct summary {
     /* --step: the action (NVTX range, record_function scope, Lightning action or built-in
      * action) whose calls are a rank's steps; NULL: the optimizer's step. */
     const char *step_name;
-    int phase_all; /* --phase all: flame graphs of the whole process, not the steps' phases */
+    int phase; /* --phase: what the flame graphs hold (enum export_phase; 0: all) */
 };
 
 enum summary_sort {

@@ -149,7 +149,7 @@ struct model_py_span {
 };
 
 struct model_python {
-    struct model_py_span *span_list; /* freed by model_steps_finish */
+    struct model_py_span *span_list; /* freed by model_steps_finish (model_steps_keep_spans) */
     size_t nspan_list, cap_span_list;
     struct model_py_func *funcs;
     size_t nfuncs, cap_funcs;
@@ -276,9 +276,9 @@ struct model_nvtx_lost {
  * file (model_gpu_facts.c) so that a summary, which has no timeline, keeps it too. */
 struct model_gpu_idle {
     uint32_t device;
-    uint64_t ngaps, longest_ns;  /* its idle gaps within the wall time, the longest */
-    uint64_t api_ns, api_calls;  /* CUDA calls CUPTI saw overlapping the gaps */
-    uint32_t top_node;           /* the Python node with the most call time in them; 0 */
+    uint64_t ngaps, longest_ns; /* its idle gaps within the wall time, the longest */
+    uint64_t api_ns, api_calls; /* CUDA calls CUPTI saw overlapping the gaps */
+    uint32_t top_node;          /* the Python node with the most call time in them; 0 */
     uint64_t top_ns;
 };
 
@@ -326,9 +326,9 @@ struct model_gpu {
     struct model_nvtx_lost *nvtx_lost; /* NVTX_LOST records: ranges whose POP was dropped */
     size_t nnvtx_lost, cap_nvtx_lost;
     uint64_t nvtx_lost_calls;
-    size_t lightning_actions; /* of actions, the last ones come from Lightning's profiler */
+    size_t lightning_actions;   /* of actions, the last ones come from Lightning's profiler */
     uint64_t lightning_span_ns; /* from the first Lightning action's start to the last end */
-    int summary_had_records;  /* read from a summary: its trace held GPU or NVTX records */
+    int summary_had_records;    /* read from a summary: its trace held GPU or NVTX records */
     struct model_gpu_facts facts;
 };
 
@@ -446,9 +446,9 @@ struct model_torch {
     uint64_t records;             /* TORCH_OP records read */
     struct model_torch_mem *mems; /* freed by model_torch_finish */
     size_t nmems, cap_mems;
-    uint64_t mem_records;               /* TORCH_MEM records read */
-    uint64_t dev_mem_records;           /* TORCH_DEV_MEM records read, CPU reports included */
-    struct model_torch_totals *totals;  /* one per device (TORCH_MEM_TOTALS) */
+    uint64_t mem_records;              /* TORCH_MEM records read */
+    uint64_t dev_mem_records;          /* TORCH_DEV_MEM records read, CPU reports included */
+    struct model_torch_totals *totals; /* one per device (TORCH_MEM_TOTALS) */
     size_t ntotals, cap_totals;
     struct model_torch_memory memory;   /* CPU */
     struct model_torch_memory *devices; /* one per device with memory records */
@@ -460,7 +460,7 @@ struct model_torch {
     struct model_action *builtin; /* forward, backward, optimizer_step, dataloader_next */
     size_t nbuiltin;
     uint64_t builtin_top_ns; /* the built-in actions' time, one inside another once */
-    uint64_t unnested; /* ops that overlap a sibling instead of nesting */
+    uint64_t unnested;       /* ops that overlap a sibling instead of nesting */
 };
 
 /* ---- communication (model_comm.c) ----
@@ -495,14 +495,16 @@ struct model_comm {
      * frees the text the model had, so calls keep a copy of each distinct name. */
     char **names;
     size_t nnames, cap_names;
-    struct u64map name_index; /* hash of a name -> index + 1 in names, probing on */
+    struct u64map name_index;   /* hash of a name -> index + 1 in names, probing on */
     int64_t realtime_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC at the process start */
 };
 
 /* ---- training steps (model_steps.c) ----
  * A step is one training iteration, boundary to boundary, found on one thread (the step
- * thread): torch.profiler's ProfilerStep#N scopes, else the ends of the optimizer's step
- * scope (Optimizer.step#...), else the ends of the built-in optimizer_step Python calls.
+ * thread): the calls named by --step (model_steps_set_name) when there are any, else
+ * torch.profiler's ProfilerStep#N scopes, else the ends of the optimizer's step scope
+ * (Optimizer.step#...), else the ends of Lightning's run_training_batch actions, else the
+ * ends of the built-in optimizer_step Python calls.
  * Its time is split without overlap among the parts below, on the step thread: each
  * instant goes to the first that holds it of data loading, host syncs, PyTorch ops (as
  * forward, backward or optimizer by the phase around them, else other ops),
@@ -513,7 +515,9 @@ enum model_step_source {
     MODEL_STEPS_NONE,
     MODEL_STEPS_PROFILER_STEP, /* ProfilerStep#N scopes (prof.step()) */
     MODEL_STEPS_OPTIMIZER,     /* ends of Optimizer.step#... record_function scopes */
-    MODEL_STEPS_PYTHON         /* ends of the built-in optimizer_step Python calls */
+    MODEL_STEPS_PYTHON,        /* ends of the built-in optimizer_step Python calls */
+    MODEL_STEPS_LIGHTNING,     /* ends of Lightning's run_training_batch actions */
+    MODEL_STEPS_NAMED          /* each call of the --step name, as it is */
 };
 
 enum model_step_part {
@@ -532,9 +536,18 @@ struct model_step {
     uint64_t number;           /* ProfilerStep's N; else 1, 2, ... from the first boundary */
     uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC */
     uint64_t part_ns[MODEL_STEP_PART_COUNT]; /* they add up to end_ns - start_ns */
-    uint64_t comm_ns;          /* communication of any thread in the step (hidden or not) */
+    uint64_t comm_ns; /* communication of any thread in the step (hidden or not) */
     uint64_t gpu_busy_ns, gpu_kernel_ns, gpu_copy_ns; /* unions over the devices */
-    uint64_t syncs;            /* host-device syncs that started in the step */
+    uint64_t syncs; /* host-device syncs that started in the step */
+};
+
+/* An NVTX range or a Lightning action that may make or open steps (model_nvtx.c keeps
+ * those model_steps_range_wanted names), kept until the steps are made. */
+struct model_step_range {
+    const char *name;    /* the action's name (model_gpu.actions) */
+    uint64_t start, end; /* ticks */
+    uint32_t tid;
+    int lightning;
 };
 
 /* A host-device sync of a wrapped call (API_CALL), kept until the steps are made. */
@@ -551,7 +564,18 @@ struct model_steps {
     uint64_t startup_import_ns; /* before the first step: imports (importlib) on the step thread */
     struct model_step_sync *syncs; /* freed by model_steps_finish */
     size_t nsyncs, cap_syncs;
+    struct model_step_range *ranges; /* freed by model_steps_finish */
+    size_t nranges, cap_ranges;
 };
+
+/* What a step is, for every process read after: the calls named so (an NVTX range, a
+ * Lightning action, a record_function scope, or a Python function by name or qualified
+ * name, a call of at least PROF_PY_SPAN_US); NULL: the built-in order. */
+void model_steps_set_name(const char *name);
+const char *model_steps_name(void);
+/* Keep each process's Python spans (py.span_list) after its steps are made, for the
+ * flame graph of the startup (--phase startup); else they are freed then. */
+void model_steps_keep_spans(int keep);
 
 /* model_steps_find.c: the step boundaries of a process from its record_function scopes
  * and Python spans (CLOCK_MONOTONIC ns), fed one at a time; _end sets st's source, tid and
@@ -563,11 +587,19 @@ void model_steps_finder_scope(struct model_steps_finder *f, const char *name, ui
                               uint64_t start_ns, uint64_t end_ns);
 void model_steps_finder_python(struct model_steps_finder *f, uint32_t node, uint32_t tid,
                                uint64_t start_ns, uint64_t end_ns);
+/* An NVTX range or (lightning) a Lightning action. */
+void model_steps_finder_range(struct model_steps_finder *f, const char *name, int lightning,
+                              uint32_t tid, uint64_t start_ns, uint64_t end_ns);
+/* Whether a range of that name is one the finder may use (kept by model_nvtx.c). */
+int model_steps_range_wanted(const char *name, int lightning);
 void model_steps_finder_end(struct model_steps_finder *f, struct model_steps *st);
 /* The phase (enum model_step_part: data loading, forward, backward, optimizer) a
  * record_function scope or a Python node is, or -1. */
 int model_steps_scope_phase(const char *name);
 int model_steps_python_phase(const struct model_process *p, uint32_t node);
+/* The phase of a Lightning action (its batch fetch, training_step, backward, optimizer_step
+ * and zero_grad), or -1. */
+int model_steps_lightning_phase(const char *name);
 
 /* "ProfilerStep#N scopes", "optimizer step scopes", ... */
 const char *model_step_source_name(unsigned source);
@@ -715,7 +747,7 @@ const char *model_py_gap_reason_name(uint32_t reason);
 
 /* model_gpu.c: GPU_* records, library spans (a call of a library API owns the GPU calls
  * inside it); attribution, utilization at the end. */
-const char *model_gpu_copy_kind_name(unsigned kind);   /* "HtoD", "DtoH", ... */
+const char *model_gpu_copy_kind_name(unsigned kind); /* "HtoD", "DtoH", ... */
 /* model_gpu_facts.c: a call that waits for the device (…Synchronize…); a copy that returns
  * only once done (cudaMemcpy*, cuMemcpy* without Async); ns rounded to 3 significant
  * digits (the kernel durations of the facts). */

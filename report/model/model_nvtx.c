@@ -185,11 +185,19 @@ static struct model_action *model_nvtx_row(struct model_nvtx_acc *acc,
     return a;
 }
 
-static void model_nvtx_range(struct model_nvtx_acc *acc, const struct model_process *p,
+/* A range (or, from an ACTION record, a Lightning action) into its row; kept for the steps
+ * when they may use it (model.h). */
+static void model_nvtx_range(struct model_nvtx_acc *acc, struct model_process *p,
                              const struct model_nvtx_index *x, const struct model_nvtx_event *open,
                              uint64_t end, int any)
 {
     struct model_action *a = model_nvtx_row(acc, p, open->name_sid, open->domain_sid);
+    if (model_steps_range_wanted(a->name, open->action)) {
+        struct model_steps *st = &p->steps;
+        st->ranges = report_grow(st->ranges, &st->cap_ranges, st->nranges + 1, sizeof *st->ranges);
+        st->ranges[st->nranges++] =
+            (struct model_step_range){a->name, open->ticks, end, open->tid, open->action};
+    }
     uint64_t ns, kernels;
     model_nvtx_gpu_in(x, any, open->tid, open->ticks, end, &ns, &kernels);
     a->calls++;

@@ -51,6 +51,10 @@ const char *model_step_source_name(unsigned source)
         return "optimizer steps (ends of the Optimizer.step# scopes)";
     case MODEL_STEPS_PYTHON:
         return "optimizer steps (ends of Optimizer.step calls)";
+    case MODEL_STEPS_LIGHTNING:
+        return "Lightning's batches (ends of run_training_batch)";
+    case MODEL_STEPS_NAMED:
+        return "each call of the --step name";
     default:
         return "none";
     }
@@ -88,9 +92,10 @@ static const char *steps_op_name(const struct model_process *p, const struct mod
 /* The label of a Python span's node: its built-in action, or importlib; -1: none. */
 static int steps_py_label(const struct model_process *p, uint32_t node)
 {
-    static const int label[MODEL_STEP_PART_COUNT] = {
-        [MODEL_STEP_DATA] = STEPS_DATA, [MODEL_STEP_FORWARD] = STEPS_FWD,
-        [MODEL_STEP_BACKWARD] = STEPS_BWD, [MODEL_STEP_OPTIMIZER] = STEPS_OPT};
+    static const int label[MODEL_STEP_PART_COUNT] = {[MODEL_STEP_DATA] = STEPS_DATA,
+                                                     [MODEL_STEP_FORWARD] = STEPS_FWD,
+                                                     [MODEL_STEP_BACKWARD] = STEPS_BWD,
+                                                     [MODEL_STEP_OPTIMIZER] = STEPS_OPT};
     int phase = model_steps_python_phase(p, node);
     if (phase >= 0)
         return label[phase];
@@ -143,6 +148,18 @@ static void steps_collect(const struct model_process *p, uint32_t tid, struct st
                       model_ticks_to_monotonic_ns(p, sp->end), (uint8_t)(*slot - 2));
     }
     u64map_free(&labels);
+    static const uint8_t lightning_label[MODEL_STEP_PART_COUNT] = {
+        [MODEL_STEP_DATA] = STEPS_DATA,
+        [MODEL_STEP_FORWARD] = STEPS_FWD,
+        [MODEL_STEP_BACKWARD] = STEPS_BWD,
+        [MODEL_STEP_OPTIMIZER] = STEPS_OPT};
+    for (size_t i = 0; i < p->steps.nranges; i++) {
+        const struct model_step_range *r = &p->steps.ranges[i];
+        int phase = r->lightning ? model_steps_lightning_phase(r->name) : -1;
+        if (phase >= 0 && r->tid == tid)
+            steps_add(e, model_ticks_to_monotonic_ns(p, r->start),
+                      model_ticks_to_monotonic_ns(p, r->end), lightning_label[phase]);
+    }
     for (size_t i = 0; i < p->gpu.ncalls; i++) {
         const struct model_gpu_call *c = &p->gpu.calls[i];
         uint64_t *a = u64map_find(&p->gpu.api_index, (uint64_t)c->domain << 16 | c->cbid);
@@ -166,27 +183,24 @@ static enum model_step_part steps_part_at(const uint32_t *c)
         return MODEL_STEP_DATA;
     if (c[STEPS_SYNC])
         return MODEL_STEP_SYNC;
+    /* backward before forward before optimizer: an optimizer's closure (LBFGS, Lightning's
+     * automatic optimization) runs the forward and backward inside its step, and
+     * activation checkpointing a forward inside the backward */
+    enum model_step_part phase = c[STEPS_BWD]   ? MODEL_STEP_BACKWARD
+                                 : c[STEPS_FWD] ? MODEL_STEP_FORWARD
+                                 : c[STEPS_OPT] ? MODEL_STEP_OPTIMIZER
+                                                : MODEL_STEP_PART_COUNT;
     if (c[STEPS_OPS])
-        return c[STEPS_OPT]   ? MODEL_STEP_OPTIMIZER
-               : c[STEPS_BWD] ? MODEL_STEP_BACKWARD
-               : c[STEPS_FWD] ? MODEL_STEP_FORWARD
-                              : MODEL_STEP_OTHER_OPS;
+        return phase == MODEL_STEP_PART_COUNT ? MODEL_STEP_OTHER_OPS : phase;
     if (c[STEPS_COMM])
         return MODEL_STEP_COMM;
-    if (c[STEPS_OPT])
-        return MODEL_STEP_OPTIMIZER;
-    if (c[STEPS_BWD])
-        return MODEL_STEP_BACKWARD;
-    if (c[STEPS_FWD])
-        return MODEL_STEP_FORWARD;
-    return MODEL_STEP_OTHER;
+    return phase == MODEL_STEP_PART_COUNT ? MODEL_STEP_OTHER : phase;
 }
 
 /* Called for each elementary interval [a, b) in time order: c counts the labels covering
  * it, step is the step holding it (NULL: none), ev the event that opened it. */
-typedef void (*steps_segment_fn)(struct model_steps *st, struct model_step *step,
-                                 const uint32_t *c, const struct steps_event *ev, uint64_t a,
-                                 uint64_t b);
+typedef void (*steps_segment_fn)(struct model_steps *st, struct model_step *step, const uint32_t *c,
+                                 const struct steps_event *ev, uint64_t a, uint64_t b);
 
 /* One sweep over e's labels and the steps (label in_step, at most STEPS_LABEL_COUNT). */
 static void steps_walk(struct model_steps *st, struct steps_events *e, uint8_t in_step,
@@ -274,6 +288,13 @@ static void model_steps_on_api_call(struct model_process *p, const struct model_
     st->syncs[st->nsyncs++] = (struct model_step_sync){call->start, call->end, tid};
 }
 
+static int steps_keep_spans; /* model_steps_keep_spans */
+
+void model_steps_keep_spans(int keep)
+{
+    steps_keep_spans = keep;
+}
+
 static void model_steps_finish(struct model_process *p)
 {
     struct model_steps *st = &p->steps;
@@ -290,6 +311,12 @@ static void model_steps_finish(struct model_process *p)
         model_steps_finder_python(f, sp->node, sp->tid, model_ticks_to_monotonic_ns(p, sp->start),
                                   model_ticks_to_monotonic_ns(p, sp->end));
     }
+    for (size_t i = 0; i < st->nranges; i++) {
+        const struct model_step_range *r = &st->ranges[i];
+        model_steps_finder_range(f, r->name, r->lightning, r->tid,
+                                 model_ticks_to_monotonic_ns(p, r->start),
+                                 model_ticks_to_monotonic_ns(p, r->end));
+    }
     model_steps_finder_end(f, st);
     if (st->nsteps) {
         struct steps_events e = {0};
@@ -301,15 +328,21 @@ static void model_steps_finish(struct model_process *p)
     free(st->syncs);
     st->syncs = NULL;
     st->nsyncs = st->cap_syncs = 0;
-    free(p->py.span_list);
-    p->py.span_list = NULL;
-    p->py.nspan_list = p->py.cap_span_list = 0;
+    free(st->ranges);
+    st->ranges = NULL;
+    st->nranges = st->cap_ranges = 0;
+    if (!steps_keep_spans) {
+        free(p->py.span_list);
+        p->py.span_list = NULL;
+        p->py.nspan_list = p->py.cap_span_list = 0;
+    }
 }
 
 static void model_steps_free(struct model_process *p)
 {
     free(p->steps.steps);
     free(p->steps.syncs);
+    free(p->steps.ranges);
     memset(&p->steps, 0, sizeof p->steps);
 }
 

@@ -7,7 +7,37 @@
 #include "alloc.h"
 #include "model.h"
 
-enum { FIND_PROFILER, FIND_OPTIMIZER, FIND_PYTHON, FIND_PHASE, FIND_LISTS };
+enum {
+    FIND_NAMED,
+    FIND_PROFILER,
+    FIND_OPTIMIZER,
+    FIND_LIGHTNING,
+    FIND_PYTHON,
+    FIND_PHASE,
+    FIND_LISTS
+};
+
+static const char *steps_name; /* --step: model_steps_set_name */
+
+void model_steps_set_name(const char *name)
+{
+    steps_name = name && *name ? name : NULL;
+}
+
+const char *model_steps_name(void)
+{
+    return steps_name;
+}
+
+/* name is --step's, alone or after an NVTX domain ("domain: name") */
+static int steps_named(const char *name)
+{
+    if (!steps_name || !name)
+        return 0;
+    size_t n = strlen(name), k = strlen(steps_name);
+    return !strcmp(name, steps_name) ||
+           (n > k + 2 && !strcmp(name + n - k, steps_name) && !memcmp(name + n - k - 2, ": ", 2));
+}
 
 struct steps_span {
     uint64_t start, end; /* CLOCK_MONOTONIC ns */
@@ -19,8 +49,10 @@ struct model_steps_finder {
     const struct model_process *p;
     struct steps_span *list[FIND_LISTS];
     size_t n[FIND_LISTS], cap[FIND_LISTS];
-    struct u64map py_phase; /* node + 1 -> phase + 2 (1: none) */
+    struct u64map py_phase; /* node + 1 -> phase + 2 (1: none), STEPS_NAMED_BIT: --step's */
 };
+
+#define STEPS_NAMED_BIT 0x100u
 
 static int steps_prefix(const char *s, const char *prefix)
 {
@@ -65,13 +97,16 @@ static void steps_finder_push(struct model_steps_finder *f, int list, uint64_t s
 {
     if (end < start)
         return;
-    f->list[list] = report_grow(f->list[list], &f->cap[list], f->n[list] + 1, sizeof(struct steps_span));
+    f->list[list] =
+        report_grow(f->list[list], &f->cap[list], f->n[list] + 1, sizeof(struct steps_span));
     f->list[list][f->n[list]++] = (struct steps_span){start, end, number, tid};
 }
 
 void model_steps_finder_scope(struct model_steps_finder *f, const char *name, uint32_t tid,
                               uint64_t start_ns, uint64_t end_ns)
 {
+    if (steps_named(name))
+        steps_finder_push(f, FIND_NAMED, start_ns, end_ns, 0, tid);
     if (steps_prefix(name, "ProfilerStep#"))
         steps_finder_push(f, FIND_PROFILER, start_ns, end_ns,
                           strtoull(name + strlen("ProfilerStep#"), NULL, 10), tid);
@@ -94,14 +129,60 @@ void model_steps_finder_python(struct model_steps_finder *f, uint32_t node, uint
         if (phase == MODEL_STEP_OPTIMIZER && n && n->parent &&
             model_steps_python_phase(f->p, n->parent) == MODEL_STEP_OPTIMIZER)
             phase = MODEL_STEP_PART_COUNT; /* a phase, not a boundary */
-        *slot = (uint64_t)(phase + 2);
+        const struct model_py_func *fn = n ? model_python_func(f->p, n->func) : NULL;
+        int named = fn && (steps_named(fn->name) || steps_named(fn->qualname));
+        *slot = (uint64_t)(phase + 2) | (named ? STEPS_NAMED_BIT : 0);
     }
-    int phase = (int)*slot - 2;
+    if (*slot & STEPS_NAMED_BIT)
+        steps_finder_push(f, FIND_NAMED, start_ns, end_ns, 0, tid);
+    int phase = (int)(*slot & ~(uint64_t)STEPS_NAMED_BIT) - 2;
     if (phase < 0)
         return;
     steps_finder_push(f, FIND_PHASE, start_ns, end_ns, 0, tid);
     if (phase == MODEL_STEP_OPTIMIZER)
         steps_finder_push(f, FIND_PYTHON, start_ns, end_ns, 0, tid);
+}
+
+/* Lightning's batch (its loop's run_training_batch action) makes steps; fetching the batch
+ * opens the first. */
+static int steps_lightning_batch(const char *name)
+{
+    return name && !strcmp(name, "run_training_batch");
+}
+
+int model_steps_lightning_phase(const char *name)
+{
+    if (!name)
+        return -1;
+    if (strstr(name, "train_dataloader_next"))
+        return MODEL_STEP_DATA;
+    if (steps_prefix(name, "[Strategy]") && strstr(name, ".training_step"))
+        return MODEL_STEP_FORWARD;
+    if (steps_prefix(name, "[Strategy]") && strstr(name, ".backward"))
+        return MODEL_STEP_BACKWARD;
+    if (steps_prefix(name, "[LightningModule]") &&
+        (strstr(name, ".optimizer_step") || strstr(name, ".optimizer_zero_grad")))
+        return MODEL_STEP_OPTIMIZER;
+    return -1;
+}
+
+int model_steps_range_wanted(const char *name, int lightning)
+{
+    return steps_named(name) ||
+           (lightning && (steps_lightning_batch(name) || model_steps_lightning_phase(name) >= 0));
+}
+
+void model_steps_finder_range(struct model_steps_finder *f, const char *name, int lightning,
+                              uint32_t tid, uint64_t start_ns, uint64_t end_ns)
+{
+    if (steps_named(name))
+        steps_finder_push(f, FIND_NAMED, start_ns, end_ns, 0, tid);
+    if (!lightning)
+        return;
+    if (steps_lightning_batch(name))
+        steps_finder_push(f, FIND_LIGHTNING, start_ns, end_ns, 0, tid);
+    if (model_steps_lightning_phase(name) >= 0)
+        steps_finder_push(f, FIND_PHASE, start_ns, end_ns, 0, tid);
 }
 
 static int steps_span_cmp(const void *a, const void *b)
@@ -168,7 +249,7 @@ static void steps_make(struct model_steps *st, const struct steps_span *s, size_
     for (size_t i = 0; i < count; i++) {
         struct model_step *step = &st->steps[i];
         if (!ends) {
-            step->number = s[i].number;
+            step->number = s[i].number ? s[i].number : i + 1;
             step->start_ns = s[i].start;
             step->end_ns = s[i].end;
             continue;
@@ -183,14 +264,16 @@ static void steps_make(struct model_steps *st, const struct steps_span *s, size_
 
 void model_steps_finder_end(struct model_steps_finder *f, struct model_steps *st)
 {
-    /* ProfilerStep#N scopes; else the ends of the optimizer step scopes, else of the
-     * optimizer step calls, two at least */
+    /* The calls --step names; else ProfilerStep#N scopes; else the ends of the optimizer
+     * step scopes, of Lightning's batches, of the optimizer step calls, two at least */
     static const struct {
         int list, ends;
         size_t min;
         uint8_t source;
-    } order[] = {{FIND_PROFILER, 0, 1, MODEL_STEPS_PROFILER_STEP},
+    } order[] = {{FIND_NAMED, 0, 1, MODEL_STEPS_NAMED},
+                 {FIND_PROFILER, 0, 1, MODEL_STEPS_PROFILER_STEP},
                  {FIND_OPTIMIZER, 1, 2, MODEL_STEPS_OPTIMIZER},
+                 {FIND_LIGHTNING, 1, 2, MODEL_STEPS_LIGHTNING},
                  {FIND_PYTHON, 1, 2, MODEL_STEPS_PYTHON}};
     for (size_t i = 0; i < sizeof order / sizeof order[0] && !st->nsteps; i++) {
         struct steps_span *s = f->list[order[i].list];

@@ -217,6 +217,10 @@ static int timeline_emit(struct timeline_state *s, struct timeline_event *ev)
         model_steps_finder_scope(s->steps, ev->name, ev->tid, ev->start_ns, ev->end_ns);
     else if (ev->kind == TIMELINE_PYTHON)
         model_steps_finder_python(s->steps, ev->py_node, ev->tid, ev->start_ns, ev->end_ns);
+    else if ((ev->kind == TIMELINE_NVTX || ev->kind == TIMELINE_ACTION) &&
+             ev->end_ns > ev->start_ns)
+        model_steps_finder_range(s->steps, ev->name, ev->kind == TIMELINE_ACTION, ev->tid,
+                                 ev->start_ns, ev->end_ns);
     return s->fn(s->ctx, ev);
 }
 

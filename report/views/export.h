@@ -27,11 +27,19 @@ void export_pstats_fwrite(FILE *f, const struct pystats *py);
 int export_folded_write(const char *path, const struct summary *s, size_t max_depth, char *err,
                         size_t errlen);
 void export_folded_fwrite(FILE *f, const struct summary *s, size_t max_depth);
+/* What the flame graphs hold (--phase). */
+enum export_phase {
+    EXPORT_PHASE_ALL,    /* the whole process, from the call trees */
+    EXPORT_PHASE_STEPS,  /* the time inside the training phases (data loading, forward,
+                          * backward, optimizer step) of the processes with steps, every
+                          * step's (the trees are the whole run's: warm-up included) */
+    EXPORT_PHASE_STARTUP /* before the first step, from the Python calls of at least
+                          * PROF_PY_SPAN_US (model_steps_keep_spans) */
+};
 /* The same lines with the default depth cap; with_api: each node's CUDA API time as a
- * "[CUDA API calls]" frame beneath it (taken out of its self time); steps_only: only the
- * processes with training steps, and of them only the time inside the training phases
- * (data loading, forward, backward, optimizer step), startup left out. */
-void export_folded_stream(FILE *f, const struct summary *s, int with_api, int steps_only);
+ * "[CUDA API calls]" frame beneath it (taken out of its self time); phase: enum
+ * export_phase. */
+void export_folded_stream(FILE *f, const struct summary *s, int with_api, int phase);
 /* Whether a process has training steps and Python call trees (a steps-only flame). */
 int export_folded_has_steps(const struct summary *s);
 

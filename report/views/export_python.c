@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "export.h"
 #include "format.h"
 #include "pystats.h"
@@ -205,6 +206,15 @@ int export_pstats_write(const char *path, const struct pystats *py, char *err, s
 
 /* ---- folded stacks ---- */
 
+/* A path being made: its text, where each frame ends, the functions (parents last). */
+struct folded_buf {
+    char *path;
+    size_t cap;
+    size_t *end, cap_end;
+    uint32_t *funcs;
+    size_t cap_funcs;
+};
+
 /* Appends a frame to the path, with the separators of the format made harmless. */
 static void folded_append(char **path, size_t *len, size_t *cap, const char *frame)
 {
@@ -372,14 +382,120 @@ static int folded_root_cmp(const void *a, const void *b, void *nodes)
     return x < y ? -1 : x > y;
 }
 
-static void folded_all(FILE *f, const struct summary *s, size_t max_depth, int with_api,
-                       int steps_only)
+/* ---- the startup's folded stacks, from the Python spans ---- */
+
+static int folded_span_cmp(const void *a, const void *b)
+{
+    const struct model_py_span *x = a, *y = b;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->end > y->end ? -1 : x->end < y->end; /* the outer first */
+}
+
+/* A span's line: its node's path (parents first), its time less its nested spans'. */
+static void folded_span_line(FILE *f, const struct model_process *p, const char *prefix,
+                             uint32_t node, uint64_t self_ticks, struct folded_buf *b)
+{
+    size_t depth = 0;
+    for (const struct model_py_node *n = model_python_node(p, node); n && depth < 1u << 20;
+         n = n->parent ? model_python_node(p, n->parent) : NULL) {
+        b->funcs = report_grow(b->funcs, &b->cap_funcs, depth + 1, sizeof *b->funcs);
+        b->funcs[depth++] = n->func;
+    }
+    b->end = report_grow(b->end, &b->cap_end, depth + 2, sizeof *b->end);
+    size_t len = 0;
+    b->end[0] = 0;
+    for (size_t d = 0; d < depth; d++) {
+        char frame[4096];
+        folded_frame(p, b->funcs[depth - 1 - d], frame, sizeof frame);
+        folded_append(&b->path, &len, &b->cap, frame);
+        b->end[d + 1] = len;
+    }
+    uint64_t us = (model_ticks_to_ns(p, self_ticks) + 500) / 1000;
+    if (depth && us)
+        folded_line(f, prefix, b->path, b->end, depth, EXPORT_FOLDED_DEPTH_DEFAULT, "", us);
+}
+
+/* The Python calls of at least PROF_PY_SPAN_US (PY_SPAN records, kept by
+ * model_steps_keep_spans) before the first training step, each thread's nested in time;
+ * a shorter call's time is its caller's. */
+static void folded_startup(FILE *f, const struct model_process *p, const char *process)
+{
+    if (!p->steps.nsteps || !p->py.nspan_list)
+        return;
+    uint64_t cut = p->steps.steps[0].start_ns;
+    struct model_py_span *sp = malloc(p->py.nspan_list * sizeof *sp);
+    struct {
+        size_t i;
+        uint64_t end, nested;
+    } *open = malloc(p->py.nspan_list * sizeof *open);
+    if (!sp || !open)
+        report_oom();
+    size_t n = 0;
+    for (size_t i = 0; i < p->py.nspan_list; i++)
+        if (model_ticks_to_monotonic_ns(p, p->py.span_list[i].start) < cut)
+            sp[n++] = p->py.span_list[i];
+    qsort(sp, n, sizeof *sp, folded_span_cmp);
+    struct folded_buf b = {0};
+    char *prefix = NULL, frame[512];
+    size_t top = 0, plen = 0, pcap = 0;
+    for (size_t i = 0; i <= n; i++) {
+        /* close the open spans that end before this one starts (all of them at a new
+         * thread, and at the end) */
+        while (top && (i == n || sp[i].tid != sp[open[top - 1].i].tid ||
+                       sp[i].start >= open[top - 1].end)) {
+            top--;
+            uint64_t dur = open[top].end - sp[open[top].i].start;
+            folded_span_line(f, p, prefix, sp[open[top].i].node,
+                             dur > open[top].nested ? dur - open[top].nested : 0, &b);
+            if (top)
+                open[top - 1].nested += dur;
+        }
+        if (i == n)
+            break;
+        if (!i || sp[i].tid != sp[i - 1].tid) {
+            const char *name = pystats_thread_name(p, sp[i].tid);
+            plen = 0;
+            snprintf(frame, sizeof frame, "%s", process);
+            folded_append(&prefix, &plen, &pcap, frame);
+            snprintf(frame, sizeof frame, "%s %u", name && *name ? name : "thread", sp[i].tid);
+            folded_append(&prefix, &plen, &pcap, frame);
+        }
+        /* clipped at the first step (ticks and ns are linear), and inside its caller */
+        uint64_t end = sp[i].end, a = model_ticks_to_monotonic_ns(p, sp[i].start),
+                 z = model_ticks_to_monotonic_ns(p, sp[i].end);
+        if (z > cut)
+            end = sp[i].start +
+                  (uint64_t)((double)(end - sp[i].start) * (double)(cut - a) / (double)(z - a));
+        if (top && end > open[top - 1].end)
+            end = open[top - 1].end;
+        open[top].i = i;
+        open[top].end = end > sp[i].start ? end : sp[i].start;
+        open[top++].nested = 0;
+    }
+    free(prefix);
+    free(b.path);
+    free(b.end);
+    free(b.funcs);
+    free(sp);
+    free(open);
+}
+
+static void folded_all(FILE *f, const struct summary *s, size_t max_depth, int with_api, int phase)
 {
     char frame[512];
+    int steps_only = phase == EXPORT_PHASE_STEPS;
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
-        if (steps_only && !p->steps.nsteps)
+        if (phase != EXPORT_PHASE_ALL && !p->steps.nsteps)
             continue;
+        if (phase == EXPORT_PHASE_STARTUP) {
+            snprintf(frame, sizeof frame, "%s pid %lld", folded_process_name(p), (long long)p->pid);
+            folded_startup(f, p, frame);
+            continue;
+        }
         struct pystats_thread *threads;
         size_t n = pystats_threads(p, &threads);
         /* One forest for every thread (a forest per thread costs all the nodes each). */
@@ -413,12 +529,12 @@ static void folded_all(FILE *f, const struct summary *s, size_t max_depth, int w
 
 void export_folded_fwrite(FILE *f, const struct summary *s, size_t max_depth)
 {
-    folded_all(f, s, max_depth, 0, 0);
+    folded_all(f, s, max_depth, 0, EXPORT_PHASE_ALL);
 }
 
-void export_folded_stream(FILE *f, const struct summary *s, int with_api, int steps_only)
+void export_folded_stream(FILE *f, const struct summary *s, int with_api, int phase)
 {
-    folded_all(f, s, EXPORT_FOLDED_DEPTH_DEFAULT, with_api, steps_only);
+    folded_all(f, s, EXPORT_FOLDED_DEPTH_DEFAULT, with_api, phase);
 }
 
 int export_folded_has_steps(const struct summary *s)

@@ -118,17 +118,36 @@ void flame_read_folded(struct flame *fl, FILE *in)
     free(line);
 }
 
-int flame_build_python(struct flame *fl, const struct summary *s)
+void flame_build_python(struct flame *fl, const struct summary *s)
 {
-    int steps_only = !s->phase_all && export_folded_has_steps(s);
     FILE *tmp = tmpfile();
     if (!tmp)
-        return steps_only;
-    export_folded_stream(tmp, s, 1, steps_only);
+        return;
+    export_folded_stream(tmp, s, 1, s->phase);
     rewind(tmp);
     flame_read_folded(fl, tmp);
     fclose(tmp);
-    return steps_only;
+}
+
+const char *flame_python_title(const struct summary *s, int section)
+{
+    switch (s->phase) {
+    case EXPORT_PHASE_STEPS:
+        return section ? "inside the training steps' phases (data loading, forward, backward, "
+                         "optimizer) of every step, warm-up included; startup and the rest "
+                         "left out (--phase all: the whole process, --phase startup: before "
+                         "the first step)"
+                       : "Python call stacks in the training steps' phases, warm-up included "
+                         "(us of wall time; --phase all: the whole process)";
+    case EXPORT_PHASE_STARTUP:
+        return section ? "before the first training step (calls of at least PROF_PY_SPAN_US; "
+                         "a shorter call's time is its caller's; --phase steps: the steps' "
+                         "phases)"
+                       : "Python call stacks before the first training step (us of wall "
+                         "time; calls of at least PROF_PY_SPAN_US)";
+    default:
+        return section ? "of the whole process" : "Python call stacks (us of wall time)";
+    }
 }
 
 int flame_build_stacks(struct flame *fl, struct model_process *const *procs, size_t n,

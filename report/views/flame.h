@@ -29,9 +29,10 @@ void flame_free(struct flame *fl);
 /* Adds the folded lines of in; malformed lines are skipped. */
 void flame_read_folded(struct flame *fl, FILE *in);
 /* The Python call trees of s, each node's CUDA API time beneath it. */
-/* Returns 1 when it holds the training steps' phases only (a run with steps, no --phase
- * all), 0 when the whole process. */
-int flame_build_python(struct flame *fl, const struct summary *s);
+/* The Python call stacks of s->phase (enum export_phase, --phase). */
+void flame_build_python(struct flame *fl, const struct summary *s);
+/* What they hold, for a section heading (section) or the graph's own title. */
+const char *flame_python_title(const struct summary *s, int section);
 /* The call paths of stacks_view (the samples, or --stacks NAME). 0, or 1 said on err. */
 int flame_build_stacks(struct flame *fl, struct model_process *const *procs, size_t n,
                        const struct stacks_view_options *o, FILE *err);

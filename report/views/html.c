@@ -273,15 +273,10 @@ static void html_document(FILE *out, const struct summary *s)
     if (s->py.nfuncs) {
         struct flame fl;
         flame_init(&fl);
-        int steps = flame_build_python(&fl, s);
-        fprintf(out, "<section id=\"flame\"><h2>Flame graph (Python, wall time%s)</h2>\n",
-                steps ? " inside the training steps' phases: data loading, forward, backward, "
-                        "optimizer; startup and the rest left out (--phase all: the whole "
-                        "process)"
-                      : " of the whole process");
-        flame_svg(out, &fl, steps ? "Python call stacks in the training steps (us of wall time)"
-                                  : "Python call stacks (us of wall time)",
-                  "us", 0);
+        flame_build_python(&fl, s);
+        fprintf(out, "<section id=\"flame\"><h2>Flame graph (Python, wall time %s)</h2>\n",
+                flame_python_title(s, 1));
+        flame_svg(out, &fl, flame_python_title(s, 0), "us", 0);
         fputs("</section>\n", out);
         flame_free(&fl);
     }
@@ -332,13 +327,9 @@ int html_write_files(const char *html_path, const char *flame_path, const struct
         }
         struct flame fl;
         flame_init(&fl);
-        int steps = flame_build_python(&fl, s);
+        flame_build_python(&fl, s);
         char msg[512];
-        if (flame_svg_write(flame_path, &fl,
-                            steps ? "Python call stacks in the training steps' phases (us of "
-                                    "wall time; --phase all: the whole process)"
-                                  : "Python call stacks (us of wall time)",
-                            "us", msg, sizeof msg)) {
+        if (flame_svg_write(flame_path, &fl, flame_python_title(s, 0), "us", msg, sizeof msg)) {
             fprintf(err, "profreport: %s\n", msg);
             rc = -1;
         }

@@ -27,6 +27,11 @@ static void steps_view_head(FILE *out, const struct steps_stats *st)
     char med[32], p90[32], mx[32], startup[32], imp[32], tear[32];
     fprintf(out, "Training steps: %zu steady of %zu, from %s", st->counted, st->nsteps,
             model_step_source_name(st->p->steps.source));
+    if (model_steps_name()) {
+        fputs(st->p->steps.source == MODEL_STEPS_NAMED ? " '" : " (--step '", out);
+        format_fputs_escaped(out, model_steps_name());
+        fputs(st->p->steps.source == MODEL_STEPS_NAMED ? "'" : "' named no call)", out);
+    }
     if (st->warmup)
         fprintf(out,
                 "; %zu warm-up step%s left out (slower than %.1fx the median of the later "
@@ -54,8 +59,9 @@ static void steps_view_head(FILE *out, const struct steps_stats *st)
         return;
     }
     fprintf(out,
-            "  Startup: %s before the first step (%.0f%% of the process; imports %s), "
-            "teardown %s; the tables below cover the whole process\n",
+            "  Startup: %s before the first step (%.0f%% of the process; imports %s; its "
+            "flame graph: --flamegraph FILE --phase startup), teardown %s; the tables below "
+            "cover the whole process\n",
             startup, wall ? 100.0 * (double)st->startup_ns / (double)wall : 0.0, imp, tear);
 }
 
@@ -123,8 +129,9 @@ static void steps_view_slowest(FILE *out, const struct steps_stats *st)
         char d[32], e[32];
         steps_view_ms(s->end_ns - s->start_ns, d, sizeof d);
         steps_view_ms(excess, e, sizeof e);
-        fprintf(out, "%s step %" PRIu64 " %s (%.1fx the median", r ? "," : "  Slowest steps:",
-                s->number, d, (double)(s->end_ns - s->start_ns) / (double)st->median_ns);
+        fprintf(out, "%s step %" PRIu64 " %s (%.1fx the median",
+                r ? "," : "  Slowest steps:", s->number, d,
+                (double)(s->end_ns - s->start_ns) / (double)st->median_ns);
         if (part >= 0)
             fprintf(out, ", most in %s +%s", model_step_part_name(part), e);
         fputc(')', out);
@@ -161,12 +168,18 @@ static void steps_view_ranks(FILE *out, const struct comm_report *r)
     const struct comm_slowest *w = &r->slowest;
     if (w->rank >= 0 && w->why) {
         char wait[32];
-        steps_view_ms((uint64_t)r->wait.median / (r->steps.median ? r->steps.median : 1), wait,
-                      sizeof wait);
-        fprintf(out,
-                "  Rank %lld holds the others: the median rank waits %s per step for it; its "
-                "excess over the median rank is mostly %s (--rank %lld --python)\n",
-                (long long)w->rank, wait, w->why, (long long)w->rank);
+        uint64_t per_step = (uint64_t)r->wait.median / (r->steps.median ? r->steps.median : 1);
+        steps_view_ms(per_step, wait, sizeof wait);
+        if (!per_step) /* e.g. --step names a part of the iteration with no collective */
+            fprintf(out,
+                    "  Rank %lld is the slowest; no rank waits for it inside these steps; its "
+                    "excess over the median rank is mostly %s (--rank %lld --python)\n",
+                    (long long)w->rank, w->why, (long long)w->rank);
+        else
+            fprintf(out,
+                    "  Rank %lld holds the others: the median rank waits %s per step for it; its "
+                    "excess over the median rank is mostly %s (--rank %lld --python)\n",
+                    (long long)w->rank, wait, w->why, (long long)w->rank);
     }
 }
 
@@ -222,6 +235,9 @@ json_t *steps_view_json(const struct model_process *p)
     const struct model_steps *m = &p->steps;
     json_t *o = json_object();
     json_object_set_new(o, "source", json_string(model_step_source_name(m->source)));
+    /* --step's name, also when it named no call (the source then says what was used) */
+    json_object_set_new(o, "step_name",
+                        model_steps_name() ? json_string(model_steps_name()) : json_null());
     json_object_set_new(o, "thread", json_integer(m->tid));
     json_object_set_new(o, "count", steps_view_json_u64(st.nsteps));
     json_object_set_new(o, "warmup", steps_view_json_u64(st.warmup));

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, profile, report, report_json, trace_files
+from conftest import ROOT, build_path, profile, report, report_json, trace_files
 
 PYTHON = "/usr/bin/python3"
 TORCHRUN = shutil.which("torchrun")
@@ -84,10 +84,10 @@ def test_ops_table_for_one_rank(ddp_out):
     assert calls(one, "c10d::allreduce_") == STEPS
 
 
-def check_accounting(out):
+def check_accounting(out, *args):
     """The per-rank arithmetic of issue 18: the parts of the window's steps add up to its
     time, the wait is part of the communication, and every share uses the window's time."""
-    ranks = report_json(out, "--ranks")["ranks"]
+    ranks = report_json(out, "--ranks", *args)["ranks"]
     for row in ranks["rows"]:
         parts = row["compute_ns"] + row["comm_ns"] + row["data_ns"] + row["sync_ns"] + row["idle_ns"]
         assert parts == row["wall_ns"], row
@@ -106,6 +106,19 @@ def test_accounting_adds_up(ddp_out):
     assert rows[SLOW_RANK]["wait_ns"] < rows[SLOW_RANK]["steps"] * SLOW_MS * 1e6 * 0.2
 
 
+def test_step_name_over_ranks(ddp_out):
+    """--step names the steps of every rank (here DDP's forward scope, which holds no
+    collective): the same arithmetic, the slow rank (it sleeps outside the forward) no
+    longer named for the others' wait, and the text says none waits."""
+    ranks = check_accounting(ddp_out, "--step", "DistributedDataParallel.forward")
+    counts = {r["steps"] for r in ranks["rows"]}
+    assert len(counts) == 1 and STEPS * 3 // 4 <= counts.pop() <= STEPS, ranks["rows"]
+    assert all(r["wait_ns"] < r["wall_ns"] * 0.2 for r in ranks["rows"]), ranks
+    text = report(ddp_out, "--step", "DistributedDataParallel.forward").stdout
+    assert "each call of the --step name 'DistributedDataParallel.forward'" in text
+    assert "holds the others" not in text
+
+
 def test_findings_name_the_step_problem(ddp_out):
     findings = {f["kind"]: f for f in report_json(ddp_out)["findings"]}
     assert "step_comm" in findings, sorted(findings)
@@ -119,11 +132,22 @@ def test_findings_name_the_step_problem(ddp_out):
     assert "Per rank, mean per step over steps" in text
 
 
-@pytest.mark.parametrize("how,why", [("compute", "compute"), ("data", "data loading")])
+@pytest.mark.parametrize("how,why", [("compute", "compute"), ("data", "data loading"),
+                                     ("sync", "host syncs")])
 def test_slow_rank_reason(tmp_path, how, why):
+    """A rank slowed by extra compute, by slow data loading or by host-device syncs (the
+    CUDA runtime double stands in for the GPU it waits for) is named with that reason (the
+    sleep case: the ddp_out run)."""
     script = os.path.join(ROOT, "test", "workloads", "ddp_slow_rank.py")
+    env = {}
+    if how == "sync":
+        doubles = build_path("test", "doubles")
+        if not os.path.exists(os.path.join(doubles, "libcudart.so.13")):
+            pytest.fail("CUDA doubles not built: run `make e2e`")
+        env["LD_LIBRARY_PATH"] = doubles
     profile([TORCHRUN, "--nproc_per_node", str(RANKS), "--redirects", "2", "--tee", "1",
-             script, str(STEPS), str(SLOW_RANK), str(SLOW_MS), how], tmp_path, timeout=300)
+             script, str(STEPS), str(SLOW_RANK), str(SLOW_MS), how], tmp_path, timeout=300,
+            env=env)
     ranks = check_accounting(tmp_path)
     assert ranks["slowest"]["rank"] == SLOW_RANK, ranks["slowest"]
     assert ranks["slowest"]["why"] == why, ranks["slowest"]

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from conftest import LIBPROF, build_path, needs_cuda, profile, trace_files
+from conftest import LIBPROF, build_path, needs_cuda, profile, report_json, trace_files
 
 pytestmark = needs_cuda
 
@@ -172,3 +172,16 @@ def test_nvtx_ranges_exact_when_the_ring_overflows(tmp_path):
     assert "NVTX ranges' records were dropped" in rep.stderr
     assert "NVTX tables count them" in rep.stderr or "NVTX tables include them" in rep.stderr
 
+
+
+def test_step_names_an_nvtx_range(tmp_path):
+    """--step NAME: each NVTX range of that name is a training step, named alone or after
+    its domain ("libs-domain: registered-a" pushed in a domain); thread a and thread b
+    each push their own ranges once."""
+    require(THREADS)
+    profile([THREADS], tmp_path, env={"NVTX_INJECTION64_PATH": LIBPROF})
+    for name in ("outer-a", "registered-b", "libs-domain: registered-b"):
+        procs = report_json(tmp_path, "--step", name)["processes"]
+        (st,) = [p["steps"] for p in procs if p["steps"]]
+        assert st["source"] == "each call of the --step name" and st["step_name"] == name
+        assert st["count"] == 1 and st["steps"][0]["ns"] > 0, st

@@ -129,6 +129,36 @@ def test_standin_shares_are_of_the_training(tmp_path):
     assert got["run_training_epoch"]["percent"] > 50
 
 
+def main_steps(out, *args):
+    (st,) = [p["steps"] for p in report_json(out, *args)["processes"] if p["steps"]]
+    return st
+
+
+def test_standin_steps_are_lightning_batches(tmp_path):
+    """Without an optimizer scope (no torch here), a training step runs from the end of one
+    of Lightning's run_training_batch actions to the next, the first from its batch fetch;
+    Lightning's fetch, training_step, backward and optimizer_step are the step's parts.
+    --step names another action."""
+    out = tmp_path / "p"
+    profile(["/usr/bin/python3", LOOP, "3", "4"], out, env=STANDIN)
+    st = main_steps(out)
+    assert st["source"] == "Lightning's batches (ends of run_training_batch)"
+    assert st["count"] == 12 and [s["number"] for s in st["steps"]] == list(range(1, 13))
+    got, _ = lightning_actions(out)
+    first_fetch = None
+    for s in st["steps"]:
+        parts = s["parts_ns"]
+        assert sum(parts.values()) == s["ns"], s
+        # the loop's work(2000) fetch, work(5000) step, work(8000) backward
+        assert 0 < parts["data loading"] < parts["forward"] < parts["backward"], s
+        assert parts["optimizer"] > 0, s  # zero_grad's work(100), outside the other two
+    # the steps hold the batches: together at least their time
+    assert sum(s["ns"] for s in st["steps"]) >= got["run_training_batch"]["total_s"] * 1e9
+    epochs = main_steps(out, "--step", "run_training_epoch")
+    assert epochs["count"] == 3 and epochs["step_name"] == "run_training_epoch"
+    assert epochs["source"] == "each call of the --step name"
+
+
 def test_standin_pytorch_profiler_scopes_fold_into_actions(tmp_path):
     """Lightning's PyTorchProfiler opens record_function("[pl][profile]X") around each
     action X: one row per action, the Total counts each call once, the title stays short."""

@@ -85,7 +85,27 @@ def test_flame_graph_of_the_steps(run, tmp_path):
     assert "_find_and_load" in a
     bad = subprocess.run([PROFREPORT, "--phase", "warmup", str(run)], capture_output=True,
                          text=True)
-    assert bad.returncode == 2 and "--phase wants all or steps" in bad.stderr
+    assert bad.returncode == 2 and "--phase wants all, steps or startup" in bad.stderr
+
+
+def flame_total_us(svg):
+    """The root frame's microseconds ("all (N us, 100.00%)")."""
+    return int(re.search(r"<title>all \((\d+) us, 100\.00%\)</title>", svg).group(1))
+
+
+def test_flame_graph_of_the_startup(run, tmp_path):
+    """--phase startup: the Python calls before the first step (its imports), none of the
+    steps'; its width is at most the startup's time and holds its imports."""
+    st = main_steps(run)
+    out = tmp_path / "startup.svg"
+    report(run, "--flamegraph", str(out), "--phase", "startup")
+    svg = out.read_text()
+    assert "before the first training step" in svg
+    assert "_find_and_load" in svg
+    assert "Tensor.backward" not in svg and "_BaseDataLoaderIter.__next__" not in svg
+    total = flame_total_us(svg)
+    assert st["startup_import_ns"] / 1000 * 0.95 <= total <= st["startup_ns"] / 1000 + 1, (
+        total, st["startup_ns"], st["startup_import_ns"])
 
 
 def test_steps_from_summaries(run, tmp_path):
@@ -119,3 +139,26 @@ def test_exports_carry_the_steps(run, tmp_path):
     tracks = list(tl.named("Training steps"))
     assert len(tracks) == 1 and tl.kind(tl.parent(tracks[0])) == "thread"
     assert [s[0] for s in tl.slices(tracks[0])] == [e["name"] for e in events]
+
+
+@pytest.mark.parametrize("name", ["my_scope", "Net.forward"])
+def test_step_names_a_scope_or_a_function(run, name):
+    """--step NAME: each record_function scope or Python call (by qualified name) of that
+    name is a step, as it is; the traces are read, and a name with no call is said."""
+    st = main_steps(run, "--step", name)
+    assert st["source"] == "each call of the --step name" and st["step_name"] == name
+    assert [s["number"] for s in st["steps"]] == list(range(1, STEPS + 1))
+    for s in st["steps"]:
+        assert sum(s["parts_ns"].values()) == s["ns"], s
+    # a scope holds the forward (and the loss) and no optimizer step
+    assert all(s["parts_ns"]["forward"] > 0 and s["parts_ns"]["optimizer"] == 0
+               for s in st["steps"])
+    default = main_steps(run)
+    assert sum(s["ns"] for s in st["steps"]) < sum(s["ns"] for s in default["steps"])
+
+
+def test_step_name_with_no_call(run):
+    st = main_steps(run, "--step", "no_such_function")
+    assert st["source"].startswith("optimizer steps") and st["step_name"] == "no_such_function"
+    head = report(run, "--step", "no_such_function").stdout
+    assert "(--step 'no_such_function' named no call)" in head

@@ -4,7 +4,9 @@ Run under torchrun: torchrun --nproc-per-node 4 ddp_slow_rank.py [STEPS [SLOW_RA
 (defaults 20, 1, 30, sleep). Every rank trains the same small MLP on its own batch from a
 DataLoader; the slow rank spends about SLOW_MS more per step, so the others wait for it in
 allreduce. HOW: sleep (before each backward), compute (extra matrix products inside the
-forward), data (its dataset sleeps in __getitem__). With DDP_SIGNAL_STEPS="A,B" every rank
+forward), data (its dataset sleeps in __getitem__), sync (before each backward it launches
+SLOW_MS of GPU work and waits for it in cudaStreamSynchronize: the CUDA runtime double,
+test/doubles, must come first in LD_LIBRARY_PATH — it stands in for the GPU). With DDP_SIGNAL_STEPS="A,B" every rank
 sends itself SIGUSR1 before steps A and B (a PROF_WINDOW_SIGNAL=USR1 window).
 Prints one line per rank with its step count.
 """
@@ -39,6 +41,25 @@ def burn(ms):
         a = torch.tanh(a @ a)
 
 
+class DeviceWait:
+    """A host-device sync of about ms milliseconds through the CUDA runtime (the double's
+    graph launch occupies the stream for FAKE_CUDA_KERNEL_NS), called through the global
+    scope as a program linked with libcudart would."""
+
+    def __init__(self, ms):
+        import ctypes
+        os.environ["FAKE_CUDA_KERNEL_NS"] = str(int(ms * 1e6))
+        ctypes.CDLL("libcudart.so.13", mode=ctypes.RTLD_GLOBAL)
+        self.rt = ctypes.CDLL(None)
+        graph, self.exe = ctypes.c_void_p(), ctypes.c_void_p()
+        assert self.rt.cudaGraphCreate(ctypes.byref(graph), 0) == 0
+        assert self.rt.cudaGraphInstantiate(ctypes.byref(self.exe), graph, ctypes.c_ulonglong(0)) == 0
+
+    def __call__(self):
+        assert self.rt.cudaGraphLaunch(self.exe, None) == 0
+        assert self.rt.cudaStreamSynchronize(None) == 0
+
+
 def main():
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     slow_rank = int(sys.argv[2]) if len(sys.argv) > 2 else 1
@@ -54,6 +75,7 @@ def main():
     slow = rank == slow_rank
     data = torch.utils.data.DataLoader(Batches(steps, slow_ms / 1000.0 if slow and how == "data" else 0),
                                        batch_size=None)
+    device_wait = DeviceWait(slow_ms) if slow and how == "sync" else None
     signal_steps = [int(v) for v in os.environ.get("DDP_SIGNAL_STEPS", "").split(",") if v]
     done = 0
     for x, y in data:
@@ -66,6 +88,8 @@ def main():
         loss = torch.nn.functional.mse_loss(out, y)
         if slow and how == "sleep":
             time.sleep(slow_ms / 1000.0)
+        if device_wait:
+            device_wait()
         loss.backward()
         opt.step()
         done += 1
