@@ -21,6 +21,7 @@
 #include "stacks_view.h"
 #include "summarize.h"
 #include "summary.h"
+#include "steps_report.h"
 #include "steps_view.h"
 #include "summary_file.h"
 #include "tables.h"
@@ -100,12 +101,14 @@ static void main_usage(FILE *out)
           "      --comm        communication (NCCL, MPI, torch.distributed) merged over the\n"
           "                    ranks: calls, bytes, time, wait, transfer, bus bandwidth\n"
           "      --stragglers  the rank that arrived last at each collective, by how much\n"
-          "      --phase all|steps|startup  the flame graphs (--html, --flamegraph): the\n"
-          "                    time inside the training steps' phases (steps, the default\n"
-          "                    when the run has steps; every step's, warm-up included),\n"
-          "                    before the first step (startup: calls of at least\n"
-          "                    PROF_PY_SPAN_US, shorter ones in their caller), or the\n"
-          "                    whole process (all)\n"
+          "      --phase all|steps|steady|startup  the flame graphs (--html, --flamegraph):\n"
+          "                    the time inside the training steps' phases, exact from the\n"
+          "                    call trees, warm-up steps included (steps: the default when\n"
+          "                    the run has steps); the steady steps (steady: the default\n"
+          "                    when warm-up is most of the steps' time) or before the first\n"
+          "                    step (startup), both from the calls of at least\n"
+          "                    PROF_PY_SPAN_US, a shorter call's time in its caller's; or\n"
+          "                    the whole process (all)\n"
           "      --step NAME   a training step is each call of NAME: an NVTX range, a\n"
           "                    record_function scope, a Lightning action or a Python\n"
           "                    function (name or qualified name; calls of at least\n"
@@ -242,6 +245,27 @@ static void main_print_comm_default(const struct comm_report *r, size_t limit)
 }
 
 /* The tables asked for by name, in a fixed order, a blank line between them. */
+/* The flame graphs' default: the steps' phases, exact from the call trees, which hold every
+ * step; when the warm-up steps are most of the steps' time (a first step that sets up
+ * CUDA, compiles, ...) the steady steps instead, from the Python calls long enough to be
+ * spans (EXPORT_PHASE_STEADY). */
+static int main_default_phase(const struct summary *s)
+{
+    uint64_t warm = 0, all = 0;
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_steps *st = &s->procs[i]->steps;
+        double ratio;
+        size_t w = st->nsteps ? steps_warmup(s->procs[i], &ratio) : 0;
+        for (size_t k = 0; k < st->nsteps; k++) {
+            uint64_t ns = st->steps[k].end_ns - st->steps[k].start_ns;
+            all += ns;
+            warm += k < w ? ns : 0;
+        }
+    }
+    return all && warm * 2 >= all && s->nprocs && s->procs[0]->py.span_list ? EXPORT_PHASE_STEADY
+                                                                            : EXPORT_PHASE_STEPS;
+}
+
 static void main_print_selected(const struct summary *s, size_t limit,
                                 enum tables_python_split split, int python, int kernels, int gpu,
                                 int actions, int ops, int memory)
@@ -458,8 +482,11 @@ int main(int argc, char **argv)
                 phase = EXPORT_PHASE_STEPS;
             else if (!strcmp(optarg, "startup"))
                 phase = EXPORT_PHASE_STARTUP;
+            else if (!strcmp(optarg, "steady"))
+                phase = EXPORT_PHASE_STEADY;
             else
-                return main_bad_usage("--phase wants all, steps or startup, not '%s'", optarg);
+                return main_bad_usage("--phase wants all, steps, steady or startup, not '%s'",
+                                      optarg);
             break;
         case 'j': {
             char *end;
@@ -667,7 +694,7 @@ int main(int argc, char **argv)
                     : step_name                       ? "--step"
                                                       : NULL;
     model_steps_set_name(step_name);
-    model_steps_keep_spans(phase == EXPORT_PHASE_STARTUP);
+    model_steps_keep_spans(html_path || flame_path); /* --phase startup, steady */
     for (int i = optind; i < argc; i++)
         report_inputs_load_path(&in, argv[i]);
     if (in.n == 0) {
@@ -727,13 +754,11 @@ int main(int argc, char **argv)
     summary_build(&s, in.procs, in.n);
     s.job = &job;
     s.step_name = step_name;
-    s.phase = phase >= 0 ? phase : EXPORT_PHASE_STEPS;
+    s.phase = phase >= 0 ? phase : main_default_phase(&s);
     if (s.phase != EXPORT_PHASE_ALL && !export_folded_has_steps(&s)) {
         if (phase >= 0 && (html_path || flame_path))
-            fprintf(stderr,
-                    "profreport: note: --phase %s: the run has no training steps; the "
-                    "flame graphs cover the whole process\n",
-                    phase == EXPORT_PHASE_STEPS ? "steps" : "startup");
+            fprintf(stderr, "profreport: note: --phase: the run has no training steps; the "
+                            "flame graphs cover the whole process\n");
         s.phase = EXPORT_PHASE_ALL;
     }
     summary_sort(&s, sort);

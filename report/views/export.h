@@ -29,12 +29,13 @@ int export_folded_write(const char *path, const struct summary *s, size_t max_de
 void export_folded_fwrite(FILE *f, const struct summary *s, size_t max_depth);
 /* What the flame graphs hold (--phase). */
 enum export_phase {
-    EXPORT_PHASE_ALL,    /* the whole process, from the call trees */
-    EXPORT_PHASE_STEPS,  /* the time inside the training phases (data loading, forward,
-                          * backward, optimizer step) of the processes with steps, every
-                          * step's (the trees are the whole run's: warm-up included) */
-    EXPORT_PHASE_STARTUP /* before the first step, from the Python calls of at least
-                          * PROF_PY_SPAN_US (model_steps_keep_spans) */
+    EXPORT_PHASE_ALL,     /* the whole process, from the call trees */
+    EXPORT_PHASE_STEPS,   /* the time inside the training phases (data loading, forward,
+                           * backward, optimizer step) of the processes with steps, every
+                           * step's (the trees are the whole run's: warm-up included) */
+    EXPORT_PHASE_STARTUP, /* before the first step, from the Python calls of at least
+                           * PROF_PY_SPAN_US (model_steps_keep_spans) */
+    EXPORT_PHASE_STEADY   /* the steady steps (warm-up left out), from those calls too */
 };
 /* The same lines with the default depth cap; with_api: each node's CUDA API time as a
  * "[CUDA API calls]" frame beneath it (taken out of its self time); phase: enum

@@ -15,6 +15,7 @@
 #include "export.h"
 #include "format.h"
 #include "pystats.h"
+#include "steps_report.h"
 
 /* ---- the file, written whole or not at all ---- */
 
@@ -418,14 +419,29 @@ static void folded_span_line(FILE *f, const struct model_process *p, const char 
         folded_line(f, prefix, b->path, b->end, depth, EXPORT_FOLDED_DEPTH_DEFAULT, "", us);
 }
 
-/* The Python calls of at least PROF_PY_SPAN_US (PY_SPAN records, kept by
- * model_steps_keep_spans) before the first training step, each thread's nested in time;
- * a shorter call's time is its caller's. */
-static void folded_startup(FILE *f, const struct model_process *p, const char *process)
+/* Where a span at ticks t lies in ns; the ticks of ns (ticks and ns are linear). */
+static uint64_t folded_ticks_at(const struct model_process *p, const struct model_py_span *sp,
+                                uint64_t ns)
 {
-    if (!p->steps.nsteps || !p->py.nspan_list)
+    uint64_t a = model_ticks_to_monotonic_ns(p, sp->start),
+             z = model_ticks_to_monotonic_ns(p, sp->end);
+    if (ns <= a)
+        return sp->start;
+    if (ns >= z)
+        return sp->end;
+    return sp->start +
+           (uint64_t)((double)(sp->end - sp->start) * (double)(ns - a) / (double)(z - a));
+}
+
+/* The Python calls of at least PROF_PY_SPAN_US (PY_SPAN records, kept by
+ * model_steps_keep_spans) of the step thread inside [lo, hi) (CLOCK_MONOTONIC ns), nested
+ * in time: the widths are the thread's wall time, as the steps' are; a shorter call's time
+ * is its caller's; a call that crosses lo or hi counts its time inside. */
+static void folded_spans(FILE *f, const struct model_process *p, const char *process, uint64_t lo,
+                         uint64_t hi)
+{
+    if (!p->py.nspan_list || hi <= lo)
         return;
-    uint64_t cut = p->steps.steps[0].start_ns;
     struct model_py_span *sp = malloc(p->py.nspan_list * sizeof *sp);
     struct {
         size_t i;
@@ -434,9 +450,16 @@ static void folded_startup(FILE *f, const struct model_process *p, const char *p
     if (!sp || !open)
         report_oom();
     size_t n = 0;
-    for (size_t i = 0; i < p->py.nspan_list; i++)
-        if (model_ticks_to_monotonic_ns(p, p->py.span_list[i].start) < cut)
-            sp[n++] = p->py.span_list[i];
+    for (size_t i = 0; i < p->py.nspan_list; i++) {
+        struct model_py_span x = p->py.span_list[i];
+        if (x.tid != p->steps.tid || model_ticks_to_monotonic_ns(p, x.start) >= hi ||
+            model_ticks_to_monotonic_ns(p, x.end) <= lo)
+            continue;
+        uint64_t start = folded_ticks_at(p, &x, lo), end = folded_ticks_at(p, &x, hi);
+        x.start = start;
+        x.end = end;
+        sp[n++] = x;
+    }
     qsort(sp, n, sizeof *sp, folded_span_cmp);
     struct folded_buf b = {0};
     char *prefix = NULL, frame[512];
@@ -463,12 +486,7 @@ static void folded_startup(FILE *f, const struct model_process *p, const char *p
             snprintf(frame, sizeof frame, "%s %u", name && *name ? name : "thread", sp[i].tid);
             folded_append(&prefix, &plen, &pcap, frame);
         }
-        /* clipped at the first step (ticks and ns are linear), and inside its caller */
-        uint64_t end = sp[i].end, a = model_ticks_to_monotonic_ns(p, sp[i].start),
-                 z = model_ticks_to_monotonic_ns(p, sp[i].end);
-        if (z > cut)
-            end = sp[i].start +
-                  (uint64_t)((double)(end - sp[i].start) * (double)(cut - a) / (double)(z - a));
+        uint64_t end = sp[i].end; /* inside its caller */
         if (top && end > open[top - 1].end)
             end = open[top - 1].end;
         open[top].i = i;
@@ -491,9 +509,17 @@ static void folded_all(FILE *f, const struct summary *s, size_t max_depth, int w
         const struct model_process *p = s->procs[i];
         if (phase != EXPORT_PHASE_ALL && !p->steps.nsteps)
             continue;
-        if (phase == EXPORT_PHASE_STARTUP) {
+        if (phase == EXPORT_PHASE_STARTUP || phase == EXPORT_PHASE_STEADY) {
+            /* warm-up steps lead: the steady ones run from the first after them to the last */
+            const struct model_steps *st = &p->steps;
+            double ratio;
+            size_t warmup = phase == EXPORT_PHASE_STEADY ? steps_warmup(p, &ratio) : 0;
             snprintf(frame, sizeof frame, "%s pid %lld", folded_process_name(p), (long long)p->pid);
-            folded_startup(f, p, frame);
+            if (phase == EXPORT_PHASE_STARTUP)
+                folded_spans(f, p, frame, 0, st->steps[0].start_ns);
+            else
+                folded_spans(f, p, frame, st->steps[warmup].start_ns,
+                             st->steps[st->nsteps - 1].end_ns);
             continue;
         }
         struct pystats_thread *threads;

@@ -139,6 +139,12 @@ const char *flame_python_title(const struct summary *s, int section)
                          "the first step)"
                        : "Python call stacks in the training steps' phases, warm-up included "
                          "(us of wall time; --phase all: the whole process)";
+    case EXPORT_PHASE_STEADY:
+        return section ? "in the steady training steps, warm-up left out (calls of at least "
+                         "PROF_PY_SPAN_US; a shorter call's time is its caller's; --phase "
+                         "steps: every step's phases, exact; --phase all: the whole process)"
+                       : "Python call stacks in the steady training steps (us of wall time; "
+                         "calls of at least PROF_PY_SPAN_US)";
     case EXPORT_PHASE_STARTUP:
         return section ? "before the first training step (calls of at least PROF_PY_SPAN_US; "
                          "a shorter call's time is its caller's; --phase steps: the steps' "

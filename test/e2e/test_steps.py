@@ -85,7 +85,7 @@ def test_flame_graph_of_the_steps(run, tmp_path):
     assert "_find_and_load" in a
     bad = subprocess.run([PROFREPORT, "--phase", "warmup", str(run)], capture_output=True,
                          text=True)
-    assert bad.returncode == 2 and "--phase wants all, steps or startup" in bad.stderr
+    assert bad.returncode == 2 and "--phase wants all, steps, steady or startup" in bad.stderr
 
 
 def flame_total_us(svg):
@@ -162,3 +162,33 @@ def test_step_name_with_no_call(run):
     assert st["source"].startswith("optimizer steps") and st["step_name"] == "no_such_function"
     head = report(run, "--step", "no_such_function").stdout
     assert "(--step 'no_such_function' named no call)" in head
+
+
+def test_flame_graph_of_the_steady_steps(run, tmp_path):
+    """--phase steady: the step thread's calls inside the steady steps (warm-up left out);
+    main() spans them all, so the width is their time."""
+    st = main_steps(run)
+    out = tmp_path / "steady.svg"
+    report(run, "--flamegraph", str(out), "--phase", "steady")
+    svg = out.read_text()
+    assert "in the steady training steps" in svg
+    steady_ns = sum(s["ns"] for s in st["steps"][st["warmup"]:])
+    assert abs(flame_total_us(svg) * 1000 - steady_ns) <= steady_ns * 0.01 + 1000
+    assert "_find_and_load" not in svg
+
+
+def test_warm_up_heavy_run_shows_the_steady_steps(tmp_path):
+    """When the warm-up steps are most of the steps' time (test/workloads/torch_warmup.py:
+    a first forward of 0.6 s, then steps of a few ms), the default flame graph is of the
+    steady steps, where set_up() is not; --phase steps shows every step's phases."""
+    profile([PYTHON, os.path.join(ROOT, "test", "workloads", "torch_warmup.py")], tmp_path,
+            timeout=300)
+    st = main_steps(tmp_path)
+    assert st["warmup"] == 1 and st["count"] == 12
+    default, steps = tmp_path / "d.svg", tmp_path / "s.svg"
+    report(tmp_path, "--flamegraph", str(default))
+    report(tmp_path, "--flamegraph", str(steps), "--phase", "steps")
+    d, s = default.read_text(), steps.read_text()
+    assert "in the steady training steps" in d and "set_up" not in d
+    assert "warm-up included" in s and "set_up" in s
+    assert flame_total_us(d) < flame_total_us(s) / 4
