@@ -133,7 +133,8 @@ static void html_comm_share(FILE *out, const struct model_process *p)
 void html_timeline(FILE *out, const struct summary *s)
 {
     fputs("<section id=\"timeline\"><h2>Timeline overview</h2>\n<p class=\"note\">Per "
-          "process, over its whole wall time (startup included): the training actions' shares (forward, backward, "
+          "process, over its whole wall time (startup included): the training actions' shares "
+          "(forward, backward, "
           "optimizer_step, dataloader_next as the Python call tree shows them), and each GPU's "
           "busy share over the run (darker: busier), and the share of its wall time spent in "
           "communication calls (NCCL, MPI, torch.distributed; --comm and --stragglers have the "
@@ -179,7 +180,8 @@ static void html_memory_curve(FILE *out, const struct model_process *p,
     for (size_t k = 0; k < m->ntimeline; k++)
         if (m->timeline[k].live > vmax)
             vmax = m->timeline[k].live;
-    double W = 900, H = 160, span = tmax > tmin ? (double)(tmax - tmin) : 1;
+    /* L: the y axis's labels at the left */
+    double W = 900, H = 160, L = 70, span = tmax > tmin ? (double)(tmax - tmin) : 1;
     char device[48], peak[32];
     model_torch_device_name(m->dev_type, m->dev_index, device, sizeof device);
     format_bytes((uint64_t)vmax, peak, sizeof peak);
@@ -187,9 +189,26 @@ static void html_memory_curve(FILE *out, const struct model_process *p,
     html_proc_label(out, p);
     fprintf(out,
             ", %s: peak %s</h3><svg class=\"memcurve\" width=\"%.0f\" height=\"%.0f\">"
-            "<rect width=\"%.0f\" height=\"%.0f\" fill=\"#fafafa\" stroke=\"#ccc\"/>"
-            "<polyline fill=\"none\" stroke=\"#4c78a8\" stroke-width=\"1.2\" points=\"",
-            device, peak, W, H + 4, W, H + 4);
+            "<rect x=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"#fafafa\" stroke=\"#ccc\"/>",
+            device, peak, W + L, H + 4, L, W, H + 4);
+    /* the y axis: live bytes at 0, half and the top, with grid lines */
+    for (int k = 0; k <= 2; k++) {
+        char label[32];
+        double v = (double)vmax * k / 2, ty = 2 + H - H * k / 2.0;
+        format_bytes((uint64_t)v, label, sizeof label);
+        fprintf(out,
+                "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                "<text x=\"%.0f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%s</text>",
+                L, L + W, ty, ty, L - 4,
+                ty + (k == 2   ? 9
+                      : k == 0 ? -2
+                               : 3),
+                label);
+    }
+    fprintf(out,
+            "<polyline transform=\"translate(%.0f,0)\" fill=\"none\" stroke=\"#4c78a8\" "
+            "stroke-width=\"1.2\" points=\"",
+            L);
     /* A step curve from 0 bytes at the left; the last level held to the right edge. */
     size_t bucket = (m->ntimeline + HTML_MEMORY_POINTS - 1) / HTML_MEMORY_POINTS;
     if (!bucket)
@@ -211,8 +230,8 @@ static void html_memory_curve(FILE *out, const struct model_process *p,
     format_ns((double)tmin, t0, sizeof t0);
     format_ns((double)tmax, t1, sizeof t1);
     fprintf(out,
-            "\"/></svg><div class=\"axis\">%s .. %s since the process start; %zu changes"
-            "%s</div></div>\n",
+            "\"/></svg><div class=\"axis\">y: live tensor bytes; x: %s .. %s since the "
+            "process start; %zu changes%s</div></div>\n",
             t0, t1, m->ntimeline, bucket > 1 ? " (the largest of each span drawn)" : "");
 }
 

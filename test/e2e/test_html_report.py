@@ -191,6 +191,11 @@ def test_html_report_opens_in_chromium(tmp_path):
     assert len(re.findall(r'class="finding" data-kind="', dom)) == 11
     assert 'data-kind="sync"' in dom and "Model.sync_loss (/w/train.py:42)" in dom
     assert dom.count('class="memcurve"') == 2
+    # each memory curve has its y axis: 0 B, half the peak and the peak, labelled
+    for curve in re.findall(r'<svg class="memcurve".*?</svg>', dom, re.S):
+        labels = re.findall(r'text-anchor="end">([^<]*)</text>', curve)
+        assert len(labels) == 3 and labels[0] == "0 B", labels
+    assert dom.count("y: live tensor bytes") == 2
 
     probe = tmp_path / "probe.html"
     probe.write_text(text.replace("</body>", PROBE))
