@@ -48,6 +48,17 @@ if len(sys.argv) > 4:  # a real Lightning fit: ours against its SimpleProfiler's
     diff = sorted(set(want.items()) ^ set(got.items()))
     check(bool(want) and got == want,
           "Lightning actions == SimpleProfiler's (%d names; differing: %s)" % (len(want), diff[:6]))
+    # shares of the training as SimpleProfiler's (run_training_epoch 94.7 % there)
+    base = lightning.get("actions_percent_of", {})
+    epoch = [a["percent"] for a in lightning.get("actions", []) if a["name"] == "run_training_epoch"]
+    check(base.get("base") == "lightning_span" and epoch and epoch[0] > 50,
+          "Lightning shares of the training: base %s, run_training_epoch %s %%"
+          % (base.get("base"), epoch))
+    lsteps = [p["steps"] for p in lightning.get("processes", []) if p.get("steps")]
+    check(len(lsteps) == 1 and lsteps[0]["count"] >= 2 and
+          all(sum(x["parts_ns"].values()) == x["ns"] for x in lsteps[0]["steps"]),
+          "a Lightning fit has training steps (%s), parts adding up"
+          % (lsteps[0]["source"] if lsteps else None))
 else:
     check(False, "a real Lightning fit (Lightning not importable)")
 sys.exit(1 if failures else 0)
