@@ -6,9 +6,20 @@
 # launching call, the torch.cuda.nvtx ranges appear as actions, ops get CUDA time and
 # CUDA memory; the run's summaries report what its traces do; PROF_STEPS with torch's step; a real Lightning fit gives the
 # actions its SimpleProfiler records; then the overhead benchmark (test/bench/bench_gpu.py). Without a GPU it says so and exits 0.
-# Every check runs whatever an earlier one did; the last line lists those that failed.
+# Every check runs whatever an earlier one did; at the end one table lists every check
+# (ok / FAILED, with its figures and the seconds since the start), then the failed ones.
 failed=""
-fail() { failed="$failed $1"; echo "gpu-check: FAILED: $1"; }
+start=$(date +%s)
+results=""
+note() { # note ok|FAILED WHAT: one row of the final table
+    printf '%s\t%s\t%s\n' "$1" "$(( $(date +%s) - start ))" "$2" >> "$results"
+}
+fail() { failed="$failed $1"; echo "gpu-check: FAILED: $1"; note FAILED "$1"; }
+step() { # step WHAT COMMAND...: runs it; a row either way
+    what=$1
+    shift
+    if "$@"; then note ok "$what"; else fail "$what"; fi
+}
 B=${1:?build folder}
 PY=${PYTHON:-python3}
 if ! nvidia-smi -L >/dev/null 2>&1; then
@@ -20,14 +31,17 @@ if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
     exit 1
 fi
 out=$(mktemp -d /tmp/gpu-check.XXXXXX)
+results="$out/results.tsv"
+export GPU_CHECK_RESULTS="$results" GPU_CHECK_START="$start"
 echo "gpu-check: workdir $out"
-CUDA_INJECTION64_PATH="$B/test/gpu/libcupti_count.so" CUPTI_COUNT_FILE="$out/cupti_count" \
-    "$PY" test/workloads/gpu_train.py 20 > "$out/bare.txt" || fail "CUPTI's own count (bare run)"
-"$B/bin/profrun" -o "$out/prof" -- "$PY" test/workloads/gpu_train.py 20 > "$out/report.txt" 2>&1 || fail "profrun gpu_train.py"
+step "CUPTI's own count (bare run)" env CUDA_INJECTION64_PATH="$B/test/gpu/libcupti_count.so" \
+    CUPTI_COUNT_FILE="$out/cupti_count" "$PY" test/workloads/gpu_train.py 20 > "$out/bare.txt"
+step "profrun gpu_train.py" "$B/bin/profrun" -o "$out/prof" -- "$PY" test/workloads/gpu_train.py 20 \
+    > "$out/report.txt" 2>&1
 "$B/bin/profreport" --format json "$out/prof" > "$out/report.json" || fail "profreport --format json"
-"$B/bin/profreport" --kernels --limit 15 "$out/prof" || fail "profreport --kernels"
-"$B/bin/profreport" --gpu "$out/prof" || fail "profreport --gpu"
-"$B/bin/profreport" --actions "$out/prof" || fail "profreport --actions"
+step "profreport --kernels" "$B/bin/profreport" --kernels --limit 15 "$out/prof"
+step "profreport --gpu" "$B/bin/profreport" --gpu "$out/prof"
+step "profreport --actions" "$B/bin/profreport" --actions "$out/prof"
 # The run's per-trace summaries (profreport --summarize) report what its traces report,
 # the findings drawn from the GPU timeline included.
 mkdir "$out/sum" || fail "summaries"
@@ -48,7 +62,7 @@ if a != b:
     sys.exit("gpu-check: FAILED: the summaries' report differs from the traces'")
 print("gpu-check: summaries report the same as the traces")
 PYEOF
-[ $? = 0 ] || fail "summaries against traces"
+if [ $? = 0 ]; then note ok "summaries report what the traces do"; else fail "summaries against traces"; fi
 # PROF_STEPS on this machine's Python and torch (3.12+, torch 2.x, untested elsewhere):
 # the PyTorch layer counts the optimizer steps, the Python layer's events are off outside
 # steps 100-120 and on inside, 21 steps recorded.
@@ -70,7 +84,7 @@ print("gpu-check: PROF_STEPS=100-120: %d train_step calls, events off outside th
 if not ok:
     sys.exit("gpu-check: FAILED: PROF_STEPS with torch's step on this Python")
 PYEOF
-[ $? = 0 ] || fail "PROF_STEPS window"
+if [ $? = 0 ]; then note ok "PROF_STEPS=100-120 window"; else fail "PROF_STEPS window"; fi
 # A real Lightning fit (the GPU machine has Lightning 2.x): its SimpleProfiler's actions
 # are the reference for ours under the default profiler.
 lightning=""
@@ -85,8 +99,18 @@ else
     fail "no Lightning for $PY: Lightning's action names not checked"
 fi
 # shellcheck disable=SC2086
-"$PY" scripts/gpu_check.py "$out/report.json" "$(cat "$out/cupti_count")" $lightning || fail "report checks"
-"$PY" test/bench/bench_gpu.py "$B" || fail "bench_gpu"
+"$PY" scripts/gpu_check.py "$out/report.json" "$(cat "$out/cupti_count" 2>/dev/null || echo -1)" \
+    $lightning || failed="$failed report-checks"
+"$PY" test/bench/bench_gpu.py "$B" > "$out/bench.txt" 2>&1
+rc=$?
+cat "$out/bench.txt"
+if [ $rc = 0 ]; then note ok "bench_gpu: $(grep -c ratio "$out/bench.txt") ratios printed"; else fail "bench_gpu"; fi
+echo
+echo "gpu-check: every check ($(( $(date +%s) - start )) s):"
+printf '%-7s %6s  %s\n' RESULT SECONDS CHECK
+while IFS="$(printf '\t')" read -r res secs what; do
+    printf '%-7s %6s  %s\n' "$res" "$secs" "$what"
+done < "$results"
 if [ -n "$failed" ]; then
     echo "gpu-check: FAILED:$failed"
     exit 1

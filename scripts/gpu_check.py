@@ -1,16 +1,25 @@
 """gpu-check's assertions on profreport's JSON for test/workloads/gpu_train.py."""
 import json
+import os
 import sys
+import time
 
 report = json.load(open(sys.argv[1]))
 cupti_count = int(sys.argv[2])
 failures = []
+START = float(os.environ.get("GPU_CHECK_START", time.time()))
 
 
 def check(ok, what):
+    """One check: printed, and a row of gpu-check.sh's final table (GPU_CHECK_RESULTS)."""
     print("gpu-check: %s: %s" % ("ok" if ok else "FAILED", what))
     if not ok:
         failures.append(what)
+    results = os.environ.get("GPU_CHECK_RESULTS")
+    if results:
+        with open(results, "a") as f:
+            f.write("%s\t%d\t%s\n" % ("ok" if ok else "FAILED", int(time.time() - START),
+                                       what.replace("\t", " ").replace("\n", " ")[:160]))
 
 
 kernels = sum(k["calls"] for k in report.get("gpu_kernels", []))
