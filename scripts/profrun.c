@@ -2,6 +2,7 @@
  * every process it starts, then prints the report. Exits with CMD's status (128+signal
  * when a signal ended it). */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -32,6 +33,8 @@ static void profrun_usage(FILE *out)
             "      --format FMT   report format: text, json or csv\n"
             "      --sort KEY     report sort key (see profreport --help)\n"
             "      --limit N      report row limit\n"
+            "      --prepare [PYTHON]  build the libtorch bridge for PYTHON's torch (default\n"
+            "                     python3) now, so that no profiled run waits for it\n"
             "  -h, --help         this help\n\n");
     settings_print_help(out);
     fprintf(out, "\nOffline: profreport DIR (see profreport --help).\n");
@@ -59,8 +62,76 @@ static int profrun_wait(pid_t pid)
     return 127;
 }
 
+/* Whether a trace in dir holds the bytes of word (a META key). */
+static int profrun_trace_says(const char *dir, const char *word)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int found = 0;
+    while (d && !found && (e = readdir(d))) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *f = e->d_name[0] != '.' ? fopen(path, "rb") : NULL;
+        if (!f)
+            continue;
+        static char buf[1 << 16];
+        size_t n, keep = 0, w = strlen(word);
+        while (!found && (n = fread(buf + keep, 1, sizeof buf - keep, f)) > 0) {
+            n += keep;
+            found = memmem(buf, n, word, w) != NULL;
+            keep = n >= w ? w - 1 : n;
+            memmove(buf, buf + n - keep, keep);
+        }
+        fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* profrun --prepare [PYTHON]: imports torch in PYTHON under the profiler (its Python layer
+ * off), which builds the bridge into the cache if it is not there; the traces go into a
+ * temporary folder, removed after. */
+static int profrun_prepare(const char *python)
+{
+    char dir[] = "/tmp/profrun-prepare.XXXXXX";
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "profrun: --prepare: cannot make a folder in /tmp: %s\n", strerror(errno));
+        return 2;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("PROF_PYTHON", "0", 1);
+        execl("/proc/self/exe", "profrun", "--no-report", "-o", dir, "--", python, "-c",
+              "import torch", (char *)NULL);
+        _exit(127);
+    }
+    int rc = pid > 0 ? profrun_wait(pid) : 127;
+    int installed = rc == 0 && profrun_trace_says(dir, "torch_lib");
+    char cmd[sizeof dir + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "profrun: --prepare: could not remove %s\n", dir);
+    if (rc != 0) {
+        fprintf(stderr, "profrun: --prepare: `%s -c \"import torch\"` failed (status %d)\n", python,
+                rc);
+        return 1;
+    }
+    if (!installed) {
+        fprintf(stderr,
+                "profrun: --prepare: %s imported torch but the bridge was not installed "
+                "(the lines above say why)\n",
+                python);
+        return 1;
+    }
+    printf("profrun: the libtorch bridge for %s's torch is ready\n", python);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && !strcmp(argv[1], "--prepare"))
+        return profrun_prepare(argc >= 3 ? argv[2] : "python3");
     const char *output = NULL, *format = NULL, *sort = NULL, *limit = NULL;
     int no_report = 0;
     static const struct option opts[] = {{"output", required_argument, NULL, 'o'},

@@ -23,6 +23,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -309,6 +310,18 @@ static int torch_build(const struct torch_libs *libs, const char *libdir, const 
     return rc == 0 ? 0 : -1;
 }
 
+/* The build's interval, its thread and the Python call it happened under (META
+ * torch_bridge_build "START END TID NODE", ticks): the profiler's time, which the report
+ * takes out of that call and the calls around it. */
+static void torch_note_build(uint64_t start)
+{
+    char v[96];
+    snprintf(v, sizeof v, "%llu %llu %ld %u", (unsigned long long)start,
+             (unsigned long long)prof_clock_ticks(), (long)syscall(SYS_gettid),
+             prof_current_py_node ? prof_current_py_node() : 0);
+    collector_add_meta("torch_bridge_build", v);
+}
+
 /* Finds or builds the bridge for this libtorch and installs it. Returns 0, or -1 with
  * why in err. */
 static int torch_bridge_load(const struct torch_libs *libs, char *err, size_t err_len)
@@ -357,12 +370,15 @@ static int torch_bridge_load(const struct torch_libs *libs, char *err, size_t er
             ;
         have = torch_cache_trusted_file(dirfd, dir, so_name, err, err_len);
         if (have == 0) {
-            collector_note("building the libtorch bridge for %s (once; cached in %s)", real_torch,
-                           dir);
+            collector_note("building the libtorch bridge for %s (once; cached in %s; profrun "
+                           "--prepare builds it before a run)",
+                           real_torch, dir);
+            uint64_t t0 = prof_clock_ticks();
             if (torch_build(libs, libdir, inc, dirfd, dir, key, so_name, err, err_len) == 0)
                 have = torch_cache_trusted_file(dirfd, dir, so_name, err, err_len);
             else
                 have = -1;
+            torch_note_build(t0);
         }
         close(lock); /* releases the lock */
     }

@@ -744,6 +744,10 @@ const struct model_py_func *model_python_func(const struct model_process *p, uin
 /* The node of an id, or NULL. */
 const struct model_py_node *model_python_node(const struct model_process *p, uint32_t node_id);
 const char *model_py_gap_reason_name(uint32_t reason);
+/* Whether the profiler built its torch bridge during the run (META torch_bridge_build):
+ * then its interval (ticks), thread and the innermost Python node then (0: none). */
+int model_torch_bridge_build(const struct model_process *p, uint64_t *start, uint64_t *end,
+                             uint64_t *tid, uint32_t *node);
 
 /* model_gpu.c: GPU_* records, library spans (a call of a library API owns the GPU calls
  * inside it); attribution, utilization at the end. */

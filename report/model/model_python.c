@@ -86,8 +86,8 @@ static void model_python_on_record(struct model_process *p, const struct trace_r
         py->spans++;
         py->span_list = report_grow(py->span_list, &py->cap_span_list, py->nspan_list + 1,
                                     sizeof *py->span_list);
-        py->span_list[py->nspan_list++] =
-            (struct model_py_span){.start = r->start, .end = r->end, .node = r->node_id, .tid = tid};
+        py->span_list[py->nspan_list++] = (struct model_py_span){
+            .start = r->start, .end = r->end, .node = r->node_id, .tid = tid};
         break;
     }
     case PROF_REC_PY_GAP: {
@@ -107,6 +107,51 @@ static const char *model_python_string(const struct model_process *p, uint32_t s
     return sid ? u64map_get_ptr(&p->strings, sid) : NULL;
 }
 
+int model_torch_bridge_build(const struct model_process *p, uint64_t *start, uint64_t *end,
+                             uint64_t *tid, uint32_t *node)
+{
+    const char *v = model_meta_get(p, "torch_bridge_build");
+    unsigned long long a, b, t;
+    unsigned n;
+    if (!v || sscanf(v, "%llu %llu %llu %u", &a, &b, &t, &n) != 4 || b < a)
+        return 0;
+    *start = a;
+    *end = b;
+    *tid = t;
+    if (node)
+        *node = n;
+    return 1;
+}
+
+/* The profiler's build of its torch bridge, when it happened inside the run, is taken out
+ * of the Python calls open around it (the innermost one's self time, every one's total):
+ * they waited for the profiler, not for the program. */
+static void model_python_unbill_build(struct model_process *p)
+{
+    uint64_t a, b, tid;
+    uint32_t node;
+    if (!model_torch_bridge_build(p, &a, &b, &tid, &node))
+        return;
+    uint64_t d = b - a;
+    const struct model_py_node *inner = node ? model_python_node(p, node) : NULL;
+    for (uint32_t id = node, depth = 0; id && depth < (1u << 24); depth++) {
+        struct model_py_node *n = (struct model_py_node *)model_python_node(p, id);
+        if (!n)
+            break;
+        n->total_ticks -= n->total_ticks < d ? n->total_ticks : d;
+        if (n == inner)
+            n->self_ticks -= n->self_ticks < d ? n->self_ticks : d;
+        id = n->parent;
+    }
+    const struct model_py_func *f = inner ? model_python_func(p, inner->func) : NULL;
+    model_add_warning(p,
+                      "%s (pid %lld): the profiler built its libtorch bridge during this run "
+                      "(%.1f s%s%s): its time is left out of the Python functions' times; "
+                      "`profrun --prepare` builds it beforehand",
+                      p->file, (long long)p->pid, (double)model_ticks_to_ns(p, d) / 1e9,
+                      f ? ", under " : "", f ? (f->qualname ? f->qualname : f->name) : "");
+}
+
 static void model_python_finish(struct model_process *p)
 {
     struct model_python *py = &p->py;
@@ -117,6 +162,7 @@ static void model_python_finish(struct model_process *p)
         f->file = model_python_string(p, f->file_sid);
         f->module = model_python_string(p, f->module_sid);
     }
+    model_python_unbill_build(p);
     size_t undefined = 0;
     for (size_t i = 0; i < py->nnodes; i++) {
         struct model_py_node *n = &py->nodes[i];

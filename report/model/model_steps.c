@@ -18,7 +18,8 @@ enum steps_label {
     STEPS_OPT,
     STEPS_BWD,
     STEPS_FWD,
-    STEPS_IMPORT, /* importlib, for the startup line */
+    STEPS_IMPORT,   /* importlib, for the startup line */
+    STEPS_PROFILER, /* the profiler's own work (its torch bridge's build): not imports */
     STEPS_LABEL_COUNT
 };
 
@@ -168,6 +169,10 @@ static void steps_collect(const struct model_process *p, uint32_t tid, struct st
             steps_add(e, model_ticks_to_monotonic_ns(p, c->start),
                       model_ticks_to_monotonic_ns(p, c->end), STEPS_SYNC);
     }
+    uint64_t b0, b1, btid;
+    if (model_torch_bridge_build(p, &b0, &b1, &btid, NULL) && btid == tid)
+        steps_add(e, model_ticks_to_monotonic_ns(p, b0), model_ticks_to_monotonic_ns(p, b1),
+                  STEPS_PROFILER);
     for (size_t i = 0; i < p->steps.nsyncs; i++) {
         const struct model_step_sync *s = &p->steps.syncs[i];
         if (s->tid == tid)
@@ -232,7 +237,7 @@ static void steps_walk(struct model_steps *st, struct steps_events *e, uint8_t i
 static void steps_cpu_segment(struct model_steps *st, struct model_step *step, const uint32_t *c,
                               const struct steps_event *ev, uint64_t a, uint64_t b)
 {
-    if (b <= st->steps[0].start_ns && c[STEPS_IMPORT])
+    if (b <= st->steps[0].start_ns && c[STEPS_IMPORT] && !c[STEPS_PROFILER])
         st->startup_import_ns += b - a;
     if (!step)
         return;

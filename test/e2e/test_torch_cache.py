@@ -153,3 +153,40 @@ def test_no_shared_fallback_without_home(tmp_path):
     assert len(loaded) == 1, proc.stderr
     assert loaded[0].startswith(os.path.join(home, ".cache", "profrun") + "/"), loaded
     assert "/tmp/.cache" not in proc.stderr
+
+
+def test_first_run_build_is_not_the_programs(tmp_path):
+    """A bridge built inside a profiled run (a fresh cache) is the profiler's time: it is
+    left out of the Python calls it happened under (import torch), said once, and the
+    report's import time matches a run that found the bridge built; `profrun --prepare`
+    builds it beforehand."""
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    env = {"PROF_TORCH_CACHE": str(cache)}
+    first = tmp_path / "first"
+    profile([PYTHON, "-c", SCRIPT], first, env=env, timeout=300)
+    second = tmp_path / "second"
+    profile([PYTHON, "-c", SCRIPT], second, env=env, timeout=300)
+    from conftest import report, report_json
+
+    def module_s(out):
+        rows = report_json(out, "--python")["python"]
+        return max(r["cumtime_ns"] for r in rows if r["file"] == "<string>") / 1e9
+
+    rep = report(first, "--python")
+    assert rep.stderr.count("the profiler built its libtorch bridge during this run") == 1, rep.stderr
+    built = float(rep.stderr.split("during this run (")[1].split(" s")[0])
+    assert built > 1.0
+    # the first run's <module> holds no build: within a second of the second run's
+    assert module_s(first) < module_s(second) + 1.0, (module_s(first), module_s(second), built)
+    assert "built its libtorch bridge" not in report(second, "--python").stderr
+    # --prepare: a fresh cache gets the bridge before any run
+    fresh = tmp_path / "fresh"
+    fresh.mkdir(mode=0o700)
+    prep = subprocess.run([PROFRUN, "--prepare", PYTHON], env=dict(os.environ, PROF_TORCH_CACHE=str(fresh)),
+                          capture_output=True, text=True, timeout=300)
+    assert prep.returncode == 0 and "is ready" in prep.stdout, prep.stderr
+    assert [p.name for p in fresh.iterdir() if p.name.endswith(".so")]
+    third = tmp_path / "third"
+    profile([PYTHON, "-c", SCRIPT], third, env={"PROF_TORCH_CACHE": str(fresh)}, timeout=300)
+    assert "built its libtorch bridge" not in report(third, "--python").stderr
