@@ -15,6 +15,7 @@
 #include "format.h"
 #include "jobs.h"
 #include "stacks_view.h"
+#include "tables.h"
 
 #define HTML_ROWS 50 /* rows per table: the page stays small whatever the run */
 
@@ -132,8 +133,9 @@ static void html_tables(FILE *out, const struct summary *s)
     size_t n;
     if (s->napi) {
         n = s->napi < HTML_ROWS ? s->napi : HTML_ROWS;
-        html_table_begin(out, "t-api", "CUDA API", n, s->napi,
-                         "Name|Category|>Calls|>Errors|>Total|>Avg|>Max|>% API time");
+        html_table_begin(out, "t-api", "API calls (CUDA runtime, cuBLAS, cuDNN, NCCL, MPI ...)",
+                         n, s->napi,
+                         "Name|Category|>Calls|>Errors|>Total|>Avg|>Max|>% API time|Library");
         for (size_t i = 0; i < n; i++) {
             const struct summary_api_row *r = &s->api[i];
             fputs("<tr>", out);
@@ -145,6 +147,7 @@ static void html_tables(FILE *out, const struct summary *s)
             html_td_ns(out, r->avg_ns);
             html_td_ns(out, (double)r->max_ns);
             html_td_pct(out, r->percent);
+            html_td_text(out, tables_api_library(r->name));
             fputs("</tr>\n", out);
         }
         fputs("</tbody></table>\n", out);
@@ -228,8 +231,11 @@ static void html_tables(FILE *out, const struct summary *s)
         html_td_text(out, p->file);
         fprintf(out, "<td class=\"n\" data-v=\"%lld\">%lld</td>", (long long)p->pid,
                 (long long)p->pid);
-        fprintf(out, "<td class=\"n\" data-v=\"%lld\">%lld</td>", (long long)p->rank,
-                (long long)p->rank);
+        if (p->rank >= 0)
+            fprintf(out, "<td class=\"n\" data-v=\"%lld\">%lld</td>", (long long)p->rank,
+                    (long long)p->rank);
+        else /* no rank: sorted before rank 0 */
+            fputs("<td class=\"n\" data-v=\"-1\">-</td>", out);
         html_td_text(out, p->host ? p->host : "?");
         html_td_ns(out, (double)p->wall_ns);
         html_td_u64(out, p->lost);

@@ -19,6 +19,9 @@ void tables_over_ranks(FILE *out, const char *value, const void *rows, size_t n,
                        size_t name_at, size_t spread_at);
 /* How many rows the table after a view shows: its limit, else at most 20. */
 size_t tables_over_ranks_rows(size_t nrows, size_t limit);
+/* The library of an intercepted API by its name: "CUDA runtime", "CUDA driver", "cuBLAS",
+ * "cuDNN", "NCCL", "MPI" or "Other". */
+const char *tables_api_library(const char *name);
 
 /* tables_gpu.c */
 /* --kernels: every GPU kernel CUPTI recorded (limit rows, 0 = all), in s's order. */

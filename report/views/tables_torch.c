@@ -191,7 +191,9 @@ void tables_torch_memory_section(FILE *out, const struct summary *s)
 {
     if (!summary_torch_memory_any(s))
         return;
-    fprintf(out, "PyTorch memory (tensor bytes live, per process and device)\n");
+    fprintf(out, "PyTorch memory (tensor bytes live, per process and device, as torch's own "
+                 "allocators report them:\nc10's CPU allocator, the CUDA caching allocator; "
+                 "not the CUDA runtime's cudaMalloc)\n");
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         if (p->torch.memory.any)
