@@ -100,6 +100,14 @@ static void html_td_pct(FILE *out, double pct)
     fprintf(out, "<td class=\"n\" data-v=\"%.4f\">%.1f%%</td>", pct, pct);
 }
 
+/* Bytes in torch's units ("16.00 Kb"), sorted by the signed count. */
+static void html_td_mem(FILE *out, int64_t bytes)
+{
+    char t[32];
+    tables_torch_memory(bytes, t, sizeof t);
+    fprintf(out, "<td class=\"n\" data-v=\"%" PRId64 "\">%s</td>", bytes, t);
+}
+
 static void html_findings(FILE *out, const struct summary *s)
 {
     struct findings f;
@@ -189,8 +197,15 @@ static void html_tables(FILE *out, const struct summary *s)
     }
     if (s->torch.nrows) {
         n = s->torch.nrows < HTML_ROWS ? s->torch.nrows : HTML_ROWS;
-        html_table_begin(out, "t-ops", "PyTorch operators", n, s->torch.nrows,
-                         "Name|>Calls|>Self CPU|>CPU total|>Self CUDA|>CUDA total");
+        /* as the text table: CPU Mem columns; no CUDA columns in a CPU-only run */
+        int cuda = tables_torch_has_cuda(s);
+        html_table_begin(out, "t-ops",
+                         cuda ? "PyTorch operators"
+                              : "PyTorch operators (no CUDA events: a CPU-only run)",
+                         n, s->torch.nrows,
+                         cuda ? "Name|>Calls|>Self CPU|>CPU total|>Self CUDA|>CUDA total|"
+                                ">CPU Mem|>Self CPU Mem|>CUDA Mem|>Self CUDA Mem"
+                              : "Name|>Calls|>Self CPU|>CPU total|>CPU Mem|>Self CPU Mem");
         for (size_t i = 0; i < n; i++) {
             const struct summary_op_row *r = &s->torch.rows[i];
             fputs("<tr>", out);
@@ -198,8 +213,16 @@ static void html_tables(FILE *out, const struct summary *s)
             html_td_u64(out, r->calls);
             html_td_ns(out, (double)r->self_cpu_ns);
             html_td_ns(out, (double)r->cpu_total_ns);
-            html_td_ns(out, (double)r->self_cuda_ns);
-            html_td_ns(out, (double)r->cuda_total_ns);
+            if (cuda) {
+                html_td_ns(out, (double)r->self_cuda_ns);
+                html_td_ns(out, (double)r->cuda_total_ns);
+            }
+            html_td_mem(out, r->cpu_mem);
+            html_td_mem(out, r->self_cpu_mem);
+            if (cuda) {
+                html_td_mem(out, r->dev_mem);
+                html_td_mem(out, r->self_dev_mem);
+            }
             fputs("</tr>\n", out);
         }
         fputs("</tbody></table>\n", out);

@@ -51,6 +51,9 @@ void tables_ops_section(FILE *out, const struct summary *s, size_t limit);
  * records. _default: the default report's (a blank line after). */
 void tables_torch_memory_section(FILE *out, const struct summary *s);
 void tables_torch_memory_default(FILE *out, const struct summary *s);
+/* Whether the run has any CUDA event (kernels, device tensor memory, ops' CUDA time): 0,
+ * a CPU-only run, whose op tables leave the CUDA columns out. */
+int tables_torch_has_cuda(const struct summary *s);
 /* torch's units: "812.000us", "3.250ms", "2.503s"; "12.34%" ("NaN" of nothing);
  * "512 b", "1.50 Kb", "2.00 Gb". */
 void tables_torch_time(double ns, char *buf, size_t len);
