@@ -178,8 +178,8 @@ static int main_write_python_files(const struct summary *s, const char *pstats_p
         fprintf(stderr, "profreport: %s\n", err);
         rc = -1;
     }
-    if (folded_path && export_folded_write(folded_path, s, folded_depth, folded_min_share, err,
-                                           sizeof err) != 0) {
+    if (folded_path &&
+        export_folded_write(folded_path, s, folded_depth, folded_min_share, err, sizeof err) != 0) {
         fprintf(stderr, "profreport: %s\n", err);
         rc = -1;
     }
@@ -747,8 +747,7 @@ int main(int argc, char **argv)
     summary_sort_torch(&s, op_sort);
     for (size_t i = 0; i < s.nwarnings; i++)
         main_print_warning(s.warnings[i]);
-    if (main_write_python_files(&s, pstats_path, folded_path, folded_depth,
-                                folded_min_share) != 0)
+    if (main_write_python_files(&s, pstats_path, folded_path, folded_depth, folded_min_share) != 0)
         failed = 1;
     if (html_write_files(html_path, flame_path, &s, stderr) != 0)
         failed = 1;

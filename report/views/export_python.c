@@ -254,12 +254,12 @@ struct folded_opts {
 
 /* Per-node scratch of one process, indexed as p->py.nodes. */
 struct folded_scratch {
-    size_t *order, *parent;  /* preorder of a thread's nodes; parent index or SIZE_MAX */
-    size_t *depth;           /* frames on the path, the node's own included */
-    uint64_t *own, *api;     /* self time outside the CUDA API, CUDA API time (ns) */
-    uint64_t *carry;         /* own + api + what narrow descendants fold into it */
-    size_t *nfold;           /* nodes folded into it */
-    char *head;              /* printed as its own frame */
+    size_t *order, *parent; /* preorder of a thread's nodes; parent index or SIZE_MAX */
+    size_t *depth;          /* frames on the path, the node's own included */
+    uint64_t *own, *api;    /* self time outside the CUDA API, CUDA API time (ns) */
+    uint64_t *carry;        /* own + api + what narrow descendants fold into it */
+    size_t *nfold;          /* nodes folded into it */
+    char *head;             /* printed as its own frame */
 };
 
 static void folded_oom(void)
@@ -348,8 +348,8 @@ static uint64_t folded_measure(const struct model_process *p, const struct pysta
         /* an action is found on the path once: below it every node is inside */
         int in = sin[top] || (o->steps_only && model_torch_action_of_node(p, node->id) != NULL);
         x->order[(*n)++] = i;
-        uint64_t api = o->with_api ? (node->api_ns < node->self_ns ? node->api_ns : node->self_ns)
-                                   : 0;
+        uint64_t api =
+            o->with_api ? (node->api_ns < node->self_ns ? node->api_ns : node->self_ns) : 0;
         x->own[i] = o->steps_only && !in ? 0 : node->self_ns - api;
         x->api[i] = o->steps_only && !in ? 0 : api;
         x->carry[i] = x->own[i] + x->api[i];

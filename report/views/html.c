@@ -141,8 +141,8 @@ static void html_tables(FILE *out, const struct summary *s)
     size_t n;
     if (s->napi) {
         n = s->napi < HTML_ROWS ? s->napi : HTML_ROWS;
-        html_table_begin(out, "t-api", "API calls (CUDA runtime, cuBLAS, cuDNN, NCCL, MPI ...)",
-                         n, s->napi,
+        html_table_begin(out, "t-api", "API calls (CUDA runtime, cuBLAS, cuDNN, NCCL, MPI ...)", n,
+                         s->napi,
                          "Name|Category|>Calls|>Errors|>Total|>Avg|>Max|>% API time|Library");
         for (size_t i = 0; i < n; i++) {
             const struct summary_api_row *r = &s->api[i];

@@ -80,10 +80,10 @@ static void tables_api(FILE *out, const struct summary *s, size_t limit)
                 continue;
             shown++;
             snprintf(pct, sizeof pct, "%.1f%%", r->percent);
-            text_table_row(&t, r->name, tables_u64(calls, r->calls),
-                           tables_u64(errors, r->errors), tables_time(total, (double)r->total_ns),
-                           tables_time(avg, r->avg_ns), tables_time(min, (double)r->min_ns),
-                           tables_time(max, (double)r->max_ns), pct);
+            text_table_row(&t, r->name, tables_u64(calls, r->calls), tables_u64(errors, r->errors),
+                           tables_time(total, (double)r->total_ns), tables_time(avg, r->avg_ns),
+                           tables_time(min, (double)r->min_ns), tables_time(max, (double)r->max_ns),
+                           pct);
         }
         text_table_end(out, &t);
         if (shown < n)

@@ -92,10 +92,9 @@ enum {
     OPS_COLS
 };
 static const char *const tables_ops_heads[OPS_COLS] = {
-    "<Name",        ">Self CPU %",   ">Self CPU",   ">CPU total %",   ">CPU total",
-    ">CPU time avg", ">Self CUDA",   ">Self CUDA %", ">CUDA total",   ">CUDA time avg",
-    ">CPU Mem",     ">Self CPU Mem", ">CUDA Mem",   ">Self CUDA Mem", "># of Calls",
-    "<Input Shapes"};
+    "<Name",      ">Self CPU %",    ">Self CPU",   ">CPU total %",   ">CPU total", ">CPU time avg",
+    ">Self CUDA", ">Self CUDA %",   ">CUDA total", ">CUDA time avg", ">CPU Mem",   ">Self CPU Mem",
+    ">CUDA Mem",  ">Self CUDA Mem", "># of Calls", "<Input Shapes"};
 
 static int tables_ops_col_shown(int col, int cuda, int by_shape)
 {
