@@ -69,4 +69,4 @@ def test_flame_graph_says_wall_time(tmp_path):
     svg = tmp_path / "f.svg"
     report(os.path.join(TRACES, "py", "main.trace"), "--flamegraph", str(svg))
     assert "us of wall time" in svg.read_text()
-    assert "Widths are wall time" in report([], "--help").stdout
+    assert "Python widths are wall time" in report([], "--help").stdout
