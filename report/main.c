@@ -70,10 +70,15 @@ static void main_usage(FILE *out)
           "                    snakeviz)\n"
           "      --folded FILE write the Python call stacks as folded stacks, self time in\n"
           "                    microseconds (flamegraph.pl, speedscope)\n"
-          "      --folded-depth N  keep the innermost N frames of a deeper stack, under a\n"
-          "                    '[truncated K frames]' root frame (default 256; 0: all):\n"
-          "                    each line repeats its whole stack, so a D-deep recursion\n"
-          "                    would otherwise write D*D/2 frames\n"
+          "      --folded-depth N  frames deeper than N (default 128; 0: none) are folded\n"
+          "                    into the frame at depth N as one '[K frames folded]' frame\n"
+          "                    holding their time: each line repeats its whole stack, so a\n"
+          "                    D-deep recursion would otherwise write D*D/2 frames\n"
+          "      --folded-min-share PCT  a frame whose time, with all it called, is under\n"
+          "                    PCT % of the whole (default 0.1; 0: none) is folded into\n"
+          "                    its caller the same way; what the outermost frames fold is\n"
+          "                    'thread;[K frames folded]'. No time is lost, and the file\n"
+          "                    holds at most 3 lines per PCT % of the time\n"
           "      --memory-timeline FILE  write the live PyTorch tensor bytes over time as\n"
           "                    CSV: pid,device,time_ns,live_bytes (device CPU, CUDA:0, ...;\n"
           "                    one row per change, ns since the process start)\n"
@@ -119,7 +124,13 @@ static void main_usage(FILE *out)
           "      --html FILE   write the report as one self-contained HTML page: findings,\n"
           "                    timeline overview, memory curve, sortable tables, flame graph\n"
           "      --flamegraph FILE  write the Python call stacks (with --samples or --stacks:\n"
-          "                    those call paths) as a flame graph SVG (click to zoom, Ctrl-F)\n"
+          "                    those call paths) as a flame graph SVG (click to zoom, Ctrl-F).\n"
+          "                    Python widths are wall time (us), as in the HTML's flame\n"
+          "                    graph. Both stay small whatever the trace: Python frames\n"
+          "                    under 0.01 % of the time or deeper than 200 frames are folded\n"
+          "                    into their caller ('[N frames folded]'), and of any graph the\n"
+          "                    4000 widest frames at least 0.1 px wide are drawn (the graph\n"
+          "                    says how many it left out)\n"
           "      --run ID      report the run whose META run_id is ID\n"
           "      --run ID      also a job id (META job_id): every process of that job\n"
           "      --all-runs    merge every run found in the inputs (default: the latest)\n"
@@ -161,7 +172,8 @@ static int main_bad_usage(const char *fmt, const char *what)
 
 /* --pstats and --folded: each file is written whole or not at all. 0, or -1 said. */
 static int main_write_python_files(const struct summary *s, const char *pstats_path,
-                                   const char *folded_path, size_t folded_depth)
+                                   const char *folded_path, size_t folded_depth,
+                                   double folded_min_share)
 {
     char err[512];
     int rc = 0;
@@ -176,7 +188,8 @@ static int main_write_python_files(const struct summary *s, const char *pstats_p
         fprintf(stderr, "profreport: %s\n", err);
         rc = -1;
     }
-    if (folded_path && export_folded_write(folded_path, s, folded_depth, err, sizeof err) != 0) {
+    if (folded_path &&
+        export_folded_write(folded_path, s, folded_depth, folded_min_share, err, sizeof err) != 0) {
         fprintf(stderr, "profreport: %s\n", err);
         rc = -1;
     }
@@ -335,6 +348,7 @@ int main(int argc, char **argv)
     enum tables_python_split split = TABLES_PYTHON_MERGED;
     const char *pstats_path = NULL, *folded_path = NULL;
     size_t folded_depth = EXPORT_FOLDED_DEPTH_DEFAULT;
+    double folded_min_share = EXPORT_FOLDED_MIN_SHARE_DEFAULT;
     const char *timeline_path = NULL;                      /* --memory-timeline */
     const char *perfetto_path = NULL, *chrome_path = NULL; /* --perfetto, --chrome-trace */
     const char *html_path = NULL, *flame_path = NULL;      /* --html, --flamegraph */
@@ -366,6 +380,7 @@ int main(int argc, char **argv)
         OPT_PSTATS,
         OPT_FOLDED,
         OPT_FOLDED_DEPTH,
+        OPT_FOLDED_MIN_SHARE,
         OPT_KERNELS,
         OPT_GPU,
         OPT_ACTIONS,
@@ -404,6 +419,7 @@ int main(int argc, char **argv)
         {"pstats", required_argument, NULL, OPT_PSTATS},
         {"folded", required_argument, NULL, OPT_FOLDED},
         {"folded-depth", required_argument, NULL, OPT_FOLDED_DEPTH},
+        {"folded-min-share", required_argument, NULL, OPT_FOLDED_MIN_SHARE},
         {"kernels", no_argument, NULL, OPT_KERNELS},
         {"gpu", no_argument, NULL, OPT_GPU},
         {"actions", no_argument, NULL, OPT_ACTIONS},
@@ -462,6 +478,17 @@ int main(int argc, char **argv)
                 limit = (size_t)v;
             else
                 folded_depth = (size_t)v;
+            break;
+        }
+        case OPT_FOLDED_MIN_SHARE: {
+            char *end;
+            errno = 0;
+            double v = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(v >= 0 && v <= 100))
+                return main_bad_usage("--folded-min-share wants a percentage from 0 to 100, "
+                                      "not '%s'",
+                                      optarg);
+            folded_min_share = v / 100;
             break;
         }
         case OPT_RUN:
@@ -768,7 +795,7 @@ int main(int argc, char **argv)
     summary_sort_torch(&s, op_sort);
     for (size_t i = 0; i < s.nwarnings; i++)
         main_print_warning(s.warnings[i]);
-    if (main_write_python_files(&s, pstats_path, folded_path, folded_depth) != 0)
+    if (main_write_python_files(&s, pstats_path, folded_path, folded_depth, folded_min_share) != 0)
         failed = 1;
     if (html_write_files(html_path, flame_path, &s, stderr) != 0)
         failed = 1;

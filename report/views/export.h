@@ -17,16 +17,21 @@ int export_csv_write(FILE *out, const struct summary *s, size_t limit);
 int export_pstats_write(const char *path, const struct pystats *py, char *err, size_t errlen);
 void export_pstats_fwrite(FILE *f, const struct pystats *py);
 
-/* Folded stacks, "process pid P;thread T;frame;... <self microseconds>" per line. A stack
- * deeper than max_depth Python frames (0: no limit) keeps its innermost max_depth frames
- * under one root frame "[truncated N frames]" (N: the outer frames left out), so the
- * output is at most (nodes with self time) * (max_depth + 3) frames: folded stacks repeat
- * the whole path on every line, and a chain of D distinct calls would otherwise print
- * O(D^2) frames. */
-#define EXPORT_FOLDED_DEPTH_DEFAULT 256
-int export_folded_write(const char *path, const struct summary *s, size_t max_depth, char *err,
-                        size_t errlen);
-void export_folded_fwrite(FILE *f, const struct summary *s, size_t max_depth);
+/* Folded stacks, "process pid P;thread T;frame;... <self microseconds>" per line. Folded
+ * stacks repeat the whole path on every line, so a chain of D distinct calls would print
+ * O(D^2) frames, and a run of many small calls a line each: a frame deeper than max_depth
+ * (0: no limit), or whose time with everything it called is under min_share of the whole
+ * (0: none), is folded into its caller: the caller gets one "[N frames folded]" frame
+ * holding that time (N: the frames folded), and what the outermost frames fold goes to
+ * "thread;[N frames folded]". No time is lost. Every frame printed holds at least
+ * min_share of the time (its own, its CUDA API calls', what it folded: up to 3 lines), so
+ * there are at most 3 / min_share lines of at most max_depth + 3 frames, besides one per
+ * thread: the file is bounded whatever the trace. */
+#define EXPORT_FOLDED_DEPTH_DEFAULT 128
+#define EXPORT_FOLDED_MIN_SHARE_DEFAULT 0.001 /* 0.1 % */
+int export_folded_write(const char *path, const struct summary *s, size_t max_depth,
+                        double min_share, char *err, size_t errlen);
+void export_folded_fwrite(FILE *f, const struct summary *s, size_t max_depth, double min_share);
 /* What the flame graphs hold (--phase). */
 enum export_phase {
     EXPORT_PHASE_ALL,     /* the whole process, from the call trees */
@@ -37,9 +42,13 @@ enum export_phase {
                            * PROF_PY_SPAN_US (model_steps_keep_spans) */
     EXPORT_PHASE_STEADY   /* the steady steps (warm-up left out), from those calls too */
 };
-/* The same lines with the default depth cap; with_api: each node's CUDA API time as a
- * "[CUDA API calls]" frame beneath it (taken out of its self time); phase: enum
- * export_phase. */
+/* The flame graphs' lines: as export_folded_fwrite with EXPORT_FOLDED_FLAME_DEPTH and
+ * EXPORT_FOLDED_FLAME_MIN_SHARE (the span phases: frames deeper than the depth folded, all
+ * spans printed: they are calls of at least PROF_PY_SPAN_US); with_api: each node's CUDA
+ * API time as a "[CUDA API calls]" frame beneath it (taken out of its self time); phase:
+ * enum export_phase. */
+#define EXPORT_FOLDED_FLAME_DEPTH 200
+#define EXPORT_FOLDED_FLAME_MIN_SHARE 0.0001 /* 0.01 %: about 0.1 px of the flame graph */
 void export_folded_stream(FILE *f, const struct summary *s, int with_api, int phase);
 /* Whether a process has training steps and Python call trees (a steps-only flame). */
 int export_folded_has_steps(const struct summary *s);

@@ -256,83 +256,117 @@ static void folded_frame(const struct model_process *p, uint32_t func_id, char *
                  f->file ? f->file : "?", f->line);
 }
 
-/* One line per node with self time: the thread's prefix, the frames, microseconds. A path
- * deeper than max_depth frames (0: no limit) keeps its innermost max_depth frames under a
- * "[truncated N frames]" root frame, so that a line never holds more than max_depth + 3
- * frames: a chain of D distinct nodes, which folded stacks must print as D lines of
- * 1..D frames (O(D^2) bytes), prints at most D * (max_depth + 3) frames. Every frame is
- * formatted once, when its node is entered, so time follows the bytes printed. */
-static void folded_line(FILE *f, const char *prefix, const char *path, const size_t *end,
-                        size_t depth, size_t max_depth, const char *leaf, uint64_t us)
+/* How the lines are cut to size. */
+struct folded_opts {
+    size_t max_depth; /* frames per line (0: no limit): deeper ones are folded */
+    int with_api, phase; /* phase: enum export_phase */
+    uint64_t min_ns; /* a node whose time, with what it called, is under this is folded */
+};
+
+/* Per-node scratch of one process, indexed as p->py.nodes. */
+struct folded_scratch {
+    size_t *order, *parent; /* preorder of a thread's nodes; parent index or SIZE_MAX */
+    size_t *depth;          /* frames on the path, the node's own included */
+    uint64_t *own, *api;    /* self time outside the CUDA API, CUDA API time (ns) */
+    uint64_t *carry;        /* own + api + what narrow descendants fold into it */
+    size_t *nfold;          /* nodes folded into it */
+    char *head;             /* printed as its own frame */
+};
+
+static void folded_oom(void)
+{
+    fprintf(stderr, "profreport: out of memory\n");
+    exit(1);
+}
+
+static void *folded_alloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (!p)
+        folded_oom();
+    return p;
+}
+
+static void folded_scratch_init(struct folded_scratch *x, size_t n)
+{
+    x->order = folded_alloc(n, sizeof *x->order);
+    x->parent = folded_alloc(n, sizeof *x->parent);
+    x->depth = folded_alloc(n, sizeof *x->depth);
+    x->own = folded_alloc(n, sizeof *x->own);
+    x->api = folded_alloc(n, sizeof *x->api);
+    x->carry = folded_alloc(n, sizeof *x->carry);
+    x->nfold = folded_alloc(n, sizeof *x->nfold);
+    x->head = folded_alloc(n, 1);
+}
+
+static void folded_scratch_free(struct folded_scratch *x)
+{
+    free(x->order);
+    free(x->parent);
+    free(x->depth);
+    free(x->own);
+    free(x->api);
+    free(x->carry);
+    free(x->nfold);
+    free(x->head);
+}
+
+/* One line: the thread's prefix, the frames (path; "": none), the leaf frame (";..." or
+ * ""), microseconds. */
+static void folded_line(FILE *f, const char *prefix, const char *path, const char *leaf,
+                        uint64_t us)
 {
     /* names are untrusted: no control characters in the file */
     format_fputs_escaped(f, prefix);
-    if (max_depth && depth > max_depth) {
-        size_t cut = depth - max_depth; /* frames left out: [0, cut) */
-        fprintf(f, ";[truncated %zu frames];", cut);
-        format_fputs_escaped(f, path + end[cut] + 1);
-    } else {
+    if (*path) {
         fputc(';', f);
         format_fputs_escaped(f, path);
     }
     fprintf(f, "%s %" PRIu64 "\n", leaf, us);
 }
 
-/* with_api: the CUDA API time made with a node innermost (part of its self time) as a
- * "[CUDA API calls]" frame of its own beneath it. steps_only: only the time of nodes inside a
- * training phase (a built-in action: data loading, forward, backward, optimizer step), the
- * paths above them kept. */
-static void folded_thread(FILE *f, const struct model_process *p,
-                          const struct pystats_forest *forest, const size_t *roots, size_t nroots,
-                          const char *prefix, size_t max_depth, int with_api, int steps_only)
+static uint64_t folded_us(uint64_t ns)
 {
-    char *path = NULL, frame[4096];
-    size_t len = 0, cap = 0;
-    /* end[d]: the path's length with d frames; the frame at depth d starts at end[d] + 1
-     * (end[0] for d = 0). Preorder: a node entered at depth d has its parent's path in
-     * path[0, end[d]), so entering it cuts the path there and appends one frame. */
-    size_t dcap = 64;
-    size_t *end = malloc(dcap * sizeof *end);
-    /* Explicit stack of (node, depth): Python recursion runs thousands deep. */
+    return (ns + 500) / 1000;
+}
+
+/* Pass 1 over one thread's roots: the preorder (x->order[0, *n)), each node's own times
+ * (with_api: the CUDA API time made with a node innermost, part of its self time, as a
+ * "[CUDA API calls]" frame of its own beneath it; steps_only: only the time of nodes
+ * inside a training phase, a built-in action: data loading, forward, backward, optimizer
+ * step, the paths above them kept), then, children before parents, which nodes are
+ * printed: a node whose carry (its own time and what its narrow descendants fold into it)
+ * is under min_ns, or deeper than max_depth, folds into its parent. Returns
+ * the thread's own time and sets what its roots fold into the thread (*rest, *nrest). */
+static uint64_t folded_measure(const struct model_process *p, const struct pystats_forest *forest,
+                               const size_t *roots, size_t nroots, const struct folded_opts *o,
+                               struct folded_scratch *x, size_t *n, uint64_t *rest, size_t *nrest)
+{
     size_t top = 0, scap = nroots + 16;
-    size_t *stack = malloc(scap * sizeof *stack), *sdepth = malloc(scap * sizeof *sdepth);
-    char *sin = malloc(scap); /* whether the node is inside a training phase */
-    if (!stack || !sdepth || !end || !sin) {
-        fprintf(stderr, "profreport: out of memory\n");
-        exit(1);
-    }
-    end[0] = 0;
+    size_t *stack = folded_alloc(scap, sizeof *stack);
+    char *sin = folded_alloc(scap, 1); /* whether the node is inside a training phase */
+    *n = 0;
     for (size_t r = nroots; r-- > 0;) {
-        sdepth[top] = 0;
+        x->parent[roots[r]] = SIZE_MAX;
+        x->depth[roots[r]] = 1;
         sin[top] = 0;
         stack[top++] = roots[r];
     }
+    uint64_t total = 0;
     while (top) {
-        size_t i = stack[--top], d = sdepth[top];
+        size_t i = stack[--top];
         const struct model_py_node *node = &p->py.nodes[i];
         /* an action is found on the path once: below it every node is inside */
+        int steps_only = o->phase == EXPORT_PHASE_STEPS;
         int in = sin[top] || (steps_only && model_torch_action_of_node(p, node->id) != NULL);
-        if (d + 2 > dcap) {
-            dcap *= 2;
-            end = realloc(end, dcap * sizeof *end);
-            if (!end) {
-                fprintf(stderr, "profreport: out of memory\n");
-                exit(1);
-            }
-        }
-        len = end[d];
-        folded_frame(p, node->func, frame, sizeof frame);
-        folded_append(&path, &len, &cap, frame);
-        end[d + 1] = len;
-        uint64_t api_ns =
-            with_api ? (node->api_ns < node->self_ns ? node->api_ns : node->self_ns) : 0;
-        uint64_t us = (node->self_ns - api_ns + 500) / 1000, api_us = (api_ns + 500) / 1000;
-        if (steps_only && !in)
-            us = api_us = 0;
-        if (us)
-            folded_line(f, prefix, path, end, d + 1, max_depth, "", us);
-        if (api_us)
-            folded_line(f, prefix, path, end, d + 1, max_depth, ";[CUDA API calls]", api_us);
+        x->order[(*n)++] = i;
+        uint64_t api =
+            o->with_api ? (node->api_ns < node->self_ns ? node->api_ns : node->self_ns) : 0;
+        x->own[i] = steps_only && !in ? 0 : node->self_ns - api;
+        x->api[i] = steps_only && !in ? 0 : api;
+        x->carry[i] = x->own[i] + x->api[i];
+        x->nfold[i] = 0;
+        total += x->carry[i];
         size_t nchild = 0;
         for (size_t c = forest->first_child[i]; c != SIZE_MAX; c = forest->next_sibling[c])
             nchild++;
@@ -340,24 +374,87 @@ static void folded_thread(FILE *f, const struct model_process *p,
             while (top + nchild > scap)
                 scap *= 2;
             stack = realloc(stack, scap * sizeof *stack);
-            sdepth = realloc(sdepth, scap * sizeof *sdepth);
             sin = realloc(sin, scap);
-            if (!stack || !sdepth || !sin) {
-                fprintf(stderr, "profreport: out of memory\n");
-                exit(1);
-            }
+            if (!stack || !sin)
+                folded_oom();
         }
         size_t k = top + nchild; /* the first child on top, so that it comes out first */
         for (size_t c = forest->first_child[i]; c != SIZE_MAX; c = forest->next_sibling[c]) {
-            sdepth[--k] = d + 1;
-            sin[k] = (char)in;
+            x->parent[c] = i;
+            x->depth[c] = x->depth[i] + 1;
+            sin[--k] = (char)in;
             stack[k] = c;
         }
         top += nchild;
     }
     free(stack);
-    free(sdepth);
     free(sin);
+    *rest = 0;
+    *nrest = 0;
+    for (size_t k = *n; k-- > 0;) { /* reverse preorder: children before their parent */
+        size_t i = x->order[k];
+        int deep = o->max_depth && x->depth[i] > o->max_depth;
+        x->head[i] = !deep && x->carry[i] >= o->min_ns;
+        if (x->head[i])
+            continue;
+        size_t up = x->parent[i];
+        if (up == SIZE_MAX) {
+            *rest += x->carry[i];
+            *nrest += 1 + x->nfold[i];
+        } else {
+            x->carry[up] += x->carry[i];
+            x->nfold[up] += 1 + x->nfold[i];
+        }
+    }
+    return total;
+}
+
+/* Pass 2: the lines of the printed nodes, in preorder. Every frame is formatted once,
+ * when its node is entered, so time follows the bytes printed. */
+static void folded_print(FILE *f, const struct model_process *p, const struct folded_scratch *x,
+                         size_t n, const char *prefix, const struct folded_opts *o, uint64_t rest,
+                         size_t nrest)
+{
+    char *path = NULL, frame[4096], leaf[64];
+    size_t len = 0, cap = 0;
+    /* end[d]: the path's length with d frames. Preorder: a node entered at depth d has its
+     * parent's path in path[0, end[d - 1]), so entering it cuts the path there and appends
+     * one frame. */
+    size_t dcap = 64;
+    size_t *end = folded_alloc(dcap, sizeof *end);
+    end[0] = 0;
+    for (size_t k = 0; k < n; k++) {
+        size_t i = x->order[k], d = x->depth[i];
+        if (o->max_depth && d > o->max_depth)
+            continue; /* folded: its path is never printed */
+        if (d + 1 > dcap) {
+            while (d + 1 > dcap)
+                dcap *= 2;
+            end = realloc(end, dcap * sizeof *end);
+            if (!end)
+                folded_oom();
+        }
+        len = end[d - 1];
+        folded_frame(p, p->py.nodes[i].func, frame, sizeof frame);
+        folded_append(&path, &len, &cap, frame);
+        end[d] = len;
+        if (!x->head[i])
+            continue;
+        uint64_t own = folded_us(x->own[i]), api = folded_us(x->api[i]);
+        uint64_t fold = folded_us(x->carry[i] - x->own[i] - x->api[i]);
+        if (own)
+            folded_line(f, prefix, path, "", own);
+        if (api)
+            folded_line(f, prefix, path, ";[CUDA API calls]", api);
+        if (fold) {
+            snprintf(leaf, sizeof leaf, ";[%zu frames folded]", x->nfold[i]);
+            folded_line(f, prefix, path, leaf, fold);
+        }
+    }
+    if (folded_us(rest)) {
+        snprintf(leaf, sizeof leaf, ";[%zu frames folded]", nrest);
+        folded_line(f, prefix, "", leaf, folded_us(rest));
+    }
     free(end);
     free(path);
 }
@@ -414,9 +511,14 @@ static void folded_span_line(FILE *f, const struct model_process *p, const char 
         folded_append(&b->path, &len, &b->cap, frame);
         b->end[d + 1] = len;
     }
-    uint64_t us = (model_ticks_to_ns(p, self_ticks) + 500) / 1000;
-    if (depth && us)
-        folded_line(f, prefix, b->path, b->end, depth, EXPORT_FOLDED_DEPTH_DEFAULT, "", us);
+    uint64_t us = folded_us(model_ticks_to_ns(p, self_ticks));
+    char leaf[64] = "";
+    if (depth > EXPORT_FOLDED_FLAME_DEPTH) /* deeper frames fold into their caller */
+        snprintf(leaf, sizeof leaf, ";[%zu frames folded]", depth - EXPORT_FOLDED_FLAME_DEPTH);
+    if (depth && us) {
+        b->path[b->end[depth < EXPORT_FOLDED_FLAME_DEPTH ? depth : EXPORT_FOLDED_FLAME_DEPTH]] = 0;
+        folded_line(f, prefix, b->path, leaf, us);
+    }
 }
 
 /* Where a span at ticks t lies in ns; the ticks of ns (ticks and ns are linear). */
@@ -501,21 +603,24 @@ static void folded_spans(FILE *f, const struct model_process *p, const char *pro
     free(open);
 }
 
-static void folded_all(FILE *f, const struct summary *s, size_t max_depth, int with_api, int phase)
+/* f NULL: the total time the lines would hold, nothing printed. */
+static uint64_t folded_all(FILE *f, const struct summary *s, const struct folded_opts *o)
 {
     char frame[512];
-    int steps_only = phase == EXPORT_PHASE_STEPS;
+    uint64_t total = 0;
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
-        if (phase != EXPORT_PHASE_ALL && !p->steps.nsteps)
+        if (o->phase != EXPORT_PHASE_ALL && !p->steps.nsteps)
             continue;
-        if (phase == EXPORT_PHASE_STARTUP || phase == EXPORT_PHASE_STEADY) {
+        if (o->phase == EXPORT_PHASE_STARTUP || o->phase == EXPORT_PHASE_STEADY) {
             /* warm-up steps lead: the steady ones run from the first after them to the last */
             const struct model_steps *st = &p->steps;
             double ratio;
-            size_t warmup = phase == EXPORT_PHASE_STEADY ? steps_warmup(p, &ratio) : 0;
+            size_t warmup = o->phase == EXPORT_PHASE_STEADY ? steps_warmup(p, &ratio) : 0;
+            if (!f)
+                continue; /* no share to fold by: spans are calls of PROF_PY_SPAN_US */
             snprintf(frame, sizeof frame, "%s pid %lld", folded_process_name(p), (long long)p->pid);
-            if (phase == EXPORT_PHASE_STARTUP)
+            if (o->phase == EXPORT_PHASE_STARTUP)
                 folded_spans(f, p, frame, 0, st->steps[0].start_ns);
             else
                 folded_spans(f, p, frame, st->steps[warmup].start_ns,
@@ -530,6 +635,8 @@ static void folded_all(FILE *f, const struct summary *s, size_t max_depth, int w
         if (forest.nroots)
             qsort_r(forest.roots, forest.nroots, sizeof *forest.roots, folded_root_cmp,
                     p->py.nodes);
+        struct folded_scratch x;
+        folded_scratch_init(&x, p->py.nnodes);
         size_t r = 0;
         for (size_t k = 0; k < n; k++) {
             while (r < forest.nroots && p->py.nodes[forest.roots[r]].tid < threads[k].tid)
@@ -537,6 +644,12 @@ static void folded_all(FILE *f, const struct summary *s, size_t max_depth, int w
             size_t first = r;
             while (r < forest.nroots && p->py.nodes[forest.roots[r]].tid == threads[k].tid)
                 r++;
+            size_t nodes, nrest;
+            uint64_t rest;
+            total += folded_measure(p, &forest, forest.roots + first, r - first, o, &x, &nodes,
+                                    &rest, &nrest);
+            if (!f)
+                continue;
             const char *name = pystats_thread_name(p, threads[k].tid);
             char *prefix = NULL;
             size_t len = 0, cap = 0;
@@ -544,23 +657,38 @@ static void folded_all(FILE *f, const struct summary *s, size_t max_depth, int w
             folded_append(&prefix, &len, &cap, frame);
             snprintf(frame, sizeof frame, "%s %u", name && *name ? name : "thread", threads[k].tid);
             folded_append(&prefix, &len, &cap, frame);
-            folded_thread(f, p, &forest, forest.roots + first, r - first, prefix, max_depth,
-                          with_api, steps_only);
+            folded_print(f, p, &x, nodes, prefix, o, rest, nrest);
             free(prefix);
         }
+        folded_scratch_free(&x);
         pystats_forest_free(&forest);
         free(threads);
     }
+    return total;
 }
 
-void export_folded_fwrite(FILE *f, const struct summary *s, size_t max_depth)
+/* The lines, with min_share of the whole time as the narrowest node printed. */
+static void folded_write_lines(FILE *f, const struct summary *s, struct folded_opts *o,
+                               double min_share)
 {
-    folded_all(f, s, max_depth, 0, EXPORT_PHASE_ALL);
+    o->min_ns = 0;
+    if (min_share > 0) {
+        double t = (double)folded_all(NULL, s, o) * min_share;
+        o->min_ns = t < 1 ? 1 : (uint64_t)t;
+    }
+    folded_all(f, s, o);
+}
+
+void export_folded_fwrite(FILE *f, const struct summary *s, size_t max_depth, double min_share)
+{
+    struct folded_opts o = {max_depth, 0, 0, 0};
+    folded_write_lines(f, s, &o, min_share);
 }
 
 void export_folded_stream(FILE *f, const struct summary *s, int with_api, int phase)
 {
-    folded_all(f, s, EXPORT_FOLDED_DEPTH_DEFAULT, with_api, phase);
+    struct folded_opts o = {EXPORT_FOLDED_FLAME_DEPTH, with_api, phase, 0};
+    folded_write_lines(f, s, &o, EXPORT_FOLDED_FLAME_MIN_SHARE);
 }
 
 int export_folded_has_steps(const struct summary *s)
@@ -571,13 +699,13 @@ int export_folded_has_steps(const struct summary *s)
     return 0;
 }
 
-int export_folded_write(const char *path, const struct summary *s, size_t max_depth, char *err,
-                        size_t errlen)
+int export_folded_write(const char *path, const struct summary *s, size_t max_depth,
+                        double min_share, char *err, size_t errlen)
 {
     struct export_file x;
     if (export_file_open(&x, path, err, errlen) != 0)
         return -1;
-    export_folded_fwrite(x.f, s, max_depth);
+    export_folded_fwrite(x.f, s, max_depth, min_share);
     return export_file_close(&x, path, 1, err, errlen);
 }
 

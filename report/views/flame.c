@@ -19,6 +19,10 @@
 #define FLAME_TOP 50.0    /* title, buttons */
 #define FLAME_BOTTOM 24.0 /* the details line */
 #define FLAME_MIN_PX 0.1  /* narrower frames (and what is above them) are left out */
+/* At most this many frames drawn, the widest (ties: none of them), so that a page stays a
+ * few MB and opens at once whatever the trace: about 250 bytes a frame. */
+#define FLAME_MAX_FRAMES 4000
+#define FLAME_NAME_MAX 300 /* characters of a name in the title and data-n */
 
 static void flame_oom(void)
 {
@@ -273,21 +277,74 @@ struct flame_layout {
     double height;
     uint64_t total;
     const char *unit;
+    uint64_t min_value; /* frames of a smaller weight are not drawn */
 };
+
+static int flame_cmp_u64_desc(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The smallest weight drawn: FLAME_MIN_PX wide, and no more than FLAME_MAX_FRAMES frames
+ * (a frame weighs at least what its children do, so what is drawn is a tree). Sets the
+ * levels drawn and the frames left out. */
+static uint64_t flame_min_value(const struct flame *fl, double scale, size_t *levels,
+                                size_t *left_out)
+{
+    uint64_t min = (uint64_t)(FLAME_MIN_PX / scale);
+    while ((double)min * scale < FLAME_MIN_PX)
+        min++;
+    uint64_t *v = malloc(fl->n * sizeof *v);
+    size_t *stack = malloc(fl->n * sizeof *stack), *depth = malloc(fl->n * sizeof *depth);
+    if (!v || !stack || !depth)
+        flame_oom();
+    size_t nv = 0;
+    for (size_t i = 0; i < fl->n; i++)
+        if (fl->nodes[i].value >= min)
+            v[nv++] = fl->nodes[i].value;
+    if (nv > FLAME_MAX_FRAMES) {
+        qsort(v, nv, sizeof *v, flame_cmp_u64_desc);
+        min = v[FLAME_MAX_FRAMES] + 1; /* ties at the cut: none of them */
+    }
+    /* the levels and the count of what is drawn */
+    size_t top = 0, drawn = 0;
+    *levels = 0;
+    stack[top] = 0;
+    depth[top++] = 1;
+    while (top) {
+        top--;
+        size_t i = stack[top], d = depth[top];
+        if (fl->nodes[i].value < min)
+            continue;
+        drawn++;
+        if (d > *levels)
+            *levels = d;
+        for (size_t c = fl->nodes[i].first_child; c != SIZE_MAX; c = fl->nodes[c].next_sibling) {
+            stack[top] = c;
+            depth[top++] = d + 1;
+        }
+    }
+    *left_out = fl->n - drawn;
+    free(v);
+    free(stack);
+    free(depth);
+    return min;
+}
 
 static void flame_frame(struct flame_layout *L, size_t i, double x, size_t depth)
 {
     const struct flame_node *n = &L->fl->nodes[i];
     double w = (double)n->value * L->scale;
-    if (w < FLAME_MIN_PX)
+    if (n->value < L->min_value)
         return;
     double y = L->height - FLAME_BOTTOM - (double)(depth + 1) * FLAME_FRAME_H;
     uint32_t h = flame_hash(n->name);
     int api = !strcmp(n->name, "[CUDA API calls]");
     fputs("<g class=\"f\" data-n=\"", L->out);
-    flame_xml(L->out, n->name, 4096);
+    flame_xml(L->out, n->name, FLAME_NAME_MAX);
     fputs("\"><title>", L->out);
-    flame_xml(L->out, n->name, 4096);
+    flame_xml(L->out, n->name, FLAME_NAME_MAX);
     fprintf(L->out, " (%" PRIu64 " %s, %.2f%%)</title>", n->value, L->unit,
             L->total ? 100.0 * (double)n->value / (double)L->total : 0.0);
     if (api)
@@ -330,9 +387,12 @@ void flame_svg(FILE *out, const struct flame *fl, const char *title, const char 
                int standalone)
 {
     double inner = FLAME_WIDTH - 2 * FLAME_PAD;
-    struct flame_layout L = {out, fl, 0, 0, fl->n ? fl->nodes[0].value : 0, unit};
+    struct flame_layout L = {out, fl, 0, 0, fl->n ? fl->nodes[0].value : 0, unit, 1};
     L.scale = L.total ? inner / (double)L.total : 0;
-    L.height = FLAME_TOP + (double)fl->depth * FLAME_FRAME_H + FLAME_BOTTOM;
+    size_t levels = fl->depth, left_out = 0;
+    if (L.total)
+        L.min_value = flame_min_value(fl, L.scale, &levels, &left_out);
+    L.height = FLAME_TOP + (double)levels * FLAME_FRAME_H + FLAME_BOTTOM;
     if (standalone)
         fputs("<?xml version=\"1.0\" standalone=\"no\"?>\n", out);
     fprintf(out,
@@ -352,6 +412,15 @@ void flame_svg(FILE *out, const struct flame *fl, const char *title, const char 
             FLAME_WIDTH / 2);
     flame_xml(out, title, 200);
     fputs("</text>\n", out);
+    if (left_out) {
+        char w[32];
+        snprintf(w, sizeof w, "%.2g", 100.0 * (double)L.min_value / (double)L.total);
+        fprintf(out,
+                "<text id=\"fg-left-out\" x=\"%.0f\" y=\"42\" text-anchor=\"middle\" "
+                "style=\"font-size:11px\">%zu frames narrower than %s%% of the total not drawn "
+                "(their time is in their caller's width)</text>\n",
+                FLAME_WIDTH / 2, left_out, w);
+    }
     fprintf(out,
             "<text id=\"fg-reset\" class=\"fg-b\" x=\"10\" y=\"24\" style=\"opacity:0.3\">"
             "Reset Zoom</text>\n<text id=\"fg-search\" class=\"fg-b\" x=\"%.0f\" y=\"24\">"

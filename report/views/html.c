@@ -15,6 +15,7 @@
 #include "format.h"
 #include "jobs.h"
 #include "stacks_view.h"
+#include "tables.h"
 
 #define HTML_ROWS 50 /* rows per table: the page stays small whatever the run */
 
@@ -99,6 +100,14 @@ static void html_td_pct(FILE *out, double pct)
     fprintf(out, "<td class=\"n\" data-v=\"%.4f\">%.1f%%</td>", pct, pct);
 }
 
+/* Bytes in torch's units ("16.00 Kb"), sorted by the signed count. */
+static void html_td_mem(FILE *out, int64_t bytes)
+{
+    char t[32];
+    tables_torch_memory(bytes, t, sizeof t);
+    fprintf(out, "<td class=\"n\" data-v=\"%" PRId64 "\">%s</td>", bytes, t);
+}
+
 static void html_findings(FILE *out, const struct summary *s)
 {
     struct findings f;
@@ -132,8 +141,9 @@ static void html_tables(FILE *out, const struct summary *s)
     size_t n;
     if (s->napi) {
         n = s->napi < HTML_ROWS ? s->napi : HTML_ROWS;
-        html_table_begin(out, "t-api", "CUDA API", n, s->napi,
-                         "Name|Category|>Calls|>Errors|>Total|>Avg|>Max|>% API time");
+        html_table_begin(out, "t-api", "API calls (CUDA runtime, cuBLAS, cuDNN, NCCL, MPI ...)", n,
+                         s->napi,
+                         "Name|Category|>Calls|>Errors|>Total|>Avg|>Max|>% API time|Library");
         for (size_t i = 0; i < n; i++) {
             const struct summary_api_row *r = &s->api[i];
             fputs("<tr>", out);
@@ -145,6 +155,7 @@ static void html_tables(FILE *out, const struct summary *s)
             html_td_ns(out, r->avg_ns);
             html_td_ns(out, (double)r->max_ns);
             html_td_pct(out, r->percent);
+            html_td_text(out, tables_api_library(r->name));
             fputs("</tr>\n", out);
         }
         fputs("</tbody></table>\n", out);
@@ -186,8 +197,15 @@ static void html_tables(FILE *out, const struct summary *s)
     }
     if (s->torch.nrows) {
         n = s->torch.nrows < HTML_ROWS ? s->torch.nrows : HTML_ROWS;
-        html_table_begin(out, "t-ops", "PyTorch operators", n, s->torch.nrows,
-                         "Name|>Calls|>Self CPU|>CPU total|>Self CUDA|>CUDA total");
+        /* as the text table: CPU Mem columns; no CUDA columns in a CPU-only run */
+        int cuda = tables_torch_has_cuda(s);
+        html_table_begin(out, "t-ops",
+                         cuda ? "PyTorch operators"
+                              : "PyTorch operators (no CUDA events: a CPU-only run)",
+                         n, s->torch.nrows,
+                         cuda ? "Name|>Calls|>Self CPU|>CPU total|>Self CUDA|>CUDA total|"
+                                ">CPU Mem|>Self CPU Mem|>CUDA Mem|>Self CUDA Mem"
+                              : "Name|>Calls|>Self CPU|>CPU total|>CPU Mem|>Self CPU Mem");
         for (size_t i = 0; i < n; i++) {
             const struct summary_op_row *r = &s->torch.rows[i];
             fputs("<tr>", out);
@@ -195,8 +213,16 @@ static void html_tables(FILE *out, const struct summary *s)
             html_td_u64(out, r->calls);
             html_td_ns(out, (double)r->self_cpu_ns);
             html_td_ns(out, (double)r->cpu_total_ns);
-            html_td_ns(out, (double)r->self_cuda_ns);
-            html_td_ns(out, (double)r->cuda_total_ns);
+            if (cuda) {
+                html_td_ns(out, (double)r->self_cuda_ns);
+                html_td_ns(out, (double)r->cuda_total_ns);
+            }
+            html_td_mem(out, r->cpu_mem);
+            html_td_mem(out, r->self_cpu_mem);
+            if (cuda) {
+                html_td_mem(out, r->dev_mem);
+                html_td_mem(out, r->self_dev_mem);
+            }
             fputs("</tr>\n", out);
         }
         fputs("</tbody></table>\n", out);
@@ -228,8 +254,11 @@ static void html_tables(FILE *out, const struct summary *s)
         html_td_text(out, p->file);
         fprintf(out, "<td class=\"n\" data-v=\"%lld\">%lld</td>", (long long)p->pid,
                 (long long)p->pid);
-        fprintf(out, "<td class=\"n\" data-v=\"%lld\">%lld</td>", (long long)p->rank,
-                (long long)p->rank);
+        if (p->rank >= 0)
+            fprintf(out, "<td class=\"n\" data-v=\"%lld\">%lld</td>", (long long)p->rank,
+                    (long long)p->rank);
+        else /* no rank: sorted before rank 0 */
+            fputs("<td class=\"n\" data-v=\"-1\">-</td>", out);
         html_td_text(out, p->host ? p->host : "?");
         html_td_ns(out, (double)p->wall_ns);
         html_td_u64(out, p->lost);

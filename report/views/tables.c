@@ -20,29 +20,76 @@ static const char *tables_time(char *buf, double ns)
     return buf;
 }
 
+/* The library an API row belongs to, by the prefix its names share (the .def tables of
+ * preload/cuda and preload/comm). */
+enum tables_lib { LIB_CUDART, LIB_DRIVER, LIB_CUBLAS, LIB_CUDNN, LIB_NCCL, LIB_MPI, LIB_OTHER };
+static const char *const tables_lib_names[] = {"CUDA runtime", "CUDA driver", "cuBLAS", "cuDNN",
+                                               "NCCL",         "MPI",         "Other"};
+
+static enum tables_lib tables_api_lib(const char *name)
+{
+    if (!strncmp(name, "MPI_", 4) || !strncmp(name, "PMPI_", 5))
+        return LIB_MPI;
+    if (!strncmp(name, "nccl", 4))
+        return LIB_NCCL;
+    if (!strncmp(name, "cublas", 6))
+        return LIB_CUBLAS;
+    if (!strncmp(name, "cudnn", 5))
+        return LIB_CUDNN;
+    if (!strncmp(name, "cuda", 4) || !strncmp(name, "__cuda", 6))
+        return LIB_CUDART;
+    if (name[0] == 'c' && name[1] == 'u' && name[2] >= 'A' && name[2] <= 'Z')
+        return LIB_DRIVER;
+    return LIB_OTHER;
+}
+
+const char *tables_api_library(const char *name)
+{
+    return tables_lib_names[tables_api_lib(name)];
+}
+
+/* One table per library (CUDA runtime, cuBLAS, MPI, ...); % API time is of every library's
+ * calls together. */
 static void tables_api(FILE *out, const struct summary *s, size_t limit)
 {
     char calls[24], errors[24], total[32], avg[32], min[32], max[32], pct[16];
-    fprintf(out, "CUDA API summary (%zu process%s, API time %s)\n", s->nprocs,
-            s->nprocs == 1 ? "" : "es", tables_time(total, (double)s->api_total_ns));
     if (!s->napi) {
+        fprintf(out, "CUDA runtime API summary (%zu process%s, API time %s)\n", s->nprocs,
+                s->nprocs == 1 ? "" : "es", tables_time(total, (double)s->api_total_ns));
         fprintf(out, "  (no CUDA API calls)\n\n");
         return;
     }
-    struct text_table t;
-    text_table_begin(&t, "<Name|>Calls|>Errors|>Total|>Avg|>Min|>Max|>% API time");
-    for (size_t i = 0; i < s->napi && (!limit || i < limit); i++) {
-        const struct summary_api_row *r = &s->api[i];
-        snprintf(pct, sizeof pct, "%.1f%%", r->percent);
-        text_table_row(&t, r->name, tables_u64(calls, r->calls), tables_u64(errors, r->errors),
-                       tables_time(total, (double)r->total_ns), tables_time(avg, r->avg_ns),
-                       tables_time(min, (double)r->min_ns), tables_time(max, (double)r->max_ns),
-                       pct);
+    for (int lib = LIB_CUDART; lib <= LIB_OTHER; lib++) {
+        size_t n = 0, shown = 0;
+        uint64_t lib_ns = 0;
+        for (size_t i = 0; i < s->napi; i++)
+            if (tables_api_lib(s->api[i].name) == (enum tables_lib)lib) {
+                n++;
+                lib_ns += s->api[i].total_ns;
+            }
+        if (!n)
+            continue;
+        fprintf(out, "%s API summary (%zu process%s, %s time %s)\n", tables_lib_names[lib],
+                s->nprocs, s->nprocs == 1 ? "" : "es", tables_lib_names[lib],
+                tables_time(total, (double)lib_ns));
+        struct text_table t;
+        text_table_begin(&t, "<Name|>Calls|>Errors|>Total|>Avg|>Min|>Max|>% API time");
+        for (size_t i = 0; i < s->napi && (!limit || shown < limit); i++) {
+            const struct summary_api_row *r = &s->api[i];
+            if (tables_api_lib(r->name) != (enum tables_lib)lib)
+                continue;
+            shown++;
+            snprintf(pct, sizeof pct, "%.1f%%", r->percent);
+            text_table_row(&t, r->name, tables_u64(calls, r->calls), tables_u64(errors, r->errors),
+                           tables_time(total, (double)r->total_ns), tables_time(avg, r->avg_ns),
+                           tables_time(min, (double)r->min_ns), tables_time(max, (double)r->max_ns),
+                           pct);
+        }
+        text_table_end(out, &t);
+        if (shown < n)
+            fprintf(out, "  (%zu more not shown; --limit)\n", n - shown);
+        fputc('\n', out);
     }
-    text_table_end(out, &t);
-    if (limit && s->napi > limit)
-        fprintf(out, "  (%zu more not shown; --limit)\n", s->napi - limit);
-    fputc('\n', out);
 }
 
 static void tables_kernels(FILE *out, const struct summary *s, size_t limit)
@@ -107,7 +154,9 @@ static void tables_memory(FILE *out, const struct summary *s)
 {
     char scope[64];
     struct text_table t;
-    fprintf(out, "Memory (peak = most bytes live at once in one process)\n");
+    fprintf(out, "CUDA runtime memory (cudaMalloc, cudaMallocHost, cudaMallocManaged calls; "
+                 "peak = most\nbytes live at once in one process): not PyTorch's tensor "
+                 "memory, which its own allocators\nreport (the PyTorch memory section)\n");
     text_table_begin(&t, "<Scope|<Space|>Allocs|>Alloc bytes|>Frees|>Free bytes|>Peak live");
     for (int m = 0; m < MODEL_SPACE_COUNT; m++)
         if (tables_mem_used(&s->mem[m]))
@@ -133,7 +182,7 @@ static void tables_memory(FILE *out, const struct summary *s)
         text_table_end(out, &t);
     else {
         text_table_discard(&t);
-        fprintf(out, "  (no allocations)\n");
+        fprintf(out, "  (no CUDA runtime allocations)\n");
     }
 
     char calls[24], bytes[32], total[32], gbps[32];

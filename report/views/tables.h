@@ -19,6 +19,9 @@ void tables_over_ranks(FILE *out, const char *value, const void *rows, size_t n,
                        size_t name_at, size_t spread_at);
 /* How many rows the table after a view shows: its limit, else at most 20. */
 size_t tables_over_ranks_rows(size_t nrows, size_t limit);
+/* The library of an intercepted API by its name: "CUDA runtime", "CUDA driver", "cuBLAS",
+ * "cuDNN", "NCCL", "MPI" or "Other". */
+const char *tables_api_library(const char *name);
 
 /* tables_gpu.c */
 /* --kernels: every GPU kernel CUPTI recorded (limit rows, 0 = all), in s's order. */
@@ -48,6 +51,9 @@ void tables_ops_section(FILE *out, const struct summary *s, size_t limit);
  * records. _default: the default report's (a blank line after). */
 void tables_torch_memory_section(FILE *out, const struct summary *s);
 void tables_torch_memory_default(FILE *out, const struct summary *s);
+/* Whether the run has any CUDA event (kernels, device tensor memory, ops' CUDA time): 0,
+ * a CPU-only run, whose op tables leave the CUDA columns out. */
+int tables_torch_has_cuda(const struct summary *s);
 /* torch's units: "812.000us", "3.250ms", "2.503s"; "12.34%" ("NaN" of nothing);
  * "512 b", "1.50 Kb", "2.00 Gb". */
 void tables_torch_time(double ns, char *buf, size_t len);

@@ -55,48 +55,110 @@ void tables_torch_memory(int64_t bytes, char *buf, size_t len)
         snprintf(buf, len, "%" PRId64 " b", bytes);
 }
 
+int tables_torch_has_cuda(const struct summary *s)
+{
+    if (s->gpu.nkernels)
+        return 1;
+    for (size_t i = 0; i < s->nprocs; i++)
+        if (s->procs[i]->torch.ndevices)
+            return 1;
+    for (size_t i = 0; i < s->torch.nrows; i++) {
+        const struct summary_op_row *r = &s->torch.rows[i];
+        if (r->self_cuda_ns || r->cuda_total_ns || r->dev_mem || r->self_dev_mem)
+            return 1;
+    }
+    return 0;
+}
+
+/* The columns of torch's table; a CPU-only run (tables_torch_has_cuda 0) leaves out the
+ * CUDA ones, as torch.profiler's table does without device events. */
+enum {
+    OPS_NAME,
+    OPS_SELF_PCT,
+    OPS_SELF_CPU,
+    OPS_TOTAL_PCT,
+    OPS_TOTAL,
+    OPS_AVG,
+    OPS_SELF_CUDA,
+    OPS_SELF_CUDA_PCT,
+    OPS_CUDA_TOTAL,
+    OPS_CUDA_AVG,
+    OPS_CPU_MEM,
+    OPS_SELF_CPU_MEM,
+    OPS_CUDA_MEM,
+    OPS_SELF_CUDA_MEM,
+    OPS_CALLS,
+    OPS_SHAPES,
+    OPS_COLS
+};
+static const char *const tables_ops_heads[OPS_COLS] = {
+    "<Name",      ">Self CPU %",    ">Self CPU",   ">CPU total %",   ">CPU total", ">CPU time avg",
+    ">Self CUDA", ">Self CUDA %",   ">CUDA total", ">CUDA time avg", ">CPU Mem",   ">Self CPU Mem",
+    ">CUDA Mem",  ">Self CUDA Mem", "># of Calls", "<Input Shapes"};
+
+static int tables_ops_col_shown(int col, int cuda, int by_shape)
+{
+    if (col == OPS_SHAPES)
+        return by_shape;
+    if (col == OPS_CUDA_MEM || col == OPS_SELF_CUDA_MEM ||
+        (col >= OPS_SELF_CUDA && col <= OPS_CUDA_AVG))
+        return cuda;
+    return 1;
+}
+
 static void tables_torch_table(FILE *out, const struct summary *s, size_t limit, const char *more)
 {
     const struct summary_torch *t = &s->torch;
-    char self_pct[16], self_cpu[32], total_pct[16], total[32], avg[32];
-    char self_cuda[32], self_cuda_pct[16], cuda_total[32], cuda_avg[32], calls[24];
-    char cpu_mem[32], self_cpu_mem[32], cuda_mem[32], self_cuda_mem[32];
+    char buf[OPS_COLS][32];
+    const char *cell[OPS_COLS], *shown[OPS_COLS];
     double cpu_sum = (double)t->self_cpu_total_ns, cuda_sum = (double)t->self_cuda_total_ns;
+    int cuda = tables_torch_has_cuda(s);
+    char spec[256] = "";
+    for (int c = 0; c < OPS_COLS; c++)
+        if (tables_ops_col_shown(c, cuda, t->by_shape)) {
+            if (*spec)
+                strcat(spec, "|");
+            strcat(spec, tables_ops_heads[c]);
+        }
+    for (int c = 0; c < OPS_COLS; c++)
+        cell[c] = buf[c];
     struct text_table tt;
-    text_table_begin(&tt, t->by_shape
-                              ? "<Name|>Self CPU %|>Self CPU|>CPU total %|>CPU total|>CPU time avg|"
-                                ">Self CUDA|>Self CUDA %|>CUDA total|>CUDA time avg|>CPU Mem|"
-                                ">Self CPU Mem|>CUDA Mem|>Self CUDA Mem|># of Calls|<Input Shapes"
-                              : "<Name|>Self CPU %|>Self CPU|>CPU total %|>CPU total|>CPU time avg|"
-                                ">Self CUDA|>Self CUDA %|>CUDA total|>CUDA time avg|>CPU Mem|"
-                                ">Self CPU Mem|>CUDA Mem|>Self CUDA Mem|># of Calls");
+    text_table_begin(&tt, spec);
     for (size_t i = 0; i < t->nrows && (!limit || i < limit); i++) {
         const struct summary_op_row *r = &t->rows[i];
-        tables_torch_share((double)r->self_cpu_ns, cpu_sum, self_pct, sizeof self_pct);
-        tables_torch_time((double)r->self_cpu_ns, self_cpu, sizeof self_cpu);
-        tables_torch_share((double)r->cpu_total_ns, cpu_sum, total_pct, sizeof total_pct);
-        tables_torch_time((double)r->cpu_total_ns, total, sizeof total);
-        tables_torch_time(r->cpu_avg_ns, avg, sizeof avg);
-        tables_torch_time((double)r->self_cuda_ns, self_cuda, sizeof self_cuda);
-        tables_torch_share((double)r->self_cuda_ns, cuda_sum, self_cuda_pct, sizeof self_cuda_pct);
-        tables_torch_time((double)r->cuda_total_ns, cuda_total, sizeof cuda_total);
-        tables_torch_time(r->cuda_avg_ns, cuda_avg, sizeof cuda_avg);
-        tables_torch_memory(r->cpu_mem, cpu_mem, sizeof cpu_mem);
-        tables_torch_memory(r->self_cpu_mem, self_cpu_mem, sizeof self_cpu_mem);
-        tables_torch_memory(r->dev_mem, cuda_mem, sizeof cuda_mem);
-        tables_torch_memory(r->self_dev_mem, self_cuda_mem, sizeof self_cuda_mem);
-        snprintf(calls, sizeof calls, "%" PRIu64, r->calls);
-        text_table_row(&tt, r->name, self_pct, self_cpu, total_pct, total, avg, self_cuda,
-                       self_cuda_pct, cuda_total, cuda_avg, cpu_mem, self_cpu_mem, cuda_mem,
-                       self_cuda_mem, calls, r->shapes && *r->shapes ? r->shapes : "[]");
+        tables_torch_share((double)r->self_cpu_ns, cpu_sum, buf[OPS_SELF_PCT], 32);
+        tables_torch_time((double)r->self_cpu_ns, buf[OPS_SELF_CPU], 32);
+        tables_torch_share((double)r->cpu_total_ns, cpu_sum, buf[OPS_TOTAL_PCT], 32);
+        tables_torch_time((double)r->cpu_total_ns, buf[OPS_TOTAL], 32);
+        tables_torch_time(r->cpu_avg_ns, buf[OPS_AVG], 32);
+        tables_torch_time((double)r->self_cuda_ns, buf[OPS_SELF_CUDA], 32);
+        tables_torch_share((double)r->self_cuda_ns, cuda_sum, buf[OPS_SELF_CUDA_PCT], 32);
+        tables_torch_time((double)r->cuda_total_ns, buf[OPS_CUDA_TOTAL], 32);
+        tables_torch_time(r->cuda_avg_ns, buf[OPS_CUDA_AVG], 32);
+        tables_torch_memory(r->cpu_mem, buf[OPS_CPU_MEM], 32);
+        tables_torch_memory(r->self_cpu_mem, buf[OPS_SELF_CPU_MEM], 32);
+        tables_torch_memory(r->dev_mem, buf[OPS_CUDA_MEM], 32);
+        tables_torch_memory(r->self_dev_mem, buf[OPS_SELF_CUDA_MEM], 32);
+        snprintf(buf[OPS_CALLS], 32, "%" PRIu64, r->calls);
+        cell[OPS_NAME] = r->name;
+        cell[OPS_SHAPES] = r->shapes && *r->shapes ? r->shapes : "[]";
+        size_t n = 0;
+        for (int c = 0; c < OPS_COLS; c++)
+            if (tables_ops_col_shown(c, cuda, t->by_shape))
+                shown[n++] = cell[c];
+        text_table_row_cells(&tt, shown);
     }
     text_table_end(out, &tt);
     if (limit && t->nrows > limit)
         fprintf(out, "  (%zu more not shown; %s)\n", t->nrows - limit, more);
-    tables_torch_time(cpu_sum, self_cpu, sizeof self_cpu);
-    tables_torch_time(cuda_sum, self_cuda, sizeof self_cuda);
-    fprintf(out, "  Self CPU time total: %s\n", self_cpu);
-    fprintf(out, "  Self CUDA time total: %s\n", self_cuda);
+    tables_torch_time(cpu_sum, buf[0], 32);
+    fprintf(out, "  Self CPU time total: %s\n", buf[0]);
+    if (cuda) {
+        tables_torch_time(cuda_sum, buf[0], 32);
+        fprintf(out, "  Self CUDA time total: %s\n", buf[0]);
+    } else {
+        fprintf(out, "  (no CUDA events: a CPU-only run, the CUDA columns left out)\n");
+    }
     if (!t->mem_records && !t->dev_mem_records)
         fprintf(out, "  (no tensor memory was recorded: the memory columns are 0)\n");
 }
@@ -191,7 +253,9 @@ void tables_torch_memory_section(FILE *out, const struct summary *s)
 {
     if (!summary_torch_memory_any(s))
         return;
-    fprintf(out, "PyTorch memory (tensor bytes live, per process and device)\n");
+    fprintf(out, "PyTorch memory (tensor bytes live, per process and device, as torch's own "
+                 "allocators report them:\nc10's CPU allocator, the CUDA caching allocator; "
+                 "not the CUDA runtime's cudaMalloc)\n");
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         if (p->torch.memory.any)

@@ -18,7 +18,7 @@ void text_table_begin(struct text_table *t, const char *spec)
     }
 }
 
-void text_table_row(struct text_table *t, ...)
+static void text_table_grow(struct text_table *t)
 {
     if ((t->nrows + 1) * t->ncols > t->cap) {
         t->cap = t->cap ? t->cap * 2 : 64 * t->ncols;
@@ -31,16 +31,33 @@ void text_table_row(struct text_table *t, ...)
         }
         t->cells = n;
     }
+}
+
+static char *text_table_cell(const char *s)
+{
+    char *d = format_escape_dup(s ? s : ""); /* trace strings reach the terminal */
+    if (!d) {
+        fprintf(stderr, "profreport: out of memory\n");
+        exit(1);
+    }
+    return d;
+}
+
+void text_table_row_cells(struct text_table *t, const char *const *cells)
+{
+    text_table_grow(t);
+    for (size_t c = 0; c < t->ncols; c++)
+        t->cells[t->nrows * t->ncols + c] = text_table_cell(cells[c]);
+    t->nrows++;
+}
+
+void text_table_row(struct text_table *t, ...)
+{
+    text_table_grow(t);
     va_list ap;
     va_start(ap, t);
     for (size_t c = 0; c < t->ncols; c++) {
-        const char *s = va_arg(ap, const char *);
-        char *d = format_escape_dup(s ? s : ""); /* trace strings reach the terminal */
-        if (!d) {
-            fprintf(stderr, "profreport: out of memory\n");
-            exit(1);
-        }
-        t->cells[t->nrows * t->ncols + c] = d;
+        t->cells[t->nrows * t->ncols + c] = text_table_cell(va_arg(ap, const char *));
     }
     va_end(ap);
     t->nrows++;

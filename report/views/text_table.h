@@ -22,6 +22,8 @@ struct text_table {
 void text_table_begin(struct text_table *t, const char *spec);
 /* One row: as many const char * cells as the table has columns (NULL prints ""). */
 void text_table_row(struct text_table *t, ...);
+/* The same from an array of t->ncols cells. */
+void text_table_row_cells(struct text_table *t, const char *const *cells);
 /* Prints the heading and the rows, indented by two spaces, and frees the cells. */
 void text_table_end(FILE *out, struct text_table *t);
 /* Frees the cells without printing. */

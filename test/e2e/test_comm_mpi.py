@@ -159,6 +159,14 @@ def test_default_report_has_the_communication_table(profrun_out):
     assert line.split()[3] == str(RANKS * ITERATIONS)  # calls
 
 
+def test_mpi_calls_are_listed_under_mpi(profrun_out):
+    # Issue 19: MPI calls were listed under "CUDA API summary".
+    text = report(profrun_out).stdout
+    assert "CUDA API summary" not in text and "CUDA runtime API summary" not in text
+    section = text[text.index("MPI API summary (4 processes, MPI time "):].split("\n\n")[0]
+    assert any(l.strip().startswith("MPI_Allreduce ") for l in section.splitlines())
+
+
 ALL_FIXTURE = build_path("test", "fixtures", "comm", "mpi_all")
 
 

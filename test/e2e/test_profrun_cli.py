@@ -81,7 +81,7 @@ def test_prints_the_report_and_keeps_existing_preload(tmp_path):
     assert proc.returncode == 0
     assert "threads done" in proc.stdout
     assert "cudaGetDevice" in proc.stdout and "50" in proc.stdout
-    assert "CUDA API summary" in proc.stdout
+    assert "CUDA runtime API summary" in proc.stdout
 
 
 @needs_cuda

@@ -135,7 +135,7 @@ def test_processes_and_threads():
 
 def test_text_report():
     out = report(t("run")).stdout
-    assert "CUDA API summary (2 processes" in out
+    assert "CUDA runtime API summary (2 processes" in out
     assert "cudaDeviceSynchronize" in out and "5.00 us" in out
     assert "kernelA(float*, int)" in out
     assert "GB/s over API time" in out

@@ -66,7 +66,7 @@ def test_python_table_columns():
     labels = list(rows)
     assert labels[0] == "/w/train.py:10(fib)"  # cumtime 1.300 first
     # The CUDA tables of a job without CUDA calls are not printed with --python.
-    assert "CUDA API summary" not in out
+    assert "API summary" not in out
 
 
 def test_python_sort_and_limit():
@@ -108,11 +108,11 @@ def test_default_report_has_short_python_section():
     assert "/w/train.py:20(Model.forward)" in out
     # CUDA sections that would only say "(no ...)" are left out for a Python job.
     assert "(no CUDA API calls)" not in out and "(no kernel launches)" not in out
-    assert "(no allocations)" not in out
+    assert "(no CUDA runtime allocations)" not in out
     assert out.index("Python functions") < out.index("Processes")
     # A CUDA-only trace keeps every section and has no Python one.
     out = report(t("run")).stdout
-    assert "Python functions" not in out and "CUDA API summary" in out
+    assert "Python functions" not in out and "CUDA runtime API summary" in out
 
 
 def test_gaps_in_text_and_json():
@@ -292,30 +292,39 @@ def deep_frames(first, last):
 
 
 def test_folded_deep_stacks_are_capped(tmp_path):
-    # A 1000-deep chain of distinct calls: folded stacks repeat the whole path on each
-    # line (1000 * 1001 / 2 frames). By default a line keeps its innermost 256 frames
-    # under one "[truncated N frames]" root frame, so no line holds more than 259.
+    # A 1000-deep chain of distinct calls, 1 us each: folded stacks repeat the whole path on
+    # each line (1000 * 1001 / 2 frames). By default the frames deeper than 128 are folded
+    # into the 128th as one "[872 frames folded]" frame with their time.
     lines = deep_lines(tmp_path)
-    assert len(lines) == 1000
+    assert len(lines) == 129
     assert lines[0] == DEEP_PRE + deep_frames(1, 1) + " 1"
-    assert lines[255] == DEEP_PRE + deep_frames(1, 256) + " 1"
-    assert lines[256] == DEEP_PRE + "[truncated 1 frames];" + deep_frames(2, 257) + " 1"
-    assert lines[999] == DEEP_PRE + "[truncated 744 frames];" + deep_frames(745, 1000) + " 1"
-    assert max(l.count(";") + 1 for l in lines) == 259
+    assert lines[127] == DEEP_PRE + deep_frames(1, 128) + " 1"
+    assert lines[128] == DEEP_PRE + deep_frames(1, 128) + ";[872 frames folded] 872"
+    assert max(l.count(";") + 1 for l in lines) == 131
     assert sum(int(l.rsplit(" ", 1)[1]) for l in lines) == 1000  # no self time lost
 
 
 def test_folded_depth_option(tmp_path):
     lines = deep_lines(tmp_path, "--folded-depth", "10")
-    assert lines[9] == DEEP_PRE + deep_frames(1, 10) + " 1"
-    assert lines[999] == DEEP_PRE + "[truncated 990 frames];" + deep_frames(991, 1000) + " 1"
-    assert max(l.count(";") + 1 for l in lines) == 13
-    # 0: every frame, the format's quadratic size.
-    lines = deep_lines(tmp_path, "--folded-depth", "0")
+    assert lines == [DEEP_PRE + deep_frames(1, i) + " 1" for i in range(1, 11)] + [
+        DEEP_PRE + deep_frames(1, 10) + ";[990 frames folded] 990"]
+    # 0: every frame, the format's quadratic size (nothing narrower than 0 % either).
+    lines = deep_lines(tmp_path, "--folded-depth", "0", "--folded-min-share", "0")
     assert lines[999] == DEEP_PRE + deep_frames(1, 1000) + " 1"
     assert sum(l.count(";") - 1 for l in lines) == 1000 * 1001 // 2
     proc = run("--folded", str(tmp_path / "x"), "--folded-depth", "-1", t("pydeep"))
     assert proc.returncode == 2 and "--folded-depth wants a number, not '-1'" in proc.stderr
+
+
+def test_folded_min_share(tmp_path):
+    # 1 us of 1000 is 0.1 %: at 0.5 % the frames fold five by five, each printed frame
+    # holding its own 1 us and the 4 us folded beneath it.
+    lines = deep_lines(tmp_path, "--folded-depth", "0", "--folded-min-share", "0.5")
+    assert len(lines) == 400
+    assert lines[:2] == [DEEP_PRE + deep_frames(1, 1) + " 1",
+                         DEEP_PRE + deep_frames(1, 1) + ";[4 frames folded] 4"]
+    assert lines[-1] == DEEP_PRE + deep_frames(1, 996) + ";[4 frames folded] 4"
+    assert sum(int(l.rsplit(" ", 1)[1]) for l in lines) == 1000
 
 
 def test_python_and_file_together(tmp_path):

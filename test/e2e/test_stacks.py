@@ -305,7 +305,7 @@ def test_memory_peak_by_call_path(tmp_path):
     assert tables.startswith("PyTorch memory (tensor bytes live"), tables[:300]
     assert re.search(r"CPU: peak 72\.00 Mb at \+[\d.]+ s in aten::empty, from \S+"
                      r"torch_mem_paths\.py:\d+\(keep_small\)", tables), tables[:300]
-    assert "Memory (peak = most bytes live" in tables and "Python functions" not in tables
+    assert "CUDA runtime memory (cudaMalloc" in tables and "Python functions" not in tables
     folded = tmp_path / "mem.folded"
     report(out, "--stacks", "memory", "--stacks-folded", str(folded))
     weights = {next(f for f in s if f.startswith("keep_")).split("  ")[0]: w

@@ -18,6 +18,7 @@ scripts). profrun attributes the same way, in process, from the allocator wrappe
 """
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -118,6 +119,20 @@ def test_text_table_and_dump(runs, tmp_path):
     assert "no tensor memory was recorded" not in text
     line = next(l for l in text.splitlines() if l.strip().startswith("aten::addmm"))
     assert "80.00 Kb" in line  # CPU Mem and Self CPU Mem, torch's units
+    # Issue 19: a CPU-only run (no CUDA event at all) has no CUDA columns, as torch's table;
+    # they held zeros and NaN %.
+    header = next(l for l in text.splitlines() if l.strip().startswith("Name "))
+    assert header.split() == ["Name", "Self", "CPU", "%", "Self", "CPU", "CPU", "total", "%",
+                              "CPU", "total", "CPU", "time", "avg", "CPU", "Mem", "Self", "CPU",
+                              "Mem", "#", "of", "Calls"]
+    assert "NaN" not in text and "Self CUDA time total" not in text
+    assert "(no CUDA events: a CPU-only run, the CUDA columns left out)" in text
+    # The HTML op table: the same, with the CPU Mem columns of the text one.
+    page = tmp_path / "r.html"
+    report(out, "--html", str(page))
+    ops = page.read_text().split('id="t-ops"')[1].split("</thead>")[0]
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", ops)
+    assert heads == ["Name", "Calls", "Self CPU", "CPU total", "CPU Mem", "Self CPU Mem"]
 
 
 def test_dump_prints_torch_mem(tmp_path):

@@ -63,8 +63,8 @@ static void fuzz_input_views(struct summary *s, FILE *sink)
     export_json_write(sink, s, 0);
     export_csv_write(sink, s, 0);
     export_pstats_fwrite(sink, &s->py);
-    export_folded_fwrite(sink, s, EXPORT_FOLDED_DEPTH_DEFAULT);
-    export_folded_fwrite(sink, s, 2);
+    export_folded_fwrite(sink, s, EXPORT_FOLDED_DEPTH_DEFAULT, EXPORT_FOLDED_MIN_SHARE_DEFAULT);
+    export_folded_fwrite(sink, s, 2, 0);
     export_memory_timeline_fwrite(sink, s);
     struct comm_report r;
     comm_merge_build(&r, s);
