@@ -487,7 +487,7 @@ static void findings_overhead(struct findings *f, const struct summary *s)
                      rate / 1048576.0);
     findings_set(x->evidence, sizeof x->evidence,
                  "%" PRIu64 " events lost against %" PRIu64 " records kept (%.2f %%); trace %s, "
-                 "%.1f MiB per second of wall time; a larger PROF_RING or fewer captured "
+                 "%.1f MiB per second of wall time; a larger PROF_RING_KB or fewer captured "
                  "layers lowers it",
                  lost, records,
                  records + lost ? 100.0 * (double)lost / (double)(records + lost) : 0, b,

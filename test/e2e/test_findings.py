@@ -88,6 +88,7 @@ def test_bad_run_fires_every_finding_once_with_its_numbers():
     (over,) = by_kind(found, "overhead")
     assert over["value"] == 500
     assert over["title"] == "the profiler dropped 500 events"
+    assert "a larger PROF_RING_KB or fewer captured layers" in over["evidence"]  # the setting's name
 
 
 def test_clean_run_says_nothing():
