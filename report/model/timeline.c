@@ -374,6 +374,10 @@ static int timeline_on_record(struct timeline_state *s, const struct trace_recor
         ev.correlation = k->correlation;
         ev.device = k->device;
         ev.stream = k->stream;
+        ev.grid = k->grid;
+        ev.block = k->block;
+        ev.registers = k->registers;
+        ev.shared_bytes = k->shared_bytes;
         ev.start_ns = k->start_ns;
         ev.end_ns = k->end_ns;
         break;
@@ -501,7 +505,9 @@ static int timeline_memory(struct timeline_state *s, char *err, size_t errlen)
         uint64_t *sum = u64map_slot(&live, dev);
         if (!sum)
             report_oom();
-        *sum = (uint64_t)((int64_t)*sum + m->bytes);
+        /* saturating, as the model sums them: a damaged or planted record must not make
+         * the sum overflow (undefined) into a negative total */
+        *sum = (uint64_t)model_i64_add((int64_t)*sum, m->bytes);
         struct timeline_event ev = {.kind = TIMELINE_MEMORY,
                                     .tid = m->tid,
                                     .name_key = TIMELINE_KEY(TIMELINE_MEMORY, dev),

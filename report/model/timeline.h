@@ -50,6 +50,9 @@ struct timeline_event {
     uint64_t bytes;                        /* MEMCPY, MEMSET */
     uint8_t copy_kind, src_kind, dst_kind; /* MEMCPY (CUPTI's kinds) */
     uint32_t py_node;                      /* PYTHON: the call-tree node */
+    uint64_t grid, block;     /* KERNEL: dim3 packed as the record's (x | y << 32 | z << 48) */
+    uint32_t registers;       /* KERNEL: per thread */
+    uint32_t shared_bytes;    /* KERNEL: static + dynamic shared memory per block */
     /* MEMORY: device (c10::DeviceType, index; CPU is 0, -1), change, live and reserved
      * bytes after it (reserved: devices only), the block's address. */
     int8_t dev_type, dev_index;
