@@ -5,13 +5,22 @@
  *   {"schemaVersion": 1, "deviceProperties": [...], "distributedInfo": {"rank", "world_size"},
  *    "traceEvents": [ metadata ("M"), spans ("X"), flows ("s"/"f", cat ac2g), memory ("i") ],
  *    "traceName": ..., "displayTimeUnit": "ms", "baseTimeNanoseconds": N}
- * ts and dur are microseconds (3 decimals) since baseTimeNanoseconds (CLOCK_REALTIME ns when
- * the trace says how its clocks relate, else CLOCK_MONOTONIC). As in Kineto, GPU activities
- * have pid = device and tid = stream; a launch and its kernel share args.correlation and an
- * ac2g flow. Categories: python_function, cpu_op, user_annotation (record_function, NVTX,
- * Lightning actions), cuda_runtime and cuda_driver (CUPTI's calls), cuda_api and cuda_library
- * (our wrappers of the runtime and of cuBLAS/cuDNN: not Kineto's, so its tools skip them),
- * kernel, gpu_memcpy, gpu_memset; "[memory]" instant events as Kineto's profile_memory.
+ * ts and dur are whole microseconds since baseTimeNanoseconds (CLOCK_REALTIME ns when the
+ * trace says how its clocks relate, else CLOCK_MONOTONIC): see chrome_round_us. As in
+ * Kineto, GPU activities have pid = device and tid = stream; a launch and its kernel share
+ * args.correlation and an ac2g flow (one id per arrow). Categories: python_function,
+ * cpu_op, user_annotation (record_function, NVTX, Lightning actions), cuda_runtime and
+ * cuda_driver (CUPTI's calls), cuda_api, cuda_library and comm (our wrappers of the runtime,
+ * of cuBLAS/cuDNN and of NCCL/MPI: not Kineto's, so its tools skip them), kernel,
+ * gpu_memcpy, gpu_memset;
+ * "[memory]" instant events as Kineto's profile_memory. The training steps (ProfilerStep#N)
+ * found by the model are on a "Training steps" thread (tid 0) of their process.
+ *
+ * What the readers need beyond the schema: every thread's spans nest (timeline_nest), as
+ * speedscope, HTA's call stacks and the TensorBoard plugin's op trees build a stack per
+ * thread; a Python call's args are the same on every call, so that speedscope (which keys a
+ * frame by name and args) merges calls; a file with kernels but no CPU op gets one cpu_op
+ * span over its process (chrome_whole_span), else the plugin's overview has no step.
  *
  * Streaming: each event is formatted as it comes into a 1 MiB buffer (fprintf took 1 us per
  * event); names are escaped once (jansson) and kept per process; jansson builds the small
@@ -22,10 +31,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "alloc.h"
 #include "export_timeline.h"
 #include "timeline.h"
+
+#define CHROME_OUT (1 << 20)
+#define CHROME_FLOW_SLOTS 4096
+#define CHROME_STEPS_TID 0 /* the training steps' thread in each process */
 
 struct chrome_writer {
     FILE *f;
@@ -37,14 +51,18 @@ struct chrome_writer {
     struct u64map shapes; /* shapes sid -> ", \"Input Dims\": ..., \"Input type\": ..." */
     struct u64map gpu;    /* device << 32 | stream + 1, and device: metadata written */
     uint64_t next_external;
+    struct u64map nests; /* tid -> struct chrome_nest *, of the process being written */
+    /* ids of the ac2g flows begun and ended, direct-mapped: one arrow per correlation id
+     * even where CUPTI gives one launch several activities (a graph launch) */
+    uint32_t flow_begun[CHROME_FLOW_SLOTS], flow_ended[CHROME_FLOW_SLOTS];
+    int cpu_seen;             /* the group has a cpu_op or a ProfilerStep#N (the plugin's CPU) */
+    int64_t span_lo, span_hi; /* the group's events, ns since base; lo > hi: none yet */
     int first;
     struct export_timeline_stats *stats;
     char *out; /* CHROME_OUT bytes of JSON not yet written: fprintf cost 1 us per event */
     size_t used;
     int failed;
 };
-
-#define CHROME_OUT (1 << 20)
 
 static void chrome_flush(struct chrome_writer *w)
 {
@@ -172,16 +190,26 @@ static void chrome_sep(struct chrome_writer *w)
     w->stats->packets++;
 }
 
-/* ns since the base as Kineto's microseconds with 3 decimals. */
+/* ns since the base as whole microseconds, rounded to the nearest. HTA rounds float times
+ * by ceiling the start and flooring the end (trace_parser.py, for pytorch PR 122425), which
+ * gave every sub-microsecond event a duration of -1 and failed its call stacks; integer
+ * times it leaves alone. Every instant goes through this one monotone function and a
+ * duration is the difference of two rounded instants, so no order between instants
+ * changes: what nested still nests, nothing ends before it begins (a span shorter than
+ * half a microsecond may become 0 long). */
+static int64_t chrome_round_us(int64_t ns)
+{
+    int64_t q = ns / 1000, r = ns % 1000;
+    if (r < 0) {
+        q--;
+        r += 1000;
+    }
+    return r >= 500 ? q + 1 : q;
+}
+
 static void chrome_us(struct chrome_writer *w, int64_t ns)
 {
-    uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
-    char frac[4] = {'.', (char)('0' + a / 100 % 10), (char)('0' + a / 10 % 10),
-                    (char)('0' + a % 10)};
-    if (ns < 0)
-        chrome_put(w, "-", 1);
-    chrome_u64(w, a / 1000);
-    chrome_put(w, frac, 4);
+    chrome_i64(w, chrome_round_us(ns));
 }
 
 static int64_t chrome_ts(const struct chrome_writer *w, uint64_t mono_ns)
@@ -228,13 +256,14 @@ static void chrome_gpu_meta(struct chrome_writer *w, const struct timeline_event
 }
 
 static const char *const chrome_categories[TIMELINE_KIND_COUNT] = {
-    [TIMELINE_PYTHON] = "python_function",  [TIMELINE_OP] = "cpu_op",
-    [TIMELINE_SCOPE] = "user_annotation",   [TIMELINE_API] = "cuda_api",
-    [TIMELINE_LIBRARY] = "cuda_library",    [TIMELINE_RUNTIME] = "cuda_runtime",
-    [TIMELINE_DRIVER] = "cuda_driver",      [TIMELINE_NVTX] = "user_annotation",
-    [TIMELINE_ACTION] = "user_annotation",  [TIMELINE_KERNEL] = "kernel",
-    [TIMELINE_MEMCPY] = "gpu_memcpy",       [TIMELINE_MEMSET] = "gpu_memset",
-    [TIMELINE_MEMORY] = "cpu_instant_event", [TIMELINE_STEP] = "user_annotation"};
+    [TIMELINE_PYTHON] = "python_function", [TIMELINE_OP] = "cpu_op",
+    [TIMELINE_SCOPE] = "user_annotation",  [TIMELINE_API] = "cuda_api",
+    [TIMELINE_LIBRARY] = "cuda_library",   [TIMELINE_COMM] = "comm",
+    [TIMELINE_RUNTIME] = "cuda_runtime",   [TIMELINE_DRIVER] = "cuda_driver",
+    [TIMELINE_NVTX] = "user_annotation",   [TIMELINE_ACTION] = "user_annotation",
+    [TIMELINE_KERNEL] = "kernel",          [TIMELINE_MEMCPY] = "gpu_memcpy",
+    [TIMELINE_MEMSET] = "gpu_memset",      [TIMELINE_MEMORY] = "cpu_instant_event",
+    [TIMELINE_STEP] = "user_annotation"};
 
 static void chrome_memory(struct chrome_writer *w, const struct timeline_event *ev)
 {
@@ -268,10 +297,145 @@ static void chrome_arg(struct chrome_writer *w, const char *key, int64_t v)
     chrome_i64(w, v);
 }
 
+/* Makes [*start, *end] nest with what its thread has written (timeline_nest_clip). */
+static void chrome_nest(struct chrome_writer *w, uint32_t tid, uint64_t *start, uint64_t *end)
+{
+    uint64_t *slot = u64map_slot(&w->nests, tid);
+    if (!slot)
+        report_oom();
+    if (!*slot)
+        *slot = (uintptr_t)timeline_nest_new();
+    timeline_nest_clip((struct timeline_nest *)(uintptr_t)*slot, start, end);
+}
+
+static void chrome_nests_free(struct chrome_writer *w)
+{
+    uint64_t k, v;
+    for (size_t i = 0; u64map_next(&w->nests, &i, &k, &v);)
+        timeline_nest_free((struct timeline_nest *)(uintptr_t)v);
+    u64map_free(&w->nests);
+    u64map_init(&w->nests);
+}
+
+/* 1 the first time id is seen in slots (direct-mapped: an id comes back only after 4096
+ * others took its slot, far past the launch and the activity of one arrow). */
+static int chrome_flow_once(uint32_t *slots, uint32_t id)
+{
+    uint32_t *slot = &slots[id % CHROME_FLOW_SLOTS];
+    if (*slot == id)
+        return 0;
+    *slot = id;
+    return 1;
+}
+
+/* Per-SM limits of a compute capability (CUDA C Programming Guide, "Technical
+ * Specifications per Compute Capability"); every one of them has 64 K registers per SM,
+ * allocated 256 to a warp. The trace records only the device's capability and SM count. */
+struct chrome_sm_limits {
+    uint16_t major, minor;
+    uint32_t threads, blocks, shared_kb;
+};
+
+static const struct chrome_sm_limits chrome_sm_table[] = {
+    {6, 0, 2048, 32, 64},   {6, 1, 2048, 32, 96},   {6, 2, 2048, 32, 64},  {7, 0, 2048, 32, 96},
+    {7, 2, 2048, 32, 96},   {7, 5, 1024, 16, 64},   {8, 0, 2048, 32, 164}, {8, 6, 1536, 16, 100},
+    {8, 7, 1536, 16, 164},  {8, 9, 1536, 24, 100},  {9, 0, 2048, 32, 228}, {10, 0, 2048, 32, 228},
+    {10, 3, 2048, 32, 228}, {12, 0, 1536, 32, 100}, {12, 1, 1536, 32, 100}};
+
+static const struct chrome_sm_limits *chrome_sm_limits(const struct model_gpu_device *g)
+{
+    for (size_t i = 0; g && i < sizeof chrome_sm_table / sizeof *chrome_sm_table; i++)
+        if (chrome_sm_table[i].major == g->compute_major &&
+            chrome_sm_table[i].minor == g->compute_minor)
+            return &chrome_sm_table[i];
+    return NULL;
+}
+
+static const struct model_gpu_device *chrome_device(const struct model_process *p, uint32_t dev)
+{
+    for (size_t d = 0; d < p->gpu.ndevices; d++)
+        if (p->gpu.devices[d].device == dev)
+            return &p->gpu.devices[d];
+    return NULL;
+}
+
+static uint64_t chrome_dim_product(uint64_t packed)
+{
+    uint64_t x = packed & 0xffffffffu, y = packed >> 32 & 0xffff, z = packed >> 48;
+    return x * (y ? y : 1) * (z ? z : 1);
+}
+
+static void chrome_dim(struct chrome_writer *w, const char *key, uint64_t packed)
+{
+    chrome_puts(w, key);
+    chrome_u64(w, packed & 0xffffffffu);
+    chrome_puts(w, ", ");
+    chrome_u64(w, packed >> 32 & 0xffff);
+    chrome_puts(w, ", ");
+    chrome_u64(w, packed >> 48);
+    chrome_puts(w, "]");
+}
+
+/* Kineto's kernel args: grid, block, registers per thread, shared memory and, where the
+ * device's capability is known, blocks and warps per SM and the estimated achieved
+ * occupancy — the blocks that fit on an SM (threads, blocks, registers and shared memory
+ * limits), no more than the grid gives each SM, in warps over the SM's warps. */
+static void chrome_kernel_args(struct chrome_writer *w, const struct timeline_event *ev)
+{
+    chrome_arg(w, ", \"registers per thread\": ", ev->registers);
+    chrome_arg(w, ", \"shared memory\": ", ev->shared_bytes);
+    chrome_dim(w, ", \"grid\": [", ev->grid);
+    chrome_dim(w, ", \"block\": [", ev->block);
+    const struct model_gpu_device *g = chrome_device(w->p, ev->device);
+    const struct chrome_sm_limits *lim = chrome_sm_limits(g);
+    uint64_t blocks = chrome_dim_product(ev->grid), threads = chrome_dim_product(ev->block);
+    if (!lim || !g->sm_count || !blocks || !threads)
+        return;
+    uint64_t warps = (threads + 31) / 32, sm_warps = lim->threads / 32;
+    double per_sm = (double)blocks / g->sm_count;
+    uint64_t fit = sm_warps / warps;
+    if (fit > lim->blocks)
+        fit = lim->blocks;
+    if (ev->registers) {
+        uint64_t reg_warp = ((uint64_t)ev->registers * 32 + 255) / 256 * 256;
+        uint64_t by_regs = 65536 / reg_warp / warps;
+        fit = by_regs < fit ? by_regs : fit;
+    }
+    if (ev->shared_bytes) {
+        uint64_t by_shared = (uint64_t)lim->shared_kb * 1024 / ev->shared_bytes;
+        fit = by_shared < fit ? by_shared : fit;
+    }
+    double active = per_sm < (double)fit ? per_sm : (double)fit;
+    char buf[160];
+    snprintf(buf, sizeof buf,
+             ", \"blocks per SM\": %.6g, \"warps per SM\": %.6g, \"est. achieved occupancy %%\": "
+             "%.0f",
+             per_sm, per_sm * (double)warps, 100.0 * active * (double)warps / (double)sm_warps);
+    chrome_puts(w, buf);
+}
+
+static void chrome_steps_thread(struct chrome_writer *w)
+{
+    /* a key no device << 32 | stream + 1 can be */
+    uint64_t *slot = u64map_slot(&w->gpu, UINT64_MAX - w->index);
+    if (!slot)
+        report_oom();
+    if (!*slot) {
+        *slot = 1;
+        chrome_meta(w, "thread_name", w->p->pid, CHROME_STEPS_TID, "name",
+                    json_string("Training steps"));
+    }
+}
+
 static int chrome_on_event(void *ctx, const struct timeline_event *ev)
 {
     struct chrome_writer *w = ctx;
     w->stats->events++;
+    int64_t base_lo = chrome_ts(w, ev->start_ns), base_hi = chrome_ts(w, ev->end_ns);
+    if (w->span_lo > w->span_hi || base_lo < w->span_lo)
+        w->span_lo = base_lo;
+    if (w->span_lo > w->span_hi || base_hi > w->span_hi)
+        w->span_hi = base_hi;
     if (ev->kind == TIMELINE_MEMORY) {
         chrome_memory(w, ev);
         return w->failed ? -1 : 0;
@@ -279,9 +443,18 @@ static int chrome_on_event(void *ctx, const struct timeline_event *ev)
     int gpu =
         ev->kind == TIMELINE_KERNEL || ev->kind == TIMELINE_MEMCPY || ev->kind == TIMELINE_MEMSET;
     int64_t pid = gpu ? (int64_t)ev->device : w->p->pid;
-    uint32_t tid = gpu ? ev->stream : ev->tid;
+    uint32_t tid = gpu ? ev->stream : ev->kind == TIMELINE_STEP ? CHROME_STEPS_TID : ev->tid;
+    uint64_t start = ev->start_ns, end = ev->end_ns;
     if (gpu)
         chrome_gpu_meta(w, ev);
+    else
+        chrome_nest(w, tid, &start, &end);
+    if (ev->kind == TIMELINE_STEP)
+        chrome_steps_thread(w);
+    if (ev->kind == TIMELINE_OP || ev->kind == TIMELINE_STEP ||
+        (ev->kind == TIMELINE_SCOPE && !strncmp(ev->name, "ProfilerStep#", 13)))
+        w->cpu_seen = 1;
+    int64_t ts = chrome_ts(w, start);
     chrome_sep(w);
     chrome_puts(w, "{\"ph\": \"X\", \"cat\": \"");
     chrome_puts(w, chrome_categories[ev->kind]);
@@ -290,14 +463,12 @@ static int chrome_on_event(void *ctx, const struct timeline_event *ev)
     chrome_arg(w, ", \"pid\": ", pid);
     chrome_arg(w, ", \"tid\": ", tid);
     chrome_puts(w, ", \"ts\": ");
-    chrome_us(w, chrome_ts(w, ev->start_ns));
-    chrome_puts(w, ", \"dur\": ");
-    chrome_us(w, (int64_t)(ev->end_ns - ev->start_ns));
+    chrome_us(w, ts);
+    chrome_arg(w, ", \"dur\": ", chrome_round_us(chrome_ts(w, end)) - chrome_round_us(ts));
     chrome_puts(w, ", \"args\": {");
     switch (ev->kind) {
     case TIMELINE_PYTHON:
-        chrome_arg(w, "\"Python id\": ", ev->py_node);
-        break;
+        break; /* nothing per call: speedscope keys a frame by its name and args */
     case TIMELINE_OP:
     case TIMELINE_SCOPE:
     case TIMELINE_NVTX:
@@ -325,7 +496,9 @@ static int chrome_on_event(void *ctx, const struct timeline_event *ev)
         chrome_arg(w, "\"External id\": 0, \"device\": ", ev->device);
         chrome_arg(w, ", \"stream\": ", ev->stream);
         chrome_arg(w, ", \"correlation\": ", ev->correlation);
-        if (ev->kind != TIMELINE_KERNEL) {
+        if (ev->kind == TIMELINE_KERNEL) {
+            chrome_kernel_args(w, ev);
+        } else {
             double dur = (double)(ev->end_ns - ev->start_ns);
             char bw[64];
             snprintf(bw, sizeof bw, ", \"memory bandwidth (GB/s)\": %.6g",
@@ -338,18 +511,49 @@ static int chrome_on_event(void *ctx, const struct timeline_event *ev)
         break;
     }
     chrome_puts(w, "}}");
-    if (ev->correlation && (ev->kind == TIMELINE_RUNTIME || ev->kind == TIMELINE_DRIVER || gpu)) {
+    /* An activity ends an arrow only when its launch began one (it comes first in the
+     * file): a flow end without its start is an arrow from nowhere. */
+    int launch = ev->kind == TIMELINE_RUNTIME || ev->kind == TIMELINE_DRIVER;
+    uint32_t c = ev->correlation;
+    if (c && ((launch && chrome_flow_once(w->flow_begun, c)) ||
+              (gpu && w->flow_begun[c % CHROME_FLOW_SLOTS] == c &&
+               chrome_flow_once(w->flow_ended, c)))) {
         chrome_sep(w);
         chrome_puts(w, gpu ? "{\"ph\": \"f\", \"id\": " : "{\"ph\": \"s\", \"id\": ");
         chrome_u64(w, (uint64_t)w->index << 32 | ev->correlation);
         chrome_arg(w, ", \"pid\": ", pid);
         chrome_arg(w, ", \"tid\": ", tid);
         chrome_puts(w, ", \"ts\": ");
-        chrome_us(w, chrome_ts(w, ev->start_ns));
+        chrome_us(w, ts);
         chrome_puts(w, gpu ? ", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}"
                            : ", \"cat\": \"ac2g\", \"name\": \"ac2g\"}");
     }
     return w->failed ? -1 : 0;
+}
+
+/* A group (file) with no cpu_op and no ProfilerStep#N — a C program's CUDA calls, Python
+ * without the torch bridge — gives the TensorBoard plugin no CPU range: its one step is
+ * then (sys.maxsize, -sys.maxsize - 1) and its overview a total of -1.8e19 us. One cpu_op
+ * span "[process] COMMAND" over all the group's events, on its first process's main thread
+ * (it holds everything there), gives it the run's extent instead. */
+static void chrome_whole_span(struct chrome_writer *w, const struct model_process *p)
+{
+    if (w->cpu_seen || w->span_lo > w->span_hi)
+        return;
+    char label[512], name[600];
+    snprintf(name, sizeof name, "[process] %s", timeline_process_label(p, label, sizeof label));
+    char *quoted = chrome_quote(name);
+    chrome_sep(w);
+    chrome_puts(w, "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": ");
+    chrome_puts(w, quoted);
+    chrome_arg(w, ", \"pid\": ", p->pid);
+    chrome_arg(w, ", \"tid\": ", p->pid);
+    chrome_puts(w, ", \"ts\": ");
+    chrome_us(w, w->span_lo);
+    chrome_arg(w, ", \"dur\": ", chrome_round_us(w->span_hi) - chrome_round_us(w->span_lo));
+    chrome_arg(w, ", \"args\": {\"External id\": ", (int64_t)w->next_external++);
+    chrome_puts(w, "}}");
+    free(quoted);
 }
 
 static void chrome_free_map(struct u64map *m)
@@ -395,24 +599,39 @@ static json_t *chrome_devices(struct model_process *const *procs, size_t n, int6
     return list;
 }
 
-/* path with ".rank0" (or ".pid12") before its ".json", when there are several files. */
+/* The file of one group: FILE.pt.trace.json, as the TensorBoard plugin lists only files
+ * named *.pt.trace.json (profiler/data.py); a ".json" or ".pt.trace.json" that FILE already
+ * ends with is not repeated. With several groups ".rank<N>" (".pid<P>" unranked) comes
+ * before ".pt.trace.json": run.json -> run.rank0.pt.trace.json, run.rank1.pt.trace.json.
+ * FILE an existing folder (or ending in "/"): rank<N>.pt.trace.json in it. */
 static char *chrome_file_name(const char *path, int64_t group, int several)
 {
-    if (!several)
-        return report_strdup(path);
-    char tag[48];
-    if (group >= 0)
-        snprintf(tag, sizeof tag, ".rank%" PRId64, group);
-    else
-        snprintf(tag, sizeof tag, ".pid%" PRId64, -1 - group);
+    static const char suffix[] = ".pt.trace.json";
+    char tag[48] = "";
     size_t len = strlen(path);
-    size_t stem = len > 5 && !strcmp(path + len - 5, ".json") ? len - 5 : len;
-    char *out = malloc(len + strlen(tag) + 1);
+    struct stat st;
+    int folder = (len && path[len - 1] == '/') || (stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+    if (several || folder) {
+        if (group >= 0)
+            snprintf(tag, sizeof tag, "%srank%" PRId64, folder ? "" : ".", group);
+        else
+            snprintf(tag, sizeof tag, "%spid%" PRId64, folder ? "" : ".", -1 - group);
+    }
+    size_t stem = len;
+    if (folder)
+        stem = len && path[len - 1] == '/' ? len : len + 1;
+    else if (len >= sizeof suffix - 1 && !strcmp(path + len - (sizeof suffix - 1), suffix))
+        stem = len - (sizeof suffix - 1);
+    else if (len > 5 && !strcmp(path + len - 5, ".json"))
+        stem = len - 5;
+    char *out = malloc(stem + strlen(tag) + sizeof suffix + 1);
     if (!out)
         report_oom();
-    memcpy(out, path, stem);
+    memcpy(out, path, stem < len ? stem : len);
+    if (stem > len)
+        out[len] = '/';
     strcpy(out + stem, tag);
-    strcat(out, path + stem);
+    strcat(out, suffix);
     return out;
 }
 
@@ -420,7 +639,7 @@ static int chrome_write_group(const char *file, struct model_process *const *pro
                               int64_t group, struct export_timeline_stats *stats, char *err,
                               size_t errlen)
 {
-    struct chrome_writer w = {.first = 1, .next_external = 1, .stats = stats};
+    struct chrome_writer w = {.first = 1, .next_external = 1, .stats = stats, .span_lo = 1};
     uint64_t base = UINT64_MAX;
     int64_t rank = -1, world = 1;
     for (size_t i = 0; i < n; i++) {
@@ -458,12 +677,17 @@ static int chrome_write_group(const char *file, struct model_process *const *pro
     u64map_init(&w.names);
     u64map_init(&w.shapes);
     u64map_init(&w.gpu);
+    u64map_init(&w.nests);
     int rc = 0;
+    const struct model_process *first = NULL;
     for (size_t i = 0; i < n && rc == 0; i++) {
         const struct model_process *p = procs[i];
         if (chrome_group(p) != group)
             continue;
         w.p = p;
+        first = first ? first : p;
+        memset(w.flow_begun, 0, sizeof w.flow_begun);
+        memset(w.flow_ended, 0, sizeof w.flow_ended);
         w.offset = timeline_realtime_offset(p) - (int64_t)base;
         char label[512];
         chrome_meta(&w, "process_name", p->pid, 0, "name",
@@ -476,8 +700,11 @@ static int chrome_write_group(const char *file, struct model_process *const *pro
         rc = timeline_stream(p, chrome_on_event, &w, err, errlen);
         chrome_free_map(&w.names);
         chrome_free_map(&w.shapes);
+        chrome_nests_free(&w);
         w.index++;
     }
+    if (rc == 0 && first)
+        chrome_whole_span(&w, first);
     chrome_flush(&w);
     json_t *name = json_string(file);
     char *name_s = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
@@ -498,6 +725,8 @@ static int chrome_write_group(const char *file, struct model_process *const *pro
     }
     free(w.out);
     u64map_free(&w.gpu);
+    chrome_nests_free(&w);
+    u64map_free(&w.nests);
     u64map_free(&w.names);
     u64map_free(&w.shapes);
     if (rc != 0)
