@@ -58,6 +58,7 @@ struct chrome_writer {
     int cpu_seen;             /* the group has a cpu_op or a ProfilerStep#N (the plugin's CPU) */
     int64_t span_lo, span_hi; /* the group's events, ns since base; lo > hi: none yet */
     int first;
+    int ns; /* EXPORT_CHROME_NS */
     struct export_timeline_stats *stats;
     char *out; /* CHROME_OUT bytes of JSON not yet written: fprintf cost 1 us per event */
     size_t used;
@@ -207,9 +208,42 @@ static int64_t chrome_round_us(int64_t ns)
     return r >= 500 ? q + 1 : q;
 }
 
+/* A time or a duration in ns as microseconds: whole, or with 3 decimals (EXPORT_CHROME_NS). */
 static void chrome_us(struct chrome_writer *w, int64_t ns)
 {
-    chrome_i64(w, chrome_round_us(ns));
+    if (!w->ns) {
+        chrome_i64(w, chrome_round_us(ns));
+        return;
+    }
+    uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+    char frac[4] = {'.', (char)('0' + a / 100 % 10), (char)('0' + a / 10 % 10),
+                    (char)('0' + a % 10)};
+    if (ns < 0)
+        chrome_put(w, "-", 1);
+    chrome_u64(w, a / 1000);
+    chrome_put(w, frac, 4);
+}
+
+/* The duration of [lo, hi] (ns since base) as written: the difference of the rounded ends.
+ * With ns, readers add ts and dur as doubles: where the 3 decimals of hi - lo would not add
+ * up to hi's double exactly (a span clipped to begin where another ends would overlap it
+ * by a rounding error, and speedscope nest it wrong), the difference of the two doubles
+ * is written instead (exact for the spans of a run: Sterbenz). */
+static void chrome_dur(struct chrome_writer *w, int64_t lo, int64_t hi)
+{
+    chrome_puts(w, ", \"dur\": ");
+    if (!w->ns) {
+        chrome_i64(w, chrome_round_us(hi) - chrome_round_us(lo));
+        return;
+    }
+    double a = (double)lo / 1000, b = (double)hi / 1000;
+    if (a + (double)(hi - lo) / 1000 == b) {
+        chrome_us(w, hi - lo);
+        return;
+    }
+    char buf[40];
+    snprintf(buf, sizeof buf, "%.17g", b - a);
+    chrome_puts(w, buf);
 }
 
 static int64_t chrome_ts(const struct chrome_writer *w, uint64_t mono_ns)
@@ -464,7 +498,7 @@ static int chrome_on_event(void *ctx, const struct timeline_event *ev)
     chrome_arg(w, ", \"tid\": ", tid);
     chrome_puts(w, ", \"ts\": ");
     chrome_us(w, ts);
-    chrome_arg(w, ", \"dur\": ", chrome_round_us(chrome_ts(w, end)) - chrome_round_us(ts));
+    chrome_dur(w, ts, chrome_ts(w, end));
     chrome_puts(w, ", \"args\": {");
     switch (ev->kind) {
     case TIMELINE_PYTHON:
@@ -550,7 +584,7 @@ static void chrome_whole_span(struct chrome_writer *w, const struct model_proces
     chrome_arg(w, ", \"tid\": ", p->pid);
     chrome_puts(w, ", \"ts\": ");
     chrome_us(w, w->span_lo);
-    chrome_arg(w, ", \"dur\": ", chrome_round_us(w->span_hi) - chrome_round_us(w->span_lo));
+    chrome_dur(w, w->span_lo, w->span_hi);
     chrome_arg(w, ", \"args\": {\"External id\": ", (int64_t)w->next_external++);
     chrome_puts(w, "}}");
     free(quoted);
@@ -636,10 +670,14 @@ static char *chrome_file_name(const char *path, int64_t group, int several)
 }
 
 static int chrome_write_group(const char *file, struct model_process *const *procs, size_t n,
-                              int64_t group, struct export_timeline_stats *stats, char *err,
-                              size_t errlen)
+                              int64_t group, unsigned flags, struct export_timeline_stats *stats,
+                              char *err, size_t errlen)
 {
-    struct chrome_writer w = {.first = 1, .next_external = 1, .stats = stats, .span_lo = 1};
+    struct chrome_writer w = {.first = 1,
+                              .next_external = 1,
+                              .stats = stats,
+                              .span_lo = 1,
+                              .ns = (flags & EXPORT_CHROME_NS) != 0};
     uint64_t base = UINT64_MAX;
     int64_t rank = -1, world = 1;
     for (size_t i = 0; i < n; i++) {
@@ -739,7 +777,8 @@ static int chrome_write_group(const char *file, struct model_process *const *pro
 }
 
 int export_chrome_write(const char *path, struct model_process *const *procs, size_t n,
-                        struct export_timeline_stats *stats, char *err, size_t errlen)
+                        unsigned flags, struct export_timeline_stats *stats, char *err,
+                        size_t errlen)
 {
     struct export_timeline_stats local = {0};
     int several = 0, rc = 0;
@@ -754,7 +793,7 @@ int export_chrome_write(const char *path, struct model_process *const *procs, si
         if (first != i)
             continue; /* written with the group's first process */
         char *file = chrome_file_name(path, group, several);
-        rc = chrome_write_group(file, procs, n, group, &local, err, errlen);
+        rc = chrome_write_group(file, procs, n, group, flags, &local, err, errlen);
         free(file);
     }
     if (stats)

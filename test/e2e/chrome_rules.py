@@ -8,12 +8,13 @@ against them without the readers, which CI cannot fetch.
 - speedscope (src/import/trace-event.ts): X events of one pid/tid become a stack; an event
   that starts inside another and ends after it (a half overlap) mis-nests the rest of the
   thread; a frame is keyed by name and JSON of args, so an args value that changes per
-  call makes each call its own frame.
+  call makes each call its own frame. speedscope_mismatches replays its importer's queues.
 - TensorBoard's profiler plugin (torch_tb_profiler/profiler/event_parser.py, StepParser):
   with no ProfilerStep#N span its one step runs from the first to the last CPU event of
   categories cpu_op / python / ProfilerStep; with none of these it is (maxsize, -maxsize-1).
   Its loader lists files matching *.pt.trace.json (profiler/data.py).
 """
+import json
 import math
 from collections import Counter, defaultdict
 
@@ -80,3 +81,56 @@ def plugin_cpu_range(events):
             end = e["ts"] + e["dur"]
             hi = end if hi is None else max(hi, end)
     return None if lo is None else (lo, hi)
+
+
+def _speedscope_key(e):
+    return e["name"] + (" " + json.dumps(e["args"]) if "args" in e else "")
+
+
+def speedscope_mismatches(events):
+    """How often speedscope's trace-event importer, replayed, ends a frame that is not the
+    one on top of its stack ("Tried to end ... Doing nothing" and the like). Its rules: per
+    pid/tid, X events sorted by ts then longer first (else file order) give a B queue, their
+    ends sorted by time (else that order) an E queue; at equal times B goes first only when
+    both fronts have the same key (a zero-length event); an E first looks among the ends of
+    its time for the top frame's key, then its name."""
+    by_thread = defaultdict(list)
+    for e in events:
+        if e.get("ph") == "X":
+            by_thread[(e["pid"], e["tid"])].append(e)
+    bad = 0
+    for evs in by_thread.values():
+        xs = sorted(evs, key=lambda e: (e["ts"], -e["dur"]))
+        begins = [(e["ts"], e) for e in xs]
+        ends = [(e["ts"] + e["dur"], e) for e in xs]
+        ends.sort(key=lambda t: t[0])
+        b = i = 0
+        stack = []
+        while b < len(begins) or i < len(ends):
+            if b < len(begins) and (i >= len(ends) or begins[b][0] < ends[i][0] or (
+                    begins[b][0] == ends[i][0]
+                    and _speedscope_key(begins[b][1]) == _speedscope_key(ends[i][1]))):
+                stack.append(begins[b][1])
+                b += 1
+                continue
+            if stack:
+                top = stack[-1]
+                for match in (lambda x: _speedscope_key(x) == _speedscope_key(top),
+                              lambda x: x["name"] == top["name"]):
+                    if match(ends[i][1]):
+                        break
+                    j = i + 1
+                    while j < len(ends) and ends[j][0] <= ends[i][0] and not match(ends[j][1]):
+                        j += 1
+                    if j < len(ends) and ends[j][0] <= ends[i][0]:
+                        ends[i], ends[j] = ends[j], ends[i]
+                        break
+            e = ends[i][1]
+            i += 1
+            if not stack or e["name"] != stack[-1]["name"]:
+                bad += 1
+                continue
+            if _speedscope_key(e) != _speedscope_key(stack[-1]):
+                bad += 1
+            stack.pop()
+    return bad
