@@ -605,29 +605,62 @@ static int64_t chrome_group(const struct model_process *p)
     return p->rank >= 0 ? p->rank : -1 - p->pid;
 }
 
+/* One device as Kineto lists it: what GPU_DEVICE records, and the per-SM limits of its
+ * compute capability (chrome_sm_table) where it is known. */
+static json_t *chrome_device_json(const struct model_gpu_device *g)
+{
+    json_t *o =
+        json_pack("{s:I, s:s, s:I, s:i, s:i, s:i, s:I, s:I}", "id", (json_int_t)g->device, "name",
+                  g->name ? g->name : "", "totalGlobalMem", (json_int_t)g->global_memory_bytes,
+                  "computeMajor", g->compute_major, "computeMinor", g->compute_minor, "numSms",
+                  (int)g->sm_count, "clockRate", (json_int_t)g->core_clock_khz, "memoryClockRate",
+                  (json_int_t)g->memory_clock_khz);
+    const struct chrome_sm_limits *lim = chrome_sm_limits(g);
+    if (o && lim) {
+        json_object_set_new(o, "maxThreadsPerBlock", json_integer(1024));
+        json_object_set_new(o, "maxThreadsPerMultiprocessor", json_integer(lim->threads));
+        json_object_set_new(o, "regsPerBlock", json_integer(65536));
+        json_object_set_new(o, "regsPerMultiprocessor", json_integer(65536));
+        json_object_set_new(o, "warpSize", json_integer(32));
+        json_object_set_new(o, "sharedMemPerBlock", json_integer(48 * 1024));
+        json_object_set_new(o, "sharedMemPerMultiprocessor",
+                            json_integer((json_int_t)lim->shared_kb * 1024));
+    }
+    return o;
+}
+
+/* deviceProperties: the plugin takes a device's entry at the index of its id
+ * (device_props[gpu_id], profiler/data.py and run_generator.py), so the list goes by id
+ * from 0, an id the trace has no record of holding {"id": N} only. */
 static json_t *chrome_devices(struct model_process *const *procs, size_t n, int64_t group)
 {
+    enum { CHROME_MAX_DEVICES = 1024 };
     json_t *list = json_array();
-    struct u64map seen;
+    struct u64map seen; /* device id -> its model_gpu_device */
     u64map_init(&seen);
+    uint64_t top = 0;
     for (size_t i = 0; i < n; i++) {
         if (chrome_group(procs[i]) != group)
             continue;
         for (size_t d = 0; d < procs[i]->gpu.ndevices; d++) {
             const struct model_gpu_device *g = &procs[i]->gpu.devices[d];
-            uint64_t *slot = u64map_slot(&seen, g->device);
-            if (!slot || *slot)
+            if (g->device >= CHROME_MAX_DEVICES)
                 continue;
-            *slot = 1;
-            json_array_append_new(list,
-                                  json_pack("{s:I, s:s, s:I, s:i, s:i, s:i, s:I, s:I}", "id",
-                                            (json_int_t)g->device, "name", g->name ? g->name : "",
-                                            "totalGlobalMem", (json_int_t)g->global_memory_bytes,
-                                            "computeMajor", g->compute_major, "computeMinor",
-                                            g->compute_minor, "numSms", (int)g->sm_count,
-                                            "clockRate", (json_int_t)g->core_clock_khz,
-                                            "memoryClockRate", (json_int_t)g->memory_clock_khz));
+            uint64_t *slot = u64map_slot(&seen, g->device);
+            if (!slot)
+                report_oom();
+            if (*slot)
+                continue;
+            *slot = (uintptr_t)g;
+            top = g->device + 1 > top ? g->device + 1 : top;
         }
+    }
+    for (uint64_t id = 0; id < top; id++) {
+        const uint64_t *slot = u64map_find(&seen, id);
+        json_array_append_new(
+            list, slot && *slot
+                      ? chrome_device_json((const struct model_gpu_device *)(uintptr_t)*slot)
+                      : json_pack("{s:I}", "id", (json_int_t)id));
     }
     u64map_free(&seen);
     return list;
