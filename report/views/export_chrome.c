@@ -56,7 +56,8 @@ struct chrome_writer {
      * even where CUPTI gives one launch several activities (a graph launch) */
     uint32_t flow_begun[CHROME_FLOW_SLOTS], flow_ended[CHROME_FLOW_SLOTS];
     int cpu_seen;             /* the group has a cpu_op or a ProfilerStep#N (the plugin's CPU) */
-    int64_t span_lo, span_hi; /* the group's events, ns since base; lo > hi: none yet */
+    int span_any;             /* an event of the group came: span_lo, span_hi hold */
+    int64_t span_lo, span_hi; /* the group's events, ns since base */
     int first;
     int ns; /* EXPORT_CHROME_NS */
     struct export_timeline_stats *stats;
@@ -465,11 +466,12 @@ static int chrome_on_event(void *ctx, const struct timeline_event *ev)
 {
     struct chrome_writer *w = ctx;
     w->stats->events++;
-    int64_t base_lo = chrome_ts(w, ev->start_ns), base_hi = chrome_ts(w, ev->end_ns);
-    if (w->span_lo > w->span_hi || base_lo < w->span_lo)
-        w->span_lo = base_lo;
-    if (w->span_lo > w->span_hi || base_hi > w->span_hi)
-        w->span_hi = base_hi;
+    int64_t lo = chrome_ts(w, ev->start_ns), hi = chrome_ts(w, ev->end_ns);
+    if (!w->span_any || lo < w->span_lo)
+        w->span_lo = lo;
+    if (!w->span_any || hi > w->span_hi)
+        w->span_hi = hi;
+    w->span_any = 1;
     if (ev->kind == TIMELINE_MEMORY) {
         chrome_memory(w, ev);
         return w->failed ? -1 : 0;
@@ -572,7 +574,7 @@ static int chrome_on_event(void *ctx, const struct timeline_event *ev)
  * (it holds everything there), gives it the run's extent instead. */
 static void chrome_whole_span(struct chrome_writer *w, const struct model_process *p)
 {
-    if (w->cpu_seen || w->span_lo > w->span_hi)
+    if (w->cpu_seen || !w->span_any)
         return;
     char label[512], name[600];
     snprintf(name, sizeof name, "[process] %s", timeline_process_label(p, label, sizeof label));
@@ -706,11 +708,8 @@ static int chrome_write_group(const char *file, struct model_process *const *pro
                               int64_t group, unsigned flags, struct export_timeline_stats *stats,
                               char *err, size_t errlen)
 {
-    struct chrome_writer w = {.first = 1,
-                              .next_external = 1,
-                              .stats = stats,
-                              .span_lo = 1,
-                              .ns = (flags & EXPORT_CHROME_NS) != 0};
+    struct chrome_writer w = {
+        .first = 1, .next_external = 1, .stats = stats, .ns = (flags & EXPORT_CHROME_NS) != 0};
     uint64_t base = UINT64_MAX;
     int64_t rank = -1, world = 1;
     for (size_t i = 0; i < n; i++) {
