@@ -50,6 +50,8 @@ struct chrome_writer {
     struct u64map names;  /* name key -> escaped JSON string (malloc'd) */
     struct u64map shapes; /* shapes sid -> ", \"Input Dims\": ..., \"Input type\": ..." */
     struct u64map gpu;    /* device << 32 | stream + 1, and device: metadata written */
+    struct u64map occupancy; /* launch shape hash -> struct chrome_occupancy * (formatting
+                              * three doubles per kernel tripled the export's time) */
     uint64_t next_external;
     struct u64map nests; /* tid -> struct chrome_nest *, of the process being written */
     /* ids of the ac2g flows begun and ended, direct-mapped: one arrow per correlation id
@@ -411,16 +413,20 @@ static void chrome_dim(struct chrome_writer *w, const char *key, uint64_t packed
     chrome_puts(w, "]");
 }
 
-/* Kineto's kernel args: grid, block, registers per thread, shared memory and, where the
- * device's capability is known, blocks and warps per SM and the estimated achieved
- * occupancy — the blocks that fit on an SM (threads, blocks, registers and shared memory
- * limits), no more than the grid gives each SM, in warps over the SM's warps. */
-static void chrome_kernel_args(struct chrome_writer *w, const struct timeline_event *ev)
+/* The occupancy args of one launch shape on one device, formatted once. */
+struct chrome_occupancy {
+    uint64_t grid, block;
+    uint32_t registers, shared_bytes, device;
+    char text[160]; /* "" where the device's capability is unknown */
+};
+
+/* blocks and warps per SM and the estimated achieved occupancy — the blocks that fit on an
+ * SM (threads, blocks, registers and shared memory limits), no more than the grid gives
+ * each SM, in warps over the SM's warps — where the device's capability is known. */
+static void chrome_occupancy_text(const struct chrome_writer *w, const struct timeline_event *ev,
+                                  char *buf, size_t len)
 {
-    chrome_arg(w, ", \"registers per thread\": ", ev->registers);
-    chrome_arg(w, ", \"shared memory\": ", ev->shared_bytes);
-    chrome_dim(w, ", \"grid\": [", ev->grid);
-    chrome_dim(w, ", \"block\": [", ev->block);
+    buf[0] = '\0';
     const struct model_gpu_device *g = chrome_device(w->p, ev->device);
     const struct chrome_sm_limits *lim = chrome_sm_limits(g);
     uint64_t blocks = chrome_dim_product(ev->grid), threads = chrome_dim_product(ev->block);
@@ -441,12 +447,44 @@ static void chrome_kernel_args(struct chrome_writer *w, const struct timeline_ev
         fit = by_shared < fit ? by_shared : fit;
     }
     double active = per_sm < (double)fit ? per_sm : (double)fit;
-    char buf[160];
-    snprintf(buf, sizeof buf,
+    snprintf(buf, len,
              ", \"blocks per SM\": %.6g, \"warps per SM\": %.6g, \"est. achieved occupancy %%\": "
              "%.0f",
              per_sm, per_sm * (double)warps, 100.0 * active * (double)warps / (double)sm_warps);
-    chrome_puts(w, buf);
+}
+
+/* Kineto's kernel args: grid, block, registers per thread, shared memory, and the
+ * occupancy args (chrome_occupancy_text), cached per launch shape. */
+static void chrome_kernel_args(struct chrome_writer *w, const struct timeline_event *ev)
+{
+    chrome_arg(w, ", \"registers per thread\": ", ev->registers);
+    chrome_arg(w, ", \"shared memory\": ", ev->shared_bytes);
+    chrome_dim(w, ", \"grid\": [", ev->grid);
+    chrome_dim(w, ", \"block\": [", ev->block);
+    uint64_t h = ev->grid * 0x9e3779b97f4a7c15ull ^ ev->block * 0xc2b2ae3d27d4eb4full ^
+                 ((uint64_t)ev->registers << 40 | (uint64_t)ev->shared_bytes << 8 | ev->device);
+    uint64_t *slot = u64map_slot(&w->occupancy, h);
+    if (!slot)
+        report_oom();
+    struct chrome_occupancy *c = (struct chrome_occupancy *)(uintptr_t)*slot;
+    if (c && c->grid == ev->grid && c->block == ev->block && c->registers == ev->registers &&
+        c->shared_bytes == ev->shared_bytes && c->device == ev->device) {
+        chrome_puts(w, c->text);
+        return;
+    }
+    if (c) { /* another shape with this hash: formatted anew each time */
+        char buf[160];
+        chrome_occupancy_text(w, ev, buf, sizeof buf);
+        chrome_puts(w, buf);
+        return;
+    }
+    if (!(c = malloc(sizeof *c)))
+        report_oom();
+    *c = (struct chrome_occupancy){ev->grid,         ev->block,  ev->registers,
+                                   ev->shared_bytes, ev->device, ""};
+    chrome_occupancy_text(w, ev, c->text, sizeof c->text);
+    *slot = (uintptr_t)c;
+    chrome_puts(w, c->text);
 }
 
 static void chrome_steps_thread(struct chrome_writer *w)
@@ -748,6 +786,7 @@ static int chrome_write_group(const char *file, struct model_process *const *pro
     u64map_init(&w.shapes);
     u64map_init(&w.gpu);
     u64map_init(&w.nests);
+    u64map_init(&w.occupancy);
     int rc = 0;
     const struct model_process *first = NULL;
     for (size_t i = 0; i < n && rc == 0; i++) {
@@ -770,6 +809,7 @@ static int chrome_write_group(const char *file, struct model_process *const *pro
         rc = timeline_stream(p, chrome_on_event, &w, err, errlen);
         chrome_free_map(&w.names);
         chrome_free_map(&w.shapes);
+        chrome_free_map(&w.occupancy); /* its devices are the process's */
         chrome_nests_free(&w);
         w.index++;
     }
@@ -797,6 +837,8 @@ static int chrome_write_group(const char *file, struct model_process *const *pro
     u64map_free(&w.gpu);
     chrome_nests_free(&w);
     u64map_free(&w.nests);
+    chrome_free_map(&w.occupancy);
+    u64map_free(&w.occupancy);
     u64map_free(&w.names);
     u64map_free(&w.shapes);
     if (rc != 0)

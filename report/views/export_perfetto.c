@@ -47,7 +47,6 @@
 /* Interning keys of one sequence beside event names (timeline name keys are < 1 << 56). */
 #define PF_KEY_ANNOTATION ((uint64_t)0xff << 56)
 #define PF_KEY_SHAPES ((uint64_t)0xfe << 56)
-#define PF_KEY_CATEGORY ((uint64_t)0xfd << 56)
 
 /* Interning spaces of a sequence, each numbered from 1. */
 enum pf_space { PF_SPACE_NAME, PF_SPACE_ANNOTATION, PF_SPACE_STRING, PF_SPACE_CATEGORY, PF_SPACES };
@@ -96,7 +95,8 @@ struct pf_track {
     uint64_t clock; /* the incremental clock's value on this sequence */
     uint64_t next_iid[PF_SPACES];
     struct timeline_nest *nest; /* slice tracks: what was written, to make slices nest */
-    struct u64map iids;         /* interning key -> iid */
+    uint64_t category_iid[TIMELINE_KIND_COUNT]; /* 0: not interned yet on this sequence */
+    struct u64map iids;                         /* interning key -> iid */
 };
 
 struct pf_writer {
@@ -527,7 +527,9 @@ static void pf_slice(struct pf_writer *w, struct pf_track *t, const struct timel
                          .flow_field = flow_field,
                          .flow = flow};
     pf_time(t, &b, start);
-    if (pf_intern(t, PF_KEY_CATEGORY | ev->kind, PF_SPACE_CATEGORY, &b.category_iid)) {
+    b.category_iid = t->category_iid[ev->kind]; /* a lookup per slice: not through iids */
+    if (!b.category_iid) {
+        b.category_iid = t->category_iid[ev->kind] = t->next_iid[PF_SPACE_CATEGORY]++;
         Perfetto__Protos__InternedData *d = pf_interned_data(&in);
         in.cat = (Perfetto__Protos__EventCategory)PERFETTO__PROTOS__EVENT_CATEGORY__INIT;
         in.cat.has_iid = 1;
