@@ -100,7 +100,12 @@ static void main_usage(FILE *out)
           "      --perfetto FILE  write the timeline as a Perfetto trace (ui.perfetto.dev):\n"
           "                    processes, threads, GPU streams, launch-to-kernel flows\n"
           "      --chrome-trace FILE  write torch.profiler's Chrome/Kineto JSON (TensorBoard,\n"
-          "                    HTA); several ranks: FILE.rank<N>.json each (pid<P> unranked)\n"
+          "                    HTA, speedscope) as FILE.pt.trace.json; several ranks:\n"
+          "                    FILE.rank<N>.pt.trace.json each (pid<P> unranked); FILE a\n"
+          "                    folder: rank<N>.pt.trace.json in it\n"
+          "      --chrome-ns   --chrome-trace times in ns (3 decimals of us) instead of whole us:\n"
+          "                    for speedscope's importer and Perfetto; HTA then finds events\n"
+          "                    shorter than 1 us with a negative duration\n"
           "      --ranks       per rank: wall, steps, step time, compute, communication,\n"
           "                    wait and idle time; min / median / max over the ranks\n"
           "      --comm        communication (NCCL, MPI, torch.distributed) merged over the\n"
@@ -198,7 +203,7 @@ static int main_write_python_files(const struct summary *s, const char *pstats_p
 
 /* --perfetto and --chrome-trace: 0, or -1 said. */
 static int main_write_timelines(struct model_process **procs, size_t n, const char *perfetto_path,
-                                const char *chrome_path)
+                                const char *chrome_path, unsigned chrome_flags)
 {
     char err[512];
     int rc = 0;
@@ -206,7 +211,8 @@ static int main_write_timelines(struct model_process **procs, size_t n, const ch
         fprintf(stderr, "profreport: %s\n", err);
         rc = -1;
     }
-    if (chrome_path && export_chrome_write(chrome_path, procs, n, NULL, err, sizeof err)) {
+    if (chrome_path && export_chrome_write(chrome_path, procs, n, chrome_flags, NULL, err,
+                                                    sizeof err)) {
         fprintf(stderr, "profreport: %s\n", err);
         rc = -1;
     }
@@ -351,6 +357,7 @@ int main(int argc, char **argv)
     double folded_min_share = EXPORT_FOLDED_MIN_SHARE_DEFAULT;
     const char *timeline_path = NULL;                      /* --memory-timeline */
     const char *perfetto_path = NULL, *chrome_path = NULL; /* --perfetto, --chrome-trace */
+    unsigned chrome_flags = 0;                             /* --chrome-ns */
     const char *html_path = NULL, *flame_path = NULL;      /* --html, --flamegraph */
     struct stacks_view_options stacks = {0};
     int stacks_asked = 0;         /* --stacks or --samples */
@@ -395,6 +402,7 @@ int main(int argc, char **argv)
         OPT_SYSROOT,
         OPT_PERFETTO,
         OPT_CHROME_TRACE,
+        OPT_CHROME_NS,
         OPT_ALL_ROLES,
         OPT_RANKS,
         OPT_COMM,
@@ -434,6 +442,7 @@ int main(int argc, char **argv)
         {"sysroot", required_argument, NULL, OPT_SYSROOT},
         {"perfetto", required_argument, NULL, OPT_PERFETTO},
         {"chrome-trace", required_argument, NULL, OPT_CHROME_TRACE},
+        {"chrome-ns", no_argument, NULL, OPT_CHROME_NS},
         {"ranks", no_argument, NULL, OPT_RANKS},
         {"comm", no_argument, NULL, OPT_COMM},
         {"stragglers", no_argument, NULL, OPT_STRAGGLERS},
@@ -605,6 +614,9 @@ int main(int argc, char **argv)
                 return main_bad_usage("%s wants a file name", "--memory-timeline");
             timeline_path = optarg;
             break;
+        case OPT_CHROME_NS:
+            chrome_flags |= EXPORT_CHROME_NS;
+            break;
         case OPT_PSTATS:
         case OPT_FOLDED:
         case OPT_PERFETTO:
@@ -746,7 +758,7 @@ int main(int argc, char **argv)
     }
 
     int failed = in.failed;
-    if (main_write_timelines(in.procs, in.n, perfetto_path, chrome_path) != 0)
+    if (main_write_timelines(in.procs, in.n, perfetto_path, chrome_path, chrome_flags) != 0)
         failed = 1;
     if (in.defs_only) {
         for (size_t i = 0; i < in.n; i++) {

@@ -351,7 +351,9 @@ static int timeline_on_record(struct timeline_state *s, const struct trace_recor
     case PROF_REC_API_CALL: {
         const struct prof_rec_api_call *c = rec->data;
         const struct model_api *a = c->api < p->napis ? p->apis[c->api] : NULL;
-        ev.kind = a && a->category == MODEL_CAT_LIBRARY ? TIMELINE_LIBRARY : TIMELINE_API;
+        ev.kind = a && a->category == MODEL_CAT_LIBRARY ? TIMELINE_LIBRARY
+                  : a && a->category == PROF_CAT_COMM   ? TIMELINE_COMM
+                                                        : TIMELINE_API;
         ev.name = timeline_api_name(s, c->api);
         ev.name_key = TIMELINE_KEY(TIMELINE_API, c->api);
         ev.start_ns = model_ticks_to_monotonic_ns(p, c->start);
@@ -378,6 +380,10 @@ static int timeline_on_record(struct timeline_state *s, const struct trace_recor
         ev.correlation = k->correlation;
         ev.device = k->device;
         ev.stream = k->stream;
+        ev.grid = k->grid;
+        ev.block = k->block;
+        ev.registers = k->registers;
+        ev.shared_bytes = k->shared_bytes;
         ev.start_ns = k->start_ns;
         ev.end_ns = k->end_ns;
         break;
@@ -505,7 +511,9 @@ static int timeline_memory(struct timeline_state *s, char *err, size_t errlen)
         uint64_t *sum = u64map_slot(&live, dev);
         if (!sum)
             report_oom();
-        *sum = (uint64_t)((int64_t)*sum + m->bytes);
+        /* saturating, as the model sums them: a damaged or planted record must not make
+         * the sum overflow (undefined) into a negative total */
+        *sum = (uint64_t)model_i64_add((int64_t)*sum, m->bytes);
         struct timeline_event ev = {.kind = TIMELINE_MEMORY,
                                     .tid = m->tid,
                                     .name_key = TIMELINE_KEY(TIMELINE_MEMORY, dev),
@@ -581,4 +589,60 @@ int timeline_stream(const struct model_process *p, timeline_fn fn, void *ctx, ch
     timeline_state_free(&s);
     trace_reader_close(r);
     return rc;
+}
+
+/* The top-level spans given so far: apart from each other, in time order (a track's spans
+ * come when they end, a parent after its children). */
+struct timeline_nest {
+    uint64_t *lo, *hi;
+    size_t n, cap;
+};
+
+#define TIMELINE_NEST_MAX 4096 /* past it the older half is forgotten */
+
+struct timeline_nest *timeline_nest_new(void)
+{
+    struct timeline_nest *t = calloc(1, sizeof *t);
+    if (!t)
+        report_oom();
+    return t;
+}
+
+void timeline_nest_clip(struct timeline_nest *t, uint64_t *start, uint64_t *end)
+{
+    uint64_t s = *start, e = *end;
+    while (t->n && t->lo[t->n - 1] >= s && t->hi[t->n - 1] <= e)
+        t->n--; /* held by this span */
+    if (t->n) {
+        size_t i = t->n - 1;
+        if (t->hi[i] > e) { /* out of order: inside it, before it, or ending inside it */
+            if (t->lo[i] > s && t->lo[i] < e)
+                *end = t->lo[i];
+            return;
+        }
+        if (t->hi[i] > s) /* began before s (else popped) and ends inside [s, e] */
+            *start = s = t->hi[i];
+    }
+    if (t->n == TIMELINE_NEST_MAX) {
+        size_t half = TIMELINE_NEST_MAX / 2;
+        memmove(t->lo, t->lo + half, (t->n - half) * sizeof *t->lo);
+        memmove(t->hi, t->hi + half, (t->n - half) * sizeof *t->hi);
+        t->n -= half;
+    }
+    if (t->n == t->cap) {
+        size_t cap = t->cap;
+        t->lo = report_grow(t->lo, &cap, t->n + 1, sizeof *t->lo);
+        t->hi = report_grow(t->hi, &t->cap, t->n + 1, sizeof *t->hi);
+    }
+    t->lo[t->n] = s;
+    t->hi[t->n++] = e;
+}
+
+void timeline_nest_free(struct timeline_nest *t)
+{
+    if (!t)
+        return;
+    free(t->lo);
+    free(t->hi);
+    free(t);
 }

@@ -21,6 +21,7 @@ enum timeline_kind {
     TIMELINE_SCOPE,   /* TORCH_OP of USER_SCOPE: record_function("...") */
     TIMELINE_API,     /* API_CALL of the CUDA runtime (our wrappers) */
     TIMELINE_LIBRARY, /* API_CALL of cuBLAS, cuBLASLt, cuDNN */
+    TIMELINE_COMM,    /* API_CALL of NCCL or MPI */
     TIMELINE_RUNTIME, /* GPU_API, CUPTI's runtime domain: carries the correlation id */
     TIMELINE_DRIVER,  /* GPU_API, CUPTI's driver domain */
     TIMELINE_NVTX,    /* an NVTX range (or a mark: start == end) */
@@ -50,6 +51,9 @@ struct timeline_event {
     uint64_t bytes;                        /* MEMCPY, MEMSET */
     uint8_t copy_kind, src_kind, dst_kind; /* MEMCPY (CUPTI's kinds) */
     uint32_t py_node;                      /* PYTHON: the call-tree node */
+    uint64_t grid, block;  /* KERNEL: dim3 packed as the record's (x | y << 32 | z << 48) */
+    uint32_t registers;    /* KERNEL: per thread */
+    uint32_t shared_bytes; /* KERNEL: static + dynamic shared memory per block */
     /* MEMORY: device (c10::DeviceType, index; CPU is 0, -1), change, live and reserved
      * bytes after it (reserved: devices only), the block's address. */
     int8_t dev_type, dev_index;
@@ -69,6 +73,21 @@ struct model_process *timeline_load_defs(const char *path, char *err, size_t err
  * that became unreadable, or fn asked to stop). */
 int timeline_stream(const struct model_process *p, timeline_fn fn, void *ctx, char *err,
                     size_t errlen);
+
+/* The spans of one track (a thread's, in a writer), made to nest: readers that build a
+ * stack per thread (speedscope, HTA, TensorBoard's plugin, Perfetto) mis-nest the rest of a
+ * thread after two spans that overlap without one holding the other. A span that begins
+ * inside an earlier one and ends after it — a record_function scope begins inside the
+ * Python call (_record_function_enter) that opens it and outlives it; its __exit__ call
+ * begins inside the scope — is clipped to begin where that one ends: the later-ending span
+ * gives up the overlap (at most the length of the call that opened it), neither is moved
+ * under the other. A span that comes after one that ends later (out of the usual end
+ * order) is clipped to end where that one begins if it overlaps its start. Keeps the last
+ * few thousand top-level spans: memory stays bounded. */
+struct timeline_nest;
+struct timeline_nest *timeline_nest_new(void);
+void timeline_nest_clip(struct timeline_nest *t, uint64_t *start, uint64_t *end);
+void timeline_nest_free(struct timeline_nest *t);
 
 /* Offset to add to a CLOCK_MONOTONIC time of p for CLOCK_REALTIME (from META
  * start_realtime_ns and start_monotonic_ns); 0 when unknown. */

@@ -5,13 +5,22 @@
  *   {"schemaVersion": 1, "deviceProperties": [...], "distributedInfo": {"rank", "world_size"},
  *    "traceEvents": [ metadata ("M"), spans ("X"), flows ("s"/"f", cat ac2g), memory ("i") ],
  *    "traceName": ..., "displayTimeUnit": "ms", "baseTimeNanoseconds": N}
- * ts and dur are microseconds (3 decimals) since baseTimeNanoseconds (CLOCK_REALTIME ns when
- * the trace says how its clocks relate, else CLOCK_MONOTONIC). As in Kineto, GPU activities
- * have pid = device and tid = stream; a launch and its kernel share args.correlation and an
- * ac2g flow. Categories: python_function, cpu_op, user_annotation (record_function, NVTX,
- * Lightning actions), cuda_runtime and cuda_driver (CUPTI's calls), cuda_api and cuda_library
- * (our wrappers of the runtime and of cuBLAS/cuDNN: not Kineto's, so its tools skip them),
- * kernel, gpu_memcpy, gpu_memset; "[memory]" instant events as Kineto's profile_memory.
+ * ts and dur are whole microseconds since baseTimeNanoseconds (CLOCK_REALTIME ns when the
+ * trace says how its clocks relate, else CLOCK_MONOTONIC): see chrome_round_us. As in
+ * Kineto, GPU activities have pid = device and tid = stream; a launch and its kernel share
+ * args.correlation and an ac2g flow (one id per arrow). Categories: python_function,
+ * cpu_op, user_annotation (record_function, NVTX, Lightning actions), cuda_runtime and
+ * cuda_driver (CUPTI's calls), cuda_api, cuda_library and comm (our wrappers of the runtime,
+ * of cuBLAS/cuDNN and of NCCL/MPI: not Kineto's, so its tools skip them), kernel,
+ * gpu_memcpy, gpu_memset;
+ * "[memory]" instant events as Kineto's profile_memory. The training steps (ProfilerStep#N)
+ * found by the model are on a "Training steps" thread (tid 0) of their process.
+ *
+ * What the readers need beyond the schema: every thread's spans nest (timeline_nest), as
+ * speedscope, HTA's call stacks and the TensorBoard plugin's op trees build a stack per
+ * thread; a Python call's args are the same on every call, so that speedscope (which keys a
+ * frame by name and args) merges calls; a file with kernels but no CPU op gets one cpu_op
+ * span over its process (chrome_whole_span), else the plugin's overview has no step.
  *
  * Streaming: each event is formatted as it comes into a 1 MiB buffer (fprintf took 1 us per
  * event); names are escaped once (jansson) and kept per process; jansson builds the small
@@ -22,10 +31,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "alloc.h"
 #include "export_timeline.h"
 #include "timeline.h"
+
+#define CHROME_OUT (1 << 20)
+#define CHROME_FLOW_SLOTS 4096
+#define CHROME_STEPS_TID 0 /* the training steps' thread in each process */
 
 struct chrome_writer {
     FILE *f;
@@ -36,15 +50,23 @@ struct chrome_writer {
     struct u64map names;  /* name key -> escaped JSON string (malloc'd) */
     struct u64map shapes; /* shapes sid -> ", \"Input Dims\": ..., \"Input type\": ..." */
     struct u64map gpu;    /* device << 32 | stream + 1, and device: metadata written */
+    struct u64map occupancy; /* launch shape hash -> struct chrome_occupancy * (formatting
+                              * three doubles per kernel tripled the export's time) */
     uint64_t next_external;
+    struct u64map nests; /* tid -> struct chrome_nest *, of the process being written */
+    /* ids of the ac2g flows begun and ended, direct-mapped: one arrow per correlation id
+     * even where CUPTI gives one launch several activities (a graph launch) */
+    uint32_t flow_begun[CHROME_FLOW_SLOTS], flow_ended[CHROME_FLOW_SLOTS];
+    int cpu_seen;             /* the group has a cpu_op or a ProfilerStep#N (the plugin's CPU) */
+    int span_any;             /* an event of the group came: span_lo, span_hi hold */
+    int64_t span_lo, span_hi; /* the group's events, ns since base */
     int first;
+    int ns; /* EXPORT_CHROME_NS */
     struct export_timeline_stats *stats;
     char *out; /* CHROME_OUT bytes of JSON not yet written: fprintf cost 1 us per event */
     size_t used;
     int failed;
 };
-
-#define CHROME_OUT (1 << 20)
 
 static void chrome_flush(struct chrome_writer *w)
 {
@@ -172,9 +194,30 @@ static void chrome_sep(struct chrome_writer *w)
     w->stats->packets++;
 }
 
-/* ns since the base as Kineto's microseconds with 3 decimals. */
+/* ns since the base as whole microseconds, rounded to the nearest. HTA rounds float times
+ * by ceiling the start and flooring the end (trace_parser.py, for pytorch PR 122425), which
+ * gave every sub-microsecond event a duration of -1 and failed its call stacks; integer
+ * times it leaves alone. Every instant goes through this one monotone function and a
+ * duration is the difference of two rounded instants, so no order between instants
+ * changes: what nested still nests, nothing ends before it begins (a span shorter than
+ * half a microsecond may become 0 long). */
+static int64_t chrome_round_us(int64_t ns)
+{
+    int64_t q = ns / 1000, r = ns % 1000;
+    if (r < 0) {
+        q--;
+        r += 1000;
+    }
+    return r >= 500 ? q + 1 : q;
+}
+
+/* A time or a duration in ns as microseconds: whole, or with 3 decimals (EXPORT_CHROME_NS). */
 static void chrome_us(struct chrome_writer *w, int64_t ns)
 {
+    if (!w->ns) {
+        chrome_i64(w, chrome_round_us(ns));
+        return;
+    }
     uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
     char frac[4] = {'.', (char)('0' + a / 100 % 10), (char)('0' + a / 10 % 10),
                     (char)('0' + a % 10)};
@@ -182,6 +225,28 @@ static void chrome_us(struct chrome_writer *w, int64_t ns)
         chrome_put(w, "-", 1);
     chrome_u64(w, a / 1000);
     chrome_put(w, frac, 4);
+}
+
+/* The duration of [lo, hi] (ns since base) as written: the difference of the rounded ends.
+ * With ns, readers add ts and dur as doubles: where the 3 decimals of hi - lo would not add
+ * up to hi's double exactly (a span clipped to begin where another ends would overlap it
+ * by a rounding error, and speedscope nest it wrong), the difference of the two doubles
+ * is written instead (exact for the spans of a run: Sterbenz). */
+static void chrome_dur(struct chrome_writer *w, int64_t lo, int64_t hi)
+{
+    chrome_puts(w, ", \"dur\": ");
+    if (!w->ns) {
+        chrome_i64(w, chrome_round_us(hi) - chrome_round_us(lo));
+        return;
+    }
+    double a = (double)lo / 1000, b = (double)hi / 1000;
+    if (a + (double)(hi - lo) / 1000 == b) {
+        chrome_us(w, hi - lo);
+        return;
+    }
+    char buf[40];
+    snprintf(buf, sizeof buf, "%.17g", b - a);
+    chrome_puts(w, buf);
 }
 
 static int64_t chrome_ts(const struct chrome_writer *w, uint64_t mono_ns)
@@ -228,13 +293,14 @@ static void chrome_gpu_meta(struct chrome_writer *w, const struct timeline_event
 }
 
 static const char *const chrome_categories[TIMELINE_KIND_COUNT] = {
-    [TIMELINE_PYTHON] = "python_function",  [TIMELINE_OP] = "cpu_op",
-    [TIMELINE_SCOPE] = "user_annotation",   [TIMELINE_API] = "cuda_api",
-    [TIMELINE_LIBRARY] = "cuda_library",    [TIMELINE_RUNTIME] = "cuda_runtime",
-    [TIMELINE_DRIVER] = "cuda_driver",      [TIMELINE_NVTX] = "user_annotation",
-    [TIMELINE_ACTION] = "user_annotation",  [TIMELINE_KERNEL] = "kernel",
-    [TIMELINE_MEMCPY] = "gpu_memcpy",       [TIMELINE_MEMSET] = "gpu_memset",
-    [TIMELINE_MEMORY] = "cpu_instant_event", [TIMELINE_STEP] = "user_annotation"};
+    [TIMELINE_PYTHON] = "python_function", [TIMELINE_OP] = "cpu_op",
+    [TIMELINE_SCOPE] = "user_annotation",  [TIMELINE_API] = "cuda_api",
+    [TIMELINE_LIBRARY] = "cuda_library",   [TIMELINE_COMM] = "comm",
+    [TIMELINE_RUNTIME] = "cuda_runtime",   [TIMELINE_DRIVER] = "cuda_driver",
+    [TIMELINE_NVTX] = "user_annotation",   [TIMELINE_ACTION] = "user_annotation",
+    [TIMELINE_KERNEL] = "kernel",          [TIMELINE_MEMCPY] = "gpu_memcpy",
+    [TIMELINE_MEMSET] = "gpu_memset",      [TIMELINE_MEMORY] = "cpu_instant_event",
+    [TIMELINE_STEP] = "user_annotation"};
 
 static void chrome_memory(struct chrome_writer *w, const struct timeline_event *ev)
 {
@@ -268,10 +334,182 @@ static void chrome_arg(struct chrome_writer *w, const char *key, int64_t v)
     chrome_i64(w, v);
 }
 
+/* Makes [*start, *end] nest with what its thread has written (timeline_nest_clip). */
+static void chrome_nest(struct chrome_writer *w, uint32_t tid, uint64_t *start, uint64_t *end)
+{
+    uint64_t *slot = u64map_slot(&w->nests, tid);
+    if (!slot)
+        report_oom();
+    if (!*slot)
+        *slot = (uintptr_t)timeline_nest_new();
+    timeline_nest_clip((struct timeline_nest *)(uintptr_t)*slot, start, end);
+}
+
+static void chrome_nests_free(struct chrome_writer *w)
+{
+    uint64_t k, v;
+    for (size_t i = 0; u64map_next(&w->nests, &i, &k, &v);)
+        timeline_nest_free((struct timeline_nest *)(uintptr_t)v);
+    u64map_free(&w->nests);
+    u64map_init(&w->nests);
+}
+
+/* 1 the first time id is seen in slots (direct-mapped: an id comes back only after 4096
+ * others took its slot, far past the launch and the activity of one arrow). */
+static int chrome_flow_once(uint32_t *slots, uint32_t id)
+{
+    uint32_t *slot = &slots[id % CHROME_FLOW_SLOTS];
+    if (*slot == id)
+        return 0;
+    *slot = id;
+    return 1;
+}
+
+/* Per-SM limits of a compute capability (CUDA C Programming Guide, "Technical
+ * Specifications per Compute Capability"); every one of them has 64 K registers per SM,
+ * allocated 256 to a warp. The trace records only the device's capability and SM count. */
+struct chrome_sm_limits {
+    uint16_t major, minor;
+    uint32_t threads, blocks, shared_kb;
+};
+
+static const struct chrome_sm_limits chrome_sm_table[] = {
+    {6, 0, 2048, 32, 64},   {6, 1, 2048, 32, 96},   {6, 2, 2048, 32, 64},  {7, 0, 2048, 32, 96},
+    {7, 2, 2048, 32, 96},   {7, 5, 1024, 16, 64},   {8, 0, 2048, 32, 164}, {8, 6, 1536, 16, 100},
+    {8, 7, 1536, 16, 164},  {8, 9, 1536, 24, 100},  {9, 0, 2048, 32, 228}, {10, 0, 2048, 32, 228},
+    {10, 3, 2048, 32, 228}, {12, 0, 1536, 32, 100}, {12, 1, 1536, 32, 100}};
+
+static const struct chrome_sm_limits *chrome_sm_limits(const struct model_gpu_device *g)
+{
+    for (size_t i = 0; g && i < sizeof chrome_sm_table / sizeof *chrome_sm_table; i++)
+        if (chrome_sm_table[i].major == g->compute_major &&
+            chrome_sm_table[i].minor == g->compute_minor)
+            return &chrome_sm_table[i];
+    return NULL;
+}
+
+static const struct model_gpu_device *chrome_device(const struct model_process *p, uint32_t dev)
+{
+    for (size_t d = 0; d < p->gpu.ndevices; d++)
+        if (p->gpu.devices[d].device == dev)
+            return &p->gpu.devices[d];
+    return NULL;
+}
+
+static uint64_t chrome_dim_product(uint64_t packed)
+{
+    uint64_t x = packed & 0xffffffffu, y = packed >> 32 & 0xffff, z = packed >> 48;
+    return x * (y ? y : 1) * (z ? z : 1);
+}
+
+static void chrome_dim(struct chrome_writer *w, const char *key, uint64_t packed)
+{
+    chrome_puts(w, key);
+    chrome_u64(w, packed & 0xffffffffu);
+    chrome_puts(w, ", ");
+    chrome_u64(w, packed >> 32 & 0xffff);
+    chrome_puts(w, ", ");
+    chrome_u64(w, packed >> 48);
+    chrome_puts(w, "]");
+}
+
+/* The occupancy args of one launch shape on one device, formatted once. */
+struct chrome_occupancy {
+    uint64_t grid, block;
+    uint32_t registers, shared_bytes, device;
+    char text[160]; /* "" where the device's capability is unknown */
+};
+
+/* blocks and warps per SM and the estimated achieved occupancy — the blocks that fit on an
+ * SM (threads, blocks, registers and shared memory limits), no more than the grid gives
+ * each SM, in warps over the SM's warps — where the device's capability is known. */
+static void chrome_occupancy_text(const struct chrome_writer *w, const struct timeline_event *ev,
+                                  char *buf, size_t len)
+{
+    buf[0] = '\0';
+    const struct model_gpu_device *g = chrome_device(w->p, ev->device);
+    const struct chrome_sm_limits *lim = chrome_sm_limits(g);
+    uint64_t blocks = chrome_dim_product(ev->grid), threads = chrome_dim_product(ev->block);
+    if (!lim || !g->sm_count || !blocks || !threads)
+        return;
+    uint64_t warps = (threads + 31) / 32, sm_warps = lim->threads / 32;
+    double per_sm = (double)blocks / g->sm_count;
+    uint64_t fit = sm_warps / warps;
+    if (fit > lim->blocks)
+        fit = lim->blocks;
+    if (ev->registers) {
+        uint64_t reg_warp = ((uint64_t)ev->registers * 32 + 255) / 256 * 256;
+        uint64_t by_regs = 65536 / reg_warp / warps;
+        fit = by_regs < fit ? by_regs : fit;
+    }
+    if (ev->shared_bytes) {
+        uint64_t by_shared = (uint64_t)lim->shared_kb * 1024 / ev->shared_bytes;
+        fit = by_shared < fit ? by_shared : fit;
+    }
+    double active = per_sm < (double)fit ? per_sm : (double)fit;
+    snprintf(buf, len,
+             ", \"blocks per SM\": %.6g, \"warps per SM\": %.6g, \"est. achieved occupancy %%\": "
+             "%.0f",
+             per_sm, per_sm * (double)warps, 100.0 * active * (double)warps / (double)sm_warps);
+}
+
+/* Kineto's kernel args: grid, block, registers per thread, shared memory, and the
+ * occupancy args (chrome_occupancy_text), cached per launch shape. */
+static void chrome_kernel_args(struct chrome_writer *w, const struct timeline_event *ev)
+{
+    chrome_arg(w, ", \"registers per thread\": ", ev->registers);
+    chrome_arg(w, ", \"shared memory\": ", ev->shared_bytes);
+    chrome_dim(w, ", \"grid\": [", ev->grid);
+    chrome_dim(w, ", \"block\": [", ev->block);
+    uint64_t h = ev->grid * 0x9e3779b97f4a7c15ull ^ ev->block * 0xc2b2ae3d27d4eb4full ^
+                 ((uint64_t)ev->registers << 40 | (uint64_t)ev->shared_bytes << 8 | ev->device);
+    uint64_t *slot = u64map_slot(&w->occupancy, h);
+    if (!slot)
+        report_oom();
+    struct chrome_occupancy *c = (struct chrome_occupancy *)(uintptr_t)*slot;
+    if (c && c->grid == ev->grid && c->block == ev->block && c->registers == ev->registers &&
+        c->shared_bytes == ev->shared_bytes && c->device == ev->device) {
+        chrome_puts(w, c->text);
+        return;
+    }
+    if (c) { /* another shape with this hash: formatted anew each time */
+        char buf[160];
+        chrome_occupancy_text(w, ev, buf, sizeof buf);
+        chrome_puts(w, buf);
+        return;
+    }
+    if (!(c = malloc(sizeof *c)))
+        report_oom();
+    *c = (struct chrome_occupancy){ev->grid,         ev->block,  ev->registers,
+                                   ev->shared_bytes, ev->device, ""};
+    chrome_occupancy_text(w, ev, c->text, sizeof c->text);
+    *slot = (uintptr_t)c;
+    chrome_puts(w, c->text);
+}
+
+static void chrome_steps_thread(struct chrome_writer *w)
+{
+    /* a key no device << 32 | stream + 1 can be */
+    uint64_t *slot = u64map_slot(&w->gpu, UINT64_MAX - w->index);
+    if (!slot)
+        report_oom();
+    if (!*slot) {
+        *slot = 1;
+        chrome_meta(w, "thread_name", w->p->pid, CHROME_STEPS_TID, "name",
+                    json_string("Training steps"));
+    }
+}
+
 static int chrome_on_event(void *ctx, const struct timeline_event *ev)
 {
     struct chrome_writer *w = ctx;
     w->stats->events++;
+    int64_t lo = chrome_ts(w, ev->start_ns), hi = chrome_ts(w, ev->end_ns);
+    if (!w->span_any || lo < w->span_lo)
+        w->span_lo = lo;
+    if (!w->span_any || hi > w->span_hi)
+        w->span_hi = hi;
+    w->span_any = 1;
     if (ev->kind == TIMELINE_MEMORY) {
         chrome_memory(w, ev);
         return w->failed ? -1 : 0;
@@ -279,9 +517,18 @@ static int chrome_on_event(void *ctx, const struct timeline_event *ev)
     int gpu =
         ev->kind == TIMELINE_KERNEL || ev->kind == TIMELINE_MEMCPY || ev->kind == TIMELINE_MEMSET;
     int64_t pid = gpu ? (int64_t)ev->device : w->p->pid;
-    uint32_t tid = gpu ? ev->stream : ev->tid;
+    uint32_t tid = gpu ? ev->stream : ev->kind == TIMELINE_STEP ? CHROME_STEPS_TID : ev->tid;
+    uint64_t start = ev->start_ns, end = ev->end_ns;
     if (gpu)
         chrome_gpu_meta(w, ev);
+    else
+        chrome_nest(w, tid, &start, &end);
+    if (ev->kind == TIMELINE_STEP)
+        chrome_steps_thread(w);
+    if (ev->kind == TIMELINE_OP || ev->kind == TIMELINE_STEP ||
+        (ev->kind == TIMELINE_SCOPE && !strncmp(ev->name, "ProfilerStep#", 13)))
+        w->cpu_seen = 1;
+    int64_t ts = chrome_ts(w, start);
     chrome_sep(w);
     chrome_puts(w, "{\"ph\": \"X\", \"cat\": \"");
     chrome_puts(w, chrome_categories[ev->kind]);
@@ -290,14 +537,12 @@ static int chrome_on_event(void *ctx, const struct timeline_event *ev)
     chrome_arg(w, ", \"pid\": ", pid);
     chrome_arg(w, ", \"tid\": ", tid);
     chrome_puts(w, ", \"ts\": ");
-    chrome_us(w, chrome_ts(w, ev->start_ns));
-    chrome_puts(w, ", \"dur\": ");
-    chrome_us(w, (int64_t)(ev->end_ns - ev->start_ns));
+    chrome_us(w, ts);
+    chrome_dur(w, ts, chrome_ts(w, end));
     chrome_puts(w, ", \"args\": {");
     switch (ev->kind) {
     case TIMELINE_PYTHON:
-        chrome_arg(w, "\"Python id\": ", ev->py_node);
-        break;
+        break; /* nothing per call: speedscope keys a frame by its name and args */
     case TIMELINE_OP:
     case TIMELINE_SCOPE:
     case TIMELINE_NVTX:
@@ -325,7 +570,9 @@ static int chrome_on_event(void *ctx, const struct timeline_event *ev)
         chrome_arg(w, "\"External id\": 0, \"device\": ", ev->device);
         chrome_arg(w, ", \"stream\": ", ev->stream);
         chrome_arg(w, ", \"correlation\": ", ev->correlation);
-        if (ev->kind != TIMELINE_KERNEL) {
+        if (ev->kind == TIMELINE_KERNEL) {
+            chrome_kernel_args(w, ev);
+        } else {
             double dur = (double)(ev->end_ns - ev->start_ns);
             char bw[64];
             snprintf(bw, sizeof bw, ", \"memory bandwidth (GB/s)\": %.6g",
@@ -338,18 +585,49 @@ static int chrome_on_event(void *ctx, const struct timeline_event *ev)
         break;
     }
     chrome_puts(w, "}}");
-    if (ev->correlation && (ev->kind == TIMELINE_RUNTIME || ev->kind == TIMELINE_DRIVER || gpu)) {
+    /* An activity ends an arrow only when its launch began one (it comes first in the
+     * file): a flow end without its start is an arrow from nowhere. */
+    int launch = ev->kind == TIMELINE_RUNTIME || ev->kind == TIMELINE_DRIVER;
+    uint32_t c = ev->correlation;
+    if (c && ((launch && chrome_flow_once(w->flow_begun, c)) ||
+              (gpu && w->flow_begun[c % CHROME_FLOW_SLOTS] == c &&
+               chrome_flow_once(w->flow_ended, c)))) {
         chrome_sep(w);
         chrome_puts(w, gpu ? "{\"ph\": \"f\", \"id\": " : "{\"ph\": \"s\", \"id\": ");
         chrome_u64(w, (uint64_t)w->index << 32 | ev->correlation);
         chrome_arg(w, ", \"pid\": ", pid);
         chrome_arg(w, ", \"tid\": ", tid);
         chrome_puts(w, ", \"ts\": ");
-        chrome_us(w, chrome_ts(w, ev->start_ns));
+        chrome_us(w, ts);
         chrome_puts(w, gpu ? ", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}"
                            : ", \"cat\": \"ac2g\", \"name\": \"ac2g\"}");
     }
     return w->failed ? -1 : 0;
+}
+
+/* A group (file) with no cpu_op and no ProfilerStep#N — a C program's CUDA calls, Python
+ * without the torch bridge — gives the TensorBoard plugin no CPU range: its one step is
+ * then (sys.maxsize, -sys.maxsize - 1) and its overview a total of -1.8e19 us. One cpu_op
+ * span "[process] COMMAND" over all the group's events, on its first process's main thread
+ * (it holds everything there), gives it the run's extent instead. */
+static void chrome_whole_span(struct chrome_writer *w, const struct model_process *p)
+{
+    if (w->cpu_seen || !w->span_any)
+        return;
+    char label[512], name[600];
+    snprintf(name, sizeof name, "[process] %s", timeline_process_label(p, label, sizeof label));
+    char *quoted = chrome_quote(name);
+    chrome_sep(w);
+    chrome_puts(w, "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": ");
+    chrome_puts(w, quoted);
+    chrome_arg(w, ", \"pid\": ", p->pid);
+    chrome_arg(w, ", \"tid\": ", p->pid);
+    chrome_puts(w, ", \"ts\": ");
+    chrome_us(w, w->span_lo);
+    chrome_dur(w, w->span_lo, w->span_hi);
+    chrome_arg(w, ", \"args\": {\"External id\": ", (int64_t)w->next_external++);
+    chrome_puts(w, "}}");
+    free(quoted);
 }
 
 static void chrome_free_map(struct u64map *m)
@@ -367,60 +645,109 @@ static int64_t chrome_group(const struct model_process *p)
     return p->rank >= 0 ? p->rank : -1 - p->pid;
 }
 
+/* One device as Kineto lists it: what GPU_DEVICE records, and the per-SM limits of its
+ * compute capability (chrome_sm_table) where it is known. */
+static json_t *chrome_device_json(const struct model_gpu_device *g)
+{
+    json_t *o =
+        json_pack("{s:I, s:s, s:I, s:i, s:i, s:i, s:I, s:I}", "id", (json_int_t)g->device, "name",
+                  g->name ? g->name : "", "totalGlobalMem", (json_int_t)g->global_memory_bytes,
+                  "computeMajor", g->compute_major, "computeMinor", g->compute_minor, "numSms",
+                  (int)g->sm_count, "clockRate", (json_int_t)g->core_clock_khz, "memoryClockRate",
+                  (json_int_t)g->memory_clock_khz);
+    const struct chrome_sm_limits *lim = chrome_sm_limits(g);
+    if (o && lim) {
+        json_object_set_new(o, "maxThreadsPerBlock", json_integer(1024));
+        json_object_set_new(o, "maxThreadsPerMultiprocessor", json_integer(lim->threads));
+        json_object_set_new(o, "regsPerBlock", json_integer(65536));
+        json_object_set_new(o, "regsPerMultiprocessor", json_integer(65536));
+        json_object_set_new(o, "warpSize", json_integer(32));
+        json_object_set_new(o, "sharedMemPerBlock", json_integer(48 * 1024));
+        json_object_set_new(o, "sharedMemPerMultiprocessor",
+                            json_integer((json_int_t)lim->shared_kb * 1024));
+    }
+    return o;
+}
+
+/* deviceProperties: the plugin takes a device's entry at the index of its id
+ * (device_props[gpu_id], profiler/data.py and run_generator.py), so the list goes by id
+ * from 0, an id the trace has no record of holding {"id": N} only. */
 static json_t *chrome_devices(struct model_process *const *procs, size_t n, int64_t group)
 {
+    enum { CHROME_MAX_DEVICES = 1024 };
     json_t *list = json_array();
-    struct u64map seen;
+    struct u64map seen; /* device id -> its model_gpu_device */
     u64map_init(&seen);
+    uint64_t top = 0;
     for (size_t i = 0; i < n; i++) {
         if (chrome_group(procs[i]) != group)
             continue;
         for (size_t d = 0; d < procs[i]->gpu.ndevices; d++) {
             const struct model_gpu_device *g = &procs[i]->gpu.devices[d];
-            uint64_t *slot = u64map_slot(&seen, g->device);
-            if (!slot || *slot)
+            if (g->device >= CHROME_MAX_DEVICES)
                 continue;
-            *slot = 1;
-            json_array_append_new(list,
-                                  json_pack("{s:I, s:s, s:I, s:i, s:i, s:i, s:I, s:I}", "id",
-                                            (json_int_t)g->device, "name", g->name ? g->name : "",
-                                            "totalGlobalMem", (json_int_t)g->global_memory_bytes,
-                                            "computeMajor", g->compute_major, "computeMinor",
-                                            g->compute_minor, "numSms", (int)g->sm_count,
-                                            "clockRate", (json_int_t)g->core_clock_khz,
-                                            "memoryClockRate", (json_int_t)g->memory_clock_khz));
+            uint64_t *slot = u64map_slot(&seen, g->device);
+            if (!slot)
+                report_oom();
+            if (*slot)
+                continue;
+            *slot = (uintptr_t)g;
+            top = g->device + 1 > top ? g->device + 1 : top;
         }
+    }
+    for (uint64_t id = 0; id < top; id++) {
+        const uint64_t *slot = u64map_find(&seen, id);
+        json_array_append_new(
+            list, slot && *slot
+                      ? chrome_device_json((const struct model_gpu_device *)(uintptr_t)*slot)
+                      : json_pack("{s:I}", "id", (json_int_t)id));
     }
     u64map_free(&seen);
     return list;
 }
 
-/* path with ".rank0" (or ".pid12") before its ".json", when there are several files. */
+/* The file of one group: FILE.pt.trace.json, as the TensorBoard plugin lists only files
+ * named *.pt.trace.json (profiler/data.py); a ".json" or ".pt.trace.json" that FILE already
+ * ends with is not repeated. With several groups ".rank<N>" (".pid<P>" unranked) comes
+ * before ".pt.trace.json": run.json -> run.rank0.pt.trace.json, run.rank1.pt.trace.json.
+ * FILE an existing folder (or ending in "/"): rank<N>.pt.trace.json in it. */
 static char *chrome_file_name(const char *path, int64_t group, int several)
 {
-    if (!several)
-        return report_strdup(path);
-    char tag[48];
-    if (group >= 0)
-        snprintf(tag, sizeof tag, ".rank%" PRId64, group);
-    else
-        snprintf(tag, sizeof tag, ".pid%" PRId64, -1 - group);
+    static const char suffix[] = ".pt.trace.json";
+    char tag[48] = "";
     size_t len = strlen(path);
-    size_t stem = len > 5 && !strcmp(path + len - 5, ".json") ? len - 5 : len;
-    char *out = malloc(len + strlen(tag) + 1);
+    struct stat st;
+    int folder = (len && path[len - 1] == '/') || (stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+    if (several || folder) {
+        if (group >= 0)
+            snprintf(tag, sizeof tag, "%srank%" PRId64, folder ? "" : ".", group);
+        else
+            snprintf(tag, sizeof tag, "%spid%" PRId64, folder ? "" : ".", -1 - group);
+    }
+    size_t stem = len;
+    if (folder)
+        stem = len && path[len - 1] == '/' ? len : len + 1;
+    else if (len >= sizeof suffix - 1 && !strcmp(path + len - (sizeof suffix - 1), suffix))
+        stem = len - (sizeof suffix - 1);
+    else if (len > 5 && !strcmp(path + len - 5, ".json"))
+        stem = len - 5;
+    char *out = malloc(stem + strlen(tag) + sizeof suffix + 1);
     if (!out)
         report_oom();
-    memcpy(out, path, stem);
+    memcpy(out, path, stem < len ? stem : len);
+    if (stem > len)
+        out[len] = '/';
     strcpy(out + stem, tag);
-    strcat(out, path + stem);
+    strcat(out, suffix);
     return out;
 }
 
 static int chrome_write_group(const char *file, struct model_process *const *procs, size_t n,
-                              int64_t group, struct export_timeline_stats *stats, char *err,
-                              size_t errlen)
+                              int64_t group, unsigned flags, struct export_timeline_stats *stats,
+                              char *err, size_t errlen)
 {
-    struct chrome_writer w = {.first = 1, .next_external = 1, .stats = stats};
+    struct chrome_writer w = {
+        .first = 1, .next_external = 1, .stats = stats, .ns = (flags & EXPORT_CHROME_NS) != 0};
     uint64_t base = UINT64_MAX;
     int64_t rank = -1, world = 1;
     for (size_t i = 0; i < n; i++) {
@@ -458,12 +785,18 @@ static int chrome_write_group(const char *file, struct model_process *const *pro
     u64map_init(&w.names);
     u64map_init(&w.shapes);
     u64map_init(&w.gpu);
+    u64map_init(&w.nests);
+    u64map_init(&w.occupancy);
     int rc = 0;
+    const struct model_process *first = NULL;
     for (size_t i = 0; i < n && rc == 0; i++) {
         const struct model_process *p = procs[i];
         if (chrome_group(p) != group)
             continue;
         w.p = p;
+        first = first ? first : p;
+        memset(w.flow_begun, 0, sizeof w.flow_begun);
+        memset(w.flow_ended, 0, sizeof w.flow_ended);
         w.offset = timeline_realtime_offset(p) - (int64_t)base;
         char label[512];
         chrome_meta(&w, "process_name", p->pid, 0, "name",
@@ -476,8 +809,12 @@ static int chrome_write_group(const char *file, struct model_process *const *pro
         rc = timeline_stream(p, chrome_on_event, &w, err, errlen);
         chrome_free_map(&w.names);
         chrome_free_map(&w.shapes);
+        chrome_free_map(&w.occupancy); /* its devices are the process's */
+        chrome_nests_free(&w);
         w.index++;
     }
+    if (rc == 0 && first)
+        chrome_whole_span(&w, first);
     chrome_flush(&w);
     json_t *name = json_string(file);
     char *name_s = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
@@ -498,6 +835,10 @@ static int chrome_write_group(const char *file, struct model_process *const *pro
     }
     free(w.out);
     u64map_free(&w.gpu);
+    chrome_nests_free(&w);
+    u64map_free(&w.nests);
+    chrome_free_map(&w.occupancy);
+    u64map_free(&w.occupancy);
     u64map_free(&w.names);
     u64map_free(&w.shapes);
     if (rc != 0)
@@ -510,7 +851,8 @@ static int chrome_write_group(const char *file, struct model_process *const *pro
 }
 
 int export_chrome_write(const char *path, struct model_process *const *procs, size_t n,
-                        struct export_timeline_stats *stats, char *err, size_t errlen)
+                        unsigned flags, struct export_timeline_stats *stats, char *err,
+                        size_t errlen)
 {
     struct export_timeline_stats local = {0};
     int several = 0, rc = 0;
@@ -525,7 +867,7 @@ int export_chrome_write(const char *path, struct model_process *const *procs, si
         if (first != i)
             continue; /* written with the group's first process */
         char *file = chrome_file_name(path, group, several);
-        rc = chrome_write_group(file, procs, n, group, &local, err, errlen);
+        rc = chrome_write_group(file, procs, n, group, flags, &local, err, errlen);
         free(file);
     }
     if (stats)

@@ -9,7 +9,10 @@
  * cuBLAS/cuDNN calls; child tracks "NVTX" and "Actions" under the thread; a "GPU d" track
  * per device with a track per stream (kernels, copies, sets); a counter track of live
  * tensor bytes per device. A flow goes from each launch (CUPTI API call) to the kernel,
- * copy or set of the same correlation id (runtime or driver call, as CUPTI correlates them).
+ * copy or set of the same correlation id (runtime or driver call, as CUPTI correlates them),
+ * and from a forward op to the backward function autograd made for it: one id per arrow,
+ * with one start and one end (pf_flow_once). Every slice has a category (pf_categories),
+ * and the slices of each track nest (timeline_nest).
  *
  * Size: every track has its own packet sequence, so that its events need no track_uuid
  * (TracePacketDefaults) and carry their time as a delta on a sequence-scoped incremental
@@ -45,6 +48,32 @@
 #define PF_KEY_ANNOTATION ((uint64_t)0xff << 56)
 #define PF_KEY_SHAPES ((uint64_t)0xfe << 56)
 
+/* Interning spaces of a sequence, each numbered from 1. */
+enum pf_space { PF_SPACE_NAME, PF_SPACE_ANNOTATION, PF_SPACE_STRING, PF_SPACE_CATEGORY, PF_SPACES };
+
+/* The category of each kind of slice (TrackEvent.category_iids): the UI filters and
+ * colours by it, trace_processor's slice.category holds it. */
+static const char *const pf_categories[TIMELINE_KIND_COUNT] = {[TIMELINE_PYTHON] = "python",
+                                                               [TIMELINE_OP] = "cpu_op",
+                                                               [TIMELINE_SCOPE] = "user_annotation",
+                                                               [TIMELINE_API] = "cuda_api",
+                                                               [TIMELINE_LIBRARY] = "cuda_library",
+                                                               [TIMELINE_COMM] = "comm",
+                                                               [TIMELINE_RUNTIME] = "cuda_runtime",
+                                                               [TIMELINE_DRIVER] = "cuda_driver",
+                                                               [TIMELINE_NVTX] = "nvtx",
+                                                               [TIMELINE_ACTION] = "action",
+                                                               [TIMELINE_KERNEL] = "kernel",
+                                                               [TIMELINE_MEMCPY] = "gpu_memcpy",
+                                                               [TIMELINE_MEMSET] = "gpu_memset",
+                                                               [TIMELINE_MEMORY] = "memory",
+                                                               [TIMELINE_STEP] = "step"};
+
+/* Flow ids already begun or ended, direct-mapped (an id comes back to its slot only after
+ * PF_FLOW_SLOTS others): one start and one end per arrow, though CUPTI may give one launch
+ * several activities (a graph launch) and many forward ops share a sequence number. */
+#define PF_FLOW_SLOTS 4096
+
 enum pf_annotation { PF_ANN_SHAPES, PF_ANN_BYTES, PF_ANN_CORRELATION, PF_ANN_COUNT };
 static const char *const pf_annotation_names[PF_ANN_COUNT] = {"shapes", "bytes", "correlation"};
 
@@ -63,9 +92,11 @@ enum pf_track_kind {
 struct pf_track {
     uint64_t uuid;
     uint32_t seq;
-    uint64_t clock;       /* the incremental clock's value on this sequence */
-    uint64_t next_iid[3]; /* event names, annotation names, annotation strings */
-    struct u64map iids;   /* interning key -> iid */
+    uint64_t clock; /* the incremental clock's value on this sequence */
+    uint64_t next_iid[PF_SPACES];
+    struct timeline_nest *nest; /* slice tracks: what was written, to make slices nest */
+    uint64_t category_iid[TIMELINE_KIND_COUNT]; /* 0: not interned yet on this sequence */
+    struct u64map iids;                         /* interning key -> iid */
 };
 
 struct pf_writer {
@@ -87,6 +118,11 @@ struct pf_writer {
     /* GPU busy time per device and PF_BUSY_BIN_NS bin of one process: device << 40 | bin
      * -> kernel ns in it (summed over streams; shown capped at 100 %). */
     struct u64map busy;
+    /* flows of the process being written (pf_flow_once): launch -> activity by correlation
+     * id, forward op -> backward function by sequence number */
+    uint64_t launch_begun[PF_FLOW_SLOTS], launch_ended[PF_FLOW_SLOTS];
+    uint64_t fwd_begun[PF_FLOW_SLOTS], fwd_ended[PF_FLOW_SLOTS];
+    struct u64map pending; /* tid -> struct pf_pending *: the thread's last forward op */
 };
 
 #define PF_BUSY_BIN_NS 10000000u /* 10 ms */
@@ -188,7 +224,7 @@ static struct pf_track *pf_track_new(struct pf_writer *w, uint64_t key, uint64_t
     t->uuid = w->next_uuid++;
     t->seq = w->next_seq++;
     t->clock = t0;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < PF_SPACES; i++)
         t->next_iid[i] = 1;
     u64map_init(&t->iids);
 
@@ -349,6 +385,7 @@ enum {
     PF_F_PACKET_FLAGS = 13,
     PF_F_PACKET_TRACK_EVENT = 11,
     PF_F_PACKET_INTERNED_DATA = 12,
+    PF_F_EVENT_CATEGORY_IIDS = 3,
     PF_F_EVENT_TYPE = 9,
     PF_F_EVENT_NAME_IID = 10,
     PF_F_EVENT_COUNTER_VALUE = 30,
@@ -363,9 +400,10 @@ enum {
 /* One track event as pf_write_event encodes it. */
 struct pf_event {
     uint64_t ts;
-    int absolute;      /* ts on BOOTTIME, not a delta on the sequence's clock */
-    unsigned type;     /* TrackEvent.Type */
-    uint64_t name_iid; /* 0: none */
+    int absolute;          /* ts on BOOTTIME, not a delta on the sequence's clock */
+    unsigned type;         /* TrackEvent.Type */
+    uint64_t category_iid; /* 0: none */
+    uint64_t name_iid;     /* 0: none */
     int has_counter;
     int64_t counter;
     unsigned flow_field; /* PF_F_EVENT_FLOW_IDS or PF_F_EVENT_TERMINATING_FLOW_IDS; 0: none */
@@ -405,6 +443,8 @@ static void pf_write_event(struct pf_writer *w, uint32_t seq, const struct pf_ev
                            const Perfetto__Protos__InternedData *interned)
 {
     uint8_t ev[96], *q = ev;
+    if (e->category_iid)
+        q = pf_field(q, PF_F_EVENT_CATEGORY_IIDS, e->category_iid);
     q = pf_field(q, PF_F_EVENT_TYPE, e->type);
     if (e->name_iid)
         q = pf_field(q, PF_F_EVENT_NAME_IID, e->name_iid);
@@ -448,6 +488,7 @@ struct pf_interned {
     int any;
     Perfetto__Protos__InternedData data;
     Perfetto__Protos__EventName name, *names[1];
+    Perfetto__Protos__EventCategory cat, *cats[1];
     Perfetto__Protos__DebugAnnotationName ann, *anns[1];
     Perfetto__Protos__InternedString str, *strs[1];
 };
@@ -476,12 +517,28 @@ static void pf_annotation(struct pf_track *t, struct pf_interned *in, struct pf_
     d->debug_annotation_names = in->anns;
 }
 
-static void pf_slice(struct pf_writer *w, struct pf_track *t, const struct timeline_event *ev)
+/* A slice of ev from start to end (nested: pf_on_event) with the flow (field, id) if any. */
+static void pf_slice(struct pf_writer *w, struct pf_track *t, const struct timeline_event *ev,
+                     uint64_t start, uint64_t end, unsigned flow_field, uint64_t flow)
 {
     struct pf_interned in;
     in.any = 0;
-    struct pf_event b = {.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN};
-    pf_time(t, &b, ev->start_ns);
+    struct pf_event b = {.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN,
+                         .flow_field = flow_field,
+                         .flow = flow};
+    pf_time(t, &b, start);
+    b.category_iid = t->category_iid[ev->kind]; /* a lookup per slice: not through iids */
+    if (!b.category_iid) {
+        b.category_iid = t->category_iid[ev->kind] = t->next_iid[PF_SPACE_CATEGORY]++;
+        Perfetto__Protos__InternedData *d = pf_interned_data(&in);
+        in.cat = (Perfetto__Protos__EventCategory)PERFETTO__PROTOS__EVENT_CATEGORY__INIT;
+        in.cat.has_iid = 1;
+        in.cat.iid = b.category_iid;
+        in.cat.name = (char *)pf_categories[ev->kind];
+        in.cats[0] = &in.cat;
+        d->n_event_categories = 1;
+        d->event_categories = in.cats;
+    }
     if (pf_intern(t, ev->name_key, 0, &b.name_iid)) {
         Perfetto__Protos__InternedData *d = pf_interned_data(&in);
         in.name = (Perfetto__Protos__EventName)PERFETTO__PROTOS__EVENT_NAME__INIT;
@@ -491,21 +548,6 @@ static void pf_slice(struct pf_writer *w, struct pf_track *t, const struct timel
         in.names[0] = &in.name;
         d->n_event_names = 1;
         d->event_names = in.names;
-    }
-    int gpu =
-        ev->kind == TIMELINE_KERNEL || ev->kind == TIMELINE_MEMCPY || ev->kind == TIMELINE_MEMSET;
-    b.flow = (uint64_t)(w->proc_index + 1) << 32 | ev->correlation;
-    if (ev->correlation && gpu)
-        b.flow_field = PF_F_EVENT_TERMINATING_FLOW_IDS;
-    else if (ev->correlation && (ev->kind == TIMELINE_RUNTIME || ev->kind == TIMELINE_DRIVER))
-        b.flow_field = PF_F_EVENT_FLOW_IDS;
-    else if (ev->kind == TIMELINE_OP && ev->sequence_nr >= 0) {
-        /* From a forward op to the backward function autograd made for it (the same
-         * sequence number); ids apart from the launch flows' by their top bit. */
-        b.flow = 1ull << 63 | (uint64_t)w->proc_index << 44 |
-                 ((uint64_t)ev->sequence_nr & ((1ull << 44) - 1));
-        b.flow_field = ev->scope == MODEL_TORCH_SCOPE_BACKWARD ? PF_F_EVENT_TERMINATING_FLOW_IDS
-                                                               : PF_F_EVENT_FLOW_IDS;
     }
     if (ev->shapes && *ev->shapes) {
         pf_annotation(t, &in, &b, PF_ANN_SHAPES);
@@ -529,7 +571,7 @@ static void pf_slice(struct pf_writer *w, struct pf_track *t, const struct timel
     pf_write_event(w, t->seq, &b, in.any ? &in.data : NULL);
 
     struct pf_event e = {.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END};
-    pf_time(t, &e, ev->end_ns);
+    pf_time(t, &e, end);
     pf_write_event(w, t->seq, &e, NULL);
 }
 
@@ -613,6 +655,63 @@ static void pf_busy_write(struct pf_writer *w)
     free(keys);
 }
 
+/* 1 the first time id is seen in slots (see PF_FLOW_SLOTS). */
+static int pf_flow_once(uint64_t *slots, uint64_t id)
+{
+    uint64_t *slot = &slots[id % PF_FLOW_SLOTS];
+    if (*slot == id)
+        return 0;
+    *slot = id;
+    return 1;
+}
+
+static int pf_flow_begun(const uint64_t *slots, uint64_t id)
+{
+    return slots[id % PF_FLOW_SLOTS] == id;
+}
+
+/* A forward op with a sequence number, held until its thread's next one: autograd numbers
+ * its node with the sequence number that every op entered since the previous node peeked
+ * (optimizer ops, aten::t, aten::linear...), and the op that made the node is the last of
+ * them to end — the one whose flow goes to the backward function. */
+struct pf_pending {
+    struct timeline_event ev; /* an OP: its name and shapes live as long as the process */
+    struct pf_track *t;
+    uint64_t start, end;
+};
+
+/* Flow ids of forward -> backward: apart from the launch flows' by their top bit. */
+static uint64_t pf_fwd_flow(const struct pf_writer *w, int64_t seq)
+{
+    return 1ull << 63 | (uint64_t)w->proc_index << 44 | ((uint64_t)seq & ((1ull << 44) - 1));
+}
+
+/* Writes the thread's held forward op: it begins the flow of its sequence number when it
+ * is the last op of that number (next is another, or -1 for "none follows") and the flow
+ * was not begun yet. */
+static void pf_pending_write(struct pf_writer *w, uint32_t tid, int64_t next)
+{
+    uint64_t *slot = u64map_find(&w->pending, tid);
+    struct pf_pending *p = slot ? (struct pf_pending *)(uintptr_t)*slot : NULL;
+    if (!p || !p->t)
+        return;
+    uint64_t id = pf_fwd_flow(w, p->ev.sequence_nr);
+    int begins = p->ev.sequence_nr != next && pf_flow_once(w->fwd_begun, id);
+    pf_slice(w, p->t, &p->ev, p->start, p->end, begins ? PF_F_EVENT_FLOW_IDS : 0, id);
+    p->t = NULL;
+}
+
+static void pf_pending_flush_all(struct pf_writer *w)
+{
+    uint64_t k, v;
+    for (size_t i = 0; u64map_next(&w->pending, &i, &k, &v);) {
+        pf_pending_write(w, (uint32_t)k, -1);
+        free((void *)(uintptr_t)v);
+    }
+    u64map_free(&w->pending);
+    u64map_init(&w->pending);
+}
+
 static int pf_on_event(void *ctx, const struct timeline_event *ev)
 {
     struct pf_writer *w = ctx;
@@ -620,10 +719,50 @@ static int pf_on_event(void *ctx, const struct timeline_event *ev)
     w->stats.events++;
     if (ev->kind == TIMELINE_KERNEL)
         pf_busy_add(w, ev);
-    if (ev->kind == TIMELINE_MEMORY)
+    if (ev->kind == TIMELINE_MEMORY) {
         pf_counter(w, t, ev);
-    else
-        pf_slice(w, t, ev);
+        return w->failed ? -1 : 0;
+    }
+    uint64_t start = ev->start_ns, end = ev->end_ns;
+    if (!t->nest)
+        t->nest = timeline_nest_new();
+    timeline_nest_clip(t->nest, &start, &end);
+    int gpu =
+        ev->kind == TIMELINE_KERNEL || ev->kind == TIMELINE_MEMCPY || ev->kind == TIMELINE_MEMSET;
+    unsigned field = 0;
+    uint64_t flow = (uint64_t)(w->proc_index + 1) << 32 | ev->correlation;
+    if (ev->correlation && gpu) {
+        /* an activity ends the arrow its launch began, once; none from nowhere */
+        if (pf_flow_begun(w->launch_begun, flow) && pf_flow_once(w->launch_ended, flow))
+            field = PF_F_EVENT_TERMINATING_FLOW_IDS;
+    } else if (ev->correlation && (ev->kind == TIMELINE_RUNTIME || ev->kind == TIMELINE_DRIVER)) {
+        if (pf_flow_once(w->launch_begun, flow))
+            field = PF_F_EVENT_FLOW_IDS;
+    } else if (ev->kind == TIMELINE_OP && ev->sequence_nr >= 0) {
+        flow = pf_fwd_flow(w, ev->sequence_nr);
+        if (ev->scope == MODEL_TORCH_SCOPE_BACKWARD) {
+            /* The held op begins this arrow if it has the number; otherwise it stays held:
+             * backward functions come between forward ops of one number (zero_grad's
+             * aten::zero_ ... backward ... aten::conv2d) without taking a number. */
+            uint64_t *slot = u64map_find(&w->pending, ev->tid);
+            const struct pf_pending *held = slot ? (struct pf_pending *)(uintptr_t)*slot : NULL;
+            if (held && held->t && held->ev.sequence_nr == ev->sequence_nr)
+                pf_pending_write(w, ev->tid, -1);
+            if (pf_flow_begun(w->fwd_begun, flow) && pf_flow_once(w->fwd_ended, flow))
+                field = PF_F_EVENT_TERMINATING_FLOW_IDS;
+        } else {
+            pf_pending_write(w, ev->tid, ev->sequence_nr);
+            uint64_t *slot = u64map_slot(&w->pending, ev->tid);
+            if (!slot)
+                report_oom();
+            if (!*slot && !(*slot = (uintptr_t)calloc(1, sizeof(struct pf_pending))))
+                report_oom();
+            *(struct pf_pending *)(uintptr_t)*slot =
+                (struct pf_pending){.ev = *ev, .t = t, .start = start, .end = end};
+            return w->failed ? -1 : 0;
+        }
+    }
+    pf_slice(w, t, ev, start, end, field, flow);
     return w->failed ? -1 : 0;
 }
 
@@ -633,6 +772,7 @@ static void pf_tracks_free(struct pf_writer *w)
     for (size_t i = 0; u64map_next(&w->tracks, &i, &k, &v);) {
         struct pf_track *t = (struct pf_track *)(uintptr_t)v;
         u64map_free(&t->iids);
+        timeline_nest_free(t->nest);
         free(t);
     }
     u64map_free(&w->tracks);
@@ -669,13 +809,19 @@ int export_perfetto_write(const char *path, struct model_process *const *procs, 
     if (!w.out || !w.zbuf)
         report_oom();
     u64map_init(&w.tracks);
+    u64map_init(&w.pending);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         w.p = procs[i];
         w.proc_index = i;
         pf_process_track(&w);
         u64map_init(&w.busy);
+        memset(w.launch_begun, 0, sizeof w.launch_begun);
+        memset(w.launch_ended, 0, sizeof w.launch_ended);
+        memset(w.fwd_begun, 0, sizeof w.fwd_begun);
+        memset(w.fwd_ended, 0, sizeof w.fwd_ended);
         rc = timeline_stream(procs[i], pf_on_event, &w, err, errlen);
+        pf_pending_flush_all(&w); /* written, or freed when the export stopped */
         if (rc == 0)
             pf_busy_write(&w);
         u64map_free(&w.busy);
@@ -688,6 +834,7 @@ int export_perfetto_write(const char *path, struct model_process *const *procs, 
         rc = -1;
     }
     u64map_free(&w.tracks);
+    u64map_free(&w.pending);
     free(w.buf);
     free(w.out);
     free(w.zbuf);

@@ -22,10 +22,19 @@ struct export_timeline_stats {
 int export_perfetto_write(const char *path, struct model_process *const *procs, size_t n,
                           struct export_timeline_stats *stats, char *err, size_t errlen);
 
-/* torch.profiler's JSON: one file per rank (processes without a rank: one per pid). With one
- * such group the file is path; with several, ".rank<N>" or ".pid<P>" goes before path's
- * ".json" (or at its end): run.json -> run.rank0.json, run.rank1.json. */
+/* torch.profiler's JSON: one file per rank (processes without a rank: one per pid), named
+ * *.pt.trace.json as TensorBoard's plugin lists them. With one such group the file is path
+ * with ".pt.trace.json" for its ".json"; with several, ".rank<N>" or ".pid<P>" goes before
+ * it: run.json -> run.rank0.pt.trace.json, run.rank1.pt.trace.json. path an existing folder
+ * (or ending in '/'): rank<N>.pt.trace.json (pid<P>...) in it. */
+enum export_chrome_flags {
+    /* times in ns (microseconds with 3 decimals) instead of whole microseconds: what
+     * speedscope's importer needs to keep spans under 1 us apart; HTA's rounding then gives
+     * them a duration of -1 */
+    EXPORT_CHROME_NS = 1
+};
 int export_chrome_write(const char *path, struct model_process *const *procs, size_t n,
-                        struct export_timeline_stats *stats, char *err, size_t errlen);
+                        unsigned flags, struct export_timeline_stats *stats, char *err,
+                        size_t errlen);
 
 #endif

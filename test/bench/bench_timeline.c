@@ -143,7 +143,8 @@ int main(int argc, char **argv)
                2.0 * (double)bytes / (double)n, (double)r.max_rss_kb / 1024);
         unlink(out);
         if (s == 0) {
-            snprintf(out, sizeof out, "%s/bench%llu.json", argv[2], n);
+            /* written as bench<N>.pt.trace.json (the TensorBoard plugin's pattern) */
+            snprintf(out, sizeof out, "%s/bench%llu.pt.trace.json", argv[2], n);
             char *ch[] = {argv[1], "--chrome-trace", out, trace, NULL};
             r = bench_exec(ch);
             if (r.status != 0) {

@@ -18,6 +18,8 @@ import pytest
 
 from conftest import BUILD, PROFREPORT, PROFRUN, ROOT, needs_cuda, profile, report, report_json
 from timeline_decode import Timeline, one
+from chrome_rules import (flow_id_problems, half_overlaps, hta_rounding_violations,
+                          plugin_cpu_range, speedscope_mismatches)
 
 TRACES = os.path.join(BUILD, "test", "traces")
 DOUBLES = os.path.join(BUILD, "test", "doubles")
@@ -25,7 +27,7 @@ CUDA_APP = os.path.join(BUILD, "test", "fixtures", "cuda_app")
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 KINETO_CATS = {"python_function", "cpu_op", "user_annotation", "cuda_runtime", "cuda_driver",
                "kernel", "gpu_memcpy", "gpu_memset", "ac2g", "cpu_instant_event"}
-OUR_CATS = {"cuda_api", "cuda_library"}  # our wrappers' calls: not Kineto categories
+OUR_CATS = {"cuda_api", "cuda_library", "comm"}  # our wrappers' calls: not Kineto categories
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -62,9 +64,13 @@ def perfetto(tmp_path, *inputs):
 
 
 def chrome(tmp_path, *inputs, name="run.json"):
+    """Writes --chrome-trace tmp_path/name; returns the file written (one group):
+    NAME.pt.trace.json, the pattern TensorBoard's plugin lists."""
     out = str(tmp_path / name)
     report(list(inputs), "--chrome-trace", out)
-    return out
+    written = out[:-len(".json")] + ".pt.trace.json"
+    assert os.path.exists(written), os.listdir(tmp_path)
+    return written
 
 
 def cpu_slices(tl):
@@ -224,6 +230,13 @@ def load(path):
         return json.load(f)
 
 
+def spans(doc):
+    """The X events that stand for records: all but the one "[process] ..." span that a file
+    without CPU ops gets for the TensorBoard plugin (see test_chrome_plugin_overview...)."""
+    return [e for e in doc["traceEvents"]
+            if e.get("ph") == "X" and not e["name"].startswith("[process] ")]
+
+
 def check_schema(doc):
     assert doc["schemaVersion"] == 1
     assert isinstance(doc["deviceProperties"], list)
@@ -246,6 +259,10 @@ def check_schema(doc):
             assert "External id" in e["args"]
         if e["cat"] == "ac2g":
             assert e["ph"] in ("s", "f") and "id" in e
+    # what HTA, speedscope and the TensorBoard plugin need of every file (chrome_rules.py)
+    assert hta_rounding_violations(doc["traceEvents"]) == []
+    assert half_overlaps(doc["traceEvents"]) == []
+    assert flow_id_problems(doc["traceEvents"])[0] == []
 
 
 def test_chrome_gpu_schema_counts_and_flows(tmp_path):
@@ -258,7 +275,8 @@ def test_chrome_gpu_schema_counts_and_flows(tmp_path):
     for row in rep["gpu_kernels"]:
         mine = [e for e in kernels if e["name"] == row["name"]]
         assert len(mine) == row["calls"]
-        assert abs(sum(e["dur"] for e in mine) * 1000 - row["total_ns"]) < 1
+        # whole microseconds: each end rounded to the nearest, at most 1 us off per kernel
+        assert abs(sum(e["dur"] for e in mine) * 1000 - row["total_ns"]) <= 1000 * len(mine)
     assert len([e for e in evs if e.get("cat") == "gpu_memcpy"]) == 2
     assert len([e for e in evs if e.get("cat") == "gpu_memset"]) == 1
     runtime = {e["args"]["correlation"] for e in evs
@@ -268,8 +286,10 @@ def test_chrome_gpu_schema_counts_and_flows(tmp_path):
         rep["gpu_unattributed_kernels"]
     starts = {e["id"]: e for e in evs if e.get("ph") == "s"}
     ends = [e for e in evs if e.get("ph") == "f"]
-    assert len(ends) == len(gpu) and all(e["bp"] == "e" for e in ends)
-    assert sum(e["id"] in starts for e in ends) == len(gpu) - rep["gpu_unattributed_kernels"]
+    # one arrow per launch: the activity of no known launch has none (no end from nowhere)
+    assert all(e["bp"] == "e" for e in ends)
+    assert len(ends) == sum(e["id"] in starts for e in ends) == \
+        len(gpu) - rep["gpu_unattributed_kernels"]
     dev = doc["deviceProperties"]
     assert [(d["id"], d["name"], d["numSms"], d["computeMajor"]) for d in dev] == [
         (g["device"], g["name"], g["sm_count"], int(g["compute_capability"][0]))
@@ -281,27 +301,25 @@ def test_chrome_gpu_schema_counts_and_flows(tmp_path):
 
 
 def test_chrome_one_file_per_rank(tmp_path):
-    chrome(tmp_path, t("run"), name="run.json")
+    report([t("run")], "--chrome-trace", str(tmp_path / "run.json"))
     files = sorted(f for f in os.listdir(tmp_path) if f.endswith(".json"))
-    assert files == ["run.rank0.json", "run.rank1.json"]
+    assert files == ["run.rank0.pt.trace.json", "run.rank1.pt.trace.json"]
     for r, f in enumerate(files):
         doc = load(str(tmp_path / f))
         check_schema(doc)
         assert doc["distributedInfo"]["rank"] == r
         pids = {e["pid"] for e in doc["traceEvents"] if e.get("cat") == "cuda_api"}
         assert len(pids) == 1
-        assert len([e for e in doc["traceEvents"] if e.get("ph") == "X"]) == \
-            record_counts(t("run", "rank%d.trace" % r))["API_CALL"]
+        assert len(spans(doc)) == record_counts(t("run", "rank%d.trace" % r))["API_CALL"]
 
 
 def test_chrome_truncated_input_exports_up_to_the_cut(tmp_path):
     out = str(tmp_path / "cut.json")
     proc = report([t("bad", "truncated.trace")], "--chrome-trace", out)
     assert "truncated" in proc.stderr
-    doc = load(out)
+    doc = load(str(tmp_path / "cut.pt.trace.json"))
     check_schema(doc)
-    assert len([e for e in doc["traceEvents"] if e.get("ph") == "X"]) == \
-        record_counts(t("bad", "truncated.trace"))["API_CALL"] > 0
+    assert len(spans(doc)) == record_counts(t("bad", "truncated.trace"))["API_CALL"] > 0
 
 
 def test_chrome_ops_python_annotations_memory(tmp_path):
@@ -394,6 +412,19 @@ def test_perfetto_flows_from_forward_ops_to_their_backward(tmp_path):
     assert backward and len(ends) == len(backward)
     assert all(f in starts and min(b[1] for b in starts[f]) <= s[1] for s, f in ends)
     assert {s[0] for s, _ in ends} == {s[0] for s in backward}
+    # One id per arrow: one start (many forward ops share a sequence number: the last of
+    # them, the one that made autograd's node, begins it) and one end.
+    assert all(len(v) == 1 for v in starts.values()), \
+        Counter(len(v) for v in starts.values())
+    assert len({f for _, f in ends}) == len(ends)
+    pairs = Counter((starts[f][0][0], s[0]) for s, f in ends)
+    assert set(pairs) == {("aten::addmm", "AddmmBackward0"), ("aten::relu", "ReluBackward0"),
+                          ("aten::t", "TBackward0"),
+                          ("aten::log_softmax", "LogSoftmaxBackward0"),
+                          ("aten::nll_loss_nd", "NllLossBackward0")}, pairs
+    # every slice says what it is
+    assert {tuple(s[3]["categories"]) for s in cpu} <= {("cpu_op",), ("user_annotation",),
+                                                       ("python",), ("step",)}
 
 
 @needs_cuda
@@ -416,3 +447,127 @@ def test_perfetto_gpu_busy_counter_with_the_cuda_doubles(tmp_path):
     kernel_ns = sum(r["total_ns"] for r in rep["gpu_kernels"])
     # each value is a whole percent of a 10 ms bin: at most 0.1 ms short per bin
     assert abs(sum(values) * 100000 - kernel_ns) <= 100000 * len(values), (values, kernel_ns)
+
+
+# ---- what the readers of the Kineto JSON apply (chrome_rules.py), on real runs ----
+
+
+def torch_run(tmp_path, script="torch_train.py", env=None):
+    if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
+                      capture_output=True).returncode != 0:
+        pytest.skip("no torch for /usr/bin/python3")
+    out = tmp_path / "p"
+    profile(["/usr/bin/python3", os.path.join(ROOT, "test", "workloads", script)], out,
+            env=env, timeout=300)
+    return out
+
+
+def test_chrome_a_torch_run_reads_whole_in_hta_speedscope_and_the_plugin(tmp_path):
+    """torch_train.py (record_function scopes, DataLoader, a second thread), Python calls of
+    10 us and more on the timeline. HTA: no event whose ceiled start passes its floored end
+    (214 on such a run before). speedscope: no two spans of a thread half-overlap — the
+    scope record_function opens begins inside the Python call that opens it (7 before) —
+    and a Python function's args are the same on every call (its frame key). The plugin:
+    a CPU range, memory totals never negative."""
+    out = torch_run(tmp_path, env={"PROF_PY_SPAN_US": "10"})
+    report([out], "--chrome-trace", str(tmp_path / "k"))
+    files = sorted(f for f in os.listdir(tmp_path) if f.endswith(".json"))
+    assert files and all(f.endswith(".pt.trace.json") for f in files), files
+    for f in files:
+        doc = load(str(tmp_path / f))
+        check_schema(doc)  # the HTA rule, nesting and flow ids of every file
+        evs = doc["traceEvents"]
+        assert all(isinstance(e["ts"], int) and isinstance(e.get("dur", 0), int)
+                   for e in evs if e["ph"] != "M")
+        args = {}
+        for e in evs:
+            if e.get("cat") == "python_function":
+                args.setdefault(e["name"], set()).add(json.dumps(e["args"], sort_keys=True))
+        assert args and all(len(v) == 1 for v in args.values())
+        assert all(e["args"]["Total Allocated"] >= 0 and e["args"]["Total Reserved"] >= 0
+                   for e in evs if e.get("name") == "[memory]")
+    doc = load(str(tmp_path / files[0]))
+    assert [e for e in doc["traceEvents"] if e.get("cat") == "python_function"]
+    scopes = [e for e in doc["traceEvents"] if e.get("cat") == "user_annotation"
+              and e["name"].startswith("enumerate(DataLoader)")]
+    assert scopes, "no record_function scope in the run"
+    assert plugin_cpu_range(doc["traceEvents"]) is not None
+    # --chrome-ns, for speedscope: its importer, replayed, ends every frame it opened in
+    # order (whole microseconds tie many ends and starts, which it mis-pairs); the same
+    # events, nested, Python calls merged.
+    ns = tmp_path / "ns"
+    ns.mkdir()
+    report([out], "--chrome-ns", "--chrome-trace", str(ns / "k.json"))
+    doc_ns = load(str(ns / files[0]))
+    evs = doc_ns["traceEvents"]
+    assert len([e for e in evs if e["ph"] == "X"]) == \
+        len([e for e in doc["traceEvents"] if e["ph"] == "X"])
+    assert any(not float(e["ts"]).is_integer() for e in evs if e["ph"] == "X")
+    assert half_overlaps(evs) == []
+    assert speedscope_mismatches(evs) == 0
+
+
+@needs_cuda
+def test_chrome_cuda_doubles_kernels_flows_and_the_plugin_overview(tmp_path):
+    """cuda_app on the device doubles (a C program: CUDA calls and kernels, no CPU op).
+    Every kernel carries Kineto's grid, block, registers per thread and shared memory; each
+    launch has one arrow to its activity; HTA's rounding rule holds; the plugin, which takes
+    its one step from the CPU events (cpu_op) and computed a total of -1.8e19 us without
+    them, gets a [process] cpu_op over the run: its step holds every kernel."""
+    if not os.path.exists(CUDA_APP) or not os.path.exists(os.path.join(DOUBLES, "libcupti.so.13")):
+        pytest.fail("CUDA fixtures not built: run `make cuda-fixtures`")
+    out = tmp_path / "prof"
+    env = dict(os.environ, LD_LIBRARY_PATH=DOUBLES, FAKE_CUDA_KERNEL_NS="700")
+    subprocess.run([PROFRUN, "--no-report", "-o", str(out), "--", CUDA_APP], env=env,
+                   check=True, capture_output=True, timeout=120)
+    rep = report_json(out)
+    doc = load(chrome(tmp_path, out))
+    check_schema(doc)
+    evs = doc["traceEvents"]
+    kernels = [e for e in evs if e.get("cat") == "kernel"]
+    assert len(kernels) == sum(r["calls"] for r in rep["gpu_kernels"]) > 0
+    for k in kernels:
+        a = k["args"]
+        assert len(a["grid"]) == 3 and len(a["block"]) == 3 and min(a["grid"] + a["block"]) >= 1
+        assert a["registers per thread"] > 0 and a["shared memory"] >= 0
+    gpu = [e for e in evs if e.get("cat") in GPU_CATS]
+    problems, arrows = flow_id_problems(evs, "ac2g")
+    assert problems == [] and arrows == len(gpu) - rep["gpu_unattributed_kernels"] > 0
+    step = plugin_cpu_range(evs)
+    assert step is not None
+    whole = [e for e in evs if e.get("ph") == "X" and e["name"].startswith("[process] ")]
+    assert len(whole) == 1 and whole[0]["cat"] == "cpu_op"
+    assert all(step[0] <= e["ts"] and e["ts"] + e["dur"] <= step[1] for e in gpu)
+    busy = sum(e["dur"] for e in kernels)
+    assert 0 < busy <= step[1] - step[0]
+
+
+def test_chrome_kernel_occupancy_from_the_device(tmp_path):
+    """Where the trace has the device (GPU_DEVICE: capability, SMs), kernels also carry blocks
+    per SM (grid blocks over SMs), warps per SM and an estimated achieved occupancy in 0-100;
+    deviceProperties lists the devices."""
+    doc = load(chrome(tmp_path, t("gpu")))
+    # the plugin reads a device's entry at the index of its id
+    assert [d["id"] for d in doc["deviceProperties"]] == list(range(len(doc["deviceProperties"])))
+    dev = {d["id"]: d for d in doc["deviceProperties"] if "numSms" in d}
+    assert dev
+    kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+    known = [k for k in kernels if "est. achieved occupancy %" in k["args"]]
+    assert known, kernels[0]
+    for k in known:
+        a = k["args"]
+        blocks = a["grid"][0] * a["grid"][1] * a["grid"][2]
+        assert abs(a["blocks per SM"] - blocks / dev[a["device"]]["numSms"]) < 1e-3
+        assert 0 <= a["est. achieved occupancy %"] <= 100
+
+
+def test_chrome_file_names_for_the_plugin(tmp_path):
+    """TensorBoard's plugin lists *.pt.trace.json: a name given with that ending is kept, a
+    folder gets one file per rank."""
+    report([t("gpu")], "--chrome-trace", str(tmp_path / "a.pt.trace.json"))
+    report([t("gpu")], "--chrome-trace", str(tmp_path / "b"))
+    folder = tmp_path / "ranks"
+    folder.mkdir()
+    report([t("run")], "--chrome-trace", str(folder))
+    assert sorted(os.listdir(tmp_path)) == ["a.pt.trace.json", "b.pt.trace.json", "ranks"]
+    assert sorted(os.listdir(folder)) == ["rank0.pt.trace.json", "rank1.pt.trace.json"]

@@ -132,9 +132,10 @@ class Timeline:
             flags = one(pkt, "sequence_flags", 0)
             if flags & 1:
                 seqs[seq_id] = {"clock": None, "names": {}, "anns": {}, "strings": {},
-                                "defaults": None, "last_inc": None}
+                                "cats": {}, "defaults": None, "last_inc": None}
             seq = seqs.setdefault(seq_id, {"clock": None, "names": {}, "anns": {},
-                                           "strings": {}, "defaults": None, "last_inc": None})
+                                           "strings": {}, "cats": {}, "defaults": None,
+                                           "last_inc": None})
             if "trace_packet_defaults" in pkt:
                 seq["defaults"] = one(pkt, "trace_packet_defaults")
             snap = one(pkt, "clock_snapshot")
@@ -148,7 +149,8 @@ class Timeline:
             interned = one(pkt, "interned_data")
             if interned:
                 for field, table in (("event_names", "names"), ("debug_annotation_names", "anns"),
-                                     ("debug_annotation_string_values", "strings")):
+                                     ("debug_annotation_string_values", "strings"),
+                                     ("event_categories", "cats")):
                     for entry in interned.get(field, []):
                         iid = one(entry, "iid")
                         text = one(entry, "name", one(entry, "str"))
@@ -169,6 +171,10 @@ class Timeline:
                     iid = one(te, "name_iid")
                     assert iid in seq["names"], "name iid %d unresolved" % iid
                     name = seq["names"][iid]
+                cats = []
+                for iid in te.get("category_iids", []):
+                    assert iid in seq["cats"], "category iid %d unresolved" % iid
+                    cats.append(seq["cats"][iid])
                 anns = {}
                 for a in te.get("debug_annotations", []):
                     key = seq["anns"][one(a, "name_iid")]
@@ -179,7 +185,8 @@ class Timeline:
                 self.events[track].append({"ts": ts, "type": one(te, "type"), "name": name,
                                            "flows": te.get("flow_ids", []),
                                            "ends": te.get("terminating_flow_ids", []),
-                                           "args": anns, "value": one(te, "counter_value")})
+                                           "args": anns, "value": one(te, "counter_value"),
+                                           "categories": cats})
 
     @staticmethod
     def _time(pkt, seq, index):

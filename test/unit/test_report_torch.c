@@ -11,6 +11,7 @@
 #include "model.h"
 #include "summary.h"
 #include "tables.h"
+#include "timeline.h"
 #include "report_test.h"
 
 #define U TORCH_U
@@ -410,5 +411,38 @@ Test(report_torch, memory_sums_saturate)
     cr_assert_eq(t->rows[0].cpu_mem, INT64_MAX);
     cr_assert_eq(t->memory.peak_bytes, INT64_MAX);
     cr_assert_eq(t->memory.freed, (uint64_t)1 << 63);
+    model_process_free(p);
+}
+
+static int timeline_memory_min(void *ctx, const struct timeline_event *ev)
+{
+    int64_t *lowest = ctx;
+    if (ev->kind == TIMELINE_MEMORY && ev->live < *lowest)
+        *lowest = ev->live;
+    return 0;
+}
+
+/* The timeline exports' live bytes (Chrome's "Total Allocated", Perfetto's counter) sum a
+ * device's allocations: a damaged or planted trace whose sizes add past INT64_MAX must
+ * saturate as the model's sums do, not overflow (undefined) into a negative total. */
+Test(report_torch, timeline_memory_sum_saturates)
+{
+    struct trace_build b;
+    cr_assert_eq(trace_build_open(&b, path, PROF_TRACE_VERSION, 24, 0), 0);
+    trace_build_meta(&b, "pid", "7400");
+    trace_build_meta(&b, "start_monotonic_ns", "1000");
+    trace_build_clock(&b, TORCH_T0, TORCH_T0, 7000000000ull);
+    trace_build_thread(&b, 7400);
+    trace_build_torch_dev_mem(&b, 1, 0, INT64_MAX - 10, 0x1000, torch_t(10), 0, 0);
+    trace_build_torch_dev_mem(&b, 1, 0, INT64_MAX - 10, 0x2000, torch_t(20), 0, 0);
+    trace_build_torch_dev_mem(&b, 1, 0, 4096, 0x3000, torch_t(30), 0, 0);
+    trace_build_end(&b, torch_t(100), 0, 0);
+    cr_assert_eq(trace_build_close(&b), 0);
+    char err[256];
+    struct model_process *p = timeline_load_defs(path, err, sizeof err);
+    cr_assert_not_null(p, "%s", err);
+    int64_t lowest = INT64_MAX;
+    cr_assert_eq(timeline_stream(p, timeline_memory_min, &lowest, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(lowest, INT64_MAX - 10);
     model_process_free(p);
 }
