@@ -145,13 +145,14 @@ def test_standin_steps_are_lightning_batches(tmp_path):
     assert st["source"] == "Lightning's batches (ends of run_training_batch)"
     assert st["count"] == 12 and [s["number"] for s in st["steps"]] == list(range(1, 13))
     got, _ = lightning_actions(out)
-    first_fetch = None
     for s in st["steps"]:
         parts = s["parts_ns"]
         assert sum(parts.values()) == s["ns"], s
-        # the loop's work(2000) fetch, work(5000) step, work(8000) backward
-        assert 0 < parts["data loading"] < parts["forward"] < parts["backward"], s
-        assert parts["optimizer"] > 0, s  # zero_grad's work(100), outside the other two
+        assert min(parts[k] for k in ("data loading", "forward", "backward", "optimizer")) > 0, s
+    # the loop's work(2000) fetch, work(5000) step, work(8000) backward (over all the steps:
+    # one step can be slowed by the machine's load)
+    total = {k: sum(s["parts_ns"][k] for s in st["steps"]) for k in st["steps"][0]["parts_ns"]}
+    assert total["data loading"] < total["forward"] < total["backward"], total
     # the steps hold the batches: together at least their time
     assert sum(s["ns"] for s in st["steps"]) >= got["run_training_batch"]["total_s"] * 1e9
     epochs = main_steps(out, "--step", "run_training_epoch")
