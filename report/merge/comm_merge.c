@@ -304,7 +304,8 @@ static int comm_merge_windowed(const struct summary *s)
 }
 
 /* The window of steps every rank has in its steady state (comm_merge.h), when each rank
- * has steps (--step's, when it names some). */
+ * has steps (with --step: calls of that name on each rank's step thread; else the calls
+ * of the action of that name are counted, comm_merge_rank_times). */
 static void comm_merge_step_window(struct comm_report *r, const struct comm_merge_rank *ranks,
                                    const size_t *rank_host, int windowed)
 {
@@ -318,6 +319,9 @@ static void comm_merge_step_window(struct comm_report *r, const struct comm_merg
     for (size_t k = 0; k < r->nranks; k++) {
         mains[k] = steps_main_process(ranks[k].procs, ranks[k].nprocs);
         offset[k] = r->hosts[rank_host[k]].offset_ns;
+        /* --step names no call of a rank's steps: its calls are counted as an action's */
+        if (r->step_name && (!mains[k] || mains[k]->steps.source != MODEL_STEPS_NAMED))
+            mains[k] = NULL;
     }
     r->by_steps = steps_window_of(mains, offset, r->nranks, windowed, r->step_shift, &r->step_lo,
                                   &r->step_hi, &r->steps_unequal);

@@ -60,3 +60,16 @@ def api_row(rep, name):
 
 def trace_files(outdir):
     return sorted(os.path.join(outdir, f) for f in os.listdir(outdir) if f.endswith(".trace"))
+
+
+TRACES = os.path.join(BUILD, "test", "traces")
+
+
+def make_traces():
+    """Writes the generated fixture traces (report-fixtures' make_traces) into TRACES; skips
+    the calling test module when they or profreport are not built."""
+    tool = os.path.join(BUILD, "test", "make_traces")
+    if not os.path.exists(tool) or not os.path.exists(PROFREPORT):
+        pytest.skip("build profreport and the fixtures first: make all report-fixtures")
+    subprocess.run([tool, TRACES], check=True)
+    return TRACES

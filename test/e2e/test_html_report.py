@@ -10,14 +10,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import BUILD, PROFREPORT, build_path, profile, report
+from conftest import build_path, profile, report, TRACES, make_traces
 
-TRACES = os.path.join(BUILD, "test", "traces")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SVG = "{http://www.w3.org/2000/svg}"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -27,11 +25,7 @@ needs_chromium = pytest.mark.skipif(CHROMIUM is None,
 
 @pytest.fixture(scope="module", autouse=True)
 def traces():
-    tool = os.path.join(BUILD, "test", "make_traces")
-    if not os.path.exists(tool) or not os.path.exists(PROFREPORT):
-        pytest.skip("build profreport and the fixtures first: make build/bin/profreport "
-                    "report-fixtures")
-    subprocess.run([tool, TRACES], check=True)
+    make_traces()
 
 
 def frames(svg_path):

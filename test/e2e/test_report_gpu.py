@@ -14,18 +14,13 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, PROFREPORT
+from conftest import PROFREPORT, TRACES, make_traces
 
-TRACES = os.path.join(BUILD, "test", "traces")
 
 
 @pytest.fixture(scope="module", autouse=True)
 def traces():
-    tool = os.path.join(BUILD, "test", "make_traces")
-    if not os.path.exists(tool) or not os.path.exists(PROFREPORT):
-        pytest.skip("build profreport and the fixtures first: make build/bin/profreport "
-                    "report-fixtures")
-    subprocess.run([tool, TRACES], check=True)
+    make_traces()
 
 
 def t(*parts):

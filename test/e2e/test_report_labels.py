@@ -3,22 +3,16 @@
 own allocators against the CUDA runtime's cudaMalloc), the flame graph's widths called wall
 time."""
 import os
-import subprocess
 
 import pytest
 
-from conftest import BUILD, PROFREPORT, report
+from conftest import report, TRACES, make_traces
 
-TRACES = os.path.join(BUILD, "test", "traces")
 
 
 @pytest.fixture(scope="module", autouse=True)
 def traces():
-    tool = os.path.join(BUILD, "test", "make_traces")
-    if not os.path.exists(tool) or not os.path.exists(PROFREPORT):
-        pytest.skip("build profreport and the fixtures first: make build/bin/profreport "
-                    "report-fixtures")
-    subprocess.run([tool, TRACES], check=True)
+    make_traces()
 
 
 def test_api_tables_are_named_by_library():

@@ -12,19 +12,14 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, PROFREPORT, report, report_json
+from conftest import PROFREPORT, report, report_json, TRACES, make_traces
 
-TRACES = os.path.join(BUILD, "test", "traces")
 MS = 1000000
 
 
 @pytest.fixture(scope="module", autouse=True)
 def traces():
-    tool = os.path.join(BUILD, "test", "make_traces")
-    if not os.path.exists(tool) or not os.path.exists(PROFREPORT):
-        pytest.skip("build profreport and the fixtures first: make build/bin/profreport "
-                    "report-fixtures")
-    subprocess.run([tool, TRACES], check=True)
+    make_traces()
 
 
 def t(*parts):

@@ -14,9 +14,8 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, PROFREPORT
+from conftest import PROFREPORT, TRACES, make_traces
 
-TRACES = os.path.join(BUILD, "test", "traces")
 OPS_HEADER = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg",
               "Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg", "CPU Mem",
               "Self CPU Mem", "CUDA Mem", "Self CUDA Mem", "# of Calls"]
@@ -24,11 +23,7 @@ OPS_HEADER = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU
 
 @pytest.fixture(scope="module", autouse=True)
 def traces():
-    tool = os.path.join(BUILD, "test", "make_traces")
-    if not os.path.exists(tool) or not os.path.exists(PROFREPORT):
-        pytest.skip("build profreport and the fixtures first: make build/bin/profreport "
-                    "report-fixtures")
-    subprocess.run([tool, TRACES], check=True)
+    make_traces()
 
 
 def t(*parts):

@@ -16,12 +16,11 @@ from collections import Counter
 
 import pytest
 
-from conftest import BUILD, PROFREPORT, PROFRUN, ROOT, needs_cuda, profile, report, report_json
+from conftest import BUILD, PROFREPORT, PROFRUN, ROOT, needs_cuda, profile, report, report_json, TRACES, make_traces
 from timeline_decode import Timeline, one
 from chrome_rules import (flow_id_problems, half_overlaps, hta_rounding_violations,
                           plugin_cpu_range, speedscope_mismatches)
 
-TRACES = os.path.join(BUILD, "test", "traces")
 DOUBLES = os.path.join(BUILD, "test", "doubles")
 CUDA_APP = os.path.join(BUILD, "test", "fixtures", "cuda_app")
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
@@ -32,10 +31,7 @@ OUR_CATS = {"cuda_api", "cuda_library", "comm"}  # our wrappers' calls: not Kine
 
 @pytest.fixture(scope="module", autouse=True)
 def traces():
-    tool = os.path.join(BUILD, "test", "make_traces")
-    if not os.path.exists(tool) or not os.path.exists(PROFREPORT):
-        pytest.skip("build profreport and the fixtures first: make all report-fixtures")
-    subprocess.run([tool, TRACES], check=True)
+    make_traces()
 
 
 def t(*parts):
