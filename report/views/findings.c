@@ -565,6 +565,9 @@ static void findings_straggler(struct findings *f, const struct summary *s)
 void findings_build(struct findings *f, const struct summary *s)
 {
     memset(f, 0, sizeof *f);
+    /* the training steps' first: they describe the steady state, the others the whole
+     * process (startup included) */
+    findings_steps(f, s);
     findings_gpu_idle(f, s);
     findings_sync(f, s);
     findings_dataloader(f, s);
@@ -573,7 +576,6 @@ void findings_build(struct findings *f, const struct summary *s)
     findings_cpu_ops(f, s);
     findings_memory_peak(f, s);
     findings_straggler(f, s);
-    findings_steps(f, s);
     findings_overhead(f, s);
 }
 

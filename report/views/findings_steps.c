@@ -148,7 +148,7 @@ static void findings_steps_ranks(struct findings *f, const struct comm_report *r
                               .who = " (median rank)"};
     for (int i = 0; i < MODEL_STEP_PART_COUNT; i++)
         m.part_ns[i] = k->part_ns[i] / n;
-    findings_step_comm(f, &m);
+    /* the rank the others wait for first: their exposed communication is mostly that wait */
     const struct comm_slowest *w = &r->slowest;
     double wait_share = findings_share((uint64_t)r->wait.median, (uint64_t)r->wall.median);
     if (w->rank >= 0 && w->why && wait_share >= T(STEP_WAIT_SHARE)) {
@@ -173,6 +173,7 @@ static void findings_steps_ranks(struct findings *f, const struct comm_report *r
         findings_set(x->where, sizeof x->where, "profreport DIR --rank %lld --python",
                      (long long)w->rank);
     }
+    findings_step_comm(f, &m);
 }
 
 void findings_steps(struct findings *f, const struct summary *s)

@@ -190,7 +190,7 @@ def test_warm_up_heavy_run_shows_the_steady_steps(tmp_path):
     profile([PYTHON, os.path.join(ROOT, "test", "workloads", "torch_warmup.py")], tmp_path,
             timeout=300)
     st = main_steps(tmp_path)
-    assert st["warmup"] == 1 and st["count"] == 12
+    assert 1 <= st["warmup"] <= 3 and st["count"] == 12  # the first, and what load slows
     default, steps = tmp_path / "d.svg", tmp_path / "s.svg"
     report(tmp_path, "--flamegraph", str(default))
     report(tmp_path, "--flamegraph", str(steps), "--phase", "steps")
