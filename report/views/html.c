@@ -14,6 +14,7 @@
 #include "flame.h"
 #include "format.h"
 #include "jobs.h"
+#include "out_file.h"
 #include "stacks_view.h"
 
 #define HTML_ROWS 50 /* rows per table: the page stays small whatever the run */
@@ -293,27 +294,17 @@ static void html_document(FILE *out, const struct summary *s)
 
 static int html_write(const char *path, const struct summary *s, FILE *err)
 {
-    size_t len = strlen(path) + 8;
-    char *tmp = malloc(len);
-    if (!tmp)
-        return -1;
-    snprintf(tmp, len, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        fprintf(err, "profreport: %s: cannot write: %s\n", tmp, strerror(errno));
-        free(tmp);
-        return -1;
+    char msg[512];
+    struct out_file o;
+    if (out_file_create(&o, path, 0666, msg, sizeof msg) == 0) {
+        html_document(o.f, s);
+        if (out_file_commit(&o, 1, msg, sizeof msg) == 0)
+            return 0;
     }
-    html_document(f, s);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        fprintf(err, "profreport: %s: cannot write: %s\n", path, strerror(errno));
-        unlink(tmp);
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    return 0;
+    fputs("profreport: ", err);
+    format_fputs_escaped(err, msg);
+    fputc('\n', err);
+    return -1;
 }
 
 int html_write_files(const char *html_path, const char *flame_path, const struct summary *s,
