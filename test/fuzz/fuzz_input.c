@@ -100,7 +100,7 @@ static void fuzz_input_summary_round_trip(const struct model_process *p, FILE *s
     uint8_t *buf;
     size_t len;
     char path[64], err[512];
-    summary_file_encode(p, &buf, &len);
+    summary_file_encode(p, NULL, &buf, &len);
     int fd = fuzz_input_file(buf, len, path, sizeof path);
     free(buf);
     struct model_process *q = summary_file_load(path, err, sizeof err);
