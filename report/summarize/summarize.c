@@ -32,7 +32,7 @@ static void summarize_collect(struct summarize_list *l, const char *path)
 {
     struct stat st;
     if (stat(path, &st) != 0) {
-        fprintf(stderr, "profreport: %s: cannot open: %s\n", path, strerror(errno));
+        format_say(stderr, "%s: cannot open: %s", path, strerror(errno));
         l->failed = 1;
         return;
     }
@@ -44,12 +44,12 @@ static void summarize_collect(struct summarize_list *l, const char *path)
     char **paths;
     long n = trace_dir_list(path, suffixes, &paths);
     if (n < 0) {
-        fprintf(stderr, "profreport: %s: cannot read directory: %s\n", path, strerror(errno));
+        format_say(stderr, "%s: cannot read directory: %s", path, strerror(errno));
         l->failed = 1;
         return;
     }
     if (n == 0)
-        fprintf(stderr, "profreport: %s: no *.trace files in this directory\n", path);
+        format_say(stderr, "%s: no *.trace files in this directory", path);
     for (long i = 0; i < n; i++)
         summarize_push(l, paths[i]); /* the list takes the path */
     free(paths);
@@ -103,30 +103,25 @@ static int summarize_one(const char *trace)
 {
     char err[512], why[128];
     if (trace_file_not_a_trace(trace, why, sizeof why)) {
-        fprintf(stderr, "profreport: %s: %s; not summarized\n", trace, why);
+        format_say(stderr, "%s: %s; not summarized", trace, why);
         return -1;
     }
     /* Taken before the read: a trace that grows meanwhile (a job still running) no
      * longer matches its summary, and is read instead. */
     struct summary_trace_id id;
     if (summary_file_trace_id(trace, &id) != 0) {
-        fprintf(stderr, "profreport: %s: cannot read: %s; not summarized\n", trace,
-                strerror(errno));
+        format_say(stderr, "%s: cannot read: %s; not summarized", trace, strerror(errno));
         return -1;
     }
     struct model_process *p = model_load_file(trace, err, sizeof err);
     if (!p) {
-        fputs("profreport: ", stderr);
-        format_fputs_escaped(stderr, err);
-        fputc('\n', stderr);
+        format_say(stderr, "%s", err);
         return -1;
     }
     char *out = summarize_summary_path(trace);
     int rc = summary_file_write(out, p, &id, err, sizeof err);
     if (rc != 0) {
-        fputs("profreport: ", stderr);
-        format_fputs_escaped(stderr, err);
-        fputc('\n', stderr);
+        format_say(stderr, "%s", err);
     }
     free(out);
     model_process_free(p);

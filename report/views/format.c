@@ -135,12 +135,19 @@ void format_csv_field(FILE *out, const char *s)
     char *e = format_escaped_len(s) == strlen(s) ? NULL : format_escape_dup(s);
     if (e)
         s = e;
+    /* A spreadsheet would run a cell that starts like a formula: a quote first makes it
+     * text (OWASP's rule; tab and CR are escaped above). */
+    int formula = strchr("=+-@", s[0]) && s[0];
     if (!strpbrk(s, ",\"")) {
+        if (formula)
+            fputc('\'', out);
         fputs(s, out);
         free(e);
         return;
     }
     fputc('"', out);
+    if (formula)
+        fputc('\'', out);
     for (; *s; s++) {
         if (*s == '"')
             fputc('"', out);

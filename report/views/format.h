@@ -27,7 +27,7 @@ void format_fputs_escaped(FILE *out, const char *s);
  * names and messages quoted from files are untrusted), then a newline. */
 void format_say(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Writes s as one CSV field, control characters escaped, quoted when it holds a comma
- * or quote. */
+ * or quote, a single quote first when it starts with = + - @ (a spreadsheet formula). */
 void format_csv_field(FILE *out, const char *s);
 
 #endif

@@ -301,9 +301,7 @@ static int html_write(const char *path, const struct summary *s, FILE *err)
         if (out_file_commit(&o, 1, msg, sizeof msg) == 0)
             return 0;
     }
-    fputs("profreport: ", err);
-    format_fputs_escaped(err, msg);
-    fputc('\n', err);
+    format_say(err, "%s", msg);
     return -1;
 }
 
@@ -315,10 +313,10 @@ int html_write_files(const char *html_path, const char *flame_path, const struct
         rc = -1;
     if (flame_path) {
         if (!s->py.nfuncs) {
-            fprintf(err,
-                    "profreport: the inputs hold no Python calls; %s not written (with "
-                    "PROF_SAMPLE_HZ traces: --samples --flamegraph FILE)\n",
-                    flame_path);
+            format_say(err,
+                       "the inputs hold no Python calls; %s not written (with "
+                       "PROF_SAMPLE_HZ traces: --samples --flamegraph FILE)",
+                       flame_path);
             return -1;
         }
         struct flame fl;
@@ -330,7 +328,7 @@ int html_write_files(const char *html_path, const char *flame_path, const struct
                                     "wall time; --phase all: the whole process)"
                                   : "Python call stacks (us of wall time)",
                             "us", msg, sizeof msg)) {
-            fprintf(err, "profreport: %s\n", msg);
+            format_say(err, "%s", msg);
             rc = -1;
         }
         flame_free(&fl);
@@ -348,7 +346,7 @@ int html_write_stacks_flame(const char *flame_path, struct model_process *const 
         char msg[512];
         if (flame_svg_write(flame_path, &fl, o->api_name ? "Call paths (us)" : "CPU samples",
                             o->api_name ? "us" : "samples", msg, sizeof msg)) {
-            fprintf(err, "profreport: %s\n", msg);
+            format_say(err, "%s", msg);
             rc = 1;
         }
     }

@@ -392,7 +392,7 @@ static void stacks_collect(struct stacks_paths *ps, struct model_process *const 
             stacks_names_collect(&ps->ranges, p, &st->by_range);
         }
         for (const char *const *note = symbols_notes(sym); *note; note++)
-            fprintf(err, "profreport: note: %s\n", *note);
+            format_say(err, "note: %s", *note);
         symbols_close(sym);
     }
 }
@@ -559,8 +559,8 @@ int stacks_view(FILE *out, FILE *err, struct model_process *const *procs, size_t
                 o->api_name ? "PROF_STACKS=1" : "PROF_SAMPLE_HZ=199");
         rc = 1;
     } else if (!ps.n) {
-        fprintf(err, "profreport: no %s in the inputs carries a call stack\n",
-                o->api_name ? o->api_name : "sample");
+        format_say(err, "no %s in the inputs carries a call stack",
+                   o->api_name ? o->api_name : "sample");
         rc = 1;
     } else {
         qsort(ps.rows, ps.n, sizeof *ps.rows, stacks_cmp);
@@ -573,7 +573,7 @@ int stacks_view(FILE *out, FILE *err, struct model_process *const *procs, size_t
             stacks_write_folded(&ps, o->folded_path,
                                 o->api_name ? (strcmp(o->api_name, "memory") ? 1 : 2) : 0, msg,
                                 sizeof msg) != 0) {
-            fprintf(err, "profreport: %s\n", msg);
+            format_say(err, "%s", msg);
             rc = 1;
         }
         for (size_t i = 0; o->folded_stream && i < ps.n; i++) { /* the flame graph's input */
