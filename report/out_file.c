@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,10 +27,43 @@ static void out_file_random(char out[17])
     snprintf(out, 17, "%016llx", (unsigned long long)r);
 }
 
+/* A device or a pipe (/dev/stdout, /dev/null, a FIFO, a shell's >(...)) is written
+ * straight: there is nothing to clobber, and a temporary renamed over it would replace
+ * the device node itself. */
+static int out_file_open_special(struct out_file *o, const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    struct stat st;
+    FILE *f = NULL;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
+        close(fd); /* replaced by a file since: made new, as any file */
+        return 1;
+    }
+    if (fd < 0 || !(f = fdopen(fd, "wb"))) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    o->f = f;
+    o->path = report_strdup(path);
+    return 0;
+}
+
 int out_file_create(struct out_file *o, const char *path, mode_t mode, char *err, size_t errlen)
 {
     size_t len = strlen(path) + 32;
     memset(o, 0, sizeof *o);
+    /* A device or pipe named as such, or reached by a link under /dev or /proc (where
+     * nobody plants one: /dev/stdout, /dev/fd/N); a link elsewhere is replaced. */
+    struct stat lst, st;
+    int system_link = !strncmp(path, "/dev/", 5) || !strncmp(path, "/proc/", 6);
+    if (lstat(path, &lst) == 0 && (!S_ISLNK(lst.st_mode) || system_link) && stat(path, &st) == 0 &&
+        !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        int rc = out_file_open_special(o, path, err, errlen);
+        if (rc <= 0)
+            return rc;
+    }
     o->tmp = malloc(len);
     if (!o->tmp)
         report_oom();
@@ -74,12 +108,13 @@ int out_file_commit(struct out_file *o, int ok, char *err, size_t errlen)
         failed = 1;
         saved = errno;
     }
-    if (!failed && rename(o->tmp, o->path) != 0) {
+    if (!failed && o->tmp && rename(o->tmp, o->path) != 0) {
         failed = 1;
         saved = errno;
     }
-    if (failed) {
+    if (failed && o->tmp)
         unlink(o->tmp);
+    if (failed) {
         if (ok)
             snprintf(err, errlen, "%s: cannot write: %s", o->path, strerror(saved ? saved : EIO));
     }

@@ -3,7 +3,8 @@
  * O_CREAT|O_EXCL|O_NOFOLLOW — never through a link someone planted in a shared folder,
  * never truncating a file profreport did not make — written, then renamed over the
  * target (which replaces a link there instead of following it). A failed write removes
- * the temporary and leaves the target as it was. */
+ * the temporary and leaves the target as it was. A target that is a device or a pipe
+ * (/dev/stdout, /dev/null, a FIFO) is written straight, never replaced. */
 #ifndef REPORT_OUT_FILE_H
 #define REPORT_OUT_FILE_H
 
@@ -13,7 +14,7 @@
 
 struct out_file {
     FILE *f;    /* write here */
-    char *tmp;  /* the temporary's name */
+    char *tmp;  /* the temporary's name; NULL: a device or pipe written straight */
     char *path; /* the target's */
 };
 

@@ -2,11 +2,13 @@
 shared output folder — at the old fixed temporary names (X.tmp, X.summary.tmp<pid>), at
 the destination itself — never makes profreport write into the file it points to; the
 destination ends up a regular file holding the output, and no temporary is left behind.
+A device or a pipe (/dev/null, /dev/stdout, a FIFO) is written straight, never replaced.
 And a write that fails (a full disk) says so and fails (item 14)."""
 import os
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 
 import pytest
@@ -134,3 +136,34 @@ def test_summarize_on_a_full_disk_fails(workers, tmp_path):
     assert b"summarized 0 of 2 traces" in proc.stdout, proc.stdout
     assert b"2 failed" in proc.stdout, proc.stdout
     assert sorted(os.listdir(d)) == ["a.trace", "b.trace"]
+
+
+def test_devices_and_pipes_are_written_straight(tmp_path):
+    """/dev/null, /dev/stdout, a FIFO: written to, never replaced by a renamed file (as
+    root a temporary in /dev renamed over /dev/null would replace the device)."""
+    proc = run(["--pstats", "/dev/null", t("py")])
+    assert proc.returncode == 0, proc.stderr
+    assert os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
+    proc = run(["--pstats", "/dev/stdout", t("py")])
+    assert proc.returncode == 0 and proc.stdout.startswith(b"{"), proc.stdout[:20]
+    assert not [f for f in os.listdir("/dev") if ".tmp-" in f]
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    proc = run(["--html", fifo, t("py")])
+    out = reader.communicate(timeout=60)[0]
+    assert proc.returncode == 0, proc.stderr
+    assert out.startswith(b"<!DOCTYPE html>") and stat_is_fifo(fifo)
+
+
+def stat_is_fifo(path):
+    return stat.S_ISFIFO(os.lstat(path).st_mode)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_a_full_device_fails_with_its_reason():
+    for opt in ("--pstats", "--html", "--perfetto"):
+        src = t("gpu") if opt == "--perfetto" else t("py")
+        proc = run([opt, "/dev/full", src])
+        assert proc.returncode == 1, (opt, proc.stderr)
+        assert b"/dev/full: cannot write: No space left on device" in proc.stderr, proc.stderr
