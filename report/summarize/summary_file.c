@@ -80,6 +80,8 @@ static int sf_trace_id_fd(int fd, struct summary_trace_id *id, struct stat *st)
     id->mtime_nsec = (uint32_t)st->st_mtim.tv_nsec;
     id->head_crc =
         (uint32_t)crc[0] | (uint32_t)crc[1] << 8 | (uint32_t)crc[2] << 16 | (uint32_t)crc[3] << 24;
+    id->uid = (uint32_t)st->st_uid;
+    id->gid = (uint32_t)st->st_gid;
     return 0;
 }
 
@@ -125,6 +127,15 @@ int summary_file_write(const char *path, const struct model_process *p,
     struct out_file o;
     int rc = out_file_create(&o, path, 0600, err, errlen);
     if (rc == 0) {
+        /* root summarizing a user's traces: the summary is the user's, as the trace, or
+         * no report would use it (summary_file_bound). Before the rename: never a path. */
+        if (id && geteuid() == 0 && o.tmp && fchown(fileno(o.f), id->uid, id->gid) != 0) {
+            snprintf(err, errlen, "%s: cannot give it to uid %u: %s", path, id->uid,
+                     strerror(errno));
+            out_file_commit(&o, 0, err, errlen);
+            free(buf);
+            return -1;
+        }
         fwrite(buf, 1, n, o.f);
         rc = out_file_commit(&o, 1, err, errlen);
     }
@@ -371,7 +382,9 @@ int summary_file_bound(const char *summary, const char *trace, char *why, size_t
         if (version != SUMMARY_FILE_VERSION)
             snprintf(why, whylen, "summary format %u, this profreport reads %u", version,
                      SUMMARY_FILE_VERSION);
-        else if (c.bad || memcmp(&got, &want, sizeof got) != 0)
+        else if (c.bad || got.dev != want.dev || got.ino != want.ino || got.size != want.size ||
+                 got.mtime_sec != want.mtime_sec || got.mtime_nsec != want.mtime_nsec ||
+                 got.head_crc != want.head_crc)
             snprintf(why, whylen, "not made from this trace as it is now");
         else
             bound = 1;

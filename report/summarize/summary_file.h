@@ -29,6 +29,7 @@ struct summary_trace_id {
     uint64_t dev, ino, size;
     int64_t mtime_sec;
     uint32_t mtime_nsec, head_crc;
+    uint32_t uid, gid; /* its owner: not stored (the summary's own owner must be it) */
 };
 /* The identity of the trace file now. 0, or -1 (not a regular file that can be read). */
 int summary_file_trace_id(const char *trace, struct summary_trace_id *id);
@@ -41,8 +42,9 @@ int summary_file_bound(const char *summary, const char *trace, char *why, size_t
  * bound to no trace). */
 void summary_file_encode(const struct model_process *p, const struct summary_trace_id *id,
                          uint8_t **buf, size_t *len);
-/* Writes p's summary to path (a new file, mode 0600, renamed into place: out_file.h). 0,
- * or -1 with a one-line message in err. */
+/* Writes p's summary to path (a new file, mode 0600, renamed into place: out_file.h;
+ * run as root, owned by the trace's owner, id's uid). 0, or -1 with a one-line message in
+ * err. */
 int summary_file_write(const char *path, const struct model_process *p,
                        const struct summary_trace_id *id, char *err, size_t errlen);
 /* Reads a summary into a process model (its Python section left on disk:

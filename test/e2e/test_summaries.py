@@ -392,3 +392,23 @@ def test_a_summary_without_its_trace_is_read_only_when_named(tmp_path):
     proc = run(["--format", "json", str(d), str(d / "lone.summary")])
     assert proc.returncode == 0, proc.stderr
     assert len(json.loads(proc.stdout)["processes"]) == 2
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving files to another user needs root")
+def test_root_summarizes_a_users_trace_for_that_user(tmp_path):
+    """A summary is used only when owned like its trace: made by root for a user's trace,
+    it is the user's."""
+    src = os.path.join(TRACES, "multi", "rank0.trace")
+    if not os.path.exists(src):
+        pytest.skip("make report-fixtures first")
+    d = tmp_path / "d"
+    os.makedirs(d)
+    shutil.copy(src, d / "r.trace")
+    os.chmod(d / "r.trace", 0o600)
+    os.chown(d / "r.trace", 4321, 4322)
+    summarize(d)
+    st = os.stat(d / "r.summary")
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (4321, 4322, 0o600)
+    proc = run([str(d)])
+    assert proc.returncode == 0 and "read from summaries" in proc.stderr, proc.stderr
+    assert "not used" not in proc.stderr
