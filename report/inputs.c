@@ -15,31 +15,8 @@
 #include "trace_dir.h"
 #include "trace_read.h"
 
-static void inputs_load(struct report_inputs *in, const char *path)
+static void inputs_add(struct report_inputs *in, struct model_process *p)
 {
-    char err[512];
-    struct model_process *p;
-    if (summary_file_is_summary(path)) {
-        if (in->trace_only) {
-            fprintf(stderr,
-                    "profreport: %s: a summary holds the tables only; %s needs the "
-                    "trace\n",
-                    path, in->trace_only);
-            in->failed = 1;
-            return;
-        }
-        p = summary_file_load(path, err, sizeof err);
-    } else {
-        p = in->defs_only ? timeline_load_defs(path, err, sizeof err)
-                          : model_load_file(path, err, sizeof err);
-    }
-    if (!p) {
-        fputs("profreport: ", stderr);
-        format_fputs_escaped(stderr, err);
-        fputc('\n', stderr);
-        in->failed = 1;
-        return;
-    }
     if (in->n == in->cap) {
         in->cap = in->cap ? in->cap * 2 : 16;
         struct model_process **n = realloc(in->procs, in->cap * sizeof *n);
@@ -52,54 +29,143 @@ static void inputs_load(struct report_inputs *in, const char *path)
     in->procs[in->n++] = p;
 }
 
+/* A failure to read an input: said (escaped: names and messages come from files). */
+static void inputs_failed(struct report_inputs *in, const char *err)
+{
+    format_say(stderr, "%s", err);
+    in->failed = 1;
+}
+
+static void inputs_load_trace_file(struct report_inputs *in, const char *path)
+{
+    char err[512];
+    struct model_process *p = in->defs_only ? timeline_load_defs(path, err, sizeof err)
+                                            : model_load_file(path, err, sizeof err);
+    if (p)
+        inputs_add(in, p);
+    else
+        inputs_failed(in, err);
+}
+
+/* X.summary -> X.trace (malloc'd), or NULL for a name without the suffix. */
+static char *inputs_trace_of(const char *summary)
+{
+    size_t len = strlen(summary), n = strlen(summary_file_suffix);
+    if (len <= n || strcmp(summary + len - n, summary_file_suffix) != 0)
+        return NULL;
+    char *trace = malloc(len - n + 7);
+    if (!trace)
+        report_oom();
+    memcpy(trace, summary, len - n);
+    memcpy(trace + len - n, ".trace", 7);
+    return trace;
+}
+
+static int inputs_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* A trace, or the summary beside it when that summary is bound to it (summary_file_bound)
+ * and no view asked for needs the trace. A summary there that is not bound, or does not
+ * load, is said in one warning and the trace is read. */
+static void inputs_load_trace(struct report_inputs *in, const char *trace, const char *summary)
+{
+    char why[512];
+    struct stat st;
+    if (!in->trace_only && lstat(summary, &st) == 0) {
+        struct model_process *p = NULL;
+        if (!summary_file_bound(summary, trace, why, sizeof why))
+            format_say(stderr,
+                       "warning: %s: not used (%s): reading its trace (profreport --summarize "
+                       "writes it again)",
+                       summary, why);
+        else if (!(p = summary_file_load(summary, why, sizeof why)))
+            format_say(stderr, "warning: %s: reading its trace instead", why);
+        if (p) {
+            inputs_add(in, p);
+            return;
+        }
+    }
+    inputs_load_trace_file(in, trace);
+}
+
+/* A file named on the command line: a trace is read; a summary stands for the trace
+ * beside it as in a directory, and alone is read for itself (it was asked for). */
+static void inputs_load(struct report_inputs *in, const char *path)
+{
+    char err[512];
+    if (!summary_file_is_summary(path)) {
+        inputs_load_trace_file(in, path);
+        return;
+    }
+    if (in->trace_only) {
+        format_say(stderr, "%s: a summary holds the tables only; %s needs the trace", path,
+                   in->trace_only);
+        in->failed = 1;
+        return;
+    }
+    char *trace = inputs_trace_of(path);
+    if (trace && inputs_exists(trace)) {
+        inputs_load_trace(in, trace, path);
+        free(trace);
+        return;
+    }
+    free(trace);
+    struct model_process *p = summary_file_load(path, err, sizeof err);
+    if (p)
+        inputs_add(in, p);
+    else
+        inputs_failed(in, err);
+}
+
 static int inputs_has_suffix(const char *name, const char *suffix)
 {
     size_t len = strlen(name), n = strlen(suffix);
     return len > n && !strcmp(name + len - n, suffix);
 }
 
-/* In a directory, X.summary stands for X.trace when it is not older and the views asked
- * for can use it; otherwise the trace is read. 1: read full (a trace or a summary). */
-static int inputs_dir_entry_wanted(const struct report_inputs *in, const char *full)
+/* One regular file of a directory. */
+static void inputs_dir_entry(struct report_inputs *in, const char *full)
 {
+    char why[128];
     if (inputs_has_suffix(full, summary_file_suffix)) {
-        size_t stem = strlen(full) - strlen(summary_file_suffix);
-        char *trace = malloc(stem + 7);
-        if (!trace)
-            report_oom();
-        memcpy(trace, full, stem);
-        memcpy(trace + stem, ".trace", 7);
-        struct stat st;
-        int have_trace = stat(trace, &st) == 0;
-        int fresh = have_trace && summarize_up_to_date(trace, full);
-        if (have_trace && !fresh && !in->trace_only)
-            fprintf(stderr,
-                    "profreport: warning: %s is older than its trace: reading the "
-                    "trace (profreport --summarize writes it again)\n",
-                    full);
+        char *trace = inputs_trace_of(full);
+        int have_trace = inputs_exists(trace);
         free(trace);
-        if (!have_trace && in->trace_only) {
-            fprintf(stderr,
-                    "profreport: warning: %s: a summary holds the tables only; %s "
-                    "needs its trace; skipped\n",
-                    full, in->trace_only);
-            return 0;
-        }
-        return !have_trace || (fresh && !in->trace_only);
+        if (have_trace)
+            return; /* read with its trace (inputs_load_trace) */
+        /* Anyone who can write the folder could have put it there: a summary without
+         * its trace is reported only when named. */
+        if (in->trace_only)
+            format_say(stderr,
+                       "warning: %s: a summary holds the tables only; %s needs its trace; "
+                       "skipped",
+                       full, in->trace_only);
+        else
+            format_say(stderr,
+                       "warning: %s: a summary without its trace; skipped (name it to report "
+                       "it)",
+                       full);
+        return;
     }
-    if (in->trace_only)
-        return 1;
-    char *summary = summarize_summary_path(full);
-    int use_summary = summarize_up_to_date(full, summary);
-    free(summary);
-    return !use_summary;
+    if (summary_file_is_summary(full)) {
+        format_say(stderr, "warning: %s: a summary named as a trace; skipped", full);
+    } else if (trace_file_not_a_trace(full, why, sizeof why)) {
+        format_say(stderr, "warning: %s: %s; skipped", full, why);
+    } else {
+        char *summary = summarize_summary_path(full);
+        inputs_load_trace(in, full, summary);
+        free(summary);
+    }
 }
 
 void report_inputs_load_path(struct report_inputs *in, const char *path)
 {
     struct stat st;
     if (stat(path, &st) != 0) {
-        fprintf(stderr, "profreport: %s: cannot open: %s\n", path, strerror(errno));
+        format_say(stderr, "%s: cannot open: %s", path, strerror(errno));
         in->failed = 1;
         return;
     }
@@ -111,29 +177,20 @@ void report_inputs_load_path(struct report_inputs *in, const char *path)
     char **paths;
     long n = trace_dir_list(path, suffixes, &paths);
     if (n < 0) {
-        fprintf(stderr, "profreport: %s: cannot read directory: %s\n", path, strerror(errno));
+        format_say(stderr, "%s: cannot read directory: %s", path, strerror(errno));
         in->failed = 1;
         return;
     }
     if (n == 0)
-        fprintf(stderr, "profreport: %s: no *.trace or *.summary files in this directory\n", path);
+        format_say(stderr, "%s: no *.trace or *.summary files in this directory", path);
     for (long i = 0; i < n; i++) {
-        const char *full = paths[i];
         struct stat fst;
-        char why[128];
-        int found = stat(full, &fst) == 0; /* else gone since the listing */
-        if (found && S_ISREG(fst.st_mode) && !inputs_dir_entry_wanted(in, full)) {
-            /* its summary or its trace is read instead */
-        } else if (found && S_ISREG(fst.st_mode) && summary_file_is_summary(full)) {
-            inputs_load(in, full);
-        } else if (found && S_ISREG(fst.st_mode)) {
-            if (trace_file_not_a_trace(full, why, sizeof why))
-                fprintf(stderr, "profreport: warning: %s: %s; skipped\n", full, why);
-            else
-                inputs_load(in, full);
-        } else if (found) { /* a FIFO would block the read: never opened */
-            fprintf(stderr, "profreport: warning: %s: not a regular file; skipped\n", full);
-        }
+        if (stat(paths[i], &fst) != 0)
+            continue; /* gone since the listing */
+        if (S_ISREG(fst.st_mode))
+            inputs_dir_entry(in, paths[i]);
+        else /* a FIFO would block the read: never opened */
+            format_say(stderr, "warning: %s: not a regular file; skipped", paths[i]);
     }
     trace_dir_free(paths, n);
 }

@@ -1,7 +1,9 @@
 /* inputs: what profreport reads — trace files, summaries (report/summarize/) and
- * directories of them. In a directory, X.summary stands for X.trace when it is not older
- * and no view asked for needs the trace; a file or directory that cannot be read is said
- * on stderr and sets failed. */
+ * directories of them. X.summary stands for X.trace beside it when it is bound to it
+ * (summary_file_bound: made from it as it is now, owned like it, 0600) and no view asked
+ * for needs the trace; otherwise, or when it does not load, one warning and the trace is
+ * read. A summary without its trace is read only when named, never from a directory. A
+ * file or directory that cannot be read is said on stderr and sets failed. */
 #ifndef REPORT_INPUTS_H
 #define REPORT_INPUTS_H
 

@@ -169,8 +169,11 @@ static void main_print_warning(const char *text)
 
 static int main_bad_usage(const char *fmt, const char *what)
 {
+    /* what comes from the command line, which a script may have made from file names */
+    char *e = format_escape_dup(what);
     fputs("profreport: ", stderr);
-    fprintf(stderr, fmt, what);
+    fprintf(stderr, fmt, e ? e : "?");
+    free(e);
     fputs("\nTry 'profreport --help' for usage.\n", stderr);
     return 2;
 }
@@ -183,19 +186,19 @@ static int main_write_python_files(const struct summary *s, const char *pstats_p
     char err[512];
     int rc = 0;
     if ((pstats_path || folded_path) && !s->py.nfuncs) {
-        fprintf(stderr, "profreport: the inputs hold no Python calls; %s not written\n",
-                pstats_path && folded_path ? "--pstats and --folded files"
-                : pstats_path              ? pstats_path
-                                           : folded_path);
+        format_say(stderr, "the inputs hold no Python calls; %s not written",
+                   pstats_path && folded_path ? "--pstats and --folded files"
+                   : pstats_path              ? pstats_path
+                                              : folded_path);
         return -1;
     }
     if (pstats_path && export_pstats_write(pstats_path, &s->py, err, sizeof err) != 0) {
-        fprintf(stderr, "profreport: %s\n", err);
+        format_say(stderr, "%s", err);
         rc = -1;
     }
     if (folded_path &&
         export_folded_write(folded_path, s, folded_depth, folded_min_share, err, sizeof err) != 0) {
-        fprintf(stderr, "profreport: %s\n", err);
+        format_say(stderr, "%s", err);
         rc = -1;
     }
     return rc;
@@ -208,12 +211,12 @@ static int main_write_timelines(struct model_process **procs, size_t n, const ch
     char err[512];
     int rc = 0;
     if (perfetto_path && export_perfetto_write(perfetto_path, procs, n, NULL, err, sizeof err)) {
-        fprintf(stderr, "profreport: %s\n", err);
+        format_say(stderr, "%s", err);
         rc = -1;
     }
     if (chrome_path && export_chrome_write(chrome_path, procs, n, chrome_flags, NULL, err,
                                                     sizeof err)) {
-        fprintf(stderr, "profreport: %s\n", err);
+        format_say(stderr, "%s", err);
         rc = -1;
     }
     return rc;
@@ -814,7 +817,7 @@ int main(int argc, char **argv)
     if (timeline_path) {
         char err[512];
         if (export_memory_timeline_write(timeline_path, &s, err, sizeof err) != 0) {
-            fprintf(stderr, "profreport: %s\n", err);
+            format_say(stderr, "%s", err);
             failed = 1;
         }
     }

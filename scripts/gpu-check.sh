@@ -48,7 +48,7 @@ mkdir "$out/sum" || fail "summaries"
 cp "$out/prof"/*.trace "$out/sum/" || fail "summaries"
 "$B/bin/profreport" --summarize "$out/sum" || fail "profreport --summarize"
 rm -f "$out/sum"/*.trace
-"$B/bin/profreport" --format json "$out/sum" > "$out/report_sum.json" || fail "report from summaries"
+"$B/bin/profreport" --format json "$out"/sum/*.summary > "$out/report_sum.json" || fail "report from summaries"
 "$PY" - "$out" <<'PYEOF'
 import sys
 out = sys.argv[1]

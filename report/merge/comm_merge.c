@@ -9,6 +9,7 @@
 #include "alloc.h"
 #include "comm_clock.h"
 #include "comm_match.h"
+#include "format.h"
 #include "summary_file.h"
 
 const char *comm_kind_name(enum comm_kind kind)
@@ -136,7 +137,7 @@ static void comm_merge_calls_get(struct comm_merge_calls *out, const struct comm
             char err[512];
             struct model_comm *m = &out->read[out->nread++];
             if (summary_file_read_comm(proc, m, err, sizeof err) != 0)
-                fprintf(stderr, "profreport: warning: %s\n", err);
+                format_say(stderr, "warning: %s", err);
             c = m;
         }
         for (size_t i = 0; i < c->ncalls; i++) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "format.h"
 
 /* The last value of a META key (later records of a process win), or NULL. */
 static const char *jobs_meta(const struct model_process *p, const char *key)
@@ -328,9 +329,14 @@ int jobs_select(struct model_process **procs, size_t *n, const char *run_id, int
             if (!strcmp(keys[i], run_id) || !strcmp(jobs_run_of(procs[i]), run_id))
                 pick = run_id;
         if (!pick) {
-            fprintf(notes, "profreport: no input belongs to run '%s'; runs found:", run_id);
-            for (size_t g = 0; g < ngroups; g++)
-                fprintf(notes, " %s", groups[g].key[0] ? groups[g].key : "(none)");
+            /* Run and job ids come from the traces and the command line: escaped. */
+            fputs("profreport: no input belongs to run '", notes);
+            format_fputs_escaped(notes, run_id);
+            fputs("'; runs found:", notes);
+            for (size_t g = 0; g < ngroups; g++) {
+                fputc(' ', notes);
+                format_fputs_escaped(notes, groups[g].key[0] ? groups[g].key : "(none)");
+            }
             fprintf(notes, "\n");
             rc = -1;
         }
@@ -338,14 +344,15 @@ int jobs_select(struct model_process **procs, size_t *n, const char *run_id, int
         pick = groups[ngroups - 1].key;
         if (ngroups > 1) {
             fprintf(notes, "profreport: the inputs hold %zu runs:", ngroups);
-            for (size_t g = 0; g < ngroups; g++)
-                fprintf(notes, " %s (%zu file%s)%s", groups[g].key[0] ? groups[g].key : "(none)",
-                        groups[g].nfiles, groups[g].nfiles == 1 ? "" : "s",
-                        g + 1 < ngroups ? "," : "");
-            fprintf(notes,
-                    "; reporting the latest, %s. Use --run ID to pick one or --all-runs to "
-                    "merge them.\n",
-                    pick[0] ? pick : "(none)");
+            for (size_t g = 0; g < ngroups; g++) {
+                fputc(' ', notes);
+                format_fputs_escaped(notes, groups[g].key[0] ? groups[g].key : "(none)");
+                fprintf(notes, " (%zu file%s)%s", groups[g].nfiles,
+                        groups[g].nfiles == 1 ? "" : "s", g + 1 < ngroups ? "," : "");
+            }
+            fputs("; reporting the latest, ", notes);
+            format_fputs_escaped(notes, pick[0] ? pick : "(none)");
+            fputs(". Use --run ID to pick one or --all-runs to merge them.\n", notes);
         }
     }
     r->key = report_strdup(pick ? pick : all_runs && ngroups == 1 ? groups[0].key : "");
@@ -397,7 +404,8 @@ int jobs_select(struct model_process **procs, size_t *n, const char *run_id, int
 
 static void jobs_window_line(FILE *out, const struct jobs_window *w)
 {
-    fprintf(out, "  Capture window: %s", w->desc);
+    fputs("  Capture window: ", out);
+    format_fputs_escaped(out, w->desc);
     if (w->nprocs > 1)
         fprintf(out, ", in %zu processes", w->nprocs);
     fputs("\n    recorded:", out);
@@ -424,8 +432,11 @@ void jobs_print(FILE *out, const struct jobs_report *r)
     if (!r->by_job && !r->left_out && !r->nwindows && r->world_size < 0)
         return;
     fprintf(out, "Job\n");
-    if (r->by_job)
-        fprintf(out, "  Job id: %s%s\n", r->key, r->nrun_ids > 1 ? " (several run ids)" : "");
+    if (r->by_job) {
+        fputs("  Job id: ", out);
+        format_fputs_escaped(out, r->key);
+        fprintf(out, "%s\n", r->nrun_ids > 1 ? " (several run ids)" : "");
+    }
     if (r->world_size >= 0)
         fprintf(out, "  Ranks: %zu of world size %ld\n", r->nranks, r->world_size);
     else if (r->nranks)

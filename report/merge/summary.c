@@ -1,4 +1,5 @@
 #include "alloc.h"
+#include "format.h"
 #include "summary.h"
 #include "summary_file.h"
 
@@ -94,22 +95,29 @@ int summary_select_run(struct model_process **procs, size_t *n, const char *run_
             if (!strcmp(runs[r].id, run_id))
                 pick = runs[r].id;
         if (!pick) {
-            fprintf(notes, "profreport: no input belongs to run '%s'; runs found:", run_id);
-            for (size_t r = 0; r < nruns; r++)
-                fprintf(notes, " %s", runs[r].id[0] ? runs[r].id : "(none)");
+            /* Run ids come from the traces and the command line: escaped. */
+            fputs("profreport: no input belongs to run '", notes);
+            format_fputs_escaped(notes, run_id);
+            fputs("'; runs found:", notes);
+            for (size_t r = 0; r < nruns; r++) {
+                fputc(' ', notes);
+                format_fputs_escaped(notes, runs[r].id[0] ? runs[r].id : "(none)");
+            }
             fprintf(notes, "\n");
             rc = -1;
         }
     } else if (nruns > 1) {
         pick = runs[nruns - 1].id;
         fprintf(notes, "profreport: the inputs hold %zu runs:", nruns);
-        for (size_t r = 0; r < nruns; r++)
-            fprintf(notes, " %s (%zu file%s)%s", runs[r].id[0] ? runs[r].id : "(none)",
-                    runs[r].nfiles, runs[r].nfiles == 1 ? "" : "s", r + 1 < nruns ? "," : "");
-        fprintf(notes,
-                "; reporting the latest, %s. Use --run ID to pick one or --all-runs to "
-                "merge them.\n",
-                pick[0] ? pick : "(none)");
+        for (size_t r = 0; r < nruns; r++) {
+            fputc(' ', notes);
+            format_fputs_escaped(notes, runs[r].id[0] ? runs[r].id : "(none)");
+            fprintf(notes, " (%zu file%s)%s", runs[r].nfiles, runs[r].nfiles == 1 ? "" : "s",
+                    r + 1 < nruns ? "," : "");
+        }
+        fputs("; reporting the latest, ", notes);
+        format_fputs_escaped(notes, pick[0] ? pick : "(none)");
+        fputs(". Use --run ID to pick one or --all-runs to merge them.\n", notes);
     }
     if (pick) {
         size_t kept = 0;

@@ -32,7 +32,7 @@ static void summarize_collect(struct summarize_list *l, const char *path)
 {
     struct stat st;
     if (stat(path, &st) != 0) {
-        fprintf(stderr, "profreport: %s: cannot open: %s\n", path, strerror(errno));
+        format_say(stderr, "%s: cannot open: %s", path, strerror(errno));
         l->failed = 1;
         return;
     }
@@ -44,12 +44,12 @@ static void summarize_collect(struct summarize_list *l, const char *path)
     char **paths;
     long n = trace_dir_list(path, suffixes, &paths);
     if (n < 0) {
-        fprintf(stderr, "profreport: %s: cannot read directory: %s\n", path, strerror(errno));
+        format_say(stderr, "%s: cannot read directory: %s", path, strerror(errno));
         l->failed = 1;
         return;
     }
     if (n == 0)
-        fprintf(stderr, "profreport: %s: no *.trace files in this directory\n", path);
+        format_say(stderr, "%s: no *.trace files in this directory", path);
     for (long i = 0; i < n; i++)
         summarize_push(l, paths[i]); /* the list takes the path */
     free(paths);
@@ -95,12 +95,7 @@ static void summarize_task(long *task, long *ntasks)
 
 int summarize_up_to_date(const char *trace, const char *summary)
 {
-    struct stat t, s;
-    if (stat(trace, &t) != 0 || stat(summary, &s) != 0)
-        return 0;
-    if (s.st_mtim.tv_sec != t.st_mtim.tv_sec)
-        return s.st_mtim.tv_sec > t.st_mtim.tv_sec;
-    return s.st_mtim.tv_nsec >= t.st_mtim.tv_nsec;
+    return summary_file_bound(summary, trace, NULL, 0);
 }
 
 /* One trace to its summary. 0, or -1 said on stderr. */
@@ -108,22 +103,25 @@ static int summarize_one(const char *trace)
 {
     char err[512], why[128];
     if (trace_file_not_a_trace(trace, why, sizeof why)) {
-        fprintf(stderr, "profreport: %s: %s; not summarized\n", trace, why);
+        format_say(stderr, "%s: %s; not summarized", trace, why);
+        return -1;
+    }
+    /* Taken before the read: a trace that grows meanwhile (a job still running) no
+     * longer matches its summary, and is read instead. */
+    struct summary_trace_id id;
+    if (summary_file_trace_id(trace, &id) != 0) {
+        format_say(stderr, "%s: cannot read: %s; not summarized", trace, strerror(errno));
         return -1;
     }
     struct model_process *p = model_load_file(trace, err, sizeof err);
     if (!p) {
-        fputs("profreport: ", stderr);
-        format_fputs_escaped(stderr, err);
-        fputc('\n', stderr);
+        format_say(stderr, "%s", err);
         return -1;
     }
     char *out = summarize_summary_path(trace);
-    int rc = summary_file_write(out, p, err, sizeof err);
+    int rc = summary_file_write(out, p, &id, err, sizeof err);
     if (rc != 0) {
-        fputs("profreport: ", stderr);
-        format_fputs_escaped(stderr, err);
-        fputc('\n', stderr);
+        format_say(stderr, "%s", err);
     }
     free(out);
     model_process_free(p);
@@ -204,20 +202,31 @@ int summarize_run(char *const *paths, int npaths, long jobs, FILE *out)
         }
     }
     free(pids);
+    /* What was written is counted on disk: a worker's failure says how many, not which. */
     long long trace_bytes = 0, summary_bytes = 0;
+    size_t done = 0;
     for (size_t i = 0; i < todo.n; i++) {
         char *summary = summarize_summary_path(todo.paths[i]);
-        trace_bytes += summarize_size(todo.paths[i]);
-        summary_bytes += summarize_size(summary);
+        if (summarize_up_to_date(todo.paths[i], summary)) {
+            done++;
+            trace_bytes += summarize_size(todo.paths[i]);
+            summary_bytes += summarize_size(summary);
+        }
         free(summary);
     }
+    if (done < todo.n)
+        failed = 1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    fprintf(out,
-            "profreport: summarized %zu trace%s (%.1f MB) into %.1f KB of summaries in "
-            "%.2f s with %ld worker%s",
-            todo.n, todo.n == 1 ? "" : "s", (double)trace_bytes / 1e6, (double)summary_bytes / 1e3,
-            secs, jobs, jobs == 1 ? "" : "s");
+    if (done < todo.n)
+        fprintf(out, "profreport: summarized %zu of %zu traces", done, todo.n);
+    else
+        fprintf(out, "profreport: summarized %zu trace%s", done, done == 1 ? "" : "s");
+    fprintf(out, " (%.1f MB) into %.1f KB of summaries in %.2f s with %ld worker%s",
+            (double)trace_bytes / 1e6, (double)summary_bytes / 1e3, secs, jobs,
+            jobs == 1 ? "" : "s");
+    if (done < todo.n)
+        fprintf(out, "; %zu failed (said above)", todo.n - done);
     if (fresh)
         fprintf(out, "; %zu already up to date", fresh);
     if (ntasks > 1)

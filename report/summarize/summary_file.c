@@ -1,12 +1,14 @@
 /* The summary file: its bytes, checks and sections around the model's visitors
  * (summary_model.c).
  *
- * Layout: magic, version, the process (core, the Python functions the GPU rows and
- * memory peaks name, GPU, PyTorch), the communication calls behind their length, the
- * Python functions as pstats, a CRC-32 of all that, the end mark. */
+ * Layout: magic, version, the identity of the trace it was made from, the process (core,
+ * the Python functions the GPU rows and memory peaks name, GPU, PyTorch), the
+ * communication calls behind their length, the Python functions as pstats, a CRC-32 of
+ * all that, the end mark. */
 #include "summary_file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include <zlib.h>
 
 #include "alloc.h"
+#include "out_file.h"
 #include "summary_codec.h"
 #include "summary_model.h"
 
@@ -22,7 +25,9 @@ const char summary_file_suffix[] = ".summary";
 
 #define SUMMARY_FILE_MAGIC "PRFSUMM\n"
 #define SUMMARY_FILE_END "PRFSEND\n"
-#define SUMMARY_FILE_VERSION 2
+/* 3: the trace's identity after the version (summary_file_bound); 2 and older are not
+ * read (their trace is). */
+#define SUMMARY_FILE_VERSION 3
 #define SUMMARY_FILE_MAX (1ull << 32) /* 4 GiB: more is not a summary */
 
 typedef struct summary_codec sf_codec;
@@ -40,13 +45,66 @@ void summary_file_crc(const uint8_t *body, size_t len, uint8_t out[4])
         out[i] = (uint8_t)(crc >> (8 * i));
 }
 
-void summary_file_encode(const struct model_process *p, uint8_t **buf, size_t *len)
+static void sf_trace_id(sf_codec *c, struct summary_trace_id *id)
+{
+    summary_codec_u64(c, &id->dev);
+    summary_codec_u64(c, &id->ino);
+    summary_codec_u64(c, &id->size);
+    summary_codec_i64(c, &id->mtime_sec);
+    summary_codec_u32(c, &id->mtime_nsec);
+    summary_codec_u32(c, &id->head_crc);
+}
+
+/* The identity of the file open as fd: its stat and a CRC-32 of its first bytes. */
+static int sf_trace_id_fd(int fd, struct summary_trace_id *id, struct stat *st)
+{
+    memset(id, 0, sizeof *id);
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode))
+        return -1;
+    uint8_t head[SUMMARY_FILE_HEAD];
+    size_t n = 0;
+    while (n < sizeof head) {
+        ssize_t got = pread(fd, head + n, sizeof head - n, (off_t)n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            break;
+        n += (size_t)got;
+    }
+    uint8_t crc[4];
+    summary_file_crc(head, n, crc);
+    id->dev = (uint64_t)st->st_dev;
+    id->ino = (uint64_t)st->st_ino;
+    id->size = (uint64_t)st->st_size;
+    id->mtime_sec = (int64_t)st->st_mtim.tv_sec;
+    id->mtime_nsec = (uint32_t)st->st_mtim.tv_nsec;
+    id->head_crc =
+        (uint32_t)crc[0] | (uint32_t)crc[1] << 8 | (uint32_t)crc[2] << 16 | (uint32_t)crc[3] << 24;
+    id->uid = (uint32_t)st->st_uid;
+    id->gid = (uint32_t)st->st_gid;
+    return 0;
+}
+
+int summary_file_trace_id(const char *trace, struct summary_trace_id *id)
+{
+    struct stat st;
+    int fd = open(trace, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    int rc = fd >= 0 ? sf_trace_id_fd(fd, id, &st) : -1;
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+void summary_file_encode(const struct model_process *p, const struct summary_trace_id *id,
+                         uint8_t **buf, size_t *len)
 {
     sf_codec c;
     summary_codec_writer(&c);
     summary_codec_bytes(&c, SUMMARY_FILE_MAGIC, 8);
     uint32_t version = SUMMARY_FILE_VERSION;
     summary_codec_u32(&c, &version);
+    struct summary_trace_id none = {0};
+    sf_trace_id(&c, id ? (struct summary_trace_id *)id : &none); /* writing changes nothing */
     /* The visitors take the model by pointer for both directions; writing changes
      * nothing in it. */
     summary_model_process(&c, (struct model_process *)p);
@@ -59,35 +117,30 @@ void summary_file_encode(const struct model_process *p, uint8_t **buf, size_t *l
     *len = c.len;
 }
 
-int summary_file_write(const char *path, const struct model_process *p, char *err, size_t errlen)
+int summary_file_write(const char *path, const struct model_process *p,
+                       const struct summary_trace_id *id, char *err, size_t errlen)
 {
     uint8_t *buf;
     size_t n;
-    summary_file_encode(p, &buf, &n);
-    size_t len = strlen(path) + 32;
-    char *tmp = malloc(len);
-    if (!tmp)
-        report_oom();
-    snprintf(tmp, len, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    int ok = f && fwrite(buf, 1, n, f) == n;
-    int saved = errno;
-    if (f && fclose(f) != 0 && ok) {
-        ok = 0;
-        saved = errno;
+    summary_file_encode(p, id, &buf, &n);
+    /* 0600 like the trace it stands for. */
+    struct out_file o;
+    int rc = out_file_create(&o, path, 0600, err, errlen);
+    if (rc == 0) {
+        /* root summarizing a user's traces: the summary is the user's, as the trace, or
+         * no report would use it (summary_file_bound). Before the rename: never a path. */
+        if (id && geteuid() == 0 && o.tmp && fchown(fileno(o.f), id->uid, id->gid) != 0) {
+            snprintf(err, errlen, "%s: cannot give it to uid %u: %s", path, id->uid,
+                     strerror(errno));
+            out_file_commit(&o, 0, err, errlen);
+            free(buf);
+            return -1;
+        }
+        fwrite(buf, 1, n, o.f);
+        rc = out_file_commit(&o, 1, err, errlen);
     }
-    if (ok && rename(tmp, path) != 0) {
-        ok = 0;
-        saved = errno;
-    }
-    if (!ok) {
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(saved));
-        if (f)
-            unlink(tmp);
-    }
-    free(tmp);
     free(buf);
-    return ok ? 0 : -1;
+    return rc;
 }
 
 /* The whole file, or NULL with err set. */
@@ -154,6 +207,8 @@ static int sf_open(sf_codec *c, const char *path, const uint8_t *buf, size_t len
                  path, version, SUMMARY_FILE_VERSION);
         return -1;
     }
+    struct summary_trace_id id;
+    sf_trace_id(c, &id);
     return 0;
 }
 
@@ -282,4 +337,60 @@ int summary_file_is_summary(const char *path)
     int yes = fread(head, 1, 8, f) == 8 && !memcmp(head, SUMMARY_FILE_MAGIC, 8);
     fclose(f);
     return yes;
+}
+
+int summary_file_bound(const char *summary, const char *trace, char *why, size_t whylen)
+{
+    char scratch[8];
+    if (!why) {
+        why = scratch;
+        whylen = sizeof scratch;
+    }
+    /* Never through a link: whoever can write the folder could point it anywhere. */
+    int sfd = open(summary, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
+    if (sfd < 0) {
+        snprintf(why, whylen, errno == ELOOP ? "a symbolic link" : "cannot open: %s",
+                 strerror(errno));
+        return 0;
+    }
+    int tfd = open(trace, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    struct summary_trace_id want, got;
+    struct stat sst, tst;
+    uint8_t head[8 + 5 + 6 * 10];
+    ssize_t n = 0;
+    int bound = 0;
+    if (tfd < 0 || sf_trace_id_fd(tfd, &want, &tst) != 0) {
+        snprintf(why, whylen, "its trace cannot be read");
+    } else if (fstat(sfd, &sst) != 0 || !S_ISREG(sst.st_mode)) {
+        snprintf(why, whylen, "not a regular file");
+    } else if (sst.st_uid != tst.st_uid) {
+        snprintf(why, whylen, "owned by uid %ld, its trace by uid %ld", (long)sst.st_uid,
+                 (long)tst.st_uid);
+    } else if (sst.st_mode & 077) {
+        snprintf(why, whylen, "mode %04o: others may write or read it, unlike its trace",
+                 (unsigned)(sst.st_mode & 07777));
+    } else if ((n = pread(sfd, head, sizeof head, 0)) < 12 ||
+               memcmp(head, SUMMARY_FILE_MAGIC, 8) != 0) {
+        snprintf(why, whylen, "not a profrun summary");
+    } else {
+        sf_codec c;
+        summary_codec_reader(&c, head, (size_t)n);
+        c.pos = 8;
+        uint32_t version = 0;
+        summary_codec_u32(&c, &version);
+        sf_trace_id(&c, &got);
+        if (version != SUMMARY_FILE_VERSION)
+            snprintf(why, whylen, "summary format %u, this profreport reads %u", version,
+                     SUMMARY_FILE_VERSION);
+        else if (c.bad || got.dev != want.dev || got.ino != want.ino || got.size != want.size ||
+                 got.mtime_sec != want.mtime_sec || got.mtime_nsec != want.mtime_nsec ||
+                 got.head_crc != want.head_crc)
+            snprintf(why, whylen, "not made from this trace as it is now");
+        else
+            bound = 1;
+    }
+    close(sfd);
+    if (tfd >= 0)
+        close(tfd);
+    return bound;
 }

@@ -22,11 +22,31 @@ extern const char summary_file_suffix[];
 /* The checksum a summary ends with (before its end mark): CRC-32 of everything before
  * it, little-endian. */
 void summary_file_crc(const uint8_t *body, size_t len, uint8_t out[4]);
-/* p's summary as bytes (malloc'd), what summary_file_write writes. */
-void summary_file_encode(const struct model_process *p, uint8_t **buf, size_t *len);
-/* Writes p's summary to path (through a temporary file renamed into place). 0, or -1
- * with a one-line message in err. */
-int summary_file_write(const char *path, const struct model_process *p, char *err, size_t errlen);
+/* A summary stands for the trace it was made from, as that trace was then: its device,
+ * inode, size, modification time and a CRC-32 of its first SUMMARY_FILE_HEAD bytes. */
+#define SUMMARY_FILE_HEAD 4096
+struct summary_trace_id {
+    uint64_t dev, ino, size;
+    int64_t mtime_sec;
+    uint32_t mtime_nsec, head_crc;
+    uint32_t uid, gid; /* its owner: not stored (the summary's own owner must be it) */
+};
+/* The identity of the trace file now. 0, or -1 (not a regular file that can be read). */
+int summary_file_trace_id(const char *trace, struct summary_trace_id *id);
+/* 1 when summary may stand for trace: a regular file (not a link) owned by the trace's
+ * owner, closed to others (0600, like the trace), of this format version, made from the
+ * trace as it is now. Else 0 with the reason in why (when not NULL). Reads the summary's
+ * first bytes only: its checksum is checked when it is loaded. */
+int summary_file_bound(const char *summary, const char *trace, char *why, size_t whylen);
+/* p's summary as bytes (malloc'd), what summary_file_write writes; id: the trace's (NULL:
+ * bound to no trace). */
+void summary_file_encode(const struct model_process *p, const struct summary_trace_id *id,
+                         uint8_t **buf, size_t *len);
+/* Writes p's summary to path (a new file, mode 0600, renamed into place: out_file.h;
+ * run as root, owned by the trace's owner, id's uid). 0, or -1 with a one-line message in
+ * err. */
+int summary_file_write(const char *path, const struct model_process *p,
+                       const struct summary_trace_id *id, char *err, size_t errlen);
 /* Reads a summary into a process model (its Python section left on disk:
  * p->summary_file and p->summary_py_offset say where). NULL with a one-line message in err
  * when the file is not a summary, is cut off or corrupt, or comes from another version. */

@@ -467,7 +467,7 @@ int dump_file(FILE *out, FILE *err, const char *path)
     char msg[512];
     struct trace_reader *r = trace_reader_open(path, msg, sizeof msg);
     if (!r) {
-        fprintf(err, "profreport: %s\n", msg);
+        format_say(err, "%s", msg);
         return 1;
     }
     const struct prof_file_header *h = trace_reader_header(r);
@@ -484,7 +484,7 @@ int dump_file(FILE *out, FILE *err, const char *path)
         dump_record(out, &rec, &apis, &strings);
     const char *w = trace_reader_warning(r);
     if (w)
-        fprintf(err, "profreport: %s\n", w);
+        format_say(err, "%s", w);
     fprintf(out, "# %" PRIu64 " records\n", trace_reader_count(r));
     uint64_t k, v;
     for (size_t i = 0; u64map_next(&apis, &i, &k, &v);) {

@@ -35,6 +35,7 @@
 
 #include "alloc.h"
 #include "export_timeline.h"
+#include "out_file.h"
 #include "timeline.h"
 
 #define CHROME_OUT (1 << 20)
@@ -761,11 +762,10 @@ static int chrome_write_group(const char *file, struct model_process *const *pro
             world = strtoll(ws, NULL, 10);
     }
     w.base_ns = base;
-    w.f = fopen(file, "w");
-    if (!w.f) {
-        snprintf(err, errlen, "%s: cannot create: %s", file, strerror(errno));
+    struct out_file o;
+    if (out_file_create(&o, file, 0666, err, errlen) != 0)
         return -1;
-    }
+    w.f = o.f;
     w.out = malloc(CHROME_OUT);
     if (!w.out)
         report_oom();
@@ -825,14 +825,12 @@ static int chrome_write_group(const char *file, struct model_process *const *pro
     free(name_s);
     json_decref(name);
     long size = ftell(w.f);
-    if ((ferror(w.f) || w.failed) && rc == 0) {
+    if (w.failed && rc == 0) {
         snprintf(err, errlen, "%s: cannot write: %s", file, strerror(errno));
         rc = -1;
     }
-    if (fclose(w.f) != 0 && rc == 0) {
-        snprintf(err, errlen, "%s: cannot write: %s", file, strerror(errno));
+    if (out_file_commit(&o, rc == 0, err, errlen) != 0)
         rc = -1;
-    }
     free(w.out);
     u64map_free(&w.gpu);
     chrome_nests_free(&w);
@@ -841,9 +839,7 @@ static int chrome_write_group(const char *file, struct model_process *const *pro
     u64map_free(&w.occupancy);
     u64map_free(&w.names);
     u64map_free(&w.shapes);
-    if (rc != 0)
-        remove(file);
-    else {
+    if (rc == 0) {
         stats->bytes += size > 0 ? (uint64_t)size : 0;
         stats->files++;
     }

@@ -30,6 +30,7 @@
 
 #include "alloc.h"
 #include "export_timeline.h"
+#include "out_file.h"
 #include "perfetto_trace.pb-c.h"
 #include "timeline.h"
 
@@ -798,11 +799,10 @@ int export_perfetto_write(const char *path, struct model_process *const *procs, 
                           struct export_timeline_stats *stats, char *err, size_t errlen)
 {
     struct pf_writer w = {.next_uuid = 1, .next_seq = 1};
-    w.f = fopen(path, "wb");
-    if (!w.f) {
-        snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+    struct out_file o;
+    if (out_file_create(&o, path, 0666, err, errlen) != 0)
         return -1;
-    }
+    w.f = o.f;
     w.out = malloc(PF_OUT_SIZE);
     w.zcap = compressBound(PF_OUT_SIZE);
     w.zbuf = malloc(w.zcap);
@@ -828,18 +828,17 @@ int export_perfetto_write(const char *path, struct model_process *const *procs, 
         pf_tracks_free(&w);
     }
     pf_flush(&w);
-    if (fclose(w.f) != 0 || w.failed) {
-        if (rc == 0 || w.failed)
-            snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+    if (w.failed && rc == 0) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
         rc = -1;
     }
+    if (out_file_commit(&o, rc == 0, err, errlen) != 0)
+        rc = -1;
     u64map_free(&w.tracks);
     u64map_free(&w.pending);
     free(w.buf);
     free(w.out);
     free(w.zbuf);
-    if (rc != 0)
-        remove(path);
     w.stats.files = rc == 0;
     if (stats)
         *stats = w.stats;

@@ -1,7 +1,7 @@
 /* export_python: the Python call trees as files other tools read — a pstats file
  * (marshal of cProfile's stats dict) and folded stacks (flamegraph.pl, speedscope). Both
- * are written to a temporary file beside the target and renamed over it, so a failed
- * write never leaves half a file. */
+ * are written through out_file (a new temporary beside the target, renamed over it), so
+ * a failed write never leaves half a file. */
 #define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,66 +14,9 @@
 #include "alloc.h"
 #include "export.h"
 #include "format.h"
+#include "out_file.h"
 #include "pystats.h"
 #include "steps_report.h"
-
-/* ---- the file, written whole or not at all ---- */
-
-struct export_file {
-    FILE *f;
-    char *tmp;
-};
-
-static int export_file_open(struct export_file *x, const char *path, char *err, size_t errlen)
-{
-    size_t len = strlen(path) + 16;
-    x->f = NULL;
-    x->tmp = malloc(len);
-    if (!x->tmp) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
-    snprintf(x->tmp, len, "%s.tmpXXXXXX", path);
-    int fd = mkstemp(x->tmp);
-    if (fd < 0 || !(x->f = fdopen(fd, "wb"))) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        if (fd >= 0) {
-            close(fd);
-            unlink(x->tmp);
-        }
-        free(x->tmp);
-        x->tmp = NULL;
-        return -1;
-    }
-    /* mkstemp makes the file 0600: give it the mode a plain fopen would have. */
-    mode_t mask = umask(0);
-    umask(mask);
-    fchmod(fd, 0666 & ~mask);
-    return 0;
-}
-
-/* Closes; renames over path when everything was written, else removes the temporary. */
-static int export_file_close(struct export_file *x, const char *path, int ok, char *err,
-                             size_t errlen)
-{
-    int failed = !ok || ferror(x->f);
-    int saved = errno;
-    if (fclose(x->f) != 0 && !failed) {
-        failed = 1;
-        saved = errno;
-    }
-    if (!failed && rename(x->tmp, path) != 0) {
-        failed = 1;
-        saved = errno;
-    }
-    if (failed) {
-        unlink(x->tmp);
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(saved ? saved : EIO));
-    }
-    free(x->tmp);
-    x->tmp = NULL;
-    return failed ? -1 : 0;
-}
 
 /* ---- marshal (Python/marshal.c), the types pstats needs; little-endian throughout ---- */
 
@@ -198,11 +141,11 @@ void export_pstats_fwrite(FILE *f, const struct pystats *py)
 
 int export_pstats_write(const char *path, const struct pystats *py, char *err, size_t errlen)
 {
-    struct export_file x;
-    if (export_file_open(&x, path, err, errlen) != 0)
+    struct out_file x;
+    if (out_file_create(&x, path, 0666, err, errlen) != 0)
         return -1;
     export_pstats_fwrite(x.f, py);
-    return export_file_close(&x, path, 1, err, errlen);
+    return out_file_commit(&x, 1, err, errlen);
 }
 
 /* ---- folded stacks ---- */
@@ -702,11 +645,11 @@ int export_folded_has_steps(const struct summary *s)
 int export_folded_write(const char *path, const struct summary *s, size_t max_depth,
                         double min_share, char *err, size_t errlen)
 {
-    struct export_file x;
-    if (export_file_open(&x, path, err, errlen) != 0)
+    struct out_file x;
+    if (out_file_create(&x, path, 0666, err, errlen) != 0)
         return -1;
     export_folded_fwrite(x.f, s, max_depth, min_share);
-    return export_file_close(&x, path, 1, err, errlen);
+    return out_file_commit(&x, 1, err, errlen);
 }
 
 void export_memory_timeline_fwrite(FILE *f, const struct summary *s)
@@ -731,9 +674,9 @@ void export_memory_timeline_fwrite(FILE *f, const struct summary *s)
 int export_memory_timeline_write(const char *path, const struct summary *s, char *err,
                                  size_t errlen)
 {
-    struct export_file x;
-    if (export_file_open(&x, path, err, errlen) != 0)
+    struct out_file x;
+    if (out_file_create(&x, path, 0666, err, errlen) != 0)
         return -1;
     export_memory_timeline_fwrite(x.f, s);
-    return export_file_close(&x, path, 1, err, errlen);
+    return out_file_commit(&x, 1, err, errlen);
 }

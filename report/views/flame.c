@@ -11,6 +11,7 @@
 
 #include "export.h"
 #include "format.h"
+#include "out_file.h"
 #include "stacks_view.h"
 
 #define FLAME_WIDTH 1200.0
@@ -438,25 +439,9 @@ void flame_svg(FILE *out, const struct flame *fl, const char *title, const char 
 int flame_svg_write(const char *path, const struct flame *fl, const char *title, const char *unit,
                     char *err, size_t errlen)
 {
-    size_t len = strlen(path) + 16;
-    char *tmp = malloc(len);
-    if (!tmp)
-        flame_oom();
-    snprintf(tmp, len, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot write: %s", tmp, strerror(errno));
-        free(tmp);
+    struct out_file o;
+    if (out_file_create(&o, path, 0666, err, errlen) != 0)
         return -1;
-    }
-    flame_svg(f, fl, title, unit, 1);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-        unlink(tmp);
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    return 0;
+    flame_svg(o.f, fl, title, unit, 1);
+    return out_file_commit(&o, 1, err, errlen);
 }

@@ -1,6 +1,7 @@
 #include "format.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,13 +47,18 @@ void format_gbps(uint64_t bytes, uint64_t ns, char *buf, size_t len)
 }
 
 /* How many bytes at p form a control character a terminal would act on: C0 controls,
- * DEL, and C1 controls as UTF-8 (U+0080..U+009F, CSI among them). 0 for any other. */
+ * DEL, C1 controls as UTF-8 (U+0080..U+009F, CSI among them), and the bidirectional
+ * embeddings, overrides and isolates (U+202A..U+202E, U+2066..U+2069) that make text read
+ * other than it is. 0 for any other. */
 static size_t format_control_len(const unsigned char *p)
 {
     if (p[0] < 0x20 || p[0] == 0x7f)
         return 1;
     if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
         return 2;
+    if (p[0] == 0xe2 && ((p[1] == 0x80 && p[2] >= 0xaa && p[2] <= 0xae) ||
+                         (p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9)))
+        return 3;
     return 0;
 }
 
@@ -112,17 +118,36 @@ void format_fputs_escaped(FILE *out, const char *s)
     free(e);
 }
 
+void format_say(FILE *out, const char *fmt, ...)
+{
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fputs("profreport: ", out);
+    format_fputs_escaped(out, buf);
+    fputc('\n', out);
+}
+
 void format_csv_field(FILE *out, const char *s)
 {
     char *e = format_escaped_len(s) == strlen(s) ? NULL : format_escape_dup(s);
     if (e)
         s = e;
+    /* A spreadsheet would run a cell that starts like a formula: a quote first makes it
+     * text (OWASP's rule; tab and CR are escaped above). */
+    int formula = strchr("=+-@", s[0]) && s[0];
     if (!strpbrk(s, ",\"")) {
+        if (formula)
+            fputc('\'', out);
         fputs(s, out);
         free(e);
         return;
     }
     fputc('"', out);
+    if (formula)
+        fputc('\'', out);
     for (; *s; s++) {
         if (*s == '"')
             fputc('"', out);

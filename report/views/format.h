@@ -15,15 +15,19 @@ void format_bytes(uint64_t bytes, char *buf, size_t len);
 void format_gbps(uint64_t bytes, uint64_t ns, char *buf, size_t len);
 double format_gbps_value(uint64_t bytes, uint64_t ns);
 /* Trace strings are untrusted: before they reach a terminal or a CSV file, control
- * characters (C0, DEL, C1 as UTF-8) are written as \xHH, e.g. ESC as \x1b. */
+ * characters (C0, DEL, C1 as UTF-8) and bidi overrides (U+202A..E, U+2066..9 as UTF-8)
+ * are written as \xHH per byte, e.g. ESC as \x1b, U+202E as \xe2\x80\xae. */
 size_t format_escaped_len(const char *s);
 /* Writes the escaped s into buf (cut to len - 1 bytes); returns buf. */
 char *format_escape(const char *s, char *buf, size_t len);
 /* A malloc'd escaped copy, or NULL when out of memory. */
 char *format_escape_dup(const char *s);
 void format_fputs_escaped(FILE *out, const char *s);
+/* One line for the user on out: "profreport: " and the formatted message, escaped (file
+ * names and messages quoted from files are untrusted), then a newline. */
+void format_say(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Writes s as one CSV field, control characters escaped, quoted when it holds a comma
- * or quote. */
+ * or quote, a single quote first when it starts with = + - @ (a spreadsheet formula). */
 void format_csv_field(FILE *out, const char *s);
 
 #endif

@@ -14,6 +14,7 @@
 #include "flame.h"
 #include "format.h"
 #include "jobs.h"
+#include "out_file.h"
 #include "stacks_view.h"
 #include "tables.h"
 
@@ -317,27 +318,15 @@ static void html_document(FILE *out, const struct summary *s)
 
 static int html_write(const char *path, const struct summary *s, FILE *err)
 {
-    size_t len = strlen(path) + 8;
-    char *tmp = malloc(len);
-    if (!tmp)
-        return -1;
-    snprintf(tmp, len, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        fprintf(err, "profreport: %s: cannot write: %s\n", tmp, strerror(errno));
-        free(tmp);
-        return -1;
+    char msg[512];
+    struct out_file o;
+    if (out_file_create(&o, path, 0666, msg, sizeof msg) == 0) {
+        html_document(o.f, s);
+        if (out_file_commit(&o, 1, msg, sizeof msg) == 0)
+            return 0;
     }
-    html_document(f, s);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        fprintf(err, "profreport: %s: cannot write: %s\n", path, strerror(errno));
-        unlink(tmp);
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    return 0;
+    format_say(err, "%s", msg);
+    return -1;
 }
 
 int html_write_files(const char *html_path, const char *flame_path, const struct summary *s,
@@ -348,10 +337,10 @@ int html_write_files(const char *html_path, const char *flame_path, const struct
         rc = -1;
     if (flame_path) {
         if (!s->py.nfuncs) {
-            fprintf(err,
-                    "profreport: the inputs hold no Python calls; %s not written (with "
-                    "PROF_SAMPLE_HZ traces: --samples --flamegraph FILE)\n",
-                    flame_path);
+            format_say(err,
+                       "the inputs hold no Python calls; %s not written (with "
+                       "PROF_SAMPLE_HZ traces: --samples --flamegraph FILE)",
+                       flame_path);
             return -1;
         }
         struct flame fl;
@@ -359,7 +348,7 @@ int html_write_files(const char *html_path, const char *flame_path, const struct
         flame_build_python(&fl, s);
         char msg[512];
         if (flame_svg_write(flame_path, &fl, flame_python_title(s, 0), "us", msg, sizeof msg)) {
-            fprintf(err, "profreport: %s\n", msg);
+            format_say(err, "%s", msg);
             rc = -1;
         }
         flame_free(&fl);
@@ -377,7 +366,7 @@ int html_write_stacks_flame(const char *flame_path, struct model_process *const 
         char msg[512];
         if (flame_svg_write(flame_path, &fl, o->api_name ? "Call paths (us)" : "CPU samples",
                             o->api_name ? "us" : "samples", msg, sizeof msg)) {
-            fprintf(err, "profreport: %s\n", msg);
+            format_say(err, "%s", msg);
             rc = 1;
         }
     }

@@ -18,6 +18,7 @@
 #include "format.h"
 #include "model.h"
 #include "model_stacks.h"
+#include "out_file.h"
 #include "symbols.h"
 
 #define STACKS_VIEW_MAX_FRAMES 512
@@ -391,7 +392,7 @@ static void stacks_collect(struct stacks_paths *ps, struct model_process *const 
             stacks_names_collect(&ps->ranges, p, &st->by_range);
         }
         for (const char *const *note = symbols_notes(sym); *note; note++)
-            fprintf(err, "profreport: note: %s\n", *note);
+            format_say(err, "note: %s", *note);
         symbols_close(sym);
     }
 }
@@ -531,11 +532,10 @@ static int stacks_print_json(FILE *out, const struct stacks_paths *ps,
 static int stacks_write_folded(const struct stacks_paths *ps, const char *path, int by_time,
                                char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+    struct out_file o;
+    if (out_file_create(&o, path, 0666, err, errlen) != 0)
         return -1;
-    }
+    FILE *f = o.f;
     for (size_t i = 0; i < ps->n; i++) {
         /* by_time: 1 us of the calls; 2: bytes (--stacks memory); else samples */
         uint64_t weight = by_time == 2 ? ps->rows[i].ns
@@ -544,11 +544,7 @@ static int stacks_write_folded(const struct stacks_paths *ps, const char *path, 
         if (weight)
             fprintf(f, "%s %" PRIu64 "\n", ps->rows[i].folded, weight);
     }
-    if (fclose(f) != 0) {
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-        return -1;
-    }
-    return 0;
+    return out_file_commit(&o, 1, err, errlen);
 }
 
 int stacks_view(FILE *out, FILE *err, struct model_process *const *procs, size_t n,
@@ -563,8 +559,8 @@ int stacks_view(FILE *out, FILE *err, struct model_process *const *procs, size_t
                 o->api_name ? "PROF_STACKS=1" : "PROF_SAMPLE_HZ=199");
         rc = 1;
     } else if (!ps.n) {
-        fprintf(err, "profreport: no %s in the inputs carries a call stack\n",
-                o->api_name ? o->api_name : "sample");
+        format_say(err, "no %s in the inputs carries a call stack",
+                   o->api_name ? o->api_name : "sample");
         rc = 1;
     } else {
         qsort(ps.rows, ps.n, sizeof *ps.rows, stacks_cmp);
@@ -577,7 +573,7 @@ int stacks_view(FILE *out, FILE *err, struct model_process *const *procs, size_t
             stacks_write_folded(&ps, o->folded_path,
                                 o->api_name ? (strcmp(o->api_name, "memory") ? 1 : 2) : 0, msg,
                                 sizeof msg) != 0) {
-            fprintf(err, "profreport: %s\n", msg);
+            format_say(err, "%s", msg);
             rc = 1;
         }
         for (size_t i = 0; o->folded_stream && i < ps.n; i++) { /* the flame graph's input */

@@ -6,11 +6,12 @@
  * runs `PROFREPORT --summarize DIR/nodeNNN` and prints its wall time, CPU time (user +
  * system of it and its workers, from wait4) and peak RSS (its largest process), then
  * deletes the node's traces (BENCH_KEEP=1 keeps them), so the disk never holds more than
- * one node's traces. Then the final merge reads the summaries only:
- * `PROFREPORT --ranks --comm --stragglers DIR/node*` (goal: <= 60 s, <= 2 GB RSS), the
- * default report and --ops, timed the same way; their JSON is checked against what was
- * generated (world size, per-rank steps, allreduce calls and bytes, the slow rank named
- * last at every allreduce, op, kernel, launch and action counts): a wrong count fails the
+ * one node's traces. Then the final merge reads the summaries only, named (a summary
+ * without its trace is not read from a folder):
+ * `PROFREPORT --ranks --comm --stragglers` and every DIR/nodeNNN/X.summary (goal: <= 60 s,
+ * <= 2 GB RSS), the default report and --ops, timed the same way; their JSON is checked
+ * against what was generated (world size, per-rank steps, allreduce calls and bytes, the slow rank
+ * named last at every allreduce, op, kernel, launch and action counts): a wrong count fails the
  * bench. For comparison, the first node's ranks are also merged straight from their
  * traces, then from their summaries.
  *
@@ -20,6 +21,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -356,6 +358,29 @@ static unsigned bench_summaries(const char *dir, unsigned long long *bytes)
     return n;
 }
 
+/* The final merge's inputs: the summaries in the nodes' folders by name (without
+ * their traces they are read only when named), or the folders when the traces were kept. */
+static char **bench_inputs(char **node_dirs, unsigned nodes, int summaries, size_t *n)
+{
+    char **in = NULL;
+    *n = 0;
+    for (unsigned k = 0; k < nodes; k++) {
+        glob_t g = {0};
+        char pattern[4096];
+        snprintf(pattern, sizeof pattern, "%s/*.summary", node_dirs[k]);
+        size_t add = summaries && glob(pattern, 0, NULL, &g) == 0 ? g.gl_pathc : 1;
+        in = realloc(in, (*n + add) * sizeof *in);
+        if (!in) {
+            fprintf(stderr, "bench_merge: out of memory\n");
+            exit(1);
+        }
+        for (size_t i = 0; i < add; i++)
+            in[(*n)++] = strdup(summaries && g.gl_pathc ? g.gl_pathv[i] : node_dirs[k]);
+        globfree(&g);
+    }
+    return in;
+}
+
 static int bench_mkdir(const char *path)
 {
     if (mkdir(path, 0755) == 0 || errno == EEXIST)
@@ -495,17 +520,19 @@ int main(int argc, char **argv)
                (double)sum_rss / 1024, (double)summary_bytes / ranks / 1024,
                bench_mb(summary_bytes), (double)trace_bytes / (double)summary_bytes);
 
-    /* 3: the final merge, over every node's folder. */
+    /* 3: the final merge, over every node's summaries (or folder). */
+    size_t nin;
+    char **inputs = bench_inputs(node_dirs, nodes, summarize, &nin);
     size_t na = 0;
-    char **a = calloc(nodes + 8, sizeof *a);
+    char **a = calloc(nin + 8, sizeof *a);
     a[na++] = profreport;
     size_t views = na;
     a[na++] = "--ranks";
     a[na++] = "--comm";
     a[na++] = "--stragglers";
     size_t tail = na;
-    for (unsigned n = 0; n < nodes; n++)
-        a[na++] = node_dirs[n];
+    for (size_t n = 0; n < nin; n++)
+        a[na++] = inputs[n];
     a[na] = NULL;
     const char *from = summarize ? "summaries" : "traces";
     snprintf(out, sizeof out, "%s/final-merge.txt", dir);
@@ -520,7 +547,7 @@ int main(int argc, char **argv)
                 "final --comm text: %lld ncclAllReduce calls", calls);
 
     /* The same views as JSON, checked; then the default report and --ops. */
-    char **j = calloc(nodes + 12, sizeof *j);
+    char **j = calloc(nin + 12, sizeof *j);
     size_t nj = 0;
     for (size_t i = 0; i < tail; i++)
         j[nj++] = a[i];
@@ -528,8 +555,8 @@ int main(int argc, char **argv)
     j[nj++] = "json";
     j[nj++] = "--limit";
     j[nj++] = "0";
-    for (unsigned n = 0; n < nodes; n++)
-        j[nj++] = node_dirs[n];
+    for (size_t n = 0; n < nin; n++)
+        j[nj++] = inputs[n];
     char comm_json[4096], default_json[4096];
     snprintf(comm_json, sizeof comm_json, "%s/final-merge.json", dir);
     struct bench_run r = bench_exec(j, comm_json, err);
@@ -539,17 +566,17 @@ int main(int argc, char **argv)
     /* default report: drop the three views */
     nj = 0;
     j[nj++] = profreport;
-    for (unsigned n = 0; n < nodes; n++)
-        j[nj++] = node_dirs[n];
+    for (size_t n = 0; n < nin; n++)
+        j[nj++] = inputs[n];
     j[nj] = NULL;
     snprintf(out, sizeof out, "%s/final-default.txt", dir);
     r = bench_exec(j, out, err);
     bench_check(r.status == 0, "the default report exited %d", r.status);
     bench_print_run("default report", &r);
     a[views] = "--ops";
-    for (unsigned n = 0; n < nodes; n++)
-        a[views + 1 + n] = node_dirs[n];
-    a[views + 1 + nodes] = NULL;
+    for (size_t n = 0; n < nin; n++)
+        a[views + 1 + n] = inputs[n];
+    a[views + 1 + nin] = NULL;
     snprintf(out, sizeof out, "%s/final-ops.txt", dir);
     r = bench_exec(a, out, err);
     bench_check(r.status == 0, "--ops exited %d", r.status);
@@ -560,8 +587,8 @@ int main(int argc, char **argv)
     j[nj++] = "json";
     j[nj++] = "--limit";
     j[nj++] = "0";
-    for (unsigned n = 0; n < nodes; n++)
-        j[nj++] = node_dirs[n];
+    for (size_t n = 0; n < nin; n++)
+        j[nj++] = inputs[n];
     j[nj] = NULL;
     snprintf(default_json, sizeof default_json, "%s/final-default.json", dir);
     r = bench_exec(j, default_json, err);
@@ -572,9 +599,20 @@ int main(int argc, char **argv)
     printf("from traces: %u ranks: %.2f s, peak RSS %.0f MB (%.2f s CPU)", compare_ranks,
            from_traces.seconds, (double)from_traces.max_rss_kb / 1024, from_traces.cpu);
     if (summarize) {
-        char *c[] = {profreport, "--ranks", "--comm", "--stragglers", node_dirs[0], NULL};
+        size_t n0;
+        char **first = bench_inputs(node_dirs, 1, 1, &n0);
+        char **c = calloc(n0 + 5, sizeof *c);
+        c[0] = profreport;
+        c[1] = "--ranks";
+        c[2] = "--comm";
+        c[3] = "--stragglers";
+        memcpy(c + 4, first, n0 * sizeof *c);
         snprintf(out, sizeof out, "%s/summaries-merge.txt", dir);
         struct bench_run s = bench_exec(c, out, err);
+        for (size_t i = 0; i < n0; i++)
+            free(first[i]);
+        free(first);
+        free(c);
         bench_check(s.status == 0, "profreport on node000's summaries exited %d", s.status);
         printf("; from their summaries: %.2f s, peak RSS %.0f MB: %.1fx faster, %.1fx less "
                "memory\n",
@@ -605,6 +643,9 @@ int main(int argc, char **argv)
     free(node_dirs);
     free(a);
     free(j);
+    for (size_t i = 0; i < nin; i++)
+        free(inputs[i]);
+    free(inputs);
     if (bench_failures) {
         printf("merge: %d check(s) failed (outputs in %s%s)\n", bench_failures, dir,
                keep ? "" : "; BENCH_KEEP=1 keeps them");

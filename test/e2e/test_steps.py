@@ -116,8 +116,9 @@ def test_steps_from_summaries(run, tmp_path):
     report(copy, "--summarize")
     for f in copy.glob("*.trace"):
         f.unlink()
-    assert main_steps(copy) == main_steps(run)
-    assert report(copy).stdout.split("Job\n")[0] == report(run).stdout.split("Job\n")[0]
+    summaries = sorted(copy.glob("*.summary"))  # without their traces: read when named
+    assert main_steps(summaries) == main_steps(run)
+    assert report(summaries).stdout.split("Job\n")[0] == report(run).stdout.split("Job\n")[0]
 
 
 def test_exports_carry_the_steps(run, tmp_path):

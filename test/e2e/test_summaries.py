@@ -64,9 +64,11 @@ def assert_same_reports(trace_dir, summary_dir, views=VIEWS):
     def norm(text):  # the paths printed differ by their folder only
         return text.replace(str(trace_dir), "DIR").replace(str(summary_dir), "DIR")
 
+    # Summaries without their traces are read only when named (issue 20, item 2).
+    named = sorted(str(summary_dir / f) for f in os.listdir(summary_dir))
     for view in views:
         a = run(view + [str(trace_dir)])
-        b = run(view + [str(summary_dir)])
+        b = run(view + named)
         assert a.returncode == b.returncode, (view, a.stderr, b.stderr)
         assert norm(a.stdout) == norm(b.stdout), view
         assert norm(a.stderr) == norm(NOTE.sub("", b.stderr)), view
@@ -105,7 +107,7 @@ def test_truncated_trace_summary_keeps_its_warning(tmp_path):
     os.makedirs(tmp_path / "src")
     shutil.copy(src, tmp_path / "src")
     t, s = summaries_of(tmp_path / "src", tmp_path)
-    a, b = run([str(t)]), run([str(s)])
+    a, b = run([str(t)]), run([str(s / "truncated.summary")])
     assert a.returncode == b.returncode
     assert "cut off" in a.stderr or "truncated" in a.stderr.lower()
     assert NOTE.sub("", b.stderr).replace("/s/", "/t/") == a.stderr
@@ -124,7 +126,8 @@ def mpi_run(tmp_path_factory):
 def test_mpi_job_reports_equal_from_summaries(mpi_run, tmp_path):
     t, s = summaries_of(mpi_run, tmp_path)
     assert_same_reports(t, s)
-    strag = json.loads(run(["--stragglers", "--format", "json", str(s)]).stdout)
+    named = sorted(str(f) for f in s.glob("*.summary"))  # lone summaries: read when named
+    strag = json.loads(run(["--stragglers", "--format", "json"] + named).stdout)
     assert strag  # the slow rank is found from summaries alone (the equality says how)
 
 
@@ -144,7 +147,8 @@ def test_lossy_torch_memory_reports_equal_from_summaries(tmp_path):
              "2000"], out, env={"PROF_RING_KB": "64", "PROF_FLUSH_MS": "1000"}, timeout=300)
     t, s = summaries_of(out, tmp_path / "cmp")
     assert_same_reports(t, s, views=[[], ["--format", "json"], ["--format", "csv"], ["--ops"]])
-    mem = json.loads(run(["--format", "json", str(s)]).stdout)["processes"][0]["torch_memory"]
+    named = sorted(str(f) for f in s.glob("*.summary"))
+    mem = json.loads(run(["--format", "json"] + named).stdout)["processes"][0]["torch_memory"]
     assert mem["exact"] and mem["records_lost"] > 0 and mem["allocations"] == 5 * 2000 + 2
 
 
@@ -162,15 +166,17 @@ def test_directory_prefers_fresh_summaries_and_reads_stale_ones_traces(tmp_path)
     assert "read from summaries" in run([str(d)]).stderr
     mixed = run(["--format", "json", str(d)])
     assert json.loads(mixed.stdout) == json.loads(before.stdout)
-    # A trace newer than its summary is read, and the report says why.
+    # A trace changed since its summary was made is read, and the report says why —
+    # whatever the summary's time says.
     trace = sorted(d.glob("*.trace"))[0]
     os.utime(trace, None)
     summary = trace.with_suffix(".summary")
     st = os.stat(trace)
-    os.utime(summary, ns=(st.st_atime_ns, st.st_mtime_ns - 10**9))
+    os.utime(summary, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
     stale = run(["--format", "json", str(d)])
     assert stale.returncode == 0
-    assert "is older than its trace: reading the trace" in stale.stderr
+    assert "not made from this trace as it is now): reading its trace" in stale.stderr
+    assert stale.stderr.count(summary.name) == 1, stale.stderr
     assert json.loads(stale.stdout) == json.loads(before.stdout)
 
 
@@ -233,9 +239,9 @@ def test_bad_summaries_are_named_and_lose_nothing(tmp_path):
     assert "format 99" in run([str(tmp_path / "version.summary")]).stderr
     assert "checksum" in run([str(tmp_path / "flipped.summary")]).stderr
     assert "corrupt summary" in run([str(tmp_path / "garbage.summary")]).stderr
-    # A bad summary beside a good one: the good one is still reported.
+    # A bad summary named beside a good one: the good one is still reported.
     (d / "x.summary").write_bytes(cases["cut.summary"])
-    proc = run(["--format", "json", str(d)])
+    proc = run(["--format", "json", str(d / "r.summary"), str(d / "x.summary")])
     assert proc.returncode == 1
     assert json.loads(proc.stdout)["processes"], proc.stdout
 
@@ -293,3 +299,117 @@ def test_launcher_tasks_share_the_traces(tmp_path):
         assert new == want, (task, new, want)
         made += new
     assert sorted(made) == sorted(t[:-6] + ".summary" for t in traces)
+
+
+def _sealed(body):
+    """A summary body with what the writer appends: its CRC-32 and the end mark."""
+    return body + zlib.crc32(body).to_bytes(4, "little") + b"PRFSEND\n"
+
+
+def test_summaries_are_used_only_when_bound_to_their_trace(tmp_path):
+    """Issue 20, item 2: a summary stands for its trace only when made from it as it is
+    now, owned by the trace's owner and closed to others; otherwise one warning and the
+    trace is read — planted, stale, old-format, linked or damaged alike."""
+    src = os.path.join(TRACES, "multi")
+    if not os.path.isdir(src):
+        pytest.skip("make report-fixtures first")
+    d = tmp_path / "d"
+    os.makedirs(d)
+    shutil.copy(os.path.join(src, "rank0.trace"), d / "r.trace")
+    other = tmp_path / "other"
+    os.makedirs(other)
+    shutil.copy(os.path.join(src, "rank1.trace"), other / "r.trace")
+    want = json.loads(run(["--format", "json", str(d)]).stdout)
+    summarize(d)
+    summarize(other)
+    good = (d / "r.summary").read_bytes()
+    assert (d / "r.summary").stat().st_mode & 0o777 == 0o600
+
+    def used():  # the report of d: the summary used, and what was said
+        proc = run(["--format", "json", str(d)])
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout) == want
+        text = run([str(d)])  # the text report notes the summaries it read
+        return "read from summaries" in text.stderr, proc.stderr
+
+    assert used()[0]
+
+    def fallback(reason):
+        via, err = used()
+        assert not via, err
+        lines = [l for l in err.splitlines() if "r.summary" in l]
+        assert len(lines) == 1 and reason in lines[0] and "reading its trace" in lines[0], err
+
+    # Another run's summary put beside this trace (same owner, same mode).
+    shutil.copy(other / "r.summary", d / "r.summary")
+    fallback("not made from this trace")
+    # The trace replaced by another one with an older time: its summary is stale.
+    (d / "r.summary").write_bytes(good)
+    st = os.stat(d / "r.trace")
+    shutil.copy(other / "r.trace", d / "r.trace")
+    os.utime(d / "r.trace", ns=(st.st_atime_ns, st.st_mtime_ns - 10**9))
+    want = json.loads(run(["--format", "json", str(d / "r.trace")]).stdout)
+    fallback("not made from this trace")
+    summarize(d)
+    assert used()[0]
+    good = (d / "r.summary").read_bytes()
+    # Open to others, owned by someone else, a link, a damaged copy, an older format.
+    (d / "r.summary").chmod(0o644)
+    fallback("mode 0644")
+    (d / "r.summary").chmod(0o600)
+    if os.geteuid() == 0:
+        os.chown(d / "r.summary", 4321, -1)
+        fallback("owned by uid 4321")
+        os.chown(d / "r.summary", 0, -1)
+    assert used()[0]
+    (d / "r.summary").rename(tmp_path / "elsewhere.summary")
+    os.symlink(tmp_path / "elsewhere.summary", d / "r.summary")
+    fallback("symbolic link")
+    (d / "r.summary").unlink()
+    (d / "r.summary").write_bytes(good[: len(good) // 2])
+    (d / "r.summary").chmod(0o600)
+    fallback("cut off")
+    (d / "r.summary").write_bytes(_sealed(good[:8] + b"\x02" + good[9:-12]))
+    fallback("summary format 2")
+    proc = summarize(d)  # an old-format summary is made again
+    assert "summarized 1 trace" in proc.stdout, proc.stdout
+    assert used()[0]
+
+
+def test_a_summary_without_its_trace_is_read_only_when_named(tmp_path):
+    src = os.path.join(TRACES, "multi", "rank1.trace")
+    if not os.path.exists(src):
+        pytest.skip("make report-fixtures first")
+    d = tmp_path / "d"
+    os.makedirs(d)
+    shutil.copy(src, d / "lone.trace")
+    shutil.copy(os.path.join(TRACES, "multi", "rank0.trace"), d / "r.trace")
+    summarize(d)
+    (d / "lone.trace").unlink()
+    proc = run(["--format", "json", str(d)])
+    assert proc.returncode == 0, proc.stderr
+    assert len(json.loads(proc.stdout)["processes"]) == 1
+    assert "lone.summary: a summary without its trace; skipped" in proc.stderr
+    proc = run(["--format", "json", str(d), str(d / "lone.summary")])
+    assert proc.returncode == 0, proc.stderr
+    assert len(json.loads(proc.stdout)["processes"]) == 2
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving files to another user needs root")
+def test_root_summarizes_a_users_trace_for_that_user(tmp_path):
+    """A summary is used only when owned like its trace: made by root for a user's trace,
+    it is the user's."""
+    src = os.path.join(TRACES, "multi", "rank0.trace")
+    if not os.path.exists(src):
+        pytest.skip("make report-fixtures first")
+    d = tmp_path / "d"
+    os.makedirs(d)
+    shutil.copy(src, d / "r.trace")
+    os.chmod(d / "r.trace", 0o600)
+    os.chown(d / "r.trace", 4321, 4322)
+    summarize(d)
+    st = os.stat(d / "r.summary")
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (4321, 4322, 0o600)
+    proc = run([str(d)])
+    assert proc.returncode == 0 and "read from summaries" in proc.stderr, proc.stderr
+    assert "not used" not in proc.stderr

@@ -1,5 +1,5 @@
 # The reader fuzzer (libFuzzer, clang): arbitrary bytes as a trace file through the reader,
-# the model, the merge and every view (test/fuzz/fuzz_input.c).
+# the model, the merge, every view and every writer (test/fuzz/fuzz_input.c).
 #
 #   make fuzz                 builds $(FUZZ_BIN), then fuzzes until stopped (Ctrl-C); new
 #                             inputs go to $(FUZZ_BUILD)/corpus, crashes to

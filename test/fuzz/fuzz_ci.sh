@@ -1,7 +1,7 @@
 #!/bin/sh
 # make fuzz-ci: the reader fuzzer for a bounded slice of CI.
-#   1. replays every saved input (test/fuzz/corpus, test/fuzz/crashes): a regression fails
-#      here, by file name;
+#   1. replays every saved input (test/fuzz/corpus, test/fuzz/crashes) through every view
+#      and every writer (FUZZ_WRITERS=all): a regression fails here, by file name;
 #   2. fuzzes from a fresh copy of the corpus with JOBS processes (one per core) until
 #      RUNS executions in all (RUNS / JOBS each) or SECONDS, whichever comes first;
 #   3. prints the executions, the time and the rate; fails on any finding (crash, leak,
@@ -21,7 +21,8 @@ fuzzer=$(cd "$(dirname "$fuzzer")" && pwd)/$(basename "$fuzzer")
 rm -rf "$out/ci" && mkdir -p "$out/ci/corpus" "$out/artifacts"
 
 echo "fuzz-ci: replaying the saved inputs"
-"$fuzzer" $opts "$root"/test/fuzz/corpus/* "$root"/test/fuzz/crashes/* >"$out/ci/replay.log" 2>&1 ||
+FUZZ_WRITERS=all "$fuzzer" $opts "$root"/test/fuzz/corpus/* "$root"/test/fuzz/crashes/* \
+    >"$out/ci/replay.log" 2>&1 ||
     { cat "$out/ci/replay.log"; echo "fuzz-ci: a saved input fails (above)"; exit 1; }
 
 each=$(( (runs + jobs - 1) / jobs ))

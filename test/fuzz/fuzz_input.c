@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "fuzz_input.h"
 
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -10,12 +11,29 @@
 #include "comm_views.h"
 #include "dump.h"
 #include "export.h"
+#include "export_timeline.h"
+#include "html.h"
 #include "model.h"
 #include "model_stacks.h"
 #include "stacks_view.h"
 #include "summary.h"
 #include "summary_file.h"
 #include "tables.h"
+
+int fuzz_input_writers = FUZZ_WRITERS_ALL;
+
+/* FUZZ_WRITERS_SOME: the inputs whose bytes hash to 0 modulo 4, so that an input always
+ * takes the same path (a finding replays) and the writers, the dearest part, cost a
+ * quarter of their price per execution. */
+static int fuzz_input_writes(const uint8_t *data, size_t size)
+{
+    if (fuzz_input_writers != FUZZ_WRITERS_SOME)
+        return fuzz_input_writers == FUZZ_WRITERS_ALL;
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < size; i++)
+        h = (h ^ data[i]) * 16777619u;
+    return (h >> 7) % 4 == 0;
+}
 
 /* An in-memory file holding data, named by a path the reader can open like any other. */
 static int fuzz_input_file(const uint8_t *data, size_t size, char *path, size_t len)
@@ -75,6 +93,87 @@ static void fuzz_input_views(struct summary *s, FILE *sink)
     comm_merge_free(&r);
 }
 
+/* Where the writers that take a file name write: a private folder made for each input
+ * that runs them (tmpfs when there is one), removed with what they wrote (the Chrome
+ * export names its files after the ranks) when the input is done. */
+static char fuzz_input_dir_name[64];
+
+static const char *fuzz_input_dir(void)
+{
+    if (!fuzz_input_dir_name[0]) {
+        snprintf(fuzz_input_dir_name, sizeof fuzz_input_dir_name, "%s/fuzz-out-XXXXXX",
+                 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+        if (!mkdtemp(fuzz_input_dir_name)) {
+            perror("fuzz: mkdtemp");
+            abort();
+        }
+    }
+    return fuzz_input_dir_name;
+}
+
+static void fuzz_input_dir_remove(void)
+{
+    if (!fuzz_input_dir_name[0])
+        return;
+    DIR *d = opendir(fuzz_input_dir_name);
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            unlinkat(dirfd(d), e->d_name, 0);
+    if (d)
+        closedir(d);
+    rmdir(fuzz_input_dir_name);
+    fuzz_input_dir_name[0] = '\0';
+}
+
+static char *fuzz_input_out(const char *name, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%s", fuzz_input_dir(), name);
+    return buf;
+}
+
+/* The writers to files: the HTML page, the flame graphs (SVG: the Python calls, the
+ * samples), the exports through out_file (pstats, folded, memory timeline, the samples'
+ * folded paths). */
+static void fuzz_input_files(struct summary *s, struct model_process **procs, size_t n, FILE *sink)
+{
+    char html[128], svg[128], path[128], err[512];
+    html_write_files(fuzz_input_out("r.html", html, sizeof html),
+                     fuzz_input_out("r.svg", svg, sizeof svg), s, sink);
+    struct stacks_view_options o = {0};
+    html_write_stacks_flame(svg, procs, n, &o, sink);
+    o.folded_path = fuzz_input_out("s.folded", path, sizeof path);
+    stacks_view(sink, sink, procs, n, &o);
+    if (export_pstats_write(fuzz_input_out("r.prof", path, sizeof path), &s->py, err, sizeof err) !=
+            0 ||
+        export_folded_write(fuzz_input_out("r.folded", path, sizeof path), s,
+                            EXPORT_FOLDED_DEPTH_DEFAULT, err, sizeof err) != 0 ||
+        export_memory_timeline_write(fuzz_input_out("r.csv", path, sizeof path), s, err,
+                                     sizeof err) != 0)
+        fprintf(sink, "%s\n", err);
+}
+
+/* The timeline exports (Perfetto, Chrome/Kineto JSON) of the processes read from traces:
+ * they stream the events from the trace files again. */
+static void fuzz_input_timelines(struct model_process **procs, size_t n, FILE *sink)
+{
+    struct model_process **traces = malloc((n ? n : 1) * sizeof *traces);
+    size_t nt = 0;
+    if (!traces)
+        abort();
+    for (size_t i = 0; i < n; i++)
+        if (!procs[i]->summary_file)
+            traces[nt++] = procs[i];
+    char path[128], err[512];
+    if (nt && export_perfetto_write(fuzz_input_out("r.pftrace", path, sizeof path), traces, nt,
+                                    NULL, err, sizeof err) != 0)
+        fprintf(sink, "%s\n", err);
+    if (nt && export_chrome_write(fuzz_input_out("r.json", path, sizeof path), traces, nt, NULL,
+                                  err, sizeof err) != 0)
+        fprintf(sink, "%s\n", err);
+    free(traces);
+}
+
 /* The call-stack views: the samples, and the stacks of the first API with any. */
 static void fuzz_input_stacks(struct model_process **procs, size_t n, FILE *sink)
 {
@@ -100,7 +199,7 @@ static void fuzz_input_summary_round_trip(const struct model_process *p, FILE *s
     uint8_t *buf;
     size_t len;
     char path[64], err[512];
-    summary_file_encode(p, &buf, &len);
+    summary_file_encode(p, NULL, &buf, &len);
     int fd = fuzz_input_file(buf, len, path, sizeof path);
     free(buf);
     struct model_process *q = summary_file_load(path, err, sizeof err);
@@ -128,7 +227,9 @@ int fuzz_input_run(const uint8_t *data, size_t size, FILE *sink)
     size_t n = 0;
     if (!procs)
         abort();
-    int fds[2] = {-1, -1}; /* a summary's Python section is read when the tables are built */
+    /* A summary's Python section is read when the tables are built, a trace's events
+     * again by the timeline exports: both stay open until then. */
+    int fds[2] = {-1, -1};
     for (int i = 0; i < 2; i++) {
         if (i == 1 && !len[1])
             break;
@@ -146,12 +247,14 @@ int fuzz_input_run(const uint8_t *data, size_t size, FILE *sink)
         free(copy);
         struct model_process *p;
         if (summary_file_is_summary(path)) {
+            if (summary_file_bound(path, path, err, sizeof err)) /* its header's reader */
+                fprintf(sink, "bound\n");
             p = summary_file_load(path, err, sizeof err);
             fds[i] = fd;
         } else {
             dump_file(sink, sink, path);
             p = model_load_file(path, err, sizeof err);
-            close(fd);
+            fds[i] = fd; /* the timeline exports read the trace again */
             if (p)
                 fuzz_input_summary_round_trip(p, sink);
         }
@@ -185,6 +288,11 @@ int fuzz_input_run(const uint8_t *data, size_t size, FILE *sink)
     summary_sort_python(&s, PYSTATS_SORT_CUMTIME);
     summary_sort_torch(&s, SUMMARY_OP_SORT_SELF_CPU);
     fuzz_input_views(&s, sink);
+    if (fuzz_input_writes(data, size)) {
+        fuzz_input_files(&s, procs, n, sink);
+        fuzz_input_timelines(procs, n, sink);
+        fuzz_input_dir_remove();
+    }
     summary_sort(&s, SUMMARY_SORT_NAME);
     summary_sort_python(&s, PYSTATS_SORT_TOTTIME);
     summary_build_torch(&s, 1);

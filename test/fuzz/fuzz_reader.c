@@ -3,6 +3,7 @@
  * see test/fuzz/fuzz.mk). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fuzz_input.h"
 
@@ -15,6 +16,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
+    const char *writers = getenv("FUZZ_WRITERS");
+    fuzz_input_writers = !writers                  ? FUZZ_WRITERS_SOME
+                         : !strcmp(writers, "all") ? FUZZ_WRITERS_ALL
+                         : !strcmp(writers, "0")   ? FUZZ_WRITERS_NONE
+                                                   : FUZZ_WRITERS_SOME;
     fuzz_sink = fopen("/dev/null", "w");
     if (!fuzz_sink) {
         perror("fuzz: /dev/null");

@@ -164,7 +164,7 @@ Test(report_torch_totals, summary_keeps_them)
     cr_assert_eq(write_trace(1), 0);
     struct model_process *p = report_test_load(path);
     char err[256];
-    cr_assert_eq(summary_file_write(summary, p, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(summary_file_write(summary, p, NULL, err, sizeof err), 0, "%s", err);
     model_process_free(p);
     struct model_process *q = summary_file_load(summary, err, sizeof err);
     cr_assert_not_null(q, "%s", err);
