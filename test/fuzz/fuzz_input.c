@@ -83,6 +83,9 @@ static void fuzz_input_views(struct summary *s, FILE *sink)
     export_pstats_fwrite(sink, &s->py);
     export_folded_fwrite(sink, s, EXPORT_FOLDED_DEPTH_DEFAULT, EXPORT_FOLDED_MIN_SHARE_DEFAULT);
     export_folded_fwrite(sink, s, 2, 0);
+    /* the flame graphs' phases: the steps' trees, the spans of the steady steps and startup */
+    for (int phase = EXPORT_PHASE_ALL; phase <= EXPORT_PHASE_STEADY; phase++)
+        export_folded_stream(sink, s, 1, phase);
     export_memory_timeline_fwrite(sink, s);
     struct comm_report r;
     comm_merge_build(&r, s);
@@ -147,7 +150,8 @@ static void fuzz_input_files(struct summary *s, struct model_process **procs, si
     if (export_pstats_write(fuzz_input_out("r.prof", path, sizeof path), &s->py, err, sizeof err) !=
             0 ||
         export_folded_write(fuzz_input_out("r.folded", path, sizeof path), s,
-                            EXPORT_FOLDED_DEPTH_DEFAULT, err, sizeof err) != 0 ||
+                            EXPORT_FOLDED_DEPTH_DEFAULT, EXPORT_FOLDED_MIN_SHARE_DEFAULT, err,
+                            sizeof err) != 0 ||
         export_memory_timeline_write(fuzz_input_out("r.csv", path, sizeof path), s, err,
                                      sizeof err) != 0)
         fprintf(sink, "%s\n", err);
@@ -168,8 +172,8 @@ static void fuzz_input_timelines(struct model_process **procs, size_t n, FILE *s
     if (nt && export_perfetto_write(fuzz_input_out("r.pftrace", path, sizeof path), traces, nt,
                                     NULL, err, sizeof err) != 0)
         fprintf(sink, "%s\n", err);
-    if (nt && export_chrome_write(fuzz_input_out("r.json", path, sizeof path), traces, nt, NULL,
-                                  err, sizeof err) != 0)
+    if (nt && export_chrome_write(fuzz_input_out("r.json", path, sizeof path), traces, nt, 0,
+                                  NULL, err, sizeof err) != 0)
         fprintf(sink, "%s\n", err);
     free(traces);
 }
@@ -220,6 +224,7 @@ static void fuzz_input_summary_round_trip(const struct model_process *p, FILE *s
 
 int fuzz_input_run(const uint8_t *data, size_t size, FILE *sink)
 {
+    model_steps_keep_spans(1); /* the flame graphs of the steady steps and startup read them */
     size_t cut = fuzz_input_split(data, size);
     const uint8_t *part[2] = {data, data + cut};
     size_t len[2] = {cut, size - cut};
