@@ -28,136 +28,9 @@
 #include "trace_dir.h"
 #include "trace_read.h"
 #include "timeline.h"
+#include "usage.h"
 
 enum main_format { MAIN_FORMAT_TEXT, MAIN_FORMAT_JSON, MAIN_FORMAT_CSV };
-
-static void main_usage(FILE *out)
-{
-    fputs("usage: profreport [OPTIONS] PATH...\n"
-          "       profreport --summarize [-j N] PATH...\n"
-          "       profreport dump FILE\n"
-          "\n"
-          "Reads profrun traces (files, or directories: every *.trace in them) and prints\n"
-          "the CUDA API, kernel, memory, copy and process tables, merged over the inputs.\n"
-          "\n"
-          "  -f, --format FMT  text (default), json or csv\n"
-          "  -s, --sort KEY    order of the API and kernel tables: total (default), calls,\n"
-          "                    avg, min, max, errors or name; of the Python table:\n"
-          "                    cumtime (default), tottime, ncalls, percall, name, filename,\n"
-          "                    line (cProfile's; also cumulative, time, calls)\n"
-          "  -n, --limit N     show the first N rows of the API, kernel and Python tables\n"
-          "      --kernels     print the GPU kernels as CUPTI saw them run (sort: total,\n"
-          "                    calls, avg, min, max, name), with the Python function that\n"
-          "                    launched the most GPU time\n"
-          "      --gpu         print GPU devices, utilization, copies and sets as the GPU\n"
-          "                    ran them, library calls (cuBLAS, cuBLASLt, cuDNN) with the\n"
-          "                    GPU time of their kernels, and calls only CUPTI saw\n"
-          "      --actions     print actions in Lightning's SimpleProfiler columns, plus the\n"
-          "                    GPU time of the kernels launched inside: NVTX ranges,\n"
-          "                    record_function scopes, and forward, backward,\n"
-          "                    optimizer_step, dataloader_next from the Python call tree\n"
-          "      --ops         print the PyTorch operators in torch.profiler's\n"
-          "                    key_averages() columns (sort: self_cpu (default),\n"
-          "                    cpu_total, self_cuda, cuda_total, calls, name; or torch's\n"
-          "                    self_cpu_time_total, cpu_time_total, cuda_time_total, count,\n"
-          "                    cpu_memory_usage, self_cpu_memory_usage, cuda_memory_usage,\n"
-          "                    self_cuda_memory_usage)\n"
-          "      --group-by-shape  one operator row per name and input shapes (PROF_SHAPES=1)\n"
-          "      --python      print the Python function table (cProfile's columns) only\n"
-          "      --per-thread  with --python: one table per thread\n"
-          "      --per-process with --python: one table per process\n"
-          "      --pstats FILE write the Python stats for pstats (python3 -m pstats FILE,\n"
-          "                    snakeviz)\n"
-          "      --folded FILE write the Python call stacks as folded stacks, self time in\n"
-          "                    microseconds (flamegraph.pl, speedscope)\n"
-          "      --folded-depth N  frames deeper than N (default 128; 0: none) are folded\n"
-          "                    into the frame at depth N as one '[K frames folded]' frame\n"
-          "                    holding their time: each line repeats its whole stack, so a\n"
-          "                    D-deep recursion would otherwise write D*D/2 frames\n"
-          "      --folded-min-share PCT  a frame whose time, with all it called, is under\n"
-          "                    PCT % of the whole (default 0.1; 0: none) is folded into\n"
-          "                    its caller the same way; what the outermost frames fold is\n"
-          "                    'thread;[K frames folded]'. No time is lost, and the file\n"
-          "                    holds at most 3 lines per PCT % of the time\n"
-          "      --memory-timeline FILE  write the live PyTorch tensor bytes over time as\n"
-          "                    CSV: pid,device,time_ns,live_bytes (device CPU, CUDA:0, ...;\n"
-          "                    one row per change, ns since the process start)\n"
-          "      --memory      print the memory tables only: PyTorch tensor memory per\n"
-          "                    process and device (peak, the op and Python function at\n"
-          "                    it), device and host allocations, copies and sets\n"
-          "      --stacks NAME print the call paths (native frames, symbolized with their\n"
-          "                    source lines) that made the calls of the API NAME, e.g.\n"
-          "                    cudaDeviceSynchronize (traces made with PROF_STACKS=1);\n"
-          "                    --stacks memory, or --memory --stacks: the call paths of\n"
-          "                    the tensor blocks live at each memory peak\n"
-          "      --samples     print the call paths of the CPU samples (PROF_SAMPLE_HZ), with\n"
-          "                    the Python functions in place of the interpreter's frames\n"
-          "      --stacks-folded FILE  with --stacks or --samples: write those paths as\n"
-          "                    folded stacks (weight: us of the calls, or samples)\n"
-          "      --debug-dir DIR  also look for separate debug info in DIR (':'-separated)\n"
-          "      --sysroot DIR look for the job's objects under DIR first (a report made on\n"
-          "                    another machine: DIR/usr/lib/..., DIR/home/...)\n"
-          "      --perfetto FILE  write the timeline as a Perfetto trace (ui.perfetto.dev):\n"
-          "                    processes, threads, GPU streams, launch-to-kernel flows\n"
-          "      --chrome-trace FILE  write torch.profiler's Chrome/Kineto JSON (TensorBoard,\n"
-          "                    HTA, speedscope) as FILE.pt.trace.json; several ranks:\n"
-          "                    FILE.rank<N>.pt.trace.json each (pid<P> unranked); FILE a\n"
-          "                    folder: rank<N>.pt.trace.json in it\n"
-          "      --chrome-ns   --chrome-trace times in ns (3 decimals of us) instead of whole us:\n"
-          "                    for speedscope's importer and Perfetto; HTA then finds events\n"
-          "                    shorter than 1 us with a negative duration\n"
-          "      --ranks       per rank: wall, steps, step time, compute, communication,\n"
-          "                    wait and idle time; min / median / max over the ranks\n"
-          "      --comm        communication (NCCL, MPI, torch.distributed) merged over the\n"
-          "                    ranks: calls, bytes, time, wait, transfer, bus bandwidth\n"
-          "      --stragglers  the rank that arrived last at each collective, by how much\n"
-          "      --phase all|steps|steady|startup  the flame graphs (--html, --flamegraph):\n"
-          "                    the time inside the training steps' phases, exact from the\n"
-          "                    call trees, warm-up steps included (steps: the default when\n"
-          "                    the run has steps); the steady steps (steady: the default\n"
-          "                    when warm-up is most of the steps' time) or before the first\n"
-          "                    step (startup), both from the calls of at least\n"
-          "                    PROF_PY_SPAN_US, a shorter call's time in its caller's; or\n"
-          "                    the whole process (all)\n"
-          "      --step NAME   a training step is each call of NAME: an NVTX range, a\n"
-          "                    record_function scope, a Lightning action or a Python\n"
-          "                    function (name or qualified name; calls of at least\n"
-          "                    PROF_PY_SPAN_US); reads the traces, not summaries. Default:\n"
-          "                    ProfilerStep#N, else the optimizer's step, else Lightning's\n"
-          "                    run_training_batch\n"
-          "      --rank N      report rank N only (any table; default: every rank merged)\n"
-          "      --html FILE   write the report as one self-contained HTML page: findings,\n"
-          "                    timeline overview, memory curve, sortable tables, flame graph\n"
-          "      --flamegraph FILE  write the Python call stacks (with --samples or --stacks:\n"
-          "                    those call paths) as a flame graph SVG (click to zoom, Ctrl-F).\n"
-          "                    Python widths are wall time (us), as in the HTML's flame\n"
-          "                    graph. Both stay small whatever the trace: Python frames\n"
-          "                    under 0.01 % of the time or deeper than 200 frames are folded\n"
-          "                    into their caller ('[N frames folded]'), and of any graph the\n"
-          "                    4000 widest frames at least 0.1 px wide are drawn (the graph\n"
-          "                    says how many it left out)\n"
-          "      --run ID      report the run whose META run_id is ID\n"
-          "      --run ID      also a job id (META job_id): every process of that job\n"
-          "      --all-runs    merge every run found in the inputs (default: the latest)\n"
-          "      --all-roles   keep launchers (torchrun's agent, mpirun), DataLoader workers,\n"
-          "                    other workers of ranks and earlier restart attempts in the\n"
-          "                    tables (default: ranks and plain processes only)\n"
-          "      --summarize   reduce each X.trace to X.summary beside it (its tables,\n"
-          "                    no timeline), with -j N worker processes (default: the\n"
-          "                    CPUs); under srun or mpirun each task takes its share.\n"
-          "                    A later report reads X.summary in place of X.trace (when\n"
-          "                    not older), holding one rank's keys at a time: the way to\n"
-          "                    report a run of many ranks. The timeline exports, stacks,\n"
-          "                    --html, --folded and per-thread tables need the traces\n"
-          "  -j, --jobs N      with --summarize: worker processes\n"
-          "  -h, --help        this help\n"
-          "\n"
-          "  dump FILE         print every record of FILE with its byte offset and fields\n"
-          "\n"
-          "Exit status: 0 report printed (a trace cut off part way is reported up to the cut,\n"
-          "with a warning); 1 an input could not be read as a trace; 2 bad usage.\n",
-          out);
-}
 
 /* Warnings quote trace strings: control characters escaped. */
 static void main_print_warning(const char *text)
@@ -214,8 +87,8 @@ static int main_write_timelines(struct model_process **procs, size_t n, const ch
         format_say(stderr, "%s", err);
         rc = -1;
     }
-    if (chrome_path && export_chrome_write(chrome_path, procs, n, chrome_flags, NULL, err,
-                                                    sizeof err)) {
+    if (chrome_path &&
+        export_chrome_write(chrome_path, procs, n, chrome_flags, NULL, err, sizeof err)) {
         format_say(stderr, "%s", err);
         rc = -1;
     }
@@ -373,7 +246,7 @@ int main(int argc, char **argv)
 
     if (argc >= 2 && !strcmp(argv[1], "dump")) {
         if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
-            main_usage(stdout);
+            report_usage(stdout);
             return 0;
         }
         if (argc != 3)
@@ -636,7 +509,7 @@ int main(int argc, char **argv)
                                     : &chrome_path) = optarg;
             break;
         case 'h':
-            main_usage(stdout);
+            report_usage(stdout);
             return 0;
         case ':':
             if (optopt == OPT_STACKS && !stacks_asked) { /* last: `--memory --stacks` */

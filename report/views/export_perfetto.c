@@ -29,6 +29,7 @@
 #include <zlib.h>
 
 #include "alloc.h"
+#include "export_perfetto_writer.h"
 #include "export_timeline.h"
 #include "out_file.h"
 #include "perfetto_trace.pb-c.h"
@@ -49,9 +50,6 @@
 #define PF_KEY_ANNOTATION ((uint64_t)0xff << 56)
 #define PF_KEY_SHAPES ((uint64_t)0xfe << 56)
 
-/* Interning spaces of a sequence, each numbered from 1. */
-enum pf_space { PF_SPACE_NAME, PF_SPACE_ANNOTATION, PF_SPACE_STRING, PF_SPACE_CATEGORY, PF_SPACES };
-
 /* The category of each kind of slice (TrackEvent.category_iids): the UI filters and
  * colours by it, trace_processor's slice.category holds it. */
 static const char *const pf_categories[TIMELINE_KIND_COUNT] = {[TIMELINE_PYTHON] = "python",
@@ -70,63 +68,8 @@ static const char *const pf_categories[TIMELINE_KIND_COUNT] = {[TIMELINE_PYTHON]
                                                                [TIMELINE_MEMORY] = "memory",
                                                                [TIMELINE_STEP] = "step"};
 
-/* Flow ids already begun or ended, direct-mapped (an id comes back to its slot only after
- * PF_FLOW_SLOTS others): one start and one end per arrow, though CUPTI may give one launch
- * several activities (a graph launch) and many forward ops share a sequence number. */
-#define PF_FLOW_SLOTS 4096
-
 enum pf_annotation { PF_ANN_SHAPES, PF_ANN_BYTES, PF_ANN_CORRELATION, PF_ANN_COUNT };
 static const char *const pf_annotation_names[PF_ANN_COUNT] = {"shapes", "bytes", "correlation"};
-
-/* Track keys within one process. */
-enum pf_track_kind {
-    PF_TRACK_THREAD = 1,
-    PF_TRACK_NVTX,
-    PF_TRACK_ACTIONS,
-    PF_TRACK_GPU,
-    PF_TRACK_STREAM,
-    PF_TRACK_COUNTER,
-    PF_TRACK_STEPS
-};
-#define PF_TRACK_KEY(kind, a, b) ((uint64_t)(kind) << 60 | (uint64_t)(a) << 32 | (uint64_t)(b))
-
-struct pf_track {
-    uint64_t uuid;
-    uint32_t seq;
-    uint64_t clock; /* the incremental clock's value on this sequence */
-    uint64_t next_iid[PF_SPACES];
-    struct timeline_nest *nest; /* slice tracks: what was written, to make slices nest */
-    uint64_t category_iid[TIMELINE_KIND_COUNT]; /* 0: not interned yet on this sequence */
-    struct u64map iids;                         /* interning key -> iid */
-};
-
-struct pf_writer {
-    FILE *f;
-    uint64_t next_uuid;
-    uint32_t next_seq;
-    const struct model_process *p;
-    size_t proc_index;
-    uint64_t proc_uuid;
-    struct u64map tracks; /* track key -> struct pf_track *; one process at a time */
-    uint8_t *out;         /* PF_OUT_SIZE bytes of packets not yet written */
-    size_t used;
-    uint8_t *zbuf; /* out compressed */
-    size_t zcap;
-    uint8_t *buf; /* a packet built by protobuf-c */
-    size_t cap;
-    struct export_timeline_stats stats;
-    int failed;
-    /* GPU busy time per device and PF_BUSY_BIN_NS bin of one process: device << 40 | bin
-     * -> kernel ns in it (summed over streams; shown capped at 100 %). */
-    struct u64map busy;
-    /* flows of the process being written (pf_flow_once): launch -> activity by correlation
-     * id, forward op -> backward function by sequence number */
-    uint64_t launch_begun[PF_FLOW_SLOTS], launch_ended[PF_FLOW_SLOTS];
-    uint64_t fwd_begun[PF_FLOW_SLOTS], fwd_ended[PF_FLOW_SLOTS];
-    struct u64map pending; /* tid -> struct pf_pending *: the thread's last forward op */
-};
-
-#define PF_BUSY_BIN_NS 10000000u /* 10 ms */
 
 static uint8_t *pf_varint(uint8_t *p, uint64_t v)
 {
@@ -214,8 +157,8 @@ static void pf_write_descriptor(struct pf_writer *w, uint32_t seq, uint64_t ts,
 
 /* A new track on a sequence of its own: its clock starts at t0. desc has its name, thread
  * or counter set; uuid and parent are filled here. */
-static struct pf_track *pf_track_new(struct pf_writer *w, uint64_t key, uint64_t parent,
-                                     uint64_t t0, Perfetto__Protos__TrackDescriptor *desc)
+struct pf_track *pf_track_new(struct pf_writer *w, uint64_t key, uint64_t parent, uint64_t t0,
+                              Perfetto__Protos__TrackDescriptor *desc)
 {
     struct pf_track *t = calloc(1, sizeof *t);
     uint64_t *slot = u64map_slot(&w->tracks, key);
@@ -280,7 +223,7 @@ static const char *pf_thread_name(const struct model_process *p, uint32_t tid)
     return NULL;
 }
 
-static struct pf_track *pf_find(struct pf_writer *w, uint64_t key)
+struct pf_track *pf_find(struct pf_writer *w, uint64_t key)
 {
     return u64map_get_ptr(&w->tracks, key);
 }
@@ -398,24 +341,8 @@ enum {
     PF_F_ANNOTATION_STRING_IID = 17
 };
 
-/* One track event as pf_write_event encodes it. */
-struct pf_event {
-    uint64_t ts;
-    int absolute;          /* ts on BOOTTIME, not a delta on the sequence's clock */
-    unsigned type;         /* TrackEvent.Type */
-    uint64_t category_iid; /* 0: none */
-    uint64_t name_iid;     /* 0: none */
-    int has_counter;
-    int64_t counter;
-    unsigned flow_field; /* PF_F_EVENT_FLOW_IDS or PF_F_EVENT_TERMINATING_FLOW_IDS; 0: none */
-    uint64_t flow;
-    uint64_t ann_name_iid; /* 0: no debug annotation */
-    unsigned ann_field;    /* PF_F_ANNOTATION_UINT or PF_F_ANNOTATION_STRING_IID */
-    uint64_t ann_value;
-};
-
 /* The event's time: a delta on the sequence's clock, or absolute when earlier. */
-static void pf_time(struct pf_track *t, struct pf_event *e, uint64_t ts)
+void pf_time(struct pf_track *t, struct pf_event *e, uint64_t ts)
 {
     if (ts >= t->clock) {
         e->ts = ts - t->clock;
@@ -440,8 +367,8 @@ static uint8_t *pf_field(uint8_t *p, unsigned field, uint64_t v)
  * size and pack passes took 30 % of the export's CPU time (perf, bench_timeline); the new
  * interned data it carries, if any, is packed by protobuf-c. The e2e tests decode the
  * result with protoc. */
-static void pf_write_event(struct pf_writer *w, uint32_t seq, const struct pf_event *e,
-                           const Perfetto__Protos__InternedData *interned)
+void pf_write_event(struct pf_writer *w, uint32_t seq, const struct pf_event *e,
+                    const Perfetto__Protos__InternedData *interned)
 {
     uint8_t ev[96], *q = ev;
     if (e->category_iid)
@@ -583,77 +510,6 @@ static void pf_counter(struct pf_writer *w, struct pf_track *t, const struct tim
                          .counter = ev->live};
     pf_time(t, &c, ev->start_ns);
     pf_write_event(w, t->seq, &c, NULL);
-}
-
-/* A kernel's time into the busy bins of its device. */
-static void pf_busy_add(struct pf_writer *w, const struct timeline_event *ev)
-{
-    uint64_t start = ev->start_ns, end = ev->end_ns > ev->start_ns ? ev->end_ns : ev->start_ns;
-    for (uint64_t bin = start / PF_BUSY_BIN_NS, steps = 0;
-         bin * PF_BUSY_BIN_NS < end && steps < 100000; bin++, steps++) {
-        uint64_t lo = bin * PF_BUSY_BIN_NS, hi = lo + PF_BUSY_BIN_NS;
-        uint64_t a = start > lo ? start : lo, b = end < hi ? end : hi;
-        uint64_t *slot = u64map_slot(&w->busy, (uint64_t)(ev->device & 0xffffff) << 40 | bin);
-        if (!slot)
-            report_oom();
-        *slot += b - a;
-    }
-}
-
-static int pf_busy_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static void pf_busy_value(struct pf_writer *w, struct pf_track *t, uint64_t bin, int64_t value)
-{
-    struct pf_event c = {.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER,
-                         .has_counter = 1,
-                         .counter = value};
-    pf_time(t, &c, bin * PF_BUSY_BIN_NS);
-    pf_write_event(w, t->seq, &c, NULL);
-}
-
-/* After a process's events: a "GPU d busy %" counter track per device, one value per bin
- * with kernels, and 0 where a run of such bins ends. */
-static void pf_busy_write(struct pf_writer *w)
-{
-    if (!w->busy.count)
-        return;
-    uint64_t *keys = malloc(w->busy.count * sizeof *keys);
-    if (!keys)
-        report_oom();
-    size_t n = 0;
-    uint64_t k, v;
-    for (size_t i = 0; u64map_next(&w->busy, &i, &k, &v);)
-        keys[n++] = k;
-    qsort(keys, n, sizeof *keys, pf_busy_cmp);
-    const uint64_t mask = (1ull << 40) - 1;
-    struct pf_track *t = NULL;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t device = (uint32_t)(keys[i] >> 40);
-        uint64_t bin = keys[i] & mask;
-        if (i == 0 || device != (uint32_t)(keys[i - 1] >> 40)) {
-            uint64_t tkey = PF_TRACK_KEY(PF_TRACK_COUNTER, 1, device);
-            if (!(t = pf_find(w, tkey))) {
-                Perfetto__Protos__TrackDescriptor desc = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
-                Perfetto__Protos__CounterDescriptor counter =
-                    PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
-                char name[64];
-                snprintf(name, sizeof name, "GPU %u busy %%", device);
-                desc.name = name;
-                desc.counter = &counter;
-                t = pf_track_new(w, tkey, w->proc_uuid, bin * PF_BUSY_BIN_NS, &desc);
-            }
-        }
-        uint64_t ns = *u64map_find(&w->busy, keys[i]);
-        pf_busy_value(w, t, bin, ns >= PF_BUSY_BIN_NS ? 100 : (int64_t)(ns * 100 / PF_BUSY_BIN_NS));
-        int last_of_run = i + 1 == n || keys[i + 1] != keys[i] + 1;
-        if (last_of_run)
-            pf_busy_value(w, t, bin + 1, 0);
-    }
-    free(keys);
 }
 
 /* 1 the first time id is seen in slots (see PF_FLOW_SLOTS). */
