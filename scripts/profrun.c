@@ -37,12 +37,38 @@ static void profrun_usage(FILE *out)
     fprintf(out, "\nOffline: profreport DIR (see profreport --help).\n");
 }
 
-static pid_t profrun_child;
+/* The program's pid while it runs; 0 once it is being reaped (a signal arriving then
+ * must not reach a process that took the pid over). */
+static volatile sig_atomic_t profrun_child;
 
-static void profrun_forward(int sig)
+/* A signal sent to profrun alone (kill(2), sigqueue, a scheduler) is passed on; one the
+ * terminal generated (Ctrl-C, Ctrl-\, a hangup: si_code SI_KERNEL) went to the whole
+ * foreground process group, the program included, and is not sent twice. Nor is one the
+ * program itself sent to its group (kill(0, sig): si_pid is the program's). The program
+ * stays in our process group: moving it to its own would take it off the terminal and
+ * out of the reach of job control and of a launcher's group signals. */
+static void profrun_forward(int sig, siginfo_t *info, void *context)
 {
-    if (profrun_child > 0)
-        kill(profrun_child, sig);
+    (void)context;
+    pid_t child = profrun_child;
+    if (child <= 0 || !info)
+        return;
+    if (info->si_code != SI_USER && info->si_code != SI_QUEUE && info->si_code != SI_TKILL)
+        return;
+    if (info->si_pid == child)
+        return;
+    int saved = errno;
+    kill(child, sig);
+    errno = saved;
+}
+
+static int profrun_status(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return 127;
 }
 
 static int profrun_wait(pid_t pid)
@@ -52,11 +78,19 @@ static int profrun_wait(pid_t pid)
         if (errno != EINTR)
             return 127;
     }
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    if (WIFSIGNALED(status))
-        return 128 + WTERMSIG(status);
-    return 127;
+    return profrun_status(status);
+}
+
+/* Waits for the program's end without reaping it, stops forwarding, then reaps it. */
+static int profrun_wait_program(pid_t pid)
+{
+    siginfo_t info;
+    while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) < 0) {
+        if (errno != EINTR)
+            break;
+    }
+    profrun_child = 0;
+    return profrun_wait(pid);
 }
 
 int main(int argc, char **argv)
@@ -166,32 +200,42 @@ int main(int argc, char **argv)
         run_from = "profrun";
     }
 
-    /* Like system(): the terminal's SIGINT/SIGQUIT reach the command directly; we wait
-     * for it and then report. SIGTERM/SIGHUP sent to us are passed on. The command gets
-     * the dispositions we were given: one ignored (a shell's background job, nohup) stays
-     * ignored, for it and for us. */
+    /* SIGINT, SIGQUIT, SIGTERM and SIGHUP sent to us reach the program (profrun_forward);
+     * we wait for its end and then report. The command gets the dispositions we were
+     * given: one ignored (a shell's background job, nohup) stays ignored, for it and for
+     * us. */
     static const int passed[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
     struct sigaction given[4];
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 4; i++) {
         sigaction(passed[i], NULL, &given[i]);
-    signal(SIGINT, SIG_IGN);
-    signal(SIGQUIT, SIG_IGN);
-    if (given[2].sa_handler != SIG_IGN)
-        signal(SIGTERM, profrun_forward);
-    if (given[3].sa_handler != SIG_IGN)
-        signal(SIGHUP, profrun_forward);
+        if (given[i].sa_handler == SIG_IGN)
+            continue;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = profrun_forward;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaction(passed[i], &sa, NULL);
+    }
 
-    profrun_child = fork();
-    if (profrun_child < 0) {
+    /* Held back across the fork until the program's pid is known: none is lost. */
+    sigset_t held, unheld;
+    sigemptyset(&held);
+    for (int i = 0; i < 4; i++)
+        sigaddset(&held, passed[i]);
+    sigprocmask(SIG_BLOCK, &held, &unheld);
+    pid_t child = fork();
+    if (child < 0) {
         fprintf(stderr, "profrun: fork failed: %s\n", strerror(errno));
         return 2;
     }
-    if (profrun_child == 0) {
+    if (child == 0) {
         for (int i = 0; i < 4; i++) /* a handler of ours would be SIG_DFL after exec */
             if (given[i].sa_handler == SIG_IGN)
                 signal(passed[i], SIG_IGN);
             else
                 signal(passed[i], SIG_DFL);
+        sigprocmask(SIG_SETMASK, &unheld, NULL);
         const char *old = getenv("LD_PRELOAD");
         char preload[2 * PATH_MAX];
         if (old && *old)
@@ -213,7 +257,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "profrun: cannot run %s: %s\n", argv[optind], strerror(err));
         _exit(err == ENOENT ? 127 : 126);
     }
-    int status = profrun_wait(profrun_child);
+    profrun_child = child;
+    sigprocmask(SIG_SETMASK, &unheld, NULL);
+    int status = profrun_wait_program(child);
 
     if (!no_report) {
         char *rargv[16];
