@@ -1,6 +1,7 @@
 /* libprof.so's entry: read the settings, set up the collector and the capture layers at
  * load (the table below); write everything out when the process ends normally. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -107,6 +108,24 @@ static const char *init_run_id(void)
     return settings_string(SETTING_PROF_RUN_ID);
 }
 
+/* One process, one trace. Every copy of the library exports this name; the dynamic
+ * linker's global search finds one definition for the whole process, whatever path each
+ * copy was loaded from (an exported LD_PRELOAD plus profrun's, a copy of the file, the
+ * driver's CUDA_INJECTION64_PATH). Only the copy that owns that definition records; any
+ * other stays passive, as with PROF_DISABLE, and passes every call through. A copy that
+ * the global search cannot see (dlopen'd RTLD_LOCAL) finds the visible one, or none. */
+static const char init_marker_self[] = "libprof";
+/* Exported under an alias: a reference to the exported name from inside this copy would
+ * be bound to the first copy's definition, as the program's are. */
+extern const char prof_instance_marker[sizeof init_marker_self]
+    __attribute__((alias("init_marker_self"), visibility("default")));
+
+static int init_is_first_copy(void)
+{
+    const void *first = dlsym(RTLD_DEFAULT, "prof_instance_marker");
+    return !first || first == (const void *)init_marker_self;
+}
+
 __attribute__((constructor)) static void init_load(int argc, char **argv, char **envp)
 {
     (void)envp;
@@ -115,7 +134,7 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
         if (init_layers[i]->load)
             init_layers[i]->load();
     settings_load();
-    if (settings_bool(SETTING_PROF_DISABLE)) {
+    if (settings_bool(SETTING_PROF_DISABLE) || !init_is_first_copy()) {
         prof_tls_busy = 0;
         return;
     }

@@ -93,3 +93,43 @@ def test_two_runs_in_one_folder_report_the_latest(tmp_path):
     assert len(trace_files(tmp_path)) == 2
     line = [l for l in proc.stdout.splitlines() if "cudaGetDevice" in l][0]
     assert line.split()[1] == "60", line
+
+
+COUNT_F = "def f():\n    pass\nfor i in range(1000):\n    f()\n"
+
+
+def _preload_copy(tmp_path):
+    """The library under a second path: a separate copy for the dynamic linker."""
+    import shutil
+    copy = tmp_path / "copy" / "libprof.so"
+    copy.parent.mkdir()
+    shutil.copy(build_path("lib", "libprof.so"), copy)
+    return str(copy)
+
+
+def test_two_copies_of_the_library_write_one_trace(tmp_path):
+    """Issue 20: an exported LD_PRELOAD of another copy of libprof.so plus profrun's own
+    made two traces per process (2,000 calls for 1,000; with Python the two copies fought
+    over the profile function and the program never ended). The second copy is passive."""
+    out = tmp_path / "out"
+    env = dict(os.environ, LD_PRELOAD=_preload_copy(tmp_path))
+    proc = run(["--no-report", "-o", str(out), "/usr/bin/python3", "-c", COUNT_F], env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert len(trace_files(out)) == 1
+    rep = json.loads(subprocess.run([PROFREPORT, "--format", "json", "--python", str(out)],
+                                    capture_output=True, text=True, timeout=60).stdout)
+    rows = [r for r in rep["python"] if r["name"] == "f"]
+    assert [r["ncalls"] for r in rows] == [1000]
+
+
+@needs_cuda
+def test_two_copies_of_the_library_count_c_calls_once(tmp_path):
+    fixture = build_path("test", "fixtures", "lifecycle")
+    out = tmp_path / "out"
+    env = dict(os.environ, LD_LIBRARY_PATH=build_path("test", "doubles"),
+               LD_PRELOAD=_preload_copy(tmp_path))
+    proc = run(["-o", str(out), fixture, "threads", "1", "25"], env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert len(trace_files(out)) == 1
+    line = [l for l in proc.stdout.splitlines() if "cudaGetDevice" in l][0]
+    assert line.split()[1] == "50", line
