@@ -810,6 +810,13 @@ void python_gap_begin(void)
     py_write_gap(pt->gap_start, 0);
 }
 
+/* Ours is the calling thread's profile function: it has a tree and no gap is open. */
+int python_profile_is_ours(void)
+{
+    struct py_thread *pt = py_tls;
+    return pt && !pt->in_gap;
+}
+
 void python_gap_end(void)
 {
     struct py_thread *pt = py_tls;

@@ -522,3 +522,16 @@ def test_calls_deeper_than_4096_frames_are_counted(tmp_path, python):
     assert (depth[0]["ncalls"], depth[0]["primitive_calls"]) == (want, 1)
     rep = report_json(out)
     assert not any("not counted" in n for p in rep["processes"] for n in p["notes"])
+
+
+def test_the_profilers_own_imports_are_not_counted(tmp_path, python):
+    """Issue 20: before 3.11 the profiler imports gc at exit (to name functions); that
+    import's 39-44 importlib functions were counted as the program's. A program that
+    imports nothing shows no import machinery, as in cProfile's run."""
+    script = tmp_path / "imports_nothing.py"
+    script.write_text("def f():\n    pass\nf()\n")
+    got, _ = profiled_rows(tmp_path, [python, str(script)])  # no site_preload: gc not loaded
+    extra = sorted("%s:%d(%s)" % k for k in got if k[2] in ("_find_and_load", "_load_unlocked",
+                                                               "<built-in method gc.get_objects>"))
+    assert not extra, extra
+    assert got[[k for k in got if k[2] == "f"][0]]["ncalls"] == 1
