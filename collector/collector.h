@@ -115,8 +115,9 @@ void collector_finish(void);
  * the exec fails. */
 void collector_flush_for_exec(void);
 /* Writes everything recorded so far, from a signal handler: bounded wait, no locks
- * held forever. Returns 0 on success. */
-int collector_flush_from_signal(void);
+ * held forever; the END record names sig, whose default action ends the process next.
+ * Also for a process that recorded nothing. Returns 0 on success. */
+int collector_flush_from_signal(int sig);
 /* Fork handlers: prepare/parent keep the collector consistent; child starts afresh. */
 void collector_atfork_prepare(void);
 void collector_atfork_parent(void);

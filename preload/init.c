@@ -34,6 +34,7 @@ static int init_layer_on[INIT_LAYER_COUNT];
 
 static void init_before_fork(void)
 {
+    lifecycle_fork_hold();
     collector_atfork_prepare();
     for (size_t i = 0; i < INIT_LAYER_COUNT; i++)
         if (init_layer_on[i] && init_layers[i]->before_fork)
@@ -46,6 +47,7 @@ static void init_after_fork_parent(void)
         if (init_layer_on[i] && init_layers[i]->after_fork_parent)
             init_layers[i]->after_fork_parent();
     collector_atfork_parent();
+    lifecycle_fork_release();
 }
 
 static void init_after_fork_child(void)
@@ -54,6 +56,7 @@ static void init_after_fork_child(void)
     for (size_t i = 0; i < INIT_LAYER_COUNT; i++)
         if (init_layer_on[i] && init_layers[i]->after_fork_child)
             init_layers[i]->after_fork_child();
+    lifecycle_fork_release();
 }
 
 static uint64_t init_round_up_pow2(uint64_t v)

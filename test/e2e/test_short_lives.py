@@ -1,0 +1,61 @@
+"""Short lives (issue 20): every profiled process leaves a readable trace however short its
+life and however it ends: killed by SIGPIPE before any event, a forked child killed by
+SIGTERM at once. A trace cut by a signal's default action names the signal in END."""
+import os
+import re
+import subprocess
+import sys
+
+from conftest import PROFREPORT, profile, trace_files
+
+FORK_KILL = r"""
+import os, signal, time
+kids = []
+for i in range(7):
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(5)
+        os._exit(0)
+    kids.append(pid)
+    time.sleep(0.005)
+    os.kill(pid, signal.SIGTERM)
+for k in kids:
+    os.waitpid(k, 0)
+"""
+
+
+def end_signal(trace):
+    dump = subprocess.run([PROFREPORT, "dump", trace], capture_output=True, text=True,
+                          timeout=60).stdout
+    ends = re.findall(r" END .*signal=(\d+)", dump)
+    return [int(s) for s in ends]
+
+
+def commands(outdir):
+    out = {}
+    for t in trace_files(outdir):
+        dump = subprocess.run([PROFREPORT, "dump", t], capture_output=True, text=True,
+                              timeout=60).stdout
+        argv = re.findall(r'META argv="([^"]*)"', dump)
+        out[argv[0] if argv else "?"] = t
+    return out
+
+
+def test_process_killed_by_sigpipe_leaves_its_trace(tmp_path):
+    out = tmp_path / "out"
+    proc = profile(["sh", "-c", "seq 1 1000000 | head -1"], out)
+    assert proc.stdout == "1\n"
+    found = commands(out)
+    assert sorted(found) == ["head", "seq", "sh"], found
+    assert end_signal(found["seq"]) == [13]
+    assert end_signal(found["head"]) == [0]
+
+
+def test_forked_children_killed_at_once_leave_their_traces(tmp_path):
+    for attempt in range(3):
+        out = tmp_path / ("out%d" % attempt)
+        profile([sys.executable, "-c", FORK_KILL], out)
+        traces = trace_files(out)
+        assert len(traces) == 8, "run %d: %d traces for 8 processes" % (attempt, len(traces))
+        ends = sorted(s for t in traces for s in end_signal(t))
+        assert ends == [0] + [15] * 7, ends
