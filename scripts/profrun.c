@@ -2,6 +2,7 @@
  * every process it starts, then prints the report. Exits with CMD's status (128+signal
  * when a signal ended it). */
 #define _GNU_SOURCE
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -93,6 +95,90 @@ static int profrun_wait_program(pid_t pid)
     return profrun_wait(pid);
 }
 
+/* The program's environment: libprof.so preloaded, the output folder and run id. */
+static void profrun_profile_env(const char *lib_abs, const char *out_abs, const char *run_id,
+                                const char *run_from)
+{
+    const char *old = getenv("LD_PRELOAD");
+    char preload[2 * PATH_MAX];
+    if (old && *old)
+        snprintf(preload, sizeof preload, "%s:%s", lib_abs, old);
+    else
+        snprintf(preload, sizeof preload, "%s", lib_abs);
+    setenv("LD_PRELOAD", preload, 1);
+    setenv("PROF_LIB", lib_abs, 1);
+    setenv("PROF_OUTPUT_DIR", out_abs, 1);
+    setenv("PROF_RUN_ID", run_id, 1);
+    if (run_from)
+        setenv("PROF_RUN_ID_FROM", run_from, 1);
+    /* The driver calls our InitializeInjection at cuInit: programs whose CUDA runtime
+     * is linked statically are seen too. A user's own injection library wins. */
+    setenv("CUDA_INJECTION64_PATH", lib_abs, 0);
+    setenv("NVTX_INJECTION64_PATH", lib_abs, 0);
+}
+
+/* The file execvp would run for cmd, in path; 0 when found. */
+static int profrun_find_program(const char *cmd, char *path, size_t len)
+{
+    if (strchr(cmd, '/')) {
+        snprintf(path, len, "%s", cmd);
+        return access(path, X_OK);
+    }
+    const char *dirs = getenv("PATH");
+    if (!dirs || !*dirs)
+        dirs = "/bin:/usr/bin";
+    for (const char *d = dirs; *d;) {
+        size_t n = strcspn(d, ":");
+        struct stat st;
+        snprintf(path, len, "%.*s%s%s", (int)n, d, n ? "/" : "", cmd);
+        if (access(path, X_OK) == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode))
+            return 0;
+        d += n + (d[n] == ':');
+    }
+    return -1;
+}
+
+/* Why the dynamic loader will not load libprof.so into the program at path, or NULL
+ * (a script, a dynamically linked 64-bit program, or one we cannot read: then exec
+ * tells). */
+static const char *profrun_unpreloadable(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    Elf64_Ehdr eh;
+    const char *why = NULL;
+    if (fstat(fd, &st) != 0 || pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh ||
+        memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+        close(fd);
+        return NULL;
+    }
+    if (eh.e_ident[EI_CLASS] != ELFCLASS64) {
+        why = "a 32-bit program";
+    } else if (eh.e_type == ET_EXEC || eh.e_type == ET_DYN) {
+        int interp = 0;
+        for (unsigned i = 0; i < eh.e_phnum && i < 256; i++) {
+            Elf64_Phdr ph;
+            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize)) !=
+                (ssize_t)sizeof ph)
+                break;
+            interp |= ph.p_type == PT_INTERP;
+        }
+        if (!interp)
+            why = "statically linked";
+    }
+    close(fd);
+    /* The loader's secure mode (the ids change at exec, or file capabilities) ignores
+     * LD_PRELOAD entries with a '/'. */
+    if (!why && (((st.st_mode & S_ISUID) && st.st_uid != geteuid()) ||
+                 ((st.st_mode & S_ISGID) && st.st_gid != getegid())))
+        why = "setuid or setgid";
+    if (!why && getxattr(path, "security.capability", NULL, 0) > 0)
+        why = "given file capabilities";
+    return why;
+}
+
 int main(int argc, char **argv)
 {
     const char *output = NULL, *format = NULL, *sort = NULL, *limit = NULL;
@@ -156,31 +242,40 @@ int main(int argc, char **argv)
 
     if (!output)
         output = settings_string(SETTING_PROF_OUTPUT_DIR);
+    /* An output folder we cannot use leaves profiling off, said in one line: the program
+     * runs all the same (and no report follows). */
+    int profiling = 1;
     char out_abs[2 * PATH_MAX + 2];
+    char why[3 * PATH_MAX];
     if (output[0] == '/') {
         snprintf(out_abs, sizeof out_abs, "%s", output);
     } else {
         char cwd[PATH_MAX];
-        if (!getcwd(cwd, sizeof cwd)) {
-            fprintf(stderr, "profrun: cannot read the working directory: %s\n", strerror(errno));
-            return 2;
+        if (getcwd(cwd, sizeof cwd)) {
+            snprintf(out_abs, sizeof out_abs, "%s/%s", cwd, output);
+        } else {
+            snprintf(why, sizeof why, "cannot read the working directory: %s", strerror(errno));
+            profiling = 0;
         }
-        snprintf(out_abs, sizeof out_abs, "%s/%s", cwd, output);
     }
-    /* Made 0700 (0750 shared) and refused when another user owns it: see outdir.h. */
-    outdir_set_shared(settings_bool(SETTING_PROF_OUTPUT_SHARED));
-    char why[PATH_MAX + 256];
-    int dirfd = outdir_open(out_abs, why, sizeof why);
-    if (dirfd < 0) {
-        fprintf(stderr, "profrun: %s\n", why);
-        return 2;
+    if (profiling) {
+        /* Made 0700 (0750 shared) and refused when another user owns it: see outdir.h. */
+        outdir_set_shared(settings_bool(SETTING_PROF_OUTPUT_SHARED));
+        int dirfd = outdir_open(out_abs, why, sizeof why);
+        if (dirfd < 0) {
+            profiling = 0;
+        } else {
+            int writable = faccessat(dirfd, ".", W_OK | X_OK, AT_EACCESS);
+            if (writable != 0)
+                snprintf(why, sizeof why, "cannot write to the output folder %s: %s", out_abs,
+                         strerror(errno));
+            close(dirfd);
+            profiling = writable == 0;
+        }
     }
-    int writable = faccessat(dirfd, ".", W_OK | X_OK, AT_EACCESS);
-    close(dirfd);
-    if (writable != 0) {
-        fprintf(stderr, "profrun: cannot write to the output folder %s: %s\n", out_abs,
-                strerror(errno));
-        return 2;
+    if (!profiling) {
+        fprintf(stderr, "profrun: %s; the program runs without profiling\n", why);
+        no_report = 1;
     }
 
     /* A run id given (by the user, or an outer profrun) stays; inside a launch that names
@@ -199,6 +294,19 @@ int main(int argc, char **argv)
         snprintf(run_id + len, sizeof run_id - len, "-%ld", (long)getpid());
         run_from = "profrun";
     }
+
+    char program[PATH_MAX + 256];
+    if (profrun_find_program(argv[optind], program, sizeof program) != 0) {
+        fprintf(stderr, "profrun: cannot run %s: %s\n", argv[optind],
+                strchr(argv[optind], '/') ? strerror(errno) : "not found in PATH");
+        return errno == EACCES ? 126 : 127;
+    }
+    const char *unloadable = profiling ? profrun_unpreloadable(program) : NULL;
+    if (unloadable)
+        fprintf(stderr,
+                "profrun: %s is %s: libprof.so cannot be loaded into it, so it is not profiled "
+                "(programs it starts are)\n",
+                program, unloadable);
 
     /* SIGINT, SIGQUIT, SIGTERM and SIGHUP sent to us reach the program (profrun_forward);
      * we wait for its end and then report. The command gets the dispositions we were
@@ -236,22 +344,10 @@ int main(int argc, char **argv)
             else
                 signal(passed[i], SIG_DFL);
         sigprocmask(SIG_SETMASK, &unheld, NULL);
-        const char *old = getenv("LD_PRELOAD");
-        char preload[2 * PATH_MAX];
-        if (old && *old)
-            snprintf(preload, sizeof preload, "%s:%s", lib_abs, old);
+        if (profiling)
+            profrun_profile_env(lib_abs, out_abs, run_id, run_from);
         else
-            snprintf(preload, sizeof preload, "%s", lib_abs);
-        setenv("LD_PRELOAD", preload, 1);
-        setenv("PROF_LIB", lib_abs, 1);
-        setenv("PROF_OUTPUT_DIR", out_abs, 1);
-        setenv("PROF_RUN_ID", run_id, 1);
-        if (run_from)
-            setenv("PROF_RUN_ID_FROM", run_from, 1);
-        /* The driver calls our InitializeInjection at cuInit: programs whose CUDA runtime
-         * is linked statically are seen too. A user's own injection library wins. */
-        setenv("CUDA_INJECTION64_PATH", lib_abs, 0);
-        setenv("NVTX_INJECTION64_PATH", lib_abs, 0);
+            setenv("PROF_DISABLE", "1", 1); /* a library the user preloads stays off too */
         execvp(argv[optind], argv + optind);
         int err = errno;
         fprintf(stderr, "profrun: cannot run %s: %s\n", argv[optind], strerror(err));
