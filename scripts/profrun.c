@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,6 +178,23 @@ static const char *profrun_unpreloadable(const char *path)
     if (!why && getxattr(path, "security.capability", NULL, 0) > 0)
         why = "given file capabilities";
     return why;
+}
+
+/* A report that did not reach its reader is said, not lost in silence: its reader went
+ * away (`profrun ... | head -1`: the pipe's other end is closed, which poll reports as an
+ * error on ours) or profreport failed. The exit status stays the program's. */
+static void profrun_report_check(int report_status, const char *out_abs)
+{
+    struct pollfd pfd = {STDOUT_FILENO, POLLOUT, 0};
+    int closed = poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLERR | POLLHUP));
+    if (closed)
+        fprintf(stderr,
+                "profrun: the report's reader closed its end before the report was all read; "
+                "`profreport %s` prints it again\n",
+                out_abs);
+    else if (report_status > 128)
+        fprintf(stderr, "profrun: the report ended with signal %d; `profreport %s` prints it again\n",
+                report_status - 128, out_abs);
 }
 
 int main(int argc, char **argv)
@@ -385,7 +403,7 @@ int main(int argc, char **argv)
             _exit(127);
         }
         if (rp > 0)
-            profrun_wait(rp);
+            profrun_report_check(profrun_wait(rp), out_abs);
     }
     return status;
 }

@@ -196,3 +196,12 @@ def test_two_copies_of_the_library_count_c_calls_once(tmp_path):
     assert len(trace_files(out)) == 1
     line = [l for l in proc.stdout.splitlines() if "cudaGetDevice" in l][0]
     assert line.split()[1] == "50", line
+
+
+def test_report_cut_by_a_closed_pipe_is_said(tmp_path):
+    """Issue 20: `profrun ... | head -1` lost the report in silence."""
+    proc = subprocess.run(["bash", "-c", '"$0" -o "$1" sh -c "echo a; echo b; sleep 0.3" | head -1',
+                           PROFRUN, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert proc.stdout == "a\n"
+    assert "the report's reader closed its end" in proc.stderr, proc.stderr
+    assert "profreport %s" % tmp_path in proc.stderr
