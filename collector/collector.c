@@ -779,9 +779,38 @@ void collector_finish(void)
 
 void collector_flush_for_exec(void)
 {
-    if (collector_pid != getpid() || !atomic_load(&collector_threads))
+    if (collector_pid != getpid())
         return; /* a vfork child shares our memory: leave it all to the parent */
-    collector_drain_last(0);
+    if (atomic_load(&collector_threads)) {
+        collector_drain_last(0);
+        return;
+    }
+    /* Nothing recorded before the exec (a shell, env, a launcher's wrapper): the file made
+     * at load goes, the new image's is the process's trace. If the exec fails, a new one
+     * is made as at load. */
+    int saved = errno;
+    if (writer_is_open() && collector_drain_lock(1000) == 0) {
+        writer_discard();
+        collector_metalog_offset = 0;
+        collector_sources_fresh = 1;
+        collector_drain_unlock();
+    }
+    errno = saved;
+}
+
+void collector_open_early(void)
+{
+    if (collector_pid != getpid() || !atomic_load(&collector_live))
+        return;
+    int saved = errno;
+    if (collector_drain_lock(1000) == 0) {
+        if (collector_ensure_file() == 0) {
+            metalog_copy_out(&collector_metalog_offset, collector_write_bytes, 0);
+            writer_flush();
+        }
+        collector_drain_unlock();
+    }
+    errno = saved;
 }
 
 int collector_flush_from_signal(int sig)

@@ -56,6 +56,7 @@ static void init_after_fork_child(void)
     for (size_t i = 0; i < INIT_LAYER_COUNT; i++)
         if (init_layer_on[i] && init_layers[i]->after_fork_child)
             init_layers[i]->after_fork_child();
+    collector_open_early();
     lifecycle_fork_release();
 }
 
@@ -181,6 +182,7 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
     for (size_t i = 0; i < INIT_LAYER_COUNT; i++)
         if (init_layer_on[i] && init_layers[i]->start)
             init_layers[i]->start(argc, argv);
+    collector_open_early();
     prof_tls_busy = 0;
 }
 

@@ -59,3 +59,19 @@ def test_forked_children_killed_at_once_leave_their_traces(tmp_path):
         assert len(traces) == 8, "run %d: %d traces for 8 processes" % (attempt, len(traces))
         ends = sorted(s for t in traces for s in end_signal(t))
         assert ends == [0] + [15] * 7, ends
+
+
+def test_process_without_events_killed_by_sigkill_leaves_its_trace(tmp_path):
+    """A process that records nothing (a C program) had no file until its end: SIGKILL
+    left none. Its file is made at load now; a process that execs with nothing recorded
+    leaves no file of its own (the new image's is the process's trace)."""
+    out = tmp_path / "out"
+    profile(["sh", "-c", "sleep 5 & p=$!; sleep 0.2; kill -9 $p; wait; exec env true"], out)
+    lives = []
+    for t in trace_files(out):
+        dump = subprocess.run([PROFREPORT, "dump", t], capture_output=True, text=True,
+                              timeout=60).stdout
+        argv = re.findall(r'META argv="([^"]*)"', dump)
+        lives.append((" ".join(argv[:2]), len(end_signal(t))))
+    # sh execs env, env execs true: one file for that process, true's
+    assert sorted(lives) == [("sleep 0.2", 1), ("sleep 5", 0), ("true", 1)], lives
