@@ -34,7 +34,7 @@ static int init_layer_on[INIT_LAYER_COUNT];
 
 static void init_before_fork(void)
 {
-    lifecycle_fork_hold();
+    lifecycle_signals_hold();
     collector_atfork_prepare();
     for (size_t i = 0; i < INIT_LAYER_COUNT; i++)
         if (init_layer_on[i] && init_layers[i]->before_fork)
@@ -47,7 +47,7 @@ static void init_after_fork_parent(void)
         if (init_layer_on[i] && init_layers[i]->after_fork_parent)
             init_layers[i]->after_fork_parent();
     collector_atfork_parent();
-    lifecycle_fork_release();
+    lifecycle_signals_release();
 }
 
 static void init_after_fork_child(void)
@@ -57,7 +57,7 @@ static void init_after_fork_child(void)
         if (init_layer_on[i] && init_layers[i]->after_fork_child)
             init_layers[i]->after_fork_child();
     collector_open_early();
-    lifecycle_fork_release();
+    lifecycle_signals_release();
 }
 
 static uint64_t init_round_up_pow2(uint64_t v)
@@ -182,7 +182,9 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
     for (size_t i = 0; i < INIT_LAYER_COUNT; i++)
         if (init_layer_on[i] && init_layers[i]->start)
             init_layers[i]->start(argc, argv);
+    lifecycle_signals_hold();
     collector_open_early();
+    lifecycle_signals_release();
     prof_tls_busy = 0;
 }
 

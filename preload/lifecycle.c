@@ -413,11 +413,12 @@ int lifecycle_manage_signal(int sig, void (*handler)(int))
 }
 
 /* A signal sent to a forked child before the fork handlers have made it a process of its
- * own (its pid, its file) would find the parent's state: the signals we flush on wait,
- * blocked, from before the fork until the handlers are done, in parent and child. */
-static __thread sigset_t lifecycle_fork_mask PROF_TLS;
+ * own (its pid, its file) would find the parent's state, and one that comes while the
+ * file is being made (the drain lock held by the same thread) could not flush it: the
+ * signals we flush on wait, blocked, over those moments. */
+static __thread sigset_t lifecycle_held_mask PROF_TLS;
 
-void lifecycle_fork_hold(void)
+void lifecycle_signals_hold(void)
 {
     sigset_t held;
     sigemptyset(&held);
@@ -425,12 +426,12 @@ void lifecycle_fork_hold(void)
         if (lifecycle_signals[i] != SIGSEGV && lifecycle_signals[i] != SIGBUS &&
             lifecycle_signals[i] != SIGFPE && lifecycle_signals[i] != SIGILL)
             sigaddset(&held, lifecycle_signals[i]);
-    pthread_sigmask(SIG_BLOCK, &held, &lifecycle_fork_mask);
+    pthread_sigmask(SIG_BLOCK, &held, &lifecycle_held_mask);
 }
 
-void lifecycle_fork_release(void)
+void lifecycle_signals_release(void)
 {
-    pthread_sigmask(SIG_SETMASK, &lifecycle_fork_mask, NULL);
+    pthread_sigmask(SIG_SETMASK, &lifecycle_held_mask, NULL);
 }
 
 void lifecycle_init(int handle_signals)

@@ -6,6 +6,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from conftest import PROFREPORT, profile, trace_files
 
 FORK_KILL = r"""
@@ -75,3 +77,25 @@ def test_process_without_events_killed_by_sigkill_leaves_its_trace(tmp_path):
         lives.append((" ".join(argv[:2]), len(end_signal(t))))
     # sh execs env, env execs true: one file for that process, true's
     assert sorted(lives) == [("sleep 0.2", 1), ("sleep 5", 0), ("true", 1)], lives
+
+
+POOL = r"""
+import multiprocessing as mp, sys
+ctx = mp.get_context(sys.argv[1])
+p = ctx.Pool(4)
+p.terminate()
+p.join()
+"""
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_pool_terminated_at_once_leaves_readable_traces(tmp_path, method):
+    """Pool workers killed by terminate() as they start: each leaves a non-empty trace
+    (a SIGTERM that came while the file was being made left it empty)."""
+    for attempt in range(4):
+        out = tmp_path / ("out%d" % attempt)
+        profile(["/usr/bin/python3", "-c", POOL, method], out)
+        traces = trace_files(out)
+        assert len(traces) >= 5, traces  # the program and its 4 workers (+ spawn's tracker)
+        assert all(os.path.getsize(t) > 0 for t in traces), \
+            [(t, os.path.getsize(t)) for t in traces]
