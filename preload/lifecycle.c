@@ -264,8 +264,8 @@ PROF_EXPORT int execle(const char *path, const char *arg, ...)
  * chains to the "previous" action it was told of (faulthandler) sets SIG_DFL back, which
  * puts ours there again, so the flush still happens before the process dies. */
 
-static const int lifecycle_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGABRT,
-                                        SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+static const int lifecycle_signals[] = {SIGTERM, SIGINT,  SIGHUP, SIGQUIT, SIGPIPE,
+                                        SIGABRT, SIGSEGV, SIGBUS, SIGFPE,  SIGILL};
 #define LIFECYCLE_NSIG 65
 
 static int lifecycle_managed[LIFECYCLE_NSIG];

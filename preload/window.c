@@ -335,8 +335,9 @@ static double window_parse_seconds(enum prof_setting_id id)
         return -1;
     double v;
     if (settings_parse_seconds(settings_string(id), &v) != 0) {
-        collector_note("%s=%s is not a number of seconds (accepted: digits with an optional fraction, as 2 or 0.5); ignored", settings_table[id].name,
-                       settings_string(id));
+        collector_note("%s=%s is not a number of seconds (accepted: digits with an optional "
+                       "fraction, as 2 or 0.5); ignored",
+                       settings_table[id].name, settings_string(id));
         return -1;
     }
     return v;

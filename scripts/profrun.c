@@ -193,7 +193,8 @@ static void profrun_report_check(int report_status, const char *out_abs)
                 "`profreport %s` prints it again\n",
                 out_abs);
     else if (report_status > 128)
-        fprintf(stderr, "profrun: the report ended with signal %d; `profreport %s` prints it again\n",
+        fprintf(stderr,
+                "profrun: the report ended with signal %d; `profreport %s` prints it again\n",
                 report_status - 128, out_abs);
 }
 
