@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -397,6 +398,44 @@ static void collector_write_clock_now(void)
     collector_write_clock(t, m, r);
 }
 
+/* Reads a small /proc file into buf (open/read only: a signal handler may call this). */
+static void collector_read_small(const char *path, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, buf, len - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+}
+
+/* This process's start in clock ticks since boot (/proc/self/stat, field 22), with the
+ * boot's id: a reader on the same host and boot tells "still running" (the pid is alive
+ * with this start) from "killed" (it is not). */
+static void collector_write_process_start(void)
+{
+    char stat[1024], boot[64];
+    collector_read_small("/proc/self/stat", stat, sizeof stat);
+    const char *p = strrchr(stat, ')'); /* the command may hold spaces and parentheses */
+    for (int field = 2; p && *p && field < 22; p++)
+        if (*p == ' ')
+            field++;
+    if (p && *p) {
+        char start[32];
+        size_t n = strcspn(p, " ");
+        if (n < sizeof start) {
+            memcpy(start, p, n);
+            start[n] = '\0';
+            collector_write_meta("proc_start_ticks", start);
+        }
+    }
+    collector_read_small("/proc/sys/kernel/random/boot_id", boot, sizeof boot);
+    if (boot[0])
+        collector_write_meta("boot_id", boot);
+}
+
 static void collector_write_preamble(void)
 {
     char host[256] = "", exe[4096] = "";
@@ -406,6 +445,7 @@ static void collector_write_preamble(void)
     collector_write_meta("profiler_version", COLLECTOR_PROFILER_VERSION);
     collector_write_meta_long("pid", getpid());
     collector_write_meta_long("ppid", getppid());
+    collector_write_process_start();
     collector_write_meta("host", host);
     collector_write_meta("exe", exe);
     for (int i = 0; collector_argv && i < collector_argc; i++)
@@ -678,12 +718,13 @@ static void *collector_main(void *arg)
 }
 
 /* The END record alone: what a signal handler can write (no stdio, no allocation). */
-static void collector_write_end_record(void)
+static void collector_write_end_record(int sig)
 {
     struct prof_rec_end end;
     memset(&end, 0, sizeof end);
     end.h.type = PROF_REC_END;
     end.h.size = sizeof end;
+    end.signal = (uint32_t)sig;
     end.ticks = prof_clock_ticks();
     end.events_written = collector_written;
     end.events_lost = collector_lost;
@@ -694,7 +735,7 @@ static void collector_write_end(void)
 {
     collector_write_thread_names();
     collector_write_clock_now();
-    collector_write_end_record();
+    collector_write_end_record(0);
 }
 
 /* The last drain before the process image goes: everything, then END. close: at exit;
@@ -738,14 +779,45 @@ void collector_finish(void)
 
 void collector_flush_for_exec(void)
 {
-    if (collector_pid != getpid() || !atomic_load(&collector_threads))
+    if (collector_pid != getpid())
         return; /* a vfork child shares our memory: leave it all to the parent */
-    collector_drain_last(0);
+    if (atomic_load(&collector_threads)) {
+        collector_drain_last(0);
+        return;
+    }
+    /* Nothing recorded before the exec (a shell, env, a launcher's wrapper): the file made
+     * at load goes, the new image's is the process's trace. If the exec fails, a new one
+     * is made as at load. */
+    int saved = errno;
+    if (writer_is_open() && collector_drain_lock(1000) == 0) {
+        writer_discard();
+        collector_metalog_offset = 0;
+        collector_sources_fresh = 1;
+        collector_drain_unlock();
+    }
+    errno = saved;
 }
 
-int collector_flush_from_signal(void)
+void collector_open_early(void)
 {
-    if (collector_pid != getpid() || !atomic_load(&collector_threads))
+    if (collector_pid != getpid() || !atomic_load(&collector_live))
+        return;
+    int saved = errno;
+    if (collector_drain_lock(1000) == 0) {
+        if (collector_ensure_file() == 0) {
+            metalog_copy_out(&collector_metalog_offset, collector_write_bytes, 0);
+            writer_flush();
+        }
+        collector_drain_unlock();
+    }
+    errno = saved;
+}
+
+int collector_flush_from_signal(int sig)
+{
+    /* A process that recorded nothing still leaves its file (who it was, how it ended):
+     * `seq | head` ends seq by SIGPIPE before any event. */
+    if (collector_pid != getpid())
         return -1;
     if (!atomic_load(&collector_live))
         return -1;
@@ -755,7 +827,7 @@ int collector_flush_from_signal(void)
         collector_drain(DRAIN_SIGNAL);
         /* The signal's default action ends the process next: its record ends here. */
         if (writer_is_open()) {
-            collector_write_end_record();
+            collector_write_end_record(sig);
             rc = writer_flush();
         }
         collector_drain_unlock();

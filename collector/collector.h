@@ -114,9 +114,13 @@ void collector_finish(void);
 /* Before exec: writes everything and an END record; recording goes on in this file if
  * the exec fails. */
 void collector_flush_for_exec(void);
+/* At load and in a forked child: the file made now, its preamble on disk, so that a
+ * process killed with SIGKILL at any later moment still leaves a readable trace. */
+void collector_open_early(void);
 /* Writes everything recorded so far, from a signal handler: bounded wait, no locks
- * held forever. Returns 0 on success. */
-int collector_flush_from_signal(void);
+ * held forever; the END record names sig, whose default action ends the process next.
+ * Also for a process that recorded nothing. Returns 0 on success. */
+int collector_flush_from_signal(int sig);
 /* Fork handlers: prepare/parent keep the collector consistent; child starts afresh. */
 void collector_atfork_prepare(void);
 void collector_atfork_parent(void);

@@ -223,7 +223,7 @@ _Static_assert(sizeof(struct prof_rec_note) == 8, "note record header");
 
 struct prof_rec_end {
     struct prof_record_header h;
-    uint32_t reserved;
+    uint32_t signal; /* the signal that ended the process (its default action), or 0 */
     uint64_t ticks;
     uint64_t events_written;
     uint64_t events_lost;

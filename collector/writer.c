@@ -182,6 +182,16 @@ void writer_close(void)
     writer_fd = -1;
 }
 
+void writer_discard(void)
+{
+    if (writer_fd < 0)
+        return;
+    writer_guard_close(writer_fd);
+    writer_fd = -1;
+    writer_used = 0;
+    unlink(writer_file);
+}
+
 void writer_abandon(void)
 {
     writer_guard_close(writer_fd);

@@ -22,6 +22,8 @@ int writer_flush(void);
 void writer_close(void);
 /* After fork: forget the parent's file without writing its buffer. */
 void writer_abandon(void);
+/* Closes and removes the file: it holds nothing worth keeping. */
+void writer_discard(void);
 /* The errno of the write that failed and closed the file (0: none); *removed: the file
  * was left empty by it and removed. */
 int writer_failure(int *removed);

@@ -1,6 +1,7 @@
 /* libprof.so's entry: read the settings, set up the collector and the capture layers at
  * load (the table below); write everything out when the process ends normally. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -33,6 +34,7 @@ static int init_layer_on[INIT_LAYER_COUNT];
 
 static void init_before_fork(void)
 {
+    lifecycle_signals_hold();
     collector_atfork_prepare();
     for (size_t i = 0; i < INIT_LAYER_COUNT; i++)
         if (init_layer_on[i] && init_layers[i]->before_fork)
@@ -45,6 +47,7 @@ static void init_after_fork_parent(void)
         if (init_layer_on[i] && init_layers[i]->after_fork_parent)
             init_layers[i]->after_fork_parent();
     collector_atfork_parent();
+    lifecycle_signals_release();
 }
 
 static void init_after_fork_child(void)
@@ -53,6 +56,8 @@ static void init_after_fork_child(void)
     for (size_t i = 0; i < INIT_LAYER_COUNT; i++)
         if (init_layer_on[i] && init_layers[i]->after_fork_child)
             init_layers[i]->after_fork_child();
+    collector_open_early();
+    lifecycle_signals_release();
 }
 
 static uint64_t init_round_up_pow2(uint64_t v)
@@ -107,6 +112,24 @@ static const char *init_run_id(void)
     return settings_string(SETTING_PROF_RUN_ID);
 }
 
+/* One process, one trace. Every copy of the library exports this name; the dynamic
+ * linker's global search finds one definition for the whole process, whatever path each
+ * copy was loaded from (an exported LD_PRELOAD plus profrun's, a copy of the file, the
+ * driver's CUDA_INJECTION64_PATH). Only the copy that owns that definition records; any
+ * other stays passive, as with PROF_DISABLE, and passes every call through. A copy that
+ * the global search cannot see (dlopen'd RTLD_LOCAL) finds the visible one, or none. */
+static const char init_marker_self[] = "libprof";
+/* Exported under an alias: a reference to the exported name from inside this copy would
+ * be bound to the first copy's definition, as the program's are. */
+extern const char prof_instance_marker[sizeof init_marker_self]
+    __attribute__((alias("init_marker_self"), visibility("default")));
+
+static int init_is_first_copy(void)
+{
+    const void *first = dlsym(RTLD_DEFAULT, "prof_instance_marker");
+    return !first || first == (const void *)init_marker_self;
+}
+
 __attribute__((constructor)) static void init_load(int argc, char **argv, char **envp)
 {
     (void)envp;
@@ -115,7 +138,7 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
         if (init_layers[i]->load)
             init_layers[i]->load();
     settings_load();
-    if (settings_bool(SETTING_PROF_DISABLE)) {
+    if (settings_bool(SETTING_PROF_DISABLE) || !init_is_first_copy()) {
         prof_tls_busy = 0;
         return;
     }
@@ -159,6 +182,9 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
     for (size_t i = 0; i < INIT_LAYER_COUNT; i++)
         if (init_layer_on[i] && init_layers[i]->start)
             init_layers[i]->start(argc, argv);
+    lifecycle_signals_hold();
+    collector_open_early();
+    lifecycle_signals_release();
     prof_tls_busy = 0;
 }
 

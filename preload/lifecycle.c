@@ -264,8 +264,8 @@ PROF_EXPORT int execle(const char *path, const char *arg, ...)
  * chains to the "previous" action it was told of (faulthandler) sets SIG_DFL back, which
  * puts ours there again, so the flush still happens before the process dies. */
 
-static const int lifecycle_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT,
-                                        SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+static const int lifecycle_signals[] = {SIGTERM, SIGINT,  SIGHUP, SIGQUIT, SIGPIPE,
+                                        SIGABRT, SIGSEGV, SIGBUS, SIGFPE,  SIGILL};
 #define LIFECYCLE_NSIG 65
 
 static int lifecycle_managed[LIFECYCLE_NSIG];
@@ -289,7 +289,7 @@ static void lifecycle_on_signal(int sig, siginfo_t *info, void *context)
 {
     (void)context;
     int saved = errno;
-    collector_flush_from_signal();
+    collector_flush_from_signal(sig);
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -410,6 +410,28 @@ int lifecycle_manage_signal(int sig, void (*handler)(int))
     }
     lifecycle_managed[sig] = 1;
     return 0;
+}
+
+/* A signal sent to a forked child before the fork handlers have made it a process of its
+ * own (its pid, its file) would find the parent's state, and one that comes while the
+ * file is being made (the drain lock held by the same thread) could not flush it: the
+ * signals we flush on wait, blocked, over those moments. */
+static __thread sigset_t lifecycle_held_mask PROF_TLS;
+
+void lifecycle_signals_hold(void)
+{
+    sigset_t held;
+    sigemptyset(&held);
+    for (size_t i = 0; i < sizeof lifecycle_signals / sizeof lifecycle_signals[0]; i++)
+        if (lifecycle_signals[i] != SIGSEGV && lifecycle_signals[i] != SIGBUS &&
+            lifecycle_signals[i] != SIGFPE && lifecycle_signals[i] != SIGILL)
+            sigaddset(&held, lifecycle_signals[i]);
+    pthread_sigmask(SIG_BLOCK, &held, &lifecycle_held_mask);
+}
+
+void lifecycle_signals_release(void)
+{
+    pthread_sigmask(SIG_SETMASK, &lifecycle_held_mask, NULL);
 }
 
 void lifecycle_init(int handle_signals)

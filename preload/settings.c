@@ -32,14 +32,37 @@ int settings_parse_bool(const char *text)
     return -1;
 }
 
+/* The one way numbers are written in settings: an optional '-', decimal digits and, where
+ * fraction allows, a '.' and more digits. No spaces, '+', hex, exponent, inf or nan: what
+ * one setting refuses, no other accepts. */
+static int settings_number_text(const char *text, int fraction)
+{
+    const char *p = text + (text[0] == '-');
+    size_t digits = strspn(p, "0123456789");
+    p += digits;
+    if (fraction && *p == '.') {
+        size_t more = strspn(p + 1, "0123456789");
+        digits += more;
+        p += 1 + more;
+    }
+    return digits > 0 && *p == '\0';
+}
+
+int settings_parse_seconds(const char *text, double *out)
+{
+    if (!settings_number_text(text, 1) || text[0] == '-')
+        return -1;
+    *out = strtod(text, NULL);
+    return 0;
+}
+
 /* 0 and the number in *out, 1 when it had to be clamped, -1 when text is no number. */
 static int settings_parse_int(const char *text, long min, long max, long *out)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (end == text || *end != '\0')
+    if (!settings_number_text(text, 0))
         return -1;
+    errno = 0;
+    long v = strtol(text, NULL, 10);
     int clamped = errno == ERANGE;
     if (v < min) {
         v = min;

@@ -44,6 +44,9 @@ void settings_export(enum prof_setting_id id, const char *value);
 
 /* Parses a boolean as the table accepts it: 1 or 0, or -1 when it is not one. */
 int settings_parse_bool(const char *text);
+/* Parses seconds >= 0 written as the integer settings are, with an optional fraction
+ * ("2", "0.5"; not "1e3", "0x10", " 2"): 0 and *out, or -1. */
+int settings_parse_seconds(const char *text, double *out);
 
 /* Rank of this process from the launcher (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK,
  * SLURM_PROCID), or -1. local_rank and world_size likewise. */

@@ -262,8 +262,58 @@ static int window_parse_signal(const char *s)
             return -1;
         return SIGRTMIN + (int)k;
     }
+    for (int sig = 1; sig < SIGRTMIN; sig++) { /* the other names: TERM, CHLD, ... */
+        const char *name = sigabbrev_np(sig);
+        if (name && !strcmp(s, name))
+            return sig;
+    }
     long n = strtol(s, &end, 10);
     return *s && !*end && n > 0 && n < NSIG ? (int)n : -1;
+}
+
+/* Why sig cannot toggle the window, or NULL: only a signal that nothing but the user
+ * sends, and that the program does not use, can (USR1, USR2, RTMIN+N, ...). */
+static const char *window_signal_refused(int sig)
+{
+    switch (sig) {
+    case SIGKILL:
+    case SIGSTOP:
+        return "cannot be caught";
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGFPE:
+    case SIGILL:
+    case SIGABRT:
+    case SIGTRAP:
+    case SIGSYS:
+        return "reports a fault or an abort of the program";
+    case SIGINT:
+    case SIGTERM:
+    case SIGHUP:
+    case SIGQUIT:
+        return "asks the program to stop (the profiler writes its trace on it)";
+    case SIGCHLD:
+    case SIGCONT:
+    case SIGTSTP:
+    case SIGTTIN:
+    case SIGTTOU:
+    case SIGWINCH:
+    case SIGURG:
+        return "is sent by the system on its own (a child's end, job control, the terminal, "
+               "a socket)";
+    case SIGPIPE:
+    case SIGALRM:
+    case SIGVTALRM:
+    case SIGPROF:
+    case SIGXCPU:
+    case SIGXFSZ:
+        return "comes from the program's own activity (a closed pipe, a timer, a limit)";
+    default:
+        break;
+    }
+    if (sig == SIGRTMIN + 5)
+        return "is the profiler's own sampling signal";
+    return NULL;
 }
 
 /* A-B, 0 <= A <= B. */
@@ -283,11 +333,11 @@ static double window_parse_seconds(enum prof_setting_id id)
 {
     if (!settings_is_set(id))
         return -1;
-    char *end;
-    double v = strtod(settings_string(id), &end);
-    if (*end || v < 0 || v != v) {
-        collector_note("%s=%s is not a number of seconds; ignored", settings_table[id].name,
-                       settings_string(id));
+    double v;
+    if (settings_parse_seconds(settings_string(id), &v) != 0) {
+        collector_note("%s=%s is not a number of seconds (accepted: digits with an optional "
+                       "fraction, as 2 or 0.5); ignored",
+                       settings_table[id].name, settings_string(id));
         return -1;
     }
     return v;
@@ -345,9 +395,14 @@ void window_init(void)
     }
     if (settings_is_set(SETTING_PROF_WINDOW_SIGNAL)) {
         int sig = window_parse_signal(settings_string(SETTING_PROF_WINDOW_SIGNAL));
+        const char *refused = sig < 0 ? NULL : window_signal_refused(sig);
         if (sig < 0) {
             collector_note("PROF_WINDOW_SIGNAL=%s is no signal; ignored",
                            settings_string(SETTING_PROF_WINDOW_SIGNAL));
+        } else if (refused) {
+            collector_note("PROF_WINDOW_SIGNAL=%s: signal %d %s, so it cannot open and close the "
+                           "capture window (use USR1, USR2 or RTMIN+N); ignored",
+                           settings_string(SETTING_PROF_WINDOW_SIGNAL), sig, refused);
         } else if (lifecycle_manage_signal(sig, window_on_signal) != 0) {
             collector_note("signal %d is handled or ignored by the program: it cannot open the "
                            "capture window",

@@ -3,16 +3,19 @@
  * when a signal ended it). */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,12 +43,38 @@ static void profrun_usage(FILE *out)
     fprintf(out, "\nOffline: profreport DIR (see profreport --help).\n");
 }
 
-static pid_t profrun_child;
+/* The program's pid while it runs; 0 once it is being reaped (a signal arriving then
+ * must not reach a process that took the pid over). */
+static volatile sig_atomic_t profrun_child;
 
-static void profrun_forward(int sig)
+/* A signal sent to profrun alone (kill(2), sigqueue, a scheduler) is passed on; one the
+ * terminal generated (Ctrl-C, Ctrl-\, a hangup: si_code SI_KERNEL) went to the whole
+ * foreground process group, the program included, and is not sent twice. Nor is one the
+ * program itself sent to its group (kill(0, sig): si_pid is the program's). The program
+ * stays in our process group: moving it to its own would take it off the terminal and
+ * out of the reach of job control and of a launcher's group signals. */
+static void profrun_forward(int sig, siginfo_t *info, void *context)
 {
-    if (profrun_child > 0)
-        kill(profrun_child, sig);
+    (void)context;
+    pid_t child = profrun_child;
+    if (child <= 0 || !info)
+        return;
+    if (info->si_code != SI_USER && info->si_code != SI_QUEUE && info->si_code != SI_TKILL)
+        return;
+    if (info->si_pid == child)
+        return;
+    int saved = errno;
+    kill(child, sig);
+    errno = saved;
+}
+
+static int profrun_status(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return 127;
 }
 
 static int profrun_wait(pid_t pid)
@@ -55,11 +84,121 @@ static int profrun_wait(pid_t pid)
         if (errno != EINTR)
             return 127;
     }
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    if (WIFSIGNALED(status))
-        return 128 + WTERMSIG(status);
-    return 127;
+    return profrun_status(status);
+}
+
+/* Waits for the program's end without reaping it, stops forwarding, then reaps it. */
+static int profrun_wait_program(pid_t pid)
+{
+    siginfo_t info;
+    while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) < 0) {
+        if (errno != EINTR)
+            break;
+    }
+    profrun_child = 0;
+    return profrun_wait(pid);
+}
+
+/* The program's environment: libprof.so preloaded, the output folder and run id. */
+static void profrun_profile_env(const char *lib_abs, const char *out_abs, const char *run_id,
+                                const char *run_from)
+{
+    const char *old = getenv("LD_PRELOAD");
+    char preload[2 * PATH_MAX];
+    if (old && *old)
+        snprintf(preload, sizeof preload, "%s:%s", lib_abs, old);
+    else
+        snprintf(preload, sizeof preload, "%s", lib_abs);
+    setenv("LD_PRELOAD", preload, 1);
+    setenv("PROF_LIB", lib_abs, 1);
+    setenv("PROF_OUTPUT_DIR", out_abs, 1);
+    setenv("PROF_RUN_ID", run_id, 1);
+    if (run_from)
+        setenv("PROF_RUN_ID_FROM", run_from, 1);
+    /* The driver calls our InitializeInjection at cuInit: programs whose CUDA runtime
+     * is linked statically are seen too. A user's own injection library wins. */
+    setenv("CUDA_INJECTION64_PATH", lib_abs, 0);
+    setenv("NVTX_INJECTION64_PATH", lib_abs, 0);
+}
+
+/* The file execvp would run for cmd, in path; 0 when found. */
+static int profrun_find_program(const char *cmd, char *path, size_t len)
+{
+    if (strchr(cmd, '/')) {
+        snprintf(path, len, "%s", cmd);
+        return access(path, X_OK);
+    }
+    const char *dirs = getenv("PATH");
+    if (!dirs || !*dirs)
+        dirs = "/bin:/usr/bin";
+    for (const char *d = dirs; *d;) {
+        size_t n = strcspn(d, ":");
+        struct stat st;
+        snprintf(path, len, "%.*s%s%s", (int)n, d, n ? "/" : "", cmd);
+        if (access(path, X_OK) == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode))
+            return 0;
+        d += n + (d[n] == ':');
+    }
+    return -1;
+}
+
+/* Why the dynamic loader will not load libprof.so into the program at path, or NULL
+ * (a script, a dynamically linked 64-bit program, or one we cannot read: then exec
+ * tells). */
+static const char *profrun_unpreloadable(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    Elf64_Ehdr eh;
+    const char *why = NULL;
+    if (fstat(fd, &st) != 0 || pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh ||
+        memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+        close(fd);
+        return NULL;
+    }
+    if (eh.e_ident[EI_CLASS] != ELFCLASS64) {
+        why = "a 32-bit program";
+    } else if (eh.e_type == ET_EXEC || eh.e_type == ET_DYN) {
+        int interp = 0;
+        for (unsigned i = 0; i < eh.e_phnum && i < 256; i++) {
+            Elf64_Phdr ph;
+            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize)) !=
+                (ssize_t)sizeof ph)
+                break;
+            interp |= ph.p_type == PT_INTERP;
+        }
+        if (!interp)
+            why = "statically linked";
+    }
+    close(fd);
+    /* The loader's secure mode (the ids change at exec, or file capabilities) ignores
+     * LD_PRELOAD entries with a '/'. */
+    if (!why && (((st.st_mode & S_ISUID) && st.st_uid != geteuid()) ||
+                 ((st.st_mode & S_ISGID) && st.st_gid != getegid())))
+        why = "setuid or setgid";
+    if (!why && getxattr(path, "security.capability", NULL, 0) > 0)
+        why = "given file capabilities";
+    return why;
+}
+
+/* A report that did not reach its reader is said, not lost in silence: its reader went
+ * away (`profrun ... | head -1`: the pipe's other end is closed, which poll reports as an
+ * error on ours) or profreport failed. The exit status stays the program's. */
+static void profrun_report_check(int report_status, const char *out_abs)
+{
+    struct pollfd pfd = {STDOUT_FILENO, POLLOUT, 0};
+    int closed = poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLERR | POLLHUP));
+    if (closed)
+        fprintf(stderr,
+                "profrun: the report's reader closed its end before the report was all read; "
+                "`profreport %s` prints it again\n",
+                out_abs);
+    else if (report_status > 128)
+        fprintf(stderr,
+                "profrun: the report ended with signal %d; `profreport %s` prints it again\n",
+                report_status - 128, out_abs);
 }
 
 /* Whether a trace in dir holds the bytes of word (a META key). */
@@ -193,31 +332,40 @@ int main(int argc, char **argv)
 
     if (!output)
         output = settings_string(SETTING_PROF_OUTPUT_DIR);
+    /* An output folder we cannot use leaves profiling off, said in one line: the program
+     * runs all the same (and no report follows). */
+    int profiling = 1;
     char out_abs[2 * PATH_MAX + 2];
+    char why[3 * PATH_MAX];
     if (output[0] == '/') {
         snprintf(out_abs, sizeof out_abs, "%s", output);
     } else {
         char cwd[PATH_MAX];
-        if (!getcwd(cwd, sizeof cwd)) {
-            fprintf(stderr, "profrun: cannot read the working directory: %s\n", strerror(errno));
-            return 2;
+        if (getcwd(cwd, sizeof cwd)) {
+            snprintf(out_abs, sizeof out_abs, "%s/%s", cwd, output);
+        } else {
+            snprintf(why, sizeof why, "cannot read the working directory: %s", strerror(errno));
+            profiling = 0;
         }
-        snprintf(out_abs, sizeof out_abs, "%s/%s", cwd, output);
     }
-    /* Made 0700 (0750 shared) and refused when another user owns it: see outdir.h. */
-    outdir_set_shared(settings_bool(SETTING_PROF_OUTPUT_SHARED));
-    char why[PATH_MAX + 256];
-    int dirfd = outdir_open(out_abs, why, sizeof why);
-    if (dirfd < 0) {
-        fprintf(stderr, "profrun: %s\n", why);
-        return 2;
+    if (profiling) {
+        /* Made 0700 (0750 shared) and refused when another user owns it: see outdir.h. */
+        outdir_set_shared(settings_bool(SETTING_PROF_OUTPUT_SHARED));
+        int dirfd = outdir_open(out_abs, why, sizeof why);
+        if (dirfd < 0) {
+            profiling = 0;
+        } else {
+            int writable = faccessat(dirfd, ".", W_OK | X_OK, AT_EACCESS);
+            if (writable != 0)
+                snprintf(why, sizeof why, "cannot write to the output folder %s: %s", out_abs,
+                         strerror(errno));
+            close(dirfd);
+            profiling = writable == 0;
+        }
     }
-    int writable = faccessat(dirfd, ".", W_OK | X_OK, AT_EACCESS);
-    close(dirfd);
-    if (writable != 0) {
-        fprintf(stderr, "profrun: cannot write to the output folder %s: %s\n", out_abs,
-                strerror(errno));
-        return 2;
+    if (!profiling) {
+        fprintf(stderr, "profrun: %s; the program runs without profiling\n", why);
+        no_report = 1;
     }
 
     /* A run id given (by the user, or an outer profrun) stays; inside a launch that names
@@ -237,54 +385,67 @@ int main(int argc, char **argv)
         run_from = "profrun";
     }
 
-    /* Like system(): the terminal's SIGINT/SIGQUIT reach the command directly; we wait
-     * for it and then report. SIGTERM/SIGHUP sent to us are passed on. The command gets
-     * the dispositions we were given: one ignored (a shell's background job, nohup) stays
-     * ignored, for it and for us. */
+    char program[PATH_MAX + 256];
+    if (profrun_find_program(argv[optind], program, sizeof program) != 0) {
+        fprintf(stderr, "profrun: cannot run %s: %s\n", argv[optind],
+                strchr(argv[optind], '/') ? strerror(errno) : "not found in PATH");
+        return errno == EACCES ? 126 : 127;
+    }
+    const char *unloadable = profiling ? profrun_unpreloadable(program) : NULL;
+    if (unloadable)
+        fprintf(stderr,
+                "profrun: %s is %s: libprof.so cannot be loaded into it, so it is not profiled "
+                "(programs it starts are)\n",
+                program, unloadable);
+
+    /* SIGINT, SIGQUIT, SIGTERM and SIGHUP sent to us reach the program (profrun_forward);
+     * we wait for its end and then report. The command gets the dispositions we were
+     * given: one ignored (a shell's background job, nohup) stays ignored, for it and for
+     * us. */
     static const int passed[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
     struct sigaction given[4];
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 4; i++) {
         sigaction(passed[i], NULL, &given[i]);
-    signal(SIGINT, SIG_IGN);
-    signal(SIGQUIT, SIG_IGN);
-    if (given[2].sa_handler != SIG_IGN)
-        signal(SIGTERM, profrun_forward);
-    if (given[3].sa_handler != SIG_IGN)
-        signal(SIGHUP, profrun_forward);
+        if (given[i].sa_handler == SIG_IGN)
+            continue;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = profrun_forward;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaction(passed[i], &sa, NULL);
+    }
 
-    profrun_child = fork();
-    if (profrun_child < 0) {
+    /* Held back across the fork until the program's pid is known: none is lost. */
+    sigset_t held, unheld;
+    sigemptyset(&held);
+    for (int i = 0; i < 4; i++)
+        sigaddset(&held, passed[i]);
+    sigprocmask(SIG_BLOCK, &held, &unheld);
+    pid_t child = fork();
+    if (child < 0) {
         fprintf(stderr, "profrun: fork failed: %s\n", strerror(errno));
         return 2;
     }
-    if (profrun_child == 0) {
+    if (child == 0) {
         for (int i = 0; i < 4; i++) /* a handler of ours would be SIG_DFL after exec */
             if (given[i].sa_handler == SIG_IGN)
                 signal(passed[i], SIG_IGN);
             else
                 signal(passed[i], SIG_DFL);
-        const char *old = getenv("LD_PRELOAD");
-        char preload[2 * PATH_MAX];
-        if (old && *old)
-            snprintf(preload, sizeof preload, "%s:%s", lib_abs, old);
+        sigprocmask(SIG_SETMASK, &unheld, NULL);
+        if (profiling)
+            profrun_profile_env(lib_abs, out_abs, run_id, run_from);
         else
-            snprintf(preload, sizeof preload, "%s", lib_abs);
-        setenv("LD_PRELOAD", preload, 1);
-        setenv("PROF_LIB", lib_abs, 1);
-        setenv("PROF_OUTPUT_DIR", out_abs, 1);
-        setenv("PROF_RUN_ID", run_id, 1);
-        if (run_from)
-            setenv("PROF_RUN_ID_FROM", run_from, 1);
-        /* The driver calls our InitializeInjection at cuInit: programs whose CUDA runtime
-         * is linked statically are seen too. A user's own injection library wins. */
-        setenv("CUDA_INJECTION64_PATH", lib_abs, 0);
-        setenv("NVTX_INJECTION64_PATH", lib_abs, 0);
+            setenv("PROF_DISABLE", "1", 1); /* a library the user preloads stays off too */
         execvp(argv[optind], argv + optind);
         int err = errno;
         fprintf(stderr, "profrun: cannot run %s: %s\n", argv[optind], strerror(err));
         _exit(err == ENOENT ? 127 : 126);
     }
-    int status = profrun_wait(profrun_child);
+    profrun_child = child;
+    sigprocmask(SIG_SETMASK, &unheld, NULL);
+    int status = profrun_wait_program(child);
 
     if (!no_report) {
         char *rargv[16];
@@ -314,7 +475,7 @@ int main(int argc, char **argv)
             _exit(127);
         }
         if (rp > 0)
-            profrun_wait(rp);
+            profrun_report_check(profrun_wait(rp), out_abs);
     }
     return status;
 }

@@ -25,9 +25,9 @@ if [ "$cmd" = stop ]; then
     stop
     exit 0
 fi
-for prog in munged mungekey slurmctld slurmd srun sinfo; do
+for prog in munged mungekey slurmctld slurmd srun sinfo python3; do
     if ! command -v "$prog" >/dev/null 2>&1 && ! [ -x "/usr/sbin/$prog" ]; then
-        echo "slurm-local: $prog not found (apt-get install slurm-wlm)" >&2
+        echo "slurm-local: $prog not found (apt-get install slurm-wlm python3)" >&2
         exit 3
     fi
 done
@@ -47,6 +47,14 @@ chmod 400 "$dir/munge/munge.key"
 munged --force --key-file="$dir/munge/munge.key" --socket="$dir/munge/socket" \
     --pid-file="$dir/munged.pid" --log-file="$dir/munge/munged.log" \
     --seed-file="$dir/munge/seed"
+# Ports free now, not fixed ones: a Slurm daemon of the machine (a cluster node) or a second
+# test run may hold the usual ones. Both sockets are open at once: two different ports.
+ports=$(python3 -c 'import socket
+a, b = socket.socket(), socket.socket()
+a.bind(("", 0)); b.bind(("", 0))
+print(a.getsockname()[1], b.getsockname()[1])')
+ctld_port=${ports% *}
+slurmd_port=${ports#* }
 cat > "$dir/slurm.conf" <<CONF
 ClusterName=profrun
 SlurmctldHost=$host
@@ -55,8 +63,8 @@ AuthInfo=socket=$dir/munge/socket
 CredType=cred/munge
 SlurmUser=root
 SlurmdUser=root
-SlurmctldPort=16817
-SlurmdPort=16818
+SlurmctldPort=$ctld_port
+SlurmdPort=$slurmd_port
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool
 SlurmctldPidFile=$dir/slurmctld.pid

@@ -191,6 +191,11 @@ int python_tree_frames_open(void);
 void python_tree_end_stale_stacks(void);
 /* atexit callback (METH_NOARGS) naming functions on Python < 3.11. */
 py_object *python_qualnames_at_exit(py_object *self, py_object *unused);
+/* Our profile function off, then back, for the calling thread, around the profiler's own
+ * Python work (imports at exit): none of it is the program's. setprofile only (< 3.12). */
+int python_profile_is_ours(void);
+void python_profile_pause(void);
+void python_profile_resume(void);
 /* sys.monitoring callbacks (METH_FASTCALL). */
 py_object *python_monitor_enter(py_object *self, py_object *const *args, intptr_t nargs);
 py_object *python_monitor_leave(py_object *self, py_object *const *args, intptr_t nargs);

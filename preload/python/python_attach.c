@@ -42,6 +42,18 @@ static void py_install_here(void)
     python_installing = 0;
 }
 
+void python_profile_pause(void)
+{
+    python_installing = 1;
+    py.SetProfile(NULL, NULL);
+    python_installing = 0;
+}
+
+void python_profile_resume(void)
+{
+    py_install_here();
+}
+
 /* Runs in the main thread once the program's sys.setprofile call has returned. */
 static int py_reinstall(void *arg)
 {

@@ -181,6 +181,11 @@ py_object *python_qualnames_at_exit(py_object *self, py_object *unused)
 {
     (void)self;
     (void)unused;
+    /* Only while ours is the thread's profile function (a program's own cProfile keeps
+     * its function, and sees this import as before). */
+    int ours = python_profile_is_ours();
+    if (ours)
+        python_profile_pause();
     py_object *gc = py.ImportModule("gc");
     py_object *objects = gc ? py.ObjectCallMethod(gc, "get_objects", NULL) : NULL;
     intptr_t n = objects ? py.ListSize(objects) : 0;
@@ -209,6 +214,8 @@ py_object *python_qualnames_at_exit(py_object *self, py_object *unused)
     if (gc)
         py.DecRef(gc);
     py.ErrClear();
+    if (ours)
+        python_profile_resume();
     py.IncRef(py.NoneStruct);
     return py.NoneStruct;
 }

@@ -5,6 +5,7 @@
  * store of the node count. Functions (PY_FUNC) are named in python_names.c. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,12 +82,13 @@ static struct py_thread *py_thread_create(void)
         mmap(NULL, sizeof *pt, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (pt == MAP_FAILED)
         return NULL;
-    pt->stack = mmap(NULL, PY_MAX_DEPTH * sizeof *pt->stack, PROT_READ | PROT_WRITE,
+    pt->stack = mmap(NULL, PY_STACK_FRAMES * sizeof *pt->stack, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (pt->stack == MAP_FAILED) {
         munmap(pt, sizeof *pt);
         return NULL;
     }
+    pt->stack_cap = PY_STACK_FRAMES;
     pt->tid = (uint32_t)syscall(SYS_gettid);
     struct py_thread *head = atomic_load(&python_tree_threads);
     do {
@@ -174,17 +176,38 @@ static void py_note_limits(void)
 {
     if (!py_noted_limits) {
         py_noted_limits = 1;
-        collector_note("Python calls deeper than %d frames, or beyond %d call paths per thread, "
+        collector_note("Python calls deeper than %u frames, or beyond %u call paths per thread, "
                        "are not counted",
                        PY_MAX_DEPTH, PY_CHUNK_NODES * PY_MAX_CHUNKS);
     }
+}
+
+/* Doubles the thread's stack. The sampling signal handler reads the stack of the thread
+ * it interrupts (py_current_node): signals are held while the stack may move. */
+static __attribute__((noinline)) int py_stack_grow(struct py_thread *pt)
+{
+    if (pt->stack_cap >= PY_MAX_DEPTH)
+        return -1;
+    size_t old = (size_t)pt->stack_cap * sizeof *pt->stack;
+    sigset_t all, prev;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &prev);
+    void *p = mremap(pt->stack, old, old * 2, MREMAP_MAYMOVE);
+    if (p != MAP_FAILED) {
+        pt->stack = p;
+        pt->stack_cap *= 2;
+    }
+    pthread_sigmask(SIG_SETMASK, &prev, NULL);
+    return p == MAP_FAILED ? -1 : 0;
 }
 
 static inline __attribute__((always_inline)) void py_enter(struct py_thread *pt, const void *key,
                                                            int kind, py_object *obj, uint64_t now,
                                                            const void *tag)
 {
-    if (pt->overflow || pt->depth == PY_MAX_DEPTH) {
+    if (__builtin_expect(pt->depth == pt->stack_cap, 0) && !pt->overflow)
+        py_stack_grow(pt); /* if it cannot, the stack stays full: the call is not counted */
+    if (pt->overflow || pt->depth == pt->stack_cap) {
         /* overflow > 0 may also be calls begun after the window closed (py_closed_event) */
         if (!pt->overflow)
             py_note_limits();
@@ -550,7 +573,7 @@ static inline int py_fast_enter(struct py_thread *pt, const void *key, uint64_t 
                                 const void *tag)
 {
     uint32_t depth = pt->depth;
-    if (__builtin_expect(pt->overflow || !depth || depth == PY_MAX_DEPTH, 0))
+    if (__builtin_expect(pt->overflow || !depth || depth == pt->stack_cap, 0))
         return 0;
     struct py_node *n = pt->stack[depth - 1].node->last_child;
     if (__builtin_expect(!n || n->key != key || n->action, 0))
@@ -785,6 +808,13 @@ void python_gap_begin(void)
     pt->in_gap = 1;
     pt->gap_start = prof_clock_ticks();
     py_write_gap(pt->gap_start, 0);
+}
+
+/* Ours is the calling thread's profile function: it has a tree and no gap is open. */
+int python_profile_is_ours(void)
+{
+    struct py_thread *pt = py_tls;
+    return pt && !pt->in_gap;
 }
 
 void python_gap_end(void)

@@ -10,7 +10,11 @@
 
 #include "window.h"
 
-#define PY_MAX_DEPTH 4096
+/* The call stack starts at PY_STACK_FRAMES frames and doubles as calls go deeper, up to
+ * PY_MAX_DEPTH (512 MiB of frames: deeper than any interpreter's C stack or recursion
+ * limit allows in practice); calls beyond it are counted as not counted (a NOTE record). */
+#define PY_STACK_FRAMES 4096
+#define PY_MAX_DEPTH (1u << 24)
 #define PY_CHUNK_NODES 1024
 #define PY_MAX_CHUNKS 4096
 #define PY_MAX_DRIFT 32
@@ -41,6 +45,7 @@ struct py_thread {
     uint32_t tid;
     _Atomic int exited;
     uint32_t depth, overflow;
+    uint32_t stack_cap; /* frames that stack holds now */
     struct py_frame *stack;
     struct py_node *root_last; /* last_child of the (virtual) root */
     struct py_node *chunks[PY_MAX_CHUNKS];

@@ -95,7 +95,7 @@ static void py_free_thread(struct py_thread *pt)
     for (uint32_t c = 0; c < PY_MAX_CHUNKS && pt->chunks[c]; c++)
         munmap(pt->chunks[c], PY_CHUNK_NODES * sizeof(struct py_node));
     free(pt->table);
-    munmap(pt->stack, PY_MAX_DEPTH * sizeof *pt->stack);
+    munmap(pt->stack, (size_t)pt->stack_cap * sizeof *pt->stack);
     munmap(pt, sizeof *pt);
 }
 

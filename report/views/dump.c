@@ -308,8 +308,9 @@ static void dump_record(FILE *out, const struct trace_record *rec, struct u64map
         break;
     case PROF_REC_END: {
         const struct prof_rec_end *e = rec->data;
-        fprintf(out, " ticks=%" PRIu64 " events_written=%" PRIu64 " events_lost=%" PRIu64, e->ticks,
-                e->events_written, e->events_lost);
+        fprintf(out,
+                " ticks=%" PRIu64 " events_written=%" PRIu64 " events_lost=%" PRIu64 " signal=%u",
+                e->ticks, e->events_written, e->events_lost, e->signal);
         break;
     }
     case PROF_REC_LOST_CALLS: {

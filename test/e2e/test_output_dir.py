@@ -63,9 +63,11 @@ def test_folder_of_another_user_is_refused_by_profrun(tmp_path):
     marker = tmp_path / "ran"
     proc = subprocess.run([PROFRUN, "-o", str(out), "touch", str(marker)],
                           capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2
+    # issue 20: the folder is refused, the program runs without profiling
+    assert proc.returncode == 0
     assert "is owned by another user (uid 65534)" in proc.stderr
-    assert not marker.exists() and os.listdir(out) == []
+    assert "the program runs without profiling" in proc.stderr
+    assert marker.exists() and os.listdir(out) == []
 
 
 @as_root

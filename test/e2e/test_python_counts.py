@@ -500,3 +500,38 @@ def test_pstats_export_loads_with_cprofile_keys(tmp_path, python):
     got = {norm_key(*k): {"ncalls": nc, "primitive_calls": cc}
            for k, cc, nc in json.loads(loaded.stdout)}
     assert_counts_equal(want, got)
+
+
+DEEP = """
+import sys
+depth = 10000 if sys.version_info >= (3, 12) else 5000
+sys.setrecursionlimit(depth + 1000)
+def r(n):
+    return 0 if n == 0 else r(n - 1) + 1
+print(r(depth))
+"""
+
+
+def test_calls_deeper_than_4096_frames_are_counted(tmp_path, python):
+    """Issue 20: calls deeper than 4,096 frames were not counted (5,000-deep recursion showed
+    4095/1 where cProfile shows 5001/1). 3.12+ recurses without the C stack: 10,000 deep (the stack grows twice)."""
+    rows, out = profiled_rows(tmp_path, [python, "-c", DEEP])
+    depth = [v for k, v in rows.items() if k[2] == "r"]
+    assert len(depth) == 1, rows.keys()
+    want = 10001 if "3.12" in python or "3.13" in python else 5001
+    assert (depth[0]["ncalls"], depth[0]["primitive_calls"]) == (want, 1)
+    rep = report_json(out)
+    assert not any("not counted" in n for p in rep["processes"] for n in p["notes"])
+
+
+def test_the_profilers_own_imports_are_not_counted(tmp_path, python):
+    """Issue 20: before 3.11 the profiler imports gc at exit (to name functions); that
+    import's 39-44 importlib functions were counted as the program's. A program that
+    imports nothing shows no import machinery, as in cProfile's run."""
+    script = tmp_path / "imports_nothing.py"
+    script.write_text("def f():\n    pass\nf()\n")
+    got, _ = profiled_rows(tmp_path, [python, str(script)])  # no site_preload: gc not loaded
+    extra = sorted("%s:%d(%s)" % k for k in got if k[2] in ("_find_and_load", "_load_unlocked",
+                                                               "<built-in method gc.get_objects>"))
+    assert not extra, extra
+    assert got[[k for k in got if k[2] == "f"][0]]["ncalls"] == 1

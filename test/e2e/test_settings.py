@@ -92,3 +92,39 @@ def test_help_shows_types_and_ranges():
     assert rows["PROF_RING_KB"].split()[1:3] == ["int", "64..65536"]
     assert rows["PROF_DISABLE"].split()[1] == "bool"
     assert rows["PROF_OUTPUT_DIR"].split()[1] == "string"
+
+
+# ---- issue 20: one way to write numbers; window signals that cannot work are refused ----
+
+@pytest.mark.parametrize("text", ["0x10", "1e3", " 2", "+2", "inf", "nan", "-1", "2s", "."])
+def test_seconds_are_written_as_the_integer_settings_are(tmp_path, text):
+    proc = profile([PY, "-c", "pass"], tmp_path, env={"PROF_DELAY": text})
+    assert "PROF_DELAY=%s is not a number of seconds" % text in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("text", ["0x10", "1e3", " 64", "+64"])
+def test_integers_refuse_the_same_texts(tmp_path, text):
+    proc = profile([PY, "-c", "pass"], tmp_path, env={"PROF_RING_KB": text})
+    assert "PROF_RING_KB=%s is not a number" % text in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("text", ["2", "0.5", "10."])
+def test_seconds_accept_digits_and_a_fraction(tmp_path, text):
+    proc = profile([PY, "-c", "pass"], tmp_path, env={"PROF_DURATION": text})
+    assert "PROF_DURATION" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("sig", ["9", "KILL", "19", "11", "SEGV", "CHLD", "17", "RTMIN+5", "TERM",
+                                 "PIPE"])
+def test_window_signal_that_cannot_work_is_refused_with_its_reason(tmp_path, sig):
+    proc = profile([PY, "-c", "pass"], tmp_path, env={"PROF_WINDOW_SIGNAL": sig})
+    lines = [l for l in proc.stderr.splitlines() if "PROF_WINDOW_SIGNAL" in l]
+    assert len(lines) == 1, proc.stderr
+    assert "cannot open and close the capture window" in lines[0], lines[0]
+    assert "handled or ignored by the program" not in proc.stderr
+
+
+@pytest.mark.parametrize("sig", ["USR1", "USR2", "RTMIN+3"])
+def test_window_signal_for_the_user_is_taken(tmp_path, sig):
+    proc = profile([PY, "-c", "pass"], tmp_path, env={"PROF_WINDOW_SIGNAL": sig})
+    assert "PROF_WINDOW_SIGNAL" not in proc.stderr and "signal" not in proc.stderr, proc.stderr

@@ -88,3 +88,31 @@ def test_srun_summarize_splits_the_traces_between_its_tasks(slurm, tmp_path):
     after = report_json([out / f for f in summaries])
     assert after["python"] == before["python"]
     assert [p["meta"] for p in after["processes"]] == [p["meta"] for p in before["processes"]]
+
+
+def test_a_second_cluster_picks_free_ports(slurm, tmp_path):
+    """Issue 20: the script used fixed ports (16817, 16818): with a Slurm daemon of the
+    machine, or another cluster of a test run, on them, it failed with "Address already in
+    use". Here the usual ports are held, and a cluster is already running (the fixture)."""
+    import socket
+    held = []
+    for port in (16817, 16818, 6817, 6818):
+        s = socket.socket()
+        try:
+            s.bind(("", port))
+            s.listen()
+            held.append(s)
+        except OSError:
+            s.close()  # already someone's: held all the same
+    d = tmp_path / "second"
+    try:
+        proc = subprocess.run(["sh", SCRIPT, "start", str(d)], capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        env = dict(slurm, SLURM_CONF=str(d / "slurm.conf"))
+        out = srun(env, "-n", "1", "echo", "second").stdout
+        assert out == "second\n"
+    finally:
+        subprocess.run(["sh", SCRIPT, "stop", str(d)], timeout=60)
+        for s in held:
+            s.close()
