@@ -731,7 +731,7 @@ int main(int argc, char **argv)
     }
     summary_free(&s);
     jobs_free(&job);
-    if (fflush(stdout) != 0 || rc != 0) {
+    if (fflush(stdout) != 0 || ferror(stdout) || rc != 0) {
         fprintf(stderr, "profreport: cannot write the report: %s\n", strerror(errno));
         return 1;
     }

@@ -503,6 +503,7 @@ static void model_on_end(struct model_process *p, const struct trace_record *rec
     (void)tid;
     const struct prof_rec_end *e = rec->data;
     p->clean_end = 1;
+    p->end_signal = (int)e->signal;
     p->end_lost = e->events_lost;
 }
 

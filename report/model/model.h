@@ -613,8 +613,9 @@ struct model_process {
     uint64_t file_bytes; /* the trace's size when read */
     uint32_t features;
     uint64_t records;
-    int clean_end; /* an END record was read */
-    int truncated; /* the reader stopped at a cut-off or corrupt record */
+    int clean_end;  /* an END record was read */
+    int end_signal; /* the signal that ended the process (its END record's), 0: none */
+    int truncated;  /* the reader stopped at a cut-off or corrupt record */
     char *stop_warning;
 
     struct model_meta *meta;

@@ -105,6 +105,7 @@ static void sf_core(sf_codec *c, struct model_process *p)
     summary_codec_u32(c, &p->features);
     summary_codec_u64(c, &p->records);
     summary_codec_int(c, &p->clean_end);
+    summary_codec_int(c, &p->end_signal);
     summary_codec_int(c, &p->truncated);
     summary_codec_str(c, &p->stop_warning);
     p->meta = summary_codec_vector(c, p->meta, &p->nmeta, 2, sizeof *p->meta);

@@ -206,7 +206,8 @@ int export_csv_write(FILE *out, const struct summary *s, size_t limit)
                     format_gbps_value(c->bytes, c->ns));
     }
 
-    fprintf(out, "\n# processes\nfile,pid,ppid,host,rank,command,clean_end,truncated,lost\n");
+    fprintf(out,
+            "\n# processes\nfile,pid,ppid,host,rank,command,clean_end,truncated,lost,end_signal\n");
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         format_csv_field(out, p->file);
@@ -217,7 +218,7 @@ int export_csv_write(FILE *out, const struct summary *s, size_t limit)
         else
             fputs(",,", out);
         format_csv_field(out, p->command ? p->command : "");
-        fprintf(out, ",%d,%d,%" PRIu64 "\n", p->clean_end, p->truncated, p->lost);
+        fprintf(out, ",%d,%d,%" PRIu64 ",%d\n", p->clean_end, p->truncated, p->lost, p->end_signal);
     }
 
     fprintf(out, "\n# threads\npid,tid,name,calls,api_time_ns,lost\n");

@@ -8,6 +8,7 @@
 #include "findings.h"
 #include "format.h"
 #include "jobs.h"
+#include "tables.h"
 
 /* Builders that never fail in practice (jansson allocates), kept short at call sites. */
 static json_t *export_json_u64(uint64_t v)
@@ -120,6 +121,9 @@ static json_t *export_json_process(const struct model_process *p)
     json_object_set_new(o, "run_id", export_json_str(p->run_id));
     json_object_set_new(o, "command", export_json_str(p->command));
     json_object_set_new(o, "clean_end", json_boolean(p->clean_end));
+    char why[64];
+    json_object_set_new(o, "end_signal", json_integer(p->end_signal));
+    json_object_set_new(o, "end", json_string(tables_end_text(p, why, sizeof why)));
     json_object_set_new(o, "truncated", json_boolean(p->truncated));
     json_object_set_new(o, "lost", export_json_u64(p->lost));
     json_object_set_new(o, "records", export_json_u64(p->records));

@@ -1,7 +1,9 @@
+#define _GNU_SOURCE /* sigabbrev_np */
 #include "tables.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,6 +208,50 @@ static void tables_memory(FILE *out, const struct summary *s)
     fputc('\n', out);
 }
 
+/* Whether the process of a trace without its END is still running: the trace's boot id is
+ * this machine's and its pid has the start time the trace recorded (META boot_id,
+ * proc_start_ticks: field 22 of /proc/PID/stat). */
+static int tables_still_running(const struct model_process *p)
+{
+    const char *boot = model_meta_get(p, "boot_id"), *start = model_meta_get(p, "proc_start_ticks");
+    char here[64] = "", path[64], stat[1024];
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (!boot || !start || p->pid <= 0 || !f) {
+        if (f)
+            fclose(f);
+        return 0;
+    }
+    if (!fgets(here, sizeof here, f))
+        here[0] = '\0';
+    fclose(f);
+    here[strcspn(here, "\n")] = '\0';
+    if (strcmp(here, boot))
+        return 0;
+    snprintf(path, sizeof path, "/proc/%lld/stat", (long long)p->pid);
+    if (!(f = fopen(path, "r")))
+        return 0;
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    const char *x = strrchr(stat, ')'); /* the command may hold spaces and parentheses */
+    for (int field = 2; x && field < 22; field++)
+        x = strchr(x + 1, ' ');
+    return x && strtoull(x + 1, NULL, 10) == strtoull(start, NULL, 10);
+}
+
+const char *tables_end_text(const struct model_process *p, char *buf, size_t len)
+{
+    if (!p->clean_end)
+        return tables_still_running(p) ? "still running when read (the trace so far)"
+                                       : "process did not finish writing (killed?)";
+    if (!p->end_signal)
+        return p->truncated ? "clean, file damaged" : "clean";
+    const char *name = p->end_signal > 0 && p->end_signal < 65 ? sigabbrev_np(p->end_signal) : NULL;
+    snprintf(buf, len, "ended by signal %d%s%s%s%s", p->end_signal, name ? " (SIG" : "",
+             name ? name : "", name ? ")" : "", p->truncated ? ", file damaged" : "");
+    return buf;
+}
+
 static void tables_processes(FILE *out, const struct summary *s)
 {
     char pid[24], ppid[24], rank[24], lost[24];
@@ -220,8 +266,8 @@ static void tables_processes(FILE *out, const struct summary *s)
             snprintf(rank, sizeof rank, "%lld", (long long)p->rank);
         else
             strcpy(rank, "-");
-        const char *end = p->clean_end ? (p->truncated ? "clean, file damaged" : "clean")
-                                       : "process did not finish writing (killed?)";
+        char why[64];
+        const char *end = tables_end_text(p, why, sizeof why);
         text_table_row(&t, p->file, p->pid >= 0 ? pid : "?", p->ppid >= 0 ? ppid : "?",
                        p->host ? p->host : "?", rank, end, tables_u64(lost, p->lost),
                        p->command ? p->command : "?");

@@ -11,6 +11,10 @@
  * inputs hold Python data, a short Python table follows the CUDA tables and the CUDA
  * tables that would be empty are left out. */
 void tables_print(FILE *out, const struct summary *s, size_t limit);
+/* How a process's trace ended: "clean", "ended by signal 15 (SIGTERM)", "still running when
+ * read" (its pid alive with the start time the trace recorded, on this machine), or
+ * "process did not finish writing (killed?)"; buf holds it when it is made. */
+const char *tables_end_text(const struct model_process *p, char *buf, size_t len);
 /* After --ops, --kernels or --actions of two ranks or more: each of the first n rows'
  * value per rank (min / median / max, the rank at the max). rows: n structs of stride
  * bytes, each with its name (a char *) at name_at and its struct rank_spread at

@@ -127,6 +127,14 @@ void tables_python(FILE *out, const struct summary *s, size_t limit, enum tables
 {
     char thread[300];
     fprintf(out, "Python functions (ordered by: %s)\n", pystats_sort_title(s->py_sort));
+    /* what the trace says the counts miss, beside the counts, not only in the notes */
+    for (size_t i = 0; i < s->nprocs; i++)
+        for (size_t k = 0; k < s->procs[i]->nnotes; k++)
+            if (strstr(s->procs[i]->notes[k], "are not counted")) {
+                fprintf(out, "  incomplete (pid %lld): ", (long long)s->procs[i]->pid);
+                format_fputs_escaped(out, s->procs[i]->notes[k]);
+                fputc('\n', out);
+            }
     if (!s->py.nfuncs) {
         fprintf(out, "  (no Python calls profiled)\n");
     } else if (split == TABLES_PYTHON_MERGED) {

@@ -167,3 +167,15 @@ def test_a_full_device_fails_with_its_reason():
         proc = run([opt, "/dev/full", src])
         assert proc.returncode == 1, (opt, proc.stderr)
         assert b"/dev/full: cannot write: No space left on device" in proc.stderr, proc.stderr
+
+
+def test_report_to_a_closed_or_full_stdout_fails(tmp_path):
+    """A report that cannot be written (stdout closed, or a full device) is said and exits 1,
+    never 0 with nothing written."""
+    closed = subprocess.run([PROFREPORT, t("py")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, timeout=60, preexec_fn=lambda: os.close(1))
+    assert closed.returncode == 1 and "cannot write the report" in closed.stderr
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([PROFREPORT, t("py")], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=60)
+    assert proc.returncode == 1 and "No space left on device" in proc.stderr

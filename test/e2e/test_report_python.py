@@ -355,3 +355,12 @@ def test_dump_python_records():
     assert " PY_SPAN node=1 " in out
     gap = run("dump", t("pygap", "gap.trace")).stdout
     assert " PY_GAP reason=1 (other_profiler) " in gap
+
+
+def test_incomplete_counts_are_said_beside_the_table():
+    """A trace whose Python layer could not count every call (its depth limit) says so in
+    the Python table itself, not only among the profiler's notes."""
+    out = report(t("pydeep"), "--python", "--limit", "3").stdout
+    head = out[out.index("Python functions"):]
+    assert head.splitlines()[1].startswith(
+        "  incomplete (pid 6300): Python calls deeper than 1000 frames"), head[:400]

@@ -1,6 +1,7 @@
 """Short lives (issue 20): every profiled process leaves a readable trace however short its
 life and however it ends: killed by SIGPIPE before any event, a forked child killed by
 SIGTERM at once. A trace cut by a signal's default action names the signal in END."""
+import json
 import os
 import re
 import subprocess
@@ -51,6 +52,37 @@ def test_process_killed_by_sigpipe_leaves_its_trace(tmp_path):
     assert sorted(found) == ["head", "seq", "sh"], found
     assert end_signal(found["seq"]) == [13]
     assert end_signal(found["head"]) == [0]
+    # the report says how each ended
+    rows = {p["command"].split()[0]: p for p in json.loads(subprocess.run(
+        [PROFREPORT, "--format", "json", str(out)], capture_output=True, text=True,
+        timeout=60).stdout)["processes"]}
+    assert rows["seq"]["end_signal"] == 13 and rows["seq"]["end"] == "ended by signal 13 (SIGPIPE)"
+    assert rows["head"]["end"] == "clean"
+
+
+DAEMON = """
+import os, sys, time
+if os.fork() == 0:
+    if os.fork() == 0:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # the caller's pipes are not held open
+            os.dup2(null, fd)
+        time.sleep(float(sys.argv[1]))
+        os._exit(0)
+    os._exit(0)
+"""
+
+
+def test_daemon_still_running_is_labelled_so(tmp_path):
+    """A double-forked daemon that outlives profrun: its trace has no END yet, and the
+    report (on the same machine, while it lives) says it is still running, not killed."""
+    out = tmp_path / "out"
+    profile([sys.executable, "-c", DAEMON, "20"], out)
+    rep = subprocess.run([PROFREPORT, "--format", "json", "--all-roles", str(out)],
+                         capture_output=True, text=True, timeout=60)
+    ends = sorted(p["end"] for p in json.loads(rep.stdout)["processes"])
+    assert "still running when read (the trace so far)" in ends, ends
+    assert "process did not finish writing (killed?)" not in ends, ends
 
 
 def test_forked_children_killed_at_once_leave_their_traces(tmp_path):
