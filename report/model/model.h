@@ -150,6 +150,8 @@ struct model_py_span {
 
 struct model_python {
     struct model_py_span *span_list; /* freed by model_steps_finish (model_steps_keep_spans) */
+    int8_t *node_action; /* per node (as nodes): its built-in action (model_torch_actions.c),
+                          * -1: none; made at the end of the Python part */
     size_t nspan_list, cap_span_list;
     struct model_py_func *funcs;
     size_t nfuncs, cap_funcs;
@@ -781,6 +783,9 @@ void model_gpu_api_base_name(const char *name, char *buf, size_t len);
 const struct model_py_func *model_torch_peak_func(const struct model_process *p,
                                                   const struct model_torch_memory *m);
 const char *model_torch_action_of_node(const struct model_process *p, uint32_t node_id);
+/* Makes py.node_action, which model_torch_action_of_node reads: one pass over the nodes,
+ * each path from its parent's (however deep the trees). */
+void model_torch_node_actions(struct model_process *p);
 /* "CPU", "CUDA:0", "XPU:1", ... into buf. */
 const char *model_torch_device_name(int dev_type, int dev_index, char *buf, size_t len);
 /* "FUNCTION", "BACKWARD_FUNCTION", ... "USER_SCOPE" (at::RecordScope), "?" else. */

@@ -176,6 +176,7 @@ static void model_python_finish(struct model_process *p)
         g->start_ns = model_ticks_to_monotonic_ns(p, g->start_ticks);
         g->end_ns = g->end_ticks ? model_ticks_to_monotonic_ns(p, g->end_ticks) : 0;
     }
+    model_torch_node_actions(p); /* the steps read the nodes' actions before the torch part */
     if (undefined)
         model_add_warning(p,
                           "%s (pid %lld): %zu Python call-tree node(s) have stats but no "
@@ -187,6 +188,7 @@ static void model_python_free(struct model_process *p)
 {
     struct model_python *py = &p->py;
     free(py->span_list);
+    free(py->node_action);
     free(py->funcs);
     free(py->nodes);
     free(py->gaps);

@@ -110,45 +110,138 @@ static int model_builtin_of(const struct model_py_func *f)
     return -1;
 }
 
-/* Walking from a node up to the root: the outermost action seen, and whether a data
- * node was seen above (later than) the outermost forward, which makes it no forward. */
-struct model_builtin_walk {
-    int outer;         /* the outermost action so far, or -1 */
-    int forward_valid; /* the outermost forward so far has no data node above it (yet) */
-};
-
-static void model_builtin_step(struct model_builtin_walk *w, int action, int data)
-{
-    if (action == MODEL_BUILTIN_FORWARD)
-        w->forward_valid = 1;
-    else if (data)
-        w->forward_valid = 0;
-    if (action >= 0)
-        w->outer = action;
-}
-
 static int model_builtin_data(const struct model_py_func *f, int action)
 {
     return action == MODEL_BUILTIN_DATALOADER_NEXT || model_builtin_in_data(f);
 }
 
+/* What the path from the root to a node holds, made from its parent's (top-down: one pass
+ * over the nodes, however deep the trees): the outermost node of each action, the
+ * outermost action other than forward, and whether the outermost forward-or-data node is
+ * a forward (a forward with a data node above it is a transform, no forward). */
+enum { PATH_FD_NONE, PATH_FD_FORWARD, PATH_FD_DATA };
+struct model_builtin_path {
+    uint32_t outer[MODEL_BUILTIN_COUNT]; /* node index + 1, 0: none */
+    int8_t outermost;                    /* the outermost action, or -1 */
+    int8_t outer_other;                  /* the outermost action other than forward, or -1 */
+    uint8_t fd;                          /* PATH_FD_* */
+    uint8_t done;
+};
+
+static void model_builtin_path_of(struct model_builtin_path *x, const struct model_builtin_path *up,
+                                  size_t i, int action, int data)
+{
+    if (up)
+        *x = *up;
+    else
+        *x = (struct model_builtin_path){{0}, -1, -1, PATH_FD_NONE, 0};
+    if (action >= 0 && !x->outer[action])
+        x->outer[action] = (uint32_t)i + 1;
+    if (action >= 0 && x->outermost < 0)
+        x->outermost = (int8_t)action;
+    if (action >= 0 && action != MODEL_BUILTIN_FORWARD && x->outer_other < 0)
+        x->outer_other = (int8_t)action;
+    if (x->fd == PATH_FD_NONE)
+        x->fd = action == MODEL_BUILTIN_FORWARD ? PATH_FD_FORWARD
+                : data                          ? PATH_FD_DATA
+                                                : PATH_FD_NONE;
+    x->done = 1;
+}
+
+/* The paths of every node (n of them), each after its parent's; NULL: none. */
+static struct model_builtin_path *model_builtin_paths(const struct model_process *p,
+                                                      const int *action, const char *data)
+{
+    const struct model_python *py = &p->py;
+    struct model_builtin_path *x = calloc(py->nnodes, sizeof *x);
+    size_t *chain = malloc(py->nnodes * sizeof *chain);
+    if (!x || !chain)
+        report_oom();
+    for (size_t i = 0; i < py->nnodes; i++) {
+        /* the ancestors not done yet, innermost first; a corrupt tree's cycle ends it */
+        size_t n = 0, k = i;
+        const struct model_builtin_path *up = NULL;
+        while (!x[k].done && n < py->nnodes) {
+            chain[n++] = k;
+            const struct model_py_node *parent =
+                py->nodes[k].parent ? model_python_node(p, py->nodes[k].parent) : NULL;
+            if (!parent)
+                break;
+            k = (size_t)(parent - py->nodes);
+            if (x[k].done) {
+                up = &x[k];
+                break;
+            }
+        }
+        while (n-- > 0) {
+            size_t c = chain[n];
+            model_builtin_path_of(&x[c], up, c, action[c], data[c]);
+            up = &x[c];
+        }
+    }
+    free(chain);
+    return x;
+}
+
+/* The action of a path: the outermost; a forward that is none (a data node above it, or a
+ * worker process) gives way to the outermost other action. */
+static int model_builtin_path_action(const struct model_builtin_path *x, int worker)
+{
+    if (x->outermost == MODEL_BUILTIN_FORWARD && (x->fd != PATH_FD_FORWARD || worker))
+        return x->outer_other;
+    return x->outermost;
+}
+
+/* The action of every node (py.node_action), and the paths the actions table needs. */
+static struct model_builtin_path *model_builtin_node_actions(struct model_process *p,
+                                                             const int *action, const char *data)
+{
+    struct model_builtin_path *path = model_builtin_paths(p, action, data);
+    int worker = model_builtin_in_worker(p);
+    free(p->py.node_action);
+    p->py.node_action = malloc(p->py.nnodes ? p->py.nnodes : 1);
+    if (!p->py.node_action)
+        report_oom();
+    for (size_t i = 0; i < p->py.nnodes; i++)
+        p->py.node_action[i] = (int8_t)model_builtin_path_action(&path[i], worker);
+    return path;
+}
+
+/* Each node's function: its action, or -1; whether it is part of the data pipeline. 1
+ * when any node has an action. */
+static int model_builtin_funcs(const struct model_process *p, int *action, char *data)
+{
+    int any = 0;
+    for (size_t i = 0; i < p->py.nnodes; i++) {
+        const struct model_py_func *f = model_python_func(p, p->py.nodes[i].func);
+        action[i] = model_builtin_of(f);
+        data[i] = (char)model_builtin_data(f, action[i]);
+        any |= action[i] >= 0;
+    }
+    return any;
+}
+
+void model_torch_node_actions(struct model_process *p)
+{
+    if (!p->py.nnodes)
+        return;
+    int *action = malloc(p->py.nnodes * sizeof *action);
+    char *data = malloc(p->py.nnodes);
+    if (!action || !data)
+        report_oom();
+    model_builtin_funcs(p, action, data);
+    free(model_builtin_node_actions(p, action, data));
+    free(action);
+    free(data);
+}
+
 const char *model_torch_action_of_node(const struct model_process *p, uint32_t node_id)
 {
-    struct model_builtin_walk w = {-1, 0};
-    int outer_other = -1; /* the outermost action other than forward */
-    size_t steps = 0;
-    for (const struct model_py_node *n = node_id ? model_python_node(p, node_id) : NULL;
-         n && steps++ <= p->py.nnodes; n = n->parent ? model_python_node(p, n->parent) : NULL) {
-        const struct model_py_func *f = model_python_func(p, n->func);
-        int a = model_builtin_of(f);
-        model_builtin_step(&w, a, model_builtin_data(f, a));
-        if (a >= 0 && a != MODEL_BUILTIN_FORWARD)
-            outer_other = a;
-    }
-    /* The outermost wins, as in the actions table; a forward that is none does not. */
-    if (w.outer == MODEL_BUILTIN_FORWARD && (!w.forward_valid || model_builtin_in_worker(p)))
-        w.outer = outer_other;
-    return w.outer >= 0 ? model_builtin_names[w.outer] : NULL;
+    const uint64_t *slot = node_id ? u64map_find(&p->py.node_index, node_id) : NULL;
+    if (!slot || !p->py.node_action || *slot - 1 >= p->py.nnodes)
+        return NULL;
+    int a = p->py.node_action[*slot - 1];
+    return a >= 0 ? model_builtin_names[a] : NULL;
 }
 
 static void model_torch_actions_finish(struct model_process *p)
@@ -161,53 +254,26 @@ static void model_torch_actions_finish(struct model_process *p)
     char *data = malloc(py->nnodes);
     if (!action || !data)
         report_oom();
-    int any = 0;
-    for (size_t i = 0; i < py->nnodes; i++) {
-        const struct model_py_func *f = model_python_func(p, py->nodes[i].func);
-        action[i] = model_builtin_of(f);
-        data[i] = (char)model_builtin_data(f, action[i]);
-        any |= action[i] >= 0;
-    }
+    int any = model_builtin_funcs(p, action, data);
+    struct model_builtin_path *path = model_builtin_node_actions(p, action, data);
     int worker = model_builtin_in_worker(p);
-    if (!any) {
-        free(action);
-        free(data);
-        return;
-    }
     struct model_action acc[MODEL_BUILTIN_COUNT];
     memset(acc, 0, sizeof acc);
     uint64_t top_ns = 0; /* the outermost actions' nodes: the denominator of shares */
-    for (size_t i = 0; i < py->nnodes; i++) {
+    for (size_t i = 0; i < py->nnodes && any; i++) {
         const struct model_py_node *n = &py->nodes[i];
+        const struct model_builtin_path *x = &path[i];
         if (!n->defined)
             continue;
-        /* The outermost node of each action on the path from the root to n. */
-        size_t outer[MODEL_BUILTIN_COUNT];
-        for (int a = 0; a < MODEL_BUILTIN_COUNT; a++)
-            outer[a] = SIZE_MAX;
-        struct model_builtin_walk w = {-1, 0};
-        size_t k = i, steps = 0;
-        int nested = 0; /* an ancestor of n runs an action */
-        for (;;) {
-            model_builtin_step(&w, action[k], data[k]);
-            if (action[k] >= 0)
-                outer[action[k]] = k;
-            nested |= k != i && action[k] >= 0;
-            const struct model_py_node *up;
-            /* steps: a corrupt tree with a cycle ends the walk. */
-            if (!py->nodes[k].parent || ++steps > py->nnodes ||
-                !(up = model_python_node(p, py->nodes[k].parent)))
-                break;
-            k = (size_t)(up - py->nodes);
-        }
+        /* an ancestor of n runs an action: the outermost is not n */
+        int nested = x->outermost >= 0 && x->outer[x->outermost] != i + 1;
         if (action[i] >= 0 && !nested)
             top_ns += n->total_ns;
-        if (!w.forward_valid || worker)
-            outer[MODEL_BUILTIN_FORWARD] = SIZE_MAX;
         for (int a = 0; a < MODEL_BUILTIN_COUNT; a++) {
-            if (outer[a] == SIZE_MAX)
+            uint32_t outer = x->outer[a];
+            if (!outer || (a == MODEL_BUILTIN_FORWARD && (x->fd != PATH_FD_FORWARD || worker)))
                 continue;
-            if (outer[a] == i) {
+            if (outer == i + 1) {
                 acc[a].calls += n->calls;
                 acc[a].total_ns += n->total_ns;
             }
@@ -215,6 +281,7 @@ static void model_torch_actions_finish(struct model_process *p)
             acc[a].kernels += n->gpu_kernels;
         }
     }
+    free(path);
     free(action);
     free(data);
     struct model_torch *t = &p->torch;

@@ -194,8 +194,16 @@ void steps_view_print(FILE *out, const struct summary *s, const struct comm_repo
         p = steps_main_process((const struct model_process *const *)s->procs, s->nprocs);
     }
     if (!p) {
-        fprintf(out, "Training steps: none found (no ProfilerStep#N scope, optimizer step "
-                     "scope or optimizer step call); the tables cover the whole process\n\n");
+        fputs("Training steps: none found (no ProfilerStep#N scope, optimizer step scope, "
+              "Lightning batch or optimizer step call", out);
+        if (model_steps_name()) {
+            fputs("; --step '", out);
+            format_fputs_escaped(out, model_steps_name());
+            fputs("' named no call", out);
+        } else {
+            fputs("; --step NAME names them", out);
+        }
+        fputs("); the tables cover the whole process\n\n", out);
         return;
     }
     struct steps_stats st;
