@@ -205,14 +205,13 @@ static uint32_t py_define(pid_t pid, struct prof_ring *r, uint64_t name, uint64_
     return id;
 }
 
-/* The id of the code object at addr for this thread (0: not a code object, or no room). */
-static uint32_t py_code_id(pid_t pid, struct prof_ring *r, struct stacks_py_cache *c, uint64_t addr)
+/* The id of the code object at addr for this thread (0: not a code object, or no room);
+ * buf: its first code_read bytes, read already. */
+static uint32_t py_code_id(pid_t pid, struct prof_ring *r, struct stacks_py_cache *c, uint64_t addr,
+                           const uint8_t *buf)
 {
     const struct stacks_py_offsets *o = py_off;
-    uint8_t buf[256];
-    if ((addr & 7) || (size_t)o->code_read > sizeof buf ||
-        py_read(pid, addr, buf, (size_t)o->code_read) != 0 ||
-        py_u64(buf, o->ob_type) != py_code_type)
+    if (py_u64(buf, o->ob_type) != py_code_type)
         return 0;
     uint32_t line;
     memcpy(&line, buf + o->code_firstlineno, sizeof line);
@@ -261,24 +260,48 @@ void stacks_python_sample(struct prof_ring *r, struct stacks_py_cache *c, uint64
     uint32_t ids[STACKS_PY_MAX_FRAMES];
     unsigned n = 0;
     uint16_t flags = 0;
-    uint8_t buf[128];
-    for (int step = 0; frame && step < STACKS_PY_MAX_STEPS; step++) {
-        if (n == STACKS_PY_MAX_FRAMES) {
-            flags |= PROF_SAMPLE_PY_TRUNCATED;
+    uint8_t fbuf[128], cbuf[256];
+    size_t flen = (size_t)o->frame_read, clen = (size_t)o->code_read;
+    if ((frame & 7) || flen > sizeof fbuf || clen > sizeof cbuf || py_read(pid, frame, fbuf, flen))
+        return;
+    /* One read per frame: the next frame and this frame's code object together (the
+     * kernel stops at the first that fails: the byte count says which were read). */
+    for (int step = 0; step < STACKS_PY_MAX_STEPS; step++) {
+        uint64_t code = py_u64(fbuf, o->frame_code);
+        uint64_t back = py_u64(fbuf, o->frame_back);
+        int shim = o->owner_cstack >= 0 && o->frame_owner >= 0 &&
+                   fbuf[o->frame_owner] == o->owner_cstack;
+        if (!shim && n == STACKS_PY_MAX_FRAMES) {
+            flags |= PROF_SAMPLE_PY_TRUNCATED; /* a Python frame beyond the last one read */
             break;
         }
-        if ((frame & 7) || (size_t)o->frame_read > sizeof buf ||
-            py_read(pid, frame, buf, (size_t)o->frame_read) != 0)
-            break;
-        uint64_t code = py_u64(buf, o->frame_code);
-        uint64_t back = py_u64(buf, o->frame_back);
-        if (o->owner_cstack < 0 || o->frame_owner < 0 || buf[o->frame_owner] != o->owner_cstack) {
-            uint32_t id = py_code_id(pid, r, c, code);
+        int back_ok = 0, code_ok = 0;
+        if (back & 7)
+            back = 0;
+        if ((code & 7) || shim)
+            code = 0;
+        if (back && code) {
+            struct iovec local[2] = {{fbuf, flen}, {cbuf, clen}};
+            struct iovec remote[2] = {{(void *)(uintptr_t)back, flen},
+                                      {(void *)(uintptr_t)code, clen}};
+            long got = syscall(SYS_process_vm_readv, pid, local, 2ul, remote, 2ul, 0ul);
+            back_ok = got >= (long)flen;
+            code_ok = got == (long)(flen + clen);
+            if (!back_ok) /* the next frame could not be read: this one's code still can */
+                code_ok = py_read(pid, code, cbuf, clen) == 0;
+        } else if (back) {
+            back_ok = py_read(pid, back, fbuf, flen) == 0;
+        } else if (code) {
+            code_ok = py_read(pid, code, cbuf, clen) == 0;
+        }
+        if (!shim) {
+            uint32_t id = code_ok ? py_code_id(pid, r, c, code, cbuf) : 0;
             /* 3.13: a frame whose f_executable is no code object is not a Python call */
             if (id || o->minor < 13)
                 ids[n++] = id;
         }
-        frame = back;
+        if (!back_ok)
+            break;
     }
     if (!n)
         return;
