@@ -206,3 +206,31 @@ def test_unknown_interpreter_says_so_once(tmp_path):
                      "3.7 is not one this build knows (3.8-3.13)"], proc.stderr
     text = dump(out)
     assert " SAMPLE stack=" in text and " SAMPLE_PY " not in text and " PY_CODE " not in text
+
+
+STRESS = os.path.join(ROOT, "test", "workloads", "py_sample_stress.py")
+
+
+def test_frames_pushed_and_popped_under_the_signal(python, tmp_path):
+    """Short-lived threads, generators, coroutines, exceptions through recursion and code
+    objects freed and made again, sampled at 1000 Hz: the program runs as without the
+    profiler, and the samples name its functions. With PROF_SAN_ASAN_PRELOAD (`make
+    san-stress` sets it: the ASan runtime, then an ASan+UBSan libprof.so) the same runs
+    under the sanitizers, which must report nothing."""
+    out = tmp_path / "out"
+    env = {"PROF_PYTHON": "0", "PROF_SAMPLE_HZ": "1000"}
+    asan = os.environ.get("PROF_SAN_ASAN_PRELOAD")
+    if asan:
+        env = dict(os.environ, PROF_OUTPUT_DIR=str(out), LD_PRELOAD=asan,
+                   ASAN_OPTIONS="detect_leaks=0", **env)
+        proc = subprocess.run([python, STRESS, "1"], env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert not re.search(r"ERROR: AddressSanitizer|runtime error:", proc.stderr), \
+            proc.stderr[-2000:]
+    else:
+        proc = profile([python, STRESS, "1"], out, env=env, timeout=300)
+    assert proc.stdout == "py_sample_stress done 1\n", proc.stdout + proc.stderr[-2000:]
+    rows = folded(out, tmp_path)
+    named = {name_of(f) for s, _ in rows for f in s if is_python(f)}
+    assert {"churn", "dive"} <= named, named
