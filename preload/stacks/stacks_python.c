@@ -74,8 +74,7 @@ static int py_read(pid_t pid, uint64_t addr, void *buf, size_t len)
     if (!addr)
         return -1;
     struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
-    return syscall(SYS_process_vm_readv, pid, &local, 1ul, &remote, 1ul, 0ul) == (long)len ? 0
-                                                                                          : -1;
+    return syscall(SYS_process_vm_readv, pid, &local, 1ul, &remote, 1ul, 0ul) == (long)len ? 0 : -1;
 }
 
 static int py_read_ptr(pid_t pid, uint64_t addr, uint64_t *out)
@@ -185,7 +184,8 @@ static uint32_t py_define(pid_t pid, struct prof_ring *r, uint64_t name, uint64_
     size_t cap = sizeof text / 2;
     size_t nlen = py_read_str(pid, name, text, cap);
     size_t flen = py_read_str(pid, file, text + nlen + 1, cap);
-    uint32_t size = prof_record_align((uint32_t)(sizeof(struct prof_rec_py_code) + nlen + flen + 2));
+    uint32_t size =
+        prof_record_align((uint32_t)(sizeof(struct prof_rec_py_code) + nlen + flen + 2));
     struct prof_rec_py_code *rec = ring_reserve(r, size);
     if (!rec)
         return 0;
@@ -269,8 +269,8 @@ void stacks_python_sample(struct prof_ring *r, struct stacks_py_cache *c, uint64
     for (int step = 0; step < STACKS_PY_MAX_STEPS; step++) {
         uint64_t code = py_u64(fbuf, o->frame_code);
         uint64_t back = py_u64(fbuf, o->frame_back);
-        int shim = o->owner_cstack >= 0 && o->frame_owner >= 0 &&
-                   fbuf[o->frame_owner] == o->owner_cstack;
+        int shim =
+            o->owner_cstack >= 0 && o->frame_owner >= 0 && fbuf[o->frame_owner] == o->owner_cstack;
         if (!shim && n == STACKS_PY_MAX_FRAMES) {
             flags |= PROF_SAMPLE_PY_TRUNCATED; /* a Python frame beyond the last one read */
             break;

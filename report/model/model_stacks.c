@@ -237,9 +237,12 @@ static void model_stacks_free(struct model_process *p)
 }
 
 static const struct model_record_handler model_stacks_handlers[] = {
-    {PROF_REC_STACK, model_stacks_on_stack},   {PROF_REC_STACK_REF, model_stacks_on_ref},
-    {PROF_REC_MAP, model_stacks_on_map},       {PROF_REC_SAMPLE, model_stacks_on_sample},
-    {PROF_REC_STACK_MEM, model_stacks_on_mem}, {PROF_REC_PY_CODE, model_stacks_on_py_code},
+    {PROF_REC_STACK, model_stacks_on_stack},
+    {PROF_REC_STACK_REF, model_stacks_on_ref},
+    {PROF_REC_MAP, model_stacks_on_map},
+    {PROF_REC_SAMPLE, model_stacks_on_sample},
+    {PROF_REC_STACK_MEM, model_stacks_on_mem},
+    {PROF_REC_PY_CODE, model_stacks_on_py_code},
     {PROF_REC_SAMPLE_PY, model_stacks_on_sample_py},
 };
 

@@ -96,7 +96,7 @@ struct model_stacks {
     struct {
         uint32_t tid, path; /* path: index + 1 */
         uint64_t ticks;
-    } py_pending; /* the last SAMPLE_PY, for the SAMPLE of the same thread and ticks */
+    } py_pending;            /* the last SAMPLE_PY, for the SAMPLE of the same thread and ticks */
     uint64_t unmatched_refs; /* STACK_REF records whose call was not found */
     struct model_stack_mem *mems;
     size_t nmems, cap_mems;
@@ -113,8 +113,7 @@ struct model_stacks {
 /* model_stacks_python.c: PY_CODE and SAMPLE_PY records; the Python path a SAMPLE of
  * thread tid at ticks carries (index + 1, 0: none), taken from the pending SAMPLE_PY;
  * freeing. */
-void model_stacks_on_py_code(struct model_process *p, const struct trace_record *rec,
-                             uint32_t tid);
+void model_stacks_on_py_code(struct model_process *p, const struct trace_record *rec, uint32_t tid);
 void model_stacks_on_sample_py(struct model_process *p, const struct trace_record *rec,
                                uint32_t tid);
 uint32_t model_stacks_take_py_path(struct model_stacks *st, uint32_t tid, uint64_t ticks);

@@ -9,8 +9,7 @@
 #include "model_stacks.h"
 #include "trace_read.h"
 
-void model_stacks_on_py_code(struct model_process *p, const struct trace_record *rec,
-                             uint32_t tid)
+void model_stacks_on_py_code(struct model_process *p, const struct trace_record *rec, uint32_t tid)
 {
     (void)tid;
     struct model_stacks *st = model_stacks_of(p);
@@ -62,8 +61,8 @@ static uint32_t model_py_path_intern(struct model_stacks *st, const uint32_t *id
                 return (uint32_t)*slot;
             continue;
         }
-        st->py_paths = report_grow(st->py_paths, &st->cap_py_paths, st->npy_paths + 1,
-                                   sizeof *st->py_paths);
+        st->py_paths =
+            report_grow(st->py_paths, &st->cap_py_paths, st->npy_paths + 1, sizeof *st->py_paths);
         struct model_py_path *pp = &st->py_paths[st->npy_paths++];
         pp->codes = malloc(n ? 4u * n : 1);
         if (!pp->codes)

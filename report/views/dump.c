@@ -456,8 +456,8 @@ static void dump_record(FILE *out, const struct trace_record *rec, struct u64map
         const struct prof_rec_py_code *c = rec->data;
         size_t len = 0;
         const char *name = trace_record_text(rec, sizeof *c, &len);
-        fprintf(out, " id=%" PRIu32 " line=%" PRIu32 " flags=%" PRIu32 " name=", c->code_id, c->line,
-                c->flags);
+        fprintf(out, " id=%" PRIu32 " line=%" PRIu32 " flags=%" PRIu32 " name=", c->code_id,
+                c->line, c->flags);
         dump_text(out, name);
         fputs(" file=", out);
         dump_text(out, trace_record_text(rec, sizeof *c + len + 1, NULL));

@@ -203,8 +203,7 @@ static size_t stacks_python_frames(const struct model_process *p, uint32_t node,
 /* The Python frames the sampler read for a sample (PROF_PYTHON=0), innermost first,
  * labelled as the call tree's are. */
 static size_t stacks_sampled_python_frames(const struct model_process *p,
-                                           const struct model_py_path *pp, char **out,
-                                           size_t max)
+                                           const struct model_py_path *pp, char **out, size_t max)
 {
     size_t n = 0;
     for (uint32_t i = 0; i < pp->n && n + 1 < max; i++) {
@@ -356,8 +355,7 @@ static void stacks_collect_peak(struct stacks_paths *ps, const struct model_proc
             continue;
         const struct model_stack_mem *e = ev[v - 1];
         char *key, *folded;
-        stacks_render(p, sym, model_stack_get(p, e->stack_id), 0, e->py_node, NULL, &key,
-                      &folded);
+        stacks_render(p, sym, model_stack_get(p, e->stack_id), 0, e->py_node, NULL, &key, &folded);
         char label[64];
         snprintf(label, sizeof label, "[%s memory peak]", device);
         struct stacks_text tk = {0}, tf = {0};
@@ -407,9 +405,9 @@ static void stacks_collect(struct stacks_paths *ps, struct model_process *const 
             for (size_t u = 0; u < st->nsamples; u++) {
                 const struct model_stack_sample *sm = &st->samples[u];
                 char *key, *folded;
-                const struct model_py_path *pp =
-                    sm->py_path && sm->py_path <= st->npy_paths ? &st->py_paths[sm->py_path - 1]
-                                                                : NULL;
+                const struct model_py_path *pp = sm->py_path && sm->py_path <= st->npy_paths
+                                                     ? &st->py_paths[sm->py_path - 1]
+                                                     : NULL;
                 stacks_render(p, sym, model_stack_get(p, sm->stack_id), 1, sm->py_node, pp, &key,
                               &folded);
                 stacks_paths_add(ps, key, folded, sm->count, 0);
