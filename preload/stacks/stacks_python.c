@@ -15,6 +15,11 @@
  * STACKS_PY_MAX_FRAMES frames (a cycle in garbage ends there too). A wrong but readable
  * frame can at worst name a wrong function in one sample, never crash.
  *
+ * Cost: one process_vm_readv per frame (the next frame and this frame's code object in
+ * one call), plus two per string the first time a thread meets a code object. Measured
+ * on Debian's 3.11 and pyenv's 3.8-3.13 (py_hot.py, about 30 frames): 30-40 us per
+ * sample, about 0.5 % of the CPU time at 199 Hz; 190-280 us at the 128-frame bound.
+ *
  * Offsets come from stacks_python_offsets.def, generated from each version's own headers
  * (test/fixtures/stacks/py_offsets.py; a test re-derives it). The row is picked at start
  * from the running interpreter's version. */
