@@ -82,6 +82,9 @@ enum prof_record_type {
     PROF_REC_MAP = 42,       /* a loaded object: path, load bias, address range, build id */
     PROF_REC_SAMPLE = 43,    /* one CPU-time sample of a thread: its stack */
     PROF_REC_STACK_MEM = 44, /* a large tensor block allocated (with its stack) or freed */
+    /* Python frames read by the sampler itself (no Python hook needed) */
+    PROF_REC_PY_CODE = 45,   /* a code object the sampler saw: id -> qualname, file, line */
+    PROF_REC_SAMPLE_PY = 46, /* the Python frames of the SAMPLE that follows it */
     PROF_REC_TYPE_COUNT
 };
 
@@ -631,6 +634,38 @@ struct prof_rec_stack_mem {
     uint16_t reserved;
 };
 _Static_assert(sizeof(struct prof_rec_stack_mem) == 40, "stack mem record");
+
+/* Python frames read by the sampler from the sampled thread's frame chain (when no Python
+ * call-tree node names them: PROF_PYTHON=0). A PY_CODE record defines a code object's id
+ * (unique in the process) the first time a thread's samples name it; a SAMPLE_PY record
+ * comes right before the SAMPLE record of the same thread and ticks whose Python frames it
+ * lists. Both follow a THREAD record; readers that do not know them skip them. */
+enum prof_py_code_flags {
+    PROF_PY_CODE_QUALNAME = 1 /* the name is co_qualname (3.11+), else co_name */
+};
+
+/* PY_CODE: followed by "name\0file\0" (UTF-8), padded to 8. */
+struct prof_rec_py_code {
+    struct prof_record_header h;
+    uint32_t code_id; /* never 0 */
+    uint32_t line;    /* co_firstlineno */
+    uint32_t flags;   /* enum prof_py_code_flags */
+};
+_Static_assert(sizeof(struct prof_rec_py_code) == 16, "py code record header");
+
+enum prof_sample_py_flags {
+    PROF_SAMPLE_PY_TRUNCATED = 1 /* the thread had more (outer) frames than were read */
+};
+
+/* SAMPLE_PY: followed by nframes u32 code ids, innermost first (0: a frame whose code
+ * object could not be read), padded to 8. */
+struct prof_rec_sample_py {
+    struct prof_record_header h;
+    uint16_t nframes;
+    uint16_t flags; /* enum prof_sample_py_flags */
+    uint64_t ticks; /* the ticks of the SAMPLE it belongs to */
+};
+_Static_assert(sizeof(struct prof_rec_sample_py) == 16, "sample py record header");
 
 /* MAP: followed by the NUL-terminated path, padded to 8. */
 struct prof_rec_map {

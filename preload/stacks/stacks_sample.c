@@ -37,6 +37,7 @@
 #include "emit.h"
 #include "resolve.h"
 #include "stacks.h"
+#include "stacks_python.h"
 
 #define PROF_EXPORT __attribute__((visibility("default")))
 #define STACKS_SAMPLE_SIGNAL (SIGRTMIN + 5)
@@ -49,6 +50,7 @@ struct stacks_sampler {
     _Atomic int exited; /* the thread is gone and its timer deleted: unmapped once drained */
     int has_timer;
     timer_t timer;
+    struct stacks_py_cache py; /* the handler's own: code objects this thread defined */
 };
 
 #define STACKS_SAMPLER_BYTES (sizeof(struct stacks_sampler) + 64 + STACKS_SAMPLE_RING)
@@ -89,13 +91,17 @@ static void stacks_on_sample(int sig, siginfo_t *si, void *uc)
         uint64_t now = prof_clock_ticks();
         uint32_t id = stacks_capture_in_signal(
             &s->ring, 0, uc, __builtin_return_address(0)); /* the record has the node */
+        uint32_t py_node = prof_current_py_node ? prof_current_py_node() : 0;
+        /* No call-tree node (PROF_PYTHON=0): the thread's frames, read here (SAMPLE_PY) */
+        if (!py_node && stacks_python_on)
+            stacks_python_sample(&s->ring, &s->py, now);
         struct prof_rec_sample *rec = ring_reserve(&s->ring, sizeof *rec);
         if (rec) {
             rec->h.type = PROF_REC_SAMPLE;
             rec->h.size = sizeof *rec;
             rec->stack_id = id;
             rec->ticks = now;
-            rec->py_node = prof_current_py_node ? prof_current_py_node() : 0;
+            rec->py_node = py_node;
             rec->periods = 1u + (uint32_t)(si && si->si_overrun > 0 ? si->si_overrun : 0);
             rec->op_sid = stacks_current_torch_op ? stacks_current_torch_op() : 0;
             rec->nvtx_sid = stacks_current_nvtx_range ? stacks_current_nvtx_range() : 0;
@@ -296,6 +302,7 @@ int stacks_sample_start(long hz)
     collector_add_meta("sample_hz", text);
     snprintf(text, sizeof text, "%d", STACKS_SAMPLE_SIGNAL);
     collector_add_meta("sample_signal", text);
+    stacks_python_start();
     stacks_sampling = 1;
     stacks_sampler_register_self(); /* the main thread */
     return 0;

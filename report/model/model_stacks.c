@@ -8,7 +8,7 @@
 #include "model_part.h"
 #include "trace_read.h"
 
-static struct model_stacks *model_stacks_of(struct model_process *p)
+struct model_stacks *model_stacks_of(struct model_process *p)
 {
     if (!p->stacks) {
         p->stacks = calloc(1, sizeof *p->stacks);
@@ -20,6 +20,8 @@ static struct model_stacks *model_stacks_of(struct model_process *p)
         u64map_init(&p->stacks->last_call_index);
         u64map_init(&p->stacks->by_op.index);
         u64map_init(&p->stacks->by_range.index);
+        u64map_init(&p->stacks->py_code_index);
+        u64map_init(&p->stacks->py_path_index);
     }
     return p->stacks;
 }
@@ -140,8 +142,10 @@ static void model_stacks_on_sample(struct model_process *p, const struct trace_r
 {
     struct model_stacks *st = model_stacks_of(p);
     const struct prof_rec_sample *r = rec->data;
+    uint32_t py_path = model_stacks_take_py_path(st, tid, r->ticks);
     uint64_t key = ((uint64_t)r->stack_id * 0x9E3779B97F4A7C15ull) ^
-                   ((uint64_t)r->py_node << 32 | tid) * 0xC2B2AE3D27D4EB4Full;
+                   ((uint64_t)r->py_node << 32 | tid) * 0xC2B2AE3D27D4EB4Full ^
+                   (uint64_t)py_path * 0x165667B19E3779F9ull;
     /* The key is a hash: the entry found must hold the same triple, else probe on. */
     for (;; key++) {
         uint64_t *slot = u64map_slot(&st->sample_index, key);
@@ -149,7 +153,8 @@ static void model_stacks_on_sample(struct model_process *p, const struct trace_r
             return;
         if (*slot) {
             struct model_stack_sample *s = &st->samples[*slot - 1];
-            if (s->stack_id != r->stack_id || s->py_node != r->py_node || s->tid != tid)
+            if (s->stack_id != r->stack_id || s->py_node != r->py_node || s->tid != tid ||
+                s->py_path != py_path)
                 continue;
             s->count += r->periods ? r->periods : 1;
             break;
@@ -160,6 +165,7 @@ static void model_stacks_on_sample(struct model_process *p, const struct trace_r
             (struct model_stack_sample){.stack_id = r->stack_id,
                                         .py_node = r->py_node,
                                         .tid = tid,
+                                        .py_path = py_path,
                                         .count = r->periods ? r->periods : 1};
         *slot = ++st->nsamples;
         break;
@@ -225,14 +231,19 @@ static void model_stacks_free(struct model_process *p)
     free(st->by_range.rows);
     u64map_free(&st->by_op.index);
     u64map_free(&st->by_range.index);
+    model_stacks_python_free(st);
     free(st);
     p->stacks = NULL;
 }
 
 static const struct model_record_handler model_stacks_handlers[] = {
-    {PROF_REC_STACK, model_stacks_on_stack},   {PROF_REC_STACK_REF, model_stacks_on_ref},
-    {PROF_REC_MAP, model_stacks_on_map},       {PROF_REC_SAMPLE, model_stacks_on_sample},
+    {PROF_REC_STACK, model_stacks_on_stack},
+    {PROF_REC_STACK_REF, model_stacks_on_ref},
+    {PROF_REC_MAP, model_stacks_on_map},
+    {PROF_REC_SAMPLE, model_stacks_on_sample},
     {PROF_REC_STACK_MEM, model_stacks_on_mem},
+    {PROF_REC_PY_CODE, model_stacks_on_py_code},
+    {PROF_REC_SAMPLE_PY, model_stacks_on_sample_py},
 };
 
 const struct model_part model_stacks_part = {

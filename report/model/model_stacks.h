@@ -11,6 +11,7 @@
 #include "hashmap.h"
 
 struct model_process;
+struct trace_record;
 
 struct model_stack {
     uint32_t id, nframes, py_node;
@@ -31,10 +32,25 @@ struct model_stack_use {
     uint64_t calls, ticks, ns;
 };
 
-/* Samples of one stack with one innermost Python node. */
+/* Samples of one stack with one innermost Python node, or (sampled without the Python
+ * hook) one list of Python frames the sampler read. */
 struct model_stack_sample {
     uint32_t stack_id, py_node, tid;
+    uint32_t py_path; /* index + 1 into model_stacks.py_paths; 0: none */
     uint64_t count;
+};
+
+/* A code object the sampler named (PY_CODE): its id in the process. */
+struct model_py_code {
+    uint32_t id, line;
+    char *name, *file;
+};
+
+/* A distinct list of Python frames of samples (SAMPLE_PY), innermost first. */
+struct model_py_path {
+    uint32_t *codes; /* PY_CODE ids; 0: a frame whose code could not be read */
+    uint32_t n;
+    int truncated; /* the thread had more (outer) frames */
 };
 
 /* A STACK_MEM record: a large tensor block allocated (with its stack) or freed. */
@@ -70,6 +86,17 @@ struct model_stacks {
     uint64_t sample_count;
     /* SAMPLE records of the first form (24 bytes) carry neither: they count as none */
     struct model_sample_tally by_op, by_range;
+    /* Python frames read by the sampler (PY_CODE, SAMPLE_PY): model_stacks_python.c */
+    struct model_py_code *py_codes;
+    size_t npy_codes, cap_py_codes;
+    struct u64map py_code_index; /* id -> index + 1 */
+    struct model_py_path *py_paths;
+    size_t npy_paths, cap_py_paths;
+    struct u64map py_path_index; /* hash of the ids -> index + 1 (probing on a different list) */
+    struct {
+        uint32_t tid, path; /* path: index + 1 */
+        uint64_t ticks;
+    } py_pending;            /* the last SAMPLE_PY, for the SAMPLE of the same thread and ticks */
     uint64_t unmatched_refs; /* STACK_REF records whose call was not found */
     struct model_stack_mem *mems;
     size_t nmems, cap_mems;
@@ -82,6 +109,19 @@ struct model_stacks {
     } * last_calls;
     size_t nlast_calls, cap_last_calls;
 };
+
+/* model_stacks_python.c: PY_CODE and SAMPLE_PY records; the Python path a SAMPLE of
+ * thread tid at ticks carries (index + 1, 0: none), taken from the pending SAMPLE_PY;
+ * freeing. */
+void model_stacks_on_py_code(struct model_process *p, const struct trace_record *rec, uint32_t tid);
+void model_stacks_on_sample_py(struct model_process *p, const struct trace_record *rec,
+                               uint32_t tid);
+uint32_t model_stacks_take_py_path(struct model_stacks *st, uint32_t tid, uint64_t ticks);
+void model_stacks_python_free(struct model_stacks *st);
+/* The code object of an id, or NULL. */
+const struct model_py_code *model_py_code_get(const struct model_process *p, uint32_t id);
+/* model_stacks.c: p's stacks, made on first use. */
+struct model_stacks *model_stacks_of(struct model_process *p);
 
 /* The stack of an id in p, or NULL. */
 const struct model_stack *model_stack_get(const struct model_process *p, uint32_t id);

@@ -68,6 +68,8 @@ static const uint16_t trace_min_sizes[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_MAP] = sizeof(struct prof_rec_map),
     [PROF_REC_SAMPLE] = PROF_REC_SAMPLE_FIRST_SIZE, /* it grew: older files have these */
     [PROF_REC_STACK_MEM] = sizeof(struct prof_rec_stack_mem),
+    [PROF_REC_PY_CODE] = sizeof(struct prof_rec_py_code),
+    [PROF_REC_SAMPLE_PY] = sizeof(struct prof_rec_sample_py),
 };
 
 static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
@@ -109,6 +111,8 @@ static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_MAP] = "MAP",
     [PROF_REC_SAMPLE] = "SAMPLE",
     [PROF_REC_STACK_MEM] = "STACK_MEM",
+    [PROF_REC_PY_CODE] = "PY_CODE",
+    [PROF_REC_SAMPLE_PY] = "SAMPLE_PY",
 };
 
 uint16_t trace_record_min_size(uint16_t type)

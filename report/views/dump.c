@@ -453,6 +453,29 @@ static void dump_record(FILE *out, const struct trace_record *rec, struct u64map
         dump_text(out, trace_record_text(rec, sizeof *m, NULL));
         break;
     }
+    case PROF_REC_PY_CODE: {
+        const struct prof_rec_py_code *c = rec->data;
+        size_t len = 0;
+        const char *name = trace_record_text(rec, sizeof *c, &len);
+        fprintf(out, " id=%" PRIu32 " line=%" PRIu32 " flags=%" PRIu32 " name=", c->code_id,
+                c->line, c->flags);
+        dump_text(out, name);
+        fputs(" file=", out);
+        dump_text(out, trace_record_text(rec, sizeof *c + len + 1, NULL));
+        break;
+    }
+    case PROF_REC_SAMPLE_PY: {
+        const struct prof_rec_sample_py *s = rec->data;
+        const uint32_t *ids = (const uint32_t *)(s + 1);
+        uint32_t n = s->nframes;
+        if (n > (rec->size - sizeof *s) / 4)
+            n = (uint32_t)((rec->size - sizeof *s) / 4);
+        fprintf(out, " ticks=%" PRIu64 " frames=%u flags=%u", s->ticks, (unsigned)s->nframes,
+                (unsigned)s->flags);
+        for (uint32_t i = 0; i < n; i++)
+            fprintf(out, "%s%" PRIu32, i ? "," : " codes=", ids[i]);
+        break;
+    }
     case PROF_REC_PAD:
         break;
     default:

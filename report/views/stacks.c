@@ -201,10 +201,31 @@ static size_t stacks_python_frames(const struct model_process *p, uint32_t node,
     return n;
 }
 
-/* Symbolizes one stack into a path (key and folded text), Python frames spliced in. */
+/* The Python frames the sampler read for a sample (PROF_PYTHON=0), innermost first,
+ * labelled as the call tree's are. */
+static size_t stacks_sampled_python_frames(const struct model_process *p,
+                                           const struct model_py_path *pp, char **out, size_t max)
+{
+    size_t n = 0;
+    for (uint32_t i = 0; i < pp->n && n + 1 < max; i++) {
+        const struct model_py_code *c = model_py_code_get(p, pp->codes[i]);
+        char buf[1024];
+        if (c)
+            snprintf(buf, sizeof buf, "%s  %s:%u  [python]", c->name, c->file, c->line);
+        else
+            snprintf(buf, sizeof buf, "<code not read>  [python]");
+        out[n++] = report_strdup(buf);
+    }
+    if (pp->truncated && n < max)
+        out[n++] = report_strdup("<outer Python frames not read>  [python]");
+    return n;
+}
+
+/* Symbolizes one stack into a path (key and folded text), Python frames spliced in: the
+ * call tree's (py_node) or, without one, those the sampler read (pp, may be NULL). */
 static void stacks_render(const struct model_process *p, struct symbols *sym,
-                          const struct model_stack *st, int sample, uint32_t py_node, char **key,
-                          char **folded)
+                          const struct model_stack *st, int sample, uint32_t py_node,
+                          const struct model_py_path *pp, char **key, char **folded)
 {
     static struct symbols_frame frames[STACKS_VIEW_MAX_FRAMES];
     size_t n = 0;
@@ -219,7 +240,9 @@ static void stacks_render(const struct model_process *p, struct symbols *sym,
      * the Python calls, which the call tree names. */
     size_t first_eval = n, last_eval = n;
     char *py[256];
-    size_t npy = py_node ? stacks_python_frames(p, py_node, py, 256) : 0;
+    size_t npy = py_node ? stacks_python_frames(p, py_node, py, 256)
+                 : pp    ? stacks_sampled_python_frames(p, pp, py, 256)
+                         : 0;
     if (npy)
         for (size_t i = skip; i < n; i++)
             if (stacks_is_interpreter(&frames[i])) {
@@ -333,7 +356,7 @@ static void stacks_collect_peak(struct stacks_paths *ps, const struct model_proc
             continue;
         const struct model_stack_mem *e = ev[v - 1];
         char *key, *folded;
-        stacks_render(p, sym, model_stack_get(p, e->stack_id), 0, e->py_node, &key, &folded);
+        stacks_render(p, sym, model_stack_get(p, e->stack_id), 0, e->py_node, NULL, &key, &folded);
         char label[64];
         snprintf(label, sizeof label, "[%s memory peak]", device);
         struct stacks_text tk = {0}, tf = {0};
@@ -376,14 +399,17 @@ static void stacks_collect(struct stacks_paths *ps, struct model_process *const 
                     continue;
                 char *key, *folded;
                 const struct model_stack *sk = model_stack_get(p, st->uses[u].stack_id);
-                stacks_render(p, sym, sk, 0, sk ? sk->py_node : 0, &key, &folded);
+                stacks_render(p, sym, sk, 0, sk ? sk->py_node : 0, NULL, &key, &folded);
                 stacks_paths_add(ps, key, folded, st->uses[u].calls, st->uses[u].ns);
             }
         } else {
             for (size_t u = 0; u < st->nsamples; u++) {
                 const struct model_stack_sample *sm = &st->samples[u];
                 char *key, *folded;
-                stacks_render(p, sym, model_stack_get(p, sm->stack_id), 1, sm->py_node, &key,
+                const struct model_py_path *pp = sm->py_path && sm->py_path <= st->npy_paths
+                                                     ? &st->py_paths[sm->py_path - 1]
+                                                     : NULL;
+                stacks_render(p, sym, model_stack_get(p, sm->stack_id), 1, sm->py_node, pp, &key,
                               &folded);
                 stacks_paths_add(ps, key, folded, sm->count, 0);
                 stacks_action_add(ps, model_torch_action_of_node(p, sm->py_node), sm->count);

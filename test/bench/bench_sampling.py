@@ -1,7 +1,9 @@
 """Cost of sampling mode on a CPU-bound Python program, measured in one run: py_hot.py
 (fib + method calls) bare, then under libprof.so with only sampling on
 (PROF_SAMPLE_HZ=199, the exact Python and torch layers off), alternating, fastest of
-ROUNDS each; prints the added wall-time share (goal <= 2 %).
+ROUNDS each; prints the added wall-time share (goal <= 2 %). With the Python layer off the
+sampler reads each sample's Python frames itself (preload/stacks/stacks_python.c): that
+cost is part of the figure.
 
     BUILD=$PWD/build python3 test/bench/bench_sampling.py [PYTHON]
 """
