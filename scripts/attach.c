@@ -859,6 +859,8 @@ static const char *attach_foreign_arch(pid_t pid)
     return NULL;
 }
 
+static void attach_explain_eperm(char *why, size_t len);
+
 /* Refusals that need no ptrace: 0, or 1 and why. */
 static int attach_precheck(pid_t pid, const char *lib, const char *outdir, char *why, size_t len)
 {
@@ -893,6 +895,14 @@ static int attach_precheck(pid_t pid, const char *lib, const char *outdir, char 
                     tracer);
         return 1;
     }
+    snprintf(path, sizeof path, "/proc/%d/maps", pid);
+    int maps = open(path, O_RDONLY | O_CLOEXEC);
+    if (maps < 0 && (errno == EACCES || errno == EPERM)) {
+        attach_explain_eperm(why, len);
+        return 1;
+    }
+    if (maps >= 0)
+        close(maps);
     const char *arch = attach_foreign_arch(pid);
     if (arch) {
         attach_fail(why, len, "process %d is %s: profrun attach supports x86-64 programs", pid,
