@@ -2,10 +2,10 @@
 for a while and logs what it did, so that a test can compare the calls recorded in an
 attach window with the calls made inside it.
 
-    attach_loop.py py SECONDS      a Python loop: work() then a 1 ms sleep
-    attach_loop.py torch SECONDS   a torch training loop (SGD steps), 1 ms sleep per step
-    attach_loop.py threads SECONDS 8 busy threads, one blocked in a long read() on a pipe,
-                                   one in malloc-heavy code, the main thread looping
+    attach_loop.py py N        a Python loop of N iterations: work() then a 1 ms sleep
+    attach_loop.py torch N     a torch training loop (N SGD steps), a 1 ms sleep per step
+    attach_loop.py threads N   8 busy threads, one blocked in a long read() on a pipe, one
+                               in malloc-heavy code, the main thread looping N times
 
 ATTACH_LOG=FILE: one line per call of work() / train_step(): "<realtime ns> <start|end>".
 Prints "ready <pid>" (flushed) once running, then its result; exits with status 3."""
@@ -18,7 +18,7 @@ LOG = os.environ.get("ATTACH_LOG")
 
 
 def main():
-    mode, seconds = sys.argv[1], float(sys.argv[2])
+    mode, iterations = sys.argv[1], int(sys.argv[2])
     log = open(LOG, "w") if LOG else None
     total = 0
 
@@ -37,7 +37,7 @@ def main():
             loss = ((model(x) - y) ** 2).mean()
             loss.backward()
             opt.step()
-            return 0
+            return int(loss.item() * 1000)
 
         work = train_step  # noqa: F811
 
@@ -66,15 +66,12 @@ def main():
             t.start()
 
     print("ready %d" % os.getpid(), flush=True)
-    end = time.monotonic() + seconds
-    i = 0
-    while time.monotonic() < end:
+    for i in range(iterations):
         if log:
             log.write("%d start\n" % time.time_ns())
         total += work(i)
         if log:
             log.write("%d end\n" % time.time_ns())
-        i += 1
         time.sleep(0.001)
     if mode == "threads":
         stop.set()
@@ -84,7 +81,7 @@ def main():
         print("reader got %r" % got[0])
     if log:
         log.close()
-    print("result %d" % (total if mode != "torch" else 0))
+    print("result %d" % total)
     sys.exit(3)
 
 
