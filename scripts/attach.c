@@ -8,7 +8,8 @@
  *     while it holds one of its own locks (poll, epoll_wait, select, nanosleep, read, wait4,
  *     accept, recvfrom, pause; futex last, since a futex wait may be a lock waiter). Never
  *     one inside mmap/brk/munmap/mprotect (malloc makes those holding its arena lock), nor
- *     in ppoll/pselect/epoll_pwait/rt_sigsuspend (they swap the signal mask).
+ *     in ppoll/pselect6/epoll_pwait given a signal mask, nor rt_sigsuspend (the kernel swaps
+ *     the mask for theirs: a restart made by us would leave the wrong one).
  *  2. It is seized (PTRACE_SEIZE) and stopped (PTRACE_INTERRUPT). Its registers are saved;
  *     the stop must show it inside the syscall it was seen in (rax = -ERESTART*, the
  *     instruction before rip a `syscall`), else it is let go untouched and another is tried.
@@ -335,11 +336,19 @@ __asm__(".pushsection .rodata\n"
 #define ERESTARTNOHAND 514
 #define ERESTART_RESTARTBLOCK 516
 
-/* The rank of a syscall as a place to stop a thread: lower is better, -1 never. */
-static int attach_syscall_rank(long nr)
+/* The rank of a syscall as a place to stop a thread: lower is better, -1 never. args: the
+ * six arguments from /proc (pselect6, ppoll and epoll_pwait only when they swap no signal
+ * mask: glibc's select() and a sleep in Python 3.8 make pselect6 with none). */
+static int attach_syscall_rank(long nr, const unsigned long *args)
 {
 #ifdef __x86_64__
     switch (nr) {
+    case SYS_pselect6:
+        return args[5] == 0 ? 0 : -1;
+    case SYS_ppoll:
+        return args[3] == 0 ? 0 : -1;
+    case SYS_epoll_pwait:
+        return args[4] == 0 ? 0 : -1;
     case SYS_poll:
     case SYS_epoll_wait:
     case SYS_select:
@@ -362,6 +371,7 @@ static int attach_syscall_rank(long nr)
     }
 #else
     (void)nr;
+    (void)args;
     return -1;
 #endif
 }
@@ -396,7 +406,16 @@ static int attach_candidates(pid_t pid, struct attach_candidate *out, int max, i
         long nr = strtol(buf, &end, 10);
         if (end == buf) /* "running" */
             continue;
-        int rank = attach_syscall_rank(nr);
+        unsigned long args[6] = {1, 1, 1, 1, 1, 1};
+        char *p2 = end;
+        for (int a = 0; a < 6; a++) {
+            char *e2;
+            args[a] = strtoul(p2, &e2, 16);
+            if (e2 == p2)
+                break;
+            p2 = e2;
+        }
+        int rank = attach_syscall_rank(nr, args);
         if (rank < 0 || n >= max)
             continue;
         out[n].tid = atoi(e->d_name);
@@ -916,7 +935,7 @@ static int attach_precheck(pid_t pid, const char *lib, const char *outdir, char 
                     lib, pid);
         return 1;
     }
-    if (!attach_same_file(pid, outdir)) {
+    if (outdir && !attach_same_file(pid, outdir)) {
         attach_fail(why, len,
                     "the output folder %s is not the same inside process %d's mount namespace: "
                     "use -o with a folder both see",
@@ -1073,8 +1092,12 @@ int attach_main(int argc, char **argv)
         }
         snprintf(out_abs, sizeof out_abs, "%s/%s", cwd, output);
     }
-    outdir_set_shared(settings_bool(SETTING_PROF_OUTPUT_SHARED));
     char why[PATH_MAX + 512];
+    if (attach_precheck(pid, lib_abs, NULL, why, sizeof why) != 0) {
+        fprintf(stderr, "profrun attach: %s\n", why);
+        return 1;
+    }
+    outdir_set_shared(settings_bool(SETTING_PROF_OUTPUT_SHARED));
     int dirfd = outdir_open(out_abs, why, sizeof why);
     if (dirfd < 0) {
         fprintf(stderr, "profrun attach: %s\n", why);
