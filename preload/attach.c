@@ -23,6 +23,7 @@
 #define _GNU_SOURCE
 #include "attach.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -37,6 +38,9 @@
 #include <unistd.h>
 
 #include "collector.h"
+#ifdef PROF_HAVE_CUDA
+#include "cupti_sub.h"
+#endif
 #include "settings.h"
 #include "window.h"
 
@@ -285,6 +289,16 @@ PROF_EXPORT int prof_attach_start(const char *settings, char *msg, size_t msg_le
         collector_add_source(attach_drain);
     }
     collector_keep_running();
+#ifdef PROF_HAVE_CUDA
+    /* CUDA at work already: CUPTI's callbacks and activity start now (the driver's
+     * injection call, which starts them in a preloaded process, came and went). Not when
+     * no driver is loaded: CUPTI would bring CUDA into a process that does not use it. */
+    void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (cuda) {
+        cupti_start();
+        dlclose(cuda);
+    }
+#endif
     int py = python_attach_late(attach_open);
     if (py != 0)
         attach_open(); /* no interpreter, or its hook is in already */

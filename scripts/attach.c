@@ -922,6 +922,14 @@ static int attach_precheck(pid_t pid, const char *lib, const char *outdir, char 
     }
     if (maps >= 0)
         close(maps);
+    char seccomp[16];
+    if (attach_status_field(pid, "Seccomp", seccomp, sizeof seccomp) == 0 && atoi(seccomp) == 1) {
+        attach_fail(why, len,
+                    "process %d runs in seccomp strict mode: the system calls attach makes "
+                    "in it would kill it",
+                    pid);
+        return 1;
+    }
     const char *arch = attach_foreign_arch(pid);
     if (arch) {
         attach_fail(why, len, "process %d is %s: profrun attach supports x86-64 programs", pid,
@@ -1147,12 +1155,14 @@ int attach_main(int argc, char **argv)
         if (i == SETTING_PROF_OUTPUT_DIR || i == SETTING_PROF_RUN_ID ||
             i == SETTING_PROF_RUN_ID_FROM || i == SETTING_PROF_STEPS ||
             i == SETTING_PROF_DELAY || i == SETTING_PROF_DURATION ||
-            i == SETTING_PROF_WINDOW_SIGNAL || !settings_is_set(i))
+            i == SETTING_PROF_WINDOW_SIGNAL || i == SETTING_PROF_SIGNALS || !settings_is_set(i))
             continue;
         ADD("%s=%s\n", settings_table[i].name, settings_get(i));
     }
-    ADD("PROF_OUTPUT_DIR=%s\nPROF_RUN_ID=%s\nPROF_RUN_ID_FROM=profrun\nPROF_LIB=%s\n", out_abs,
-        run_id, lib_abs);
+    /* PROF_SIGNALS=0: the program's signal dispositions stay as they are */
+    ADD("PROF_OUTPUT_DIR=%s\nPROF_RUN_ID=%s\nPROF_RUN_ID_FROM=profrun\nPROF_LIB=%s\n"
+        "PROF_SIGNALS=0\n",
+        out_abs, run_id, lib_abs);
     if (duration > 0)
         ADD("attach.duration=%.9g\n", duration);
     if (steps > 0)

@@ -6,6 +6,7 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -117,6 +118,16 @@ def py_calls(rep, qualname):
     return sum(int(f["ncalls"]) for f in rep["python"] if f["qualname"] in (qualname, short))
 
 
+def signal_dispositions(pid):
+    """Caught, ignored and blocked signals of the process; not glibc's own 32 and 33
+    (SIGCANCEL, SIGSETXID), whose handlers glibc installs at a process's first
+    pthread_create, the attach's own thread in a program that had none."""
+    status = open("/proc/%d/status" % pid).read()
+    glibc = (1 << 31) | (1 << 32)
+    return [(l.split(":")[0], int(l.split()[1], 16) & ~glibc) for l in status.splitlines()
+            if l.startswith(("SigCgt", "SigIgn", "SigBlk"))]
+
+
 def only_trace(outdir):
     (path,) = glob.glob(os.path.join(str(outdir), "*.trace"))
     return path
@@ -130,10 +141,12 @@ def test_attach_to_a_python_loop_records_the_calls_inside_its_window(tmp_path, p
     t = Target(cmd, log=log)
     try:
         time.sleep(0.5)
+        before = signal_dispositions(t.pid)
         got = attach(t.pid, out, "--duration", "1")
         assert got.returncode == 0, got.stderr
         assert "Capture window: attach" in got.stdout, got.stdout
         assert "stopped for" in got.stderr
+        assert signal_dispositions(t.pid) == before, "the program's signal handling is its own"
         stdout, stderr, rc = t.finish()
     finally:
         t.kill()
@@ -223,6 +236,31 @@ def test_attach_twice_reuses_the_loaded_library(tmp_path):
     inside, overlap = bounds(logged_calls(log), wins)
     n = py_calls(report_json(out, "--python"), "main.<locals>.work")
     assert inside <= n <= overlap and overlap - inside <= 4, (inside, n, overlap)
+
+
+def test_attach_until_ctrl_c(tmp_path):
+    python = pyenv(12) or DEBIAN
+    cmd = [python, LOOP, "py", "4000"]
+    log, out = tmp_path / "calls.log", tmp_path / "prof"
+    t = Target(cmd, log=log)
+    try:
+        time.sleep(0.3)
+        a = subprocess.Popen([PROFRUN, "attach", "-o", str(out), str(t.pid)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        a.send_signal(signal.SIGINT)
+        stdout, stderr = a.communicate(timeout=60)
+        assert a.returncode == 0, stderr
+        assert "until Ctrl-C" in stderr and "Capture window: attach" in stdout
+        _, _, rc = t.finish()
+    finally:
+        t.kill()
+    assert rc == 3
+    wins = windows(only_trace(out))
+    assert len(wins) == 1
+    inside, overlap = bounds(logged_calls(log), wins)
+    n = py_calls(report_json(out, "--python"), "main.<locals>.work")
+    assert inside > 100 and inside <= n <= overlap and overlap - inside <= 2, (inside, n, overlap)
 
 
 def test_attach_with_busy_threads_and_one_blocked_in_a_long_read(tmp_path):
