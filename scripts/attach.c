@@ -716,6 +716,8 @@ struct attach_result {
     char why[512];
 };
 
+static pid_t attach_only_tid; /* --tid: stop this thread only */
+
 static void attach_injector(pid_t pid, const char *lib, const char *settings, int timeout_ms,
                             struct attach_result *res)
 {
@@ -768,6 +770,8 @@ static void attach_injector(pid_t pid, const char *lib, const char *settings, in
             return;
         }
         for (int i = 0; i < n; i++) {
+            if (attach_only_tid && c[i].tid != attach_only_tid)
+                continue;
             tried++;
             int r = attach_inject_thread(pid, &c[i], lib, settings, fns, &res->data, &res->timing,
                                          res->why, sizeof res->why);
@@ -995,6 +999,7 @@ static void attach_usage(FILE *out)
             "  -s, --steps N      optimizer steps to record (from the end of the step under way)\n"
             "  -o, --output DIR   folder for the trace (default ./prof-out)\n"
             "      --timeout S    how long to look for a thread that can be stopped (default 10)\n"
+            "      --tid TID      stop only this thread of PID (when it waits in a system call)\n"
             "      --no-report    do not print the report\n"
             "  -v, --verbose      say which thread was stopped, and for how long\n");
 }
@@ -1025,6 +1030,7 @@ int attach_main(int argc, char **argv)
                                          {"output", required_argument, NULL, 'o'},
                                          {"timeout", required_argument, NULL, 't'},
                                          {"no-report", no_argument, NULL, 'n'},
+                                         {"tid", required_argument, NULL, 'T'},
                                          {"verbose", no_argument, NULL, 'v'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
@@ -1058,6 +1064,9 @@ int attach_main(int argc, char **argv)
             break;
         case 'n':
             no_report = 1;
+            break;
+        case 'T':
+            attach_only_tid = (pid_t)atoi(optarg);
             break;
         case 'v':
             attach_verbose = 1;

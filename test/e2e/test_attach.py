@@ -283,6 +283,33 @@ def test_attach_with_busy_threads_and_one_blocked_in_a_long_read(tmp_path):
     assert (stdout, rc) == (bare_out, bare_rc), stderr
 
 
+def test_threads_stopped_in_read_nanosleep_and_futex_go_on_as_before(tmp_path):
+    """attach_blocked.c: one attach stopping each of its threads in turn (--tid): the
+    read() gets its data, the relative nanosleep (-ERESTART_RESTARTBLOCK: restarted
+    through restart_syscall) still sleeps 4 s in all, the condition wait wakes once."""
+    exe = tmp_path / "blocked"
+    src = os.path.join(ROOT, "test", "workloads", "attach_blocked.c")
+    subprocess.run(["cc", "-O2", "-pthread", "-o", str(exe), src], check=True)
+    bare = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    p = subprocess.Popen([str(exe)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ready = p.stdout.readline().split()
+        pid, tids = int(ready[1]), ready[2:]
+        time.sleep(0.2)
+        for tid, nr in zip(tids, ("0", "230", "202")):  # read, clock_nanosleep, futex
+            got = attach(pid, tmp_path / "o", "--tid", tid, "--duration", "0.05", "--no-report",
+                         "--timeout", "2")
+            assert got.returncode == 0, got.stderr
+            assert "thread %s (in syscall %s)" % (tid, nr) in got.stderr, got.stderr
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert sorted(out.splitlines()) == sorted(bare.stdout.splitlines()[1:]), out + err
+    assert "slept 4 s" in out and "reader 4 data" in out
+    assert p.returncode == bare.returncode == 3
+
+
 def test_attach_opens_the_window_of_a_process_started_under_profrun(tmp_path):
     """Issue 21 item 5: PROF_WINDOW_SIGNAL, window closed; attach opens it (no signal)."""
     python = pyenv(11) or DEBIAN
