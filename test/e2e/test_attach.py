@@ -499,3 +499,48 @@ def test_refuses_bad_arguments(tmp_path):
     assert got.returncode == 2 and "one or the other" in got.stderr
     got = subprocess.run([PROFRUN, "attach", "abc"], capture_output=True, text=True)
     assert got.returncode == 2 and "not a process id" in got.stderr
+
+
+@pytest.mark.skipif(not (have_torch() and shutil.which("torchrun")),
+                    reason="no torch / torchrun for /usr/bin/python3")
+def test_children_of_a_torchrun_agent_one_job_with_the_slow_rank_named(tmp_path):
+    """4 gloo DDP ranks (ddp_slow_rank.py, rank 1 sleeps 20 ms a step) started by torchrun
+    without profrun; `--children-of AGENT --steps 20`: every rank records 20 steps, one job
+    in the report, rank 1 named as the one the others wait for."""
+    script = os.path.join(ROOT, "test", "workloads", "ddp_slow_rank.py")
+    out = tmp_path / "prof"
+    agent = subprocess.Popen(["torchrun", "--nproc_per_node", "4", "--redirects", "2", "--tee",
+                              "1", script, "400", "1", "20"], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    try:
+        ranks = []
+        for _ in range(600):  # the ranks start their steps (each imports torch)
+            time.sleep(0.1)
+            ranks = subprocess.run(["pgrep", "-P", str(agent.pid)], capture_output=True,
+                                   text=True).stdout.split()
+            try:
+                if len(ranks) == 4 and all("libtorch_cpu" in open("/proc/%s/maps" % r).read()
+                                           for r in ranks):
+                    break
+            except OSError:
+                pass
+        time.sleep(3)  # past init_process_group, into the steps
+        got = subprocess.run([PROFRUN, "attach", "-o", str(out), "--steps", "20",
+                              "--children-of", str(agent.pid)],
+                             capture_output=True, text=True, timeout=300)
+        stdout, _ = agent.communicate(timeout=300)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+    assert got.returncode == 0, got.stderr
+    assert agent.returncode == 0, stdout[-2000:]
+    assert sorted(l.split(":", 1)[1] for l in stdout.splitlines() if " steps" in l) == \
+        ["rank %d of 4: 400 steps" % r for r in range(4)]
+    assert "Ranks: 4 of world size 4" in got.stdout
+    assert "Capture window: attach, in 4 processes" in got.stdout
+    rep = report_json(out, "--ranks")["ranks"]
+    rows = {r["rank"]: r for r in rep["rows"]}
+    assert sorted(rows) == [0, 1, 2, 3]
+    assert rep["slowest"]["rank"] == 1, rep["slowest"]
+    ops = {o["name"]: o["calls"] for o in report_json(out, "--ops")["ops"]}
+    assert ops["Optimizer.step#SGD.step"] == 4 * 20
