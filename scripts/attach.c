@@ -160,6 +160,37 @@ static int attach_precheck(pid_t pid, const char *lib, const char *outdir, char 
     }
     if (maps >= 0)
         close(maps);
+    char state[64];
+    if (attach_status_field(pid, "State", state, sizeof state) == 0 &&
+        (state[0] == 'T' || state[0] == 't' || state[0] == 'Z' || state[0] == 'X')) {
+        attach_fail(why, len, "process %d is %s: %s", pid,
+                    state[0] == 'Z' || state[0] == 'X' ? "ending" : "stopped",
+                    state[0] == 'Z' || state[0] == 'X' ? "nothing to attach to"
+                                                       : "continue it first (kill -CONT)");
+        return 1;
+    }
+    /* A libprof.so of another build (preloaded from elsewhere): two profilers in one
+     * process would each take the same hooks. */
+    snprintf(path, sizeof path, "/proc/%d/maps", pid);
+    FILE *mf = fopen(path, "re");
+    char line[PATH_MAX + 256];
+    while (mf && fgets(line, sizeof line, mf)) {
+        char *file = strchr(line, '/');
+        if (!file)
+            continue;
+        file[strcspn(file, "\n")] = '\0';
+        const char *base = strrchr(file, '/') + 1;
+        if (!strcmp(base, "libprof.so") && strcmp(file, lib)) {
+            attach_fail(why, len,
+                        "process %d runs with another libprof.so (%s): attach with the profrun "
+                        "beside it",
+                        pid, file);
+            fclose(mf);
+            return 1;
+        }
+    }
+    if (mf)
+        fclose(mf);
     char seccomp[16];
     if (attach_status_field(pid, "Seccomp", seccomp, sizeof seccomp) == 0 && atoi(seccomp) == 1) {
         attach_fail(why, len,

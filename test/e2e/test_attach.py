@@ -238,6 +238,29 @@ def test_attach_twice_reuses_the_loaded_library(tmp_path):
     assert inside <= n <= overlap and overlap - inside <= 4, (inside, n, overlap)
 
 
+def test_attach_ten_times_to_one_process(tmp_path):
+    """Ten windows in one process (3.12: sys.monitoring's events off and on again each
+    time): each of its calls inside a window counted, the output as without."""
+    python = pyenv(12) or DEBIAN
+    cmd = [python, LOOP, "py", "6000"]
+    bare_out, bare_rc = bare_run(cmd)
+    log, out = tmp_path / "calls.log", tmp_path / "prof"
+    t = Target(cmd, log=log)
+    try:
+        for i in range(10):
+            got = attach(t.pid, out, "--duration", "0.1", "--no-report")
+            assert got.returncode == 0, (i, got.stderr)
+        stdout, stderr, rc = t.finish()
+    finally:
+        t.kill()
+    assert (stdout, rc) == (bare_out, bare_rc), stderr
+    wins = windows(only_trace(out))
+    assert len(wins) == 10
+    inside, overlap = bounds(logged_calls(log), wins)
+    n = py_calls(report_json(out, "--python"), "main.<locals>.work")
+    assert inside > 100 and inside <= n <= overlap and overlap - inside <= 20, (inside, n, overlap)
+
+
 def test_attach_until_ctrl_c(tmp_path):
     python = pyenv(12) or DEBIAN
     cmd = [python, LOOP, "py", "4000"]
@@ -373,6 +396,20 @@ def test_refuses_when_no_thread_waits_in_a_syscall(tmp_path):
         refused(attach(p.pid, tmp_path / "o", "--timeout", "1"), "no thread of process")
         assert p.poll() is None
         assert "TracerPid:\t0" in open("/proc/%d/status" % p.pid).read()
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_refuses_a_stopped_process(tmp_path):
+    p = subprocess.Popen([DEBIAN, "-c", "import time; time.sleep(30)"])
+    try:
+        time.sleep(0.2)
+        os.kill(p.pid, signal.SIGSTOP)
+        time.sleep(0.1)
+        refused(attach(p.pid, tmp_path / "o", "--duration", "0.5"), "is stopped")
+        os.kill(p.pid, signal.SIGCONT)
+        assert p.poll() is None
     finally:
         p.kill()
         p.wait()
