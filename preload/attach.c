@@ -252,8 +252,14 @@ PROF_EXPORT int prof_attach_start(const char *settings, char *msg, size_t msg_le
         char **argv;
         int argc = attach_cmdline(&argv);
         attach_in_start = 1;
-        if (attach_steps > 0)
-            window_attach_steps_off(); /* before the layers start: torch counts the steps */
+        /* Before the layers start, so that torch counts the steps from now on (a later
+         * attach may ask for steps). Without torch the Python layer would have to look at
+         * every call for them: only when steps are asked for now. */
+        void *torch = dlopen("libtorch_cpu.so", RTLD_NOW | RTLD_NOLOAD);
+        if (attach_steps > 0 || torch)
+            window_attach_steps_off();
+        if (torch)
+            dlclose(torch);
         init_begin(argc, argv);
         attach_in_start = 0;
         if (!collector_is_live()) {
@@ -278,8 +284,10 @@ PROF_EXPORT int prof_attach_start(const char *settings, char *msg, size_t msg_le
     if (!attach_key(settings, "attach.stop", attach_stop_path, sizeof attach_stop_path))
         attach_stop_path[0] = '\0';
     if (attach_steps > 0 && !first && !window_steps_on) {
-        attach_msg(msg, msg_len, "--steps needs step counting from the start: this process was "
-                                 "started under the preload without PROF_STEPS; use --duration");
+        attach_msg(msg, msg_len,
+                   "--steps: the steps of this process are not counted (started under the "
+                   "preload without PROF_STEPS, or first attached before torch was loaded); "
+                   "use --duration");
         goto out;
     }
     attach_asked_ns = attach_now_ns();

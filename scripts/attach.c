@@ -637,7 +637,10 @@ int attach_main(int argc, char **argv)
         fprintf(stderr, "profrun attach: %d of %d processes are recorded\n", started, npids);
 
     /* Until each library says its window closed and its records are on disk. */
-    uint64_t stop_at = 0;
+    uint64_t stop_at = 0, started_at = attach_now_ns();
+    if (o.steps > 0)
+        fprintf(stderr, "profrun attach: waiting for %ld steps (Ctrl-C to stop earlier)\n",
+                o.steps);
     for (;;) {
         int waiting = 0;
         for (int i = 0; i < npids; i++) {
@@ -659,6 +662,13 @@ int attach_main(int argc, char **argv)
         }
         if (!waiting)
             break;
+        if (o.duration > 0 && !stop_at &&
+            attach_now_ns() - started_at > (uint64_t)((o.duration + 30) * 1e9)) {
+            fprintf(stderr, "profrun attach: %d processes did not close their window %.0f s "
+                            "after it should have; reporting what is on disk\n",
+                    waiting, 30.0);
+            break;
+        }
         if (attach_interrupted && !stop_at) {
             for (int i = 0; i < npids; i++) {
                 int fd = targets[i].started

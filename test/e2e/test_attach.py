@@ -189,6 +189,29 @@ def test_attach_for_steps_to_a_torch_loop_records_exactly_those_steps(tmp_path):
 
 
 @needs_torch
+def test_attach_for_a_duration_then_for_steps(tmp_path):
+    """The first attach (a duration) starts the step count: a later one can ask for steps."""
+    cmd = [DEBIAN, LOOP, "torch", "3000"]
+    out = tmp_path / "prof"
+    t = Target(cmd)
+    try:
+        time.sleep(1)
+        got = attach(t.pid, out, "--duration", "0.3", "--no-report")
+        assert got.returncode == 0, got.stderr
+        got = attach(t.pid, out, "--steps", "30", "--no-report")
+        assert got.returncode == 0, got.stderr
+        _, stderr, rc = t.finish()
+    finally:
+        t.kill()
+    assert rc == 3, stderr
+    path = only_trace(out)
+    opens, closes = meta(path, "window_open"), meta(path, "window_close")
+    assert [o.split()[1] for o in opens] == ["attach", "step"]
+    assert [c.split()[1] for c in closes] == ["attach", "step"]
+    assert int(closes[1].split()[2]) - int(opens[1].split()[2]) == 29
+
+
+@needs_torch
 def test_attach_for_a_duration_to_a_torch_loop_counts_its_steps_exactly(tmp_path):
     cmd = [DEBIAN, LOOP, "torch", "3000"]
     log, out = tmp_path / "calls.log", tmp_path / "prof"
