@@ -356,6 +356,32 @@ def test_threads_stopped_in_read_nanosleep_and_futex_go_on_as_before(tmp_path):
     assert p.returncode == bare.returncode == 3
 
 
+def test_attach_twenty_times_to_a_malloc_heavy_c_program(tmp_path):
+    """attach_malloc.c: 8 threads in malloc/free (their heap blocks checked), one in read(),
+    the main thread in nanosleep; 20 attaches (the library's thread loads, allocates and
+    records while they run): no hang, no corruption, the same output and status."""
+    exe = tmp_path / "malloc"
+    src = os.path.join(ROOT, "test", "workloads", "attach_malloc.c")
+    subprocess.run(["cc", "-O2", "-pthread", "-o", str(exe), src], check=True)
+    p = subprocess.Popen([str(exe), "12"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        pid = int(p.stdout.readline().split()[1])
+        stopped = set()
+        for i in range(20):
+            got = attach(pid, tmp_path / "o", "--duration", "0.05", "--no-report")
+            assert got.returncode == 0, (i, got.stderr)
+            stopped.add(got.stderr.split("(in syscall ")[1].split(")")[0])
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert (out, p.returncode) == ("ok many\n", 3), err
+    assert stopped <= {"0", "230"}, "only the reader or the sleeper is ever stopped"
+    wins = windows(only_trace(tmp_path / "o"))
+    assert len(wins) == 20
+
+
 def test_attach_opens_the_window_of_a_process_started_under_profrun(tmp_path):
     """Issue 21 item 5: PROF_WINDOW_SIGNAL, window closed; attach opens it (no signal)."""
     python = pyenv(11) or DEBIAN
