@@ -66,8 +66,14 @@ static double attach_duration = -1;
 static long attach_steps;
 static pid_t attach_attacher;
 static char attach_done_path[4096], attach_stop_path[4096];
-static uint64_t attach_asked_ns, attach_open_ns;
-static unsigned attach_closings_at_open;
+static uint64_t attach_asked_ns;
+static _Atomic uint64_t attach_open_ns;
+/* attach.start_after (realtime ns): the window is asked for in every rank of a job at
+ * once; it opens (or its steps start counting) only from then, so that ranks attached one
+ * after the other begin at the same step. attach_ready: the Python hook is in. */
+static uint64_t attach_start_after;
+static _Atomic int attach_ready;
+static _Atomic unsigned attach_closings_at_open;
 
 int attach_loading(void)
 {
@@ -141,18 +147,36 @@ static void attach_msg(char *msg, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
-/* The window opens: in the main thread once the Python hook is in, or at once. */
-static void attach_open(void)
+static uint64_t attach_realtime_ns(void)
 {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The window opens: once the Python hook is in (or at once without Python), and not
+ * before attach.start_after (then on a collector pass). */
+static void attach_open_now(void)
+{
+    if (atomic_load(&attach_state) != 1)
+        return;
+    /* Before the state says open: the collector's pass reads them once it sees it. */
+    atomic_store(&attach_open_ns, attach_now_ns());
+    atomic_store(&attach_closings_at_open, atomic_load(&window_closings));
     int expected = 1;
     if (!atomic_compare_exchange_strong(&attach_state, &expected, 2))
         return;
-    attach_open_ns = attach_now_ns();
-    attach_closings_at_open = atomic_load(&window_closings);
     if (attach_steps > 0)
         window_attach_steps(attach_steps); /* opens at the next step's end */
     else
         window_attach_switch(1, (long)getpid());
+}
+
+static void attach_open(void)
+{
+    atomic_store(&attach_ready, 1);
+    if (!attach_start_after || attach_realtime_ns() >= attach_start_after)
+        attach_open_now();
 }
 
 static void attach_close(void)
@@ -173,20 +197,29 @@ static void attach_drain(int fresh, int last)
     uint64_t now = attach_now_ns();
     int gone = attach_attacher > 0 && kill(attach_attacher, 0) != 0 && errno == ESRCH;
     int stop = attach_stop_path[0] && access(attach_stop_path, F_OK) == 0;
-    if (state == 1 && (double)(now - attach_asked_ns) / 1e9 >= ATTACH_OPEN_GRACE_S) {
+    if (state == 1 && !atomic_load(&attach_ready) &&
+        (double)(now - attach_asked_ns) / 1e9 >= ATTACH_OPEN_GRACE_S) {
         collector_note("the main thread ran no Python for %.0f s: the window opens without "
                        "waiting for the Python hook",
                        ATTACH_OPEN_GRACE_S);
-        attach_open();
-        state = 2;
+        atomic_store(&attach_ready, 1);
+    }
+    if (state == 1 && atomic_load(&attach_ready) &&
+        (!attach_start_after || attach_realtime_ns() >= attach_start_after)) {
+        attach_open_now();
+        state = atomic_load(&attach_state);
     }
     if (state == 1 && (gone || stop || last)) {
         atomic_store(&attach_state, 3);
         state = 3;
     }
     if (state == 2) {
-        int steps_done = attach_steps > 0 && atomic_load(&window_closings) != attach_closings_at_open;
-        int timed_out = attach_duration >= 0 && (double)(now - attach_open_ns) / 1e9 >= attach_duration;
+        int steps_done =
+            attach_steps > 0 && atomic_load(&window_closings) != atomic_load(&attach_closings_at_open);
+        /* (the opening may come after `now`: on this pass, or from the main thread) */
+        uint64_t opened = atomic_load(&attach_open_ns);
+        int timed_out = attach_duration >= 0 && now > opened &&
+                        (double)(now - opened) / 1e9 >= attach_duration;
         if (steps_done || timed_out || gone || stop || last) {
             attach_close();
             atomic_store(&attach_state, 3);
@@ -290,7 +323,10 @@ PROF_EXPORT int prof_attach_start(const char *settings, char *msg, size_t msg_le
                    "use --duration");
         goto out;
     }
+    attach_start_after =
+        attach_key(settings, "attach.start_after", v, sizeof v) ? strtoull(v, NULL, 10) : 0;
     attach_asked_ns = attach_now_ns();
+    atomic_store(&attach_ready, 0);
     atomic_store(&attach_state, 1);
     if (!attach_source_added) {
         attach_source_added = 1;

@@ -245,6 +245,7 @@ struct attach_opts {
     double duration, find_timeout;
     long steps;
     pid_t only_tid;
+    uint64_t start_after; /* realtime ns: the window of every process from then on */
 };
 
 struct attach_target {
@@ -316,6 +317,8 @@ static void attach_settings(const struct attach_opts *o, const struct attach_tar
         ADD("attach.duration=%.9g\n", o->duration);
     if (o->steps > 0)
         ADD("attach.steps=%ld\n", o->steps);
+    if (o->start_after)
+        ADD("attach.start_after=%llu\n", (unsigned long long)o->start_after);
     ADD("attach.attacher=%d\nattach.done=%s\nattach.stop=%s\n", getpid(), t->done, t->stop);
 #undef ADD
 }
@@ -449,8 +452,6 @@ static int attach_children(pid_t parent, pid_t *out, int max)
     return n;
 }
 
-/* ---- the command ---- */
-
 static volatile sig_atomic_t attach_interrupted;
 
 static void attach_on_sigint(int sig)
@@ -459,11 +460,160 @@ static void attach_on_sigint(int sig)
     attach_interrupted = 1;
 }
 
+/* The value of NAME in a process's environment (its start), or NULL. */
+static const char *attach_environ(const char *env, size_t len, const char *name)
+{
+    size_t nl = strlen(name);
+    for (size_t i = 0; i < len; i += strlen(env + i) + 1)
+        if (!strncmp(env + i, name, nl) && env[i + nl] == '=')
+            return env + i + nl + 1;
+    return NULL;
+}
+
+/* The ranks of Slurm job `job` on this node: processes with SLURM_JOB_ID=job (not of our
+ * own job step, not srun or slurmstepd); those with RANK (torchrun's workers) when there
+ * are, else the job step's tasks; never a child of one already chosen (DataLoader
+ * workers inherit the environment). */
+static int attach_job_ranks(const char *job, pid_t *out, int max)
+{
+    static pid_t pid[4096], ppid[4096];
+    static char has_rank[4096];
+    int n = 0;
+    const char *my_step = getenv("SLURM_STEP_ID");
+    DIR *d = opendir("/proc");
+    if (!d)
+        return -1;
+    struct dirent *e;
+    static char env[65536];
+    while ((e = readdir(d)) && n < 4096) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9' || atoi(e->d_name) == getpid())
+            continue;
+        char path[64], comm[64], stat[1024];
+        snprintf(path, sizeof path, "/proc/%.16s/comm", e->d_name);
+        if (attach_read_file(path, comm, sizeof comm) <= 0 || !strncmp(comm, "srun", 4) ||
+            !strncmp(comm, "slurmstepd", 10))
+            continue;
+        snprintf(path, sizeof path, "/proc/%.16s/environ", e->d_name);
+        int len = attach_read_file(path, env, sizeof env);
+        if (len <= 0)
+            continue;
+        const char *j = attach_environ(env, (size_t)len, "SLURM_JOB_ID");
+        const char *step = attach_environ(env, (size_t)len, "SLURM_STEP_ID");
+        if (!j || strcmp(j, job) || !attach_environ(env, (size_t)len, "SLURM_PROCID") ||
+            (my_step && step && !strcmp(step, my_step)))
+            continue;
+        snprintf(path, sizeof path, "/proc/%.16s/stat", e->d_name);
+        char *rp = attach_read_file(path, stat, sizeof stat) > 0 ? strrchr(stat, ')') : NULL;
+        int pp = 0;
+        if (!rp || sscanf(rp + 1, " %*c %d", &pp) != 1)
+            continue;
+        pid[n] = atoi(e->d_name);
+        ppid[n] = pp;
+        has_rank[n++] = attach_environ(env, (size_t)len, "RANK") != NULL;
+    }
+    closedir(d);
+    int any_rank = 0;
+    for (int i = 0; i < n; i++)
+        any_rank |= has_rank[i];
+    int k = 0;
+    for (int i = 0; i < n && k < max; i++) {
+        if (any_rank && !has_rank[i])
+            continue;
+        int child = 0;
+        for (int m = 0; m < n; m++)
+            child |= ppid[i] == pid[m] && (!any_rank || has_rank[m]);
+        if (!child)
+            out[k++] = pid[i];
+    }
+    return k;
+}
+
+/* profrun attach --slurm-job JOBID: one `profrun attach --job JOBID` per node of the job
+ * through srun --overlap, all with one run id and one start time; then one report. */
+static int attach_slurm(const char *job, const struct attach_opts *o, const char *report,
+                        int no_report, char **pass, int npass)
+{
+    char cmd[256], nodes[64] = "";
+    snprintf(cmd, sizeof cmd, "squeue -h -j '%s' -o %%D 2>/dev/null", job);
+    for (const char *c = job; *c; c++)
+        if (*c < '0' || *c > '9') {
+            fprintf(stderr, "profrun attach: --slurm-job %s is not a job id\n", job);
+            return 2;
+        }
+    FILE *f = popen(cmd, "r");
+    if (!f || !fgets(nodes, sizeof nodes, f) || atoi(nodes) <= 0) {
+        if (f)
+            pclose(f);
+        fprintf(stderr, "profrun attach: Slurm job %s is not running (squeue)\n", job);
+        return 1;
+    }
+    pclose(f);
+    nodes[strcspn(nodes, "\n")] = '\0';
+    char self[PATH_MAX];
+    ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (sn <= 0)
+        return 2;
+    self[sn] = '\0';
+    char jobid[80], nflag[80], start[64];
+    snprintf(jobid, sizeof jobid, "--jobid=%s", job);
+    snprintf(nflag, sizeof nflag, "--nodes=%s", nodes);
+    snprintf(start, sizeof start, "%llu", (unsigned long long)o->start_after);
+    char *argv[64];
+    int k = 0;
+    argv[k++] = "srun";
+    argv[k++] = jobid;
+    argv[k++] = "--overlap";
+    argv[k++] = nflag;
+    argv[k++] = "--ntasks-per-node=1";
+    argv[k++] = self;
+    argv[k++] = "attach";
+    argv[k++] = "--job";
+    argv[k++] = (char *)job;
+    argv[k++] = "--run-id";
+    argv[k++] = (char *)o->run_id;
+    argv[k++] = "--start-at";
+    argv[k++] = start;
+    argv[k++] = "-o";
+    argv[k++] = (char *)o->out_abs;
+    argv[k++] = "--no-report";
+    for (int i = 0; i < npass && k < 60; i++)
+        argv[k++] = pass[i];
+    argv[k] = NULL;
+    pid_t child = fork();
+    if (child == 0) {
+        execvp("srun", argv);
+        fprintf(stderr, "profrun attach: cannot run srun: %s\n", strerror(errno));
+        _exit(127);
+    }
+    int st = 0, forwarded = 0;
+    while (waitpid(child, &st, 0) < 0) {
+        if (errno != EINTR)
+            break;
+        if (attach_interrupted && !forwarded) { /* srun passes SIGTERM on to the tasks */
+            kill(child, SIGTERM);
+            forwarded = 1;
+        }
+    }
+    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+    if (no_report)
+        return rc;
+    pid_t rp = fork();
+    if (rp == 0) {
+        execl(report, report, "--run", o->run_id, o->out_abs, (char *)NULL);
+        _exit(127);
+    }
+    if (rp > 0)
+        waitpid(rp, &st, 0);
+    return rc;
+}
+
+/* ---- the command ---- */
+
 static void attach_usage(FILE *out)
 {
     fprintf(out,
             "usage: profrun attach [options] PID\n"
-            "       profrun attach [options] --children-of PID\n"
+            "       profrun attach [options] --children-of PID | --slurm-job JOBID\n"
             "Loads libprof.so into running process PID (started without profrun), records\n"
             "for S seconds, for N optimizer steps from the next step's end, or until Ctrl-C,\n"
             "then prints the report. Attaching again later reuses the loaded library. A\n"
@@ -477,6 +627,9 @@ static void attach_usage(FILE *out)
             "  -o, --output DIR   folder for the trace (default ./prof-out)\n"
             "      --children-of PID  every child process of PID (torchrun's or mpirun's ranks\n"
             "                     on this node): one run, one report\n"
+            "      --slurm-job ID every rank of a running Slurm job, through srun --overlap on\n"
+            "                     each of its nodes (the traces folder must be shared)\n"
+            "      --job ID       the ranks of Slurm job ID on this node (what --slurm-job runs)\n"
             "      --timeout S    how long to look for a thread that can be stopped (default 10)\n"
             "      --tid TID      stop only this thread of PID (when it waits in a system call)\n"
             "      --no-report    do not print the report\n"
@@ -504,6 +657,9 @@ int attach_main(int argc, char **argv)
     const char *output = NULL;
     int no_report = 0;
     pid_t children_of = 0;
+    const char *slurm_job = NULL, *job = NULL, *given_run = NULL;
+    char *pass[8]; /* options passed on to each node's profrun attach (--slurm-job) */
+    int npass = 0;
     static const struct option opts[] = {{"duration", required_argument, NULL, 'd'},
                                          {"steps", required_argument, NULL, 's'},
                                          {"output", required_argument, NULL, 'o'},
@@ -511,6 +667,10 @@ int attach_main(int argc, char **argv)
                                          {"no-report", no_argument, NULL, 'n'},
                                          {"tid", required_argument, NULL, 'T'},
                                          {"children-of", required_argument, NULL, 'C'},
+                                         {"slurm-job", required_argument, NULL, 'S'},
+                                         {"job", required_argument, NULL, 'J'},
+                                         {"run-id", required_argument, NULL, 'R'},
+                                         {"start-at", required_argument, NULL, 'A'},
                                          {"verbose", no_argument, NULL, 'v'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
@@ -520,6 +680,10 @@ int attach_main(int argc, char **argv)
         char *end;
         switch (c) {
         case 'd':
+            if (npass < 7) {
+                pass[npass++] = "--duration";
+                pass[npass++] = optarg;
+            }
             o.duration = strtod(optarg, &end);
             if (*end || !(o.duration > 0)) {
                 fprintf(stderr, "profrun attach: --duration %s is not a number of seconds > 0\n",
@@ -528,6 +692,10 @@ int attach_main(int argc, char **argv)
             }
             break;
         case 's':
+            if (npass < 7) {
+                pass[npass++] = "--steps";
+                pass[npass++] = optarg;
+            }
             o.steps = strtol(optarg, &end, 10);
             if (*end || o.steps <= 0) {
                 fprintf(stderr, "profrun attach: --steps %s is not a whole number > 0\n", optarg);
@@ -555,8 +723,22 @@ int attach_main(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'S':
+            slurm_job = optarg;
+            break;
+        case 'J':
+            job = optarg;
+            break;
+        case 'R':
+            given_run = optarg;
+            break;
+        case 'A':
+            o.start_after = strtoull(optarg, NULL, 10);
+            break;
         case 'v':
             attach_verbose = 1;
+            if (npass < 8)
+                pass[npass++] = "-v";
             break;
         case 'h':
             attach_usage(stdout);
@@ -566,7 +748,7 @@ int attach_main(int argc, char **argv)
             return 2;
         }
     }
-    if (optind != argc - (children_of ? 0 : 1)) {
+    if (optind != argc - (children_of || slurm_job || job ? 0 : 1)) {
         attach_usage(stderr);
         return 2;
     }
@@ -576,7 +758,15 @@ int attach_main(int argc, char **argv)
     }
     static pid_t pids[1024];
     int npids = 0;
-    if (children_of) {
+    if (job) {
+        npids = attach_job_ranks(job, pids, 1024);
+        if (npids <= 0) {
+            fprintf(stderr, "profrun attach: no process of Slurm job %s on this node\n", job);
+            return 1;
+        }
+    } else if (slurm_job) {
+        npids = 0;
+    } else if (children_of) {
         npids = attach_children(children_of, pids, 1024);
         if (npids <= 0) {
             fprintf(stderr, "profrun attach: process %d has no child process to attach to\n",
@@ -614,14 +804,34 @@ int attach_main(int argc, char **argv)
     struct tm tm;
     localtime_r(&now, &tm);
     size_t len = strftime(run_id, sizeof run_id, "attach-%Y%m%d-%H%M%S", &tm);
-    snprintf(run_id + len, sizeof run_id - len, "-%d", children_of ? children_of : pids[0]);
-    o.run_id = run_id;
+    if (slurm_job)
+        snprintf(run_id + len, sizeof run_id - len, "-job%s", slurm_job);
+    else
+        snprintf(run_id + len, sizeof run_id - len, "-%d", children_of ? children_of : pids[0]);
+    o.run_id = given_run ? given_run : run_id;
+    /* Several processes: their windows open together, from a time after the last attach
+     * (at the first step boundary after it, with --steps: the same step in every rank). */
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    uint64_t real_now = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+    if (!o.start_after && slurm_job)
+        o.start_after = real_now + 8000000000ull; /* srun's start, then each node's attaches */
+    else if (!o.start_after && npids > 1)
+        o.start_after = real_now + 500000000ull + (uint64_t)npids * 300000000ull;
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = attach_on_sigint;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    if (slurm_job) {
+        struct sigaction sj;
+        memset(&sj, 0, sizeof sj);
+        sj.sa_handler = attach_on_sigint;
+        sigaction(SIGINT, &sj, NULL);
+        sigaction(SIGTERM, &sj, NULL);
+        return attach_slurm(slurm_job, &o, report, no_report, pass, npass);
+    }
     static struct attach_target targets[1024];
     int started = 0, worst = 0;
     for (int i = 0; i < npids && !attach_interrupted; i++) {

@@ -630,3 +630,58 @@ def test_children_of_a_torchrun_agent_one_job_with_the_slow_rank_named(tmp_path)
     assert rep["slowest"]["rank"] == 1, rep["slowest"]
     ops = {o["name"]: o["calls"] for o in report_json(out, "--ops")["ops"]}
     assert ops["Optimizer.step#SGD.step"] == 4 * 20
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    """A one-node Slurm cluster on this machine (scripts/slurm-local.sh)."""
+    d = tmp_path_factory.mktemp("slurm")
+    script = os.path.join(ROOT, "scripts", "slurm-local.sh")
+    proc = subprocess.run(["sh", script, "start", str(d)], capture_output=True, text=True,
+                          timeout=120)
+    if proc.returncode == 3:
+        pytest.skip(proc.stderr.strip())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SLURM_", "PROF_")) and k not in ("RANK", "LD_PRELOAD")}
+    env["SLURM_CONF"] = str(d / "slurm.conf")
+    yield env
+    subprocess.run(["sh", script, "stop", str(d)], timeout=60)
+
+
+def test_slurm_job_every_rank_one_run_windows_together(slurm, tmp_path):
+    """`srun -n 4 python attach_loop.py` running as a Slurm job, started without profrun;
+    `profrun attach --slurm-job JOBID --duration 1`: one attach per node through
+    srun --overlap, the 4 ranks recorded as one job with the windows opened together."""
+    python = pyenv(11) or DEBIAN
+    out = tmp_path / "prof"
+    job = subprocess.Popen(["srun", "--overcommit", "-n", "4", python, LOOP, "py", "12000"],
+                           env=slurm, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        jobid = None
+        for _ in range(100):
+            time.sleep(0.1)
+            ids = subprocess.run(["squeue", "-h", "-o", "%i"], env=slurm, capture_output=True,
+                                 text=True).stdout.split()
+            if ids:
+                jobid = ids[0]
+                break
+        assert jobid, "the job did not start"
+        time.sleep(2)
+        got = subprocess.run([PROFRUN, "attach", "-o", str(out), "--duration", "1",
+                              "--slurm-job", jobid], env=slurm, capture_output=True, text=True,
+                             timeout=120)
+        stdout, stderr = job.communicate(timeout=120)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert "Ranks: 4 of world size 4" in got.stdout, got.stdout
+    assert "Capture window: attach, in 4 processes" in got.stdout
+    assert stdout.count("result ") == 4
+    rep = report_json(out)
+    assert sorted(int(p["meta"]["rank"]) for p in rep["processes"]) == [0, 1, 2, 3]
+    assert len(rep["runs"]) == 1
+    opens = [windows(p)[0][0] for p in glob.glob(os.path.join(str(out), "*.trace"))]
+    assert max(opens) - min(opens) < 0.2e9, "the windows open together (a collector pass)"
+    assert py_calls(report_json(out, "--python"), "main.<locals>.work") > 4 * 300
