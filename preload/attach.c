@@ -214,12 +214,12 @@ static void attach_drain(int fresh, int last)
         state = 3;
     }
     if (state == 2) {
-        int steps_done =
-            attach_steps > 0 && atomic_load(&window_closings) != atomic_load(&attach_closings_at_open);
+        int steps_done = attach_steps > 0 &&
+                         atomic_load(&window_closings) != atomic_load(&attach_closings_at_open);
         /* (the opening may come after `now`: on this pass, or from the main thread) */
         uint64_t opened = atomic_load(&attach_open_ns);
-        int timed_out = attach_duration >= 0 && now > opened &&
-                        (double)(now - opened) / 1e9 >= attach_duration;
+        int timed_out =
+            attach_duration >= 0 && now > opened && (double)(now - opened) / 1e9 >= attach_duration;
         if (steps_done || timed_out || gone || stop || last) {
             attach_close();
             atomic_store(&attach_state, 3);

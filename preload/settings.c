@@ -162,7 +162,8 @@ int settings_is_set(enum prof_setting_id id)
 
 void settings_export(enum prof_setting_id id, const char *value)
 {
-    if (settings_lookup != settings_getenv) { /* attached: the program's environment stays its own */
+    /* attached (profrun attach): the program's environment stays its own */
+    if (settings_lookup != settings_getenv) {
         static char kept[SETTING_COUNT][256];
         snprintf(kept[id], sizeof kept[id], "%s", value);
         value = kept[id];

@@ -117,9 +117,8 @@ static void window_notify(int open, enum window_why why)
 {
     /* not at a fork (the child's interpreter is not yet fit for it) nor at a step */
     window_observer_fn observer = atomic_load(&window_observer);
-    if (observer &&
-        (why == WINDOW_WHY_SIGNAL || why == WINDOW_WHY_TIME || why == WINDOW_WHY_PARENT ||
-         why == WINDOW_WHY_ATTACH))
+    if (observer && (why == WINDOW_WHY_SIGNAL || why == WINDOW_WHY_TIME ||
+                     why == WINDOW_WHY_PARENT || why == WINDOW_WHY_ATTACH))
         observer(open);
     observer = atomic_load(&window_step_observer);
     if (observer && why == WINDOW_WHY_STEP && atomic_load(&window_steps_by_torch))
@@ -206,7 +205,7 @@ static void window_write_meta(const char *key, const char *value)
     collector_write(rec, size);
 }
 
-static const char *const window_why_names[] = {"start", "step",   "time",
+static const char *const window_why_names[] = {"start",  "step",   "time",
                                                "signal", "parent", "attach"};
 
 /* In a forked child: the parent opened or closed its window since we last looked. */

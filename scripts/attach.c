@@ -4,7 +4,6 @@
  * on disk, then prints the report. Refusals are said in one line before anything in the
  * target is touched. */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +22,7 @@
 
 #include "attach_cli.h"
 #include "attach_inject.h"
+#include "attach_job.h"
 #include "outdir.h"
 #include "settings.h"
 
@@ -111,7 +111,8 @@ static const char *attach_foreign_arch(pid_t pid)
         return "a 32-bit program";
 #ifdef __x86_64__
     if (eh.e_machine != EM_X86_64)
-        return eh.e_machine == EM_AARCH64 ? "an aarch64 program" : "a program of another architecture";
+        return eh.e_machine == EM_AARCH64 ? "an aarch64 program"
+                                          : "a program of another architecture";
 #endif
     return NULL;
 }
@@ -303,9 +304,9 @@ static void attach_settings(const struct attach_opts *o, const struct attach_tar
     settings[0] = '\0';
     for (int i = 0; i < SETTING_COUNT; i++) {
         if (i == SETTING_PROF_OUTPUT_DIR || i == SETTING_PROF_RUN_ID ||
-            i == SETTING_PROF_RUN_ID_FROM || i == SETTING_PROF_STEPS ||
-            i == SETTING_PROF_DELAY || i == SETTING_PROF_DURATION ||
-            i == SETTING_PROF_WINDOW_SIGNAL || i == SETTING_PROF_SIGNALS || !settings_is_set(i))
+            i == SETTING_PROF_RUN_ID_FROM || i == SETTING_PROF_STEPS || i == SETTING_PROF_DELAY ||
+            i == SETTING_PROF_DURATION || i == SETTING_PROF_WINDOW_SIGNAL ||
+            i == SETTING_PROF_SIGNALS || !settings_is_set(i))
             continue;
         ADD("%s=%s\n", settings_table[i].name, settings_get(i));
     }
@@ -428,183 +429,12 @@ static int attach_one(const struct attach_opts *o, struct attach_target *t)
     return 0;
 }
 
-/* The children of a process (the ranks under a torchrun agent or mpirun on this node). */
-static int attach_children(pid_t parent, pid_t *out, int max)
-{
-    DIR *d = opendir("/proc");
-    if (!d)
-        return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < max) {
-        if (e->d_name[0] < '1' || e->d_name[0] > '9')
-            continue;
-        char path[64], buf[1024];
-        snprintf(path, sizeof path, "/proc/%.16s/stat", e->d_name);
-        if (attach_read_file(path, buf, sizeof buf) <= 0)
-            continue;
-        char *rp = strrchr(buf, ')'); /* the command may hold spaces and ')' */
-        int ppid = 0;
-        if (rp && sscanf(rp + 1, " %*c %d", &ppid) == 1 && ppid == parent)
-            out[n++] = atoi(e->d_name);
-    }
-    closedir(d);
-    return n;
-}
-
 static volatile sig_atomic_t attach_interrupted;
 
 static void attach_on_sigint(int sig)
 {
     (void)sig;
     attach_interrupted = 1;
-}
-
-/* The value of NAME in a process's environment (its start), or NULL. */
-static const char *attach_environ(const char *env, size_t len, const char *name)
-{
-    size_t nl = strlen(name);
-    for (size_t i = 0; i < len; i += strlen(env + i) + 1)
-        if (!strncmp(env + i, name, nl) && env[i + nl] == '=')
-            return env + i + nl + 1;
-    return NULL;
-}
-
-/* The ranks of Slurm job `job` on this node: processes with SLURM_JOB_ID=job (not of our
- * own job step, not srun or slurmstepd); those with RANK (torchrun's workers) when there
- * are, else the job step's tasks; never a child of one already chosen (DataLoader
- * workers inherit the environment). */
-static int attach_job_ranks(const char *job, pid_t *out, int max)
-{
-    static pid_t pid[4096], ppid[4096];
-    static char has_rank[4096];
-    int n = 0;
-    const char *my_step = getenv("SLURM_STEP_ID");
-    DIR *d = opendir("/proc");
-    if (!d)
-        return -1;
-    struct dirent *e;
-    static char env[65536];
-    while ((e = readdir(d)) && n < 4096) {
-        if (e->d_name[0] < '1' || e->d_name[0] > '9' || atoi(e->d_name) == getpid())
-            continue;
-        char path[64], comm[64], stat[1024];
-        snprintf(path, sizeof path, "/proc/%.16s/comm", e->d_name);
-        if (attach_read_file(path, comm, sizeof comm) <= 0 || !strncmp(comm, "srun", 4) ||
-            !strncmp(comm, "slurmstepd", 10))
-            continue;
-        snprintf(path, sizeof path, "/proc/%.16s/environ", e->d_name);
-        int len = attach_read_file(path, env, sizeof env);
-        if (len <= 0)
-            continue;
-        const char *j = attach_environ(env, (size_t)len, "SLURM_JOB_ID");
-        const char *step = attach_environ(env, (size_t)len, "SLURM_STEP_ID");
-        if (!j || strcmp(j, job) || !attach_environ(env, (size_t)len, "SLURM_PROCID") ||
-            (my_step && step && !strcmp(step, my_step)))
-            continue;
-        snprintf(path, sizeof path, "/proc/%.16s/stat", e->d_name);
-        char *rp = attach_read_file(path, stat, sizeof stat) > 0 ? strrchr(stat, ')') : NULL;
-        int pp = 0;
-        if (!rp || sscanf(rp + 1, " %*c %d", &pp) != 1)
-            continue;
-        pid[n] = atoi(e->d_name);
-        ppid[n] = pp;
-        has_rank[n++] = attach_environ(env, (size_t)len, "RANK") != NULL;
-    }
-    closedir(d);
-    int any_rank = 0;
-    for (int i = 0; i < n; i++)
-        any_rank |= has_rank[i];
-    int k = 0;
-    for (int i = 0; i < n && k < max; i++) {
-        if (any_rank && !has_rank[i])
-            continue;
-        int child = 0;
-        for (int m = 0; m < n; m++)
-            child |= ppid[i] == pid[m] && (!any_rank || has_rank[m]);
-        if (!child)
-            out[k++] = pid[i];
-    }
-    return k;
-}
-
-/* profrun attach --slurm-job JOBID: one `profrun attach --job JOBID` per node of the job
- * through srun --overlap, all with one run id and one start time; then one report. */
-static int attach_slurm(const char *job, const struct attach_opts *o, const char *report,
-                        int no_report, char **pass, int npass)
-{
-    char cmd[256], nodes[64] = "";
-    snprintf(cmd, sizeof cmd, "squeue -h -j '%s' -o %%D 2>/dev/null", job);
-    for (const char *c = job; *c; c++)
-        if (*c < '0' || *c > '9') {
-            fprintf(stderr, "profrun attach: --slurm-job %s is not a job id\n", job);
-            return 2;
-        }
-    FILE *f = popen(cmd, "r");
-    if (!f || !fgets(nodes, sizeof nodes, f) || atoi(nodes) <= 0) {
-        if (f)
-            pclose(f);
-        fprintf(stderr, "profrun attach: Slurm job %s is not running (squeue)\n", job);
-        return 1;
-    }
-    pclose(f);
-    nodes[strcspn(nodes, "\n")] = '\0';
-    char self[PATH_MAX];
-    ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (sn <= 0)
-        return 2;
-    self[sn] = '\0';
-    char jobid[80], nflag[80], start[64];
-    snprintf(jobid, sizeof jobid, "--jobid=%s", job);
-    snprintf(nflag, sizeof nflag, "--nodes=%s", nodes);
-    snprintf(start, sizeof start, "%llu", (unsigned long long)o->start_after);
-    char *argv[64];
-    int k = 0;
-    argv[k++] = "srun";
-    argv[k++] = jobid;
-    argv[k++] = "--overlap";
-    argv[k++] = nflag;
-    argv[k++] = "--ntasks-per-node=1";
-    argv[k++] = self;
-    argv[k++] = "attach";
-    argv[k++] = "--job";
-    argv[k++] = (char *)job;
-    argv[k++] = "--run-id";
-    argv[k++] = (char *)o->run_id;
-    argv[k++] = "--start-at";
-    argv[k++] = start;
-    argv[k++] = "-o";
-    argv[k++] = (char *)o->out_abs;
-    argv[k++] = "--no-report";
-    for (int i = 0; i < npass && k < 60; i++)
-        argv[k++] = pass[i];
-    argv[k] = NULL;
-    pid_t child = fork();
-    if (child == 0) {
-        execvp("srun", argv);
-        fprintf(stderr, "profrun attach: cannot run srun: %s\n", strerror(errno));
-        _exit(127);
-    }
-    int st = 0, forwarded = 0;
-    while (waitpid(child, &st, 0) < 0) {
-        if (errno != EINTR)
-            break;
-        if (attach_interrupted && !forwarded) { /* srun passes SIGTERM on to the tasks */
-            kill(child, SIGTERM);
-            forwarded = 1;
-        }
-    }
-    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
-    if (no_report)
-        return rc;
-    pid_t rp = fork();
-    if (rp == 0) {
-        execl(report, report, "--run", o->run_id, o->out_abs, (char *)NULL);
-        _exit(127);
-    }
-    if (rp > 0)
-        waitpid(rp, &st, 0);
-    return rc;
 }
 
 /* ---- the command ---- */
@@ -649,8 +479,7 @@ int attach_main(int argc, char **argv)
     snprintf(lib, sizeof lib, "%s/../lib/libprof.so", self);
     snprintf(report, sizeof report, "%s/profreport", self);
     if (!realpath(lib, lib_abs)) {
-        fprintf(stderr, "profrun attach: cannot find libprof.so at %s: %s\n", lib,
-                strerror(errno));
+        fprintf(stderr, "profrun attach: cannot find libprof.so at %s: %s\n", lib, strerror(errno));
         return 2;
     }
     struct attach_opts o = {.lib = lib_abs, .duration = -1, .find_timeout = 10};
@@ -830,7 +659,8 @@ int attach_main(int argc, char **argv)
         sj.sa_handler = attach_on_sigint;
         sigaction(SIGINT, &sj, NULL);
         sigaction(SIGTERM, &sj, NULL);
-        return attach_slurm(slurm_job, &o, report, no_report, pass, npass);
+        return attach_slurm(slurm_job, o.run_id, o.out_abs, o.start_after, report, no_report, pass,
+                            npass, &attach_interrupted);
     }
     static struct attach_target targets[1024];
     int started = 0, worst = 0;
@@ -874,8 +704,9 @@ int attach_main(int argc, char **argv)
             break;
         if (o.duration > 0 && !stop_at &&
             attach_now_ns() - started_at > (uint64_t)((o.duration + 30) * 1e9)) {
-            fprintf(stderr, "profrun attach: %d processes did not close their window %.0f s "
-                            "after it should have; reporting what is on disk\n",
+            fprintf(stderr,
+                    "profrun attach: %d processes did not close their window %.0f s "
+                    "after it should have; reporting what is on disk\n",
                     waiting, 30.0);
             break;
         }

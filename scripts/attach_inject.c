@@ -191,8 +191,7 @@ static void attach_elf_symbols(pid_t pid, const struct attach_object *obj, const
         if (sh[i].sh_type == SHT_GNU_versym)
             versym = &sh[i];
     }
-    if (!dynsym || dynsym->sh_link >= eh->e_shnum ||
-        dynsym->sh_offset + dynsym->sh_size > size)
+    if (!dynsym || dynsym->sh_link >= eh->e_shnum || dynsym->sh_offset + dynsym->sh_size > size)
         goto done;
     const Elf64_Shdr *strs = &sh[dynsym->sh_link];
     if (strs->sh_offset + strs->sh_size > size)
@@ -232,6 +231,7 @@ done:
 #ifdef __x86_64__
 extern const unsigned char attach_code[], attach_code_child[], attach_code_thread[],
     attach_code_end[];
+/* clang-format off */
 __asm__(".pushsection .rodata\n"
         ".globl attach_code\n"
         "attach_code:\n"
@@ -299,6 +299,7 @@ __asm__(".pushsection .rodata\n"
         ".globl attach_code_end\n"
         "attach_code_end:\n"
         ".popsection\n");
+/* clang-format on */
 #endif
 
 /* ---- choosing a thread ---- */
@@ -448,9 +449,9 @@ static int attach_to_syscall_stop(pid_t tid)
 /* One raw syscall made by the stopped thread at the `syscall` instruction at insn.
  * Returns the kernel's result (-errno on failure), or -ENOTRECOVERABLE when the thread
  * could not be driven. */
-static long attach_syscall(pid_t tid, const struct user_regs_struct *saved, uint64_t insn,
-                           long nr, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4,
-                           uint64_t a5, uint64_t a6, struct user_regs_struct *after)
+static long attach_syscall(pid_t tid, const struct user_regs_struct *saved, uint64_t insn, long nr,
+                           uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5,
+                           uint64_t a6, struct user_regs_struct *after)
 {
     struct user_regs_struct r = *saved;
     r.rip = insn;
@@ -538,8 +539,8 @@ static int attach_inject_thread(pid_t pid, const struct attach_candidate *c, con
     }
     while ((st >> 16) != PTRACE_EVENT_STOP) { /* a signal came first: keep it, stop again */
         attach_pending_sig = WSTOPSIG(st);
-        if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0 ||
-            ptrace(PTRACE_CONT, tid, 0, 0) != 0 || attach_wait(tid, &st, 2000) != 0) {
+        if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0 || ptrace(PTRACE_CONT, tid, 0, 0) != 0 ||
+            attach_wait(tid, &st, 2000) != 0) {
             attach_fail(why, why_len, "thread %d did not stop within 2 s", tid);
             return -2;
         }
@@ -566,9 +567,9 @@ static int attach_inject_thread(pid_t pid, const struct attach_candidate *c, con
     int rc = -1;
     uint64_t code = 0, data = 0, stack = 0;
     const size_t stack_size = 256 * 1024;
-    long r = attach_syscall(tid, &saved, sys_insn, SYS_mmap, 0, 4096 + D_SIZE,
-                            PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0,
-                            NULL);
+    long r =
+        attach_syscall(tid, &saved, sys_insn, SYS_mmap, 0, 4096 + D_SIZE, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0, NULL);
     if (r < 0 && r > -4096) {
         attach_fail(why, why_len, "mmap in the target failed: %s", strerror((int)-r));
         goto restore;
@@ -602,8 +603,8 @@ static int attach_inject_thread(pid_t pid, const struct attach_candidate *c, con
         attach_fail(why, why_len, "cannot write into the target's memory: %s", strerror(errno));
         goto unmap;
     }
-    r = attach_syscall(tid, &saved, sys_insn, SYS_mprotect, code, 4096, PROT_READ | PROT_EXEC, 0,
-                       0, 0, NULL);
+    r = attach_syscall(tid, &saved, sys_insn, SYS_mprotect, code, 4096, PROT_READ | PROT_EXEC, 0, 0,
+                       0, NULL);
     if (r == -ENOTRECOVERABLE)
         goto lost;
     if (r != 0) {
@@ -756,8 +757,8 @@ static void attach_injector(pid_t pid, const char *lib, const char *settings, in
 int attach_run_injector(pid_t pid, const char *lib, const char *settings, int timeout_ms,
                         pid_t only_tid, struct attach_result *res)
 {
-    struct attach_result *shared = mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE,
-                                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    struct attach_result *shared =
+        mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (shared == MAP_FAILED)
         return -1;
     memset(shared, 0, sizeof *shared);
@@ -785,4 +786,3 @@ int attach_run_injector(pid_t pid, const char *lib, const char *settings, int ti
     munmap(shared, sizeof *shared);
     return 0;
 }
-

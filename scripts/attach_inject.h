@@ -8,22 +8,22 @@
 
 /* The data page put into the target, as the injected code and profrun read it. rbx holds
  * it in both pieces of code (attach_inject.c); r12 the start routine in the clone child. */
-#define D_CREATED 0     /* u32: 1 once pthread_create returned */
-#define D_CREATE_RC 4   /* s32 */
-#define D_DONE 8        /* u32: 1 prof_attach_start returned, 2 dlopen failed, 3 dlsym */
-#define D_START_RC 12   /* s32: prof_attach_start's result */
-#define D_DLERROR 16    /* u64: dlerror() after a failure */
-#define D_THREAD 24     /* pthread_t */
+#define D_CREATED 0   /* u32: 1 once pthread_create returned */
+#define D_CREATE_RC 4 /* s32 */
+#define D_DONE 8      /* u32: 1 prof_attach_start returned, 2 dlopen failed, 3 dlsym */
+#define D_START_RC 12 /* s32: prof_attach_start's result */
+#define D_DLERROR 16  /* u64: dlerror() after a failure */
+#define D_THREAD 24   /* pthread_t */
 #define D_FN_DLOPEN 32
 #define D_FN_DLSYM 40
 #define D_FN_DLERROR 48
 #define D_FN_CREATE 56
 #define D_FN_DETACH 64
 #define D_FN_SELF 72
-#define D_SIGSET 80     /* 8 bytes, all ones */
-#define D_NAME 96       /* "profrun-attach" */
-#define D_SYMBOL 112    /* "prof_attach_start" */
-#define D_MSG 256       /* prof_attach_start's message */
+#define D_SIGSET 80  /* 8 bytes, all ones */
+#define D_NAME 96    /* "profrun-attach" */
+#define D_SYMBOL 112 /* "prof_attach_start" */
+#define D_MSG 256    /* prof_attach_start's message */
 #define D_MSG_LEN 768
 #define D_PATH 1024     /* libprof.so */
 #define D_SETTINGS 5120 /* the settings block */

@@ -25,7 +25,7 @@ struct py_api py;
 __thread int python_installing PROF_TLS;
 
 static int py_attached;
-static int py_started; /* python_start found a supported interpreter */
+static int py_started;    /* python_start found a supported interpreter */
 static int py_monitoring; /* sys.monitoring, not setprofile */
 static uint32_t py_main_tid;
 static int py_reinstall_pending;
