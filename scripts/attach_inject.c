@@ -537,9 +537,17 @@ static int attach_inject_thread(pid_t pid, const struct attach_candidate *c, con
         attach_fail(why, why_len, "thread %d did not stop within 2 s", tid);
         return -2;
     }
-    while ((st >> 16) != PTRACE_EVENT_STOP) { /* a signal came first: keep it, stop again */
-        attach_pending_sig = WSTOPSIG(st);
-        if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0 || ptrace(PTRACE_CONT, tid, 0, 0) != 0 ||
+    /* A signal came first: it is delivered now, as it would have been (its handler runs;
+     * the thread is then seen outside its syscall and let go), and the thread stopped
+     * again. Never held back here, where a failure would lose it. */
+    for (int tries = 0; (st >> 16) != PTRACE_EVENT_STOP; tries++) {
+        if (tries > 16) { /* a storm of signals: let it go with the one it stopped for */
+            ptrace(PTRACE_DETACH, tid, 0, (void *)(long)WSTOPSIG(st));
+            attach_fail(why, why_len, "thread %d kept receiving signals; it was let go", tid);
+            return -1;
+        }
+        if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0 ||
+            ptrace(PTRACE_CONT, tid, 0, (void *)(long)WSTOPSIG(st)) != 0 ||
             attach_wait(tid, &st, 2000) != 0) {
             attach_fail(why, why_len, "thread %d did not stop within 2 s", tid);
             return -2;
