@@ -378,8 +378,13 @@ static int attach_one(const struct attach_opts *o, struct attach_target *t)
         attach_sleep_us(200);
     }
     if (state == 0) {
-        fprintf(stderr, "profrun attach: libprof.so did not start in process %d within 300 s\n",
-                pid);
+        if (kill(pid, 0) != 0 && errno == ESRCH)
+            fprintf(stderr, "profrun attach: process %d ended while libprof.so was loading\n",
+                    pid);
+        else
+            fprintf(stderr,
+                    "profrun attach: libprof.so did not start in process %d within 300 s\n",
+                    pid);
         if (fd >= 0)
             close(fd);
         return 1;
