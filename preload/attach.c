@@ -210,8 +210,9 @@ static void attach_drain(int fresh, int last)
         state = atomic_load(&attach_state);
     }
     if (state == 1 && (gone || stop || last)) {
-        atomic_store(&attach_state, 3);
-        state = 3;
+        /* not over an opening made meanwhile by the main thread: that one is closed below */
+        int expected = 1;
+        state = atomic_compare_exchange_strong(&attach_state, &expected, 3) ? 3 : expected;
     }
     if (state == 2) {
         int steps_done = attach_steps > 0 &&
