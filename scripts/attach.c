@@ -372,9 +372,17 @@ static int attach_one(const struct attach_opts *o, struct attach_target *t)
     int fd = open(mem, O_RDONLY | O_CLOEXEC);
     uint32_t state = 0;
     uint64_t until = attach_now_ns() + 300ull * 1000000000u;
+    int said = 0;
     while (fd >= 0 && attach_now_ns() < until) {
         if (attach_mem_read_at(fd, res.data + D_DONE, &state, sizeof state) != 0 || state)
             break;
+        if (!said && attach_now_ns() - t_injected > 3000000000ull) {
+            said = 1;
+            fprintf(stderr,
+                    "profrun attach: libprof.so is starting in process %d (the first time, its "
+                    "PyTorch bridge is built: a minute or so)\n",
+                    pid);
+        }
         attach_sleep_us(200);
     }
     if (state == 0) {

@@ -465,16 +465,20 @@ def test_refuses_a_stopped_process(tmp_path):
 
 
 def test_refuses_a_32_bit_program(tmp_path):
-    src = tmp_path / "st.c"
-    src.write_text("#include <unistd.h>\nint main(void){for(;;)sleep(1);}\n")
-    exe = tmp_path / "st32"
-    if subprocess.run(["cc", "-m32", "-o", str(exe), str(src)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("no 32-bit toolchain (gcc-multilib) to build a foreign-architecture target")
+    """A 32-bit x86 program (assembled here: nanosleep through int 0x80, no libc needed)."""
+    asm = tmp_path / "t32.s"
+    asm.write_text(".globl _start\n_start:\n1: mov $162, %eax\n lea ts, %ebx\n"
+                   " xor %ecx, %ecx\n int $0x80\n jmp 1b\n.data\nts: .long 1, 0\n")
+    obj, exe = tmp_path / "t32.o", tmp_path / "t32"
+    if subprocess.run(["as", "--32", "-o", str(obj), str(asm)], capture_output=True).returncode \
+            or subprocess.run(["ld", "-m", "elf_i386", "-o", str(exe), str(obj)],
+                              capture_output=True).returncode:
+        pytest.skip("binutils cannot make a 32-bit x86 program here")
     p = subprocess.Popen([str(exe)])
     try:
         time.sleep(0.2)
         refused(attach(p.pid, tmp_path / "o"), "32-bit program")
+        assert p.poll() is None
     finally:
         p.kill()
         p.wait()
