@@ -7,7 +7,10 @@
  * closed. The window opens when the Python layer's hook is in place (a pending call in the
  * main thread; at once without Python) and closes after attach.duration seconds, after
  * attach.steps optimizer steps (from the end of the step under way: the PROF_STEPS logic),
- * when the attacher creates attach.stop, or when the attacher is gone. Two collector passes
+ * when the attacher creates attach.stop, or when the attacher is gone. With
+ * attach.start_after (several processes attached one after the other: --children-of,
+ * --slurm-job) it opens, or its steps start counting, only from that time, on a collector
+ * pass: every rank's window begins within one pass of the others. Two collector passes
  * after the closing (the window's META records and the Python trees are then on disk) the
  * library creates attach.done: profrun prints the report.
  *

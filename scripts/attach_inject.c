@@ -1,6 +1,5 @@
-/* profrun attach PID [--duration S | --steps N] [-o DIR]: loads libprof.so into a running
- * process that was started without the preload, records the window asked for, prints the
- * report. The library's side is preload/attach.c.
+/* profrun attach's injection: libprof.so loaded into a running process that was started
+ * without the preload (the command is attach.c; the library's side preload/attach.c).
  *
  * How the library gets in, and why it cannot hang the target:
  *
@@ -26,13 +25,19 @@
  *     prof_attach_start(settings): all of it in a thread of its own, at no unknown point.
  *  5. Restoring: the saved registers, with the interrupted syscall restarted as the kernel
  *     would (rip back onto the `syscall`, rax = the syscall number, or restart_syscall for
- *     -ERESTART_RESTARTBLOCK); a signal that arrived meanwhile is delivered at the detach.
+ *     -ERESTART_RESTARTBLOCK); a signal that arrived meanwhile is delivered at the detach
+ *     (one that arrives before the stop is delivered at once, and the thread stopped again).
+ *
+ * What remains: a thread blocked in futex (chosen only when no other kind waits) may be
+ * waiting for one lock while holding another that pthread_create needs (glibc's stack-cache
+ * or TLS lock). The child would then wait for a thread that cannot run: after 30 s the
+ * thread is let go anyway, with a line saying the target may be inconsistent.
  *
  * Every wait is bounded; on any failure the thread is restored and let go, what was mapped
  * is unmapped when nothing can run there, and one line says why. The ptrace work runs in a
  * child process of profrun: if it were stuck, its exit would detach everything (the kernel
- * does it), and profrun still answers. Code page and data page (8 KiB) stay mapped in the
- * target: the library's thread may still be returning through them.
+ * does it), and profrun still answers. The code page and the data page (20 KiB) stay mapped
+ * in the target: the library's thread may still be returning through them.
  *
  * x86-64 only (other architectures are refused). */
 #define _GNU_SOURCE
