@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attach.h"
 #include "clock.h"
 #include "collector.h"
 #include "job.h"
@@ -137,6 +138,16 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
     for (size_t i = 0; i < INIT_LAYER_COUNT; i++)
         if (init_layers[i]->load)
             init_layers[i]->load();
+    if (attach_loading()) { /* dlopen'd by profrun attach: prof_attach_start starts us */
+        prof_tls_busy = 0;
+        return;
+    }
+    init_begin(argc, argv);
+}
+
+void init_begin(int argc, char **argv)
+{
+    prof_tls_busy = 1;
     settings_load();
     if (settings_bool(SETTING_PROF_DISABLE) || !init_is_first_copy()) {
         prof_tls_busy = 0;
@@ -178,7 +189,10 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
     }
     pthread_atfork(init_before_fork, init_after_fork_parent, init_after_fork_child);
     lifecycle_init(settings_bool(SETTING_PROF_SIGNALS));
-    window_init();
+    if (attach_starting())
+        window_init_attached("attach");
+    else
+        window_init();
     for (size_t i = 0; i < INIT_LAYER_COUNT; i++)
         if (init_layer_on[i] && init_layers[i]->start)
             init_layers[i]->start(argc, argv);

@@ -12,6 +12,12 @@ const struct prof_setting_info settings_table[SETTING_COUNT] = {
 #undef PROF_SETTING
 };
 
+static const char *settings_getenv(const char *name)
+{
+    return getenv(name);
+}
+const char *(*settings_lookup)(const char *name) = settings_getenv;
+
 static const char *settings_values[SETTING_COUNT];
 static int settings_set[SETTING_COUNT];
 static int settings_bools[SETTING_COUNT];
@@ -131,7 +137,7 @@ void settings_load(void)
 {
     char msgs[SETTING_COUNT][320];
     for (int i = 0; i < SETTING_COUNT; i++) {
-        const char *v = getenv(settings_table[i].name);
+        const char *v = settings_lookup(settings_table[i].name);
         msgs[i][0] = '\0';
         settings_set[i] = v != NULL && v[0] != '\0';
         settings_use_default(i);
@@ -147,7 +153,8 @@ void settings_load(void)
         if (!settings_bools[SETTING_PROF_QUIET])
             fprintf(stderr, "profrun: %s\n", msgs[i]);
         /* Children inherit the value used, and so say nothing more about it. */
-        setenv(settings_table[i].name, settings_values[i], 1);
+        if (settings_lookup == settings_getenv)
+            setenv(settings_table[i].name, settings_values[i], 1);
     }
 }
 
@@ -178,9 +185,17 @@ int settings_is_set(enum prof_setting_id id)
 
 void settings_export(enum prof_setting_id id, const char *value)
 {
-    setenv(settings_table[id].name, value, 1);
-    /* getenv's pointer stays valid until the variable is set again. */
-    settings_values[id] = getenv(settings_table[id].name);
+    /* attached (profrun attach): the program's environment stays its own */
+    if (settings_lookup != settings_getenv) {
+        static char kept[SETTING_COUNT][256];
+        snprintf(kept[id], sizeof kept[id], "%s", value);
+        value = kept[id];
+    } else {
+        setenv(settings_table[id].name, value, 1);
+        /* getenv's pointer stays valid until the variable is set again. */
+        value = getenv(settings_table[id].name);
+    }
+    settings_values[id] = value;
     settings_set[id] = 1;
     if (settings_table[id].type == SETTING_TYPE_BOOL)
         settings_bools[id] = settings_parse_bool(value) == 1;

@@ -29,6 +29,9 @@ extern const struct prof_setting_info settings_table[SETTING_COUNT];
  * the default (or, for a number out of range, the nearest bound) is then used and
  * exported, so that children do not complain again. */
 void settings_load(void);
+/* Where settings_load reads a variable: getenv, or (profrun attach) the settings block
+ * the attacher wrote; then nothing is exported into the program's environment. */
+extern const char *(*settings_lookup)(const char *name);
 /* Typed values; each asserts nothing at run time but is only meant for its own type. */
 int settings_bool(enum prof_setting_id id);
 long settings_int(enum prof_setting_id id);

@@ -57,7 +57,8 @@ enum window_why {
     WINDOW_WHY_STEP,
     WINDOW_WHY_TIME,
     WINDOW_WHY_SIGNAL,
-    WINDOW_WHY_PARENT
+    WINDOW_WHY_PARENT,
+    WINDOW_WHY_ATTACH
 };
 
 /* The window's state where forked children see it: a DataLoader worker sees no step of
@@ -116,8 +117,8 @@ static void window_notify(int open, enum window_why why)
 {
     /* not at a fork (the child's interpreter is not yet fit for it) nor at a step */
     window_observer_fn observer = atomic_load(&window_observer);
-    if (observer &&
-        (why == WINDOW_WHY_SIGNAL || why == WINDOW_WHY_TIME || why == WINDOW_WHY_PARENT))
+    if (observer && (why == WINDOW_WHY_SIGNAL || why == WINDOW_WHY_TIME ||
+                     why == WINDOW_WHY_PARENT || why == WINDOW_WHY_ATTACH))
         observer(open);
     observer = atomic_load(&window_step_observer);
     if (observer && why == WINDOW_WHY_STEP && atomic_load(&window_steps_by_torch))
@@ -204,7 +205,8 @@ static void window_write_meta(const char *key, const char *value)
     collector_write(rec, size);
 }
 
-static const char *const window_why_names[] = {"start", "step", "time", "signal", "parent"};
+static const char *const window_why_names[] = {"start",  "step",   "time",
+                                               "signal", "parent", "attach"};
 
 /* In a forked child: the parent opened or closed its window since we last looked. */
 static void window_follow_parent(void)
@@ -424,4 +426,46 @@ void window_init(void)
         window_switch(1, WINDOW_WHY_START, 0);
     collector_add_source(window_drain);
     pthread_atfork(NULL, NULL, window_after_fork_child);
+}
+
+/* ---- profrun attach (attach.c): windows opened and closed from outside ---- */
+
+void window_init_attached(const char *desc)
+{
+    window_active = 1;
+    snprintf(window_desc, sizeof window_desc, "%s", desc);
+    window_page = window_new_page(0);
+    collector_set_recording(0);
+    collector_add_source(window_drain);
+    pthread_atfork(NULL, NULL, window_after_fork_child);
+}
+
+void window_attach_switch(int open, long value)
+{
+    window_switch(open, WINDOW_WHY_ATTACH, value);
+}
+
+int window_attach_steps(long steps)
+{
+    pthread_mutex_lock(&window_step_lock);
+    int first = !window_steps_on;
+    window_first_step = window_steps_done + 1; /* from the end of the step under way */
+    window_last_step = window_steps_done + steps;
+    window_steps_on = 1;
+    atomic_store(&window_steps_recorded, 0);
+    pthread_mutex_unlock(&window_step_lock);
+    return first;
+}
+
+void window_attach_steps_off(void)
+{
+    pthread_mutex_lock(&window_step_lock);
+    window_first_step = window_last_step = -1;
+    window_steps_on = 1;
+    pthread_mutex_unlock(&window_step_lock);
+}
+
+long window_attach_steps_recorded(void)
+{
+    return atomic_load(&window_steps_recorded);
 }

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attach_cli.h"
 #include "outdir.h"
 #include "job.h"
 #include "settings.h"
@@ -30,6 +31,7 @@ static void profrun_usage(FILE *out)
             "usage: profrun [options] [--] CMD [ARGS...]\n"
             "Runs CMD (any launcher: python, torchrun, mpirun, srun) with libprof.so preloaded,\n"
             "writes one trace per process, then prints the report.\n\n"
+            "       profrun attach PID [--duration S | --steps N] [-o DIR]  (profrun attach -h)\n"
             "Options:\n"
             "  -o, --output DIR   folder for the traces (default ./prof-out; PROF_OUTPUT_DIR)\n"
             "      --no-report    do not print the report at the end\n"
@@ -280,6 +282,8 @@ int main(int argc, char **argv)
                                          {"limit", required_argument, NULL, 'l'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
+    if (argc > 1 && strcmp(argv[1], "attach") == 0) /* profrun attach PID ...: attach.c */
+        return attach_main(argc - 1, argv + 1);
     int c;
     /* '+': stop at the first non-option, so CMD's own options stay CMD's. */
     while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {

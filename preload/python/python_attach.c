@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attach.h"
 #include "clock.h"
 #include "collector.h"
 #include "layer.h"
@@ -24,6 +25,7 @@ struct py_api py;
 __thread int python_installing PROF_TLS;
 
 static int py_attached;
+static int py_started;    /* python_start found a supported interpreter */
 static int py_monitoring; /* sys.monitoring, not setprofile */
 static uint32_t py_main_tid;
 static int py_reinstall_pending;
@@ -375,6 +377,9 @@ static void python_start(int argc, char **argv)
     if (minor >= 11 && !py.FrameGetGlobals)
         return;
     python_tree_init((uint64_t)settings_int(SETTING_PROF_PY_SPAN_US) * 1000u);
+    py_started = 1;
+    if (attach_starting())
+        return; /* the interpreter runs already: python_attach_late */
     if (py_debug_allocator(argc, argv)) {
         pthread_t th;
         pthread_attr_t attr;
@@ -387,6 +392,34 @@ static void python_start(int argc, char **argv)
     }
     if (py.AddAuditHook(py_audit_hook, NULL) != 0)
         collector_note("cannot add the Python audit hook; Python profiling is off");
+}
+
+/* profrun attach: the interpreter runs already, so no run_* event will come. The audit
+ * hook and our profile functions go in through a pending call, which the main thread
+ * runs under the GIL between two bytecodes; `ready` runs there next. */
+static void (*py_late_ready)(void);
+
+static int py_attach_late_call(void *arg)
+{
+    (void)arg;
+    if (!py_attached) {
+        if (py.AddAuditHook(py_audit_hook, NULL) != 0)
+            py.ErrClear(); /* a hook of the program's refused ours: no gap tracking */
+        py_attach();
+    }
+    if (py_late_ready)
+        py_late_ready();
+    return 0;
+}
+
+int python_attach_late(void (*ready)(void))
+{
+    if (!py_started || !py.IsInitialized() || (py.IsFinalizing && py.IsFinalizing()))
+        return -1;
+    if (py_attached)
+        return 1;
+    py_late_ready = ready;
+    return py.AddPendingCall(py_attach_late_call, NULL) == 0 ? 0 : -1;
 }
 
 static void python_after_fork_child(void)

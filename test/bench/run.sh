@@ -81,6 +81,8 @@ echo "== offline symbolization (libdw)"
 "$B/test/bench/bench_symbols"
 echo "== Python layer outside a capture window: py_hot.py bare vs window closed (3.12+: events off)"
 BUILD="$B" /usr/bin/python3 "$(dirname "$0")/bench_py_window.py"
+echo "== profrun attach: the target thread's stop, and attach to first recorded event"
+BUILD="$B" /usr/bin/python3 "$(dirname "$0")/bench_attach.py"
 echo "== sampling mode on a CPU-bound Python program"
 BUILD="$B" /usr/bin/python3 "$(dirname "$0")/bench_sampling.py"
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then
