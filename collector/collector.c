@@ -16,12 +16,12 @@
 
 #include "clock.h"
 #include "metalog.h"
+#include "preamble.h"
 #include "redact.h"
 #include "writer.h"
 #include "writer_guard.h"
 
 #define COLLECTOR_MAX_API_TABLES 16
-#define COLLECTOR_PROFILER_VERSION "0.1.0"
 
 _Atomic int prof_recording;
 /* 1 from init until the final flush or a failure: the file is written while live, even
@@ -40,10 +40,7 @@ static int collector_argc;
 static pid_t collector_pid;
 static uint64_t collector_init_ticks, collector_init_mono, collector_init_real;
 
-static struct {
-    const struct prof_api_desc *table;
-    size_t count;
-} collector_api_tables[COLLECTOR_MAX_API_TABLES];
+static struct preamble_api_table collector_api_tables[COLLECTOR_MAX_API_TABLES];
 static int collector_api_table_count;
 
 /* Threads push themselves at the head with a CAS; only the drain-lock holder unlinks,
@@ -366,113 +363,6 @@ uint64_t collector_events_lost(void)
 
 /* ---- the consumer side: only the drain-lock holder runs what follows ---- */
 
-static void collector_write_meta(const char *key, const char *value)
-{
-    struct prof_record_header h = {PROF_REC_META, 0};
-    writer_append_record(PROF_REC_META, &h, sizeof h, key, value);
-}
-
-static void collector_write_meta_long(const char *key, long long value)
-{
-    char buf[32];
-    snprintf(buf, sizeof buf, "%lld", value);
-    collector_write_meta(key, buf);
-}
-
-static void collector_write_clock(uint64_t ticks, uint64_t mono, uint64_t real)
-{
-    struct prof_rec_clock rec;
-    memset(&rec, 0, sizeof rec);
-    rec.h.type = PROF_REC_CLOCK;
-    rec.h.size = sizeof rec;
-    rec.ticks = ticks;
-    rec.monotonic_ns = mono;
-    rec.realtime_ns = real;
-    writer_append(&rec, sizeof rec);
-}
-
-static void collector_write_clock_now(void)
-{
-    uint64_t t, m, r;
-    clock_sample(&t, &m, &r);
-    collector_write_clock(t, m, r);
-}
-
-/* Reads a small /proc file into buf (open/read only: a signal handler may call this). */
-static void collector_read_small(const char *path, char *buf, size_t len)
-{
-    buf[0] = '\0';
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    ssize_t n = read(fd, buf, len - 1);
-    close(fd);
-    buf[n > 0 ? n : 0] = '\0';
-    buf[strcspn(buf, "\n")] = '\0';
-}
-
-/* This process's start in clock ticks since boot (/proc/self/stat, field 22), with the
- * boot's id: a reader on the same host and boot tells "still running" (the pid is alive
- * with this start) from "killed" (it is not). */
-static void collector_write_process_start(void)
-{
-    char stat[1024], boot[64];
-    collector_read_small("/proc/self/stat", stat, sizeof stat);
-    const char *p = strrchr(stat, ')'); /* the command may hold spaces and parentheses */
-    for (int field = 2; p && *p && field < 22; p++)
-        if (*p == ' ')
-            field++;
-    if (p && *p) {
-        char start[32];
-        size_t n = strcspn(p, " ");
-        if (n < sizeof start) {
-            memcpy(start, p, n);
-            start[n] = '\0';
-            collector_write_meta("proc_start_ticks", start);
-        }
-    }
-    collector_read_small("/proc/sys/kernel/random/boot_id", boot, sizeof boot);
-    if (boot[0])
-        collector_write_meta("boot_id", boot);
-}
-
-static void collector_write_preamble(void)
-{
-    char host[256] = "", exe[4096] = "";
-    gethostname(host, sizeof host - 1);
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[n > 0 ? n : 0] = '\0';
-    collector_write_meta("profiler_version", COLLECTOR_PROFILER_VERSION);
-    collector_write_meta_long("pid", getpid());
-    collector_write_meta_long("ppid", getppid());
-    collector_write_process_start();
-    collector_write_meta("host", host);
-    collector_write_meta("exe", exe);
-    for (int i = 0; collector_argv && i < collector_argc; i++)
-        collector_write_meta("argv", collector_argv[i]);
-    collector_write_meta("run_id", collector_cfg.run_id);
-    collector_write_meta("output_file", writer_path());
-    if (collector_cfg.rank >= 0)
-        collector_write_meta_long("rank", collector_cfg.rank);
-    if (collector_cfg.local_rank >= 0)
-        collector_write_meta_long("local_rank", collector_cfg.local_rank);
-    if (collector_cfg.world_size >= 0)
-        collector_write_meta_long("world_size", collector_cfg.world_size);
-    collector_write_meta_long("start_realtime_ns", (long long)collector_init_real);
-    collector_write_meta_long("start_monotonic_ns", (long long)collector_init_mono);
-    collector_write_meta("clock", prof_clock_tsc ? "tsc" : "monotonic");
-    collector_write_meta_long("ring_bytes", (long long)collector_cfg.ring_bytes);
-    for (int t = 0; t < collector_api_table_count; t++) {
-        for (size_t i = 0; i < collector_api_tables[t].count; i++) {
-            const struct prof_api_desc *d = &collector_api_tables[t].table[i];
-            struct prof_rec_api_name rec = {{PROF_REC_API_NAME, 0}, d->id, d->category, d->nargs};
-            writer_append_record(PROF_REC_API_NAME, &rec, sizeof rec, d->name, d->args);
-        }
-    }
-    collector_write_clock(collector_init_ticks, collector_init_mono, collector_init_real);
-    collector_write_clock_now();
-}
-
 static int collector_ensure_file(void)
 {
     if (writer_is_open())
@@ -494,7 +384,9 @@ static int collector_ensure_file(void)
             fprintf(stderr, "profrun: %s; profiling is off for pid %ld\n", err, (long)getpid());
         return -1;
     }
-    collector_write_preamble();
+    preamble_write(&(struct preamble_info){
+        &collector_cfg, collector_argv, collector_argc, collector_init_ticks, collector_init_mono,
+        collector_init_real, collector_api_tables, collector_api_table_count});
     return 0;
 }
 
@@ -705,7 +597,7 @@ static void *collector_main(void *arg)
         if (atomic_load(&collector_live) && collector_pid == getpid()) {
             collector_drain(DRAIN_PASS);
             if (writer_is_open() && ++passes % 4 == 0)
-                collector_write_clock_now();
+                preamble_write_clock_now();
             if (writer_is_open())
                 writer_flush();
             collector_check_writer();
@@ -734,7 +626,7 @@ static void collector_write_end_record(int sig)
 static void collector_write_end(void)
 {
     collector_write_thread_names();
-    collector_write_clock_now();
+    preamble_write_clock_now();
     collector_write_end_record(0);
 }
 

@@ -782,56 +782,6 @@ static uint32_t py_current_node(void)
     return n ? n->id : 0;
 }
 
-static void py_write_gap(uint64_t start, uint64_t end)
-{
-    struct prof_thread *t = emit_thread();
-    if (!t)
-        return;
-    struct prof_rec_py_gap *rec = ring_reserve(&t->ring, sizeof *rec);
-    if (!rec)
-        return;
-    rec->h.type = PROF_REC_PY_GAP;
-    rec->h.size = sizeof *rec;
-    rec->reason = PROF_PY_GAP_OTHER_PROFILER;
-    rec->start = start;
-    rec->end = end;
-    ring_commit(&t->ring);
-}
-
-/* A gap is written when it opens (end 0) and again when it closes: the reader keeps the
- * closed one. */
-void python_gap_begin(void)
-{
-    struct py_thread *pt = py_tls;
-    if (!pt || pt->in_gap)
-        return;
-    pt->in_gap = 1;
-    pt->gap_start = prof_clock_ticks();
-    py_write_gap(pt->gap_start, 0);
-}
-
-/* Ours is the calling thread's profile function: it has a tree and no gap is open. */
-int python_profile_is_ours(void)
-{
-    struct py_thread *pt = py_tls;
-    return pt && !pt->in_gap;
-}
-
-void python_gap_end(void)
-{
-    struct py_thread *pt = py_tls;
-    if (!pt || !pt->in_gap)
-        return;
-    pt->in_gap = 0;
-    /* Frames that returned while we were not told: start over from an empty stack. */
-    if (pt->depth)
-        py_stack_emptied(pt);
-    pt->depth = 0;
-    pt->overflow = 0;
-    pt->drift_used = 0;
-    py_write_gap(pt->gap_start, prof_clock_ticks());
-}
-
 void python_tree_init(uint64_t span_threshold_ns)
 {
     py_span_ns = span_threshold_ns;
