@@ -15,6 +15,7 @@
 #include "python.h"
 #include "python_tree.h"
 #include "trace_format.h"
+#include "tree_drain.h"
 #include "window.h"
 
 pthread_mutex_t python_tree_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -44,28 +45,23 @@ static struct py_node *py_node_at(struct py_thread *pt, uint32_t i)
     return &pt->chunks[i / PY_CHUNK_NODES][i % PY_CHUNK_NODES];
 }
 
-static void py_drain_thread(struct py_thread *pt, int fresh)
+static void py_drain_thread(void *thread, int fresh)
 {
-    uint32_t count = atomic_load_explicit(&pt->node_count, memory_order_acquire);
-    int thread_written = 0;
-    if (fresh)
-        pt->nodes_defined = 0;
-    for (uint32_t i = 0; i < count; i++) {
+    struct py_thread *pt = thread;
+    struct tree_drain_pass d;
+    tree_drain_begin(&d, pt->tid, atomic_load_explicit(&pt->node_count, memory_order_acquire),
+                     &pt->nodes_defined, fresh);
+    for (uint32_t i = 0; i < d.count; i++) {
         struct py_node *n = py_node_at(pt, i);
         uint64_t calls = atomic_load_explicit(&n->calls, memory_order_relaxed);
         uint64_t api_calls = atomic_load_explicit(&n->api_calls, memory_order_relaxed);
-        int define = i >= pt->nodes_defined;
         if (fresh) {
             n->written_calls = 0;
             n->written_api_calls = 0;
         }
-        int changed = calls != n->written_calls || api_calls != n->written_api_calls;
-        if (!define && !changed)
+        int define, changed = calls != n->written_calls || api_calls != n->written_api_calls;
+        if (!tree_drain_due(&d, i, changed, &define))
             continue;
-        if (!thread_written) {
-            collector_write_thread(pt->tid);
-            thread_written = 1;
-        }
         if (define) {
             struct prof_rec_py_node rec = {
                 {PROF_REC_PY_NODE, sizeof rec}, n->id, n->parent ? n->parent->id : 0, n->func_id};
@@ -87,16 +83,33 @@ static void py_drain_thread(struct py_thread *pt, int fresh)
             n->written_api_calls = api_calls;
         }
     }
-    pt->nodes_defined = count;
+    tree_drain_end(&d);
 }
 
-static void py_free_thread(struct py_thread *pt)
+static void py_free_thread(void *thread)
 {
+    struct py_thread *pt = thread;
     for (uint32_t c = 0; c < PY_MAX_CHUNKS && pt->chunks[c]; c++)
         munmap(pt->chunks[c], PY_CHUNK_NODES * sizeof(struct py_node));
     free(pt->table);
     munmap(pt->stack, (size_t)pt->stack_cap * sizeof *pt->stack);
     munmap(pt, sizeof *pt);
+}
+
+static void *py_thread_next(void *thread)
+{
+    return atomic_load_explicit(&((struct py_thread *)thread)->next, memory_order_relaxed);
+}
+
+static void py_thread_set_next(void *thread, void *next)
+{
+    atomic_store_explicit(&((struct py_thread *)thread)->next, next, memory_order_relaxed);
+}
+
+/* read before the counters: what the thread did last is in them */
+static int py_thread_exited(void *thread)
+{
+    return atomic_load_explicit(&((struct py_thread *)thread)->exited, memory_order_acquire);
 }
 
 void python_tree_drain(int fresh, int last)
@@ -106,24 +119,10 @@ void python_tree_drain(int fresh, int last)
     struct py_thread *self = python_tree_self();
     if (last && self && py_stack_stale(self) && !self->in_gap && !collector_drain_in_signal())
         python_tree_close_at_edge(self);
-    struct py_thread *prev = NULL;
-    for (struct py_thread *pt = atomic_load(&python_tree_threads); pt;) {
-        struct py_thread *next = atomic_load_explicit(&pt->next, memory_order_relaxed);
-        /* exited is read before the counters: what the thread did last is in them */
-        int exited = atomic_load_explicit(&pt->exited, memory_order_acquire);
-        py_drain_thread(pt, fresh);
-        /* only the head is never unlinked: pushes race on it; a signal handler frees
-         * nothing (the crash may be inside malloc) */
-        if (exited && prev && !collector_drain_in_signal()) {
-            pthread_mutex_lock(&python_tree_lock);
-            atomic_store_explicit(&prev->next, next, memory_order_relaxed);
-            py_free_thread(pt);
-            pthread_mutex_unlock(&python_tree_lock);
-        } else {
-            prev = pt;
-        }
-        pt = next;
-    }
+    static const struct tree_drain_list list = {py_thread_next,   py_thread_set_next,
+                                                py_thread_exited, py_drain_thread,
+                                                py_free_thread,   &python_tree_lock};
+    tree_drain_threads(atomic_load(&python_tree_threads), &list, fresh);
 }
 
 /* In a forked child only the forking thread goes on: its tree restarts at zero (the

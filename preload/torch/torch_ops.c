@@ -39,6 +39,7 @@
 #include "stacks.h"
 #include "settings.h"
 #include "torch_ops.h"
+#include "tree_drain.h"
 #include "window.h"
 
 #define TORCH_MAX_DEPTH 255 /* depth is a u8 in the record */
@@ -506,25 +507,20 @@ static struct torch_node *torch_node_at(struct torch_thread *tt, uint32_t i)
     return &tt->chunks[i / TORCH_CHUNK_NODES][i % TORCH_CHUNK_NODES];
 }
 
-static void torch_drain_thread(struct torch_thread *tt, int fresh)
+static void torch_drain_thread(void *thread, int fresh)
 {
-    uint32_t count = atomic_load_explicit(&tt->node_count, memory_order_acquire);
-    int thread_written = 0;
-    if (fresh)
-        tt->nodes_defined = 0;
-    for (uint32_t i = 0; i < count; i++) {
+    struct torch_thread *tt = thread;
+    struct tree_drain_pass d;
+    tree_drain_begin(&d, tt->tid, atomic_load_explicit(&tt->node_count, memory_order_acquire),
+                     &tt->nodes_defined, fresh);
+    for (uint32_t i = 0; i < d.count; i++) {
         struct torch_node *n = torch_node_at(tt, i);
         uint64_t version = atomic_load_explicit(&n->version, memory_order_relaxed);
-        int define = i >= tt->nodes_defined;
         if (fresh)
             n->written_version = 0;
-        int changed = version != n->written_version;
-        if (!define && !changed)
+        int define;
+        if (!tree_drain_due(&d, i, version != n->written_version, &define))
             continue;
-        if (!thread_written) {
-            collector_write_thread(tt->tid);
-            thread_written = 1;
-        }
         if (define) {
             struct prof_rec_torch_node rec;
             memset(&rec, 0, sizeof rec);
@@ -537,7 +533,7 @@ static void torch_drain_thread(struct torch_thread *tt, int fresh)
             rec.scope = n->scope;
             collector_write(&rec, sizeof rec);
         }
-        if (changed) {
+        if (version != n->written_version) {
             struct prof_rec_torch_stats st;
             memset(&st, 0, sizeof st);
             st.h.type = PROF_REC_TORCH_STATS;
@@ -555,11 +551,12 @@ static void torch_drain_thread(struct torch_thread *tt, int fresh)
             n->written_version = version;
         }
     }
-    tt->nodes_defined = count;
+    tree_drain_end(&d);
 }
 
-static void torch_free_thread(struct torch_thread *tt)
+static void torch_free_thread(void *thread)
 {
+    struct torch_thread *tt = thread;
     for (uint32_t c = 0; c < TORCH_MAX_CHUNKS && tt->chunks[c]; c++)
         munmap(tt->chunks[c], TORCH_CHUNK_NODES * sizeof(struct torch_node));
     for (int i = 0; i < TORCH_TEXT_SLOTS; i++)
@@ -568,25 +565,29 @@ static void torch_free_thread(struct torch_thread *tt)
     munmap(tt, sizeof *tt);
 }
 
+static void *torch_thread_next(void *thread)
+{
+    return atomic_load_explicit(&((struct torch_thread *)thread)->next, memory_order_relaxed);
+}
+
+static void torch_thread_set_next(void *thread, void *next)
+{
+    atomic_store_explicit(&((struct torch_thread *)thread)->next, next, memory_order_relaxed);
+}
+
+/* read before the counters: what the thread did last is in them */
+static int torch_thread_ended(void *thread)
+{
+    return atomic_load_explicit(&((struct torch_thread *)thread)->exited, memory_order_acquire);
+}
+
 static void torch_drain(int fresh, int last)
 {
     (void)last;
-    struct torch_thread *prev = NULL;
-    for (struct torch_thread *tt = atomic_load(&torch_threads); tt;) {
-        struct torch_thread *next = atomic_load_explicit(&tt->next, memory_order_relaxed);
-        /* exited is read before the counters: what the thread did last is in them */
-        int exited = atomic_load_explicit(&tt->exited, memory_order_acquire);
-        torch_drain_thread(tt, fresh);
-        /* only the head is never unlinked: pushes race on it; a signal handler frees
-         * nothing (the crash may be inside malloc) */
-        if (exited && prev && !collector_drain_in_signal()) {
-            atomic_store_explicit(&prev->next, next, memory_order_relaxed);
-            torch_free_thread(tt);
-        } else {
-            prev = tt;
-        }
-        tt = next;
-    }
+    static const struct tree_drain_list list = {torch_thread_next,  torch_thread_set_next,
+                                                torch_thread_ended, torch_drain_thread,
+                                                torch_free_thread,  NULL};
+    tree_drain_threads(atomic_load(&torch_threads), &list, fresh);
 }
 
 /* In a forked child only the forking thread goes on: its tree restarts at zero (the
