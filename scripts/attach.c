@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attach_util.h"
 #include "attach_cli.h"
 #include "attach_inject.h"
 #include "attach_job.h"
@@ -27,42 +28,6 @@
 #include "settings.h"
 
 static int attach_verbose;
-
-static void attach_fail(char *why, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void attach_fail(char *why, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, len, fmt, ap);
-    va_end(ap);
-}
-
-static uint64_t attach_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void attach_sleep_us(long us)
-{
-    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-    nanosleep(&ts, NULL);
-}
-
-static int attach_read_file(const char *path, char *buf, size_t len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, len - 1);
-    close(fd);
-    if (n < 0)
-        return -1;
-    buf[n] = '\0';
-    return (int)n;
-}
 
 /* ---- checks before touching the target ---- */
 
@@ -387,11 +352,9 @@ static int attach_one(const struct attach_opts *o, struct attach_target *t)
     }
     if (state == 0) {
         if (kill(pid, 0) != 0 && errno == ESRCH)
-            fprintf(stderr, "profrun attach: process %d ended while libprof.so was loading\n",
-                    pid);
+            fprintf(stderr, "profrun attach: process %d ended while libprof.so was loading\n", pid);
         else
-            fprintf(stderr,
-                    "profrun attach: libprof.so did not start in process %d within 300 s\n",
+            fprintf(stderr, "profrun attach: libprof.so did not start in process %d within 300 s\n",
                     pid);
         if (fd >= 0)
             close(fd);

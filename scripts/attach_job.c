@@ -2,6 +2,7 @@
  * children of a launcher (--children-of), the ranks of a Slurm job on this node (--job),
  * and every node of a Slurm job through srun (--slurm-job). */
 #define _GNU_SOURCE
+#include "attach_util.h"
 #include "attach_job.h"
 
 #include <dirent.h>
@@ -13,19 +14,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static int attach_read_file(const char *path, char *buf, size_t len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, len - 1);
-    close(fd);
-    if (n < 0)
-        return -1;
-    buf[n] = '\0';
-    return (int)n;
-}
 
 /* The children of a process (the ranks under a torchrun agent or mpirun on this node). */
 int attach_children(pid_t parent, pid_t *out, int max)

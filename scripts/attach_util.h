@@ -1,0 +1,16 @@
+/* attach_util: what profrun attach's files share (attach.c, attach_inject.c,
+ * attach_job.c). */
+#ifndef PROF_ATTACH_UTIL_H
+#define PROF_ATTACH_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The reason of a refusal or failure into why. */
+void attach_fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+uint64_t attach_now_ns(void); /* CLOCK_MONOTONIC */
+void attach_sleep_us(long us);
+/* A small file (/proc) into buf, NUL-terminated: its length, or -1. */
+int attach_read_file(const char *path, char *buf, size_t len);
+
+#endif
