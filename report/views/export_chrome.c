@@ -196,6 +196,17 @@ static void chrome_sep(struct chrome_writer *w)
     w->stats->packets++;
 }
 
+/* Two's complement arithmetic on times (a damaged trace's can be anything): no overflow. */
+static int64_t chrome_add(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+static int64_t chrome_sub(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
 /* ns since the base as whole microseconds, rounded to the nearest. HTA rounds float times
  * by ceiling the start and flooring the end (trace_parser.py, for pytorch PR 122425), which
  * gave every sub-microsecond event a duration of -1 and failed its call stacks; integer
@@ -238,12 +249,12 @@ static void chrome_dur(struct chrome_writer *w, int64_t lo, int64_t hi)
 {
     chrome_puts(w, ", \"dur\": ");
     if (!w->ns) {
-        chrome_i64(w, chrome_round_us(hi) - chrome_round_us(lo));
+        chrome_i64(w, chrome_sub(chrome_round_us(hi), chrome_round_us(lo)));
         return;
     }
     double a = (double)lo / 1000, b = (double)hi / 1000;
-    if (a + (double)(hi - lo) / 1000 == b) {
-        chrome_us(w, hi - lo);
+    if (a + (double)chrome_sub(hi, lo) / 1000 == b) {
+        chrome_us(w, chrome_sub(hi, lo));
         return;
     }
     char buf[40];
@@ -253,7 +264,7 @@ static void chrome_dur(struct chrome_writer *w, int64_t lo, int64_t hi)
 
 static int64_t chrome_ts(const struct chrome_writer *w, uint64_t mono_ns)
 {
-    return (int64_t)mono_ns + w->offset;
+    return chrome_add((int64_t)mono_ns, w->offset);
 }
 
 /* A metadata event ("M") whose args are {key: value}. */
@@ -668,7 +679,7 @@ static int chrome_write_group(const char *file, struct model_process *const *pro
         first = first ? first : p;
         memset(w.flow_begun, 0, sizeof w.flow_begun);
         memset(w.flow_ended, 0, sizeof w.flow_ended);
-        w.offset = timeline_realtime_offset(p) - (int64_t)base;
+        w.offset = chrome_sub(timeline_realtime_offset(p), (int64_t)base);
         char label[512];
         chrome_meta(&w, "process_name", p->pid, 0, "name",
                     json_string(timeline_process_label(p, label, sizeof label)));
