@@ -521,20 +521,25 @@ static uint64_t collector_drain(enum collector_drain_mode mode)
     return drained;
 }
 
-/* A thread may have been named after its first event (threading.Thread.start). */
+/* A thread may have been named after its first event (threading.Thread.start). Read with
+ * open and read, not stdio: this runs at the exit of a forked child too, where another
+ * thread of the parent may have held an allocator's lock at the fork (TSan's does: a child
+ * hung in fopen's malloc). */
 static void collector_refresh_thread_name(struct prof_thread *t)
 {
     char path[64], name[32];
     snprintf(path, sizeof path, "/proc/self/task/%u/comm", t->tid);
-    FILE *f = fopen(path, "re");
-    if (!f)
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return;
-    if (fgets(name, sizeof name, f)) {
-        name[strcspn(name, "\n")] = '\0';
-        name[sizeof t->name - 1] = '\0';
-        memcpy(t->name, name, sizeof t->name);
-    }
-    fclose(f);
+    ssize_t n = read(fd, name, sizeof name - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    name[n] = '\0';
+    name[strcspn(name, "\n")] = '\0';
+    name[sizeof t->name - 1] = '\0';
+    memcpy(t->name, name, sizeof t->name);
 }
 
 static void collector_write_thread_names(void)
