@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -68,8 +69,10 @@ _Atomic int prof_collector_running;
 static _Atomic int collector_thread_started;
 static _Atomic int collector_stop;
 static pthread_t collector_thread_handle;
-static pthread_mutex_t collector_sleep_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t collector_sleep_cv;
+/* The collector thread sleeps on this futex word between passes; a stop, or a producer
+ * whose ring is half full, bumps it and wakes the thread (see ring_half_full_hook). */
+static _Atomic uint32_t collector_wake_seq;
+static void collector_wake(void);
 static int collector_tsc_measured;
 /* Under AddressSanitizer or ThreadSanitizer a forked child starts no collector thread:
  * TSan kills a child that starts one after a fork of a multi-threaded process; GCC 12's
@@ -142,11 +145,7 @@ void collector_init(const struct collector_config *cfg, int argc, char **argv)
         dlsym(RTLD_DEFAULT, "__asan_init") != NULL || dlsym(RTLD_DEFAULT, "__tsan_init") != NULL;
     clock_sample(&collector_init_ticks, &collector_init_mono, &collector_init_real);
     pthread_key_create(&collector_thread_key, collector_thread_key_destroy);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&collector_sleep_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    ring_half_full_hook = collector_wake;
     atomic_store(&collector_live, 1);
     atomic_store(&prof_recording, 1);
 }
@@ -234,10 +233,8 @@ static int collector_stop_thread(void)
 {
     if (!atomic_load(&prof_collector_running))
         return 0;
-    pthread_mutex_lock(&collector_sleep_mu);
     atomic_store(&collector_stop, 1);
-    pthread_cond_signal(&collector_sleep_cv);
-    pthread_mutex_unlock(&collector_sleep_mu);
+    collector_wake();
     pthread_join(collector_thread_handle, NULL);
     atomic_store(&prof_collector_running, 0);
     atomic_store(&collector_thread_started, 0);
@@ -574,6 +571,30 @@ static void collector_measure_tsc(void)
     collector_add_meta("tsc_hz", hz);
 }
 
+/* Async-signal-safe (a producer in a signal handler may call it); keeps errno. */
+static void collector_wake(void)
+{
+    int saved = errno;
+    atomic_fetch_add(&collector_wake_seq, 1);
+    syscall(SYS_futex, &collector_wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    errno = saved;
+}
+
+/* Until the next flush interval, a stop or a wake. */
+static void collector_sleep(void)
+{
+    uint32_t seq = atomic_load(&collector_wake_seq);
+    uint64_t now = clock_monotonic_ns();
+    uint64_t deadline = now + (uint64_t)collector_cfg.flush_ms * 1000000u;
+    while (!atomic_load(&collector_stop) && atomic_load(&collector_wake_seq) == seq &&
+           now < deadline) {
+        struct timespec left = {(time_t)((deadline - now) / 1000000000u),
+                                (long)((deadline - now) % 1000000000u)};
+        syscall(SYS_futex, &collector_wake_seq, FUTEX_WAIT_PRIVATE, seq, &left, NULL, 0);
+        now = clock_monotonic_ns();
+    }
+}
+
 static void *collector_main(void *arg)
 {
     (void)arg;
@@ -585,16 +606,7 @@ static void *collector_main(void *arg)
     }
     unsigned passes = 0;
     while (!atomic_load(&collector_stop)) {
-        struct timespec deadline;
-        clock_gettime(CLOCK_MONOTONIC, &deadline);
-        deadline.tv_nsec += (long)collector_cfg.flush_ms * 1000000L;
-        deadline.tv_sec += deadline.tv_nsec / 1000000000L;
-        deadline.tv_nsec %= 1000000000L;
-        pthread_mutex_lock(&collector_sleep_mu);
-        while (!atomic_load(&collector_stop) &&
-               pthread_cond_timedwait(&collector_sleep_cv, &collector_sleep_mu, &deadline) == 0)
-            ;
-        pthread_mutex_unlock(&collector_sleep_mu);
+        collector_sleep();
         if (atomic_load(&collector_stop))
             break;
         if (collector_drain_lock(-1) != 0)
@@ -758,7 +770,6 @@ void collector_atfork_parent(void)
 void collector_atfork_child(void)
 {
     metalog_atfork_child();
-    pthread_mutex_init(&collector_sleep_mu, NULL);
     atomic_store(&collector_drain_owner, 0);
     struct prof_thread *t = atomic_load(&collector_threads);
     while (t) {

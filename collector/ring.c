@@ -1,10 +1,31 @@
 #include "ring.h"
 
+void (*ring_half_full_hook)(void);
+
 void ring_init(struct prof_ring *r, void *buffer, uint64_t capacity)
 {
     memset(r, 0, sizeof *r);
     r->data = buffer;
     r->mask = capacity - 1;
+}
+
+int ring_check(struct prof_ring *r, uint64_t end)
+{
+    uint64_t cap = r->mask + 1;
+    uint64_t quarter = cap >> 2;
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+    if (end - tail > cap) {
+        atomic_store_explicit(&r->dropped,
+                              atomic_load_explicit(&r->dropped, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+        return 0;
+    }
+    void (*hook)(void) = ring_half_full_hook;
+    if (hook && end - tail >= 2 * quarter)
+        hook();
+    uint64_t next_quarter = (end | (quarter - 1)) + 1;
+    r->check_at = tail + cap < next_quarter ? tail + cap : next_quarter;
+    return 1;
 }
 
 uint64_t ring_peek(struct prof_ring *r, struct ring_span spans[2])

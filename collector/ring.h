@@ -19,7 +19,10 @@ struct prof_ring {
      * it with acquire also sees the record bytes written before it. */
     _Alignas(64) _Atomic uint64_t head;
     uint64_t reserved_head; /* head after the pending reservation (pad included) */
-    uint64_t cached_tail;   /* producer's last view of tail: avoids touching the consumer's line */
+    /* Up to this head position a reservation needs no check: there is room (from the
+     * producer's last view of tail, so the consumer's line stays untouched) and no
+     * quarter boundary is crossed. */
+    uint64_t check_at;
     _Atomic uint64_t dropped;
     /* Consumer's cache line. tail is released after the bytes were copied out, so the
      * producer that acquires it may overwrite them. */
@@ -30,6 +33,12 @@ struct prof_ring {
     uint64_t mask;
 };
 
+/* Called by a producer whose ring is at least half full (checked each time its head
+ * crosses a quarter of the capacity, so at most four times per lap): the
+ * collector sets it to wake its thread early instead of at the next flush interval.
+ * It must be async-signal-safe and keep errno. NULL: nobody is woken. */
+extern void (*ring_half_full_hook)(void);
+
 /* capacity must be a power of two and a multiple of 8. */
 void ring_init(struct prof_ring *r, void *buffer, uint64_t capacity);
 
@@ -38,24 +47,21 @@ static inline uint64_t ring_capacity(const struct prof_ring *r)
     return r->mask + 1;
 }
 
+/* Out of line: the reservation ending at `end` crosses check_at. Returns 0 when the ring
+ * has no room (counted); else calls ring_half_full_hook when the ring is at least half
+ * full, and moves check_at to the next quarter boundary or the end of the room. */
+int ring_check(struct prof_ring *r, uint64_t end);
+
 /* Returns where to write `size` bytes (a multiple of 8), or NULL when full (counted). */
 static inline void *ring_reserve(struct prof_ring *r, uint32_t size)
 {
     uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-    uint64_t cap = r->mask + 1;
     uint64_t offset = head & r->mask;
-    uint64_t room_to_end = cap - offset;
+    uint64_t room_to_end = r->mask + 1 - offset;
     uint64_t need = room_to_end < size ? room_to_end + size : size;
 
-    if (head + need - r->cached_tail > cap) {
-        r->cached_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
-        if (head + need - r->cached_tail > cap) {
-            atomic_store_explicit(&r->dropped,
-                                  atomic_load_explicit(&r->dropped, memory_order_relaxed) + 1,
-                                  memory_order_relaxed);
-            return NULL;
-        }
-    }
+    if (__builtin_expect(head + need > r->check_at, 0) && !ring_check(r, head + need))
+        return NULL;
     if (room_to_end < size) {
         struct prof_record_header *pad = (struct prof_record_header *)(r->data + offset);
         pad->type = PROF_REC_PAD;

@@ -163,3 +163,38 @@ Test(ring, producer_and_consumer_threads_agree, .timeout = 60)
     cr_assert_eq(next, STRESS_RECORDS);
     ring_teardown();
 }
+
+static int half_full_calls;
+static void count_half_full(void)
+{
+    half_full_calls++;
+}
+
+/* The producer wakes the consumer once per quarter of the ring crossed while the ring is
+ * at least half full, never while the consumer keeps up. */
+Test(ring, half_full_ring_calls_the_hook_once_per_quarter)
+{
+    ring_setup(256);
+    ring_half_full_hook = count_half_full;
+    uint32_t next = 0;
+    for (uint32_t i = 0; i < 64; i++) {
+        put(PROF_REC_API_CALL, 16, i);
+        cr_assert_eq(drain_records(&next), 1);
+    }
+    cr_assert_eq(half_full_calls, 0, "a drained ring called the hook %d times", half_full_calls);
+    uint32_t payload = next;
+    for (int i = 0; i < 8; i++)
+        put(PROF_REC_API_CALL, 16, payload++);
+    cr_assert_eq(half_full_calls, 0, "called at %u of 256 bytes", 8 * 16);
+    put(PROF_REC_API_CALL, 16, payload++);
+    cr_assert_eq(half_full_calls, 1, "past half full: %d calls", half_full_calls);
+    for (int i = 0; i < 3; i++)
+        put(PROF_REC_API_CALL, 16, payload++);
+    cr_assert_eq(half_full_calls, 1, "within one quarter: %d calls", half_full_calls);
+    for (int i = 0; i < 4; i++)
+        put(PROF_REC_API_CALL, 16, payload++);
+    cr_assert_eq(half_full_calls, 2, "next quarter: %d calls", half_full_calls);
+    cr_assert_null(ring_reserve(&ring, 16), "a full ring has no room");
+    cr_assert_eq(drain_records(&next), 16);
+    ring_teardown();
+}
