@@ -90,6 +90,8 @@ if /usr/bin/python3 -c "import torch" 2>/dev/null; then
     BUILD="$B" /usr/bin/python3 "$(dirname "$0")/bench_torch.py"
     echo "== PyTorch: 5 M tiny ops on 2 threads, default settings: op rate, every op counted"
     BUILD="$B" /usr/bin/python3 "$(dirname "$0")/bench_torch_ops.py"
+    echo "== PyTorch small-op loop: the op layer against torch's own floor, everything on against bare"
+    BUILD="$B" /usr/bin/python3 "$(dirname "$0")/bench_op_floor.py"
 else
     echo "== PyTorch: skipped (no torch for /usr/bin/python3)"
 fi
