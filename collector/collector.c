@@ -145,7 +145,7 @@ void collector_init(const struct collector_config *cfg, int argc, char **argv)
         dlsym(RTLD_DEFAULT, "__asan_init") != NULL || dlsym(RTLD_DEFAULT, "__tsan_init") != NULL;
     clock_sample(&collector_init_ticks, &collector_init_mono, &collector_init_real);
     pthread_key_create(&collector_thread_key, collector_thread_key_destroy);
-    ring_half_full_hook = collector_wake;
+    ring_half_full_hook = cfg->flush_period_only ? NULL : collector_wake;
     atomic_store(&collector_live, 1);
     atomic_store(&prof_recording, 1);
 }

@@ -44,6 +44,8 @@ struct collector_config {
     const char *run_id;
     uint64_t ring_bytes; /* power of two */
     unsigned flush_ms;
+    int flush_period_only; /* 1: the collector runs every flush_ms only, not also when a
+                            * thread's ring is half full (PROF_RING_WAKE=0) */
     int quiet;
     long rank, local_rank, world_size;
     uint32_t features;

@@ -161,6 +161,7 @@ void init_begin(int argc, char **argv)
     cfg.run_id = init_run_id();
     cfg.ring_bytes = init_round_up_pow2((uint64_t)settings_int(SETTING_PROF_RING_KB) * 1024);
     cfg.flush_ms = (unsigned)settings_int(SETTING_PROF_FLUSH_MS);
+    cfg.flush_period_only = !settings_bool(SETTING_PROF_RING_WAKE);
     cfg.quiet = settings_bool(SETTING_PROF_QUIET);
     cfg.redact = settings_bool(SETTING_PROF_REDACT);
     cfg.rank = job_self()->rank;

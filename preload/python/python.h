@@ -56,6 +56,7 @@ struct py_api {
     void *(*InterpreterStateThreadHead)(void *);
     void *(*ThreadStateNext)(void *);
     py_object *(*FrameGetCode)(py_object *);    /* 3.9+ */
+    py_object *(*FrameGetBack)(py_object *);    /* 3.9+ (a new reference) */
     py_object *(*FrameGetGlobals)(py_object *); /* 3.11+ */
     py_object *(*GetAttrString)(py_object *, const char *);
     const char *(*AsUTF8)(py_object *);
@@ -113,6 +114,9 @@ extern __thread int python_installing;
  * thread state made from now on gets fn as its profile function. 0, or -1 (said on
  * stderr) where only the main thread can be profiled. */
 int python_threads_attach(py_thread_profile_fn fn);
+/* 3.8-3.11, once attached: the calling thread's PyThreadState.c_profilefunc, which the
+ * program's own profiler may hold in place of ours; NULL elsewhere. Under the GIL. */
+void **python_threads_profile_slot(void);
 /* From the library's constructor: the libc functions interposed there are looked up. */
 void python_threads_init(void);
 /* In a forked child: follow CPython's thread-state key to its new number. */
@@ -180,9 +184,16 @@ int python_profile(py_object *obj, py_object *frame, int what, py_object *arg);
 void python_tree_init(uint64_t span_threshold_ns);
 /* In a forked child: the forking thread's tree restarts at zero, the others are dropped. */
 void python_tree_after_fork_child(void);
-/* Another profile function replaced ours in this thread, or ours is back. */
+/* Another profile function replaced ours in this thread, or ours is back (or runs before
+ * the program's again: chained). Under the GIL in the thread itself. */
 void python_gap_begin(void);
 void python_gap_end(void);
+/* The first event after a gap, in the thread under the GIL and outside any profile or
+ * trace function: our stack is made to agree with the thread's real frames (frames of
+ * ours gone from them returned unseen and end now; real frames above the last one kept
+ * were entered unseen and start now). frame: the event's; call: a call event (its frame
+ * is not entered yet). */
+void python_gap_resync(py_object *frame, int call, uint64_t now);
 /* Whether a live thread still has frames on its stack (outside the window: frames of the
  * window). Under the GIL. */
 int python_tree_frames_open(void);

@@ -35,6 +35,30 @@ static int py_profile_cb(py_object *obj, py_object *frame, int what, py_object *
     return python_profile(obj, frame, what, arg);
 }
 
+/* 3.8-3.11, main thread: a program that runs its own profiler (cProfile around each of
+ * Lightning's actions, a debugger) puts its function in c_profilefunc in place of ours.
+ * Once its call is done, ours goes back in front of it: py_chain_cb sees the event, then
+ * calls the program's function with the program's object (c_profileobj stays its own,
+ * so sys.getprofile() and cProfile see no difference). Both count every call. */
+static py_thread_profile_fn py_chained;
+
+static int py_chain_cb(py_object *obj, py_object *frame, int what, py_object *arg)
+{
+    python_profile(NULL, frame, what, arg);
+    return py_chained(obj, frame, what, arg);
+}
+
+/* In place of the chain while the profiler's own Python work runs (python_profile_pause):
+ * neither profiler counts it. */
+static int py_quiet_cb(py_object *obj, py_object *frame, int what, py_object *arg)
+{
+    (void)obj;
+    (void)frame;
+    (void)what;
+    (void)arg;
+    return 0;
+}
+
 /* Our profile function for the calling thread; its own sys.setprofile audit event is
  * ours, not another profiler's. */
 static void py_install_here(void)
@@ -46,6 +70,11 @@ static void py_install_here(void)
 
 void python_profile_pause(void)
 {
+    void **slot = python_threads_profile_slot();
+    if (slot && *slot == (void *)py_chain_cb) {
+        *slot = (void *)py_quiet_cb;
+        return;
+    }
     python_installing = 1;
     py.SetProfile(NULL, NULL);
     python_installing = 0;
@@ -53,14 +82,34 @@ void python_profile_pause(void)
 
 void python_profile_resume(void)
 {
+    void **slot = python_threads_profile_slot();
+    if (slot && *slot == (void *)py_quiet_cb) {
+        *slot = (void *)py_chain_cb;
+        return;
+    }
     py_install_here();
 }
 
-/* Runs in the main thread once the program's sys.setprofile call has returned. */
+/* Runs in the main thread once the program's sys.setprofile call has returned: with no
+ * function left, ours goes back; with the program's, ours goes in front of it. */
 static int py_reinstall(void *arg)
 {
     (void)arg;
     py_reinstall_pending = 0;
+    void **slot = python_threads_profile_slot();
+    if (slot) {
+        void *fn = *slot;
+        if (!fn) {
+            py_install_here();
+            python_gap_end();
+        } else if (fn != (void *)py_profile_cb && fn != (void *)py_chain_cb &&
+                   fn != (void *)py_quiet_cb) {
+            py_chained = (py_thread_profile_fn)fn;
+            *slot = (void *)py_chain_cb; /* the tracing flag is on already: fn is set */
+            python_gap_end();
+        }
+        return 0;
+    }
     py_object *getprofile = py.SysGetObject("getprofile"); /* borrowed */
     py_object *current = getprofile ? py.CallObject(getprofile, NULL) : NULL;
     if (!current) {
@@ -266,6 +315,7 @@ static int py_resolve_api(void)
     PY_OPTIONAL(InterpreterStateThreadHead, "PyInterpreterState_ThreadHead")
     PY_OPTIONAL(ThreadStateNext, "PyThreadState_Next")
     PY_OPTIONAL(FrameGetCode, "PyFrame_GetCode")
+    PY_OPTIONAL(FrameGetBack, "PyFrame_GetBack")
     PY_OPTIONAL(FrameGetGlobals, "PyFrame_GetGlobals")
     PY_REQUIRE(GetAttrString, "PyObject_GetAttrString")
     PY_REQUIRE(AsUTF8, "PyUnicode_AsUTF8")

@@ -248,6 +248,14 @@ int python_threads_switch(int on)
     return 0;
 }
 
+void **python_threads_profile_slot(void)
+{
+    char *ts = py_layout && py_thread_fn && py.GILStateGetThisThreadState
+                   ? (char *)py.GILStateGetThisThreadState()
+                   : NULL;
+    return ts ? (void **)(ts + py_layout->profilefunc) : NULL;
+}
+
 int python_threads_attach(py_thread_profile_fn fn)
 {
     if (py.SetProfileAllThreads)

@@ -22,6 +22,7 @@
 #include "window.h"
 
 _Atomic uint64_t python_tree_open;
+int py_frame_layout_checked, py_frame_layout_direct;
 
 static inline void py_stack_opened(struct py_thread *pt)
 {
@@ -333,6 +334,18 @@ void python_tree_close_at_edge(struct py_thread *pt)
     py_stack_emptied(pt);
 }
 
+/* For python_gaps.c's resync, in the thread under the GIL: a Python frame entered unseen
+ * starts now; the innermost frame of ours returned unseen and ends now. */
+void python_tree_push(py_object *frame, uint64_t now)
+{
+    py_enter(py_tls, py_frame_code(frame), PROF_PY_FUNC_PYTHON, frame, now, frame);
+}
+
+void python_tree_pop(uint64_t now)
+{
+    py_leave(py_tls, NULL, PROF_PY_FUNC_PYTHON, NULL, now, 1);
+}
+
 /* An event outside the capture window (prof_recording off). A thread with frames entered
  * inside the window still on its stack ends them at the window's edge first; then it does
  * nothing more, except, with PROF_STEPS counted here, watch for the end of each step.
@@ -397,8 +410,6 @@ static void py_drift_add(struct py_thread *pt, const void *key, int32_t d)
  * against the tree's own rule (recursive when the function is among its callers) goes to a
  * node at the top of the tree: (none, function) for a primitive call, under a second node
  * of the same function for a recursive one. */
-static inline py_object *py_frame_code(py_object *frame);
-
 /* 0: the return pairs after all (py_leave goes on), 1: done here. */
 static __attribute__((noinline)) int py_leave_unpaired(struct py_thread *pt, int kind,
                                                        py_object *obj, uint64_t now)
@@ -450,38 +461,6 @@ static __attribute__((noinline)) int py_leave_unpaired(struct py_thread *pt, int
     return 1;
 }
 
-/* 3.11: PyFrameObject.f_frame (after PyObject_HEAD and f_back) points to the
- * _PyInterpreterFrame, whose f_code follows f_func, f_globals, f_builtins, f_locals. Read
- * directly once the first frame showed the layout agrees with PyFrame_GetCode. */
-#define PY311_FRAME_F_FRAME 24
-#define PY311_IFRAME_F_CODE 32
-static int py_frame_layout_checked, py_frame_layout_direct;
-
-static py_object *py_frame_code_api(py_object *frame)
-{
-    /* a new reference; the frame holds another, so dropping ours at once is safe */
-    py_object *code = py.FrameGetCode(frame);
-    py.DecRef(code);
-    return code;
-}
-
-static inline py_object *py_frame_code(py_object *frame)
-{
-    /* 3.8-3.10: PyFrameObject.f_code after PyObject_VAR_HEAD and f_back. */
-    if (py.minor <= 10)
-        return *(py_object **)((char *)frame + 32);
-    if (__builtin_expect(py_frame_layout_direct, 1))
-        return *(py_object **)(*(char **)((char *)frame + PY311_FRAME_F_FRAME) +
-                               PY311_IFRAME_F_CODE);
-    if (!py_frame_layout_checked && py.minor == 11) {
-        py_frame_layout_checked = 1;
-        py_object *direct =
-            *(py_object **)(*(char **)((char *)frame + PY311_FRAME_F_FRAME) + PY311_IFRAME_F_CODE);
-        py_frame_layout_direct = direct == py_frame_code_api(frame);
-    }
-    return py_frame_code_api(frame);
-}
-
 static inline int py_is_cfunction(py_object *o)
 {
     return o && (o->ob_type == py.CFunctionType || o->ob_type == py.CMethodType ||
@@ -516,6 +495,8 @@ static __attribute__((noinline)) int py_profile_slow(py_object *frame, int what,
     struct py_thread *pt = py_thread_here();
     if (!pt)
         return 0;
+    if (__builtin_expect(pt->resync, 0))
+        python_gap_resync(frame, what == PY_TRACE_CALL, now);
     switch (what) {
     case PY_TRACE_CALL:
         py_enter(pt, py_frame_code(frame), PROF_PY_FUNC_PYTHON, frame, now, frame);
@@ -561,7 +542,7 @@ static inline int py_fast_ok(const struct py_thread *pt)
 #ifdef PROF_CLOCK_HAVE_TSC
     return atomic_load_explicit(&prof_recording, memory_order_relaxed) && prof_clock_tsc &&
            atomic_load_explicit(&prof_collector_running, memory_order_relaxed) &&
-           py_span_ticks != UINT64_MAX && !py_stack_stale(pt);
+           py_span_ticks != UINT64_MAX && !py_stack_stale(pt) && !pt->resync;
 #else
     (void)pt;
     return 0;

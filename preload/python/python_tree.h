@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "python.h"
 #include "window.h"
 
 /* The call stack starts at PY_STACK_FRAMES frames and doubles as calls go deeper, up to
@@ -56,6 +57,7 @@ struct py_thread {
     uint32_t table_mask, table_used;
     uint64_t gap_start;
     int in_gap;
+    int resync; /* a gap ended: the stack is made to agree with the real one at the next event */
     uint32_t step_depth; /* step-function calls on the stack (the outermost ends a step) */
     uint32_t epoch;      /* window_closings when the stack last turned non-empty */
     /* Functions whose cProfile recursion level differs from their frames on our stack,
@@ -98,9 +100,46 @@ extern pthread_mutex_t python_tree_lock;
 
 /* The calling thread's tree, or NULL. */
 struct py_thread *python_tree_self(void);
+/* In the thread under the GIL: a Python frame entered unseen starts now; the innermost
+ * frame of ours returned unseen and ends now (python_tree_resync, after a gap). */
+void python_tree_push(py_object *frame, uint64_t now);
+void python_tree_pop(uint64_t now);
 /* Ends the frames of an earlier window on pt's stack at that window's closing. */
 void python_tree_close_at_edge(struct py_thread *pt);
 /* The collector's source: writes the trees' new nodes and counts, frees ended threads. */
 void python_tree_drain(int fresh, int last);
+
+/* A Python frame's code object (borrowed). */
+/* 3.11: PyFrameObject.f_frame (after PyObject_HEAD and f_back) points to the
+ * _PyInterpreterFrame, whose f_code follows f_func, f_globals, f_builtins, f_locals. Read
+ * directly once the first frame showed the layout agrees with PyFrame_GetCode. */
+#define PY311_FRAME_F_FRAME 24
+#define PY311_IFRAME_F_CODE 32
+extern int py_frame_layout_checked, py_frame_layout_direct;
+
+static inline py_object *py_frame_code_api(py_object *frame)
+{
+    /* a new reference; the frame holds another, so dropping ours at once is safe */
+    py_object *code = py.FrameGetCode(frame);
+    py.DecRef(code);
+    return code;
+}
+
+static inline py_object *py_frame_code(py_object *frame)
+{
+    /* 3.8-3.10: PyFrameObject.f_code after PyObject_VAR_HEAD and f_back. */
+    if (py.minor <= 10)
+        return *(py_object **)((char *)frame + 32);
+    if (__builtin_expect(py_frame_layout_direct, 1))
+        return *(py_object **)(*(char **)((char *)frame + PY311_FRAME_F_FRAME) +
+                               PY311_IFRAME_F_CODE);
+    if (!py_frame_layout_checked && py.minor == 11) {
+        py_frame_layout_checked = 1;
+        py_object *direct =
+            *(py_object **)(*(char **)((char *)frame + PY311_FRAME_F_FRAME) + PY311_IFRAME_F_CODE);
+        py_frame_layout_direct = direct == py_frame_code_api(frame);
+    }
+    return py_frame_code_api(frame);
+}
 
 #endif

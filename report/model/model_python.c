@@ -92,6 +92,18 @@ static void model_python_on_record(struct model_process *p, const struct trace_r
     }
     case PROF_REC_PY_GAP: {
         const struct prof_rec_py_gap *r = rec->data;
+        /* A gap is written when it opens (end 0) and again when it closes: the closing
+         * completes the open one of its thread. */
+        if (r->end) {
+            size_t i = py->ngaps;
+            while (i > 0 && !(py->gaps[i - 1].tid == tid && !py->gaps[i - 1].end_ticks &&
+                              py->gaps[i - 1].start_ticks == r->start))
+                i--;
+            if (i > 0) {
+                py->gaps[i - 1].end_ticks = r->end;
+                break;
+            }
+        }
         py->gaps = report_grow(py->gaps, &py->cap_gaps, py->ngaps + 1, sizeof *py->gaps);
         py->gaps[py->ngaps++] = (struct model_py_gap){
             .tid = tid, .reason = r->reason, .start_ticks = r->start, .end_ticks = r->end};

@@ -73,29 +73,73 @@ static void tables_py_thread_label(const struct model_process *p, uint32_t tid, 
         snprintf(buf, len, "%u", tid);
 }
 
+/* One line per gap; a thread with more than a few (a profiler of the program's own,
+ * enabled and disabled around each batch) gets one line for all of them. */
+#define TABLES_PY_GAPS_LISTED 3
+
+static void tables_py_gap_line(FILE *out, const struct summary *s, const struct model_process *p,
+                               const struct model_py_gap *gap, const char *thread)
+{
+    uint64_t origin = model_start_monotonic_ns(p);
+    if (s->nprocs > 1)
+        fprintf(out, "  pid %lld: ", (long long)p->pid);
+    else
+        fputs("  ", out);
+    fprintf(out, "Python profiling was %s in thread ",
+            gap->reason == PROF_PY_GAP_OTHER_PROFILER ? "replaced by another profiler"
+                                                      : "interrupted");
+    format_fputs_escaped(out, thread);
+    fprintf(out, " from +%.3f s ", ((double)gap->start_ns - (double)origin) / 1e9);
+    if (gap->end_ticks) {
+        char len[32];
+        format_ns(gap->end_ns > gap->start_ns ? (double)(gap->end_ns - gap->start_ns) : 0, len,
+                  sizeof len);
+        fprintf(out, "for %s (calls begun and ended inside it are not counted)\n", len);
+    } else {
+        fputs("to the end (its calls are not counted)\n", out);
+    }
+}
+
 void tables_python_gaps(FILE *out, const struct summary *s)
 {
     char thread[300];
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
-        uint64_t origin = model_start_monotonic_ns(p);
         for (size_t g = 0; g < p->py.ngaps; g++) {
             const struct model_py_gap *gap = &p->py.gaps[g];
+            size_t same = 0, first = g;
+            uint64_t sum = 0, longest = 0;
+            for (size_t k = 0; k < p->py.ngaps; k++) {
+                const struct model_py_gap *o = &p->py.gaps[k];
+                if (o->tid != gap->tid)
+                    continue;
+                if (!same++)
+                    first = k;
+                uint64_t d = o->end_ticks && o->end_ns > o->start_ns ? o->end_ns - o->start_ns : 0;
+                sum += d;
+                longest = d > longest ? d : longest;
+            }
             tables_py_thread_label(p, gap->tid, thread, sizeof thread);
+            if (same <= TABLES_PY_GAPS_LISTED) {
+                tables_py_gap_line(out, s, p, gap, thread);
+                continue;
+            }
+            if (first != g)
+                continue; /* the thread's one line is written at its first gap */
             if (s->nprocs > 1)
                 fprintf(out, "  pid %lld: ", (long long)p->pid);
             else
                 fputs("  ", out);
-            fprintf(out, "Python profiling was %s in thread ",
-                    gap->reason == PROF_PY_GAP_OTHER_PROFILER ? "replaced by another profiler"
-                                                              : "interrupted");
+            fputs("Python profiling was replaced by another profiler in thread ", out);
             format_fputs_escaped(out, thread);
-            fprintf(out, " from +%.3f s to ", ((double)gap->start_ns - (double)origin) / 1e9);
-            if (gap->end_ticks)
-                fprintf(out, "+%.3f s", ((double)gap->end_ns - (double)origin) / 1e9);
-            else
-                fputs("the end", out);
-            fputs(" (its calls are not counted)\n", out);
+            char all[32], most[32];
+            format_ns((double)sum, all, sizeof all);
+            format_ns((double)longest, most, sizeof most);
+            fprintf(out,
+                    " %zu times (ours runs in front of the program's own profiler again "
+                    "each time): %s in all, the longest %s; calls begun and ended inside "
+                    "them are not counted (profreport --format json: python_gaps)\n",
+                    same, all, most);
         }
     }
 }

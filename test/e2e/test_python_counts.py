@@ -361,13 +361,42 @@ def test_program_with_its_own_cprofile(tmp_path, python):
     gaps = [g for p in rep["processes"] for g in p.get("python_gaps", [])]
     rows = python_rows(rep)
     key = (OWN_CPROFILE, line_of(OWN_CPROFILE, "def work("), "work")
-    work = rows.get(key, {}).get("ncalls", 0)
-    if gaps:
-        # Ours was replaced while the program's ran (25 calls), and is back after (5).
-        assert 5 <= work < 30, "work: %d calls counted around a gap %s" % (work, gaps)
+    # 3.8-3.11: ours goes back in front of the program's profiler (chained), and our stack
+    # is made to agree with the real frames after each switch; 3.12+: side by side on
+    # sys.monitoring. Either way nothing is missed.
+    assert rows.get(key, {}).get("ncalls") == 30, rows.get(key)
+    # Each gap (the few microseconds until ours is in front again) once, and closed.
+    assert all(g["end_ns"] for g in gaps), gaps
+    assert len({(g["tid"], g["start_ns"]) for g in gaps}) == len(gaps), gaps
+
+
+PER_BATCH = os.path.join(WORKLOADS, "py_cprofile_per_batch.py")
+
+
+def python_minor(python):
+    return int(subprocess.run([python, "-c", "import sys; print(sys.version_info[1])"],
+                              capture_output=True, text=True, check=True).stdout)
+
+
+def test_program_with_cprofile_around_each_batch(tmp_path, python):
+    # Lightning's profiler="advanced" runs cProfile around each action: 30 batches, each
+    # in its own cProfile, must leave both profilers' counts whole.
+    want = bare([python, PER_BATCH])
+    assert want.returncode == 0, want.stderr
+    assert "own cProfile counted load 30 batch 30" in want.stdout
+    got = profile([python, PER_BATCH], tmp_path / "prof", check=False)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == want.stdout
+    rows = python_rows(report_json(tmp_path / "prof", "--python"))
+    counts = {name: rows.get((PER_BATCH, line_of(PER_BATCH, "def %s(" % name), name), {}).get(
+        "ncalls") for name in ("main", "epoch", "load", "batch", "step")}
+    assert counts == {"main": 1, "epoch": 3, "load": 30, "batch": 30, "step": 30}, counts
+    text = report(tmp_path / "prof", "--python").stdout
+    lines = [l for l in text.splitlines() if "replaced by another profiler" in l]
+    if python_minor(python) < 12:
+        assert len(lines) == 1 and " 90 times " in lines[0], lines  # stated once
     else:
-        # Side by side (3.12+: cProfile on its own sys.monitoring tool): nothing missed.
-        assert work == 30, "work: %d calls counted, no gap reported" % work
+        assert not lines, lines
 
 
 # ---- threads made in C ----

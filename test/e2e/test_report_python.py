@@ -113,7 +113,7 @@ def test_default_report_has_short_python_section():
 def test_gaps_in_text_and_json():
     out = run("--python", t("pygap")).stdout
     assert ("Python profiling was replaced by another profiler in thread 6200 (MainThread) "
-            "from +0.500 s to +1.500 s (its calls are not counted)") in out
+            "from +0.500 s for 1.000 s (calls begun and ended inside it are not counted)") in out
     assert ("Python profiling was replaced by another profiler in thread 6201 (worker) "
             "from +2.000 s to the end (its calls are not counted)") in out
     assert "Python profiling was replaced" in report(t("pygap")).stdout

@@ -144,7 +144,7 @@ def test_lossy_torch_memory_reports_equal_from_summaries(tmp_path):
     count of records lost and the peak left unattributed survive the summary."""
     out = tmp_path / "lossy"
     profile(["/usr/bin/python3", os.path.join(ROOT, "test", "workloads", "torch_memory.py"),
-             "2000"], out, env={"PROF_RING_KB": "64", "PROF_FLUSH_MS": "1000"}, timeout=300)
+             "2000"], out, env={"PROF_RING_KB": "64", "PROF_FLUSH_MS": "1000", "PROF_RING_WAKE": "0"}, timeout=300)
     t, s = summaries_of(out, tmp_path / "cmp")
     assert_same_reports(t, s, views=[[], ["--format", "json"], ["--format", "csv"], ["--ops"]])
     named = sorted(str(f) for f in s.glob("*.summary"))

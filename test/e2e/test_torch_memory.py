@@ -270,7 +270,7 @@ def lossy_runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("torch_memory_lossy")
     cmd = [PYTHON, SCRIPT, str(LOSSY_STEPS)]
     profile(cmd, tmp / "whole", env=dict(ENV, PROF_RING_KB="65536"), timeout=300)
-    profile(cmd, tmp / "lossy", env=dict(ENV, PROF_RING_KB="64", PROF_FLUSH_MS="1000"),
+    profile(cmd, tmp / "lossy", env=dict(ENV, PROF_RING_KB="64", PROF_FLUSH_MS="1000", PROF_RING_WAKE="0"),
             timeout=300)
     return tmp / "whole", tmp / "lossy"
 
