@@ -124,3 +124,17 @@ def test_long_nvtx_range_names_are_cut_with_a_marker(nvtx_traced):
                           timeout=120).stdout.decode("utf-8")
     assert "(unnamed)" not in text
     assert len(MARK.findall(text)) == 2, MARK.findall(text)
+
+
+def test_a_long_function_name_is_cut_with_a_marker_in_the_folded_export(traced, tmp_path):
+    folded = tmp_path / "f.folded"
+    proc = subprocess.run([PROFREPORT, "--folded", str(folded), str(traced)],
+                          capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in folded.read_bytes().decode("utf-8").splitlines()
+             if "(<string>:1)" in line and "<module>" not in line.rsplit(";", 1)[-1]]
+    assert lines, "no line for the long function"
+    for line in lines:
+        frame = line.rsplit(" ", 1)[0].rsplit(";", 1)[-1]
+        assert frame.endswith(" (<string>:1)"), frame[-100:]
+        cut_ok(frame[:-len(" (<string>:1)")], "a" + "\u00e9" * 524288, NAME_BYTES)
