@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "text_bound.h"
 #include "trace_format.h"
 
 static pthread_mutex_t metalog_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -42,19 +43,19 @@ static int metalog_reserve(size_t more)
 static void metalog_append_locked(uint16_t type, const void *fixed, size_t fixed_len,
                                   const char *text1, const char *text2)
 {
-    size_t l1 = text1 ? strlen(text1) + 1 : 0, l2 = text2 ? strlen(text2) + 1 : 0;
+    size_t l1 = text1 ? text_bound_len(text1) + 1 : 0, l2 = text2 ? text_bound_len(text2) + 1 : 0;
     size_t n = fixed_len + l1 + l2;
     if (n > PROF_RECORD_MAX)
-        return; /* a name longer than 64 KiB: keep the log well formed, drop the record */
+        return; /* bounded texts always fit: only a fixed part this large could not */
     uint32_t size = prof_record_align((uint32_t)n);
     if (metalog_reserve(size) != 0)
         return;
     uint8_t *rec = metalog_data + metalog_used;
     memcpy(rec, fixed, fixed_len);
     if (l1)
-        memcpy(rec + fixed_len, text1, l1);
+        text_bound_copy((char *)rec + fixed_len, text1);
     if (l2)
-        memcpy(rec + fixed_len + l1, text2, l2);
+        text_bound_copy((char *)rec + fixed_len + l1, text2);
     memset(rec + n, 0, size - n);
     struct prof_record_header *h = (struct prof_record_header *)rec;
     h->type = type;
@@ -100,6 +101,16 @@ static int intern_grow(void)
 
 uint32_t metalog_intern(const char *text)
 {
+    /* An over-long name is interned as its bounded text: the one the trace keeps, so that
+     * neither the table nor the record holds the whole of it. */
+    char *bounded = NULL;
+    if (strnlen(text, TEXT_BOUND_MAX) == TEXT_BOUND_MAX) {
+        bounded = malloc(TEXT_BOUND_MAX);
+        if (!bounded)
+            return 0;
+        text_bound_copy(bounded, text);
+        text = bounded;
+    }
     uint64_t h = intern_hash(text);
     uint32_t id = 0;
     pthread_mutex_lock(&metalog_lock);
@@ -123,6 +134,7 @@ uint32_t metalog_intern(const char *text)
     metalog_append_locked(PROF_REC_STRING, &rec, sizeof rec, text, NULL);
 out:
     pthread_mutex_unlock(&metalog_lock);
+    free(bounded);
     return id;
 }
 

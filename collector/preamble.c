@@ -59,7 +59,8 @@ static void preamble_read_small(const char *path, char *buf, size_t len)
 
 /* This process's start in clock ticks since boot (/proc/self/stat, field 22), with the
  * boot's id: a reader on the same host and boot tells "still running" (the pid is alive
- * with this start) from "killed" (it is not). */
+ * with this start) from "killed" (it is not). With its pid namespace, they tell two
+ * processes that held one pid apart (report/merge/pid_clash.c). */
 static void preamble_write_process_start(void)
 {
     char stat[1024], boot[64];
@@ -80,6 +81,13 @@ static void preamble_write_process_start(void)
     preamble_read_small("/proc/sys/kernel/random/boot_id", boot, sizeof boot);
     if (boot[0])
         preamble_write_meta("boot_id", boot);
+    /* "pid:[4026531836]": processes of two pid namespaces may hold one pid (containers) */
+    char ns[64];
+    ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+    if (n > 0) {
+        ns[n] = '\0';
+        preamble_write_meta("pid_ns", ns);
+    }
 }
 
 void preamble_write(const struct preamble_info *in)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "outdir.h"
+#include "text_bound.h"
 #include "trace_format.h"
 #include "writer_guard.h"
 
@@ -152,18 +153,16 @@ void writer_append_record(uint16_t type, const void *fixed, size_t fixed_len, co
                           const char *text2)
 {
     static uint8_t rec[PROF_RECORD_MAX]; /* only the drain-lock holder writes */
+    if (fixed_len > PROF_RECORD_MAX - 2 * TEXT_BOUND_MAX)
+        return;
     size_t n = fixed_len;
     memcpy(rec, fixed, fixed_len);
     const char *texts[2] = {text1, text2};
     for (int i = 0; i < 2; i++) {
         if (!texts[i])
             continue;
-        size_t len = strlen(texts[i]);
-        if (n + len + 1 > PROF_RECORD_MAX - 8)
-            len = PROF_RECORD_MAX - 8 - n - 1; /* cut an over-long text rather than lose it */
-        memcpy(rec + n, texts[i], len);
-        rec[n + len] = '\0';
-        n += len + 1;
+        /* two bounded texts and a fixed part fit in rec (text_bound.h) */
+        n += text_bound_copy((char *)rec + n, texts[i]) + 1;
     }
     uint32_t size = prof_record_align((uint32_t)n);
     memset(rec + n, 0, size - n);

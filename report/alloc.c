@@ -1,5 +1,7 @@
+#define _GNU_SOURCE
 #include "alloc.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,4 +33,16 @@ char *report_strdup(const char *s)
     if (!d)
         report_oom();
     return d;
+}
+
+char *report_asprintf(const char *fmt, ...)
+{
+    char *s;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        report_oom();
+    return s;
 }

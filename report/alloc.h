@@ -9,5 +9,7 @@ void report_oom(void) __attribute__((noreturn));
 void *report_grow(void *ptr, size_t *cap, size_t need, size_t elem);
 /* A copy of s ("" for NULL). */
 char *report_strdup(const char *s);
+/* The formatted text in a buffer of its own length: names from traces are never cut. */
+char *report_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

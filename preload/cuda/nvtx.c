@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -78,48 +79,47 @@ static uint32_t nvtx_intern(const char *text)
     return sid;
 }
 
-/* UTF-32 (Linux wchar_t) to UTF-8, truncated to the buffer. */
-static const char *nvtx_utf8(const wchar_t *w, char *buf, size_t len)
+/* UTF-32 (Linux wchar_t) to UTF-8 into buf, or only counted when buf is NULL; returns the
+ * bytes, the NUL not counted. Values past U+10FFFF are left out. */
+static size_t nvtx_utf8(const wchar_t *w, char *buf)
 {
+    static const uint8_t lead[5] = {0, 0, 0xc0, 0xe0, 0xf0};
     size_t n = 0;
     for (; *w; w++) {
         uint32_t c = (uint32_t)*w;
-        char enc[4];
-        size_t k;
-        if (c < 0x80) {
-            enc[0] = (char)c;
-            k = 1;
-        } else if (c < 0x800) {
-            enc[0] = (char)(0xc0 | (c >> 6));
-            enc[1] = (char)(0x80 | (c & 0x3f));
-            k = 2;
-        } else if (c < 0x10000) {
-            enc[0] = (char)(0xe0 | (c >> 12));
-            enc[1] = (char)(0x80 | ((c >> 6) & 0x3f));
-            enc[2] = (char)(0x80 | (c & 0x3f));
-            k = 3;
-        } else if (c < 0x110000) {
-            enc[0] = (char)(0xf0 | (c >> 18));
-            enc[1] = (char)(0x80 | ((c >> 12) & 0x3f));
-            enc[2] = (char)(0x80 | ((c >> 6) & 0x3f));
-            enc[3] = (char)(0x80 | (c & 0x3f));
-            k = 4;
-        } else {
-            continue;
+        size_t k = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : c < 0x110000 ? 4 : 0;
+        if (buf && k) {
+            buf[n] = (char)(lead[k] | (c >> (6 * (k - 1))));
+            for (size_t i = 1; i < k; i++)
+                buf[n + i] = (char)(0x80 | ((c >> (6 * (k - 1 - i))) & 0x3f));
         }
-        if (n + k >= len)
-            break;
-        for (size_t i = 0; i < k; i++)
-            buf[n++] = enc[i];
+        n += k;
     }
-    buf[n] = 0;
-    return buf;
+    if (buf)
+        buf[n] = '\0';
+    return n;
 }
 
+/* Converted whole: the interning bounds a long name, with a marker (text_bound.h). */
 static uint32_t nvtx_intern_wide(const wchar_t *text)
 {
-    char buf[1024];
-    return text ? nvtx_intern(nvtx_utf8(text, buf, sizeof buf)) : 0;
+    if (!text)
+        return 0;
+    char small[256];
+    size_t len = nvtx_utf8(text, NULL) + 1;
+    prof_tls_busy++; /* a long name's buffer is allocated */
+    char *buf = len <= sizeof small ? small : malloc(len);
+    prof_tls_busy--;
+    if (!buf)
+        return 0;
+    nvtx_utf8(text, buf);
+    uint32_t sid = nvtx_intern(buf);
+    if (buf != small) {
+        prof_tls_busy++;
+        free(buf);
+        prof_tls_busy--;
+    }
+    return sid;
 }
 
 /* Our handles carry string ids; a foreign tool's handles mean nothing to us. */

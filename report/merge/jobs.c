@@ -7,6 +7,7 @@
 
 #include "alloc.h"
 #include "format.h"
+#include "pid_clash.h"
 
 /* The last value of a META key (later records of a process win), or NULL. */
 static const char *jobs_meta(const struct model_process *p, const char *key)
@@ -399,6 +400,17 @@ int jobs_select(struct model_process **procs, size_t *n, const char *run_id, int
     jobs_filter_roles(procs, n, all_roles, r);
     jobs_check_ranks(procs, *n, r);
     jobs_collect_windows(procs, *n, r);
+    int64_t pid = -1;
+    const char *host = "";
+    size_t clashes = pid_clash_mark(procs, *n, &pid, &host);
+    if (clashes)
+        jobs_warn(r,
+                  "%zu process%s share%s host and pid with another process of the inputs "
+                  "(e.g. pid %lld on %s: their traces record different processes; pid "
+                  "namespaces?); kept apart: the timeline exports show pid P's k-th other "
+                  "process as P+%lld*k",
+                  clashes, clashes == 1 ? "" : "es", clashes == 1 ? "s" : "", (long long)pid, host,
+                  (long long)PID_CLASH_STRIDE);
     return 0;
 }
 

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format.h"
+
 static const struct {
     const char *name;
     enum pystats_sort key;
@@ -423,14 +425,17 @@ void pystats_func_label(const struct pystats_func *f, int qualified, char *buf, 
 {
     if (f->kind == PROF_PY_FUNC_C || (!strcmp(f->file, "~") && f->line == 0)) {
         size_t n = strlen(f->name);
+        int full;
         if (n >= 2 && f->name[0] == '<' && f->name[n - 1] == '>')
-            snprintf(buf, len, "{%.*s}", (int)(n - 2), f->name + 1);
+            full = snprintf(buf, len, "{%.*s}", (int)(n - 2), f->name + 1);
         else
-            snprintf(buf, len, "%s", f->name);
+            full = snprintf(buf, len, "%s", f->name);
+        format_mark_cut(buf, len, (size_t)full);
         return;
     }
     const char *name = qualified && f->qualname && *f->qualname ? f->qualname : f->name;
-    snprintf(buf, len, "%s:%u(%s)", f->file, f->line, name);
+    int full = snprintf(buf, len, "%s:%u(%s)", f->file, f->line, name);
+    format_mark_cut(buf, len, (size_t)full);
 }
 
 static int pystats_thread_cmp(const void *a, const void *b)

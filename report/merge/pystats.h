@@ -19,6 +19,7 @@
 
 #include "hashmap.h"
 #include "model.h"
+#include "text_bound.h"
 
 enum pystats_sort {
     PYSTATS_SORT_NCALLS,
@@ -79,7 +80,10 @@ void pystats_finish(struct pystats *s, enum pystats_sort key);
 void pystats_free(struct pystats *s);
 
 /* "file:line(qualname)" for a Python function, "{built-in method builtins.len}" for
- * a C function as pstats shows it. qualified: the qualified name where known. */
+ * a C function as pstats shows it. qualified: the qualified name where known. A label cut
+ * to len ends with the cut marker (format_mark_cut); one of PYSTATS_LABEL_MAX bytes holds
+ * every file and name as the trace keeps them (collector/text_bound.h). */
+#define PYSTATS_LABEL_MAX (2 * TEXT_BOUND_MAX + 64)
 void pystats_func_label(const struct pystats_func *f, int qualified, char *buf, size_t len);
 
 /* The call forest of one process, optionally one thread, as child lists over the indices

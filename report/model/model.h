@@ -623,6 +623,7 @@ struct model_process {
     struct model_meta *meta;
     size_t nmeta;
     int64_t pid, ppid; /* -1 when unknown */
+    int pid_instance;  /* 0; k: the k-th other process with this host and pid (pid_clash.h) */
     int64_t rank;      /* -1 when not set */
     char *host, *run_id, *command;
     uint64_t start_realtime_ns;

@@ -171,16 +171,12 @@ static struct model_action *model_nvtx_row(struct model_nvtx_acc *acc,
     }
     const char *name = name_sid ? u64map_get_ptr(&p->strings, name_sid) : NULL;
     const char *domain = domain_sid ? u64map_get_ptr(&p->strings, domain_sid) : NULL;
-    char buf[1024];
-    if (domain_sid)
-        snprintf(buf, sizeof buf, "%s: %s", domain ? domain : "?", name ? name : "(unnamed)");
-    else
-        snprintf(buf, sizeof buf, "%s", name ? name : "(unnamed)");
     struct model_action *a = &acc->rows[acc->n];
     memset(a, 0, sizeof *a);
-    a->name = strdup(buf);
-    if (!a->name)
-        report_oom();
+    if (domain_sid)
+        a->name = report_asprintf("%s: %s", domain ? domain : "?", name ? name : "(unnamed)");
+    else
+        a->name = report_strdup(name ? name : "(unnamed)");
     *slot = ++acc->n;
     return a;
 }

@@ -132,15 +132,15 @@ static const char *timeline_python_name(struct timeline_state *s, uint32_t node_
     if (n)
         return n;
     const struct model_py_func *f = model_python_func(s->p, func_id);
-    char buf[1024];
+    char *name;
     if (!f)
-        snprintf(buf, sizeof buf, "python#%u", func_id);
+        name = report_asprintf("python#%u", func_id);
     else if (f->kind == PROF_PY_FUNC_C)
-        snprintf(buf, sizeof buf, "%s", f->name ? f->name : "?");
+        name = report_strdup(f->name ? f->name : "?");
     else
-        snprintf(buf, sizeof buf, "%s(%u): %s", f->file ? f->file : "?", f->line,
-                 f->name ? f->name : "?");
-    return timeline_cache(s, *key, report_strdup(buf));
+        name = report_asprintf("%s(%u): %s", f->file ? f->file : "?", f->line,
+                               f->name ? f->name : "?");
+    return timeline_cache(s, *key, name);
 }
 
 static const char *timeline_api_name(struct timeline_state *s, uint16_t api)

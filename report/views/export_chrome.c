@@ -37,6 +37,7 @@
 #include "export_chrome_gpu.h"
 #include "export_timeline.h"
 #include "out_file.h"
+#include "pid_clash.h"
 #include "timeline.h"
 
 #define CHROME_OUT (1 << 20)
@@ -320,7 +321,7 @@ static void chrome_memory(struct chrome_writer *w, const struct timeline_event *
     chrome_sep(w);
     chrome_puts(w, "{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", "
                    "\"name\": \"[memory]\", \"pid\": ");
-    chrome_i64(w, w->p->pid);
+    chrome_i64(w, pid_clash_export_pid(w->p));
     chrome_puts(w, ", \"tid\": ");
     chrome_u64(w, ev->tid);
     chrome_puts(w, ", \"ts\": ");
@@ -445,7 +446,7 @@ static void chrome_steps_thread(struct chrome_writer *w)
         report_oom();
     if (!*slot) {
         *slot = 1;
-        chrome_meta(w, "thread_name", w->p->pid, CHROME_STEPS_TID, "name",
+        chrome_meta(w, "thread_name", pid_clash_export_pid(w->p), CHROME_STEPS_TID, "name",
                     json_string("Training steps"));
     }
 }
@@ -466,7 +467,7 @@ static int chrome_on_event(void *ctx, const struct timeline_event *ev)
     }
     int gpu =
         ev->kind == TIMELINE_KERNEL || ev->kind == TIMELINE_MEMCPY || ev->kind == TIMELINE_MEMSET;
-    int64_t pid = gpu ? (int64_t)ev->device : w->p->pid;
+    int64_t pid = gpu ? (int64_t)ev->device : pid_clash_export_pid(w->p);
     uint32_t tid = gpu ? ev->stream : ev->kind == TIMELINE_STEP ? CHROME_STEPS_TID : ev->tid;
     uint64_t start = ev->start_ns, end = ev->end_ns;
     if (gpu)
@@ -570,7 +571,7 @@ static void chrome_whole_span(struct chrome_writer *w, const struct model_proces
     chrome_sep(w);
     chrome_puts(w, "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": ");
     chrome_puts(w, quoted);
-    chrome_arg(w, ", \"pid\": ", p->pid);
+    chrome_arg(w, ", \"pid\": ", pid_clash_export_pid(p));
     chrome_arg(w, ", \"tid\": ", p->pid);
     chrome_puts(w, ", \"ts\": ");
     chrome_us(w, w->span_lo);
@@ -591,8 +592,9 @@ static void chrome_free_map(struct u64map *m)
 
 /* The file of one group: FILE.pt.trace.json, as the TensorBoard plugin lists only files
  * named *.pt.trace.json (profiler/data.py); a ".json" or ".pt.trace.json" that FILE already
- * ends with is not repeated. With several groups ".rank<N>" (".pid<P>" unranked) comes
- * before ".pt.trace.json": run.json -> run.rank0.pt.trace.json, run.rank1.pt.trace.json.
+ * ends with is not repeated. With several groups ".rank<N>" (".pid<P>" unranked, ".pid<P>_<k>"
+ * for the k-th other process with pid P, pid_clash.h) comes before ".pt.trace.json":
+ * run.json -> run.rank0.pt.trace.json, run.rank1.pt.trace.json.
  * FILE an existing folder (or ending in "/"): rank<N>.pt.trace.json in it. */
 static char *chrome_file_name(const char *path, int64_t group, int several)
 {
@@ -602,10 +604,13 @@ static char *chrome_file_name(const char *path, int64_t group, int several)
     struct stat st;
     int folder = (len && path[len - 1] == '/') || (stat(path, &st) == 0 && S_ISDIR(st.st_mode));
     if (several || folder) {
+        int64_t pid = (-1 - group) % PID_CLASH_STRIDE, other = (-1 - group) / PID_CLASH_STRIDE;
         if (group >= 0)
             snprintf(tag, sizeof tag, "%srank%" PRId64, folder ? "" : ".", group);
+        else if (other) /* pid P's k-th other process (pid_clash.h): pidP_k */
+            snprintf(tag, sizeof tag, "%spid%" PRId64 "_%" PRId64, folder ? "" : ".", pid, other);
         else
-            snprintf(tag, sizeof tag, "%spid%" PRId64, folder ? "" : ".", -1 - group);
+            snprintf(tag, sizeof tag, "%spid%" PRId64, folder ? "" : ".", pid);
     }
     size_t stem = len;
     if (folder)
@@ -681,12 +686,12 @@ static int chrome_write_group(const char *file, struct model_process *const *pro
         memset(w.flow_ended, 0, sizeof w.flow_ended);
         w.offset = chrome_sub(timeline_realtime_offset(p), (int64_t)base);
         char label[512];
-        chrome_meta(&w, "process_name", p->pid, 0, "name",
+        chrome_meta(&w, "process_name", pid_clash_export_pid(p), 0, "name",
                     json_string(timeline_process_label(p, label, sizeof label)));
-        chrome_meta(&w, "process_labels", p->pid, 0, "labels", json_string("CPU"));
+        chrome_meta(&w, "process_labels", pid_clash_export_pid(p), 0, "labels", json_string("CPU"));
         for (size_t t = 0; t < p->nthreads; t++)
             if (p->threads[t].name && *p->threads[t].name)
-                chrome_meta(&w, "thread_name", p->pid, p->threads[t].tid, "name",
+                chrome_meta(&w, "thread_name", pid_clash_export_pid(p), p->threads[t].tid, "name",
                             json_string(p->threads[t].name));
         rc = timeline_stream(p, chrome_on_event, &w, err, errlen);
         chrome_free_map(&w.names);

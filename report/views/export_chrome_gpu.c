@@ -5,6 +5,7 @@
 
 #include "alloc.h"
 #include "export_chrome_gpu.h"
+#include "pid_clash.h"
 
 /* Per-SM limits of a compute capability (CUDA C Programming Guide, "Technical
  * Specifications per Compute Capability"); every one of them has 64 K registers per SM,
@@ -77,10 +78,11 @@ void chrome_occupancy_format(const struct model_process *p, uint32_t device, uin
              per_sm, per_sm * (double)warps, 100.0 * active * (double)warps / (double)sm_warps);
 }
 
-/* The group key of a process: its rank, or its pid when it has none. */
+/* The group key of a process: its rank, or its pid (pid_clash_export_pid) when it has
+ * none. */
 int64_t chrome_group(const struct model_process *p)
 {
-    return p->rank >= 0 ? p->rank : -1 - p->pid;
+    return p->rank >= 0 ? p->rank : -1 - pid_clash_export_pid(p);
 }
 
 /* One device as Kineto lists it: what GPU_DEVICE records, and the per-SM limits of its

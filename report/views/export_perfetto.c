@@ -33,6 +33,7 @@
 #include "export_timeline.h"
 #include "out_file.h"
 #include "perfetto_trace.pb-c.h"
+#include "pid_clash.h"
 #include "timeline.h"
 
 #define PF_CLOCK_BOOTTIME 6
@@ -236,7 +237,7 @@ static struct pf_track *pf_thread_track(struct pf_writer *w, uint32_t tid, uint6
         return t;
     Perfetto__Protos__ThreadDescriptor thread = PERFETTO__PROTOS__THREAD_DESCRIPTOR__INIT;
     thread.has_pid = thread.has_tid = 1;
-    thread.pid = (int32_t)w->p->pid;
+    thread.pid = (int32_t)pid_clash_export_pid(w->p);
     thread.tid = (int32_t)tid;
     char name[64];
     const char *tn = pf_thread_name(w->p, tid);
@@ -642,7 +643,7 @@ static void pf_process_track(struct pf_writer *w)
     char label[512];
     Perfetto__Protos__ProcessDescriptor proc = PERFETTO__PROTOS__PROCESS_DESCRIPTOR__INIT;
     proc.has_pid = 1;
-    proc.pid = (int32_t)p->pid;
+    proc.pid = (int32_t)pid_clash_export_pid(p);
     proc.process_name = (char *)timeline_process_label(p, label, sizeof label);
     Perfetto__Protos__TrackDescriptor desc = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
     desc.has_uuid = 1;

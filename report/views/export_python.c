@@ -187,16 +187,18 @@ static void folded_append(char **path, size_t *len, size_t *cap, const char *fra
 static void folded_frame(const struct model_process *p, uint32_t func_id, char *buf, size_t len)
 {
     const struct model_py_func *f = model_python_func(p, func_id);
+    int full;
     if (!f)
-        snprintf(buf, len, "<unknown function #%u>", func_id);
+        full = snprintf(buf, len, "<unknown function #%u>", func_id);
     else if (f->kind == PROF_PY_FUNC_C) /* never empty: the separators rely on it */
-        snprintf(buf, len, "%s", f->name && *f->name ? f->name : "?");
+        full = snprintf(buf, len, "%s", f->name && *f->name ? f->name : "?");
     else
-        snprintf(buf, len, "%s (%s:%u)",
-                 f->qualname && *f->qualname ? f->qualname
-                 : f->name                   ? f->name
-                                             : "?",
-                 f->file ? f->file : "?", f->line);
+        full = snprintf(buf, len, "%s (%s:%u)",
+                        f->qualname && *f->qualname ? f->qualname
+                        : f->name                   ? f->name
+                                                    : "?",
+                        f->file ? f->file : "?", f->line);
+    format_mark_cut(buf, len, (size_t)full);
 }
 
 /* How the lines are cut to size. */
@@ -358,7 +360,7 @@ static void folded_print(FILE *f, const struct model_process *p, const struct fo
                          size_t n, const char *prefix, const struct folded_opts *o, uint64_t rest,
                          size_t nrest)
 {
-    char *path = NULL, frame[4096], leaf[64];
+    char *path = NULL, frame[PYSTATS_LABEL_MAX], leaf[64];
     size_t len = 0, cap = 0;
     /* end[d]: the path's length with d frames. Preorder: a node entered at depth d has its
      * parent's path in path[0, end[d - 1]), so entering it cuts the path there and appends
@@ -449,7 +451,7 @@ static void folded_span_line(FILE *f, const struct model_process *p, const char 
     size_t len = 0;
     b->end[0] = 0;
     for (size_t d = 0; d < depth; d++) {
-        char frame[4096];
+        char frame[PYSTATS_LABEL_MAX];
         folded_frame(p, b->funcs[depth - 1 - d], frame, sizeof frame);
         folded_append(&b->path, &len, &b->cap, frame);
         b->end[d + 1] = len;

@@ -156,3 +156,17 @@ void format_csv_field(FILE *out, const char *s)
     fputc('"', out);
     free(e);
 }
+
+void format_mark_cut(char *buf, size_t len, size_t full)
+{
+    char marker[48];
+    if (full < len || len < 64)
+        return;
+    int m = snprintf(marker, sizeof marker, "\u2026[truncated, %zu bytes]", full);
+    size_t keep = len - 1 - (size_t)m;
+    /* buf[keep] is the first byte left out: a UTF-8 continuation byte there means the
+     * character began before it, so it goes whole (three steps at most, as the writer) */
+    for (int i = 0; i < 3 && keep > 0 && ((unsigned char)buf[keep] & 0xc0) == 0x80; i++)
+        keep--;
+    memcpy(buf + keep, marker, (size_t)m + 1);
+}

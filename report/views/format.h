@@ -23,6 +23,10 @@ char *format_escape(const char *s, char *buf, size_t len);
 /* A malloc'd escaped copy, or NULL when out of memory. */
 char *format_escape_dup(const char *s);
 void format_fputs_escaped(FILE *out, const char *s);
+/* buf (len bytes, at least 64) holds a text that snprintf cut from `full` bytes: ends it
+ * with whole UTF-8 characters and the marker the trace writer uses for a cut name,
+ * "…[truncated, N bytes]" (N: full), so no cut goes unsaid. Nothing when full < len. */
+void format_mark_cut(char *buf, size_t len, size_t full);
 /* One line for the user on out: "profreport: " and the formatted message, escaped (file
  * names and messages quoted from files are untrusted), then a newline. */
 void format_say(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

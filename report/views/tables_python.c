@@ -8,7 +8,7 @@
 #include "tables.h"
 #include "text_table.h"
 
-#define TABLES_PY_LABEL 4096
+#define TABLES_PY_LABEL PYSTATS_LABEL_MAX
 
 static const char *tables_py_seconds(char *buf, size_t len, double ns)
 {

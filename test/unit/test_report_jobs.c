@@ -9,6 +9,7 @@
 #include "../fixtures/traces/trace_build.h"
 #include "jobs.h"
 #include "model.h"
+#include "pid_clash.h"
 #include "report_test.h"
 
 #define JOBS_MAX 8
@@ -177,6 +178,41 @@ Test(report_jobs, windows_merged_by_description)
     cr_assert_not(w->open_at_end);
     cr_assert(r.windows[1].open_at_end);
     cr_assert_eq(r.windows[1].intervals_max, 0);
+    free_kept(n);
+    jobs_free(&r);
+}
+
+Test(report_jobs, one_pid_held_by_different_processes_is_kept_apart_and_said_once)
+{
+    /* pid 7 on host h: a process, its exec'd program (the same start), two others of other
+     * pid namespaces, one started in the same tick; pid 7 on host g; pid 8 unknown facts */
+    add("run_id", "r", "pid", "7", "host", "h", "proc_start_ticks", "50", "pid_ns", "pid:[1]",
+        NULL);
+    add("run_id", "r", "pid", "7", "host", "h", "proc_start_ticks", "50", "pid_ns", "pid:[1]",
+        NULL);
+    add("run_id", "r", "pid", "7", "host", "h", "proc_start_ticks", "90", "pid_ns", "pid:[2]",
+        NULL);
+    add("run_id", "r", "pid", "7", "host", "h", "proc_start_ticks", "50", "pid_ns", "pid:[3]",
+        NULL);
+    add("run_id", "r", "pid", "7", "host", "g", "proc_start_ticks", "50", "pid_ns", "pid:[1]",
+        NULL);
+    add("run_id", "r", "pid", "8", "host", "h", NULL);
+    add("run_id", "r", "pid", "8", "host", "h", "proc_start_ticks", "5", NULL);
+    size_t n = nprocs;
+    struct jobs_report r;
+    cr_assert_eq(jobs_select(procs, &n, NULL, 0, 0, &r, stderr), 0);
+    cr_assert_eq(n, 7);
+    int expect[] = {0, 0, 1, 2, 3, 0, 0};
+    for (size_t i = 0; i < n; i++)
+        cr_expect_eq(procs[i]->pid_instance, expect[i], "process %zu", i);
+    cr_expect_eq(pid_clash_export_pid(procs[2]), 7 + PID_CLASH_STRIDE);
+    cr_expect_eq(pid_clash_export_pid(procs[0]), 7);
+    size_t said = 0;
+    for (size_t i = 0; i < r.nwarnings; i++)
+        said += strstr(r.warnings[i], "host and pid with another process") != NULL;
+    cr_expect_eq(said, 1);
+    cr_expect(has_warning(&r, "2 processes share host and pid with another process of the "
+                              "inputs (e.g. pid 7 on h"));
     free_kept(n);
     jobs_free(&r);
 }
