@@ -155,10 +155,10 @@ struct model_python {
     size_t nspan_list, cap_span_list;
     struct model_py_func *funcs;
     size_t nfuncs, cap_funcs;
-    struct u64map func_index; /* func_id -> index + 1 */
+    struct idmap func_index; /* func_id -> index + 1 */
     struct model_py_node *nodes;
     size_t nnodes, cap_nodes;
-    struct u64map node_index; /* node_id -> index + 1 */
+    struct idmap node_index; /* node_id -> index + 1 */
     struct model_py_gap *gaps;
     size_t ngaps, cap_gaps;
     uint64_t spans;

@@ -237,10 +237,10 @@ void model_torch_node_actions(struct model_process *p)
 
 const char *model_torch_action_of_node(const struct model_process *p, uint32_t node_id)
 {
-    const uint64_t *slot = node_id ? u64map_find(&p->py.node_index, node_id) : NULL;
-    if (!slot || !p->py.node_action || *slot - 1 >= p->py.nnodes)
+    uint64_t slot = node_id ? idmap_get(&p->py.node_index, node_id) : 0;
+    if (!slot || !p->py.node_action || slot - 1 >= p->py.nnodes)
         return NULL;
-    int a = p->py.node_action[*slot - 1];
+    int a = p->py.node_action[slot - 1];
     return a >= 0 ? model_builtin_names[a] : NULL;
 }
 
