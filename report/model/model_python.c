@@ -182,6 +182,7 @@ static void model_python_finish(struct model_process *p)
 static void model_python_free(struct model_process *p)
 {
     struct model_python *py = &p->py;
+    model_torch_node_actions_free(p);
     free(py->span_list);
     free(py->node_action);
     free(py->funcs);
