@@ -1,6 +1,7 @@
 #include "hashmap.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void u64map_init(struct u64map *m)
 {
@@ -123,5 +124,67 @@ int u64map_next(const struct u64map *m, size_t *iter, uint64_t *key, uint64_t *v
         }
     }
     *iter = m->cap;
+    return 0;
+}
+
+void idmap_init(struct idmap *m)
+{
+    m->dense = NULL;
+    m->cap = m->count = 0;
+    u64map_init(&m->sparse);
+}
+
+void idmap_free(struct idmap *m)
+{
+    free(m->dense);
+    u64map_free(&m->sparse);
+    idmap_init(m);
+}
+
+/* 1 when id has a place in the array (grown to hold it), 0 when not, -1: out of memory. */
+static int idmap_dense_fits(struct idmap *m, uint64_t id)
+{
+    if (id < m->cap)
+        return 1;
+    size_t limit = 2 * (m->count + m->sparse.count) + 65536;
+    if (id >= limit)
+        return 0;
+    size_t cap = m->cap ? m->cap * 2 : 4096;
+    if (cap <= id)
+        cap = (size_t)id + 1;
+    if (cap > limit)
+        cap = limit;
+    uint32_t *d = realloc(m->dense, cap * sizeof *d);
+    if (!d)
+        return -1;
+    memset(d + m->cap, 0, (cap - m->cap) * sizeof *d);
+    m->dense = d;
+    m->cap = cap;
+    return 1;
+}
+
+int idmap_set(struct idmap *m, uint64_t id, uint64_t value)
+{
+    uint64_t *v = m->sparse.count ? u64map_find(&m->sparse, id) : NULL;
+    if (v) {
+        *v = value;
+        return 0;
+    }
+    int fits = value <= UINT32_MAX ? idmap_dense_fits(m, id) : 0;
+    if (fits < 0)
+        return -1;
+    if (fits) {
+        m->count += !m->dense[id];
+        m->dense[id] = (uint32_t)value;
+        return 0;
+    }
+    if (id < m->cap && m->dense[id]) { /* a value too large for the array replaces it */
+        m->dense[id] = 0;
+        m->count--;
+    }
+    v = u64map_slot(&m->sparse, id);
+    if (!v)
+        return -1;
+    *v = value;
     return 0;
 }

@@ -74,6 +74,9 @@ $(BENCH_DIR)/bench_html: $(BUILD)/test/bench/bench_html.o
 $(BENCH_DIR)/bench_merge: $(BUILD)/test/bench/bench_merge.o $(BUILD)/test/bench/bench_merge_gen.o
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ -ljansson $(LDFLAGS_SAN)
+$(BENCH_DIR)/bench_summarize: $(BUILD)/test/bench/bench_summarize.o
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS_SAN)
 $(BENCH_DIR)/bench_call_cost: test/bench/bench_call_cost.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PROCESS_FIXTURE_CFLAGS) -o $@ $< -L$(CUDA_HOME)/lib64 -lcudart \
@@ -94,11 +97,12 @@ TEST_FIXTURES := cuda-fixtures libs-fixtures stacks-fixtures $(PROCESS_FIXTURES)
 	$(COMM_FIXTURES)
 BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_timeline $(BENCH_DIR)/bench_call_cost \
 	$(BENCH_DIR)/bench_launch $(BENCH_DIR)/bench_stacks $(BENCH_DIR)/bench_symbols $(BENCH_DIR)/bench_report \
-	$(BENCH_DIR)/bench_html $(BENCH_DIR)/bench_merge
+	$(BENCH_DIR)/bench_html $(BENCH_DIR)/bench_merge $(BENCH_DIR)/bench_summarize
 else
 TEST_FIXTURES := stacks-fixtures $(PYTHON_FIXTURES) $(COMM_FIXTURES)
 BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_timeline $(BENCH_DIR)/bench_symbols \
-	$(BENCH_DIR)/bench_report $(BENCH_DIR)/bench_html $(BENCH_DIR)/bench_merge
+	$(BENCH_DIR)/bench_report $(BENCH_DIR)/bench_html $(BENCH_DIR)/bench_merge \
+	$(BENCH_DIR)/bench_summarize
 endif
 
 BENCH_BINS += $(COMM_BENCH_BINS)

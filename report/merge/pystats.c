@@ -160,8 +160,8 @@ static size_t pystats_intern(struct pystats *s, const struct model_py_func *mf, 
         line = 0;
         name = unknown;
     }
-    return pystats_intern_key(s, file, line, name, mf ? mf->qualname : NULL,
-                              mf ? mf->module : NULL, kind);
+    return pystats_intern_key(s, file, line, name, mf ? mf->qualname : NULL, mf ? mf->module : NULL,
+                              kind);
 }
 
 static struct pystats_caller *pystats_edge(struct pystats *s, size_t caller, size_t callee)
@@ -216,8 +216,8 @@ void pystats_forest_build(struct pystats_forest *f, const struct model_process *
         const struct model_py_node *node = &py->nodes[i];
         if (!node->defined || (tid >= 0 && node->tid != (uint32_t)tid))
             continue;
-        uint64_t *pv = node->parent ? u64map_find(&py->node_index, node->parent) : NULL;
-        size_t parent = pv ? (size_t)*pv - 1 : SIZE_MAX;
+        uint64_t pv = node->parent ? idmap_get(&py->node_index, node->parent) : 0;
+        size_t parent = pv ? (size_t)pv - 1 : SIZE_MAX;
         if (parent != SIZE_MAX &&
             (!py->nodes[parent].defined || (tid != -1 && py->nodes[parent].tid != node->tid)))
             parent = SIZE_MAX;
@@ -268,8 +268,8 @@ void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid)
         v[i].func = SIZE_MAX;
         if (!py->nodes[i].defined || (tid >= 0 && py->nodes[i].tid != (uint32_t)tid))
             continue; /* not in the forest: its function must not make a row */
-        uint64_t *fv = u64map_find(&py->func_index, py->nodes[i].func);
-        size_t local = fv ? (size_t)*fv - 1 : py->nfuncs; /* nfuncs: the unknown one */
+        uint64_t fv = idmap_get(&py->func_index, py->nodes[i].func);
+        size_t local = fv ? (size_t)fv - 1 : py->nfuncs; /* nfuncs: the unknown one */
         if (!fv || gfunc[local] == SIZE_MAX)
             gfunc[local] = pystats_intern(s, fv ? &py->funcs[local] : NULL, py->nodes[i].func);
         v[i].func = gfunc[local];
@@ -450,8 +450,7 @@ size_t pystats_threads(const struct model_process *p, struct pystats_thread **ou
     if (p->summary_file) {
         struct pystats_thread *t = pystats_alloc(py->nthread_totals, sizeof *t);
         for (size_t i = 0; i < py->nthread_totals; i++)
-            t[i] = (struct pystats_thread){py->thread_totals[i].tid,
-                                           py->thread_totals[i].functions,
+            t[i] = (struct pystats_thread){py->thread_totals[i].tid, py->thread_totals[i].functions,
                                            py->thread_totals[i].calls};
         *out = t;
         return py->nthread_totals;

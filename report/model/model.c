@@ -131,8 +131,8 @@ struct model_process *model_process_new(const char *file, uint32_t features)
     u64map_init(&p->kernel_names);
     u64map_init(&p->kernel_alias);
     u64map_init(&p->kernels);
-    u64map_init(&p->py.func_index);
-    u64map_init(&p->py.node_index);
+    idmap_init(&p->py.func_index);
+    idmap_init(&p->py.node_index);
     u64map_init(&p->gpu.kernel_index);
     u64map_init(&p->gpu.call_index);
     u64map_init(&p->gpu.api_index);

@@ -152,13 +152,14 @@ struct model_python {
     struct model_py_span *span_list; /* freed by model_steps_finish (model_steps_keep_spans) */
     int8_t *node_action; /* per node (as nodes): its built-in action (model_torch_actions.c),
                           * -1: none; made at the end of the Python part */
+    struct model_builtin_memo *builtin_memo; /* model_torch_actions.c, until its part ends */
     size_t nspan_list, cap_span_list;
     struct model_py_func *funcs;
     size_t nfuncs, cap_funcs;
-    struct u64map func_index; /* func_id -> index + 1 */
+    struct idmap func_index; /* func_id -> index + 1 */
     struct model_py_node *nodes;
     size_t nnodes, cap_nodes;
-    struct u64map node_index; /* node_id -> index + 1 */
+    struct idmap node_index; /* node_id -> index + 1 */
     struct model_py_gap *gaps;
     size_t ngaps, cap_gaps;
     uint64_t spans;
@@ -785,8 +786,10 @@ const struct model_py_func *model_torch_peak_func(const struct model_process *p,
                                                   const struct model_torch_memory *m);
 const char *model_torch_action_of_node(const struct model_process *p, uint32_t node_id);
 /* Makes py.node_action, which model_torch_action_of_node reads: one pass over the nodes,
- * each path from its parent's (however deep the trees). */
+ * each path from its parent's (however deep the trees). Keeps its work in py.builtin_memo
+ * for the actions table, which frees it (or model_torch_node_actions_free). */
 void model_torch_node_actions(struct model_process *p);
+void model_torch_node_actions_free(struct model_process *p);
 /* "CPU", "CUDA:0", "XPU:1", ... into buf. */
 const char *model_torch_device_name(int dev_type, int dev_index, char *buf, size_t len);
 /* "FUNCTION", "BACKWARD_FUNCTION", ... "USER_SCOPE" (at::RecordScope), "?" else. */

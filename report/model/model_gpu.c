@@ -341,10 +341,10 @@ static void model_gpu_attribute(struct model_process *p)
             a->gpu_kernels++;
             a->gpu_ns += ns;
         }
-        uint64_t *nv = c->py_node ? u64map_find(&p->py.node_index, c->py_node) : NULL;
+        uint64_t nv = c->py_node ? idmap_get(&p->py.node_index, c->py_node) : 0;
         if (!nv)
             continue;
-        struct model_py_node *node = &p->py.nodes[*nv - 1];
+        struct model_py_node *node = &p->py.nodes[nv - 1];
         node->gpu_kernels++;
         node->gpu_ns += ns;
         struct model_gpu_kernel *k = &g->kernels[op->row];

@@ -13,33 +13,28 @@
 
 static struct model_py_node *model_python_node_get(struct model_python *py, uint32_t id)
 {
-    uint64_t *slot = u64map_slot(&py->node_index, id);
-    if (!slot) {
-        fprintf(stderr, "profreport: out of memory\n");
-        exit(1);
-    }
-    if (*slot)
-        return &py->nodes[*slot - 1];
+    uint64_t v = idmap_get(&py->node_index, id);
+    if (v)
+        return &py->nodes[v - 1];
     py->nodes = report_grow(py->nodes, &py->cap_nodes, py->nnodes + 1, sizeof *py->nodes);
     struct model_py_node *n = &py->nodes[py->nnodes++];
     memset(n, 0, sizeof *n);
     n->id = id;
-    *slot = py->nnodes;
+    if (idmap_set(&py->node_index, id, py->nnodes) != 0)
+        report_oom();
     return n;
 }
 
 static void model_python_on_func(struct model_python *py, const struct prof_rec_py_func *r)
 {
-    uint64_t *slot = u64map_slot(&py->func_index, r->func_id);
-    if (!slot) {
-        fprintf(stderr, "profreport: out of memory\n");
-        exit(1);
-    }
-    if (!*slot) {
+    uint64_t v = idmap_get(&py->func_index, r->func_id);
+    if (!v) {
         py->funcs = report_grow(py->funcs, &py->cap_funcs, py->nfuncs + 1, sizeof *py->funcs);
-        *slot = ++py->nfuncs;
+        v = ++py->nfuncs;
+        if (idmap_set(&py->func_index, r->func_id, v) != 0)
+            report_oom();
     }
-    struct model_py_func *f = &py->funcs[*slot - 1];
+    struct model_py_func *f = &py->funcs[v - 1];
     memset(f, 0, sizeof *f);
     f->id = r->func_id;
     f->name_sid = r->name_sid;
@@ -199,27 +194,28 @@ static void model_python_finish(struct model_process *p)
 static void model_python_free(struct model_process *p)
 {
     struct model_python *py = &p->py;
+    model_torch_node_actions_free(p);
     free(py->span_list);
     free(py->node_action);
     free(py->funcs);
     free(py->nodes);
     free(py->gaps);
     free(py->thread_totals);
-    u64map_free(&py->func_index);
-    u64map_free(&py->node_index);
+    idmap_free(&py->func_index);
+    idmap_free(&py->node_index);
     memset(py, 0, sizeof *py);
 }
 
 const struct model_py_func *model_python_func(const struct model_process *p, uint32_t func_id)
 {
-    uint64_t *v = u64map_find(&p->py.func_index, func_id);
-    return v ? &p->py.funcs[*v - 1] : NULL;
+    uint64_t v = idmap_get(&p->py.func_index, func_id);
+    return v ? &p->py.funcs[v - 1] : NULL;
 }
 
 const struct model_py_node *model_python_node(const struct model_process *p, uint32_t node_id)
 {
-    uint64_t *v = u64map_find(&p->py.node_index, node_id);
-    return v ? &p->py.nodes[*v - 1] : NULL;
+    uint64_t v = idmap_get(&p->py.node_index, node_id);
+    return v ? &p->py.nodes[v - 1] : NULL;
 }
 
 const char *model_py_gap_reason_name(uint32_t reason)

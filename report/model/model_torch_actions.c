@@ -208,39 +208,84 @@ static struct model_builtin_path *model_builtin_node_actions(struct model_proces
 }
 
 /* Each node's function: its action, or -1; whether it is part of the data pipeline. 1
- * when any node has an action. */
+ * when any node has an action. Worked out once per function: many nodes share one. */
 static int model_builtin_funcs(const struct model_process *p, int *action, char *data)
 {
+    const struct model_python *py = &p->py;
+    int *func_action = malloc((py->nfuncs + 1) * sizeof *func_action);
+    char *func_data = malloc(py->nfuncs + 1);
+    if (!func_action || !func_data)
+        report_oom();
+    for (size_t j = 0; j < py->nfuncs; j++) {
+        func_action[j] = model_builtin_of(&py->funcs[j]);
+        func_data[j] = (char)model_builtin_data(&py->funcs[j], func_action[j]);
+    }
+    func_action[py->nfuncs] = model_builtin_of(NULL); /* a node whose function is unknown */
+    func_data[py->nfuncs] = (char)model_builtin_data(NULL, func_action[py->nfuncs]);
     int any = 0;
-    for (size_t i = 0; i < p->py.nnodes; i++) {
-        const struct model_py_func *f = model_python_func(p, p->py.nodes[i].func);
-        action[i] = model_builtin_of(f);
-        data[i] = (char)model_builtin_data(f, action[i]);
+    for (size_t i = 0; i < py->nnodes; i++) {
+        uint64_t v = idmap_get(&py->func_index, py->nodes[i].func);
+        size_t j = v ? (size_t)v - 1 : py->nfuncs;
+        action[i] = func_action[j];
+        data[i] = func_data[j];
         any |= action[i] >= 0;
     }
+    free(func_action);
+    free(func_data);
     return any;
+}
+
+/* What model_torch_node_actions found, kept for the actions table (the tree and the
+ * functions do not change between the two). */
+struct model_builtin_memo {
+    size_t nnodes;
+    int any;
+    int *action;
+    char *data;
+    struct model_builtin_path *path;
+};
+
+void model_torch_node_actions_free(struct model_process *p)
+{
+    struct model_builtin_memo *m = p->py.builtin_memo;
+    if (!m)
+        return;
+    free(m->action);
+    free(m->data);
+    free(m->path);
+    free(m);
+    p->py.builtin_memo = NULL;
+}
+
+static struct model_builtin_memo *model_builtin_memo_make(struct model_process *p)
+{
+    struct model_builtin_memo *m = calloc(1, sizeof *m);
+    if (!m)
+        report_oom();
+    m->nnodes = p->py.nnodes;
+    m->action = malloc(m->nnodes * sizeof *m->action);
+    m->data = malloc(m->nnodes);
+    if (!m->action || !m->data)
+        report_oom();
+    m->any = model_builtin_funcs(p, m->action, m->data);
+    m->path = model_builtin_node_actions(p, m->action, m->data);
+    return m;
 }
 
 void model_torch_node_actions(struct model_process *p)
 {
+    model_torch_node_actions_free(p);
     if (!p->py.nnodes)
         return;
-    int *action = malloc(p->py.nnodes * sizeof *action);
-    char *data = malloc(p->py.nnodes);
-    if (!action || !data)
-        report_oom();
-    model_builtin_funcs(p, action, data);
-    free(model_builtin_node_actions(p, action, data));
-    free(action);
-    free(data);
+    p->py.builtin_memo = model_builtin_memo_make(p);
 }
 
 const char *model_torch_action_of_node(const struct model_process *p, uint32_t node_id)
 {
-    const uint64_t *slot = node_id ? u64map_find(&p->py.node_index, node_id) : NULL;
-    if (!slot || !p->py.node_action || *slot - 1 >= p->py.nnodes)
+    uint64_t slot = node_id ? idmap_get(&p->py.node_index, node_id) : 0;
+    if (!slot || !p->py.node_action || slot - 1 >= p->py.nnodes)
         return NULL;
-    int a = p->py.node_action[*slot - 1];
+    int a = p->py.node_action[slot - 1];
     return a >= 0 ? model_builtin_names[a] : NULL;
 }
 
@@ -250,12 +295,14 @@ static void model_torch_actions_finish(struct model_process *p)
     if (!py->nnodes)
         return;
     /* The action of each node, or -1; whether it is part of the data pipeline. */
-    int *action = malloc(py->nnodes * sizeof *action);
-    char *data = malloc(py->nnodes);
-    if (!action || !data)
-        report_oom();
-    int any = model_builtin_funcs(p, action, data);
-    struct model_builtin_path *path = model_builtin_node_actions(p, action, data);
+    struct model_builtin_memo *m = py->builtin_memo;
+    if (!m || m->nnodes != py->nnodes) {
+        model_torch_node_actions(p);
+        m = py->builtin_memo;
+    }
+    const int *action = m->action;
+    const struct model_builtin_path *path = m->path;
+    int any = m->any;
     int worker = model_builtin_in_worker(p);
     struct model_action acc[MODEL_BUILTIN_COUNT];
     memset(acc, 0, sizeof acc);
@@ -281,9 +328,7 @@ static void model_torch_actions_finish(struct model_process *p)
             acc[a].kernels += n->gpu_kernels;
         }
     }
-    free(path);
-    free(action);
-    free(data);
+    model_torch_node_actions_free(p);
     struct model_torch *t = &p->torch;
     size_t cap = 0;
     t->builtin_top_ns = top_ns;

@@ -295,10 +295,8 @@ static void sf_python(sf_codec *c, struct model_process *p)
         struct model_py_func *f = c->reading ? &py->funcs[i] : funcs[i];
         sf_py_func(c, p, f);
         if (c->reading) {
-            uint64_t *slot = u64map_slot(&py->func_index, f->id);
-            if (!slot)
+            if (idmap_set(&py->func_index, f->id, i + 1) != 0)
                 report_oom();
-            *slot = i + 1;
         }
     }
     summary_codec_count(c, &nnodes, 3);
@@ -313,10 +311,8 @@ static void sf_python(sf_codec *c, struct model_process *p)
         summary_codec_u32(c, &nodes[i].tid);
         if (c->reading) {
             nodes[i].defined = 1;
-            uint64_t *slot = u64map_slot(&py->node_index, nodes[i].id);
-            if (!slot)
+            if (idmap_set(&py->node_index, nodes[i].id, i + 1) != 0)
                 report_oom();
-            *slot = i + 1;
         }
     }
     if (!c->reading) {

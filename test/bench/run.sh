@@ -13,6 +13,21 @@ echo "== 1,024-rank merge (issue 12): generated rank traces summarized node by n
 mg=$(mktemp -d)
 "$B/test/bench/bench_merge" "$B/bin/profreport" "$mg" 16 2 8
 rm -rf "$mg"
+echo "== --summarize on real traces (issue 22): rank 0 of a 2-rank torchrun gloo DDP run on CPU under profrun (Python calls, PyTorch ops, collectives), cloned 8 times"
+if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null && command -v torchrun >/dev/null; then
+    rt=$(mktemp -d)
+    # Debian's torchrun (Python 3.11) needs --redirects/--tee to start its workers.
+    if ! "$B/bin/profrun" --no-report -o "$rt/traces" -- torchrun --nproc_per_node 2 --redirects 2 \
+        --tee 1 test/workloads/ddp_slow_rank.py 300 1 2 sleep >"$rt/run.log" 2>&1; then
+        tail -20 "$rt/run.log"
+        echo "bench: CHECK FAILED: the DDP run under profrun failed"
+        exit 1
+    fi
+    "$B/test/bench/bench_summarize" "$B/bin/profreport" "$(ls "$rt"/traces/*_rank0.trace)" "$rt/clones" 8 5
+    rm -rf "$rt"
+else
+    echo "summarize: skipped: no torch or torchrun for /usr/bin/python3 (Debian: python3-torch), so no real DDP trace to clone"
+fi
 echo "== reader: many threads, deep Python stacks in folded stacks"
 "$B/test/bench/bench_report"
 echo "== HTML report: page size, generation time and Chromium opening time at 1 M and 10 M events"

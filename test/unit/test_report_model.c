@@ -449,3 +449,39 @@ Test(report_model, samples_of_both_forms_by_op_and_range)
     cr_assert_eq(p->stacks->by_range.rows[1].sid, 6);
     model_process_free(p);
 }
+
+/* idmap (the Python nodes' and functions' index) agrees with a plain u64map on ids in
+ * order, ids far out (kept in the hash map), id 0, overwrites and values too large for the
+ * array. */
+Test(report_model, idmap_agrees_with_a_hash_map)
+{
+    struct idmap m;
+    struct u64map ref;
+    idmap_init(&m);
+    u64map_init(&ref);
+    uint64_t x = 88172645463325252ULL;
+    for (uint64_t i = 0; i < 200000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint64_t id = x % 8 == 0    ? x >> 20    /* far out */
+                      : x % 8 == 1  ? x % 1000   /* an id seen before: overwrite */
+                      : x % 64 == 2 ? 0          /* id 0 */
+                                    : i * 3 / 4; /* about in order */
+        uint64_t value = x % 97 == 0 ? (1ULL << 32) + i : i + 1;
+        cr_assert_eq(idmap_set(&m, id, value), 0);
+        *u64map_slot(&ref, id) = value;
+    }
+    size_t it = 0;
+    uint64_t key, value, n = 0;
+    while (u64map_next(&ref, &it, &key, &value)) {
+        cr_assert_eq(idmap_get(&m, key), value, "id %llu", (unsigned long long)key);
+        n++;
+    }
+    cr_assert_eq(m.count + m.sparse.count, n);
+    cr_assert_gt(m.sparse.count, 0);
+    cr_assert_gt(m.count, n / 2);
+    cr_assert_eq(idmap_get(&m, 1ULL << 62), 0);
+    cr_assert_eq(idmap_get(&m, m.cap + 1),
+                 u64map_find(&ref, m.cap + 1) ? *u64map_find(&ref, m.cap + 1) : 0);
+    idmap_free(&m);
+    u64map_free(&ref);
+}
