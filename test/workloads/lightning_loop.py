@@ -5,12 +5,13 @@ stand-in (test/doubles/lightning_standin) on PYTHONPATH. Also: an action whose b
 raises (the stop still comes), a start with a name that is not a str (ignored), and a
 second thread's own action. Prints the counts it made, as JSON; with `simple`, Lightning's
 SimpleProfiler records the same actions and the JSON also holds its total seconds per
-action ("simple_total_s"). With `pytorch` (needs torch), Lightning's PyTorchProfiler
+action ("simple_total_s"). With `advanced`, Lightning's AdvancedProfiler runs cProfile
+around each action (the program's own profiler replacing the profile function). With `pytorch` (needs torch), Lightning's PyTorchProfiler
 opens a record_function scope "[pl][profile]X" around each action X; `pytorch_stray`
 also opens one such scope outside any action (its calls then differ from the action's):
 "[pl][profile]run_training_epoch".
 
-    python3 lightning_loop.py [EPOCHS BATCHES [simple|pytorch|pytorch_stray]]"""
+    python3 lightning_loop.py [EPOCHS BATCHES [simple|advanced|pytorch|pytorch_stray]]"""
 import json
 import sys
 import threading
@@ -23,6 +24,8 @@ MODE = sys.argv[3] if len(sys.argv) > 3 else "none"
 SIMPLE = MODE == "simple"
 if SIMPLE:
     profiler = profilers.SimpleProfiler()
+elif MODE == "advanced":
+    profiler = profilers.AdvancedProfiler()
 elif MODE.startswith("pytorch"):
     profiler = profilers.PyTorchProfiler()
 else:

@@ -1,4 +1,5 @@
 """Stand-in for `lightning.pytorch.profilers` (see ../../../README.md)."""
+from lightning.pytorch.profilers.advanced import AdvancedProfiler
 from lightning.pytorch.profilers.base import PassThroughProfiler
 from lightning.pytorch.profilers.profiler import Profiler
 from lightning.pytorch.profilers.simple import SimpleProfiler
@@ -11,4 +12,4 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
-__all__ = ["Profiler", "PassThroughProfiler", "SimpleProfiler", "PyTorchProfiler"]
+__all__ = ["AdvancedProfiler", "Profiler", "PassThroughProfiler", "SimpleProfiler", "PyTorchProfiler"]
