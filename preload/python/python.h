@@ -117,6 +117,8 @@ int python_threads_attach(py_thread_profile_fn fn);
 /* 3.8-3.11, once attached: the calling thread's PyThreadState.c_profilefunc, which the
  * program's own profiler may hold in place of ours; NULL elsewhere. Under the GIL. */
 void **python_threads_profile_slot(void);
+/* PyThreadState.c_tracefunc follows c_profilefunc on every version. */
+#define PY_TSTATE_TRACEFUNC_AFTER_PROFILEFUNC 8
 /* From the library's constructor: the libc functions interposed there are looked up. */
 void python_threads_init(void);
 /* In a forked child: follow CPython's thread-state key to its new number. */

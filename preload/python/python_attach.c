@@ -39,8 +39,9 @@ static int py_profile_cb(py_object *obj, py_object *frame, int what, py_object *
  * Lightning's actions, a debugger) puts its function in c_profilefunc in place of ours.
  * Once its call is done, ours goes back in front of it: py_chain_cb sees the event, then
  * calls the program's function with the program's object (c_profileobj stays its own,
- * so sys.getprofile() and cProfile see no difference). Both count every call. */
-static py_thread_profile_fn py_chained;
+ * so sys.getprofile() and cProfile see no difference). Both count every call. Main thread:
+ * a pending call takes over; other threads: a one-shot trace function (py_takeover_cb). */
+static __thread py_thread_profile_fn py_chained PROF_TLS;
 
 static int py_chain_cb(py_object *obj, py_object *frame, int what, py_object *arg)
 {
@@ -90,24 +91,50 @@ void python_profile_resume(void)
     py_install_here();
 }
 
-/* Runs in the main thread once the program's sys.setprofile call has returned: with no
- * function left, ours goes back; with the program's, ours goes in front of it. */
+/* After the program's own set in the calling thread (slot: its c_profilefunc): with no
+ * function left ours goes back; with the program's, ours goes in front of it. */
+static void py_take_over(void **slot)
+{
+    void *fn = *slot;
+    if (!fn) {
+        py_install_here();
+        python_gap_end();
+    } else if (fn != (void *)py_profile_cb && fn != (void *)py_chain_cb &&
+               fn != (void *)py_quiet_cb) {
+        py_chained = (py_thread_profile_fn)fn;
+        *slot = (void *)py_chain_cb; /* the tracing flag is on already: fn is set */
+        python_gap_end();
+    }
+}
+
+/* A thread other than the main one, where no pending call runs: the audit hook puts this
+ * in the thread's empty c_tracefunc before the program's set, so the thread's next event
+ * (line, call or return) calls it once: it takes itself off and takes over. CPython sets
+ * the tracing flag from both slots again when a trace function returns. */
+static int py_takeover_cb(py_object *obj, py_object *frame, int what, py_object *arg)
+{
+    (void)obj;
+    (void)frame;
+    (void)what;
+    (void)arg;
+    void **slot = python_threads_profile_slot();
+    if (slot) {
+        void **trace = slot + PY_TSTATE_TRACEFUNC_AFTER_PROFILEFUNC / sizeof(void *);
+        if (*trace == (void *)py_takeover_cb)
+            *trace = NULL;
+        py_take_over(slot);
+    }
+    return 0;
+}
+
+/* Runs in the main thread once the program's sys.setprofile call has returned. */
 static int py_reinstall(void *arg)
 {
     (void)arg;
     py_reinstall_pending = 0;
     void **slot = python_threads_profile_slot();
     if (slot) {
-        void *fn = *slot;
-        if (!fn) {
-            py_install_here();
-            python_gap_end();
-        } else if (fn != (void *)py_profile_cb && fn != (void *)py_chain_cb &&
-                   fn != (void *)py_quiet_cb) {
-            py_chained = (py_thread_profile_fn)fn;
-            *slot = (void *)py_chain_cb; /* the tracing flag is on already: fn is set */
-            python_gap_end();
-        }
+        py_take_over(slot);
         return 0;
     }
     py_object *getprofile = py.SysGetObject("getprofile"); /* borrowed */
@@ -284,12 +311,18 @@ static int py_audit_hook(const char *event, py_object *args, void *data)
     }
     if (strcmp(event, "sys.setprofile") == 0 && !python_installing && !py_monitoring) {
         /* The program (cProfile, a debugger) puts its own function, or none, in place of
-         * ours for this thread: a gap until ours is back. In the main thread, look once
-         * the call is done: if no function is left, ours goes back. */
+         * ours for this thread: a gap until ours is back, alone or in front of it, once
+         * the call is done. */
         python_gap_begin();
-        if ((uint32_t)gettid() == py_main_tid && !py_reinstall_pending) {
-            py_reinstall_pending = 1;
-            py.AddPendingCall(py_reinstall, NULL);
+        void **slot = python_threads_profile_slot();
+        void **trace = slot ? slot + PY_TSTATE_TRACEFUNC_AFTER_PROFILEFUNC / sizeof(void *) : NULL;
+        if ((uint32_t)gettid() == py_main_tid) {
+            if (!py_reinstall_pending) {
+                py_reinstall_pending = 1;
+                py.AddPendingCall(py_reinstall, NULL);
+            }
+        } else if (trace && !*trace) {
+            *trace = (void *)py_takeover_cb; /* no trace function: its slot is free */
         }
     }
     return 0;
