@@ -45,7 +45,6 @@ static const struct py_tstate_layout {
 } py_layouts[] = {
     {8, 56, 48, 0, 1}, {9, 56, 48, 0, 1}, {10, 56, 48, 264, 1}, {11, 64, 56, 336, 255}};
 
-
 static const struct py_tstate_layout *py_layout;
 static py_thread_profile_fn py_thread_fn;
 /* Whether a new thread state gets py_thread_fn: 0 while the capture window has our
