@@ -31,8 +31,8 @@ for _ in range(3):
     f(900)
 """
 
-# 10,000 distinct functions, each calling the next (the profiler counts the first 4096 levels
-# and says so).
+# 10,000 distinct functions, each calling the next (the profiler counts every level: its Python
+# stack grows past 4096 frames).
 CHAIN = """
 import sys
 sys.setrecursionlimit(30000)
