@@ -16,9 +16,9 @@
  *
  * What records after attach: Python (every thread, as at a capture window's opening),
  * PyTorch ops (the bridge's global callback), CUPTI (activity and callback APIs enabled at
- * attach). Not the wrappers of CUDA runtime, cuBLAS, cuDNN, NCCL or MPI calls: the
- * program's PLT entries are bound to the real functions already, and libprof.so is loaded
- * RTLD_LOCAL, so its interposers see nothing.
+ * attach), and the calls of CUDA runtime, cuBLAS, cuDNN, NCCL and MPI from the objects
+ * loaded at attach: their GOT entries, bound to the real functions already, are pointed
+ * at our wrappers (attach_got.c).
  *
  * A second attach reuses the loaded library (dlopen returns it) and opens a new window
  * into the same trace file; a process started under the preload with its window closed
@@ -303,6 +303,9 @@ PROF_EXPORT int prof_attach_start(const char *settings, char *msg, size_t msg_le
             attach_msg(msg, msg_len, "libprof.so could not start in this process (see its stderr)");
             goto out;
         }
+        char rebound[32];
+        snprintf(rebound, sizeof rebound, "%lu", attach_got_rebind());
+        collector_add_meta("attach.calls_rebound", rebound);
     } else if (!window_active) {
         attach_msg(msg, msg_len,
                    "this process records its whole run already (started under the preload "

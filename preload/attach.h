@@ -19,6 +19,11 @@ void init_begin(int argc, char **argv);
  * preloaded process); -1: no supported interpreter here. */
 int python_attach_late(void (*ready)(void));
 
+/* attach_got.c: points the GOT entries of every loaded object (libprof.so aside) that
+ * hold a function whose calls we wrap (CUDA runtime, cuBLAS, cuDNN, NCCL, MPI) at our
+ * wrapper; returns how many. x86-64 only (0 elsewhere). */
+unsigned long attach_got_rebind(void);
+
 /* The entry profrun attach calls (by dlsym, from the thread it started in the target):
  * settings is "NAME=VALUE" lines (PROF_* settings, and attach.* keys of its own);
  * returns 0 and "output-dir\trun-id" in msg, or non-zero and one line saying why. */

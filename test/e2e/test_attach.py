@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from conftest import LIBPROF, PROFREPORT, PROFRUN, ROOT, report_json
+from conftest import (CUDA_HOME, LIBPROF, PROFREPORT, PROFRUN, ROOT, build_path, needs_cuda,
+                      report_json)
 
 LOOP = os.path.join(ROOT, "test", "workloads", "attach_loop.py")
 DEBIAN = "/usr/bin/python3"
@@ -689,3 +690,34 @@ def test_slurm_job_every_rank_one_run_windows_together(slurm, tmp_path):
     opens = [windows(p)[0][0] for p in glob.glob(os.path.join(str(out), "*.trace"))]
     assert max(opens) - min(opens) < 0.2e9, "the windows open together (a collector pass)"
     assert py_calls(report_json(out, "--python"), "main.<locals>.work") > 4 * 300
+
+
+@needs_cuda
+def test_attach_records_the_cuda_calls_of_a_running_program(tmp_path):
+    """Issue 21 item 2: a C program linked to the CUDA runtime (the device double here),
+    started without profrun, its cudaGetDevice calls already bound to the real function:
+    after attach they go through our wrapper (its GOT entries rebound) and are counted in
+    the window; the program goes on as before."""
+    exe = tmp_path / "cuda_calls"
+    src = os.path.join(ROOT, "test", "workloads", "attach_cuda_calls.c")
+    subprocess.run(["cc", "-O2", "-pthread", "-I" + os.path.join(CUDA_HOME, "include"), "-o",
+                    str(exe), src, "-L" + os.path.join(CUDA_HOME, "lib64"), "-lcudart"],
+                   check=True)
+    env = dict(os.environ, LD_LIBRARY_PATH=build_path("test", "doubles"))
+    p = subprocess.Popen([str(exe), "3000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env)
+    try:
+        pid = int(p.stdout.readline().split()[1])
+        got = attach(pid, tmp_path / "o", "--duration", "0.5", "--no-report")
+        assert got.returncode == 0, got.stderr
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 3 and out.startswith("calls "), (out, err)
+    made = int(out.split()[1])
+    trace = only_trace(tmp_path / "o")
+    assert meta(trace, "attach.calls_rebound") == ["1"]
+    api = {r["name"]: r for r in report_json(tmp_path / "o")["api"]}
+    counted = api.get("cudaGetDevice", {}).get("calls", 0)
+    assert 0 < counted < made, (counted, made)
