@@ -499,6 +499,75 @@ def test_refuses_a_process_started_under_profrun_without_a_window(tmp_path):
     assert proc.returncode == 3
 
 
+class SeccompTarget:
+    """attach_seccomp.c: a thread in seccomp strict mode blocked in read() on stdin, where
+    any system call but read, write, exit and sigreturn kills the whole process."""
+
+    def __init__(self, tmp_path, mode):
+        exe = tmp_path / "seccomp"
+        src = os.path.join(ROOT, "test", "workloads", "attach_seccomp.c")
+        subprocess.run(["cc", "-O2", "-pthread", "-o", str(exe), src], check=True)
+        self.proc = subprocess.Popen([str(exe), mode], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        ready = self.proc.stdout.readline().split()
+        assert ready[:1] == ["ready"], ready + [self.proc.stderr.read()]
+        self.pid, self.strict_tid = int(ready[1]), int(ready[2])
+
+    def alive_untraced(self):
+        status = open("/proc/%d/status" % self.pid).read()
+        return self.proc.poll() is None and "TracerPid:\t0\n" in status
+
+    def finish(self):
+        out, err = self.proc.communicate("go\n", timeout=60)
+        return out, err, self.proc.returncode
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+
+
+def test_refuses_a_process_in_seccomp_strict_mode(tmp_path):
+    """Its only thread in seccomp strict mode, blocked in read(): the mmap attach would make
+    in it kills the process (SIGKILL). Refused in one line; the read then gets its line."""
+    t = SeccompTarget(tmp_path, "main")
+    try:
+        time.sleep(0.2)
+        refused(attach(t.pid, tmp_path / "o", "--duration", "0.5", "--timeout", "1"),
+                "seccomp strict mode")
+        assert t.alive_untraced()
+        out, err, rc = t.finish()
+    finally:
+        t.kill()
+    assert (out, rc) == ("read 3 bytes\n", 3), err
+    assert not os.path.exists(tmp_path / "o"), "refused before anything was made"
+
+
+def test_never_stops_a_thread_in_seccomp_strict_mode(tmp_path):
+    """Only the second thread is in strict mode (the main thread, waiting in pthread_join,
+    is not, so /proc/PID/status says Seccomp: 0); it waits in read(), the better place to
+    stop a thread than the main thread's futex. --tid names it: refused, naming seccomp;
+    without --tid: the main thread is stopped instead and the library loads. The process
+    lives through both and ends as it would have."""
+    t = SeccompTarget(tmp_path, "thread")
+    try:
+        time.sleep(0.2)
+        got = attach(t.pid, tmp_path / "o", "--tid", str(t.strict_tid), "--duration", "0.2",
+                     "--timeout", "1", "--no-report")
+        assert t.alive_untraced(), "the process was killed: %s" % got.stderr
+        refused(got, "seccomp strict mode")
+        got = attach(t.pid, tmp_path / "o", "--duration", "0.2", "--timeout", "2",
+                     "--no-report")
+        assert t.alive_untraced(), "the process was killed: %s" % got.stderr
+        assert got.returncode == 0, got.stderr
+        assert "thread %d (in syscall 202)" % t.pid in got.stderr, got.stderr
+        out, err, rc = t.finish()
+    finally:
+        t.kill()
+    assert (out, rc) == ("read 3 bytes\njoined\n", 3), err
+    assert len(windows(only_trace(tmp_path / "o"))) == 1
+
+
 def _users():
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         return None
