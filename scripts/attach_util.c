@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,4 +42,14 @@ int attach_read_file(const char *path, char *buf, size_t len)
         return -1;
     buf[n] = '\0';
     return (int)n;
+}
+
+int attach_seccomp_strict(pid_t pid, pid_t tid)
+{
+    char path[64], status[4096];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/status", pid, tid);
+    if (attach_read_file(path, status, sizeof status) <= 0)
+        return 0;
+    const char *f = strstr(status, "\nSeccomp:");
+    return f && atoi(f + 9) == 1;
 }
