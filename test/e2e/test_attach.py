@@ -568,6 +568,22 @@ def test_never_stops_a_thread_in_seccomp_strict_mode(tmp_path):
     assert len(windows(only_trace(tmp_path / "o"))) == 1
 
 
+def test_refuses_when_the_only_thread_blocked_is_in_seccomp_strict_mode(tmp_path):
+    """The strict thread waits in read(), the main thread spins: no thread to stop safely;
+    the refusal says that the blocked one is in seccomp strict mode."""
+    t = SeccompTarget(tmp_path, "spin")
+    try:
+        time.sleep(0.2)
+        got = attach(t.pid, tmp_path / "o", "--duration", "0.2", "--timeout", "1",
+                     "--no-report")
+        assert t.alive_untraced(), "the process was killed: %s" % got.stderr
+        refused(got, "1 blocked in a system call run in seccomp strict mode")
+        out, err, rc = t.finish()
+    finally:
+        t.kill()
+    assert (out, rc) == ("read 3 bytes\njoined\n", 3), err
+
+
 def _users():
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         return None

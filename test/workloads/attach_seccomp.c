@@ -3,6 +3,8 @@
  * other system call kills the process) blocked in read() on stdin.
  *   attach_seccomp main    the main thread itself
  *   attach_seccomp thread  a second thread; the main thread waits in pthread_join
+ *   attach_seccomp spin    a second thread; the main thread spins (no system call) until
+ *                          it has read
  * Prints "ready PID TID" once in strict mode, then, when a line comes on stdin,
  * "read N bytes" from the strict thread ("joined" from main in thread mode). Exits with
  * status 3. */
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 static int main_thread;
+static volatile int has_read;
 
 /* Only read, write and exit from here on: no stdio, no exit_group (glibc's _exit). */
 static void *strict(void *arg)
@@ -30,6 +33,7 @@ static void *strict(void *arg)
     if (write(1, ready, (size_t)n) != n)
         syscall(SYS_exit, 1);
     ssize_t got = read(0, buf, sizeof buf);
+    has_read = 1;
     n = snprintf(done, sizeof done, "read %zd bytes\n", got);
     if (write(1, done, (size_t)n) != n)
         syscall(SYS_exit, 1);
@@ -39,8 +43,9 @@ static void *strict(void *arg)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2 || (strcmp(argv[1], "main") && strcmp(argv[1], "thread"))) {
-        fprintf(stderr, "usage: attach_seccomp main|thread\n");
+    if (argc != 2 ||
+        (strcmp(argv[1], "main") && strcmp(argv[1], "thread") && strcmp(argv[1], "spin"))) {
+        fprintf(stderr, "usage: attach_seccomp main|thread|spin\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IONBF, 0);
@@ -51,7 +56,11 @@ int main(int argc, char **argv)
     }
     pthread_t t;
     void *rc = NULL;
-    if (pthread_create(&t, NULL, strict, NULL) != 0 || pthread_join(t, &rc) != 0 || rc)
+    if (pthread_create(&t, NULL, strict, NULL) != 0)
+        return 1;
+    while (!strcmp(argv[1], "spin") && !has_read)
+        ;
+    if (pthread_join(t, &rc) != 0 || rc)
         return 1;
     printf("joined\n");
     return 3;
