@@ -67,10 +67,11 @@ def bare_run(cmd):
     return "ready PID\n" + rest, proc.returncode
 
 
-def attach(pid, outdir, *args, timeout=300, env=None, user=None):
+def attach(pid, outdir, *args, timeout=300, env=None, user=None, wrap=()):
     cmd = [PROFRUN, "attach", "-v", "-o", str(outdir)] + list(args) + [str(pid)]
     if user:
         cmd = ["setpriv", "--reuid=%d" % user, "--regid=%d" % user, "--clear-groups"] + cmd
+    cmd = list(wrap) + cmd
     full = dict(os.environ)
     full.update(env or {})
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full)
@@ -643,6 +644,70 @@ def test_refuses_when_ptrace_is_not_allowed():
         refused(attach(p.pid, out, "--duration", "0.5", user=uid),
                 "ptrace is not allowed")
         assert p.poll() is None
+    finally:
+        p.kill()
+        p.wait()
+
+
+def ptrace_scope():
+    """kernel.yama.ptrace_scope, or None without Yama (read only: a test never writes it)."""
+    try:
+        return int(open("/proc/sys/kernel/yama/ptrace_scope").read())
+    except OSError:
+        return None
+
+
+def test_refuses_without_cap_sys_ptrace_a_process_of_the_same_uid(tmp_path):
+    """Root with CAP_SYS_PTRACE dropped (setpriv: bounding and inheritable sets, as in a
+    container) and a root process it did not start, which holds every capability: the kernel
+    refuses ptrace and /proc/PID/root (its capabilities are not a subset of the caller's),
+    whatever ptrace_scope says. The reason names CAP_SYS_PTRACE, not a mount namespace;
+    nothing is made, the target goes on."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root (a same-uid target holding CAP_SYS_PTRACE) and setpriv")
+    if ptrace_scope() == 3:
+        pytest.skip("kernel.yama.ptrace_scope=3: no ptrace at all on this machine")
+    drop = ["setpriv", "--inh-caps=-sys_ptrace", "--bounding-set=-sys_ptrace"]
+    p = subprocess.Popen([DEBIAN, "-c", "import time; print('ok', flush=True); time.sleep(30)"],
+                         stdout=subprocess.PIPE, text=True)
+    out = tmp_path / "o"
+    try:
+        assert p.stdout.readline() == "ok\n"
+        got = attach(p.pid, out, "--duration", "0.5", wrap=drop)
+        refused(got, "CAP_SYS_PTRACE")
+        assert "mount namespace" not in got.stderr, got.stderr
+        assert p.poll() is None
+        assert "TracerPid:\t0\n" in open("/proc/%d/status" % p.pid).read()
+        assert not out.exists(), "refused before anything was made"
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_refuses_by_ptrace_scope_a_process_that_is_not_a_descendant():
+    """Yama: ptrace_scope 1 lets a user trace its descendants only, 2 only with
+    CAP_SYS_PTRACE. An attacher of the target's uid, without capabilities, on a target it
+    did not start: refused, naming the setting. Runs only where Yama restricts (it is read,
+    never written)."""
+    scope = ptrace_scope()
+    if scope is None:
+        pytest.skip("no Yama on this kernel (/proc/sys/kernel/yama/ptrace_scope is missing)")
+    if scope == 0:
+        pytest.skip("kernel.yama.ptrace_scope=0: same-uid attach is allowed here")
+    users = _users()
+    if not users or not _readable_build():
+        pytest.skip("needs root, setpriv and a build folder other users can reach")
+    uid = users[0]
+    p = subprocess.Popen(["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups",
+                          DEBIAN, "-c", "import time; print('ok', flush=True); time.sleep(30)"],
+                         stdout=subprocess.PIPE, text=True)
+    out = os.path.join(shared_tmp(), "o")
+    try:
+        assert p.stdout.readline() == "ok\n"
+        refused(attach(p.pid, out, "--duration", "0.5", user=uid),
+                "kernel.yama.ptrace_scope=%d" % scope)
+        assert p.poll() is None
+        assert "TracerPid:\t0\n" in open("/proc/%d/status" % p.pid).read()
     finally:
         p.kill()
         p.wait()
