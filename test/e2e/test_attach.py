@@ -741,17 +741,18 @@ def test_refuses_bad_arguments(tmp_path):
     assert got.returncode == 2 and "not a process id" in got.stderr
 
 
-@pytest.mark.skipif(not (have_torch() and shutil.which("torchrun")),
-                    reason="no torch / torchrun for /usr/bin/python3")
-def test_children_of_a_torchrun_agent_one_job_with_the_slow_rank_named(tmp_path):
+needs_torchrun = pytest.mark.skipif(not (have_torch() and shutil.which("torchrun")),
+                                    reason="no torch / torchrun for /usr/bin/python3")
+
+
+def attach_torchrun_job(out, steps, env=None):
     """4 gloo DDP ranks (ddp_slow_rank.py, rank 1 sleeps 20 ms a step) started by torchrun
-    without profrun; `--children-of AGENT --steps 20`: every rank records 20 steps, one job
-    in the report, rank 1 named as the one the others wait for."""
+    without profrun; once they are in their steps, `profrun attach --children-of AGENT
+    --steps STEPS`. The attach's answer and the job's output."""
     script = os.path.join(ROOT, "test", "workloads", "ddp_slow_rank.py")
-    out = tmp_path / "prof"
     agent = subprocess.Popen(["torchrun", "--nproc_per_node", "4", "--redirects", "2", "--tee",
                               "1", script, "400", "1", "20"], stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
+                             stderr=subprocess.STDOUT, text=True, env=dict(os.environ, **(env or {})))
     try:
         ranks = []
         for _ in range(600):  # the ranks start their steps (each imports torch)
@@ -765,7 +766,7 @@ def test_children_of_a_torchrun_agent_one_job_with_the_slow_rank_named(tmp_path)
             except OSError:
                 pass
         time.sleep(3)  # past init_process_group, into the steps
-        got = subprocess.run([PROFRUN, "attach", "-o", str(out), "--steps", "20",
+        got = subprocess.run([PROFRUN, "attach", "-o", str(out), "--steps", str(steps),
                               "--children-of", str(agent.pid)],
                              capture_output=True, text=True, timeout=300)
         stdout, _ = agent.communicate(timeout=300)
@@ -776,6 +777,15 @@ def test_children_of_a_torchrun_agent_one_job_with_the_slow_rank_named(tmp_path)
     assert agent.returncode == 0, stdout[-2000:]
     assert sorted(l.split(":", 1)[1] for l in stdout.splitlines() if " steps" in l) == \
         ["rank %d of 4: 400 steps" % r for r in range(4)]
+    return got
+
+
+@needs_torchrun
+def test_children_of_a_torchrun_agent_one_job_with_the_slow_rank_named(tmp_path):
+    """`--children-of AGENT --steps 20`: every rank records 20 steps, one job in the report,
+    rank 1 named as the one the others wait for."""
+    out = tmp_path / "prof"
+    got = attach_torchrun_job(out, 20)
     assert "Ranks: 4 of world size 4" in got.stdout
     assert "Capture window: attach, in 4 processes" in got.stdout
     rep = report_json(out, "--ranks")["ranks"]
@@ -784,6 +794,28 @@ def test_children_of_a_torchrun_agent_one_job_with_the_slow_rank_named(tmp_path)
     assert rep["slowest"]["rank"] == 1, rep["slowest"]
     ops = {o["name"]: o["calls"] for o in report_json(out, "--ops")["ops"]}
     assert ops["Optimizer.step#SGD.step"] == 4 * 20
+
+
+@needs_torchrun
+def test_children_of_a_torchrun_agent_every_rank_records_the_same_steps(tmp_path):
+    """Issue 21 item 4: ranks attached one after the other record the same steps of the
+    program, so that they are compared step for step. Each rank logs when each of its steps
+    begins (DDP_STEP_LOG, realtime); the steps that began inside a rank's window (META
+    window_open/window_close) are its recorded ones: 20 in a row, the same indexes in every
+    rank, and as many steps in the report."""
+    out, log = tmp_path / "prof", tmp_path / "steps"
+    attach_torchrun_job(out, 20, env={"DDP_STEP_LOG": str(log)})
+    recorded = {}
+    for path in glob.glob(os.path.join(str(out), "*.trace")):
+        rank = int(meta(path, "rank")[0])
+        (win,) = windows(path)
+        began = [tuple(map(int, l.split())) for l in open("%s.rank%d" % (log, rank))]
+        recorded[rank] = [i for i, t in began if win[0] <= t <= win[1]]
+    assert sorted(recorded) == [0, 1, 2, 3]
+    first = recorded[0][0]
+    assert all(r == list(range(first, first + 20)) for r in recorded.values()), recorded
+    procs = report_json(out)["processes"]
+    assert sorted(len(p["steps"]["steps"]) for p in procs) == [20] * 4
 
 
 @pytest.fixture(scope="module")
