@@ -745,27 +745,28 @@ needs_torchrun = pytest.mark.skipif(not (have_torch() and shutil.which("torchrun
                                     reason="no torch / torchrun for /usr/bin/python3")
 
 
-def attach_torchrun_job(out, steps, env=None):
+def attach_torchrun_job(out, steps, log):
     """4 gloo DDP ranks (ddp_slow_rank.py, rank 1 sleeps 20 ms a step) started by torchrun
-    without profrun; once they are in their steps, `profrun attach --children-of AGENT
-    --steps STEPS`. The attach's answer and the job's output."""
+    without profrun, each logging its steps as they begin (DDP_STEP_LOG=log); once every
+    rank is 10 steps in, `profrun attach --children-of AGENT --steps STEPS`. The attach's
+    answer."""
     script = os.path.join(ROOT, "test", "workloads", "ddp_slow_rank.py")
     agent = subprocess.Popen(["torchrun", "--nproc_per_node", "4", "--redirects", "2", "--tee",
                               "1", script, "400", "1", "20"], stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, env=dict(os.environ, **(env or {})))
+                             stderr=subprocess.STDOUT, text=True,
+                             env=dict(os.environ, DDP_STEP_LOG=str(log)))
     try:
-        ranks = []
-        for _ in range(600):  # the ranks start their steps (each imports torch)
+        logged = []
+        for _ in range(1200):  # the ranks start their steps (each imports torch)
             time.sleep(0.1)
-            ranks = subprocess.run(["pgrep", "-P", str(agent.pid)], capture_output=True,
-                                   text=True).stdout.split()
-            try:
-                if len(ranks) == 4 and all("libtorch_cpu" in open("/proc/%s/maps" % r).read()
-                                           for r in ranks):
-                    break
-            except OSError:
-                pass
-        time.sleep(3)  # past init_process_group, into the steps
+            logged = []
+            for r in range(4):
+                try:
+                    logged.append(len(open("%s.rank%d" % (log, r)).readlines()))
+                except OSError:
+                    logged.append(0)
+            if min(logged) >= 10 or agent.poll() is not None:
+                break
         got = subprocess.run([PROFRUN, "attach", "-o", str(out), "--steps", str(steps),
                               "--children-of", str(agent.pid)],
                              capture_output=True, text=True, timeout=300)
@@ -773,7 +774,7 @@ def attach_torchrun_job(out, steps, env=None):
     finally:
         if agent.poll() is None:
             agent.kill()
-    assert got.returncode == 0, got.stderr
+    assert got.returncode == 0, (got.stderr, "steps begun when attaching", logged)
     assert agent.returncode == 0, stdout[-2000:]
     assert sorted(l.split(":", 1)[1] for l in stdout.splitlines() if " steps" in l) == \
         ["rank %d of 4: 400 steps" % r for r in range(4)]
@@ -785,7 +786,7 @@ def test_children_of_a_torchrun_agent_one_job_with_the_slow_rank_named(tmp_path)
     """`--children-of AGENT --steps 20`: every rank records 20 steps, one job in the report,
     rank 1 named as the one the others wait for."""
     out = tmp_path / "prof"
-    got = attach_torchrun_job(out, 20)
+    got = attach_torchrun_job(out, 20, tmp_path / "steps")
     assert "Ranks: 4 of world size 4" in got.stdout
     assert "Capture window: attach, in 4 processes" in got.stdout
     rep = report_json(out, "--ranks")["ranks"]
@@ -804,16 +805,17 @@ def test_children_of_a_torchrun_agent_every_rank_records_the_same_steps(tmp_path
     window_open/window_close) are its recorded ones: 20 in a row, the same indexes in every
     rank, and as many steps in the report."""
     out, log = tmp_path / "prof", tmp_path / "steps"
-    attach_torchrun_job(out, 20, env={"DDP_STEP_LOG": str(log)})
-    recorded = {}
+    attach_torchrun_job(out, 20, log)
+    recorded, near = {}, {}
     for path in glob.glob(os.path.join(str(out), "*.trace")):
         rank = int(meta(path, "rank")[0])
         (win,) = windows(path)
         began = [tuple(map(int, l.split())) for l in open("%s.rank%d" % (log, rank))]
         recorded[rank] = [i for i, t in began if win[0] <= t <= win[1]]
+        near[rank] = (win[0], [(i, t) for i, t in began if abs(t - win[0]) < 1e8])
     assert sorted(recorded) == [0, 1, 2, 3]
     first = recorded[0][0]
-    assert all(r == list(range(first, first + 20)) for r in recorded.values()), recorded
+    assert all(r == list(range(first, first + 20)) for r in recorded.values()), (recorded, near)
     procs = report_json(out)["processes"]
     assert sorted(len(p["steps"]["steps"]) for p in procs) == [20] * 4
 
