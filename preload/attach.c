@@ -9,8 +9,10 @@
  * attach.steps optimizer steps (from the end of the step under way: the PROF_STEPS logic),
  * when the attacher creates attach.stop, or when the attacher is gone. With
  * attach.start_after (several processes attached one after the other: --children-of,
- * --slurm-job) it opens, or its steps start counting, only from that time, on a collector
- * pass: every rank's window begins within one pass of the others. Two collector passes
+ * --slurm-job) it opens only from that time, on a collector pass: every rank's window
+ * begins within one pass of the others; with attach.steps, at the end of the first step
+ * that ends from that time, seen by the thread that ends it: ranks whose steps end together
+ * (DDP) record the same steps. Two collector passes
  * after the closing (the window's META records and the Python trees are then on disk) the
  * library creates attach.done: profrun prints the report.
  *
@@ -158,7 +160,7 @@ static uint64_t attach_realtime_ns(void)
 }
 
 /* The window opens: once the Python hook is in (or at once without Python), and not
- * before attach.start_after (then on a collector pass). */
+ * before attach.start_after (then on a collector pass; with steps, at a step's end). */
 static void attach_open_now(void)
 {
     if (atomic_load(&attach_state) != 1)
@@ -170,15 +172,23 @@ static void attach_open_now(void)
     if (!atomic_compare_exchange_strong(&attach_state, &expected, 2))
         return;
     if (attach_steps > 0)
-        window_attach_steps(attach_steps); /* opens at the next step's end */
+        window_attach_steps(attach_steps, attach_start_after); /* at a step's end */
     else
         window_attach_switch(1, (long)getpid());
+}
+
+/* Not before attach.start_after; with steps the window waits for it at the step ends
+ * (window_attach_steps), not here: a collector pass comes up to a pass later in one rank
+ * than in another, and so would its first step. */
+static int attach_may_open(void)
+{
+    return !attach_start_after || attach_steps > 0 || attach_realtime_ns() >= attach_start_after;
 }
 
 static void attach_open(void)
 {
     atomic_store(&attach_ready, 1);
-    if (!attach_start_after || attach_realtime_ns() >= attach_start_after)
+    if (attach_may_open())
         attach_open_now();
 }
 
@@ -207,8 +217,7 @@ static void attach_drain(int fresh, int last)
                        ATTACH_OPEN_GRACE_S);
         atomic_store(&attach_ready, 1);
     }
-    if (state == 1 && atomic_load(&attach_ready) &&
-        (!attach_start_after || attach_realtime_ns() >= attach_start_after)) {
+    if (state == 1 && atomic_load(&attach_ready) && attach_may_open()) {
         attach_open_now();
         state = atomic_load(&attach_state);
     }
