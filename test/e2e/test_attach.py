@@ -7,6 +7,7 @@ import os
 import pwd
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -751,8 +752,11 @@ def attach_torchrun_job(out, steps, log):
     rank is 10 steps in, `profrun attach --children-of AGENT --steps STEPS`. The attach's
     answer."""
     script = os.path.join(ROOT, "test", "workloads", "ddp_slow_rank.py")
-    agent = subprocess.Popen(["torchrun", "--nproc_per_node", "4", "--redirects", "2", "--tee",
-                              "1", script, "400", "1", "20"], stdout=subprocess.PIPE,
+    with socket.socket() as s:  # not torchrun's 29500, which another job may hold
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    agent = subprocess.Popen(["torchrun", "--nproc_per_node", "4", "--master_port", str(port),
+                              "--redirects", "2", "--tee", "1", script, "400", "1", "20"], stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True,
                              env=dict(os.environ, DDP_STEP_LOG=str(log)))
     try:
@@ -774,7 +778,7 @@ def attach_torchrun_job(out, steps, log):
     finally:
         if agent.poll() is None:
             agent.kill()
-    assert got.returncode == 0, (got.stderr, "steps begun when attaching", logged)
+    assert got.returncode == 0, (got.stderr, "steps begun when attaching", logged, stdout[-2000:])
     assert agent.returncode == 0, stdout[-2000:]
     assert sorted(l.split(":", 1)[1] for l in stdout.splitlines() if " steps" in l) == \
         ["rank %d of 4: 400 steps" % r for r in range(4)]
