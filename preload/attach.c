@@ -70,7 +70,8 @@ static _Atomic int attach_state;
 static double attach_duration = -1;
 static long attach_steps;
 static pid_t attach_attacher;
-static char attach_done_path[4096], attach_stop_path[4096];
+static char attach_done_path[4096], attach_stop_path[4096], attach_start_path[4096];
+static _Atomic int attach_start_pending; /* attach.start not read yet */
 static uint64_t attach_asked_ns;
 static _Atomic uint64_t attach_open_ns;
 /* attach.start_after (realtime ns): the window is asked for in every rank of a job at
@@ -185,10 +186,37 @@ static int attach_may_open(void)
     return !attach_start_after || attach_steps > 0 || attach_realtime_ns() >= attach_start_after;
 }
 
+/* attach.start: profrun writes the start there once every process is attached (one
+ * attached late would otherwise open after the others' start, a step later). Until then,
+ * and until a collector pass reads it, no window opens. */
+static int attach_start_known(void)
+{
+    if (!atomic_load(&attach_start_pending))
+        return 1;
+    char text[32];
+    int fd = open(attach_start_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    text[n] = '\0';
+    uint64_t at = strtoull(text, NULL, 10);
+    if (at > attach_start_after)
+        attach_start_after = at;
+    if (attach_realtime_ns() > attach_start_after)
+        collector_note("the common start came before this process read it: its window may "
+                       "begin later than the other processes'");
+    /* release: attach_start_after is set before the main thread may open (attach_open) */
+    atomic_store_explicit(&attach_start_pending, 0, memory_order_release);
+    return 1;
+}
+
 static void attach_open(void)
 {
     atomic_store(&attach_ready, 1);
-    if (attach_may_open())
+    if (!atomic_load_explicit(&attach_start_pending, memory_order_acquire) && attach_may_open())
         attach_open_now();
 }
 
@@ -217,7 +245,7 @@ static void attach_drain(int fresh, int last)
                        ATTACH_OPEN_GRACE_S);
         atomic_store(&attach_ready, 1);
     }
-    if (state == 1 && atomic_load(&attach_ready) && attach_may_open()) {
+    if (state == 1 && atomic_load(&attach_ready) && attach_start_known() && attach_may_open()) {
         attach_open_now();
         state = atomic_load(&attach_state);
     }
@@ -338,6 +366,9 @@ PROF_EXPORT int prof_attach_start(const char *settings, char *msg, size_t msg_le
     }
     attach_start_after =
         attach_key(settings, "attach.start_after", v, sizeof v) ? strtoull(v, NULL, 10) : 0;
+    atomic_store(
+        &attach_start_pending,
+        attach_key(settings, "attach.start", attach_start_path, sizeof attach_start_path) ? 1 : 0);
     attach_asked_ns = attach_now_ns();
     atomic_store(&attach_ready, 0);
     atomic_store(&attach_state, 1);

@@ -242,7 +242,8 @@ struct attach_opts {
     double duration, find_timeout;
     long steps;
     pid_t only_tid;
-    uint64_t start_after; /* realtime ns: the window of every process from then on */
+    uint64_t start_after;           /* realtime ns: the window of every process from then on */
+    char start_file[PATH_MAX + 64]; /* with start_after: the start, once every one is in */
 };
 
 struct attach_target {
@@ -315,7 +316,8 @@ static void attach_settings(const struct attach_opts *o, const struct attach_tar
     if (o->steps > 0)
         ADD("attach.steps=%ld\n", o->steps);
     if (o->start_after)
-        ADD("attach.start_after=%llu\n", (unsigned long long)o->start_after);
+        ADD("attach.start_after=%llu\nattach.start=%s\n", (unsigned long long)o->start_after,
+            o->start_file);
     ADD("attach.attacher=%d\nattach.done=%s\nattach.stop=%s\n", getpid(), t->done, t->stop);
 #undef ADD
 }
@@ -654,6 +656,8 @@ int attach_main(int argc, char **argv)
         o.start_after = real_now + 8000000000ull; /* srun's start, then each node's attaches */
     else if (!o.start_after && npids > 1)
         o.start_after = real_now + 500000000ull + (uint64_t)npids * 300000000ull;
+    snprintf(o.start_file, sizeof o.start_file, "%s/.profrun-attach-%d.start", o.out_abs, getpid());
+    unlink(o.start_file);
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -682,6 +686,8 @@ int attach_main(int argc, char **argv)
         return worst ? worst : 1;
     if (started < npids)
         fprintf(stderr, "profrun attach: %d of %d processes are recorded\n", started, npids);
+    if (o.start_after && attach_write_start(o.start_file, o.start_after) != 0)
+        fprintf(stderr, "profrun attach: cannot write %s: %s\n", o.start_file, strerror(errno));
 
     /* Until each library says its window closed and its records are on disk. */
     uint64_t stop_at = 0, started_at = attach_now_ns();
@@ -739,6 +745,7 @@ int attach_main(int argc, char **argv)
         if (targets[i].started) {
             unlink(targets[i].done);
             unlink(targets[i].stop);
+            unlink(o.start_file);
             if (!first)
                 first = &targets[i];
         }
