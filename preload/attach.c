@@ -9,8 +9,10 @@
  * attach.steps optimizer steps (from the end of the step under way: the PROF_STEPS logic),
  * when the attacher creates attach.stop, or when the attacher is gone. With
  * attach.start_after (several processes attached one after the other: --children-of,
- * --slurm-job) it opens, or its steps start counting, only from that time, on a collector
- * pass: every rank's window begins within one pass of the others. Two collector passes
+ * --slurm-job) it opens only from that time, on a collector pass: every rank's window
+ * begins within one pass of the others; with attach.steps, at the end of the first step
+ * that ends from that time, seen by the thread that ends it: ranks whose steps end together
+ * (DDP) record the same steps. Two collector passes
  * after the closing (the window's META records and the Python trees are then on disk) the
  * library creates attach.done: profrun prints the report.
  *
@@ -68,7 +70,8 @@ static _Atomic int attach_state;
 static double attach_duration = -1;
 static long attach_steps;
 static pid_t attach_attacher;
-static char attach_done_path[4096], attach_stop_path[4096];
+static char attach_done_path[4096], attach_stop_path[4096], attach_start_path[4096];
+static _Atomic int attach_start_pending; /* attach.start not read yet */
 static uint64_t attach_asked_ns;
 static _Atomic uint64_t attach_open_ns;
 /* attach.start_after (realtime ns): the window is asked for in every rank of a job at
@@ -158,7 +161,7 @@ static uint64_t attach_realtime_ns(void)
 }
 
 /* The window opens: once the Python hook is in (or at once without Python), and not
- * before attach.start_after (then on a collector pass). */
+ * before attach.start_after (then on a collector pass; with steps, at a step's end). */
 static void attach_open_now(void)
 {
     if (atomic_load(&attach_state) != 1)
@@ -170,15 +173,50 @@ static void attach_open_now(void)
     if (!atomic_compare_exchange_strong(&attach_state, &expected, 2))
         return;
     if (attach_steps > 0)
-        window_attach_steps(attach_steps); /* opens at the next step's end */
+        window_attach_steps(attach_steps, attach_start_after); /* at a step's end */
     else
         window_attach_switch(1, (long)getpid());
+}
+
+/* Not before attach.start_after; with steps the window waits for it at the step ends
+ * (window_attach_steps), not here: a collector pass comes up to a pass later in one rank
+ * than in another, and so would its first step. */
+static int attach_may_open(void)
+{
+    return !attach_start_after || attach_steps > 0 || attach_realtime_ns() >= attach_start_after;
+}
+
+/* attach.start: profrun writes the start there once every process is attached (one
+ * attached late would otherwise open after the others' start, a step later). Until then,
+ * and until a collector pass reads it, no window opens. */
+static int attach_start_known(void)
+{
+    if (!atomic_load(&attach_start_pending))
+        return 1;
+    char text[32];
+    int fd = open(attach_start_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    text[n] = '\0';
+    uint64_t at = strtoull(text, NULL, 10);
+    if (at > attach_start_after)
+        attach_start_after = at;
+    if (attach_realtime_ns() > attach_start_after)
+        collector_note("the common start came before this process read it: its window may "
+                       "begin later than the other processes'");
+    /* release: attach_start_after is set before the main thread may open (attach_open) */
+    atomic_store_explicit(&attach_start_pending, 0, memory_order_release);
+    return 1;
 }
 
 static void attach_open(void)
 {
     atomic_store(&attach_ready, 1);
-    if (!attach_start_after || attach_realtime_ns() >= attach_start_after)
+    if (!atomic_load_explicit(&attach_start_pending, memory_order_acquire) && attach_may_open())
         attach_open_now();
 }
 
@@ -207,8 +245,7 @@ static void attach_drain(int fresh, int last)
                        ATTACH_OPEN_GRACE_S);
         atomic_store(&attach_ready, 1);
     }
-    if (state == 1 && atomic_load(&attach_ready) &&
-        (!attach_start_after || attach_realtime_ns() >= attach_start_after)) {
+    if (state == 1 && atomic_load(&attach_ready) && attach_start_known() && attach_may_open()) {
         attach_open_now();
         state = atomic_load(&attach_state);
     }
@@ -332,6 +369,9 @@ PROF_EXPORT int prof_attach_start(const char *settings, char *msg, size_t msg_le
     }
     attach_start_after =
         attach_key(settings, "attach.start_after", v, sizeof v) ? strtoull(v, NULL, 10) : 0;
+    atomic_store(
+        &attach_start_pending,
+        attach_key(settings, "attach.start", attach_start_path, sizeof attach_start_path) ? 1 : 0);
     attach_asked_ns = attach_now_ns();
     atomic_store(&attach_ready, 0);
     atomic_store(&attach_state, 1);

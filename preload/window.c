@@ -45,6 +45,7 @@ _Atomic(window_observer_fn) window_observer;
 _Atomic(window_observer_fn) window_step_observer;
 static long window_first_step, window_last_step;
 static long window_steps_done;             /* steps ended so far (window_step_lock) */
+static uint64_t window_steps_not_before;   /* realtime ns: no step opens before (the lock) */
 static _Atomic long window_steps_recorded; /* of which while recording */
 static int window_signal;
 static double window_delay_s = -1, window_duration_s = -1;
@@ -135,6 +136,13 @@ static void window_switch(int open, enum window_why why, long value)
  * GIL): a step's number, the state it sees and the switch it makes are taken together. */
 static pthread_mutex_t window_step_lock = PTHREAD_MUTEX_INITIALIZER;
 
+static uint64_t window_realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 uint64_t window_close_edge(unsigned n)
 {
     return n ? atomic_load(&window_close_ticks[n % 64]) : 0;
@@ -148,7 +156,11 @@ void window_step_done(void)
     if (open)
         atomic_fetch_add(&window_steps_recorded, 1);
     int switched = -1;
-    if (window_steps_on && !open && k + 1 == window_first_step)
+    if (window_steps_on && !open && k + 1 == window_first_step && window_steps_not_before &&
+        window_realtime_ns() < window_steps_not_before) {
+        window_first_step++; /* too early: the window moves on by one step */
+        window_last_step++;
+    } else if (window_steps_on && !open && k + 1 == window_first_step)
         window_switch_record(switched = 1, WINDOW_WHY_STEP, k + 1);
     else if (window_steps_on && open && k == window_last_step)
         window_switch_record(switched = 0, WINDOW_WHY_STEP, k);
@@ -445,12 +457,13 @@ void window_attach_switch(int open, long value)
     window_switch(open, WINDOW_WHY_ATTACH, value);
 }
 
-int window_attach_steps(long steps)
+int window_attach_steps(long steps, uint64_t not_before_realtime_ns)
 {
     pthread_mutex_lock(&window_step_lock);
     int first = !window_steps_on;
     window_first_step = window_steps_done + 1; /* from the end of the step under way */
     window_last_step = window_steps_done + steps;
+    window_steps_not_before = not_before_realtime_ns;
     window_steps_on = 1;
     atomic_store(&window_steps_recorded, 0);
     pthread_mutex_unlock(&window_step_lock);
@@ -461,6 +474,7 @@ void window_attach_steps_off(void)
 {
     pthread_mutex_lock(&window_step_lock);
     window_first_step = window_last_step = -1;
+    window_steps_not_before = 0;
     window_steps_on = 1;
     pthread_mutex_unlock(&window_step_lock);
 }

@@ -53,12 +53,14 @@ extern _Atomic(window_observer_fn) window_step_observer;
 /* profrun attach (preload/attach.c). window_init_attached replaces window_init in a
  * library loaded by profrun attach: a window that starts closed ("attach") and that
  * window_attach_switch opens and closes (META window_open/close "<ns> attach <value>").
- * window_attach_steps(N): the window opens at the end of the step under way and closes
- * after N more (the PROF_STEPS logic, counted from now); returns 1 the first time (the
- * step counters start then). window_attach_steps_off: no step opens or closes it. */
+ * window_attach_steps(N, T): the window opens at the end of the step under way and closes
+ * after N more (the PROF_STEPS logic, counted from now); with T (realtime ns, else 0) at
+ * the end of the first step that ends at T or later, so that ranks whose steps end
+ * together open on the same step; returns 1 the first time (the step counters start
+ * then). window_attach_steps_off: no step opens or closes it. */
 void window_init_attached(const char *desc);
 void window_attach_switch(int open, long value);
-int window_attach_steps(long steps);
+int window_attach_steps(long steps, uint64_t not_before_realtime_ns);
 void window_attach_steps_off(void);
 long window_attach_steps_recorded(void);
 

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -50,13 +51,18 @@ static int attach_status_field(pid_t pid, const char *field, char *out, size_t l
 }
 
 /* The same file inside the target's mount namespace (its /proc/PID/root). */
+/* 1: path is the same file inside pid's mount namespace; 0: not; -1: /proc/PID/root may
+ * not be looked into (the ptrace access check: another user, missing CAP_SYS_PTRACE). */
 static int attach_same_file(pid_t pid, const char *path)
 {
     char inside[PATH_MAX + 64];
     snprintf(inside, sizeof inside, "/proc/%d/root%s", pid, path);
     struct stat a, b;
-    return stat(path, &a) == 0 && stat(inside, &b) == 0 && a.st_dev == b.st_dev &&
-           a.st_ino == b.st_ino;
+    if (stat(path, &a) != 0)
+        return 0;
+    if (stat(inside, &b) != 0)
+        return errno == EACCES || errno == EPERM ? -1 : 0;
+    return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 /* The target's architecture from its executable's ELF header; NULL when it is ours. */
@@ -82,7 +88,7 @@ static const char *attach_foreign_arch(pid_t pid)
     return NULL;
 }
 
-static void attach_explain_eperm(char *why, size_t len);
+static void attach_explain_eperm(pid_t pid, char *why, size_t len);
 
 /* Refusals that need no ptrace: 0, or 1 and why. */
 static int attach_precheck(pid_t pid, const char *lib, const char *outdir, char *why, size_t len)
@@ -121,7 +127,7 @@ static int attach_precheck(pid_t pid, const char *lib, const char *outdir, char 
     snprintf(path, sizeof path, "/proc/%d/maps", pid);
     int maps = open(path, O_RDONLY | O_CLOEXEC);
     if (maps < 0 && (errno == EACCES || errno == EPERM)) {
-        attach_explain_eperm(why, len);
+        attach_explain_eperm(pid, why, len);
         return 1;
     }
     if (maps >= 0)
@@ -171,14 +177,19 @@ static int attach_precheck(pid_t pid, const char *lib, const char *outdir, char 
                     arch);
         return 1;
     }
-    if (!attach_same_file(pid, lib)) {
+    int same = attach_same_file(pid, lib);
+    if (same < 0) {
+        attach_explain_eperm(pid, why, len);
+        return 1;
+    }
+    if (!same) {
         attach_fail(why, len,
                     "%s is not the same file inside process %d's mount namespace (a container?): "
                     "put libprof.so at the same path there",
                     lib, pid);
         return 1;
     }
-    if (outdir && !attach_same_file(pid, outdir)) {
+    if (outdir && attach_same_file(pid, outdir) != 1) {
         attach_fail(why, len,
                     "the output folder %s is not the same inside process %d's mount namespace: "
                     "use -o with a folder both see",
@@ -188,16 +199,36 @@ static int attach_precheck(pid_t pid, const char *lib, const char *outdir, char 
     return 0;
 }
 
-/* EPERM from ptrace, in words. */
-static void attach_explain_eperm(char *why, size_t len)
+/* EPERM from ptrace, in words: Yama forbidding all, then capabilities (the kernel lets
+ * a caller without CAP_SYS_PTRACE trace only a process whose permitted capabilities are a
+ * subset of its own), then Yama's other scopes. */
+static void attach_explain_eperm(pid_t pid, char *why, size_t len)
 {
-    char scope[16] = "";
-    if (attach_read_file("/proc/sys/kernel/yama/ptrace_scope", scope, sizeof scope) > 0 &&
-        atoi(scope) > 0)
+    char scope_s[16] = "", own[64], its[64];
+    int scope = attach_read_file("/proc/sys/kernel/yama/ptrace_scope", scope_s, sizeof scope_s) > 0
+                    ? atoi(scope_s)
+                    : 0;
+    unsigned long long mine = ~0ull, theirs = 0;
+    if (attach_status_field(getpid(), "CapEff", own, sizeof own) == 0 &&
+        attach_status_field(pid, "CapPrm", its, sizeof its) == 0) {
+        mine = strtoull(own, NULL, 16);
+        theirs = strtoull(its, NULL, 16);
+    }
+    if (scope == 3)
+        attach_fail(why, len,
+                    "ptrace is not allowed: kernel.yama.ptrace_scope=3 (no process may be traced "
+                    "until a reboot)");
+    else if (!(mine & (1ull << CAP_SYS_PTRACE)) && (theirs & ~mine))
+        attach_fail(why, len,
+                    "ptrace is not allowed: profrun runs without CAP_SYS_PTRACE and process %d "
+                    "holds capabilities it lacks (a container, capsh --drop): run it with "
+                    "CAP_SYS_PTRACE",
+                    pid);
+    else if (scope > 0)
         attach_fail(why, len,
                     "ptrace is not allowed: kernel.yama.ptrace_scope=%d (run as root, or with "
                     "CAP_SYS_PTRACE, or set it to 0)",
-                    atoi(scope));
+                    scope);
     else
         attach_fail(why, len,
                     "ptrace is not allowed (EPERM): another user's process, a container "
@@ -211,7 +242,8 @@ struct attach_opts {
     double duration, find_timeout;
     long steps;
     pid_t only_tid;
-    uint64_t start_after; /* realtime ns: the window of every process from then on */
+    uint64_t start_after;           /* realtime ns: the window of every process from then on */
+    char start_file[PATH_MAX + 64]; /* with start_after: the start, once every one is in */
 };
 
 struct attach_target {
@@ -284,7 +316,8 @@ static void attach_settings(const struct attach_opts *o, const struct attach_tar
     if (o->steps > 0)
         ADD("attach.steps=%ld\n", o->steps);
     if (o->start_after)
-        ADD("attach.start_after=%llu\n", (unsigned long long)o->start_after);
+        ADD("attach.start_after=%llu\nattach.start=%s\n", (unsigned long long)o->start_after,
+            o->start_file);
     ADD("attach.attacher=%d\nattach.done=%s\nattach.stop=%s\n", getpid(), t->done, t->stop);
 #undef ADD
 }
@@ -322,7 +355,7 @@ static int attach_one(const struct attach_opts *o, struct attach_target *t)
     }
     if (res.rc != 0) {
         if (strstr(res.why, "PTRACE_SEIZE") && strstr(res.why, strerror(EPERM)))
-            attach_explain_eperm(res.why, sizeof res.why);
+            attach_explain_eperm(pid, res.why, sizeof res.why);
         fprintf(stderr, "profrun attach: %s\n", res.why);
         return 1;
     }
@@ -623,6 +656,8 @@ int attach_main(int argc, char **argv)
         o.start_after = real_now + 8000000000ull; /* srun's start, then each node's attaches */
     else if (!o.start_after && npids > 1)
         o.start_after = real_now + 500000000ull + (uint64_t)npids * 300000000ull;
+    snprintf(o.start_file, sizeof o.start_file, "%s/.profrun-attach-%d.start", o.out_abs, getpid());
+    unlink(o.start_file);
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -651,6 +686,8 @@ int attach_main(int argc, char **argv)
         return worst ? worst : 1;
     if (started < npids)
         fprintf(stderr, "profrun attach: %d of %d processes are recorded\n", started, npids);
+    if (o.start_after && attach_write_start(o.start_file, o.start_after) != 0)
+        fprintf(stderr, "profrun attach: cannot write %s: %s\n", o.start_file, strerror(errno));
 
     /* Until each library says its window closed and its records are on disk. */
     uint64_t stop_at = 0, started_at = attach_now_ns();
@@ -708,6 +745,7 @@ int attach_main(int argc, char **argv)
         if (targets[i].started) {
             unlink(targets[i].done);
             unlink(targets[i].stop);
+            unlink(o.start_file);
             if (!first)
                 first = &targets[i];
         }

@@ -326,7 +326,8 @@ struct attach_candidate {
 };
 
 /* Threads of pid blocked in a suitable syscall, best first. */
-static int attach_candidates(pid_t pid, struct attach_candidate *out, int max, int *nthreads)
+static int attach_candidates(pid_t pid, struct attach_candidate *out, int max, int *nthreads,
+                             int *nstrict)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/task", pid);
@@ -334,7 +335,7 @@ static int attach_candidates(pid_t pid, struct attach_candidate *out, int max, i
     if (!d)
         return -1;
     int n = 0;
-    *nthreads = 0;
+    *nthreads = *nstrict = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
         if (e->d_name[0] < '0' || e->d_name[0] > '9')
@@ -361,6 +362,10 @@ static int attach_candidates(pid_t pid, struct attach_candidate *out, int max, i
         int rank = attach_syscall_rank(nr, args);
         if (rank < 0 || n >= max)
             continue;
+        if (attach_seccomp_strict(pid, atoi(e->d_name))) {
+            ++*nstrict;
+            continue;
+        }
         out[n].tid = atoi(e->d_name);
         out[n].nr = nr;
         out[n++].rank = rank;
@@ -523,6 +528,12 @@ static int attach_inject_thread(pid_t pid, const struct attach_candidate *c, con
             return -2;
         }
     }
+    /* Seen outside strict mode before, but it may have entered it since (only the thread
+     * itself can, so not while it is stopped): no system call of ours in it then. */
+    if (attach_seccomp_strict(pid, tid)) {
+        ptrace(PTRACE_DETACH, tid, 0, (void *)(long)attach_pending_sig);
+        return 1;
+    }
     struct user_regs_struct saved;
     if (ptrace(PTRACE_GETREGS, tid, 0, &saved) != 0) {
         attach_fail(why, why_len, "PTRACE_GETREGS %d: %s", tid, strerror(errno));
@@ -548,12 +559,12 @@ static int attach_inject_thread(pid_t pid, const struct attach_candidate *c, con
     long r =
         attach_syscall(tid, &saved, sys_insn, SYS_mmap, 0, 4096 + D_SIZE, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0, NULL);
+    if (r == -ENOTRECOVERABLE)
+        goto lost;
     if (r < 0 && r > -4096) {
         attach_fail(why, why_len, "mmap in the target failed: %s", strerror((int)-r));
         goto restore;
     }
-    if (r == -ENOTRECOVERABLE)
-        goto lost;
     code = (uint64_t)r;
     data = code + 4096;
     r = attach_syscall(tid, &saved, sys_insn, SYS_mmap, 0, stack_size, PROT_READ | PROT_WRITE,
@@ -696,11 +707,19 @@ static void attach_injector(pid_t pid, const char *lib, const char *settings, in
         attach_fail(res->why, sizeof res->why, "cannot open %s: %s", mem, strerror(errno));
         return;
     }
+    if (attach_only_tid && attach_seccomp_strict(pid, attach_only_tid)) {
+        attach_fail(res->why, sizeof res->why,
+                    "thread %d of process %d runs in seccomp strict mode: the system calls "
+                    "attach makes in it would kill the process",
+                    attach_only_tid, pid);
+        res->rc = 1;
+        return;
+    }
     uint64_t until = attach_now_ns() + (uint64_t)timeout_ms * 1000000u;
-    int nthreads = 0, tried = 0;
+    int nthreads = 0, tried = 0, nstrict = 0;
     do {
         struct attach_candidate c[256];
-        int n = attach_candidates(pid, c, 256, &nthreads);
+        int n = attach_candidates(pid, c, 256, &nthreads, &nstrict);
         if (n < 0) {
             res->rc = 1;
             attach_fail(res->why, sizeof res->why, "process %d is gone", pid);
@@ -724,6 +743,14 @@ static void attach_injector(pid_t pid, const char *lib, const char *settings, in
         attach_sleep_us(10000);
     } while (attach_now_ns() < until);
     res->rc = 1;
+    if (nstrict) {
+        attach_fail(res->why, sizeof res->why,
+                    "no thread of process %d could be stopped safely within %.1f s: %d blocked "
+                    "in a system call run in seccomp strict mode (attach's calls would kill the "
+                    "process), the others were not blocked where they can be stopped",
+                    pid, timeout_ms / 1000.0, nstrict);
+        return;
+    }
     attach_fail(res->why, sizeof res->why,
                 "no thread of process %d was blocked in a system call where it can be stopped "
                 "safely within %.1f s (%d threads, %d tries); try again while it waits (I/O, "

@@ -3,8 +3,11 @@
 #include "attach_util.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,4 +43,35 @@ int attach_read_file(const char *path, char *buf, size_t len)
         return -1;
     buf[n] = '\0';
     return (int)n;
+}
+
+int attach_seccomp_strict(pid_t pid, pid_t tid)
+{
+    char path[64], status[4096];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/status", pid, tid);
+    if (attach_read_file(path, status, sizeof status) <= 0)
+        return 0;
+    const char *f = strstr(status, "\nSeccomp:");
+    return f && atoi(f + 9) == 1;
+}
+
+int attach_write_start(const char *path, uint64_t start_after)
+{
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    uint64_t at = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec + 300000000u;
+    if (at < start_after)
+        at = start_after;
+    char tmp[PATH_MAX + 80], text[32];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return -1;
+    int n = snprintf(text, sizeof text, "%llu\n", (unsigned long long)at);
+    int bad = write(fd, text, (size_t)n) != n;
+    if (close(fd) != 0 || bad || rename(tmp, path) != 0) { /* whole when it appears */
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
 }

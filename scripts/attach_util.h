@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* The reason of a refusal or failure into why. */
 void attach_fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -12,5 +13,12 @@ uint64_t attach_now_ns(void); /* CLOCK_MONOTONIC */
 void attach_sleep_us(long us);
 /* A small file (/proc) into buf, NUL-terminated: its length, or -1. */
 int attach_read_file(const char *path, char *buf, size_t len);
+/* 1 when thread tid of pid runs in seccomp strict mode (read, write, exit, sigreturn only:
+ * any other system call kills its process), else 0. */
+int attach_seccomp_strict(pid_t pid, pid_t tid);
+/* The start of the windows of several processes, once all are attached (attach.start):
+ * not before start_after, and far enough ahead for every library to see it on a collector
+ * pass first. 0, or -1 and errno. */
+int attach_write_start(const char *path, uint64_t start_after);
 
 #endif

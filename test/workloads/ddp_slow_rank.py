@@ -8,6 +8,8 @@ forward), data (its dataset sleeps in __getitem__), sync (before each backward i
 SLOW_MS of GPU work and waits for it in cudaStreamSynchronize: the CUDA runtime double,
 test/doubles, must come first in LD_LIBRARY_PATH — it stands in for the GPU). With DDP_SIGNAL_STEPS="A,B" every rank
 sends itself SIGUSR1 before steps A and B (a PROF_WINDOW_SIGNAL=USR1 window).
+With DDP_STEP_LOG=PREFIX every rank writes PREFIX.rankR: one line per step as it begins,
+"<step index from 0> <realtime ns>".
 Prints one line per rank with its step count.
 """
 import os
@@ -78,7 +80,11 @@ def main():
     device_wait = DeviceWait(slow_ms) if slow and how == "sync" else None
     signal_steps = [int(v) for v in os.environ.get("DDP_SIGNAL_STEPS", "").split(",") if v]
     done = 0
+    step_log = os.environ.get("DDP_STEP_LOG")
+    step_log = open("%s.rank%d" % (step_log, rank), "w", buffering=1) if step_log else None
     for x, y in data:
+        if step_log:
+            step_log.write("%d %d\n" % (done, time.time_ns()))
         if done in signal_steps:
             os.kill(os.getpid(), signal.SIGUSR1)
         opt.zero_grad()
