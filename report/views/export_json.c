@@ -420,6 +420,60 @@ static json_t *export_json_findings(const struct summary *s)
     return a;
 }
 
+/* The "processes" value's place holder in the dumped root: a control character that a
+ * string of the report's is written escaped as \u0001, after a newline and the root's one
+ * space of indent that only a key of the root's has (a string never holds a raw newline). */
+#define EXPORT_JSON_PROCS_MARK "\001processes\001"
+#define EXPORT_JSON_PROCS_AT "\n \"processes\": \"\\u0001processes\\u0001\""
+
+/* One process as json_dumpf(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER) writes it in the
+ * root's "processes" array (depth 2): its own dump with two more spaces after each newline. */
+static int export_json_dump_process(FILE *out, const struct model_process *p)
+{
+    json_t *o = export_json_process(p);
+    char *text = json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    if (!text)
+        return -1;
+    int rc = 0;
+    for (const char *c = text, *nl; *c && !rc; c = nl + 1) {
+        nl = strchr(c, '\n');
+        size_t n = nl ? (size_t)(nl - c) : strlen(c);
+        if (fwrite(c, 1, n, out) != n || (nl && fputs("\n  ", out) == EOF))
+            rc = -1;
+        if (!nl)
+            break;
+    }
+    free(text);
+    return rc;
+}
+
+/* root as json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER) would write it with
+ * every process in "processes", byte for byte, holding one process's tree at a time. */
+static int export_json_dump(FILE *out, json_t *root, const struct summary *s)
+{
+    if (!s->nprocs)
+        return json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    char *at = text ? strstr(text, EXPORT_JSON_PROCS_AT) : NULL;
+    if (!at) {
+        free(text);
+        return -1;
+    }
+    size_t head = (size_t)(at - text) + strlen("\n \"processes\": ");
+    int rc = fwrite(text, 1, head, out) == head && fputs("[\n  ", out) != EOF ? 0 : -1;
+    for (size_t i = 0; i < s->nprocs && !rc; i++) {
+        rc = export_json_dump_process(out, s->procs[i]);
+        if (!rc && fputs(i + 1 < s->nprocs ? ",\n  " : "\n ]", out) == EOF)
+            rc = -1;
+    }
+    const char *tail = at + strlen(EXPORT_JSON_PROCS_AT);
+    if (!rc && fputs(tail, out) == EOF)
+        rc = -1;
+    free(text);
+    return rc;
+}
+
 int export_json_write(FILE *out, const struct summary *s, size_t limit)
 {
     json_t *root = json_object();
@@ -432,10 +486,10 @@ int export_json_write(FILE *out, const struct summary *s, size_t limit)
     if (s->job)
         json_object_set_new(root, "job", jobs_json(s->job));
 
-    json_t *procs = json_array();
-    for (size_t i = 0; i < s->nprocs; i++)
-        json_array_append_new(procs, export_json_process(s->procs[i]));
-    json_object_set_new(root, "processes", procs);
+    /* The processes are written one at a time where this mark is (export_json_dump): each
+     * holds its every step, so the whole tree of 1,024 ranks' steps took gigabytes. */
+    json_object_set_new(root, "processes",
+                        s->nprocs ? json_string(EXPORT_JSON_PROCS_MARK) : json_array());
 
     json_t *api = json_array();
     for (size_t i = 0; i < s->napi && (!limit || i < limit); i++) {
@@ -485,7 +539,7 @@ int export_json_write(FILE *out, const struct summary *s, size_t limit)
         json_array_append_new(warnings, export_json_str(s->warnings[i]));
     json_object_set_new(root, "warnings", warnings);
 
-    int rc = json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    int rc = export_json_dump(out, root, s);
     fputc('\n', out);
     json_decref(root);
     return rc;
