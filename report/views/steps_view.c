@@ -2,6 +2,7 @@
  * "steps" object of the JSON report: what a steady-state step costs and where its time
  * goes, per process or over the ranks (steps_report.h, comm_merge.h). */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -234,7 +235,7 @@ static json_t *steps_view_json_parts(const uint64_t *parts, uint64_t div)
     return o;
 }
 
-json_t *steps_view_json(const struct model_process *p)
+json_t *steps_view_json(const struct model_process *p, const char *mark, uint64_t *warmup)
 {
     if (!p->steps.nsteps)
         return json_null();
@@ -260,6 +261,11 @@ json_t *steps_view_json(const struct model_process *p)
     json_object_set_new(o, "teardown_ns", steps_view_json_u64(st.teardown_ns));
     json_object_set_new(o, "mean_parts_ns",
                         steps_view_json_parts(st.part_ns, st.counted ? st.counted : 1));
+    if (mark) {
+        *warmup = st.warmup;
+        json_object_set_new(o, "steps", json_string(mark));
+        return o;
+    }
     json_t *all = json_array();
     for (size_t i = 0; i < m->nsteps; i++) {
         const struct model_step *s = &m->steps[i];
@@ -276,4 +282,66 @@ json_t *steps_view_json(const struct model_process *p)
     }
     json_object_set_new(o, "steps", all);
     return o;
+}
+
+/* Newline and depth spaces, as jansson's JSON_INDENT(1) starts a line. */
+static void steps_view_json_line(FILE *out, int depth)
+{
+    fprintf(out, "\n%*s", depth, "");
+}
+
+static void steps_view_json_key_u64(FILE *out, int depth, const char *key, uint64_t v, int last)
+{
+    fprintf(out, "%s: %lld", key, (long long)(v > (uint64_t)INT64_MAX ? INT64_MAX : v));
+    if (!last) {
+        fputc(',', out);
+        steps_view_json_line(out, depth);
+    }
+}
+
+int steps_view_json_every(FILE *out, const struct model_process *p, uint64_t warmup, int depth)
+{
+    const struct model_steps *m = &p->steps;
+    if (!m->nsteps)
+        return fputs("[]", out) == EOF ? -1 : 0;
+    char *part[MODEL_STEP_PART_COUNT]; /* the parts' names as jansson writes them */
+    int rc = 0;
+    for (int k = 0; k < MODEL_STEP_PART_COUNT; k++) {
+        json_t *name = json_string(model_step_part_name(k));
+        part[k] = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
+        json_decref(name);
+        rc |= !part[k];
+    }
+    fputc('[', out);
+    for (size_t i = 0; i < m->nsteps && !rc; i++) {
+        const struct model_step *s = &m->steps[i];
+        int d = depth + 2; /* the step's keys */
+        steps_view_json_line(out, depth + 1);
+        fputc('{', out);
+        steps_view_json_line(out, d);
+        steps_view_json_key_u64(out, d, "\"number\"", s->number, 0);
+        steps_view_json_key_u64(out, d, "\"start_ns\"", s->start_ns, 0);
+        steps_view_json_key_u64(out, d, "\"ns\"", s->end_ns - s->start_ns, 0);
+        fputs("\"parts_ns\": {", out);
+        steps_view_json_line(out, d + 1);
+        for (int k = 0; k < MODEL_STEP_PART_COUNT; k++)
+            steps_view_json_key_u64(out, d + 1, part[k], s->part_ns[k],
+                                    k == MODEL_STEP_PART_COUNT - 1);
+        steps_view_json_line(out, d);
+        fputs("},", out);
+        steps_view_json_line(out, d);
+        steps_view_json_key_u64(out, d, "\"comm_ns\"", s->comm_ns, 0);
+        steps_view_json_key_u64(out, d, "\"gpu_busy_ns\"", s->gpu_busy_ns, 0);
+        steps_view_json_key_u64(out, d, "\"syncs\"", s->syncs, 0);
+        fprintf(out, "\"warmup\": %s", i < warmup ? "true" : "false");
+        steps_view_json_line(out, depth + 1);
+        fputc('}', out);
+        if (i + 1 < m->nsteps)
+            fputc(',', out);
+    }
+    steps_view_json_line(out, depth);
+    fputc(']', out);
+    for (int k = 0; k < MODEL_STEP_PART_COUNT; k++)
+        free(part[k]);
+    return rc || ferror(out) ? -1 : 0;
 }
