@@ -110,7 +110,9 @@ static json_t *export_json_torch_memory(const struct model_process *p,
     return o;
 }
 
-static json_t *export_json_process(const struct model_process *p)
+/* mark: the process's every step is left to steps_view_json_every (steps_view_json). */
+static json_t *export_json_process(const struct model_process *p, const char *mark,
+                                   uint64_t *warmup)
 {
     json_t *o = json_object();
     json_object_set_new(o, "file", export_json_str(p->file));
@@ -138,7 +140,7 @@ static json_t *export_json_process(const struct model_process *p)
     for (size_t d = 0; d < p->torch.ndevices; d++)
         json_array_append_new(devices, export_json_torch_memory(p, &p->torch.devices[d]));
     json_object_set_new(o, "torch_device_memory", devices);
-    json_object_set_new(o, "steps", steps_view_json(p));
+    json_object_set_new(o, "steps", steps_view_json(p, mark, warmup));
     if (p->set_device_used) {
         json_t *devs = json_array();
         for (size_t d = 0; d < p->ndevice_mem; d++) {
@@ -420,6 +422,93 @@ static json_t *export_json_findings(const struct summary *s)
     return a;
 }
 
+/* The "processes" value's place holder in the dumped root: a control character that a
+ * string of the report's is written escaped as \u0001, after a newline and the root's one
+ * space of indent that only a key of the root's has (a string never holds a raw newline). */
+#define EXPORT_JSON_PROCS_MARK "\001processes\001"
+#define EXPORT_JSON_PROCS_AT "\n \"processes\": \"\\u0001processes\\u0001\""
+
+/* text's first n bytes, with two more spaces after each newline: a process's own dump
+ * (depth 0) as it stands in the root's "processes" array (depth 2). */
+static int export_json_put_indented(FILE *out, const char *text, size_t n)
+{
+    for (const char *c = text, *end = text + n; c < end;) {
+        const char *nl = memchr(c, '\n', (size_t)(end - c));
+        size_t len = nl ? (size_t)(nl - c) : (size_t)(end - c);
+        if (fwrite(c, 1, len, out) != len || (nl && fputs("\n  ", out) == EOF))
+            return -1;
+        c += len + (nl != NULL);
+    }
+    return 0;
+}
+
+/* A process's steps' place holder: its "steps" object's key, at depth 2 of the process's
+ * own dump, and the mark as jansson escapes it (used only when it occurs once). */
+#define EXPORT_JSON_STEPS_MARK "\001steps\001"
+#define EXPORT_JSON_STEPS_AT "\n  \"steps\": \"\\u0001steps\\u0001\""
+
+/* One process as json_dumpf(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER) writes it in the
+ * root's "processes" array (depth 2); its every step written straight (a jansson object of
+ * 17 per step was most of the JSON report's time). */
+static int export_json_dump_process(FILE *out, const struct model_process *p)
+{
+    uint64_t warmup = 0;
+    json_t *o = export_json_process(p, p->steps.nsteps ? EXPORT_JSON_STEPS_MARK : NULL, &warmup);
+    char *text = json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    char *at = text && p->steps.nsteps ? strstr(text, EXPORT_JSON_STEPS_AT) : NULL;
+    if (text && p->steps.nsteps && (!at || strstr(at + 1, EXPORT_JSON_STEPS_AT))) {
+        /* a string of the trace's looks like the mark: every step through jansson */
+        free(text);
+        o = export_json_process(p, NULL, NULL);
+        text = json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+        json_decref(o);
+        at = NULL;
+    }
+    if (!text)
+        return -1;
+    int rc;
+    if (at) {
+        size_t head = (size_t)(at - text) + strlen("\n  \"steps\": ");
+        const char *tail = at + strlen(EXPORT_JSON_STEPS_AT);
+        rc = export_json_put_indented(out, text, head) ||
+                     steps_view_json_every(out, p, warmup, 4) ||
+                     export_json_put_indented(out, tail, strlen(tail))
+                 ? -1
+                 : 0;
+    } else {
+        rc = export_json_put_indented(out, text, strlen(text));
+    }
+    free(text);
+    return rc;
+}
+
+/* root as json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER) would write it with
+ * every process in "processes", byte for byte, holding one process's tree at a time. */
+static int export_json_dump(FILE *out, json_t *root, const struct summary *s)
+{
+    if (!s->nprocs)
+        return json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    char *at = text ? strstr(text, EXPORT_JSON_PROCS_AT) : NULL;
+    if (!at) {
+        free(text);
+        return -1;
+    }
+    size_t head = (size_t)(at - text) + strlen("\n \"processes\": ");
+    int rc = fwrite(text, 1, head, out) == head && fputs("[\n  ", out) != EOF ? 0 : -1;
+    for (size_t i = 0; i < s->nprocs && !rc; i++) {
+        rc = export_json_dump_process(out, s->procs[i]);
+        if (!rc && fputs(i + 1 < s->nprocs ? ",\n  " : "\n ]", out) == EOF)
+            rc = -1;
+    }
+    const char *tail = at + strlen(EXPORT_JSON_PROCS_AT);
+    if (!rc && fputs(tail, out) == EOF)
+        rc = -1;
+    free(text);
+    return rc;
+}
+
 int export_json_write(FILE *out, const struct summary *s, size_t limit)
 {
     json_t *root = json_object();
@@ -432,10 +521,10 @@ int export_json_write(FILE *out, const struct summary *s, size_t limit)
     if (s->job)
         json_object_set_new(root, "job", jobs_json(s->job));
 
-    json_t *procs = json_array();
-    for (size_t i = 0; i < s->nprocs; i++)
-        json_array_append_new(procs, export_json_process(s->procs[i]));
-    json_object_set_new(root, "processes", procs);
+    /* The processes are written one at a time where this mark is (export_json_dump): each
+     * holds its every step, so the whole tree of 1,024 ranks' steps took gigabytes. */
+    json_object_set_new(root, "processes",
+                        s->nprocs ? json_string(EXPORT_JSON_PROCS_MARK) : json_array());
 
     json_t *api = json_array();
     for (size_t i = 0; i < s->napi && (!limit || i < limit); i++) {
@@ -485,7 +574,7 @@ int export_json_write(FILE *out, const struct summary *s, size_t limit)
         json_array_append_new(warnings, export_json_str(s->warnings[i]));
     json_object_set_new(root, "warnings", warnings);
 
-    int rc = json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    int rc = export_json_dump(out, root, s);
     fputc('\n', out);
     json_decref(root);
     return rc;

@@ -2,6 +2,7 @@
  * "steps" object of the JSON report: what a steady-state step costs and where its time
  * goes, per process or over the ranks (steps_report.h, comm_merge.h). */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -234,7 +235,7 @@ static json_t *steps_view_json_parts(const uint64_t *parts, uint64_t div)
     return o;
 }
 
-json_t *steps_view_json(const struct model_process *p)
+json_t *steps_view_json(const struct model_process *p, const char *mark, uint64_t *warmup)
 {
     if (!p->steps.nsteps)
         return json_null();
@@ -260,6 +261,11 @@ json_t *steps_view_json(const struct model_process *p)
     json_object_set_new(o, "teardown_ns", steps_view_json_u64(st.teardown_ns));
     json_object_set_new(o, "mean_parts_ns",
                         steps_view_json_parts(st.part_ns, st.counted ? st.counted : 1));
+    if (mark) {
+        *warmup = st.warmup;
+        json_object_set_new(o, "steps", json_string(mark));
+        return o;
+    }
     json_t *all = json_array();
     for (size_t i = 0; i < m->nsteps; i++) {
         const struct model_step *s = &m->steps[i];
@@ -276,4 +282,101 @@ json_t *steps_view_json(const struct model_process *p)
     }
     json_object_set_new(o, "steps", all);
     return o;
+}
+
+/* A step's text, built in a buffer and written at once (fprintf per figure was most of the
+ * time of a 1,024-rank JSON report). */
+struct steps_view_buf {
+    char b[4096];
+    size_t n;
+};
+
+static void steps_view_put(struct steps_view_buf *b, const char *s, size_t n)
+{
+    if (n > sizeof b->b - b->n)
+        n = sizeof b->b - b->n; /* never: a step's text is under 1 KB at depth 64 */
+    memcpy(b->b + b->n, s, n);
+    b->n += n;
+}
+
+/* Newline and depth spaces, as jansson's JSON_INDENT(1) starts a line. */
+static void steps_view_json_line(struct steps_view_buf *b, int depth)
+{
+    static const char spaces[] =
+        "\n                                                                ";
+    steps_view_put(b, spaces, (size_t)(depth < 64 ? depth : 64) + 1);
+}
+
+/* key: value as jansson writes an integer (clamped to INT64_MAX like steps_view_json_u64),
+ * then ',' and the next line unless last. */
+static void steps_view_json_key_u64(struct steps_view_buf *b, int depth, const char *key,
+                                    uint64_t v, int last)
+{
+    char d[24];
+    size_t n = sizeof d;
+    if (v > (uint64_t)INT64_MAX)
+        v = (uint64_t)INT64_MAX;
+    do
+        d[--n] = (char)('0' + v % 10);
+    while (v /= 10);
+    steps_view_put(b, key, strlen(key));
+    steps_view_put(b, ": ", 2);
+    steps_view_put(b, d + n, sizeof d - n);
+    if (!last) {
+        steps_view_put(b, ",", 1);
+        steps_view_json_line(b, depth);
+    }
+}
+
+int steps_view_json_every(FILE *out, const struct model_process *p, uint64_t warmup, int depth)
+{
+    const struct model_steps *m = &p->steps;
+    if (!m->nsteps)
+        return fputs("[]", out) == EOF ? -1 : 0;
+    if (depth > 60)
+        return -1;                     /* never: a process's steps are at depth 4 */
+    char *part[MODEL_STEP_PART_COUNT]; /* the parts' names as jansson writes them */
+    int rc = 0;
+    for (int k = 0; k < MODEL_STEP_PART_COUNT; k++) {
+        json_t *name = json_string(model_step_part_name(k));
+        part[k] = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
+        json_decref(name);
+        rc |= !part[k] || strlen(part[k]) > 256;
+    }
+    fputc('[', out);
+    for (size_t i = 0; i < m->nsteps && !rc; i++) {
+        const struct model_step *s = &m->steps[i];
+        struct steps_view_buf b = {.n = 0};
+        int d = depth + 2; /* the step's keys */
+        steps_view_json_line(&b, depth + 1);
+        steps_view_put(&b, "{", 1);
+        steps_view_json_line(&b, d);
+        steps_view_json_key_u64(&b, d, "\"number\"", s->number, 0);
+        steps_view_json_key_u64(&b, d, "\"start_ns\"", s->start_ns, 0);
+        steps_view_json_key_u64(&b, d, "\"ns\"", s->end_ns - s->start_ns, 0);
+        steps_view_put(&b, "\"parts_ns\": {", 13);
+        steps_view_json_line(&b, d + 1);
+        for (int k = 0; k < MODEL_STEP_PART_COUNT; k++)
+            steps_view_json_key_u64(&b, d + 1, part[k], s->part_ns[k],
+                                    k == MODEL_STEP_PART_COUNT - 1);
+        steps_view_json_line(&b, d);
+        steps_view_put(&b, "},", 2);
+        steps_view_json_line(&b, d);
+        steps_view_json_key_u64(&b, d, "\"comm_ns\"", s->comm_ns, 0);
+        steps_view_json_key_u64(&b, d, "\"gpu_busy_ns\"", s->gpu_busy_ns, 0);
+        steps_view_json_key_u64(&b, d, "\"syncs\"", s->syncs, 0);
+        if (i < warmup)
+            steps_view_put(&b, "\"warmup\": true", 14);
+        else
+            steps_view_put(&b, "\"warmup\": false", 15);
+        steps_view_json_line(&b, depth + 1);
+        steps_view_put(&b, i + 1 < m->nsteps ? "}," : "}", i + 1 < m->nsteps ? 2 : 1);
+        if (fwrite(b.b, 1, b.n, out) != b.n)
+            rc = -1;
+    }
+    if (!rc && (fputc('\n', out) == EOF || fprintf(out, "%*s]", depth, "") < 0))
+        rc = -1;
+    for (int k = 0; k < MODEL_STEP_PART_COUNT; k++)
+        free(part[k]);
+    return rc || ferror(out) ? -1 : 0;
 }
