@@ -341,7 +341,7 @@ PROF_EXPORT int prof_attach_start(const char *settings, char *msg, size_t msg_le
             goto out;
         }
         char rebound[32];
-        snprintf(rebound, sizeof rebound, "%lu", attach_got_rebind());
+        snprintf(rebound, sizeof rebound, "%lu", attach_got_rebound());
         collector_add_meta("attach.calls_rebound", rebound);
     } else if (!window_active) {
         attach_msg(msg, msg_len,

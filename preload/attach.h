@@ -19,10 +19,12 @@ void init_begin(int argc, char **argv);
  * preloaded process); -1: no supported interpreter here. */
 int python_attach_late(void (*ready)(void));
 
-/* attach_got.c: points the GOT entries of every loaded object (libprof.so aside) that
- * hold a function whose calls we wrap (CUDA runtime, cuBLAS, cuDNN, NCCL, MPI) at our
- * wrapper; returns how many. x86-64 only (0 elsewhere). */
-unsigned long attach_got_rebind(void);
+/* attach_got.c, from the constructor of an attach (the loader's lock held): points the
+ * GOT entries of every loaded object (libprof.so aside) that hold a function whose calls
+ * we wrap (CUDA runtime, cuBLAS, cuDNN, NCCL, MPI) at our wrapper. x86-64 only.
+ * attach_got_rebound: how many. */
+void attach_got_rebind(void);
+unsigned long attach_got_rebound(void);
 
 /* The entry profrun attach calls (by dlsym, from the thread it started in the target):
  * settings is "NAME=VALUE" lines (PROF_* settings, and attach.* keys of its own);

@@ -6,8 +6,11 @@
  * holds the function of that name (or the object's own lazy-binding stub). A GOT in the
  * read-only part after relocation (RELRO) is made writable for the write and read-only
  * again. Entries are pointer-sized and aligned: a thread calling through one meanwhile
- * takes the real function or the wrapper, either whole. Libraries loaded after attach
- * keep their own bindings. */
+ * takes the real function or the wrapper, either whole. Done from the library's
+ * constructor, which the loader runs holding its lock: no other thread is relocating an
+ * object meanwhile (an entry half relocated, a RELRO page not yet read-only), and every
+ * object listed is relocated and protected. Libraries loaded after attach keep their own
+ * bindings. */
 #define _GNU_SOURCE
 #include "attach.h"
 
@@ -158,20 +161,25 @@ static int got_visit(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-unsigned long attach_got_rebind(void)
+static unsigned long got_rebound;
+
+void attach_got_rebind(void)
 {
 #if defined(__x86_64__)
     Dl_info me;
     if (!dladdr((void *)attach_got_rebind, &me))
-        return 0;
+        return;
     struct got_pass c = {.self = dlopen(resolve_self_path(), RTLD_LAZY | RTLD_NOLOAD),
                          .self_base = (uintptr_t)me.dli_fbase};
     if (!c.self)
-        return 0;
+        return;
     dl_iterate_phdr(got_visit, &c);
     dlclose(c.self);
-    return c.rebound;
-#else
-    return 0;
+    got_rebound = c.rebound;
 #endif
+}
+
+unsigned long attach_got_rebound(void)
+{
+    return got_rebound;
 }

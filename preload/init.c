@@ -24,9 +24,9 @@
 /* The capture layers, in the order their hooks run. */
 static const struct preload_layer *const init_layers[] = {
 #ifdef PROF_HAVE_CUDA
-    &cudart_layer, &cupti_layer, &cublas_layer, &cudnn_layer,    &nvtx_layer,
+    &cudart_layer, &cupti_layer,  &cublas_layer, &cudnn_layer,  &nvtx_layer,
 #endif
-    &comm_layer, &python_layer, &torch_layer, &stacks_layer, &sampling_layer,
+    &comm_layer,   &python_layer, &torch_layer,  &stacks_layer, &sampling_layer,
 };
 #define INIT_LAYER_COUNT (sizeof init_layers / sizeof init_layers[0])
 
@@ -138,7 +138,8 @@ __attribute__((constructor)) static void init_load(int argc, char **argv, char *
     for (size_t i = 0; i < INIT_LAYER_COUNT; i++)
         if (init_layers[i]->load)
             init_layers[i]->load();
-    if (attach_loading()) { /* dlopen'd by profrun attach: prof_attach_start starts us */
+    if (attach_loading()) {  /* dlopen'd by profrun attach: prof_attach_start starts us */
+        attach_got_rebind(); /* here, under the loader's lock: see attach_got.c */
         prof_tls_busy = 0;
         return;
     }
