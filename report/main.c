@@ -156,6 +156,7 @@ static int main_default_phase(const struct summary *s)
             all += ns;
             warm += k < w ? ns : 0;
         }
+        model_steps_let_go(s->procs[i]);
     }
     return all && warm * 2 >= all && s->nprocs && s->procs[0]->py.span_list ? EXPORT_PHASE_STEADY
                                                                             : EXPORT_PHASE_STEPS;

@@ -467,6 +467,8 @@ static void comm_merge_clocks(struct comm_report *r, const struct comm_merge_ran
             }
             free(mc);
             comm_merge_calls_free(&calls);
+            for (size_t i = 0; i < ranks[k].nprocs; i++) /* read again from a summary if asked */
+                model_steps_let_go(ranks[k].procs[i]);
         }
     comm_clock_finish(&clock);
     comm_match_free(&match);
@@ -603,6 +605,8 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
             }
             free(mc);
             comm_merge_calls_free(&calls);
+            for (size_t i = 0; i < ranks[k].nprocs; i++) /* read again from a summary if asked */
+                model_steps_let_go(ranks[k].procs[i]);
         }
     }
     /* The wait summed over calls can count one wait twice (a c10d op and the process

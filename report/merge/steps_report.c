@@ -34,6 +34,7 @@ const struct model_process *steps_main_process(const struct model_process *const
 
 size_t steps_warmup(const struct model_process *p, double *ratio)
 {
+    model_steps_hold(p);
     const struct model_steps *st = &p->steps;
     size_t n = st->nsteps;
     *ratio = 0;
@@ -81,6 +82,7 @@ void steps_stats_of(const struct model_process *p, uint64_t lo, uint64_t hi, str
     memset(s, 0, sizeof *s);
     if (!p || !p->steps.nsteps)
         return;
+    model_steps_hold(p);
     const struct model_steps *st = &p->steps;
     s->p = p;
     s->nsteps = st->nsteps;
@@ -128,6 +130,7 @@ void steps_stats_of(const struct model_process *p, uint64_t lo, uint64_t hi, str
 
 const struct model_step *steps_at(const struct model_process *p, uint64_t t)
 {
+    model_steps_hold(p);
     const struct model_steps *st = &p->steps;
     size_t a = 0, b = st->nsteps;
     while (a < b) { /* the first step ending after t */
@@ -143,6 +146,7 @@ const struct model_step *steps_at(const struct model_process *p, uint64_t t)
 /* The step of p whose end is nearest t (CLOCK_MONOTONIC). */
 static const struct model_step *steps_nearest_end(const struct model_process *p, uint64_t t)
 {
+    model_steps_hold(p);
     const struct model_steps *st = &p->steps;
     size_t a = 0, b = st->nsteps;
     while (a < b) { /* the first step ending at or after t */
@@ -174,6 +178,7 @@ int steps_window_of(const struct model_process *const *mains, const int64_t *off
             int64_t d = p->comm.realtime_offset_ns - offset_ns[k] - mains[0]->comm.realtime_offset_ns;
             /* two pairings: its first step with the first rank's nearest, and the first
              * rank's first step with its nearest; the closer decides */
+            model_steps_hold(mains[0]);
             const struct model_step *own = &p->steps.steps[0], *ref0 = &mains[0]->steps.steps[0];
             const struct model_step *ref = steps_nearest_end(mains[0], (uint64_t)((int64_t)own->end_ns + d));
             const struct model_step *mine = steps_nearest_end(p, (uint64_t)((int64_t)ref0->end_ns - d));
@@ -187,7 +192,11 @@ int steps_window_of(const struct model_process *const *mains, const int64_t *off
         first_min = first < first_min ? first : first_min;
         last_min = last < last_min ? last : last_min;
         last_max = last > last_max ? last : last_max;
+        if (p != mains[0]) /* one rank's steps at a time; the first rank's are the reference */
+            model_steps_let_go(p);
     }
+    if (n)
+        model_steps_let_go(mains[0]);
     if (!n || first_max > last_min || first_max < 0)
         return 0;
     *lo = (uint64_t)first_max;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "model.h"
+#include "model_steps_load.h"
 
 #define STEPS_WARMUP_RATIO 1.5
 

@@ -673,11 +673,11 @@ struct model_process {
     struct model_comm comm;
     struct model_steps steps;
 
-    /* Read from a summary (report/summarize/) rather than the trace: the summary's path
-     * and the offsets of its sections read when needed (communication calls, Python
-     * functions); comm.calls is then empty. NULL and 0 for a trace. */
+    /* Read from a summary (report/summarize/) rather than the trace: the summary's path and
+     * its sections read when needed (communication calls, Python functions, steps: comm.calls
+     * and steps.steps are then empty, model_steps_load.h). NULL and 0 for a trace. */
     char *summary_file;
-    size_t summary_comm_offset, summary_py_offset;
+    size_t summary_comm_offset, summary_py_offset, summary_steps_offset;
 
     /* The process's wall time, CLOCK_MONOTONIC: from the first to the last CPU event or
      * CLOCK record, whichever reach further (set by model_finish). */

@@ -2,12 +2,14 @@
  * steps"). Made at the end of the file from what the other parts keep until then: the
  * PyTorch ops (before the torch part lets them go), the Python spans, the communication
  * calls, the GPU operations and calls, and the wrapped calls that synchronize. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
 #include "model.h"
 #include "model_part.h"
+#include "model_steps_load.h"
 
 /* What covers an instant of the step thread; model_steps_part_at picks the part. */
 enum steps_label {
@@ -383,6 +385,47 @@ static void model_steps_finish(struct model_process *p)
         p->py.span_list = NULL;
         p->py.nspan_list = p->py.cap_span_list = 0;
     }
+}
+
+static model_steps_loader steps_loader;
+
+void model_steps_set_loader(model_steps_loader fn)
+{
+    steps_loader = fn;
+}
+
+/* The steps are a cache of the summary's: filling or freeing them leaves the process the
+ * same to its readers, hence the casts from const. */
+void model_steps_hold(const struct model_process *p)
+{
+    struct model_steps *st = (struct model_steps *)&p->steps;
+    if (st->steps || !st->nsteps)
+        return;
+    char err[512] = "no reader of summaries";
+    if (!steps_loader || steps_loader(p, &st->steps, err, sizeof err) != 0) {
+        fprintf(stderr, "warning: %s\n", err);
+        st->steps = calloc(st->nsteps, sizeof *st->steps);
+        if (!st->steps)
+            report_oom();
+    }
+}
+
+void model_steps_give(const struct model_process *p, struct model_step *steps)
+{
+    struct model_steps *st = (struct model_steps *)&p->steps;
+    if (st->steps || !st->nsteps)
+        free(steps);
+    else
+        st->steps = steps;
+}
+
+void model_steps_let_go(const struct model_process *p)
+{
+    if (!p || !p->summary_file)
+        return;
+    struct model_steps *st = (struct model_steps *)&p->steps;
+    free(st->steps);
+    st->steps = NULL;
 }
 
 static void model_steps_free(struct model_process *p)

@@ -2,9 +2,9 @@
  * (summary_model.c).
  *
  * Layout: magic, version, the identity of the trace it was made from, the process (core,
- * the Python functions the GPU rows and memory peaks name, GPU, PyTorch), the
- * communication calls behind their length, the Python functions as pstats, a CRC-32 of
- * all that, the end mark. */
+ * the Python functions the GPU rows and memory peaks name, GPU, PyTorch, the training
+ * steps behind their length), the communication calls behind their length, the Python
+ * functions as pstats, a CRC-32 of all that, the end mark. */
 #include "summary_file.h"
 
 #include <errno.h>
@@ -17,6 +17,7 @@
 #include <zlib.h>
 
 #include "alloc.h"
+#include "model_steps_load.h"
 #include "out_file.h"
 #include "summary_codec.h"
 #include "summary_model.h"
@@ -25,9 +26,10 @@ const char summary_file_suffix[] = ".summary";
 
 #define SUMMARY_FILE_MAGIC "PRFSUMM\n"
 #define SUMMARY_FILE_END "PRFSEND\n"
-/* 3: the trace's identity after the version (summary_file_bound); 2 and older are not
- * read (their trace is). */
-#define SUMMARY_FILE_VERSION 3
+/* 4: the training steps behind their length, read when a view asks for every step
+ * (summary_file_read_steps); 3: the trace's identity after the version
+ * (summary_file_bound). 3 and older are not read (their trace is). */
+#define SUMMARY_FILE_VERSION 4
 #define SUMMARY_FILE_MAX (1ull << 32) /* 4 GiB: more is not a summary */
 
 typedef struct summary_codec sf_codec;
@@ -223,6 +225,7 @@ struct model_process *summary_file_load(const char *path, char *err, size_t errl
         free(buf);
         return NULL;
     }
+    model_steps_set_loader(summary_file_read_steps);
     struct model_process *p = model_process_new(path, 0);
     free(p->file);
     p->file = NULL;
@@ -293,6 +296,30 @@ int summary_file_add_python(struct pystats *s, const struct model_process *p, ch
     return rc;
 }
 
+/* p's steps from its summary open in c (at any offset). 0, or -1 with err set. */
+static int sf_read_steps(const struct model_process *p, sf_codec *c, struct model_step **out,
+                         char *err, size_t errlen)
+{
+    *out = NULL;
+    if (p->summary_steps_offset > c->len) {
+        snprintf(err, errlen, "%s: changed since it was read", p->summary_file);
+        return -1;
+    }
+    c->pos = p->summary_steps_offset;
+    size_t n = 0;
+    summary_model_step_list(c, out, &n);
+    if (!c->bad && n != p->steps.nsteps)
+        summary_codec_fail(c, "a step count unlike the one read before");
+    if (c->bad) {
+        snprintf(err, errlen, "%s: corrupt training steps (%s): this process's are zero",
+                 p->summary_file, c->why);
+        free(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 int summary_file_read_comm(const struct model_process *p, struct model_comm *out, char *err,
                            size_t errlen)
 {
@@ -311,6 +338,24 @@ int summary_file_read_comm(const struct model_process *p, struct model_comm *out
             rc = -1;
         }
     }
+    /* The steps too while the file is read: the merge asks for them next. */
+    struct model_step *steps;
+    if (rc == 0 && p->steps.nsteps && !p->steps.steps &&
+        sf_read_steps(p, &c, &steps, err, errlen) == 0)
+        model_steps_give(p, steps);
+    free(buf);
+    return rc;
+}
+
+int summary_file_read_steps(const struct model_process *p, struct model_step **out, char *err,
+                            size_t errlen)
+{
+    *out = NULL;
+    sf_codec c;
+    uint8_t *buf;
+    int rc = sf_open_section(p, p->summary_steps_offset, &c, &buf, err, errlen);
+    if (rc == 0)
+        rc = sf_read_steps(p, &c, out, err, errlen);
     free(buf);
     return rc;
 }

@@ -55,9 +55,14 @@ struct model_process *summary_file_load(const char *path, char *err, size_t errl
  * a process read from a trace), or -1 with a message in err. */
 int summary_file_add_python(struct pystats *s, const struct model_process *p, char *err,
                             size_t errlen);
+/* The training steps of a process read from a summary (p->steps.nsteps of them), into a
+ * new array *out (model_steps_loader). 0, or -1 with a message in err and *out NULL. */
+int summary_file_read_steps(const struct model_process *p, struct model_step **out, char *err,
+                            size_t errlen);
 /* The communication calls of a process read from a summary, into out (names and calls;
- * free with summary_file_free_comm). 0 (out empty for a process read from a trace: its
- * calls are p->comm's), or -1 with a message in err and out empty. */
+ * free with summary_file_free_comm), and p's steps when it holds none (model_steps_give).
+ * 0 (out empty for a process read from a trace: its calls are p->comm's), or -1 with a
+ * message in err and out empty. */
 int summary_file_read_comm(const struct model_process *p, struct model_comm *out, char *err,
                            size_t errlen);
 void summary_file_free_comm(struct model_comm *m);

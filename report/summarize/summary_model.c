@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "model_steps_load.h"
 
 typedef struct summary_codec sf_codec;
 
@@ -703,16 +704,11 @@ void summary_model_read_pystats(sf_codec *c, struct pystats *s)
     free(at);
 }
 
-static void sf_steps(sf_codec *c, struct model_process *p)
+void summary_model_step_list(sf_codec *c, struct model_step **steps, size_t *n)
 {
-    struct model_steps *st = &p->steps;
-    summary_codec_u8(c, &st->source);
-    summary_codec_u32(c, &st->tid);
-    summary_codec_u64(c, &st->startup_import_ns);
-    st->steps = summary_codec_vector(c, st->steps, &st->nsteps, 4 + MODEL_STEP_PART_COUNT,
-                                     sizeof *st->steps);
-    for (size_t i = 0; i < st->nsteps; i++) {
-        struct model_step *s = &st->steps[i];
+    *steps = summary_codec_vector(c, *steps, n, 4 + MODEL_STEP_PART_COUNT, sizeof **steps);
+    for (size_t i = 0; i < *n && !c->bad; i++) {
+        struct model_step *s = &(*steps)[i];
         summary_codec_u64(c, &s->number);
         summary_codec_u64(c, &s->start_ns);
         summary_codec_u64(c, &s->end_ns);
@@ -724,6 +720,40 @@ static void sf_steps(sf_codec *c, struct model_process *p)
         summary_codec_u64(c, &s->gpu_copy_ns);
         summary_codec_u64(c, &s->syncs);
     }
+}
+
+/* The steps' thread and count, then the steps behind their length: a reader skips them
+ * (p->summary_steps_offset) until a view asks for every step (model_steps_hold). */
+static void sf_steps(sf_codec *c, struct model_process *p)
+{
+    struct model_steps *st = &p->steps;
+    summary_codec_u8(c, &st->source);
+    summary_codec_u32(c, &st->tid);
+    summary_codec_u64(c, &st->startup_import_ns);
+    summary_codec_size(c, &st->nsteps);
+    size_t len = 0;
+    if (!c->reading) {
+        model_steps_hold(p);
+        sf_codec list;
+        summary_codec_writer(&list);
+        size_t n = st->nsteps;
+        summary_model_step_list(&list, &st->steps, &n);
+        len = list.len;
+        summary_codec_size(c, &len);
+        summary_codec_bytes(c, list.buf, list.len);
+        free(list.buf);
+        return;
+    }
+    summary_codec_size(c, &len);
+    if (!c->bad && (len > c->len - c->pos || st->nsteps > len))
+        summary_codec_fail(c, "cut off in the training steps");
+    if (c->bad) {
+        st->nsteps = 0;
+        return;
+    }
+    st->steps = NULL;
+    p->summary_steps_offset = c->pos;
+    c->pos += len;
 }
 
 void summary_model_process(sf_codec *c, struct model_process *p)

@@ -12,6 +12,8 @@
  * PyTorch, then its communication calls behind their length (a reader skips them and
  * keeps their offset in p->summary_comm_offset). */
 void summary_model_process(struct summary_codec *c, struct model_process *p);
+/* A process's steps (the section read when a view asks for every step, n of them). */
+void summary_model_step_list(struct summary_codec *c, struct model_step **steps, size_t *n);
 /* The communication calls (the section read when the merge asks). */
 void summary_model_comm(struct summary_codec *c, struct model_comm *m);
 /* The Python functions as cProfile's table: written from p's call trees; read merged into

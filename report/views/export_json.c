@@ -8,6 +8,7 @@
 #include "findings.h"
 #include "format.h"
 #include "jobs.h"
+#include "model_steps_load.h"
 #include "tables.h"
 
 /* Builders that never fail in practice (jansson allocates), kept short at call sites. */
@@ -480,6 +481,7 @@ static int export_json_dump_process(FILE *out, const struct model_process *p)
         rc = export_json_put_indented(out, text, strlen(text));
     }
     free(text);
+    model_steps_let_go(p); /* one process's steps at a time */
     return rc;
 }
 

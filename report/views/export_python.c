@@ -562,14 +562,18 @@ static uint64_t folded_all(FILE *f, const struct summary *s, const struct folded
             const struct model_steps *st = &p->steps;
             double ratio;
             size_t warmup = o->phase == EXPORT_PHASE_STEADY ? steps_warmup(p, &ratio) : 0;
-            if (!f)
+            if (!f) {
+                model_steps_let_go(p);
                 continue; /* no share to fold by: spans are calls of PROF_PY_SPAN_US */
+            }
+            model_steps_hold(p);
             snprintf(frame, sizeof frame, "%s pid %lld", folded_process_name(p), (long long)p->pid);
             if (o->phase == EXPORT_PHASE_STARTUP)
                 folded_spans(f, p, frame, 0, st->steps[0].start_ns);
             else
                 folded_spans(f, p, frame, st->steps[warmup].start_ns,
                              st->steps[st->nsteps - 1].end_ns);
+            model_steps_let_go(p);
             continue;
         }
         struct pystats_thread *threads;

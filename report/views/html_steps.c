@@ -175,6 +175,7 @@ void html_steps(FILE *out, const struct summary *s)
         }
         html_steps_summary(out, &st);
         html_steps_draw(out, &st);
+        model_steps_let_go(p); /* one process's steps at a time */
     }
     if (any)
         fputs("</section>\n", out);

@@ -333,6 +333,7 @@ int steps_view_json_every(FILE *out, const struct model_process *p, uint64_t war
     const struct model_steps *m = &p->steps;
     if (!m->nsteps)
         return fputs("[]", out) == EOF ? -1 : 0;
+    model_steps_hold(p);
     if (depth > 60)
         return -1;                     /* never: a process's steps are at depth 4 */
     char *part[MODEL_STEP_PART_COUNT]; /* the parts' names as jansson writes them */
