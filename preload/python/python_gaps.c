@@ -28,6 +28,14 @@ static void py_write_gap(uint64_t start, uint64_t end)
     ring_commit(&t->ring);
 }
 
+/* Our stack starts over empty (it could not be made to agree with the real one). */
+static void py_stack_restart(struct py_thread *pt)
+{
+    py_stack_emptied(pt);
+    pt->depth = 0;
+    pt->overflow = 0;
+}
+
 /* The frame below a frame (borrowed), or NULL. */
 static py_object *py_frame_back(py_object *f)
 {
@@ -118,9 +126,7 @@ void python_gap_resync(py_object *frame, int call, uint64_t now)
         return;
     pt->resync = 0;
     if (py_resync(pt, call ? py_frame_back(frame) : frame, now) != 0) {
-        py_stack_emptied(pt);
-        pt->depth = 0;
-        pt->overflow = 0;
+        py_stack_restart(pt);
     }
 }
 
@@ -156,9 +162,7 @@ void python_gap_end(void)
     if (pt->depth && !pt->overflow && !py_stack_stale(pt)) {
         pt->resync = 1;
     } else if (pt->depth) {
-        py_stack_emptied(pt);
-        pt->depth = 0;
-        pt->overflow = 0;
+        py_stack_restart(pt);
     }
     py_write_gap(pt->gap_start, prof_clock_ticks());
 }

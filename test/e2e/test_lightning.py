@@ -22,7 +22,7 @@ import subprocess
 import pytest
 
 from conftest import ROOT, profile, report, report_json
-from test_python_counts import python  # noqa: F401 (the interpreters fixture)
+from test_python_counts import python, python_minor  # noqa: F401 (the interpreters fixture)
 
 WORKLOADS = os.path.join(ROOT, "test", "workloads")
 LOOP = os.path.join(WORKLOADS, "lightning_loop.py")
@@ -60,8 +60,7 @@ def test_standin_advanced_profiler_keeps_every_action(python, tmp_path):
     worker thread), every action and its count stays whole, nothing is left unpaired, and
     the gaps (until ours is in front of the program's profiler again) are said once: one
     line for the main thread's many, one for each of the worker's two."""
-    if int(subprocess.run([python, "-c", "import sys; print(sys.version_info[1])"],
-                          capture_output=True, text=True, check=True).stdout) >= 12:
+    if python_minor(python) >= 12:
         pytest.skip("3.12+: cProfile cannot nest (Lightning's AdvancedProfiler raises on "
                     "nested actions there by itself)")
     out = tmp_path / "p"
