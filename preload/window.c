@@ -89,10 +89,20 @@ static struct window_switch {
 static _Atomic unsigned window_nswitches;
 static unsigned window_written; /* switches written to the current file (drain-lock holder) */
 
+static uint64_t window_realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* The switch itself and its record (time and slot taken first, so that a switch's record
- * never follows a later one's while an observer waits for the GIL); the observers after. */
+ * never follows a later one's while an observer waits for the GIL); the observers after.
+ * The time written is inside the recording: a closing's before it stops, an opening's
+ * after it starts. */
 static void window_switch_record(int open, enum window_why why, long value)
 {
+    uint64_t realtime_ns = open ? 0 : window_realtime_ns();
     if (!open) { /* the edge first, then the count that makes it visible */
         unsigned n = atomic_load(&window_closings) + 1;
         atomic_store(&window_close_ticks[n % 64], prof_clock_ticks());
@@ -104,10 +114,8 @@ static void window_switch_record(int open, enum window_why why, long value)
     unsigned i = atomic_fetch_add(&window_nswitches, 1);
     if (i >= WINDOW_MAX_SWITCHES)
         return;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
     struct window_switch *s = &window_switches[i];
-    s->realtime_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    s->realtime_ns = open ? window_realtime_ns() : realtime_ns;
     s->value = value;
     s->open = (uint8_t)open;
     s->why = (uint8_t)why;
@@ -120,10 +128,10 @@ static void window_notify(int open, enum window_why why)
     window_observer_fn observer = atomic_load(&window_observer);
     if (observer && (why == WINDOW_WHY_SIGNAL || why == WINDOW_WHY_TIME ||
                      why == WINDOW_WHY_PARENT || why == WINDOW_WHY_ATTACH))
-        observer(open);
+        observer(open, why == WINDOW_WHY_SIGNAL);
     observer = atomic_load(&window_step_observer);
     if (observer && why == WINDOW_WHY_STEP && atomic_load(&window_steps_by_torch))
-        observer(open);
+        observer(open, 0);
 }
 
 static void window_switch(int open, enum window_why why, long value)
@@ -135,13 +143,6 @@ static void window_switch(int open, enum window_why why, long value)
 /* Steps may end on several threads at once (the PyTorch layer counts them without the
  * GIL): a step's number, the state it sees and the switch it makes are taken together. */
 static pthread_mutex_t window_step_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static uint64_t window_realtime_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 uint64_t window_close_edge(unsigned n)
 {

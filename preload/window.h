@@ -42,8 +42,9 @@ void window_step_done(void);
 /* Told after each opening or closing made outside the Python layer's own callbacks: from
  * the signal handler, or from the collector thread (the time window, a forked child
  * following its parent). Async-signal-safe. The Python layer (3.12+) sets it to switch
- * its interpreter events back on; a step's end it handles itself, under the GIL. */
-typedef void (*window_observer_fn)(int open);
+ * its interpreter events back on; a step's end it handles itself, under the GIL.
+ * in_handler: told from a signal handler (on any thread). */
+typedef void (*window_observer_fn)(int open, int in_handler);
 extern _Atomic(window_observer_fn) window_observer;
 /* Told, on the thread of the step, when a step's end counted by the PyTorch layer opens
  * the window: the Python layer switches its events on before that thread runs Python

@@ -91,6 +91,8 @@ struct py_api {
     py_object *(*EvalGetFrame)(void);
     py_object *(*ImportModule)(const char *);
     intptr_t (*ListSize)(py_object *);
+    char *(*BytesAsString)(py_object *);
+    intptr_t (*BytesSize)(py_object *);
     py_object *(*ObjectGetItem)(py_object *, py_object *);
     py_object *(*ListGetItem)(py_object *, intptr_t);
     void *FunctionType, *MethodType;

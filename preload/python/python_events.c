@@ -29,10 +29,14 @@
  * got our function back while it was off (born during a switch) switches everything off
  * again at its first event. */
 #define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <unistd.h>
 
 #include "collector.h"
 #include "python.h"
+#include "python_tree.h"
 #include "window.h"
 
 static py_object *ev_monitoring; /* sys.monitoring, a reference kept for the process */
@@ -80,12 +84,90 @@ static int ev_call(const char *method, const char *format, py_object *code, long
 /* Main thread, under the GIL (Py_AddPendingCall). ev_queued stays set until the events
  * go off (python_events_idle): CPython takes its pending-call lock again once this
  * returns, and a signal handler of ours must not ask for the lock its own thread holds. */
+/* RESUME (dis.opmap), the first instruction of every function from 3.11 on; -1 where
+ * not known. */
+static int ev_resume_opcode(void)
+{
+    return py.minor == 11 || py.minor == 12 ? 151 : py.minor == 13 ? 149 : -1;
+}
+
+/* Whether frame is at its very start (3.11+: at a RESUME that starts the call or resumes
+ * it after a yield; before: no instruction run yet, f_lasti -1). A pending call run there
+ * comes after the call's start event: 3.8-3.11 call the profile function before the
+ * first instruction, 3.12+'s RESUME looks for new instrumentation before it runs
+ * pending calls. Under the GIL. */
+static int ev_frame_at_start(py_object *frame)
+{
+    py_object *o = py.GetAttrString(frame, "f_lasti");
+    long lasti = o ? py.AsLong(o) : -2;
+    py_xdecref(o);
+    py.ErrClear();
+    if (py.minor <= 10)
+        return lasti == -1;
+    int resume = ev_resume_opcode();
+    if (lasti < 0 || resume < 0 || !py.BytesAsString || !py.BytesSize)
+        return 0;
+    py_object *code = py.GetAttrString(py_frame_code(frame), "co_code"); /* unspecialized */
+    const unsigned char *b = code ? (const unsigned char *)py.BytesAsString(code) : NULL;
+    int at = b && lasti + 1 < py.BytesSize(code) && b[lasti] == resume && (b[lasti + 1] & 3) < 2;
+    py_xdecref(code);
+    py.ErrClear();
+    return at;
+}
+
+/* In the main thread's eval-breaker check, under the GIL. Where that check is the one at
+ * the start of a call (a call begun after the window opened, before this ran), the call
+ * is entered here, or it would be missed whole. Other threads' calls begun in the same
+ * microseconds are not looked for. */
 static int ev_pending_open(void *arg)
 {
     (void)arg;
-    if (atomic_load(&prof_recording))
-        python_events_opened();
+    if (!atomic_load(&prof_recording))
+        return 0;
+    int was_on = ev_on;
+    python_events_opened();
+    py_object *frame = !was_on && ev_on ? py.EvalGetFrame() : NULL;
+    /* (a step function's code keeps its local events: its start event comes after) */
+    if (frame && ev_frame_at_start(frame) &&
+        (ev_profile || !python_code_step(py_frame_code(frame))))
+        python_tree_enter_started(frame, ev_profile);
     return 0;
+}
+
+static void *ev_nudge(void *arg)
+{
+    (void)arg;
+    if (py.IsInitialized() && !(py.IsFinalizing && py.IsFinalizing())) {
+        int state = py.GILStateEnsure();
+        py.GILStateRelease(state);
+    }
+    return NULL;
+}
+
+/* 3.10-3.12: a pending call added on a thread other than the main one does not set the
+ * main thread's eval breaker (CPython works it out for the adding thread, which cannot
+ * run main-thread calls), so a main thread that never lets the GIL go (a pure Python
+ * loop) would never run it. A short-lived thread of ours asks for the GIL: the main
+ * thread lets it go at its next switch interval (5 ms) and, taking it back, works the
+ * breaker out again and runs the call. Not the collector thread itself: a thread that
+ * asks for the GIL while the interpreter finalizes is ended there. Not from a signal
+ * handler (no thread can be started there): a signal that lands on another thread than
+ * the main one opens the Python layer only at the main thread's next GIL switch. */
+static void ev_nudge_main_thread(void)
+{
+    pthread_attr_t attr;
+    pthread_t t;
+    sigset_t all, prev;
+    if (pthread_attr_init(&attr) != 0)
+        return;
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &prev); /* the program's signals are not for it */
+    if (pthread_create(&t, &attr, ev_nudge, NULL) != 0)
+        collector_note("the Python layer's window opening waits for the main thread's "
+                       "next GIL switch: no thread could be started to ask for it");
+    pthread_sigmask(SIG_SETMASK, &prev, NULL);
+    pthread_attr_destroy(&attr);
 }
 
 /* The window opened from a signal handler or the collector thread (whose signals are
@@ -94,20 +176,23 @@ static int ev_pending_open(void *arg)
  * ev_pending_open. (CPython allows Py_AddPendingCall in a signal handler; what is left is
  * a signal landing on a thread that holds CPython's pending-call lock for another
  * caller's pending call, or two signals within the same few instructions.) */
-static void ev_window_switched(int open)
+static void ev_window_switched(int open, int in_handler)
 {
     if (!open || !py.IsInitialized() || atomic_exchange(&ev_queued, 1))
         return; /* (not once the interpreter is finalizing) */
     if (py.AddPendingCall(ev_pending_open, NULL) != 0)
         atomic_store(&ev_queued, 0); /* the queue is full: the next opening tries again */
+    else if (!in_handler && py.minor >= 10 && py.minor <= 12 && gettid() != getpid())
+        ev_nudge_main_thread();
 }
 
 /* A step's end counted by the PyTorch layer opened the window, on the step's thread (any
  * thread; the op may have let the GIL go): the events go on before this thread runs
  * Python again. Not while the interpreter is finalizing (a thread that asked for the GIL
  * then would be ended). */
-static void ev_step_opened(int open)
+static void ev_step_opened(int open, int in_handler)
 {
+    (void)in_handler;
     if (!open || !py.IsInitialized() || (py.IsFinalizing && py.IsFinalizing()))
         return;
     int held = py.GILStateCheck();

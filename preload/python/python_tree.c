@@ -622,6 +622,14 @@ static inline struct py_thread *py_thread_here(void)
     return pt;
 }
 
+void python_tree_enter_started(py_object *frame, int profile)
+{
+    struct py_thread *pt = py_thread_here();
+    if (pt && !pt->in_gap)
+        py_enter(pt, py_frame_code(frame), PROF_PY_FUNC_PYTHON, profile ? frame : NULL,
+                 prof_clock_ticks(), profile ? frame : NULL);
+}
+
 /* PY_START, PY_RESUME, PY_THROW (code, offset, ...) */
 static __attribute__((noinline)) py_object *py_monitor_enter_slow(py_object *const *args,
                                                                   intptr_t nargs)

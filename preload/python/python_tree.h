@@ -104,6 +104,11 @@ struct py_thread *python_tree_self(void);
  * frame of ours returned unseen and ends now (python_tree_resync, after a gap). */
 void python_tree_push(py_object *frame, uint64_t now);
 void python_tree_pop(uint64_t now);
+/* python_events.c, in the thread under the GIL: the window opened in a pending call run at
+ * the very start of frame's call, whose start event went by while the events were off:
+ * the call starts now (profile: entered as the profile function enters calls, not as
+ * sys.monitoring's callbacks do). */
+void python_tree_enter_started(py_object *frame, int profile);
 /* Ends the frames of an earlier window on pt's stack at that window's closing. */
 void python_tree_close_at_edge(struct py_thread *pt);
 /* The collector's source: writes the trees' new nodes and counts, frees ended threads. */

@@ -22,6 +22,9 @@
                                     iteration, and forks a child half-way that runs 20
                                     iterations more (prints "done TOTAL", the child's total
                                     on its own line first)
+    window_loop.py map MS           for MS ms, work_abs(i) called from map() (C code), each
+                                    calling abs(i) once: no eval-breaker check between a
+                                    work_abs's return and the next one's start
     window_loop.py timed N MS FILE  N calls of tick(i), MS ms apart; the wall-clock time
                                     (ns) each call began is written to FILE, one per line
 
@@ -59,6 +62,10 @@ def train_step_python(i):
 
 def tick(i):
     return work(i)
+
+
+def work_abs(i):
+    return abs(i)
 
 
 def numbers(marks, sig):
@@ -312,6 +319,11 @@ def main():
 
         iterations(n, False)
         print("done %d" % sum(totals))
+    elif mode == "map":
+        end, total = time.monotonic() + n / 1000.0, 0
+        while time.monotonic() < end:
+            total += sum(map(work_abs, range(20000)))
+        print("done %d" % (total > 0))
     elif mode == "timed":
         ms, path = float(sys.argv[3]), sys.argv[4]
         starts = []
