@@ -578,6 +578,14 @@ uint64_t model_ticks_to_monotonic_ns(const struct model_process *p, uint64_t tic
     return model_ns_round((double)p->clock_first_ns + d);
 }
 
+uint64_t model_monotonic_ns_to_ticks(const struct model_process *p, uint64_t ns)
+{
+    if (!(p->features & PROF_FEATURE_TSC_CLOCK) || p->nclocks == 0)
+        return model_ns_round((double)ns / p->ns_per_tick);
+    double t = ((double)ns - (double)p->clock_first_ns) / p->ns_per_tick;
+    return model_ns_round((double)p->clock_first_ticks + t);
+}
+
 uint64_t model_start_monotonic_ns(const struct model_process *p)
 {
     const char *v = model_meta_get(p, "start_monotonic_ns");

@@ -713,6 +713,8 @@ static inline int64_t model_i64_add(int64_t a, int64_t b)
 uint64_t model_ticks_to_ns(const struct model_process *p, uint64_t ticks);
 /* A timestamp in ticks -> CLOCK_MONOTONIC ns (through the first CLOCK record for TSC). */
 uint64_t model_ticks_to_monotonic_ns(const struct model_process *p, uint64_t ticks);
+/* Its inverse (to within a tick). */
+uint64_t model_monotonic_ns_to_ticks(const struct model_process *p, uint64_t ns);
 /* The process's start in CLOCK_MONOTONIC ns: META start_monotonic_ns, else the first
  * CLOCK record, else 0. */
 uint64_t model_start_monotonic_ns(const struct model_process *p);

@@ -466,20 +466,6 @@ static void folded_span_line(FILE *f, const struct model_process *p, const char 
     }
 }
 
-/* Where a span at ticks t lies in ns; the ticks of ns (ticks and ns are linear). */
-static uint64_t folded_ticks_at(const struct model_process *p, const struct model_py_span *sp,
-                                uint64_t ns)
-{
-    uint64_t a = model_ticks_to_monotonic_ns(p, sp->start),
-             z = model_ticks_to_monotonic_ns(p, sp->end);
-    if (ns <= a)
-        return sp->start;
-    if (ns >= z)
-        return sp->end;
-    return sp->start +
-           (uint64_t)((double)(sp->end - sp->start) * (double)(ns - a) / (double)(z - a));
-}
-
 /* The Python calls of at least PROF_PY_SPAN_US (PY_SPAN records, kept by
  * model_steps_keep_spans) of the step thread inside [lo, hi) (CLOCK_MONOTONIC ns), nested
  * in time: the widths are the thread's wall time, as the steps' are; a shorter call's time
@@ -497,14 +483,16 @@ static void folded_spans(FILE *f, const struct model_process *p, const char *pro
     if (!sp || !open)
         report_oom();
     size_t n = 0;
+    /* every span cut at the same ticks (cut one by one, the roundings could put a call
+     * that crosses lo before its caller, which would then end with it) */
+    uint64_t lo_ticks = model_monotonic_ns_to_ticks(p, lo);
+    uint64_t hi_ticks = model_monotonic_ns_to_ticks(p, hi);
     for (size_t i = 0; i < p->py.nspan_list; i++) {
         struct model_py_span x = p->py.span_list[i];
-        if (x.tid != p->steps.tid || model_ticks_to_monotonic_ns(p, x.start) >= hi ||
-            model_ticks_to_monotonic_ns(p, x.end) <= lo)
+        if (x.tid != p->steps.tid || x.start >= hi_ticks || x.end <= lo_ticks)
             continue;
-        uint64_t start = folded_ticks_at(p, &x, lo), end = folded_ticks_at(p, &x, hi);
-        x.start = start;
-        x.end = end;
+        x.start = x.start > lo_ticks ? x.start : lo_ticks;
+        x.end = x.end < hi_ticks ? x.end : hi_ticks;
         sp[n++] = x;
     }
     qsort(sp, n, sizeof *sp, folded_span_cmp);
