@@ -109,6 +109,16 @@ static uint64_t pystats_hash(const char *file, uint32_t line, const char *name)
 
 /* The index of the key (file, line, name) in s->funcs, added (with qualname, module and
  * kind) when new. */
+/* Python's import machinery: importlib, zipimport, builtins.__import__ and _imp's
+ * functions (a builtin's name is cProfile's: "<built-in method builtins.__import__>"). */
+static int pystats_importer(const char *file, const char *name, uint16_t kind)
+{
+    if (!strncmp(file, "<frozen importlib.", 18) || !strcmp(file, "<frozen zipimport>"))
+        return 1;
+    return kind == PROF_PY_FUNC_C && (!strncmp(name, "<built-in method _imp.", 22) ||
+                                      !strcmp(name, "<built-in method builtins.__import__>"));
+}
+
 static size_t pystats_intern_key(struct pystats *s, const char *file, uint32_t line,
                                  const char *name, const char *qualname, const char *module,
                                  uint16_t kind)
@@ -131,6 +141,7 @@ static size_t pystats_intern_key(struct pystats *s, const char *file, uint32_t l
         f->module = module ? report_strdup(module) : NULL;
         f->line = line;
         f->kind = kind;
+        f->importer = (uint8_t)pystats_importer(file, name, kind);
         *slot = ++s->nfuncs;
         return s->nfuncs - 1;
     }
@@ -188,6 +199,7 @@ size_t pystats_merge_func(struct pystats *s, const struct pystats_func *f)
     d->api_ns += f->api_ns;
     d->gpu_kernels += f->gpu_kernels;
     d->gpu_ns += f->gpu_ns;
+    d->outside_imports |= f->outside_imports;
     return i;
 }
 
@@ -281,7 +293,7 @@ void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid)
     size_t *active = pystats_alloc(s->nfuncs, sizeof *active);
     struct u64map pairs;
     u64map_init(&pairs);
-    size_t cap = 64, top = 0;
+    size_t cap = 64, top = 0, importing = 0;           /* importer calls on the path */
     size_t *stack = pystats_alloc(cap, sizeof *stack); /* node * 2 + (1: leaving) */
     stack = report_grow(stack, &cap, forest.nroots + 1, sizeof *stack);
     for (size_t r = forest.nroots; r-- > 0;)
@@ -294,6 +306,7 @@ void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid)
         if (!(e & 1)) { /* entering */
             n->recursive = active[n->func] > 0;
             active[n->func]++;
+            importing += s->funcs[n->func].importer;
             if (n->parent != SIZE_MAX) {
                 uint64_t *c = pystats_slot(&pairs, pair);
                 n->pair_active = *c > 0;
@@ -319,6 +332,10 @@ void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid)
         /* leaving: the subtree's API sums are complete */
         active[n->func]--;
         struct pystats_func *f = &s->funcs[n->func];
+        if (f->importer)
+            importing--;
+        else if (!importing)
+            f->outside_imports = 1;
         f->ncalls += node->calls;
         f->tottime_ns += node->self_ns;
         f->gpu_kernels += node->gpu_kernels;

@@ -52,6 +52,9 @@ struct pystats_func {
     uint64_t ncalls, pcalls, tottime_ns, cumtime_ns;
     uint64_t api_calls, api_ns;
     uint64_t gpu_kernels, gpu_ns; /* kernels launched while the function was innermost */
+    /* importer: Python's import machinery (importlib, zipimport, builtins.__import__,
+     * _imp); outside_imports: some call of it ran outside any import */
+    uint8_t importer, outside_imports;
     struct pystats_caller *callers;
     size_t ncallers, cap_callers;
 };

@@ -642,6 +642,7 @@ static void sf_pystats_func(sf_codec *c, struct pystats_func *f)
     summary_codec_u64(c, &f->api_ns);
     summary_codec_u64(c, &f->gpu_kernels);
     summary_codec_u64(c, &f->gpu_ns);
+    summary_codec_u8(c, &f->outside_imports);
 }
 
 static void sf_pystats_caller(sf_codec *c, struct pystats_caller *e)

@@ -16,8 +16,10 @@ static const char *tables_py_seconds(char *buf, size_t len, double ns)
     return buf;
 }
 
-/* The header line, the table and the "more not shown" line of one pystats. */
-static void tables_py_table(FILE *out, const struct pystats *py, size_t limit, const char *more)
+/* The header line, the table and the "more not shown" line of one pystats; imports: the
+ * import machinery's rows left out (said). */
+static void tables_py_table(FILE *out, const struct pystats *py, size_t limit, const char *more,
+                            int imports)
 {
     char ncalls[48], tt[32], ttpc[32], ct[32], ctpc[32], api[32], apicalls[24], gpu[32];
     char label[TABLES_PY_LABEL];
@@ -33,8 +35,19 @@ static void tables_py_table(FILE *out, const struct pystats *py, size_t limit, c
              "<filename:lineno(function)",
              py->any_api ? ">API time|>API calls|" : "", py->any_gpu ? ">GPU time|" : "");
     text_table_begin(&t, spec);
-    for (size_t i = 0; i < py->nfuncs && (!limit || i < limit); i++) {
+    size_t shown = 0, hidden = 0;
+    uint64_t import_ns = 0;
+    for (size_t i = 0; i < py->nfuncs; i++) {
         const struct pystats_func *f = &py->funcs[py->order[i]];
+        if (imports && !f->outside_imports) {
+            hidden++;
+            if (f->name && !strcmp(f->name, "_find_and_load") && f->cumtime_ns > import_ns)
+                import_ns = f->cumtime_ns;
+            continue;
+        }
+        if (limit && shown == limit)
+            continue;
+        shown++;
         if (f->ncalls != f->pcalls)
             snprintf(ncalls, sizeof ncalls, "%" PRIu64 "/%" PRIu64, f->ncalls, f->pcalls);
         else
@@ -59,8 +72,16 @@ static void tables_py_table(FILE *out, const struct pystats *py, size_t limit, c
             text_table_row(&t, ncalls, tt, ttpc, ct, ctpc, label);
     }
     text_table_end(out, &t);
-    if (limit && py->nfuncs > limit)
-        fprintf(out, "  (%zu more not shown; %s)\n", py->nfuncs - limit, more);
+    if (limit && py->nfuncs - hidden > shown)
+        fprintf(out, "  (%zu more not shown; %s)\n", py->nfuncs - hidden - shown, more);
+    if (hidden) {
+        char ns[32];
+        format_ns((double)import_ns, ns, sizeof ns);
+        fprintf(out,
+                "  (%zu functions that ran only inside imports left out: importlib, module "
+                "code and what only they called, %s in imports; %s shows them)\n",
+                hidden, ns, more);
+    }
 }
 
 static void tables_py_thread_label(const struct model_process *p, uint32_t tid, char *buf,
@@ -151,7 +172,7 @@ void tables_python_section(FILE *out, const struct summary *s, size_t limit)
     size_t n = limit ? limit : 15;
     fprintf(out, "Python functions (top %zu by %s; profreport --python for all)\n", n,
             pystats_sort_name(s->py_sort));
-    tables_py_table(out, &s->py, n, "profreport --python");
+    tables_py_table(out, &s->py, n, "profreport --python", 1);
     tables_python_gaps(out, s);
     fputc('\n', out);
 }
@@ -163,7 +184,7 @@ static void tables_python_one(FILE *out, const struct model_process *p, int64_t 
     pystats_init(&py);
     pystats_add(&py, p, tid);
     pystats_finish(&py, s->py_sort);
-    tables_py_table(out, &py, limit, "--limit");
+    tables_py_table(out, &py, limit, "--limit", 0);
     pystats_free(&py);
 }
 
@@ -182,7 +203,7 @@ void tables_python(FILE *out, const struct summary *s, size_t limit, enum tables
     if (!s->py.nfuncs) {
         fprintf(out, "  (no Python calls profiled)\n");
     } else if (split == TABLES_PYTHON_MERGED) {
-        tables_py_table(out, &s->py, limit, "--limit");
+        tables_py_table(out, &s->py, limit, "--limit", 0);
     } else {
         for (size_t i = 0; i < s->nprocs; i++) {
             const struct model_process *p = s->procs[i];

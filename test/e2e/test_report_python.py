@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import PROFREPORT, report, report_json, TRACES, make_traces
+from conftest import PROFREPORT, profile, report, report_json, TRACES, make_traces
 
 MS = 1000000
 
@@ -364,3 +364,32 @@ def test_incomplete_counts_are_said_beside_the_table():
     head = out[out.index("Python functions"):]
     assert head.splitlines()[1].startswith(
         "  incomplete (pid 6300): Python calls deeper than 1000 frames"), head[:400]
+
+
+def test_default_section_leaves_out_what_ran_only_in_imports(tmp_path):
+    """A module whose import runs setup() (a 50 ms sleep) and shared(), then a loop that
+    calls shared() 3 times: the default report's short Python section leaves out what ran
+    only inside the import (the module's code, setup, importlib) and says how many rows
+    that is; shared stays with all 4 of its calls; --python lists every row."""
+    (tmp_path / "mod_slow.py").write_text(
+        "import time\n\n\ndef setup():\n    time.sleep(0.05)\n\n\n"
+        "def shared():\n    return sum(range(1000))\n\n\nsetup()\nshared()\n")
+    (tmp_path / "main.py").write_text(
+        "import mod_slow\n\n\ndef main():\n    for i in range(3):\n        mod_slow.shared()\n\n\n"
+        "main()\n")
+    out = tmp_path / "prof"
+    got = profile(["/usr/bin/python3", str(tmp_path / "main.py")], out)
+    assert got.returncode == 0, got.stderr
+    text = report(out).stdout
+    section = text[text.index("Python functions (top"):]
+    section = section[:section.index("\n\n", section.index("seconds\n\n") + 9)]
+    rows = table_rows(section)
+    shared = [v for k, v in rows.items() if k.endswith("mod_slow.py:8(shared)")]
+    assert shared and shared[0][0] == "4", section
+    assert not any("setup" in k or "mod_slow.py:1(<module>)" in k or "importlib" in k
+                   for k in rows), section
+    m = re.search(r"\((\d+) functions that ran only inside imports left out", section)
+    assert m and int(m.group(1)) >= 3, section
+    full = table_rows(report(out, "--python").stdout)
+    assert any(k.endswith("mod_slow.py:4(setup)") for k in full)
+    assert any(k.endswith("mod_slow.py:1(<module>)") for k in full)
