@@ -81,7 +81,7 @@ def test_generator_resumed_across_switches(tmp_path, python):
         ("numbers", 20), ("work", 20), ("<built-in method builtins.next>", 20),
         ("<built-in method builtins.sum>", 20), ("<built-in method posix.kill>", 2),
         ("<built-in method posix.getpid>", 2)])
-    report(out, "--folded", str(folded))
+    report(out, "--folded", str(folded), "--folded-min-share", "0")  # none folded by width
     paths = {";".join(line.rsplit(" ", 1)[0].split(";")[2:])
              for line in folded.read_text().splitlines()}
     assert any(p.startswith("<built-in method builtins.next>;numbers (") and
