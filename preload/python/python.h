@@ -91,6 +91,7 @@ struct py_api {
     py_object *(*EvalGetFrame)(void);
     py_object *(*ImportModule)(const char *);
     intptr_t (*ListSize)(py_object *);
+    unsigned long (*ThreadGetIdent)(void); /* PyThread_get_thread_ident */
     char *(*BytesAsString)(py_object *);
     intptr_t (*BytesSize)(py_object *);
     py_object *(*ObjectGetItem)(py_object *, py_object *);

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -390,6 +391,7 @@ static int py_resolve_api(void)
     PY_REQUIRE(EvalGetFrame, "PyEval_GetFrame")
     PY_REQUIRE(ImportModule, "PyImport_ImportModule")
     PY_REQUIRE(ListSize, "PyList_Size")
+    PY_OPTIONAL(ThreadGetIdent, "PyThread_get_thread_ident")
     PY_OPTIONAL(BytesAsString, "PyBytes_AsString")
     PY_OPTIONAL(BytesSize, "PyBytes_Size")
     PY_REQUIRE(ListGetItem, "PyList_GetItem")
@@ -421,10 +423,61 @@ static int py_debug_allocator(int argc, char **argv)
     return 0;
 }
 
+/* 3.8-3.11, under the GIL: whether this thread is inside importlib's _ModuleLock.acquire,
+ * between its `_blocking_on[tid] = self` and `del _blocking_on[tid]`. A pending call runs
+ * between any two bytecodes, there too; an import of ours there (atexit, at attach) would
+ * set and take out that same entry, and the program's import fail with KeyError (seen
+ * once in a -X dev run). 3.12's is re-entrant. */
+static int py_inside_import_lock(void)
+{
+    if (py.minor >= 12 || !py.ThreadGetIdent)
+        return 0;
+    py_object *modules = py.ImportGetModuleDict(); /* borrowed */
+    py_object *bootstrap = modules ? py.DictGetItemString(modules, "_frozen_importlib") : NULL;
+    py_object *blocking = bootstrap ? py.GetAttrString(bootstrap, "_blocking_on") : NULL;
+    py_object *in =
+        blocking ? py.ObjectCallMethod(blocking, "__contains__", "k", py.ThreadGetIdent()) : NULL;
+    long inside = in ? py.AsLong(in) : 0;
+    py_xdecref(in);
+    py_xdecref(blocking);
+    py.ErrClear();
+    return inside > 0;
+}
+
+static void *py_retry_thread(void *fn)
+{
+    struct timespec ts = {0, 200000};
+    nanosleep(&ts, NULL);
+    if (py.IsInitialized() && !(py.IsFinalizing && py.IsFinalizing()))
+        py.AddPendingCall((int (*)(void *))fn, NULL);
+    return NULL;
+}
+
+/* The pending call fn ran inside an import's lock: it is queued again in 0.2 ms,
+ * from a short-lived thread (queued from here, it would run again at once, before the
+ * import can go on). */
+static void py_retry_later(int (*fn)(void *))
+{
+    pthread_t th;
+    pthread_attr_t attr;
+    sigset_t all, prev;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &prev);
+    if (pthread_create(&th, &attr, py_retry_thread, (void *)fn) != 0)
+        collector_note("cannot start a thread to retry the Python attach; Python profiling "
+                       "is off");
+    pthread_sigmask(SIG_SETMASK, &prev, NULL);
+    pthread_attr_destroy(&attr);
+}
+
 static int py_attach_pending(void *arg)
 {
     (void)arg;
-    if (!py_attached)
+    if (!py_attached && py_inside_import_lock())
+        py_retry_later(py_attach_pending);
+    else if (!py_attached)
         py_attach();
     return 0;
 }
@@ -487,6 +540,10 @@ static void (*py_late_ready)(void);
 static int py_attach_late_call(void *arg)
 {
     (void)arg;
+    if (!py_attached && py_inside_import_lock()) {
+        py_retry_later(py_attach_late_call);
+        return 0;
+    }
     if (!py_attached) {
         if (py.AddAuditHook(py_audit_hook, NULL) != 0)
             py.ErrClear(); /* a hook of the program's refused ours: no gap tracking */

@@ -579,3 +579,32 @@ def test_attach_records_the_cuda_calls_of_a_running_program(tmp_path):
     api = {r["name"]: r for r in report_json(tmp_path / "o")["api"]}
     counted = api.get("cudaGetDevice", {}).get("calls", 0)
     assert 0 < counted < made, (counted, made)
+
+
+@pytest.mark.parametrize("minor", [8, 9, 10, 11, 12])
+def test_attach_while_the_main_thread_waits_in_an_import_lock(tmp_path, minor):
+    """The main thread waits in importlib's module lock (another thread imports the module,
+    test/workloads/attach_blocked_import.py) when the attach comes: our attach runs when
+    it wakes, still inside the lock's acquire, where an import of ours took the program's
+    entry out of importlib's _blocking_on and its import failed with KeyError (3.8-3.11).
+    Now the attach waits until the program is out of the lock: same output, exit 0, and
+    work()'s calls after the import counted."""
+    python = pyenv(minor)
+    if not python:
+        pytest.skip("no Python 3.%d under %s" % (minor, PYENV))
+    script = os.path.join(ROOT, "test", "workloads", "attach_blocked_import.py")
+    (tmp_path / "bare").mkdir()
+    (tmp_path / "prof").mkdir()
+    bare_out, bare_rc = bare_run([python, script, str(tmp_path / "bare")])
+    out = tmp_path / "out"
+    t = Target([python, script, str(tmp_path / "prof")])
+    try:
+        got = attach(t.pid, out, "--duration", "5", "--no-report")
+        stdout, stderr, rc = t.finish()
+    finally:
+        t.kill()
+    assert got.returncode == 0, got.stderr
+    assert (stdout, rc) == (bare_out, bare_rc) and rc == 0, stderr
+    assert "KeyError" not in stderr
+    calls = py_calls(report_json(out, "--python"), "work")
+    assert 150 <= calls <= 200, calls
