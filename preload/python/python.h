@@ -112,6 +112,9 @@ static inline void py_xdecref(py_object *o)
 /* python_attach.c */
 /* Whether this thread is installing our profile function (its audit event is ours). */
 extern __thread int python_installing;
+/* A short-lived detached thread of ours running fn(arg), every signal blocked in it (the
+ * program's signals are not for it). 0, or -1. Not from a signal handler. */
+int python_start_helper(void *(*fn)(void *), void *arg);
 
 /* python_threads.c: at attach, in the main thread, before fn is in place there: every
  * thread state made from now on gets fn as its profile function. 0, or -1 (said on

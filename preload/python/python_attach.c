@@ -458,18 +458,25 @@ static void *py_retry_thread(void *fn)
  * import can go on). */
 static void py_retry_later(int (*fn)(void *))
 {
+    if (python_start_helper(py_retry_thread, (void *)fn) != 0)
+        collector_note("cannot start a thread to retry the Python attach; Python profiling "
+                       "is off");
+}
+
+int python_start_helper(void *(*fn)(void *), void *arg)
+{
     pthread_t th;
     pthread_attr_t attr;
     sigset_t all, prev;
-    pthread_attr_init(&attr);
+    if (pthread_attr_init(&attr) != 0)
+        return -1;
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &prev);
-    if (pthread_create(&th, &attr, py_retry_thread, (void *)fn) != 0)
-        collector_note("cannot start a thread to retry the Python attach; Python profiling "
-                       "is off");
+    pthread_sigmask(SIG_BLOCK, &all, &prev); /* the program's signals are not for it */
+    int rc = pthread_create(&th, &attr, fn, arg);
     pthread_sigmask(SIG_SETMASK, &prev, NULL);
     pthread_attr_destroy(&attr);
+    return rc == 0 ? 0 : -1;
 }
 
 static int py_attach_pending(void *arg)
@@ -519,13 +526,8 @@ static void python_start(int argc, char **argv)
     if (attach_starting())
         return; /* the interpreter runs already: python_attach_late */
     if (py_debug_allocator(argc, argv)) {
-        pthread_t th;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&th, &attr, py_wait_for_interpreter, NULL) != 0)
+        if (python_start_helper(py_wait_for_interpreter, NULL) != 0)
             collector_note("cannot start the Python attach thread; Python profiling is off");
-        pthread_attr_destroy(&attr);
         return;
     }
     if (py.AddAuditHook(py_audit_hook, NULL) != 0)

@@ -29,8 +29,6 @@
  * got our function back while it was off (born during a switch) switches everything off
  * again at its first event. */
 #define _GNU_SOURCE
-#include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
@@ -81,9 +79,6 @@ static int ev_call(const char *method, const char *format, py_object *code, long
     return r ? 0 : -1;
 }
 
-/* Main thread, under the GIL (Py_AddPendingCall). ev_queued stays set until the events
- * go off (python_events_idle): CPython takes its pending-call lock again once this
- * returns, and a signal handler of ours must not ask for the lock its own thread holds. */
 /* RESUME (dis.opmap), the first instruction of every function from 3.11 on; -1 where
  * not known. */
 static int ev_resume_opcode(void)
@@ -115,10 +110,12 @@ static int ev_frame_at_start(py_object *frame)
     return at;
 }
 
-/* In the main thread's eval-breaker check, under the GIL. Where that check is the one at
- * the start of a call (a call begun after the window opened, before this ran), the call
- * is entered here, or it would be missed whole. Other threads' calls begun in the same
- * microseconds are not looked for. */
+/* Main thread, under the GIL (Py_AddPendingCall). ev_queued stays set until the events
+ * go off (python_events_idle): CPython takes its pending-call lock again once this
+ * returns, and a signal handler of ours must not ask for the lock its own thread holds.
+ * Where this runs in the eval-breaker check at the start of a call (a call begun after
+ * the window opened, before this ran), that call is entered here, or it would be missed
+ * whole. Other threads' calls begun in the same microseconds are not looked for. */
 static int ev_pending_open(void *arg)
 {
     (void)arg;
@@ -155,19 +152,9 @@ static void *ev_nudge(void *arg)
  * the main one opens the Python layer only at the main thread's next GIL switch. */
 static void ev_nudge_main_thread(void)
 {
-    pthread_attr_t attr;
-    pthread_t t;
-    sigset_t all, prev;
-    if (pthread_attr_init(&attr) != 0)
-        return;
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &prev); /* the program's signals are not for it */
-    if (pthread_create(&t, &attr, ev_nudge, NULL) != 0)
+    if (python_start_helper(ev_nudge, NULL) != 0)
         collector_note("the Python layer's window opening waits for the main thread's "
                        "next GIL switch: no thread could be started to ask for it");
-    pthread_sigmask(SIG_SETMASK, &prev, NULL);
-    pthread_attr_destroy(&attr);
 }
 
 /* The window opened from a signal handler or the collector thread (whose signals are
