@@ -392,7 +392,7 @@ PROF_EXPORT int prof_attach_start(const char *settings, char *msg, size_t msg_le
 #endif
     int py = python_attach_late(attach_open);
     if (py != 0)
-        attach_open(); /* no interpreter, or its hook is in already */
+        attach_open(); /* no interpreter */
     attach_msg(msg, msg_len, "%s\t%s", settings_string(SETTING_PROF_OUTPUT_DIR),
                settings_string(SETTING_PROF_RUN_ID));
     rc = 0;

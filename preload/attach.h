@@ -14,9 +14,9 @@ int attach_starting(void);
 /* The rest of the constructor (init.c): settings, collector, layers. */
 void init_begin(int argc, char **argv);
 
-/* The Python layer (python_attach.c): puts its hook in through a pending call and then
- * calls ready in the main thread, under the GIL. 0: scheduled; 1: already in place (a
- * preloaded process); -1: no supported interpreter here. */
+/* The Python layer (python_attach.c): puts its hook in through a pending call, if not in
+ * already, and then calls ready in the main thread, under the GIL. 0: scheduled; -1: no
+ * supported interpreter here. */
 int python_attach_late(void (*ready)(void));
 
 /* attach_got.c, from the constructor of an attach (the loader's lock held): points the

@@ -115,6 +115,10 @@ extern __thread int python_installing;
 /* A short-lived detached thread of ours running fn(arg), every signal blocked in it (the
  * program's signals are not for it). 0, or -1. Not from a signal handler. */
 int python_start_helper(void *(*fn)(void *), void *arg);
+/* python_events.c: after a pending call added on a thread other than the main one, so
+ * that a main thread that never lets the GIL go runs it within a switch interval (3.10-
+ * 3.12; nothing elsewhere). Not from a signal handler. */
+void python_nudge_main_thread(void);
 
 /* python_threads.c: at attach, in the main thread, before fn is in place there: every
  * thread state made from now on gets fn as its profile function. 0, or -1 (said on

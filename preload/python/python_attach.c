@@ -536,7 +536,8 @@ static void python_start(int argc, char **argv)
 
 /* profrun attach: the interpreter runs already, so no run_* event will come. The audit
  * hook and our profile functions go in through a pending call, which the main thread
- * runs under the GIL between two bytecodes; `ready` runs there next. */
+ * runs under the GIL between two bytecodes; `ready` runs there next (each attach: the
+ * window opens there). */
 static void (*py_late_ready)(void);
 
 static int py_attach_late_call(void *arg)
@@ -560,10 +561,14 @@ int python_attach_late(void (*ready)(void))
 {
     if (!py_started || !py.IsInitialized() || (py.IsFinalizing && py.IsFinalizing()))
         return -1;
-    if (py_attached)
-        return 1;
+    /* also when attached already (a second attach, a preloaded process): the window then
+     * opens in the main thread between two bytecodes, so that every Python call begun
+     * after its opening time is seen */
     py_late_ready = ready;
-    return py.AddPendingCall(py_attach_late_call, NULL) == 0 ? 0 : -1;
+    if (py.AddPendingCall(py_attach_late_call, NULL) != 0)
+        return -1;
+    python_nudge_main_thread();
+    return 0;
 }
 
 static void python_after_fork_child(void)

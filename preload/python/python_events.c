@@ -150,8 +150,10 @@ static void *ev_nudge(void *arg)
  * asks for the GIL while the interpreter finalizes is ended there. Not from a signal
  * handler (no thread can be started there): a signal that lands on another thread than
  * the main one opens the Python layer only at the main thread's next GIL switch. */
-static void ev_nudge_main_thread(void)
+void python_nudge_main_thread(void)
 {
+    if (py.minor < 10 || py.minor > 12 || gettid() == getpid())
+        return; /* the breaker is set from any thread, or this is the main thread */
     if (python_start_helper(ev_nudge, NULL) != 0)
         collector_note("the Python layer's window opening waits for the main thread's "
                        "next GIL switch: no thread could be started to ask for it");
@@ -169,8 +171,8 @@ static void ev_window_switched(int open, int in_handler)
         return; /* (not once the interpreter is finalizing) */
     if (py.AddPendingCall(ev_pending_open, NULL) != 0)
         atomic_store(&ev_queued, 0); /* the queue is full: the next opening tries again */
-    else if (!in_handler && py.minor >= 10 && py.minor <= 12 && gettid() != getpid())
-        ev_nudge_main_thread();
+    else if (!in_handler)
+        python_nudge_main_thread();
 }
 
 /* A step's end counted by the PyTorch layer opened the window, on the step's thread (any
