@@ -29,6 +29,7 @@
 #include <sys/mman.h>
 #include <sys/ucontext.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "resolve.h"
@@ -75,6 +76,13 @@ static struct stacks_unwind_table *stacks_unwind_retired; /* the updater's only 
 /* dlclose calls begun: while it has not moved since the table was made, the table's
  * segments are mapped and readable, and the unwinder reads them without asking */
 static _Atomic uint64_t stacks_unwind_unloads;
+/* dlclose calls under way: while one is, no unwind starts (its sample has no stack), and
+ * the dlclose waits for the unwinds begun before it to end (stacks_unwind_readers), so
+ * that no object goes while an unwind reads it. Checking a page and reading it are two
+ * steps: an object unmapped between them faulted the unwinding thread (in its signal
+ * handler; under ThreadSanitizer, whose deferred handlers run with every signal blocked,
+ * the process died without a word). */
+static _Atomic int stacks_unwind_closing;
 
 /* .eh_frame_hdr (LSB): version 1, the encodings of eh_frame_ptr, fde_count and the table;
  * the table must be the usual datarel|sdata4 pairs. 0 when the object is not usable. */
@@ -353,7 +361,11 @@ int stacks_unwind_context(void *ucontext, void **buf, int max)
 {
     if (!stacks_unwind_space)
         return 0;
-    atomic_fetch_add(&stacks_unwind_readers, 1);
+    atomic_fetch_add(&stacks_unwind_readers, 1); /* seq_cst with dlclose's, both ways */
+    if (atomic_load(&stacks_unwind_closing)) {
+        atomic_fetch_sub(&stacks_unwind_readers, 1);
+        return 0;
+    }
     struct stacks_unwind_arg arg = {.uc = ucontext, .table = atomic_load(&stacks_unwind_current)};
     unw_cursor_t cursor;
     int n = 0;
@@ -411,10 +423,13 @@ int stacks_unwind_start(void)
 void stacks_unwind_after_fork_child(void)
 {
     atomic_store(&stacks_unwind_readers, 0); /* only this thread goes on */
+    atomic_store(&stacks_unwind_closing, 0);
 }
 
 /* Marks the tables' segments as possibly unmapped before an object goes (see
- * stacks_unwind_unloads); the collector's next pass makes a new table. */
+ * stacks_unwind_unloads; the collector's next pass makes a new table), and lets the
+ * unwinds under way end first (stacks_unwind_closing): 200 ms at most, so that a thread
+ * stopped inside one (a debugger) does not hold the program. */
 __attribute__((visibility("default"))) int dlclose(void *handle)
 {
     static int (*_Atomic real)(void *);
@@ -424,5 +439,12 @@ __attribute__((visibility("default"))) int dlclose(void *handle)
         atomic_store_explicit(&real, fn, memory_order_relaxed);
     }
     atomic_fetch_add(&stacks_unwind_unloads, 1);
-    return fn ? fn(handle) : -1;
+    atomic_fetch_add(&stacks_unwind_closing, 1);
+    for (int i = 0; i < 20000 && atomic_load(&stacks_unwind_readers) > 0; i++) {
+        struct timespec ts = {0, 10000};
+        nanosleep(&ts, NULL);
+    }
+    int rc = fn ? fn(handle) : -1;
+    atomic_fetch_sub(&stacks_unwind_closing, 1);
+    return rc;
 }
