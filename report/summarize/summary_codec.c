@@ -54,7 +54,7 @@ void summary_codec_bytes(struct summary_codec *c, void *p, size_t n)
         summary_codec_put(c, p, n);
 }
 
-void summary_codec_u64(struct summary_codec *c, uint64_t *v)
+void summary_codec_u64_checked(struct summary_codec *c, uint64_t *v)
 {
     if (!c->reading) {
         uint8_t b[10];
@@ -86,7 +86,7 @@ void summary_codec_u64(struct summary_codec *c, uint64_t *v)
     *v = x;
 }
 
-void summary_codec_i64(struct summary_codec *c, int64_t *v)
+void summary_codec_i64_checked(struct summary_codec *c, int64_t *v)
 {
     uint64_t z = ((uint64_t)*v << 1) ^ (uint64_t)(*v >> 63);
     summary_codec_u64(c, &z);
@@ -106,7 +106,7 @@ static uint64_t summary_codec_bounded(struct summary_codec *c, uint64_t value, u
     return v;
 }
 
-void summary_codec_u32(struct summary_codec *c, uint32_t *v)
+void summary_codec_u32_checked(struct summary_codec *c, uint32_t *v)
 {
     *v = (uint32_t)summary_codec_bounded(c, *v, UINT32_MAX);
 }
@@ -116,12 +116,12 @@ void summary_codec_u16(struct summary_codec *c, uint16_t *v)
     *v = (uint16_t)summary_codec_bounded(c, *v, UINT16_MAX);
 }
 
-void summary_codec_u8(struct summary_codec *c, uint8_t *v)
+void summary_codec_u8_checked(struct summary_codec *c, uint8_t *v)
 {
     *v = (uint8_t)summary_codec_bounded(c, *v, UINT8_MAX);
 }
 
-void summary_codec_i32(struct summary_codec *c, int32_t *v)
+void summary_codec_i32_checked(struct summary_codec *c, int32_t *v)
 {
     int64_t x = *v;
     summary_codec_i64(c, &x);
