@@ -41,7 +41,9 @@ struct comm_merge_calls {
     size_t nread;
 };
 
-static void comm_merge_calls_get(struct comm_merge_calls *out, const struct comm_merge_rank *r)
+/* with_steps: a summary's steps are read with its calls (the merge asks for them next). */
+static void comm_merge_calls_get(struct comm_merge_calls *out, const struct comm_merge_rank *r,
+                                 int with_steps)
 {
     memset(out, 0, sizeof *out);
     out->read = calloc(r->nprocs + 1, sizeof *out->read);
@@ -53,7 +55,7 @@ static void comm_merge_calls_get(struct comm_merge_calls *out, const struct comm
         if (proc->summary_file) {
             char err[512];
             struct model_comm *m = &out->read[out->nread++];
-            if (summary_file_read_comm(proc, m, err, sizeof err) != 0)
+            if (summary_file_read_comm(proc, with_steps, m, err, sizeof err) != 0)
                 format_say(stderr, "warning: %s", err);
             c = m;
         }
@@ -96,7 +98,11 @@ static uint64_t comm_merge_comm_time(const struct comm_merge_calls *c)
     }
     if (!n)
         return 0;
-    qsort(iv, n, sizeof *iv, comm_merge_interval_cmp);
+    size_t sorted = 1; /* calls come in time order: most often nothing to sort */
+    while (sorted < n && iv[sorted - 1].start <= iv[sorted].start)
+        sorted++;
+    if (sorted < n)
+        qsort(iv, n, sizeof *iv, comm_merge_interval_cmp);
     uint64_t total = 0, s = iv[0].start, e = iv[0].end;
     for (size_t i = 1; i < n; i++) {
         if (iv[i].start > e) {
@@ -286,6 +292,37 @@ static int comm_merge_in_window(const struct comm_report *r, size_t k,
     return number >= (int64_t)r->step_lo && number <= (int64_t)r->step_hi;
 }
 
+/* Whether each of a rank's matched calls (numbered, in comm_match_number's order) is in
+ * the window, one bit each. */
+struct comm_merge_in_window {
+    uint8_t *bits;
+    size_t n;
+};
+
+static void comm_merge_in_window_fill(struct comm_merge_in_window *w, const struct comm_report *r,
+                                      size_t k, const struct comm_merge_rank *rank,
+                                      const struct comm_match_call *mc, size_t n, uint64_t offset)
+{
+    w->n = n;
+    w->bits = calloc(n / 8 + 1, 1);
+    if (!w->bits)
+        report_oom();
+    for (size_t i = 0; i < n; i++)
+        if (comm_merge_in_window(r, k, rank, mc[i].start + offset))
+            w->bits[i / 8] |= (uint8_t)(1u << (i % 8));
+}
+
+/* The i-th matched call's bit; asked of the steps when the calls read now are not those
+ * read on the first pass. */
+static int comm_merge_in_window_at(const struct comm_merge_in_window *w, size_t i,
+                                   const struct comm_report *r, size_t k,
+                                   const struct comm_merge_rank *rank, uint64_t start_ns)
+{
+    if (i < w->n)
+        return (w->bits[i / 8] >> (i % 8)) & 1;
+    return comm_merge_in_window(r, k, rank, start_ns);
+}
+
 static void comm_merge_rank_times(struct comm_rank_row *row, const struct comm_merge_rank *r,
                                   const struct comm_merge_calls *calls, const char *step_name)
 {
@@ -451,7 +488,7 @@ static void comm_merge_clocks(struct comm_report *r, const struct comm_merge_ran
             if ((rank_host[k] == 0) != reference)
                 continue;
             struct comm_merge_calls calls;
-            comm_merge_calls_get(&calls, &ranks[k]);
+            comm_merge_calls_get(&calls, &ranks[k], 0);
             for (size_t i = 0; i < calls.n; i++)
                 comm_merge_row_of(r, cap_rows, calls.calls[i]);
             struct comm_match_call *mc = NULL;
@@ -539,10 +576,15 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
     comm_match_init(&match);
     struct comm_match_call *ref = NULL; /* windowed: the first rank's calls */
     size_t nref = 0;
+    /* by steps: whether each matched call of a rank is in the window's steps, found on
+     * the first pass while the rank's steps are read, used by the second */
+    struct comm_merge_in_window *in_window = calloc(r->nranks + 1, sizeof *in_window);
+    if (!in_window)
+        report_oom();
     for (int pass = 0; pass < 2; pass++) {
         for (size_t k = 0; k < r->nranks; k++) {
             struct comm_merge_calls calls;
-            comm_merge_calls_get(&calls, &ranks[k]);
+            comm_merge_calls_get(&calls, &ranks[k], pass == 0 && r->by_steps);
             if (pass == 0) {
                 comm_merge_rank_times(&r->ranks[k], &ranks[k], &calls, s->step_name);
                 if (r->by_steps)
@@ -584,6 +626,9 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
             } else if (windowed) {
                 comm_match_align(mc, nmc, ref, nref);
             }
+            if (pass == 0 && r->by_steps)
+                comm_merge_in_window_fill(&in_window[k], r, k, &ranks[k], mc, nmc,
+                                          (uint64_t)r->hosts[rank_host[k]].offset_ns);
             for (size_t i = 0; i < nmc; i++) {
                 struct comm_match_op *op = comm_match_op(&match, &mc[i], pass == 0);
                 if (pass == 0) {
@@ -597,9 +642,9 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
                 if (wait > dur)
                     wait = dur;
                 cells[mc[i].row * r->nranks + k].wait_ns += wait;
-                if (!r->by_steps ||
-                    comm_merge_in_window(r, k, &ranks[k],
-                                         mc[i].start + (uint64_t)r->hosts[rank_host[k]].offset_ns))
+                if (!r->by_steps || comm_merge_in_window_at(
+                                        &in_window[k], i, r, k, &ranks[k],
+                                        mc[i].start + (uint64_t)r->hosts[rank_host[k]].offset_ns))
                     r->ranks[k].wait_ns += wait;
                 r->rows[mc[i].row].wait_ns += wait;
             }
@@ -615,6 +660,9 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
         if (r->ranks[k].wait_ns > r->ranks[k].comm_ns)
             r->ranks[k].wait_ns = r->ranks[k].comm_ns;
     free(ref);
+    for (size_t k = 0; k < r->nranks; k++)
+        free(in_window[k].bits);
+    free(in_window);
     r->any = r->nrows > 0;
     if (!cells) {
         cells = calloc(1, sizeof *cells);

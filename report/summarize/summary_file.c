@@ -215,6 +215,30 @@ static int sf_open(sf_codec *c, const char *path, const uint8_t *buf, size_t len
     return 0;
 }
 
+/* What a summary was when it was loaded, by process: its size and checksum, so that a
+ * section read again alone (sf_open_section) is known to come from the same file. */
+static struct u64map sf_stamps; /* process address -> size << 32 | CRC-32 */
+static int sf_stamps_ready;
+
+static uint64_t sf_stamp_of(size_t len, const uint8_t *crc)
+{
+    return (uint64_t)len << 32 | (uint64_t)crc[0] | (uint64_t)crc[1] << 8 | (uint64_t)crc[2] << 16 |
+           (uint64_t)crc[3] << 24;
+}
+
+static void sf_stamp_keep(const struct model_process *p, const uint8_t *buf, size_t len)
+{
+    if (!sf_stamps_ready) {
+        u64map_init(&sf_stamps);
+        sf_stamps_ready = 1;
+    }
+    uint64_t *slot = u64map_slot(&sf_stamps, (uintptr_t)p);
+    if (!slot)
+        report_oom();
+    /* a process at an address freed before: its stamp replaced; 0: none (read it whole) */
+    *slot = len < (1ull << 32) ? sf_stamp_of(len, buf + len - 12) : 0;
+}
+
 struct model_process *summary_file_load(const char *path, char *err, size_t errlen)
 {
     size_t len = 0;
@@ -254,15 +278,67 @@ struct model_process *summary_file_load(const char *path, char *err, size_t errl
     }
     p->summary_file = report_strdup(path);
     p->summary_py_offset = c.pos;
+    sf_stamp_keep(p, buf, len);
     free(buf);
     return p;
 }
 
-/* Opens p's summary again at a section read when needed: *buf holds the file (free it),
- * c stands at offset. 0, or -1 with err set. */
-static int sf_open_section(const struct model_process *p, size_t offset, sf_codec *c, uint8_t **buf,
-                           char *err, size_t errlen)
+/* Reads p's summary's bytes [from, to) alone when the file still has the size and
+ * checksum it had when loaded (the whole was checked then): *buf holds them, c reads them
+ * and *base is from. 0, or -1: read it whole. */
+static int sf_read_part(const struct model_process *p, size_t from, size_t to, sf_codec *c,
+                        uint8_t **buf, size_t *base)
 {
+    const uint64_t *stamp = sf_stamps_ready ? u64map_find(&sf_stamps, (uintptr_t)p) : NULL;
+    if (!stamp || !*stamp || from > to)
+        return -1;
+    int fd = open(p->summary_file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    uint8_t tail[12];
+    size_t len = (size_t)(*stamp >> 32);
+    int rc = -1;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == len &&
+        to <= len - 12 && pread(fd, tail, sizeof tail, (off_t)(len - 12)) == (ssize_t)sizeof tail &&
+        sf_stamp_of(len, tail) == *stamp && !memcmp(tail + 4, SUMMARY_FILE_END, 8)) {
+        *buf = malloc(to - from + 1);
+        if (!*buf)
+            report_oom();
+        size_t n = 0;
+        while (n < to - from) {
+            ssize_t got = pread(fd, *buf + n, to - from - n, (off_t)(from + n));
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got <= 0)
+                break;
+            n += (size_t)got;
+        }
+        if (n == to - from) {
+            summary_codec_reader(c, *buf, n);
+            *base = from;
+            rc = 0;
+        } else {
+            free(*buf);
+            *buf = NULL;
+        }
+    }
+    close(fd);
+    return rc;
+}
+
+/* Opens p's summary again at a section read when needed, the bytes [from, to) of it at
+ * least: *buf holds them or the whole file (free it), c stands at offset, which is
+ * *base + c->pos. 0, or -1 with err set. */
+static int sf_open_section(const struct model_process *p, size_t from, size_t to, size_t offset,
+                           sf_codec *c, uint8_t **buf, size_t *base, char *err, size_t errlen)
+{
+    *buf = NULL;
+    if (offset >= from && offset <= to && sf_read_part(p, from, to, c, buf, base) == 0) {
+        c->pos = offset - from;
+        return 0;
+    }
+    *base = 0;
     size_t len = 0;
     *buf = sf_read_all(p->summary_file, &len, err, errlen);
     if (!*buf)
@@ -277,6 +353,13 @@ static int sf_open_section(const struct model_process *p, size_t offset, sf_code
     return 0;
 }
 
+/* Where p's summary's checksum starts (0: not known). */
+static size_t sf_summary_end(const struct model_process *p)
+{
+    const uint64_t *stamp = u64map_find(&sf_stamps, (uintptr_t)p);
+    return stamp && *stamp ? (size_t)(*stamp >> 32) - 12 : 0;
+}
+
 int summary_file_add_python(struct pystats *s, const struct model_process *p, char *err,
                             size_t errlen)
 {
@@ -284,7 +367,9 @@ int summary_file_add_python(struct pystats *s, const struct model_process *p, ch
         return 0;
     sf_codec c;
     uint8_t *buf;
-    int rc = sf_open_section(p, p->summary_py_offset, &c, &buf, err, errlen);
+    size_t base, end = sf_stamps_ready ? sf_summary_end(p) : 0;
+    int rc = sf_open_section(p, p->summary_py_offset, end, p->summary_py_offset, &c, &buf, &base,
+                             err, errlen);
     if (rc == 0) {
         summary_model_read_pystats(&c, s);
         if (c.bad) {
@@ -297,16 +382,17 @@ int summary_file_add_python(struct pystats *s, const struct model_process *p, ch
     return rc;
 }
 
-/* p's steps from its summary open in c (at any offset). 0, or -1 with err set. */
-static int sf_read_steps(const struct model_process *p, sf_codec *c, struct model_step **out,
-                         char *err, size_t errlen)
+/* p's steps from its summary open in c (at any offset; c's bytes start at the file's
+ * base). 0, or -1 with err set. */
+static int sf_read_steps(const struct model_process *p, sf_codec *c, size_t base,
+                         struct model_step **out, char *err, size_t errlen)
 {
     *out = NULL;
-    if (p->summary_steps_offset > c->len) {
+    if (p->summary_steps_offset < base || p->summary_steps_offset - base > c->len) {
         snprintf(err, errlen, "%s: changed since it was read", p->summary_file);
         return -1;
     }
-    c->pos = p->summary_steps_offset;
+    c->pos = p->summary_steps_offset - base;
     size_t n = 0;
     summary_model_step_list(c, out, &n);
     if (!c->bad && n != p->steps.nsteps)
@@ -321,15 +407,22 @@ static int sf_read_steps(const struct model_process *p, sf_codec *c, struct mode
     return 0;
 }
 
-int summary_file_read_comm(const struct model_process *p, struct model_comm *out, char *err,
-                           size_t errlen)
+int summary_file_read_comm(const struct model_process *p, int with_steps, struct model_comm *out,
+                           char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (!p->summary_file)
         return 0;
     sf_codec c;
     uint8_t *buf;
-    int rc = sf_open_section(p, p->summary_comm_offset, &c, &buf, err, errlen);
+    size_t base;
+    /* the steps come before the calls, the Python functions after them */
+    with_steps = with_steps && p->steps.nsteps && !p->steps.steps;
+    size_t from = with_steps && p->summary_steps_offset < p->summary_comm_offset
+                      ? p->summary_steps_offset
+                      : p->summary_comm_offset;
+    int rc = sf_open_section(p, from, p->summary_py_offset, p->summary_comm_offset, &c, &buf, &base,
+                             err, errlen);
     if (rc == 0) {
         summary_model_comm(&c, out);
         if (c.bad) {
@@ -341,8 +434,7 @@ int summary_file_read_comm(const struct model_process *p, struct model_comm *out
     }
     /* The steps too while the file is read: the merge asks for them next. */
     struct model_step *steps;
-    if (rc == 0 && p->steps.nsteps && !p->steps.steps &&
-        sf_read_steps(p, &c, &steps, err, errlen) == 0)
+    if (rc == 0 && with_steps && sf_read_steps(p, &c, base, &steps, err, errlen) == 0)
         model_steps_give(p, steps);
     free(buf);
     return rc;
@@ -354,9 +446,11 @@ int summary_file_read_steps(const struct model_process *p, struct model_step **o
     *out = NULL;
     sf_codec c;
     uint8_t *buf;
-    int rc = sf_open_section(p, p->summary_steps_offset, &c, &buf, err, errlen);
+    size_t base;
+    int rc = sf_open_section(p, p->summary_steps_offset, p->summary_comm_offset,
+                             p->summary_steps_offset, &c, &buf, &base, err, errlen);
     if (rc == 0)
-        rc = sf_read_steps(p, &c, out, err, errlen);
+        rc = sf_read_steps(p, &c, base, out, err, errlen);
     free(buf);
     return rc;
 }

@@ -60,11 +60,12 @@ int summary_file_add_python(struct pystats *s, const struct model_process *p, ch
 int summary_file_read_steps(const struct model_process *p, struct model_step **out, char *err,
                             size_t errlen);
 /* The communication calls of a process read from a summary, into out (names and calls;
- * free with summary_file_free_comm), and p's steps when it holds none (model_steps_give).
- * 0 (out empty for a process read from a trace: its calls are p->comm's), or -1 with a
- * message in err and out empty. */
-int summary_file_read_comm(const struct model_process *p, struct model_comm *out, char *err,
-                           size_t errlen);
+ * free with summary_file_free_comm), and, with_steps, p's steps when it holds none
+ * (model_steps_give). 0 (out empty for a process read from a trace: its calls are
+ * p->comm's), or -1 with a message in err and out empty. A summary read again reads the
+ * sections asked for alone, when it is still the file loaded (its size and checksum). */
+int summary_file_read_comm(const struct model_process *p, int with_steps, struct model_comm *out,
+                           char *err, size_t errlen);
 void summary_file_free_comm(struct model_comm *m);
 /* 1 if path names a summary file (by its first bytes), else 0. */
 int summary_file_is_summary(const char *path);
