@@ -29,11 +29,70 @@ static int comm_match_call_cmp(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* A rank's calls come in time order, a few collectives and communicators among them:
+ * sorted then by moving each (row, communicator) group apart, in order, which is what the
+ * stable sort (glibc's qsort merges) gives. 0, or -1 when they do not come so (the caller
+ * sorts). */
+#define COMM_MATCH_FEW_GROUPS 32
+static int comm_match_group_sort(struct comm_match_call *calls, size_t n)
+{
+    struct comm_match_group {
+        size_t row;
+        uint64_t comm, last_start;
+        size_t count, at;
+    } g[COMM_MATCH_FEW_GROUPS];
+    size_t ng = 0, cur = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct comm_match_call *c = &calls[i];
+        if (!ng || g[cur].row != c->row || g[cur].comm != c->comm) {
+            for (cur = 0; cur < ng && (g[cur].row != c->row || g[cur].comm != c->comm); cur++)
+                ;
+            if (cur == ng) {
+                if (ng == COMM_MATCH_FEW_GROUPS)
+                    return -1;
+                g[ng++] = (struct comm_match_group){c->row, c->comm, c->start, 0, 0};
+            }
+        }
+        if (c->start < g[cur].last_start)
+            return -1;
+        g[cur].last_start = c->start;
+        g[cur].count++;
+    }
+    /* groups in (row, communicator) order: a handful, by insertion */
+    for (size_t i = 1; i < ng; i++) {
+        struct comm_match_group t = g[i];
+        size_t j = i;
+        for (; j > 0 && (g[j - 1].row > t.row || (g[j - 1].row == t.row && g[j - 1].comm > t.comm));
+             j--)
+            g[j] = g[j - 1];
+        g[j] = t;
+    }
+    for (size_t i = 0, at = 0; i < ng; i++) {
+        g[i].at = at;
+        at += g[i].count;
+    }
+    struct comm_match_call *out = malloc(n * sizeof *out);
+    if (!out)
+        report_oom();
+    cur = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct comm_match_call *c = &calls[i];
+        if (g[cur].row != c->row || g[cur].comm != c->comm)
+            for (cur = 0; g[cur].row != c->row || g[cur].comm != c->comm; cur++)
+                ;
+        out[g[cur].at++] = *c;
+    }
+    memcpy(calls, out, n * sizeof *out);
+    free(out);
+    return 0;
+}
+
 void comm_match_number(struct comm_match_call *calls, size_t n)
 {
     if (!n)
         return;
-    qsort(calls, n, sizeof *calls, comm_match_call_cmp);
+    if (comm_match_group_sort(calls, n) != 0)
+        qsort(calls, n, sizeof *calls, comm_match_call_cmp);
     for (size_t i = 0; i < n; i++)
         calls[i].k = i > 0 && calls[i - 1].row == calls[i].row && calls[i - 1].comm == calls[i].comm
                          ? calls[i - 1].k + 1
@@ -109,6 +168,15 @@ static uint64_t comm_match_hash(size_t row, uint64_t comm, size_t k)
 
 struct comm_match_op *comm_match_op(struct comm_match *m, const struct comm_match_call *c, int add)
 {
+    /* Ranks number their calls alike, in one order: the next operation is most often the
+     * one after the last found. */
+    if (m->next < m->nops) {
+        struct comm_match_op *op = &m->ops[m->next];
+        if (op->row == c->row && op->comm == c->comm && op->k == c->k) {
+            m->next++;
+            return op;
+        }
+    }
     for (uint64_t h = comm_match_hash(c->row, c->comm, c->k);; h++) {
         uint64_t *slot = add ? u64map_slot(&m->index, h) : u64map_find(&m->index, h);
         if (add && !slot)
@@ -117,8 +185,10 @@ struct comm_match_op *comm_match_op(struct comm_match *m, const struct comm_matc
             return NULL;
         if (*slot) {
             struct comm_match_op *op = &m->ops[*slot - 1];
-            if (op->row == c->row && op->comm == c->comm && op->k == c->k)
+            if (op->row == c->row && op->comm == c->comm && op->k == c->k) {
+                m->next = *slot;
                 return op;
+            }
             continue;
         }
         if (!add) /* u64map_find never gives an empty slot; kept for clarity */
@@ -130,6 +200,7 @@ struct comm_match_op *comm_match_op(struct comm_match *m, const struct comm_matc
         op->comm = c->comm;
         op->k = c->k;
         *slot = ++m->nops;
+        m->next = m->nops;
         return op;
     }
 }
@@ -169,4 +240,5 @@ void comm_match_sort(struct comm_match *m)
         qsort(m->ops, m->nops, sizeof *m->ops, comm_match_op_cmp);
     u64map_free(&m->index); /* the indices moved */
     u64map_init(&m->index);
+    m->next = 0;
 }

@@ -32,6 +32,7 @@ struct comm_match {
     struct comm_match_op *ops;
     size_t nops, cap;
     struct u64map index; /* hash of (row, comm, k), probing on -> index + 1 */
+    size_t next;         /* the index after the operation found or added last */
 };
 
 void comm_match_init(struct comm_match *m);
