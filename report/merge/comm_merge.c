@@ -307,9 +307,36 @@ static void comm_merge_in_window_fill(struct comm_merge_in_window *w, const stru
     w->bits = calloc(n / 8 + 1, 1);
     if (!w->bits)
         report_oom();
-    for (size_t i = 0; i < n; i++)
-        if (comm_merge_in_window(r, k, rank, mc[i].start + offset))
+    const struct model_process *p = steps_main_process(rank->procs, rank->nprocs);
+    if (!p)
+        return;
+    model_steps_hold(p);
+    const struct model_step *steps = p->steps.steps;
+    size_t nsteps = p->steps.nsteps, sorted = 1;
+    while (sorted < nsteps && steps[sorted - 1].end_ns <= steps[sorted].end_ns)
+        sorted++;
+    /* Steps end in order and each collective's calls come in time order: the step of a
+     * call is found from the last one's on (steps_at, which finds it by halves, gives the
+     * same); else asked of steps_at. */
+    uint64_t before = UINT64_MAX;
+    size_t a = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t t = mc[i].start + offset - (uint64_t)p->comm.realtime_offset_ns;
+        const struct model_step *at;
+        if (sorted < nsteps) {
+            at = steps_at(p, t);
+        } else {
+            if (t < before)
+                a = 0;
+            before = t;
+            while (a < nsteps && steps[a].end_ns <= t)
+                a++;
+            at = a < nsteps && steps[a].start_ns <= t ? &steps[a] : NULL;
+        }
+        int64_t number = at ? (int64_t)at->number + r->step_shift[k] : 0;
+        if (at && number >= (int64_t)r->step_lo && number <= (int64_t)r->step_hi)
             w->bits[i / 8] |= (uint8_t)(1u << (i % 8));
+    }
 }
 
 /* The i-th matched call's bit; asked of the steps when the calls read now are not those
