@@ -140,26 +140,17 @@ static void main_print_comm_default(const struct comm_report *r, size_t limit)
 }
 
 /* The tables asked for by name, in a fixed order, a blank line between them. */
-/* The flame graphs' default: the steps' phases, exact from the call trees, which hold every
- * step; when the warm-up steps are most of the steps' time (a first step that sets up
- * CUDA, compiles, ...) the steady steps instead, from the Python calls long enough to be
- * spans (EXPORT_PHASE_STEADY). */
+/* The flame graphs' default: the steady steps (warm-up left out), from the Python calls
+ * long enough to be spans, so that what a step does outside its four phases (a slow rank's
+ * extra work between forward and backward) is in it too (EXPORT_PHASE_STEADY); without
+ * spans (a run recorded with PROF_PY_SPAN_US too high to keep any), the steps' phases,
+ * exact from the call trees. */
 static int main_default_phase(const struct summary *s)
 {
-    uint64_t warm = 0, all = 0;
-    for (size_t i = 0; i < s->nprocs; i++) {
-        const struct model_steps *st = &s->procs[i]->steps;
-        double ratio;
-        size_t w = st->nsteps ? steps_warmup(s->procs[i], &ratio) : 0;
-        for (size_t k = 0; k < st->nsteps; k++) {
-            uint64_t ns = st->steps[k].end_ns - st->steps[k].start_ns;
-            all += ns;
-            warm += k < w ? ns : 0;
-        }
-        model_steps_let_go(s->procs[i]);
-    }
-    return all && warm * 2 >= all && s->nprocs && s->procs[0]->py.span_list ? EXPORT_PHASE_STEADY
-                                                                            : EXPORT_PHASE_STEPS;
+    for (size_t i = 0; i < s->nprocs; i++)
+        if (s->procs[i]->py.nspan_list)
+            return EXPORT_PHASE_STEADY;
+    return EXPORT_PHASE_STEPS;
 }
 
 static void main_print_selected(const struct summary *s, size_t limit,
@@ -548,6 +539,8 @@ int main(int argc, char **argv)
             return main_bad_usage("--summarize writes summaries only; give the views to the "
                                   "report that reads them%s",
                                   "");
+        /* the operator rows of the steady steps beside the whole process's */
+        model_torch_set_window(MODEL_WINDOW_STEADY);
         return summarize_run(argv + optind, argc - optind, jobs, stdout);
     }
     if (split != TABLES_PYTHON_MERGED && !python)
@@ -611,6 +604,11 @@ int main(int argc, char **argv)
                                                       : NULL;
     model_steps_set_name(step_name);
     model_steps_keep_spans(html_path || flame_path); /* --phase startup, steady */
+    /* The operator tables: the steady steps unless --phase says otherwise. */
+    model_torch_set_window(phase == EXPORT_PHASE_ALL       ? MODEL_WINDOW_ALL
+                           : phase == EXPORT_PHASE_STEPS   ? MODEL_WINDOW_STEPS
+                           : phase == EXPORT_PHASE_STARTUP ? MODEL_WINDOW_STARTUP
+                                                           : MODEL_WINDOW_STEADY);
     for (int i = optind; i < argc; i++)
         report_inputs_load_path(&in, argv[i]);
     if (in.n == 0) {

@@ -35,28 +35,7 @@ const struct model_process *steps_main_process(const struct model_process *const
 size_t steps_warmup(const struct model_process *p, double *ratio)
 {
     model_steps_hold(p);
-    const struct model_steps *st = &p->steps;
-    size_t n = st->nsteps;
-    *ratio = 0;
-    if (n < 4)
-        return 0;
-    size_t half = n - n / 2;
-    uint64_t *d = malloc(half * sizeof *d);
-    if (!d)
-        report_oom();
-    for (size_t i = 0; i < half; i++)
-        d[i] = st->steps[n / 2 + i].end_ns - st->steps[n / 2 + i].start_ns;
-    qsort(d, half, sizeof *d, steps_u64_cmp);
-    double ref = (double)steps_quantile(d, half, 0.5);
-    free(d);
-    if (ref <= 0)
-        return 0;
-    *ratio = (double)(st->steps[0].end_ns - st->steps[0].start_ns) / ref;
-    size_t w = 0;
-    while (w < n / 4 &&
-           (double)(st->steps[w].end_ns - st->steps[w].start_ns) > STEPS_WARMUP_RATIO * ref)
-        w++;
-    return w;
+    return model_steps_warmup(&p->steps, ratio);
 }
 
 uint64_t steps_compute_ns(const struct steps_stats *s)

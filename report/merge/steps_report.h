@@ -14,7 +14,7 @@
 #include "model.h"
 #include "model_steps_load.h"
 
-#define STEPS_WARMUP_RATIO 1.5
+#define STEPS_WARMUP_RATIO MODEL_STEPS_WARMUP_RATIO
 
 struct steps_stats {
     const struct model_process *p;      /* NULL: no steps */

@@ -456,15 +456,49 @@ struct model_torch {
     struct model_torch_memory memory;   /* CPU */
     struct model_torch_memory *devices; /* one per device with memory records */
     size_t ndevices;
-    struct model_torch_row *rows;
+    struct model_torch_row *rows; /* the tables': the part asked (window), or the process */
     size_t nrows;
+    struct model_torch_row *whole_rows; /* when rows are a part's: the whole process's */
+    size_t nwhole_rows;
     struct model_action *scopes; /* record_function scopes (USER_SCOPE ops) by name */
     size_t nscopes;
     struct model_action *builtin; /* forward, backward, optimizer_step, dataloader_next */
     size_t nbuiltin;
     uint64_t builtin_top_ns; /* the built-in actions' time, one inside another once */
     uint64_t unnested;       /* ops that overlap a sibling instead of nesting */
+    /* The part of the process the rows cover (enum model_window, model_torch_window.c):
+     * the one asked when the spans hold every op there, else the whole process and
+     * window_miss (enum model_window_miss) says why. */
+    uint8_t window;
+    uint8_t window_miss;
+    uint64_t window_ns;  /* the part's length */
+    size_t window_steps; /* the training steps in it */
 };
+
+/* The part of each process the operator rows cover (profreport --phase), for every
+ * process read after; MODEL_WINDOW_ALL (the default) keeps the whole process. */
+enum model_window {
+    MODEL_WINDOW_ALL,
+    MODEL_WINDOW_STEADY, /* the steady training steps, warm-up left out */
+    MODEL_WINDOW_STEPS,  /* every training step */
+    MODEL_WINDOW_STARTUP /* before the first step */
+};
+void model_torch_set_window(enum model_window w);
+enum model_window model_torch_window_asked(void);
+/* Why a process's rows are the whole process's though a part was asked. */
+enum model_window_miss {
+    MODEL_WINDOW_MISS_NONE,
+    MODEL_WINDOW_MISS_NO_STEPS,
+    MODEL_WINDOW_MISS_DROPPED, /* the ring dropped events: the spans lack ops */
+    MODEL_WINDOW_MISS_SUMMARY  /* read from a summary, which holds the steady steps only */
+};
+const char *model_window_miss_text(unsigned miss);
+struct model_process;
+/* A process read from its summary (rows, whole_rows and window as --summarize left them,
+ * with the steady steps asked): the rows of the part asked now, or the whole process's. */
+void model_torch_window_pick(struct model_process *p);
+/* "the steady training steps", ... */
+const char *model_window_name(unsigned w);
 
 /* ---- communication (model_comm.c) ----
  * NCCL and MPI calls (API_CALL records of category PROF_CAT_COMM) and torch.distributed's
@@ -603,6 +637,12 @@ int model_steps_python_phase(const struct model_process *p, uint32_t node);
 /* The phase of a Lightning action (its batch fetch, training_step, backward, optimizer_step
  * and zero_grad), or -1. */
 int model_steps_lightning_phase(const char *name);
+
+/* Warm-up: the leading steps slower than MODEL_STEPS_WARMUP_RATIO times the median of the
+ * later half of the steps, at most a quarter of them (none of fewer than 4 steps); *ratio:
+ * the first step's time over that median (0 when none). st->steps must be held. */
+#define MODEL_STEPS_WARMUP_RATIO 1.5
+size_t model_steps_warmup(const struct model_steps *st, double *ratio);
 
 /* "ProfilerStep#N scopes", "optimizer step scopes", ... */
 const char *model_step_source_name(unsigned source);

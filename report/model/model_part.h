@@ -55,6 +55,17 @@ extern const struct model_part model_comm_part;
 extern const struct model_part model_steps_part;
 extern const struct model_part model_torch_part;
 extern const struct model_part model_torch_actions_part;
+
+/* model_torch.c: the row of (name, shapes) in p->torch.rows, made when new; index maps
+ * name_sid << 32 | shapes_sid to the row's index + 1, cap is the rows' capacity. */
+struct u64map;
+struct model_torch_row *model_torch_row_of(struct model_process *p, struct u64map *index,
+                                           size_t *cap, uint32_t name_sid, uint32_t shapes_sid,
+                                           uint8_t scope);
+/* model_torch_window.c: p->torch.rows replaced by those of the part asked
+ * (model_torch_set_window), from the ops sorted by thread and start (order); stack: room
+ * for nops indexes. */
+void model_torch_window_rows(struct model_process *p, const size_t *order, size_t *stack);
 extern const struct model_part model_stacks_part;
 
 #endif

@@ -387,6 +387,37 @@ static void model_steps_finish(struct model_process *p)
     }
 }
 
+static int model_steps_u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+size_t model_steps_warmup(const struct model_steps *st, double *ratio)
+{
+    size_t n = st->nsteps;
+    *ratio = 0;
+    if (n < 4)
+        return 0;
+    size_t half = n - n / 2;
+    uint64_t *d = malloc(half * sizeof *d);
+    if (!d)
+        report_oom();
+    for (size_t i = 0; i < half; i++)
+        d[i] = st->steps[n / 2 + i].end_ns - st->steps[n / 2 + i].start_ns;
+    qsort(d, half, sizeof *d, model_steps_u64_cmp);
+    double ref = (double)d[(half + 1) / 2 - 1]; /* the median, nearest rank */
+    free(d);
+    if (ref <= 0)
+        return 0;
+    *ratio = (double)(st->steps[0].end_ns - st->steps[0].start_ns) / ref;
+    size_t w = 0;
+    while (w < n / 4 &&
+           (double)(st->steps[w].end_ns - st->steps[w].start_ns) > MODEL_STEPS_WARMUP_RATIO * ref)
+        w++;
+    return w;
+}
+
 static model_steps_loader steps_loader;
 
 void model_steps_set_loader(model_steps_loader fn)

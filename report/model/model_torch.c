@@ -493,9 +493,9 @@ static void model_torch_memory_warning(struct model_process *p)
     }
 }
 
-static struct model_torch_row *model_torch_row_of(struct model_process *p, struct u64map *index,
-                                                  size_t *cap, uint32_t name_sid,
-                                                  uint32_t shapes_sid, uint8_t scope)
+struct model_torch_row *model_torch_row_of(struct model_process *p, struct u64map *index,
+                                           size_t *cap, uint32_t name_sid, uint32_t shapes_sid,
+                                           uint8_t scope)
 {
     struct model_torch *t = &p->torch;
     uint64_t *slot = u64map_slot(index, (uint64_t)name_sid << 32 | shapes_sid);
@@ -641,9 +641,10 @@ static void model_torch_scopes(struct model_process *p)
 static void model_torch_finish(struct model_process *p)
 {
     struct model_torch *t = &p->torch;
+    size_t *order = NULL, *stack = NULL;
     if (t->nops) {
-        size_t *order = malloc(t->nops * sizeof *order);
-        size_t *stack = malloc(t->nops * sizeof *stack);
+        order = malloc(t->nops * sizeof *order);
+        stack = malloc(t->nops * sizeof *stack);
         if (!order || !stack)
             report_oom();
         for (size_t i = 0; i < t->nops; i++)
@@ -654,8 +655,6 @@ static void model_torch_finish(struct model_process *p)
         model_torch_nest(t, order, stack);
         model_torch_cuda(p, order, stack);
         model_torch_memory(t, order, stack);
-        free(order);
-        free(stack);
         if (t->unnested)
             model_add_warning(p,
                               "%s (pid %lld): %" PRIu64 " PyTorch op(s) overlap an op of their "
@@ -666,6 +665,10 @@ static void model_torch_finish(struct model_process *p)
         model_torch_rows(p);
         model_torch_scopes(p);
     }
+    if (t->nops)
+        model_torch_window_rows(p, order, stack);
+    free(order);
+    free(stack);
     if (t->spans_dropped)
         model_add_warning(p,
                           "%s (pid %lld): the timeline kept %" PRIu64 " of %" PRIu64
@@ -692,6 +695,7 @@ static void model_torch_free(struct model_process *p)
     free(t->mems);
     free(t->ops);
     free(t->rows);
+    free(t->whole_rows);
     free(t->memory.timeline);
     for (size_t i = 0; i < t->ndevices; i++)
         free(t->devices[i].timeline);

@@ -26,11 +26,12 @@ const char summary_file_suffix[] = ".summary";
 
 #define SUMMARY_FILE_MAGIC "PRFSUMM\n"
 #define SUMMARY_FILE_END "PRFSEND\n"
-/* 5: whether each Python function ran outside imports (pystats_func.outside_imports);
+/* 6: the operator rows of the steady steps beside the whole process's (torch.window);
+ * 5: whether each Python function ran outside imports (pystats_func.outside_imports);
  * 4: the training steps behind their length, read when a view asks for every step
  * (summary_file_read_steps); 3: the trace's identity after the version
- * (summary_file_bound). 4 and older are not read (their trace is). */
-#define SUMMARY_FILE_VERSION 5
+ * (summary_file_bound). 5 and older are not read (their trace is). */
+#define SUMMARY_FILE_VERSION 6
 #define SUMMARY_FILE_MAX (1ull << 32) /* 4 GiB: more is not a summary */
 
 typedef struct summary_codec sf_codec;

@@ -529,21 +529,12 @@ static void sf_torch_memory(sf_codec *c, struct model_process *p, struct model_t
     sf_torch_memory_exact(c, m);
 }
 
-static void sf_torch(sf_codec *c, struct model_process *p)
+static void sf_torch_rows(sf_codec *c, struct model_process *p, struct model_torch_row **rows,
+                          size_t *n)
 {
-    struct model_torch *t = &p->torch;
-    summary_codec_u64(c, &t->spans_expected);
-    summary_codec_u64(c, &t->spans_dropped);
-    summary_codec_u64(c, &t->records);
-    summary_codec_u64(c, &t->mem_records);
-    summary_codec_u64(c, &t->dev_mem_records);
-    sf_torch_memory(c, p, &t->memory);
-    t->devices = summary_codec_vector(c, t->devices, &t->ndevices, 11, sizeof *t->devices);
-    for (size_t i = 0; i < t->ndevices; i++)
-        sf_torch_memory(c, p, &t->devices[i]);
-    t->rows = summary_codec_vector(c, t->rows, &t->nrows, 15, sizeof *t->rows);
-    for (size_t i = 0; i < t->nrows; i++) {
-        struct model_torch_row *r = &t->rows[i];
+    *rows = summary_codec_vector(c, *rows, n, 15, sizeof **rows);
+    for (size_t i = 0; i < *n; i++) {
+        struct model_torch_row *r = &(*rows)[i];
         sf_sid(c, p, &r->name_sid, &r->name);
         sf_sid(c, p, &r->shapes_sid, &r->shapes);
         summary_codec_u8(c, &r->scope);
@@ -560,6 +551,35 @@ static void sf_torch(sf_codec *c, struct model_process *p)
         summary_codec_i64(c, &r->self_dev_mem);
         summary_codec_i64(c, &r->dev_mem);
     }
+}
+
+static void sf_torch(sf_codec *c, struct model_process *p)
+{
+    struct model_torch *t = &p->torch;
+    summary_codec_u64(c, &t->spans_expected);
+    summary_codec_u64(c, &t->spans_dropped);
+    summary_codec_u64(c, &t->records);
+    summary_codec_u64(c, &t->mem_records);
+    summary_codec_u64(c, &t->dev_mem_records);
+    sf_torch_memory(c, p, &t->memory);
+    t->devices = summary_codec_vector(c, t->devices, &t->ndevices, 11, sizeof *t->devices);
+    for (size_t i = 0; i < t->ndevices; i++)
+        sf_torch_memory(c, p, &t->devices[i]);
+    sf_torch_rows(c, p, &t->rows, &t->nrows);
+    /* --summarize asks for the steady steps: the whole process's rows beside theirs */
+    summary_codec_u8(c, &t->window);
+    summary_codec_u8(c, &t->window_miss);
+    summary_codec_u64(c, &t->window_ns);
+    uint64_t steps = t->window_steps;
+    summary_codec_u64(c, &steps);
+    t->window_steps = (size_t)steps;
+    sf_torch_rows(c, p, &t->whole_rows, &t->nwhole_rows);
+    if (c->reading &&
+        (t->window > MODEL_WINDOW_STARTUP || t->window_miss > MODEL_WINDOW_MISS_SUMMARY ||
+         (t->window != MODEL_WINDOW_ALL) != (t->nwhole_rows != 0)))
+        summary_codec_fail(c, "bad operator window");
+    if (c->reading && !c->bad)
+        model_torch_window_pick(p);
     sf_actions(c, &t->scopes, &t->nscopes);
     sf_actions(c, &t->builtin, &t->nbuiltin);
     summary_codec_u64(c, &t->builtin_top_ns);

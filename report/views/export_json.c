@@ -570,6 +570,11 @@ int export_json_write(FILE *out, const struct summary *s, size_t limit)
     json_object_set_new(root, "python", export_json_python(&s->py, limit, s->gpu.any));
     export_json_gpu(root, s, limit);
     json_object_set_new(root, "ops", export_json_ops(s, limit));
+    char note[512];
+    const char *window = tables_torch_window(s, note, sizeof note);
+    json_object_set_new(root, "ops_cover",
+                        json_pack("{s:s,s:s}", "part", window ? window : "the whole process",
+                                  "note", window ? note : ""));
 
     json_t *warnings = json_array();
     for (size_t i = 0; i < s->nwarnings; i++)

@@ -200,10 +200,12 @@ static void html_tables(FILE *out, const struct summary *s)
         n = s->torch.nrows < HTML_ROWS ? s->torch.nrows : HTML_ROWS;
         /* as the text table: CPU Mem columns; no CUDA columns in a CPU-only run */
         int cuda = tables_torch_has_cuda(s);
-        html_table_begin(out, "t-ops",
-                         cuda ? "PyTorch operators"
-                              : "PyTorch operators (no CUDA events: a CPU-only run)",
-                         n, s->torch.nrows,
+        char note[512], title[700];
+        const char *window = tables_torch_window(s, note, sizeof note);
+        snprintf(title, sizeof title, "PyTorch operators%s%s%s%s%s%s", window ? " in " : "",
+                 window ? window : "", window ? " (" : "", window ? note : "", window ? ")" : "",
+                 cuda ? "" : " (no CUDA events: a CPU-only run)");
+        html_table_begin(out, "t-ops", title, n, s->torch.nrows,
                          cuda ? "Name|>Calls|>Self CPU|>CPU total|>Self CUDA|>CUDA total|"
                                 ">CPU Mem|>Self CPU Mem|>CUDA Mem|>Self CUDA Mem"
                               : "Name|>Calls|>Self CPU|>CPU total|>CPU Mem|>Self CPU Mem");

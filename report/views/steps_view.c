@@ -10,6 +10,7 @@
 #include "format.h"
 #include "steps_report.h"
 #include "steps_view.h"
+#include "tables.h"
 #include "text_table.h"
 
 static void steps_view_ms(uint64_t ns, char *buf, size_t len)
@@ -23,7 +24,9 @@ static void steps_view_share(uint64_t part, uint64_t total, char *buf, size_t le
 }
 
 /* The header lines: which steps, warm-up, step times, startup. */
-static void steps_view_head(FILE *out, const struct steps_stats *st)
+/* ops_window: what the operator table covers when not the whole process ("the steady
+ * training steps"); NULL: the whole process. */
+static void steps_view_head(FILE *out, const struct steps_stats *st, const char *ops_window)
 {
     char med[32], p90[32], mx[32], startup[32], imp[32], tear[32];
     fprintf(out, "Training steps: %zu steady of %zu, from %s", st->counted, st->nsteps,
@@ -61,9 +64,11 @@ static void steps_view_head(FILE *out, const struct steps_stats *st)
     }
     fprintf(out,
             "  Startup: %s before the first step (%.0f%% of the process; imports %s; its "
-            "flame graph: --flamegraph FILE --phase startup), teardown %s; the tables below "
-            "cover the whole process\n",
-            startup, wall ? 100.0 * (double)st->startup_ns / (double)wall : 0.0, imp, tear);
+            "flame graph: --flamegraph FILE --phase startup), teardown %s; %s%s%s the "
+            "whole process\n",
+            startup, wall ? 100.0 * (double)st->startup_ns / (double)wall : 0.0, imp, tear,
+            ops_window ? "the operator table below covers " : "the tables below cover",
+            ops_window ? ops_window : "", ops_window ? ", the other tables" : "");
 }
 
 /* One process: its parts per step. */
@@ -209,13 +214,17 @@ void steps_view_print(FILE *out, const struct summary *s, const struct comm_repo
     }
     struct steps_stats st;
     steps_stats_of(p, 0, UINT64_MAX, &st);
+    char note[512];
+    const char *ops = tables_torch_window(s, note, sizeof note);
+    const char *ops_window =
+        ops && strcmp(ops, model_window_name(MODEL_WINDOW_ALL)) != 0 ? ops : NULL;
     if (r && r->by_steps && r->nranks > 1) {
-        steps_view_head(out, &st);
+        steps_view_head(out, &st, ops_window);
         fprintf(out, "  (rank %lld's steps above)\n", (long long)p->rank);
         steps_view_ranks(out, r);
     } else {
         uint64_t wait = r && r->nranks == 1 ? r->ranks[0].wait_ns : 0;
-        steps_view_head(out, &st);
+        steps_view_head(out, &st, ops_window);
         steps_view_parts(out, &st, wait);
         steps_view_slowest(out, &st);
     }

@@ -55,6 +55,10 @@ void tables_ops_section(FILE *out, const struct summary *s, size_t limit);
  * records. _default: the default report's (a blank line after). */
 void tables_torch_memory_section(FILE *out, const struct summary *s);
 void tables_torch_memory_default(FILE *out, const struct summary *s);
+/* What the operator rows cover: "the steady training steps", "the whole process" (with a
+ * note in note: "40 steps each, 6.417 s in all; --phase all: the whole process", or why
+ * not), or NULL when there is nothing to say (--phase all, or a run without steps). */
+const char *tables_torch_window(const struct summary *s, char *note, size_t len);
 /* Whether the run has any CUDA event (kernels, device tensor memory, ops' CUDA time): 0,
  * a CPU-only run, whose op tables leave the CUDA columns out. */
 int tables_torch_has_cuda(const struct summary *s);

@@ -163,15 +163,67 @@ static void tables_torch_table(FILE *out, const struct summary *s, size_t limit,
         fprintf(out, "  (no tensor memory was recorded: the memory columns are 0)\n");
 }
 
+const char *tables_torch_window(const struct summary *s, char *note, size_t len)
+{
+    size_t n = 0, in = 0, lo = SIZE_MAX, hi = 0, stepless = 0;
+    uint64_t ns = 0;
+    unsigned asked = model_torch_window_asked(), window = MODEL_WINDOW_ALL;
+    const char *why = NULL;
+    *note = 0;
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        const struct model_torch *t = &p->torch;
+        if (!t->nrows)
+            continue;
+        n++;
+        if (t->window != MODEL_WINDOW_ALL) {
+            window = t->window;
+            in++;
+            ns += t->window_ns;
+            lo = t->window_steps < lo ? t->window_steps : lo;
+            hi = t->window_steps > hi ? t->window_steps : hi;
+        } else if (!p->steps.nsteps) {
+            stepless++;
+        } else if (!why) {
+            why = model_window_miss_text(t->window_miss);
+        }
+    }
+    if (asked == MODEL_WINDOW_ALL || stepless == n) /* the steps section says there are none */
+        return NULL;
+    if (!in) {
+        snprintf(note, len, "not %s: %s; --phase all", model_window_name(asked),
+                 why ? why : "no training steps");
+        return model_window_name(MODEL_WINDOW_ALL);
+    }
+    char steps[64] = "", spent[32], rest[320] = "";
+    format_ns((double)ns, spent, sizeof spent);
+    if (window != MODEL_WINDOW_STARTUP && lo == hi)
+        snprintf(steps, sizeof steps, "%zu step%s%s, ", lo, lo == 1 ? "" : "s",
+                 n > 1 ? " each" : "");
+    else if (window != MODEL_WINDOW_STARTUP)
+        snprintf(steps, sizeof steps, "%zu-%zu steps each, ", lo, hi);
+    if (in < n)
+        snprintf(rest, sizeof rest, "; the whole process for %zu of %zu processes (%s)", n - in, n,
+                 why ? why : "no training steps");
+    snprintf(note, len, "%s%s%s%s; --phase all: the whole process", steps, spent,
+             n > 1 ? " in all" : "", rest);
+    return model_window_name(window);
+}
+
 static void tables_torch_title(FILE *out, const struct summary *s)
 {
     const struct summary_torch *t = &s->torch;
-    fprintf(out, "PyTorch operators (%" PRIu64 " op%s", t->calls, t->calls == 1 ? "" : "s");
+    char note[512];
+    const char *window = tables_torch_window(s, note, sizeof note);
+    fprintf(out, "PyTorch operators%s%s (%" PRIu64 " op%s", window ? " in " : "",
+            window ? window : "", t->calls, t->calls == 1 ? "" : "s");
     if (t->spans_expected > t->records) /* the op trees count what the timeline dropped */
         fprintf(out, "; the timeline kept %" PRIu64 " of %" PRIu64 " op spans", t->records,
                 t->spans_expected);
     fprintf(out, "; ordered by %s%s)\n", summary_op_sort_name(t->sort),
             t->by_shape ? "; grouped by input shapes" : "");
+    if (window)
+        fprintf(out, "  (%s)\n", note);
 }
 
 void tables_ops(FILE *out, const struct summary *s, size_t limit)

@@ -155,6 +155,14 @@ def test_slow_rank_reason(tmp_path, how, why):
     assert findings["waiting_rank"]["title"].startswith(
         "rank %d holds the others" % SLOW_RANK), findings["waiting_rank"]
     assert findings["waiting_rank"]["title"].endswith(why), findings["waiting_rank"]
+    if how == "compute":
+        # the default flame graph is of the steady steps, where the slow rank's extra work
+        # between forward and backward (burn) is; the steps' phases leave it out
+        default, phases = tmp_path / "d.svg", tmp_path / "p.svg"
+        report(tmp_path, "--flamegraph", str(default))
+        report(tmp_path, "--flamegraph", str(phases), "--phase", "steps")
+        assert "in the steady training steps" in default.read_text()
+        assert "burn (" in default.read_text() and "burn (" not in phases.read_text()
 
 
 WINDOWS = {
