@@ -603,7 +603,21 @@ struct model_steps {
     size_t nsyncs, cap_syncs;
     struct model_step_range *ranges; /* freed by model_steps_finish */
     size_t nranges, cap_ranges;
+    /* The step thread's Python functions with the most self time in the steady steps
+     * (model_steps_hot.c), most first. */
+    struct model_step_hot *hot;
+    size_t nhot;
 };
+
+/* A function's self time per steady step, from the calls of at least PROF_PY_SPAN_US (a
+ * shorter call's time is its caller's). */
+struct model_step_hot {
+    char *name; /* "qualname (file:line)", or a builtin's name */
+    uint64_t self_ns;
+};
+#define MODEL_STEPS_HOT 8
+/* model_steps_hot.c: p->steps.hot from the spans of its step thread (steps made). */
+void model_steps_hot(struct model_process *p);
 
 /* What a step is, for every process read after: the calls named so (an NVTX range, a
  * Lightning action, a record_function scope, or a Python function by name or qualified

@@ -373,6 +373,7 @@ static void model_steps_finish(struct model_process *p)
         steps_walk(st, &e, STEPS_LABEL_COUNT, steps_cpu_segment);
         free(e.ev);
         steps_gpu(p);
+        model_steps_hot(p);
     }
     free(st->syncs);
     st->syncs = NULL;
@@ -464,6 +465,9 @@ static void model_steps_free(struct model_process *p)
     free(p->steps.steps);
     free(p->steps.syncs);
     free(p->steps.ranges);
+    for (size_t i = 0; i < p->steps.nhot; i++)
+        free(p->steps.hot[i].name);
+    free(p->steps.hot);
     memset(&p->steps, 0, sizeof p->steps);
 }
 

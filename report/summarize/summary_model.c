@@ -751,6 +751,11 @@ static void sf_steps(sf_codec *c, struct model_process *p)
     summary_codec_u8(c, &st->source);
     summary_codec_u32(c, &st->tid);
     summary_codec_u64(c, &st->startup_import_ns);
+    st->hot = summary_codec_vector(c, st->hot, &st->nhot, 2, sizeof *st->hot);
+    for (size_t i = 0; i < st->nhot; i++) {
+        sf_text(c, &st->hot[i].name);
+        summary_codec_u64(c, &st->hot[i].self_ns);
+    }
     summary_codec_size(c, &st->nsteps);
     size_t len = 0;
     if (!c->reading) {

@@ -2,8 +2,10 @@
  * process (steps_report.h) or, with several ranks, from the ranks compared on the same
  * steps (comm_merge.h). */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "comm_merge.h"
 #include "findings.h"
 #include "format.h"
@@ -129,8 +131,62 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
     }
 }
 
+static int findings_u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The Python function that holds most of the slow rank's excess: the largest of its
+ * functions' self time per steady step over the median of the other ranks' (0 where a
+ * rank does not have it among its own largest), when it is at least a quarter of the
+ * excess; NULL: none. */
+static const struct model_step_hot *findings_hot(const struct summary *s, long long rank,
+                                                 uint64_t excess_ns, uint64_t *over_ns)
+{
+    const struct model_process *slow = NULL;
+    size_t nothers = 0;
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        if (p->rank == rank && p->steps.nsteps && !slow)
+            slow = p;
+        else if (p->rank >= 0 && p->steps.nsteps)
+            nothers++;
+    }
+    if (!slow || !nothers)
+        return NULL;
+    uint64_t *v = malloc(nothers * sizeof *v);
+    if (!v)
+        report_oom();
+    const struct model_step_hot *best = NULL;
+    for (size_t h = 0; h < slow->steps.nhot; h++) {
+        const struct model_step_hot *mine = &slow->steps.hot[h];
+        size_t n = 0;
+        for (size_t i = 0; i < s->nprocs; i++) {
+            const struct model_process *p = s->procs[i];
+            if (p == slow || p->rank < 0 || !p->steps.nsteps)
+                continue;
+            v[n] = 0;
+            for (size_t k = 0; k < p->steps.nhot; k++)
+                if (!strcmp(p->steps.hot[k].name, mine->name))
+                    v[n] = p->steps.hot[k].self_ns;
+            n++;
+        }
+        qsort(v, n, sizeof *v, findings_u64_cmp);
+        uint64_t median = v[(n - 1) / 2];
+        uint64_t over = mine->self_ns > median ? mine->self_ns - median : 0;
+        if (over * 4 >= excess_ns && over > 0 && (!best || over > *over_ns)) {
+            best = mine;
+            *over_ns = over;
+        }
+    }
+    free(v);
+    return best;
+}
+
 /* Several ranks on the same steps: the median rank's step, and the rank it waits for. */
-static void findings_steps_ranks(struct findings *f, const struct comm_report *r)
+static void findings_steps_ranks(struct findings *f, const struct comm_report *r,
+                                 const struct summary *s)
 {
     size_t mid = 0; /* the rank whose exposed communication is nearest the ranks' median */
     for (size_t k = 1; k < r->nranks; k++) {
@@ -170,8 +226,21 @@ static void findings_steps_ranks(struct findings *f, const struct comm_report *r
                      "other CPU +%s (steps %llu-%llu)",
                      wait, (long long)w->rank, c, d, y, i, (unsigned long long)r->step_lo,
                      (unsigned long long)r->step_hi);
-        findings_set(x->where, sizeof x->where, "profreport DIR --rank %lld --python",
-                     (long long)w->rank);
+        uint64_t excess = 0, over = 0;
+        const int64_t parts[] = {w->compute_ns, w->data_ns, w->sync_ns, w->idle_ns};
+        for (size_t k = 0; k < sizeof parts / sizeof *parts; k++)
+            excess += parts[k] > 0 ? (uint64_t)parts[k] / n : 0;
+        const struct model_step_hot *hot = findings_hot(s, (long long)w->rank, excess, &over);
+        if (hot) {
+            char o[32];
+            format_ns((double)over, o, sizeof o);
+            findings_set(x->where, sizeof x->where,
+                         "%s: +%s per step on rank %lld (profreport DIR --rank %lld --python)",
+                         hot->name, o, (long long)w->rank, (long long)w->rank);
+        } else {
+            findings_set(x->where, sizeof x->where, "profreport DIR --rank %lld --python",
+                         (long long)w->rank);
+        }
     }
     findings_step_comm(f, &m);
 }
@@ -185,7 +254,7 @@ void findings_steps(struct findings *f, const struct summary *s)
         struct comm_report r;
         comm_merge_build(&r, s);
         if (r.by_steps && r.nranks > 1)
-            findings_steps_ranks(f, &r);
+            findings_steps_ranks(f, &r, s);
         comm_merge_free(&r);
         return;
     }

@@ -125,11 +125,20 @@ def test_findings_name_the_step_problem(ddp_out):
     waiting = findings["waiting_rank"]
     assert waiting["title"].startswith("rank %d holds the others" % SLOW_RANK), waiting
     assert "outside ops" in waiting["title"], waiting
+    # the Python line: the sleep, and the function it is called from
+    assert waiting["where"].startswith("<built-in method time.sleep>, called from main ("), waiting
+    assert "ddp_slow_rank.py:" in waiting["where"], waiting
     text = report(ddp_out).stdout
     # the first screen: findings, then the steps, before any whole-process table
     assert text.index("rank %d holds the others" % SLOW_RANK) < text.index("Training steps:")
     assert text.index("Training steps:") < text.index("Job\n")
     assert "Per rank, mean per step over steps" in text
+
+
+# what the waiting rank's finding names as the Python function that makes it slow
+WHERE = {"compute": "burn (",
+         "data": "<built-in method time.sleep>, called from Batches.__getitem__ (",
+         "sync": "DeviceWait.__call__ ("}
 
 
 @pytest.mark.parametrize("how,why", [("compute", "compute"), ("data", "data loading"),
@@ -155,6 +164,7 @@ def test_slow_rank_reason(tmp_path, how, why):
     assert findings["waiting_rank"]["title"].startswith(
         "rank %d holds the others" % SLOW_RANK), findings["waiting_rank"]
     assert findings["waiting_rank"]["title"].endswith(why), findings["waiting_rank"]
+    assert findings["waiting_rank"]["where"].startswith(WHERE[how]), findings["waiting_rank"]
     if how == "compute":
         # the default flame graph is of the steady steps, where the slow rank's extra work
         # between forward and backward (burn) is; the steps' phases leave it out

@@ -1,0 +1,146 @@
+/* model_steps_hot: where the step thread's time goes in the steady steps, by Python
+ * function: each call's time inside the steady steps minus that of the calls it made
+ * (calls of at least PROF_PY_SPAN_US, the spans: a shorter call's time is its caller's),
+ * summed per function; the MODEL_STEPS_HOT largest are kept, per steady step. The
+ * findings name the function that makes a slow rank slow from them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "model.h"
+
+static const struct model_py_span *hot_sorting;
+
+/* By start, the longer first (a caller before the call that starts with it). */
+static int hot_span_cmp(const void *a, const void *b)
+{
+    const struct model_py_span *x = &hot_sorting[*(const size_t *)a];
+    const struct model_py_span *y = &hot_sorting[*(const size_t *)b];
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    if (x->end != y->end)
+        return x->end > y->end ? -1 : 1;
+    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+struct hot_func {
+    uint32_t func;
+    uint64_t self_ns;
+    uint32_t caller;    /* the function that made the call with the most self time */
+    uint64_t caller_ns; /* that call's self time; 0: no caller */
+};
+
+static int hot_cmp(const void *a, const void *b)
+{
+    const struct hot_func *x = a, *y = b;
+    if (x->self_ns != y->self_ns)
+        return x->self_ns > y->self_ns ? -1 : 1;
+    return x->func < y->func ? -1 : x->func > y->func;
+}
+
+static void hot_frame(const struct model_process *p, uint32_t func_id, char *buf, size_t len)
+{
+    const struct model_py_func *f = model_python_func(p, func_id);
+    if (!f)
+        snprintf(buf, len, "<unknown function #%u>", func_id);
+    else if (f->kind == PROF_PY_FUNC_C)
+        snprintf(buf, len, "%s", f->name && *f->name ? f->name : "?");
+    else
+        snprintf(buf, len, "%s (%s:%u)",
+                 f->qualname && *f->qualname ? f->qualname
+                 : f->name                   ? f->name
+                                             : "?",
+                 f->file ? f->file : "?", f->line);
+}
+
+/* A builtin is named with its caller ("time.sleep, called from train (t.py:9)"): its
+ * line is the caller's. */
+static char *hot_name(const struct model_process *p, const struct hot_func *h)
+{
+    char own[512], caller[512], buf[1100];
+    const struct model_py_func *f = model_python_func(p, h->func);
+    hot_frame(p, h->func, own, sizeof own);
+    if (!f || f->kind != PROF_PY_FUNC_C || !h->caller_ns)
+        return report_strdup(own);
+    hot_frame(p, h->caller, caller, sizeof caller);
+    snprintf(buf, sizeof buf, "%s, called from %s", own, caller);
+    return report_strdup(buf);
+}
+
+void model_steps_hot(struct model_process *p)
+{
+    struct model_steps *st = &p->steps;
+    double ratio;
+    size_t warm = model_steps_warmup(st, &ratio), n = 0, top = 0;
+    uint64_t lo = st->steps[warm].start_ns, hi = st->steps[st->nsteps - 1].end_ns;
+    size_t *order = malloc((p->py.nspan_list + 1) * sizeof *order);
+    size_t *stack = malloc((p->py.nspan_list + 1) * sizeof *stack);
+    size_t *parent = malloc((p->py.nspan_list + 1) * sizeof *parent); /* index + 1; 0: none */
+    uint64_t *self = malloc((p->py.nspan_list + 1) * sizeof *self);
+    if (!order || !stack || !self || !parent)
+        report_oom();
+    for (size_t i = 0; i < p->py.nspan_list; i++)
+        if (p->py.span_list[i].tid == st->tid)
+            order[n++] = i;
+    hot_sorting = p->py.span_list;
+    qsort(order, n, sizeof *order, hot_span_cmp);
+    hot_sorting = NULL;
+    for (size_t k = 0; k < n; k++) {
+        const struct model_py_span *sp = &p->py.span_list[order[k]];
+        uint64_t a = model_ticks_to_monotonic_ns(p, sp->start);
+        uint64_t b = model_ticks_to_monotonic_ns(p, sp->end);
+        a = a > lo ? a : lo;
+        b = b < hi ? b : hi;
+        uint64_t in = b > a ? b - a : 0; /* the call's time inside the steady steps */
+        while (top && !(p->py.span_list[stack[top - 1]].end >= sp->end))
+            top--;
+        self[order[k]] = in;
+        parent[order[k]] = top ? stack[top - 1] + 1 : 0;
+        if (top)
+            self[stack[top - 1]] = self[stack[top - 1]] > in ? self[stack[top - 1]] - in : 0;
+        stack[top++] = order[k];
+    }
+    struct u64map index; /* func id + 1 -> index + 1 */
+    u64map_init(&index);
+    struct hot_func *all = NULL;
+    size_t nall = 0, cap = 0;
+    for (size_t k = 0; k < n; k++) {
+        size_t i = order[k];
+        const struct model_py_node *node = model_python_node(p, p->py.span_list[i].node);
+        if (!node || !self[i])
+            continue;
+        uint64_t *slot = u64map_slot(&index, (uint64_t)node->func + 1);
+        if (!slot)
+            report_oom();
+        if (!*slot) {
+            all = report_grow(all, &cap, nall + 1, sizeof *all);
+            all[nall] = (struct hot_func){node->func, 0, 0, 0};
+            *slot = ++nall;
+        }
+        struct hot_func *h = &all[*slot - 1];
+        h->self_ns += self[i];
+        const struct model_py_node *up =
+            parent[i] ? model_python_node(p, p->py.span_list[parent[i] - 1].node) : NULL;
+        if (up && self[i] > h->caller_ns) {
+            h->caller = up->func;
+            h->caller_ns = self[i];
+        }
+    }
+    u64map_free(&index);
+    free(order);
+    free(stack);
+    free(self);
+    free(parent);
+    if (nall)
+        qsort(all, nall, sizeof *all, hot_cmp);
+    size_t keep = nall < MODEL_STEPS_HOT ? nall : MODEL_STEPS_HOT;
+    size_t steady = st->nsteps - warm;
+    st->hot = keep ? malloc(keep * sizeof *st->hot) : NULL;
+    if (keep && !st->hot)
+        report_oom();
+    for (size_t i = 0; i < keep; i++)
+        st->hot[i] = (struct model_step_hot){hot_name(p, &all[i]), all[i].self_ns / steady};
+    st->nhot = keep;
+    free(all);
+}
