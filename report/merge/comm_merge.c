@@ -39,6 +39,10 @@ struct comm_merge_calls {
     size_t n, cap;
     struct model_comm *read; /* one per process, those read from summaries */
     size_t nread;
+    /* the last row looked up (comm_merge_calls_row): a name is one pointer while it lives */
+    const char *memo_name;
+    uint8_t memo_source;
+    size_t memo_row;
 };
 
 /* with_steps: a summary's steps are read with its calls (the merge asks for them next). */
@@ -278,22 +282,8 @@ static void comm_merge_rank_steps(struct comm_report *r, size_t k,
     row->gpu_busy_ns = st.gpu_busy_ns;
 }
 
-/* Whether a call starting at start_ns (CLOCK_REALTIME of the rank's host) is in one of the
- * window's steps of rank k. */
-static int comm_merge_in_window(const struct comm_report *r, size_t k,
-                                const struct comm_merge_rank *rank, uint64_t start_ns)
-{
-    const struct model_process *p = steps_main_process(rank->procs, rank->nprocs);
-    const struct model_step *s =
-        p ? steps_at(p, start_ns - (uint64_t)p->comm.realtime_offset_ns) : NULL;
-    if (!s)
-        return 0;
-    int64_t number = (int64_t)s->number + r->step_shift[k];
-    return number >= (int64_t)r->step_lo && number <= (int64_t)r->step_hi;
-}
-
-/* Whether each of a rank's matched calls (numbered, in comm_match_number's order) is in
- * the window, one bit each. */
+/* Whether each of a rank's matched calls (in comm_match_number's order; start + offset:
+ * CLOCK_REALTIME of its host) is in one of the window's steps of rank k, one bit each. */
 struct comm_merge_in_window {
     uint8_t *bits;
     size_t n;
@@ -312,21 +302,19 @@ static void comm_merge_in_window_fill(struct comm_merge_in_window *w, const stru
         return;
     model_steps_hold(p);
     const struct model_step *steps = p->steps.steps;
-    size_t nsteps = p->steps.nsteps, sorted = 1;
+    size_t nsteps = p->steps.nsteps, sorted = 1, a = 0;
+    uint64_t before = 0;
     while (sorted < nsteps && steps[sorted - 1].end_ns <= steps[sorted].end_ns)
         sorted++;
-    /* Steps end in order and each collective's calls come in time order: the step of a
-     * call is found from the last one's on (steps_at, which finds it by halves, gives the
-     * same); else asked of steps_at. */
-    uint64_t before = UINT64_MAX;
-    size_t a = 0;
+    /* Steps end in order and each collective's calls come in time order: a call's step is
+     * found from the last one's on, as steps_at finds it by halves (else asked of it). */
     for (size_t i = 0; i < n; i++) {
         uint64_t t = mc[i].start + offset - (uint64_t)p->comm.realtime_offset_ns;
         const struct model_step *at;
         if (sorted < nsteps) {
             at = steps_at(p, t);
         } else {
-            if (t < before)
+            if (i == 0 || t < before)
                 a = 0;
             before = t;
             while (a < nsteps && steps[a].end_ns <= t)
@@ -339,15 +327,19 @@ static void comm_merge_in_window_fill(struct comm_merge_in_window *w, const stru
     }
 }
 
-/* The i-th matched call's bit; asked of the steps when the calls read now are not those
- * read on the first pass. */
+/* The i-th call's bit; one beyond the first pass's calls (a summary changed since) asks. */
 static int comm_merge_in_window_at(const struct comm_merge_in_window *w, size_t i,
                                    const struct comm_report *r, size_t k,
-                                   const struct comm_merge_rank *rank, uint64_t start_ns)
+                                   const struct comm_merge_rank *rank,
+                                   const struct comm_match_call *call, uint64_t offset)
 {
     if (i < w->n)
         return (w->bits[i / 8] >> (i % 8)) & 1;
-    return comm_merge_in_window(r, k, rank, start_ns);
+    struct comm_merge_in_window one;
+    comm_merge_in_window_fill(&one, r, k, rank, call, 1, offset);
+    int in = one.bits[0] & 1;
+    free(one.bits);
+    return in;
 }
 
 static void comm_merge_rank_times(struct comm_rank_row *row, const struct comm_merge_rank *r,
@@ -473,9 +465,21 @@ static size_t comm_merge_row_of(struct comm_report *r, size_t *cap, const struct
     return r->nrows++;
 }
 
+/* The row of one of calls' calls, made when new. */
+static size_t comm_merge_calls_row(struct comm_report *r, size_t *cap,
+                                   struct comm_merge_calls *calls, const struct model_comm_call *c)
+{
+    if (!calls->memo_name || c->name != calls->memo_name || c->source != calls->memo_source) {
+        calls->memo_row = comm_merge_row_of(r, cap, c);
+        calls->memo_name = c->name;
+        calls->memo_source = c->source;
+    }
+    return calls->memo_row;
+}
+
 /* The matched calls of one rank, numbered (comm_match_number), on the reference host's
  * clock (offset: the rank's host's); symmetric: only collectives all leave together. */
-static size_t comm_merge_matched(struct comm_report *r, const struct comm_merge_calls *c,
+static size_t comm_merge_matched(struct comm_report *r, struct comm_merge_calls *c,
                                  size_t *cap_rows, int64_t offset, int symmetric,
                                  struct comm_match_call **out)
 {
@@ -486,7 +490,7 @@ static size_t comm_merge_matched(struct comm_report *r, const struct comm_merge_
     for (size_t i = 0; i < c->n; i++) {
         const struct model_comm_call *call = c->calls[i];
         /* the row exists: the first pass made it */
-        size_t row = comm_merge_row_of(r, cap_rows, call);
+        size_t row = comm_merge_calls_row(r, cap_rows, c, call);
         enum comm_kind kind = r->rows[row].kind;
         if (comm_merge_matched_kind(kind) && !call->failed &&
             (!symmetric || comm_merge_symmetric_kind(kind)))
@@ -517,7 +521,7 @@ static void comm_merge_clocks(struct comm_report *r, const struct comm_merge_ran
             struct comm_merge_calls calls;
             comm_merge_calls_get(&calls, &ranks[k], 0);
             for (size_t i = 0; i < calls.n; i++)
-                comm_merge_row_of(r, cap_rows, calls.calls[i]);
+                comm_merge_calls_row(r, cap_rows, &calls, calls.calls[i]);
             struct comm_match_call *mc = NULL;
             size_t nmc = comm_merge_matched(r, &calls, cap_rows, 0, 1, &mc);
             for (size_t i = 0; i < nmc; i++) {
@@ -617,7 +621,7 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
                 if (r->by_steps)
                     comm_merge_rank_steps(r, k, &ranks[k]);
                 for (size_t i = 0; i < calls.n; i++)
-                    comm_merge_row_of(r, &cap_rows, calls.calls[i]);
+                    comm_merge_calls_row(r, &cap_rows, &calls, calls.calls[i]);
                 if (ncells < r->nrows * r->nranks) { /* new rows: their cells */
                     cells = realloc(cells, (r->nrows * r->nranks + 1) * sizeof *cells);
                     if (!cells)
@@ -627,7 +631,7 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
                 }
                 for (size_t i = 0; i < calls.n; i++) {
                     const struct model_comm_call *call = calls.calls[i];
-                    size_t row = comm_merge_row_of(r, &cap_rows, call);
+                    size_t row = comm_merge_calls_row(r, &cap_rows, &calls, call);
                     struct comm_row *cr = &r->rows[row];
                     struct comm_merge_cell *cell = &cells[row * r->nranks + k];
                     uint64_t dur = call->end_ns - call->start_ns;
@@ -669,9 +673,9 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
                 if (wait > dur)
                     wait = dur;
                 cells[mc[i].row * r->nranks + k].wait_ns += wait;
-                if (!r->by_steps || comm_merge_in_window_at(
-                                        &in_window[k], i, r, k, &ranks[k],
-                                        mc[i].start + (uint64_t)r->hosts[rank_host[k]].offset_ns))
+                if (!r->by_steps ||
+                    comm_merge_in_window_at(&in_window[k], i, r, k, &ranks[k], &mc[i],
+                                            (uint64_t)r->hosts[rank_host[k]].offset_ns))
                     r->ranks[k].wait_ns += wait;
                 r->rows[mc[i].row].wait_ns += wait;
             }
