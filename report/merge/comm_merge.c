@@ -358,8 +358,11 @@ static void comm_merge_rank_times(struct comm_rank_row *row, const struct comm_m
                 row->steps += a->calls;
             step_total += a->total_ns;
         }
-        for (size_t i = 0; i < proc->torch.nrows; i++) {
-            const struct model_torch_row *op = &proc->torch.rows[i];
+        /* the whole process's ops, as its wall time (the table's may be the steps') */
+        const struct model_torch *t = &proc->torch;
+        size_t nrows = t->whole_rows ? t->nwhole_rows : t->nrows;
+        for (size_t i = 0; i < nrows; i++) {
+            const struct model_torch_row *op = t->whole_rows ? &t->whole_rows[i] : &t->rows[i];
             if (!op->name || !model_comm_is_torch_op(op->name))
                 row->compute_ns += op->self_cpu_ns;
         }

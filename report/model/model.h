@@ -612,7 +612,8 @@ struct model_steps {
 /* A function's self time per steady step, from the calls of at least PROF_PY_SPAN_US (a
  * shorter call's time is its caller's). */
 struct model_step_hot {
-    char *name; /* "qualname (file:line)", or a builtin's name */
+    char *name;   /* "qualname (file:line)", or a builtin's name */
+    char *caller; /* a builtin's: the caller of its calls with the most time; else "" */
     uint64_t self_ns;
 };
 #define MODEL_STEPS_HOT 8

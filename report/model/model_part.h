@@ -62,10 +62,21 @@ struct u64map;
 struct model_torch_row *model_torch_row_of(struct model_process *p, struct u64map *index,
                                            size_t *cap, uint32_t name_sid, uint32_t shapes_sid,
                                            uint8_t scope);
-/* model_torch_window.c: p->torch.rows replaced by those of the part asked
- * (model_torch_set_window), from the ops sorted by thread and start (order); stack: room
- * for nops indexes. */
-void model_torch_window_rows(struct model_process *p, const size_t *order, size_t *stack);
+/* model_torch_window.c. Per op (as torch.ops), torch's fold applied when the trace has op
+ * trees: an op that is the only child of an op of its name is folded into it (folded), its
+ * self time, kernels and memory with it. From the ops sorted by thread and start (order);
+ * stack: room for nops indexes. */
+struct model_torch_self {
+    uint64_t ticks, cuda_ns, kernels;
+    int64_t cpu_mem, dev_mem;
+    int folded;
+};
+struct model_torch;
+struct model_torch_self *model_torch_fold(const struct model_torch *t, const size_t *order,
+                                          size_t *stack);
+/* p->torch.rows replaced by those of the part asked (model_torch_set_window), when the
+ * spans hold every op there (self: model_torch_fold's; NULL: no op spans). */
+void model_torch_window_rows(struct model_process *p, const struct model_torch_self *self);
 extern const struct model_part model_stacks_part;
 
 #endif

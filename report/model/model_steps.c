@@ -465,8 +465,10 @@ static void model_steps_free(struct model_process *p)
     free(p->steps.steps);
     free(p->steps.syncs);
     free(p->steps.ranges);
-    for (size_t i = 0; i < p->steps.nhot; i++)
+    for (size_t i = 0; i < p->steps.nhot; i++) {
         free(p->steps.hot[i].name);
+        free(p->steps.hot[i].caller);
+    }
     free(p->steps.hot);
     memset(&p->steps, 0, sizeof p->steps);
 }

@@ -108,8 +108,8 @@ void model_steps_finder_scope(struct model_steps_finder *f, const char *name, ui
     if (steps_named(name))
         steps_finder_push(f, FIND_NAMED, start_ns, end_ns, 0, tid);
     if (steps_prefix(name, "ProfilerStep#"))
-        steps_finder_push(f, FIND_PROFILER, start_ns, end_ns,
-                          strtoull(name + strlen("ProfilerStep#"), NULL, 10), tid);
+        steps_finder_push(f, FIND_PROFILER, start_ns, end_ns, /* N + 1: 0 is none */
+                          strtoull(name + strlen("ProfilerStep#"), NULL, 10) + 1, tid);
     else if (steps_prefix(name, "Optimizer.step#"))
         steps_finder_push(f, FIND_OPTIMIZER, start_ns, end_ns, 0, tid);
     if (model_steps_scope_phase(name) >= 0)
@@ -249,7 +249,7 @@ static void steps_make(struct model_steps *st, const struct steps_span *s, size_
     for (size_t i = 0; i < count; i++) {
         struct model_step *step = &st->steps[i];
         if (!ends) {
-            step->number = s[i].number ? s[i].number : i + 1;
+            step->number = s[i].number ? s[i].number - 1 : i + 1; /* ProfilerStep#0 is 0 */
             step->start_ns = s[i].start;
             step->end_ns = s[i].end;
             continue;

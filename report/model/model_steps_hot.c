@@ -27,8 +27,8 @@ static int hot_span_cmp(const void *a, const void *b)
 struct hot_func {
     uint32_t func;
     uint64_t self_ns;
-    uint32_t caller;    /* the function that made the call with the most self time */
-    uint64_t caller_ns; /* that call's self time; 0: no caller */
+    uint32_t caller;    /* a builtin's: the function that made its call with the most time */
+    uint64_t caller_ns; /* that call's self time; 0: none */
 };
 
 static int hot_cmp(const void *a, const void *b)
@@ -54,17 +54,10 @@ static void hot_frame(const struct model_process *p, uint32_t func_id, char *buf
                  f->file ? f->file : "?", f->line);
 }
 
-/* A builtin is named with its caller ("time.sleep, called from train (t.py:9)"): its
- * line is the caller's. */
-static char *hot_name(const struct model_process *p, const struct hot_func *h)
+static char *hot_text(const struct model_process *p, uint32_t func_id)
 {
-    char own[512], caller[512], buf[1100];
-    const struct model_py_func *f = model_python_func(p, h->func);
-    hot_frame(p, h->func, own, sizeof own);
-    if (!f || f->kind != PROF_PY_FUNC_C || !h->caller_ns)
-        return report_strdup(own);
-    hot_frame(p, h->caller, caller, sizeof caller);
-    snprintf(buf, sizeof buf, "%s, called from %s", own, caller);
+    char buf[1024];
+    hot_frame(p, func_id, buf, sizeof buf);
     return report_strdup(buf);
 }
 
@@ -76,9 +69,8 @@ void model_steps_hot(struct model_process *p)
     uint64_t lo = st->steps[warm].start_ns, hi = st->steps[st->nsteps - 1].end_ns;
     size_t *order = malloc((p->py.nspan_list + 1) * sizeof *order);
     size_t *stack = malloc((p->py.nspan_list + 1) * sizeof *stack);
-    size_t *parent = malloc((p->py.nspan_list + 1) * sizeof *parent); /* index + 1; 0: none */
     uint64_t *self = malloc((p->py.nspan_list + 1) * sizeof *self);
-    if (!order || !stack || !self || !parent)
+    if (!order || !stack || !self)
         report_oom();
     for (size_t i = 0; i < p->py.nspan_list; i++)
         if (p->py.span_list[i].tid == st->tid)
@@ -96,7 +88,6 @@ void model_steps_hot(struct model_process *p)
         while (top && !(p->py.span_list[stack[top - 1]].end >= sp->end))
             top--;
         self[order[k]] = in;
-        parent[order[k]] = top ? stack[top - 1] + 1 : 0;
         if (top)
             self[stack[top - 1]] = self[stack[top - 1]] > in ? self[stack[top - 1]] - in : 0;
         stack[top++] = order[k];
@@ -120,8 +111,11 @@ void model_steps_hot(struct model_process *p)
         }
         struct hot_func *h = &all[*slot - 1];
         h->self_ns += self[i];
-        const struct model_py_node *up =
-            parent[i] ? model_python_node(p, p->py.span_list[parent[i] - 1].node) : NULL;
+        /* the caller in the call tree (one shorter than a span has none of its own) */
+        const struct model_py_func *f = model_python_func(p, node->func);
+        const struct model_py_node *up = f && f->kind == PROF_PY_FUNC_C && node->parent
+                                             ? model_python_node(p, node->parent)
+                                             : NULL;
         if (up && self[i] > h->caller_ns) {
             h->caller = up->func;
             h->caller_ns = self[i];
@@ -131,7 +125,6 @@ void model_steps_hot(struct model_process *p)
     free(order);
     free(stack);
     free(self);
-    free(parent);
     if (nall)
         qsort(all, nall, sizeof *all, hot_cmp);
     size_t keep = nall < MODEL_STEPS_HOT ? nall : MODEL_STEPS_HOT;
@@ -140,7 +133,10 @@ void model_steps_hot(struct model_process *p)
     if (keep && !st->hot)
         report_oom();
     for (size_t i = 0; i < keep; i++)
-        st->hot[i] = (struct model_step_hot){hot_name(p, &all[i]), all[i].self_ns / steady};
+        st->hot[i] = (struct model_step_hot){hot_text(p, all[i].func),
+                                             all[i].caller_ns ? hot_text(p, all[i].caller)
+                                                              : report_strdup(""),
+                                             all[i].self_ns / steady};
     st->nhot = keep;
     free(all);
 }

@@ -515,7 +515,7 @@ struct model_torch_row *model_torch_row_of(struct model_process *p, struct u64ma
 
 /* Rows from the op trees: counts, times and memory exact (every op, whatever the timeline
  * kept); the CUDA columns from the spans the timeline kept. */
-static void model_torch_rows_from_tree(struct model_process *p)
+static void model_torch_rows_from_tree(struct model_process *p, const struct model_torch_self *self)
 {
     struct model_torch *t = &p->torch;
     struct u64map index; /* name_sid << 32 | shapes_sid -> index + 1 */
@@ -536,13 +536,14 @@ static void model_torch_rows_from_tree(struct model_process *p)
         r->self_dev_mem += n->self_dev_mem;
         r->dev_mem += n->dev_mem;
     }
+    /* an op folded into its parent is not a call of torch's; its kernels are the parent's */
     for (size_t i = 0; i < t->nops; i++) {
         const struct model_torch_op *op = &t->ops[i];
         uint64_t *slot = u64map_find(&index, (uint64_t)op->name_sid << 32 | op->shapes_sid);
-        if (!slot)
+        if (!slot || self[i].folded)
             continue;
         struct model_torch_row *r = &t->rows[*slot - 1];
-        r->self_cuda_ns += op->self_cuda_ns;
+        r->self_cuda_ns += self[i].cuda_ns;
         r->cuda_total_ns += op->cuda_ns;
         r->kernels += op->kernels;
     }
@@ -556,13 +557,13 @@ static void model_torch_rows_from_tree(struct model_process *p)
 }
 
 /* Rows from the spans alone: traces written before the op trees. */
-static void model_torch_rows(struct model_process *p)
+static void model_torch_rows(struct model_process *p, const struct model_torch_self *self)
 {
     struct model_torch *t = &p->torch;
     struct u64map index; /* name_sid << 32 | shapes_sid -> index + 1 */
     size_t cap = 0;
     if (t->nnodes) {
-        model_torch_rows_from_tree(p);
+        model_torch_rows_from_tree(p, self);
         return;
     }
     u64map_init(&index);
@@ -641,10 +642,10 @@ static void model_torch_scopes(struct model_process *p)
 static void model_torch_finish(struct model_process *p)
 {
     struct model_torch *t = &p->torch;
-    size_t *order = NULL, *stack = NULL;
+    struct model_torch_self *self = NULL; /* per op: folded or not, its self after folds */
     if (t->nops) {
-        order = malloc(t->nops * sizeof *order);
-        stack = malloc(t->nops * sizeof *stack);
+        size_t *order = malloc(t->nops * sizeof *order);
+        size_t *stack = malloc(t->nops * sizeof *stack);
         if (!order || !stack)
             report_oom();
         for (size_t i = 0; i < t->nops; i++)
@@ -655,6 +656,9 @@ static void model_torch_finish(struct model_process *p)
         model_torch_nest(t, order, stack);
         model_torch_cuda(p, order, stack);
         model_torch_memory(t, order, stack);
+        self = model_torch_fold(t, order, stack);
+        free(order);
+        free(stack);
         if (t->unnested)
             model_add_warning(p,
                               "%s (pid %lld): %" PRIu64 " PyTorch op(s) overlap an op of their "
@@ -662,13 +666,9 @@ static void model_torch_finish(struct model_process *p)
                               p->file, (long long)p->pid, t->unnested);
     }
     if (t->nops || t->nnodes) {
-        model_torch_rows(p);
+        model_torch_rows(p, self);
         model_torch_scopes(p);
     }
-    if (t->nops)
-        model_torch_window_rows(p, order, stack);
-    free(order);
-    free(stack);
     if (t->spans_dropped)
         model_add_warning(p,
                           "%s (pid %lld): the timeline kept %" PRIu64 " of %" PRIu64
@@ -677,6 +677,8 @@ static void model_torch_finish(struct model_process *p)
                           p->file, (long long)p->pid, t->records, t->spans_expected);
     model_torch_timeline(p);
     model_torch_memory_warning(p);
+    model_torch_window_rows(p, self); /* the memory records lost are known now */
+    free(self);
     /* The rows hold what the tables need: the raw ops go. */
     free(t->mems);
     t->mems = NULL;

@@ -70,7 +70,8 @@ static int model_torch_window_bounds(const struct model_process *p, uint64_t *lo
     *nsteps = st->nsteps - first;
     if (window_asked == MODEL_WINDOW_STARTUP) {
         end = start;
-        start = 0;
+        start = model_start_monotonic_ns(p);
+        start = start < end ? start : end;
         *nsteps = 0;
     }
     *lo = start;
@@ -78,15 +79,8 @@ static int model_torch_window_bounds(const struct model_process *p, uint64_t *lo
     return 1;
 }
 
-/* What folds into what, per op (order: by thread and start, parents first). */
-struct model_torch_self {
-    uint64_t ticks, cuda_ns, kernels;
-    int64_t cpu_mem, dev_mem;
-    int folded;
-};
-
-static struct model_torch_self *model_torch_fold(const struct model_torch *t, const size_t *order,
-                                                 size_t *stack)
+struct model_torch_self *model_torch_fold(const struct model_torch *t, const size_t *order,
+                                          size_t *stack)
 {
     size_t *parent = malloc(t->nops * sizeof *parent); /* index + 1; 0: none */
     size_t *kids = calloc(t->nops, sizeof *kids);
@@ -109,8 +103,9 @@ static struct model_torch_self *model_torch_fold(const struct model_torch *t, co
             (struct model_torch_self){op->self_ticks,   op->self_cuda_ns, op->self_kernels,
                                       op->self_cpu_mem, op->self_dev_mem, 0};
     }
-    /* Children before parents, so that a chain of one name folds whole into its top. */
-    for (size_t i = t->nops; i-- > 0;) {
+    /* Children before parents, so that a chain of one name folds whole into its top. Only
+     * with op trees, which fold so (older traces' tables count every op). */
+    for (size_t i = t->nnodes ? t->nops : 0; i-- > 0;) {
         size_t x = order[i], up = parent[x];
         if (!up || kids[up - 1] != 1 || t->ops[up - 1].name_sid != t->ops[x].name_sid)
             continue;
@@ -127,7 +122,7 @@ static struct model_torch_self *model_torch_fold(const struct model_torch *t, co
     return self;
 }
 
-void model_torch_window_rows(struct model_process *p, const size_t *order, size_t *stack)
+void model_torch_window_rows(struct model_process *p, const struct model_torch_self *self)
 {
     struct model_torch *t = &p->torch;
     uint64_t lo, hi;
@@ -138,11 +133,16 @@ void model_torch_window_rows(struct model_process *p, const size_t *order, size_
         t->window_miss = MODEL_WINDOW_MISS_NO_STEPS;
         return;
     }
-    if (p->lost || p->end_lost || t->spans_dropped || t->records < t->spans_expected) {
+    /* Every op's span, and every tensor allocation: with op trees their counts say it;
+     * without, any event lost may be one of them. */
+    int lost = t->nnodes ? t->records < t->spans_expected : p->lost || p->end_lost;
+    lost |= t->memory.records_lost > 0;
+    for (size_t i = 0; i < t->ndevices; i++)
+        lost |= t->devices[i].records_lost > 0;
+    if (lost || !t->nops || !self) {
         t->window_miss = MODEL_WINDOW_MISS_DROPPED;
         return;
     }
-    struct model_torch_self *self = model_torch_fold(t, order, stack);
     t->whole_rows = t->rows;
     t->nwhole_rows = t->nrows;
     t->rows = NULL;
@@ -169,7 +169,6 @@ void model_torch_window_rows(struct model_process *p, const size_t *order, size_
         r->dev_mem = model_i64_add(r->dev_mem, op->dev_mem);
     }
     u64map_free(&index);
-    free(self);
     for (size_t i = 0; i < t->nrows; i++) {
         struct model_torch_row *r = &t->rows[i];
         r->self_cpu_ns = model_ticks_to_ns(p, r->self_cpu_ticks);

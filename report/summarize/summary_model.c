@@ -751,9 +751,12 @@ static void sf_steps(sf_codec *c, struct model_process *p)
     summary_codec_u8(c, &st->source);
     summary_codec_u32(c, &st->tid);
     summary_codec_u64(c, &st->startup_import_ns);
-    st->hot = summary_codec_vector(c, st->hot, &st->nhot, 2, sizeof *st->hot);
-    for (size_t i = 0; i < st->nhot; i++) {
+    st->hot = summary_codec_vector(c, st->hot, &st->nhot, 3, sizeof *st->hot);
+    if (c->reading && st->nhot > MODEL_STEPS_HOT)
+        summary_codec_fail(c, "too many functions of the steps");
+    for (size_t i = 0; i < st->nhot && !c->bad; i++) {
         sf_text(c, &st->hot[i].name);
+        sf_text(c, &st->hot[i].caller);
         summary_codec_u64(c, &st->hot[i].self_ns);
     }
     summary_codec_size(c, &st->nsteps);

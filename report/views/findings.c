@@ -9,6 +9,7 @@
 
 #include "format.h"
 #include "model.h"
+#include "tables.h"
 
 const double findings_threshold[FINDINGS_THRESHOLD_COUNT] = {
 #define FINDINGS_VALUE(name, value, meaning) value,
@@ -399,9 +400,17 @@ static void findings_pageable(struct findings *f, const struct summary *s)
 /* CPU-bound: PyTorch ops' self CPU time against the GPU's kernel time. */
 static void findings_cpu_ops(struct findings *f, const struct summary *s)
 {
-    if (!s->torch.nrows || !s->gpu.kernel_ns || !s->torch.self_cpu_total_ns)
+    uint64_t self_cpu = 0; /* of the whole processes, as the kernels' time */
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_torch *t = &s->procs[i]->torch;
+        const struct model_torch_row *rows = t->whole_rows ? t->whole_rows : t->rows;
+        size_t n = t->whole_rows ? t->nwhole_rows : t->nrows;
+        for (size_t k = 0; k < n; k++)
+            self_cpu += rows[k].self_cpu_ns;
+    }
+    if (!s->torch.nrows || !s->gpu.kernel_ns || !self_cpu)
         return;
-    double ratio = (double)s->torch.self_cpu_total_ns / (double)s->gpu.kernel_ns;
+    double ratio = (double)self_cpu / (double)s->gpu.kernel_ns;
     if (ratio < T(CPU_OPS_RATIO))
         return;
     const struct summary_op_row *top = &s->torch.rows[0];
@@ -409,16 +418,18 @@ static void findings_cpu_ops(struct findings *f, const struct summary *s)
         if (s->torch.rows[i].self_cpu_ns > top->self_cpu_ns)
             top = &s->torch.rows[i];
     char cpu[32], gpu[32], tcpu[32];
-    format_ns((double)s->torch.self_cpu_total_ns, cpu, sizeof cpu);
+    format_ns((double)self_cpu, cpu, sizeof cpu);
     format_ns((double)s->gpu.kernel_ns, gpu, sizeof gpu);
     format_ns((double)top->self_cpu_ns, tcpu, sizeof tcpu);
+    char note[512];
+    const char *window = tables_torch_window(s, note, sizeof note);
     struct finding *x = findings_add(f, "cpu_ops", ratio);
     findings_set(x->title, sizeof x->title,
                  "CPU ops dominate a GPU job: %.1f x the GPU kernel time", ratio);
     findings_set(x->evidence, sizeof x->evidence,
                  "PyTorch ops' self CPU time %s against %s of GPU kernels", cpu, gpu);
-    findings_set(x->where, sizeof x->where, "op %s: %s self CPU in %" PRIu64 " calls", top->name,
-                 tcpu, top->calls);
+    findings_set(x->where, sizeof x->where, "op %s: %s self CPU in %" PRIu64 " calls%s%s",
+                 top->name, tcpu, top->calls, window ? " in " : "", window ? window : "");
 }
 
 /* Memory peak near capacity: a CUDA device's peak reserved (else live) tensor bytes against

@@ -137,21 +137,31 @@ static int findings_u64_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* A function's self time per steady step in p: its entry, else at most the smallest p kept
+ * (p keeps its MODEL_STEPS_HOT largest; fewer: every function it has). */
+static uint64_t findings_hot_of(const struct model_process *p, const char *name)
+{
+    const struct model_steps *st = &p->steps;
+    for (size_t k = 0; k < st->nhot; k++)
+        if (!strcmp(st->hot[k].name, name))
+            return st->hot[k].self_ns;
+    return st->nhot == MODEL_STEPS_HOT ? st->hot[st->nhot - 1].self_ns : 0;
+}
+
 /* The Python function that holds most of the slow rank's excess: the largest of its
- * functions' self time per steady step over the median of the other ranks' (0 where a
- * rank does not have it among its own largest), when it is at least a quarter of the
- * excess; NULL: none. */
+ * functions' self time per steady step over the median of the other ranks' (where a rank
+ * does not keep it, the most it can have: an excess never overstated), when it is at least
+ * a quarter of the excess; NULL: none. */
 static const struct model_step_hot *findings_hot(const struct summary *s, long long rank,
                                                  uint64_t excess_ns, uint64_t *over_ns)
 {
-    const struct model_process *slow = NULL;
+    const struct model_process *slow = NULL; /* the rank's process with the most steps */
     size_t nothers = 0;
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
-        if (p->rank == rank && p->steps.nsteps && !slow)
+        if (p->rank == rank && p->steps.nsteps && (!slow || p->steps.nsteps > slow->steps.nsteps))
             slow = p;
-        else if (p->rank >= 0 && p->steps.nsteps)
-            nothers++;
+        nothers += p->rank >= 0 && p->rank != rank && p->steps.nsteps;
     }
     if (!slow || !nothers)
         return NULL;
@@ -164,13 +174,8 @@ static const struct model_step_hot *findings_hot(const struct summary *s, long l
         size_t n = 0;
         for (size_t i = 0; i < s->nprocs; i++) {
             const struct model_process *p = s->procs[i];
-            if (p == slow || p->rank < 0 || !p->steps.nsteps)
-                continue;
-            v[n] = 0;
-            for (size_t k = 0; k < p->steps.nhot; k++)
-                if (!strcmp(p->steps.hot[k].name, mine->name))
-                    v[n] = p->steps.hot[k].self_ns;
-            n++;
+            if (p->rank >= 0 && p->rank != rank && p->steps.nsteps)
+                v[n++] = findings_hot_of(p, mine->name);
         }
         qsort(v, n, sizeof *v, findings_u64_cmp);
         uint64_t median = v[(n - 1) / 2];
@@ -235,8 +240,9 @@ static void findings_steps_ranks(struct findings *f, const struct comm_report *r
             char o[32];
             format_ns((double)over, o, sizeof o);
             findings_set(x->where, sizeof x->where,
-                         "%s: +%s per step on rank %lld (profreport DIR --rank %lld --python)",
-                         hot->name, o, (long long)w->rank, (long long)w->rank);
+                         "%s%s%s: +%s per step on rank %lld (profreport DIR --rank %lld --python)",
+                         hot->name, *hot->caller ? ", called from " : "", hot->caller, o,
+                         (long long)w->rank, (long long)w->rank);
         } else {
             findings_set(x->where, sizeof x->where, "profreport DIR --rank %lld --python",
                          (long long)w->rank);

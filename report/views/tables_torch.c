@@ -173,8 +173,8 @@ const char *tables_torch_window(const struct summary *s, char *note, size_t len)
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         const struct model_torch *t = &p->torch;
-        if (!t->nrows)
-            continue;
+        if (!t->nrows && t->window == MODEL_WINDOW_ALL)
+            continue; /* no op at all (a part with none still covers it) */
         n++;
         if (t->window != MODEL_WINDOW_ALL) {
             window = t->window;
@@ -184,7 +184,7 @@ const char *tables_torch_window(const struct summary *s, char *note, size_t len)
             hi = t->window_steps > hi ? t->window_steps : hi;
         } else if (!p->steps.nsteps) {
             stepless++;
-        } else if (!why) {
+        } else if (!why && t->window_miss != MODEL_WINDOW_MISS_NONE) {
             why = model_window_miss_text(t->window_miss);
         }
     }
@@ -199,15 +199,26 @@ const char *tables_torch_window(const struct summary *s, char *note, size_t len)
     format_ns((double)ns, spent, sizeof spent);
     if (window != MODEL_WINDOW_STARTUP && lo == hi)
         snprintf(steps, sizeof steps, "%zu step%s%s, ", lo, lo == 1 ? "" : "s",
-                 n > 1 ? " each" : "");
+                 in > 1 ? " each" : "");
     else if (window != MODEL_WINDOW_STARTUP)
         snprintf(steps, sizeof steps, "%zu-%zu steps each, ", lo, hi);
     if (in < n)
         snprintf(rest, sizeof rest, "; the whole process for %zu of %zu processes (%s)", n - in, n,
                  why ? why : "no training steps");
     snprintf(note, len, "%s%s%s%s; --phase all: the whole process", steps, spent,
-             n > 1 ? " in all" : "", rest);
+             in > 1 ? " in all" : "", rest);
     return model_window_name(window);
+}
+
+/* Ops were recorded, none in the part of the run the table covers: says so (1). */
+static int tables_torch_none_in_part(FILE *out, const struct summary *s)
+{
+    char note[512];
+    const char *window = tables_torch_window(s, note, sizeof note);
+    if (!window || !strcmp(window, model_window_name(MODEL_WINDOW_ALL)))
+        return 0;
+    fprintf(out, "  (no PyTorch operator ran in %s)\n", window);
+    return 1;
 }
 
 static void tables_torch_title(FILE *out, const struct summary *s)
@@ -230,7 +241,8 @@ void tables_ops(FILE *out, const struct summary *s, size_t limit)
 {
     tables_torch_title(out, s);
     if (!s->torch.nrows) {
-        fprintf(out, "  (no PyTorch operators recorded; is the torch hook on?)\n");
+        if (!tables_torch_none_in_part(out, s))
+            fprintf(out, "  (no PyTorch operators recorded; is the torch hook on?)\n");
         return;
     }
     tables_torch_table(out, s, limit, "--limit");
@@ -245,8 +257,15 @@ void tables_ops(FILE *out, const struct summary *s, size_t limit)
 
 void tables_ops_section(FILE *out, const struct summary *s, size_t limit)
 {
-    if (!s->torch.nrows)
+    if (!s->torch.nrows) {
+        char note[512];
+        if (tables_torch_window(s, note, sizeof note)) { /* ops, none in the part asked */
+            tables_torch_title(out, s);
+            tables_torch_none_in_part(out, s);
+            fputc('\n', out);
+        }
         return;
+    }
     tables_torch_title(out, s);
     tables_torch_table(out, s, limit ? limit : 15, "profreport --ops");
     fputc('\n', out);
