@@ -172,6 +172,9 @@ static void attach_open_now(void)
     int expected = 1;
     if (!atomic_compare_exchange_strong(&attach_state, &expected, 2))
         return;
+    int ends = window_attach_publish(-1); /* profrun has the start: no more step ends */
+    if (ends >= 0)
+        close(ends);
     if (attach_steps > 0)
         window_attach_steps(attach_steps, attach_start_after); /* at a step's end */
     else
@@ -186,10 +189,24 @@ static int attach_may_open(void)
     return !attach_start_after || attach_steps > 0 || attach_realtime_ns() >= attach_start_after;
 }
 
+static int attach_start_read(void);
+
 /* attach.start: profrun writes the start there once every process is attached (one
  * attached late would otherwise open after the others' start, a step later). Until then,
  * and until a collector pass reads it, no window opens. */
 static int attach_start_known(void)
+{
+    if (!atomic_load(&attach_start_pending))
+        return 1;
+    /* read on the collector's passes and at the step ends (attach_step_end) */
+    static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&once);
+    int known = attach_start_read();
+    pthread_mutex_unlock(&once);
+    return known;
+}
+
+static int attach_start_read(void)
 {
     if (!atomic_load(&attach_start_pending))
         return 1;
@@ -213,8 +230,23 @@ static int attach_start_known(void)
     return 1;
 }
 
+/* At the end of each step, before it is counted (window_step_pre): with --steps over
+ * several processes the start is read there too, so that the step ending at it may open
+ * the window (profrun puts the start half a step after the ranks' last step ends). */
+static void attach_step_end(void)
+{
+    if (atomic_load(&attach_state) == 1 && atomic_load(&attach_ready) && attach_steps > 0 &&
+        atomic_load(&attach_start_pending) && attach_start_known() && attach_may_open())
+        attach_open_now();
+}
+
 static void attach_open(void)
 {
+    if (attach_steps > 0 && atomic_load_explicit(&attach_start_pending, memory_order_acquire)) {
+        /* counting the steps from now, none opening until the start is known */
+        window_attach_steps(attach_steps, UINT64_MAX);
+        atomic_store(&window_step_pre, attach_step_end);
+    }
     atomic_store(&attach_ready, 1);
     if (!atomic_load_explicit(&attach_start_pending, memory_order_acquire) && attach_may_open())
         attach_open_now();
@@ -372,6 +404,13 @@ PROF_EXPORT int prof_attach_start(const char *settings, char *msg, size_t msg_le
     atomic_store(
         &attach_start_pending,
         attach_key(settings, "attach.start", attach_start_path, sizeof attach_start_path) ? 1 : 0);
+    char ends_path[4096];
+    int ends = -1;
+    if (attach_steps > 0 && attach_key(settings, "attach.step_ends", ends_path, sizeof ends_path))
+        ends = open(ends_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    ends = window_attach_publish(ends);
+    if (ends >= 0)
+        close(ends);
     attach_asked_ns = attach_now_ns();
     atomic_store(&attach_ready, 0);
     atomic_store(&attach_state, 1);

@@ -47,6 +47,9 @@ static long window_first_step, window_last_step;
 static long window_steps_done;             /* steps ended so far (window_step_lock) */
 static uint64_t window_steps_not_before;   /* realtime ns: no step opens before (the lock) */
 static _Atomic long window_steps_recorded; /* of which while recording */
+static int window_steps_publish_fd = -1;   /* each step's end written there (the lock) */
+static uint64_t window_steps_prev_end;     /* realtime ns of the step end before (the lock) */
+_Atomic(window_step_fn) window_step_pre;
 static int window_signal;
 static double window_delay_s = -1, window_duration_s = -1;
 static uint64_t window_start_ns;      /* CLOCK_MONOTONIC at init */
@@ -149,9 +152,30 @@ uint64_t window_close_edge(unsigned n)
     return n ? atomic_load(&window_close_ticks[n % 64]) : 0;
 }
 
+/* "<previous step end> <this step end>\n", realtime ns, fixed width, at the file's start:
+ * profrun attach reads the ranks' step ends from it to put their common start between two
+ * steps. */
+static void window_step_publish(void)
+{
+    uint64_t now = window_realtime_ns();
+    char line[48];
+    int n = snprintf(line, sizeof line, "%020llu %020llu\n",
+                     (unsigned long long)window_steps_prev_end, (unsigned long long)now);
+    window_steps_prev_end = now;
+    if (n > 0 && pwrite(window_steps_publish_fd, line, (size_t)n, 0) != n) {
+        close(window_steps_publish_fd); /* a full disk: profrun falls back to a time */
+        window_steps_publish_fd = -1;
+    }
+}
+
 void window_step_done(void)
 {
+    window_step_fn pre = atomic_load(&window_step_pre);
+    if (pre) /* may arm the window for the step ending now (window_attach_steps) */
+        pre();
     pthread_mutex_lock(&window_step_lock);
+    if (window_steps_publish_fd >= 0)
+        window_step_publish();
     long k = window_steps_done++;
     int open = atomic_load_explicit(&prof_recording, memory_order_relaxed);
     if (open)
@@ -362,6 +386,8 @@ static void window_after_fork_child(void)
 {
     /* another thread of the parent may have held it at the fork */
     pthread_mutex_init(&window_step_lock, NULL);
+    window_steps_publish_fd = -1; /* the parent's: not this process's steps */
+    atomic_store(&window_step_pre, NULL);
     /* The child's file tells its own switches; it starts in the parent's state, then
      * follows the parent's window on the collector's passes. */
     int open = atomic_load(&prof_recording);
@@ -469,6 +495,23 @@ int window_attach_steps(long steps, uint64_t not_before_realtime_ns)
     atomic_store(&window_steps_recorded, 0);
     pthread_mutex_unlock(&window_step_lock);
     return first;
+}
+
+void window_attach_steps_after(uint64_t not_before_realtime_ns)
+{
+    pthread_mutex_lock(&window_step_lock);
+    window_steps_not_before = not_before_realtime_ns;
+    pthread_mutex_unlock(&window_step_lock);
+}
+
+int window_attach_publish(int fd)
+{
+    pthread_mutex_lock(&window_step_lock);
+    int old = window_steps_publish_fd;
+    window_steps_publish_fd = fd;
+    window_steps_prev_end = 0;
+    pthread_mutex_unlock(&window_step_lock);
+    return old;
 }
 
 void window_attach_steps_off(void)

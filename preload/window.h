@@ -62,6 +62,16 @@ extern _Atomic(window_observer_fn) window_step_observer;
 void window_init_attached(const char *desc);
 void window_attach_switch(int open, long value);
 int window_attach_steps(long steps, uint64_t not_before_realtime_ns);
+/* A later T for the window armed by window_attach_steps (UINT64_MAX: not yet known). */
+void window_attach_steps_after(uint64_t not_before_realtime_ns);
+/* Each step's end from now on written at the start of fd ("<previous end> <end>\n",
+ * realtime ns, 20 digits each; the previous 0 at first); -1: none. Returns the fd before,
+ * for the caller to close. */
+int window_attach_publish(int fd);
+/* Called on the thread of each step's end before that end is counted, so that it may arm
+ * the window for the step ending then (attach.c: the common start read at a step end). */
+typedef void (*window_step_fn)(void);
+extern _Atomic(window_step_fn) window_step_pre;
 void window_attach_steps_off(void);
 long window_attach_steps_recorded(void);
 

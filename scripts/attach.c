@@ -244,13 +244,14 @@ struct attach_opts {
     pid_t only_tid;
     uint64_t start_after;           /* realtime ns: the window of every process from then on */
     char start_file[PATH_MAX + 64]; /* with start_after: the start, once every one is in */
+    int step_ends;                  /* the libraries write their step ends (attach_start.c) */
 };
 
 struct attach_target {
     pid_t pid;
     int started; /* the library's window is asked for */
     int finished;
-    char done[2 * PATH_MAX + 128], stop[2 * PATH_MAX + 128];
+    char done[2 * PATH_MAX + 128], stop[2 * PATH_MAX + 128], ends[PATH_MAX + 96];
     char trace_dir[2 * PATH_MAX + 2], run[128];
 };
 
@@ -318,6 +319,8 @@ static void attach_settings(const struct attach_opts *o, const struct attach_tar
     if (o->start_after)
         ADD("attach.start_after=%llu\nattach.start=%s\n", (unsigned long long)o->start_after,
             o->start_file);
+    if (o->step_ends)
+        ADD("attach.step_ends=%s\n", t->ends);
     ADD("attach.attacher=%d\nattach.done=%s\nattach.stop=%s\n", getpid(), t->done, t->stop);
 #undef ADD
 }
@@ -658,6 +661,12 @@ int attach_main(int argc, char **argv)
         o.start_after = real_now + 500000000ull + (uint64_t)npids * 300000000ull;
     snprintf(o.start_file, sizeof o.start_file, "%s/.profrun-attach-%d.start", o.out_abs, getpid());
     unlink(o.start_file);
+    /* --steps over several processes: the start between two of their steps, from the step
+     * ends they write (attach_pick_start); start_after stays the time to fall back on */
+    uint64_t fall_back = o.start_after;
+    o.step_ends = o.steps > 0 && npids > 1 && !slurm_job;
+    if (o.step_ends)
+        o.start_after = 1; /* the start file says when */
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -677,6 +686,8 @@ int attach_main(int argc, char **argv)
     int started = 0, worst = 0;
     for (int i = 0; i < npids && !attach_interrupted; i++) {
         targets[i].pid = pids[i];
+        snprintf(targets[i].ends, sizeof targets[i].ends, "%s.ends.%d", o.start_file, pids[i]);
+        unlink(targets[i].ends);
         int rc = attach_one(&o, &targets[i]);
         if (rc > worst)
             worst = rc;
@@ -686,7 +697,20 @@ int attach_main(int argc, char **argv)
         return worst ? worst : 1;
     if (started < npids)
         fprintf(stderr, "profrun attach: %d of %d processes are recorded\n", started, npids);
-    if (o.start_after && attach_write_start(o.start_file, o.start_after) != 0)
+    uint64_t at = 0;
+    if (o.step_ends) {
+        const char *ends[1024];
+        int n = 0;
+        for (int i = 0; i < npids; i++)
+            if (targets[i].started)
+                ends[n++] = targets[i].ends;
+        at = attach_pick_start(ends, n, 10.0, 60.0, &attach_interrupted);
+        if (!at)
+            fprintf(stderr, "profrun attach: the processes' steps did not end together; their "
+                            "windows open from a common time, at the next step of each\n");
+    }
+    if (o.start_after && (at ? attach_write_start_at(o.start_file, at)
+                             : attach_write_start(o.start_file, fall_back)) != 0)
         fprintf(stderr, "profrun attach: cannot write %s: %s\n", o.start_file, strerror(errno));
 
     /* Until each library says its window closed and its records are on disk. */
@@ -745,6 +769,7 @@ int attach_main(int argc, char **argv)
         if (targets[i].started) {
             unlink(targets[i].done);
             unlink(targets[i].stop);
+            unlink(targets[i].ends);
             unlink(o.start_file);
             if (!first)
                 first = &targets[i];

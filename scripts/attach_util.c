@@ -60,8 +60,11 @@ int attach_write_start(const char *path, uint64_t start_after)
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
     uint64_t at = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec + 300000000u;
-    if (at < start_after)
-        at = start_after;
+    return attach_write_start_at(path, at < start_after ? start_after : at);
+}
+
+int attach_write_start_at(const char *path, uint64_t at)
+{
     char tmp[PATH_MAX + 80], text[32];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
