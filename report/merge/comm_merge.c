@@ -137,42 +137,6 @@ static void comm_merge_named_steps(const struct model_process *proc, const char 
             }
 }
 
-/* Time in data loading: the built-in dataloader_next action, or Lightning's (a name with
- * "dataloader_next" in it) in a process with Lightning actions. */
-static uint64_t comm_merge_data_time(const struct model_process *p)
-{
-    uint64_t ns = 0;
-    if (p->gpu.lightning_actions) {
-        for (size_t i = 0; i < p->gpu.nactions; i++)
-            if (strstr(p->gpu.actions[i].name, "dataloader_next"))
-                ns += p->gpu.actions[i].total_ns;
-        return ns;
-    }
-    for (size_t i = 0; i < p->torch.nbuiltin; i++)
-        if (!strcmp(p->torch.builtin[i].name, "dataloader_next"))
-            ns += p->torch.builtin[i].total_ns;
-    return ns;
-}
-
-/* Time in host-device syncs: wrapped synchronizing calls and blocking copies; without any,
- * the ones CUPTI saw. */
-static uint64_t comm_merge_sync_time(const struct model_process *p)
-{
-    uint64_t ns = 0;
-    for (size_t i = 0; i < p->napis; i++) {
-        const struct model_api *a = p->apis[i];
-        if (a && (a->category == PROF_CAT_SYNC ||
-                  (a->category == PROF_CAT_COPY && model_gpu_is_blocking_copy(a->name))))
-            ns += a->total_ns;
-    }
-    for (size_t i = 0; i < p->gpu.napis && !ns; i++) {
-        const struct model_gpu_api *a = &p->gpu.apis[i];
-        if (model_gpu_is_sync_name(a->name) || model_gpu_is_blocking_copy(a->name))
-            ns += a->total_ns;
-    }
-    return ns;
-}
-
 /* The rank the others waited for, and why (comm_merge.h). */
 static void comm_merge_slowest(struct comm_report *r)
 {
@@ -358,16 +322,7 @@ static void comm_merge_rank_times(struct comm_rank_row *row, const struct comm_m
                 row->steps += a->calls;
             step_total += a->total_ns;
         }
-        /* the whole process's ops, as its wall time (the table's may be the steps') */
-        const struct model_torch *t = &proc->torch;
-        size_t nrows = t->whole_rows ? t->nwhole_rows : t->nrows;
-        for (size_t i = 0; i < nrows; i++) {
-            const struct model_torch_row *op = t->whole_rows ? &t->whole_rows[i] : &t->rows[i];
-            if (!op->name || !model_comm_is_torch_op(op->name))
-                row->compute_ns += op->self_cpu_ns;
-        }
-        row->data_ns += comm_merge_data_time(proc);
-        row->sync_ns += comm_merge_sync_time(proc);
+        steps_process_times(proc, &row->compute_ns, &row->data_ns, &row->sync_ns);
     }
     row->step_ns = row->steps ? step_total / row->steps : 0;
     row->comm_ns = comm_merge_comm_time(calls);

@@ -183,3 +183,51 @@ int steps_window_of(const struct model_process *const *mains, const int64_t *off
     *unequal = first_min != first_max || last_max != last_min;
     return 1;
 }
+
+/* Time in data loading: the built-in dataloader_next action, or Lightning's (a name with
+ * "dataloader_next" in it) in a process with Lightning actions. */
+static uint64_t steps_data_time(const struct model_process *p)
+{
+    uint64_t ns = 0;
+    if (p->gpu.lightning_actions) {
+        for (size_t i = 0; i < p->gpu.nactions; i++)
+            if (strstr(p->gpu.actions[i].name, "dataloader_next"))
+                ns += p->gpu.actions[i].total_ns;
+        return ns;
+    }
+    for (size_t i = 0; i < p->torch.nbuiltin; i++)
+        if (!strcmp(p->torch.builtin[i].name, "dataloader_next"))
+            ns += p->torch.builtin[i].total_ns;
+    return ns;
+}
+
+/* Time in host-device syncs: wrapped synchronizing calls and blocking copies; without any,
+ * the ones CUPTI saw. */
+static uint64_t steps_sync_time(const struct model_process *p)
+{
+    uint64_t ns = 0;
+    for (size_t i = 0; i < p->napis; i++) {
+        const struct model_api *a = p->apis[i];
+        if (a && (a->category == PROF_CAT_SYNC ||
+                  (a->category == PROF_CAT_COPY && model_gpu_is_blocking_copy(a->name))))
+            ns += a->total_ns;
+    }
+    for (size_t i = 0; i < p->gpu.napis && !ns; i++) {
+        const struct model_gpu_api *a = &p->gpu.apis[i];
+        if (model_gpu_is_sync_name(a->name) || model_gpu_is_blocking_copy(a->name))
+            ns += a->total_ns;
+    }
+    return ns;
+}
+
+void steps_process_times(const struct model_process *p, uint64_t *compute_ns, uint64_t *data_ns,
+                         uint64_t *sync_ns)
+{
+    size_t n;
+    const struct model_torch_row *rows = model_torch_whole_rows(&p->torch, &n);
+    for (size_t i = 0; i < n; i++)
+        if (!rows[i].name || !model_comm_is_torch_op(rows[i].name))
+            *compute_ns += rows[i].self_cpu_ns;
+    *data_ns += steps_data_time(p);
+    *sync_ns += steps_sync_time(p);
+}

@@ -53,4 +53,9 @@ uint64_t steps_compute_ns(const struct steps_stats *s);
 /* The part that a step (or a sum) exceeds a reference by the most: its index, *excess_ns. */
 int steps_largest_excess(const uint64_t *parts, const uint64_t *ref, uint64_t *excess_ns);
 
+/* A process's whole-run time in its ops (self time, torch.distributed's left out), in data
+ * loading (the dataloader_next actions) and in host-device syncs, added to the three. */
+void steps_process_times(const struct model_process *p, uint64_t *compute_ns, uint64_t *data_ns,
+                         uint64_t *sync_ns);
+
 #endif

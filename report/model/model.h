@@ -485,6 +485,8 @@ enum model_window {
 };
 void model_torch_set_window(enum model_window w);
 enum model_window model_torch_window_asked(void);
+/* The whole process's operator rows, whatever part the table's cover (*n of them). */
+const struct model_torch_row *model_torch_whole_rows(const struct model_torch *t, size_t *n);
 /* Why a process's rows are the whole process's though a part was asked. */
 enum model_window_miss {
     MODEL_WINDOW_MISS_NONE,

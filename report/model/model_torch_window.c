@@ -28,6 +28,12 @@ enum model_window model_torch_window_asked(void)
     return window_asked;
 }
 
+const struct model_torch_row *model_torch_whole_rows(const struct model_torch *t, size_t *n)
+{
+    *n = t->whole_rows ? t->nwhole_rows : t->nrows;
+    return t->whole_rows ? t->whole_rows : t->rows;
+}
+
 const char *model_window_name(unsigned w)
 {
     switch (w) {

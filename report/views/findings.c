@@ -402,9 +402,8 @@ static void findings_cpu_ops(struct findings *f, const struct summary *s)
 {
     uint64_t self_cpu = 0; /* of the whole processes, as the kernels' time */
     for (size_t i = 0; i < s->nprocs; i++) {
-        const struct model_torch *t = &s->procs[i]->torch;
-        const struct model_torch_row *rows = t->whole_rows ? t->whole_rows : t->rows;
-        size_t n = t->whole_rows ? t->nwhole_rows : t->nrows;
+        size_t n;
+        const struct model_torch_row *rows = model_torch_whole_rows(&s->procs[i]->torch, &n);
         for (size_t k = 0; k < n; k++)
             self_cpu += rows[k].self_cpu_ns;
     }

@@ -218,6 +218,8 @@ def test_operator_table_of_the_steady_steps(run):
     cover, calls = op_calls(run)
     assert cover["part"] == "the steady training steps", cover
     assert cover["note"].startswith("%d step" % steady) and "--phase all" in cover["note"]
+    steady_ns = sum(s["ns"] for s in st["steps"][st["warmup"]:])
+    assert abs(cover["ns"] - steady_ns) <= 1000, (cover, steady_ns)
     assert calls["my_scope"] == steady and calls["aten::conv2d"] == steady, calls
     assert calls["Optimizer.step#SGD.step"] == steady, calls
     assert "aten::cumsum" not in calls and "aten::randn" not in calls, calls
@@ -225,9 +227,10 @@ def test_operator_table_of_the_steady_steps(run):
     assert cover["part"].startswith("the training steps") and steps["my_scope"] == STEPS
     cover, startup = op_calls(run, "--phase", "startup")
     assert cover["part"].startswith("the startup") and "my_scope" not in startup
+    assert abs(cover["ns"] - st["startup_ns"]) <= 1000, (cover, st["startup_ns"])
     assert startup["aten::randn"] >= 1, startup
     cover, whole = op_calls(run, "--phase", "all")
-    assert cover == {"part": "the whole process", "note": ""}
+    assert cover == {"part": "the whole process", "note": "", "ns": 0}
     assert whole["my_scope"] == STEPS and whole["aten::cumsum"] == 5, whole
     assert whole["aten::randn"] == startup["aten::randn"]
     for name in set(steps) | set(startup):  # the parts do not overlap, the process holds them
