@@ -32,24 +32,6 @@ static int attach_verbose;
 
 /* ---- checks before touching the target ---- */
 
-static int attach_status_field(pid_t pid, const char *field, char *out, size_t len)
-{
-    char path[64], buf[8192];
-    snprintf(path, sizeof path, "/proc/%d/status", pid);
-    if (attach_read_file(path, buf, sizeof buf) <= 0)
-        return -1;
-    size_t fl = strlen(field);
-    for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-        if (!strncmp(l, field, fl) && l[fl] == ':') {
-            char *v = l + fl + 1;
-            while (*v == ' ' || *v == '\t')
-                v++;
-            snprintf(out, len, "%.*s", (int)strcspn(v, "\n"), v);
-            return 0;
-        }
-    return -1;
-}
-
 /* The same file inside the target's mount namespace (its /proc/PID/root). */
 /* 1: path is the same file inside pid's mount namespace; 0: not; -1: /proc/PID/root may
  * not be looked into (the ptrace access check: another user, missing CAP_SYS_PTRACE). */
@@ -662,11 +644,10 @@ int attach_main(int argc, char **argv)
     snprintf(o.start_file, sizeof o.start_file, "%s/.profrun-attach-%d.start", o.out_abs, getpid());
     unlink(o.start_file);
     /* --steps over several processes: the start between two of their steps, from the step
-     * ends they write (attach_pick_start); start_after stays the time to fall back on */
+     * ends they write (attach_start.c; the start file says when, start_after a fall-back) */
     uint64_t fall_back = o.start_after;
     o.step_ends = o.steps > 0 && npids > 1 && !slurm_job;
-    if (o.step_ends)
-        o.start_after = 1; /* the start file says when */
+    o.start_after = o.step_ends ? 1 : o.start_after;
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -697,21 +678,13 @@ int attach_main(int argc, char **argv)
         return worst ? worst : 1;
     if (started < npids)
         fprintf(stderr, "profrun attach: %d of %d processes are recorded\n", started, npids);
-    uint64_t at = 0;
-    if (o.step_ends) {
-        const char *ends[1024];
-        int n = 0;
-        for (int i = 0; i < npids; i++)
-            if (targets[i].started)
-                ends[n++] = targets[i].ends;
-        at = attach_pick_start(ends, n, 10.0, 60.0, &attach_interrupted);
-        if (!at)
-            fprintf(stderr, "profrun attach: the processes' steps did not end together; their "
-                            "windows open from a common time, at the next step of each\n");
-    }
-    if (o.start_after && (at ? attach_write_start_at(o.start_file, at)
-                             : attach_write_start(o.start_file, fall_back)) != 0)
-        fprintf(stderr, "profrun attach: cannot write %s: %s\n", o.start_file, strerror(errno));
+    const char *ends[1024];
+    int nends = 0;
+    for (int i = 0; i < npids; i++)
+        if (o.step_ends && targets[i].started)
+            ends[nends++] = targets[i].ends;
+    if (o.start_after)
+        attach_start_now(o.start_file, fall_back, ends, nends, &attach_interrupted);
 
     /* Until each library says its window closed and its records are on disk. */
     uint64_t stop_at = 0, started_at = attach_now_ns();

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "attach_util.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,8 +50,10 @@ static int attach_start_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-uint64_t attach_pick_start(const char *const *ends, int n, double no_steps_s, double give_up_s,
-                           volatile const sig_atomic_t *interrupted)
+/* The start from the step ends: 0 when a process wrote none within no_steps_s seconds, or
+ * no step of all came together within give_up_s, or *interrupted. */
+static uint64_t attach_pick_start(const char *const *ends, int n, double no_steps_s,
+                                  double give_up_s, volatile const sig_atomic_t *interrupted)
 {
     uint64_t *len = malloc((size_t)(n > 0 ? n : 1) * sizeof *len);
     if (!len || n <= 0) {
@@ -86,4 +89,15 @@ uint64_t attach_pick_start(const char *const *ends, int n, double no_steps_s, do
     }
     free(len);
     return at;
+}
+
+void attach_start_now(const char *path, uint64_t start_after, const char *const *ends, int n,
+                      volatile const sig_atomic_t *interrupted)
+{
+    uint64_t at = n ? attach_pick_start(ends, n, 10.0, 60.0, interrupted) : 0;
+    if (n && !at)
+        fprintf(stderr, "profrun attach: the processes' steps did not end together; their "
+                        "windows open from a common time, at the next step of each\n");
+    if ((at ? attach_write_start_at(path, at) : attach_write_start(path, start_after)) != 0)
+        fprintf(stderr, "profrun attach: cannot write %s: %s\n", path, strerror(errno));
 }

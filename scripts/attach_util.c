@@ -78,3 +78,21 @@ int attach_write_start_at(const char *path, uint64_t at)
     }
     return 0;
 }
+
+int attach_status_field(pid_t pid, const char *field, char *out, size_t len)
+{
+    char path[64], buf[8192];
+    snprintf(path, sizeof path, "/proc/%d/status", pid);
+    if (attach_read_file(path, buf, sizeof buf) <= 0)
+        return -1;
+    size_t fl = strlen(field);
+    for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+        if (!strncmp(l, field, fl) && l[fl] == ':') {
+            char *v = l + fl + 1;
+            while (*v == ' ' || *v == '\t')
+                v++;
+            snprintf(out, len, "%.*s", (int)strcspn(v, "\n"), v);
+            return 0;
+        }
+    return -1;
+}

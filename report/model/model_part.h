@@ -74,6 +74,10 @@ struct model_torch_self {
 struct model_torch;
 struct model_torch_self *model_torch_fold(const struct model_torch *t, const size_t *order,
                                           size_t *stack);
+/* p->torch.rows made from the spans that began and ended within [lo, hi] (CLOCK_MONOTONIC
+ * ns), folded as self says. */
+void model_torch_rows_of_spans(struct model_process *p, const struct model_torch_self *self,
+                               uint64_t lo, uint64_t hi);
 /* p->torch.rows replaced by those of the part asked (model_torch_set_window), when the
  * spans hold every op there (self: model_torch_fold's; NULL: no op spans). */
 void model_torch_window_rows(struct model_process *p, const struct model_torch_self *self);

@@ -556,38 +556,13 @@ static void model_torch_rows_from_tree(struct model_process *p, const struct mod
     }
 }
 
-/* Rows from the spans alone: traces written before the op trees. */
+/* Rows from the op trees; from the spans alone in traces written before them. */
 static void model_torch_rows(struct model_process *p, const struct model_torch_self *self)
 {
-    struct model_torch *t = &p->torch;
-    struct u64map index; /* name_sid << 32 | shapes_sid -> index + 1 */
-    size_t cap = 0;
-    if (t->nnodes) {
+    if (p->torch.nnodes)
         model_torch_rows_from_tree(p, self);
-        return;
-    }
-    u64map_init(&index);
-    for (size_t i = 0; i < t->nops; i++) {
-        const struct model_torch_op *op = &t->ops[i];
-        struct model_torch_row *r =
-            model_torch_row_of(p, &index, &cap, op->name_sid, op->shapes_sid, op->scope);
-        r->calls++;
-        r->self_cpu_ticks += op->self_ticks;
-        r->cpu_total_ticks += op->end - op->start;
-        r->self_cuda_ns += op->self_cuda_ns;
-        r->cuda_total_ns += op->cuda_ns;
-        r->kernels += op->kernels;
-        r->self_cpu_mem = model_i64_add(r->self_cpu_mem, op->self_cpu_mem);
-        r->cpu_mem = model_i64_add(r->cpu_mem, op->cpu_mem);
-        r->self_dev_mem = model_i64_add(r->self_dev_mem, op->self_dev_mem);
-        r->dev_mem = model_i64_add(r->dev_mem, op->dev_mem);
-    }
-    u64map_free(&index);
-    for (size_t i = 0; i < t->nrows; i++) {
-        struct model_torch_row *r = &t->rows[i];
-        r->self_cpu_ns = model_ticks_to_ns(p, r->self_cpu_ticks);
-        r->cpu_total_ns = model_ticks_to_ns(p, r->cpu_total_ticks);
-    }
+    else
+        model_torch_rows_of_spans(p, self, 0, UINT64_MAX);
 }
 
 static struct model_action *model_torch_scope(struct model_process *p, uint32_t name_sid,

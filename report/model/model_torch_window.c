@@ -128,29 +128,10 @@ struct model_torch_self *model_torch_fold(const struct model_torch *t, const siz
     return self;
 }
 
-void model_torch_window_rows(struct model_process *p, const struct model_torch_self *self)
+void model_torch_rows_of_spans(struct model_process *p, const struct model_torch_self *self,
+                               uint64_t lo, uint64_t hi)
 {
     struct model_torch *t = &p->torch;
-    uint64_t lo, hi;
-    size_t nsteps = 0;
-    if (window_asked == MODEL_WINDOW_ALL || !t->nrows)
-        return;
-    if (!model_torch_window_bounds(p, &lo, &hi, &nsteps)) {
-        t->window_miss = MODEL_WINDOW_MISS_NO_STEPS;
-        return;
-    }
-    /* Every op's span, and every tensor allocation: with op trees their counts say it;
-     * without, any event lost may be one of them. */
-    int lost = t->nnodes ? t->records < t->spans_expected : p->lost || p->end_lost;
-    lost |= t->memory.records_lost > 0;
-    for (size_t i = 0; i < t->ndevices; i++)
-        lost |= t->devices[i].records_lost > 0;
-    if (lost || !t->nops || !self) {
-        t->window_miss = MODEL_WINDOW_MISS_DROPPED;
-        return;
-    }
-    t->whole_rows = t->rows;
-    t->nwhole_rows = t->nrows;
     t->rows = NULL;
     t->nrows = 0;
     size_t cap = 0;
@@ -180,6 +161,32 @@ void model_torch_window_rows(struct model_process *p, const struct model_torch_s
         r->self_cpu_ns = model_ticks_to_ns(p, r->self_cpu_ticks);
         r->cpu_total_ns = model_ticks_to_ns(p, r->cpu_total_ticks);
     }
+}
+
+void model_torch_window_rows(struct model_process *p, const struct model_torch_self *self)
+{
+    struct model_torch *t = &p->torch;
+    uint64_t lo, hi;
+    size_t nsteps = 0;
+    if (window_asked == MODEL_WINDOW_ALL || !t->nrows)
+        return;
+    if (!model_torch_window_bounds(p, &lo, &hi, &nsteps)) {
+        t->window_miss = MODEL_WINDOW_MISS_NO_STEPS;
+        return;
+    }
+    /* Every op's span, and every tensor allocation: with op trees their counts say it;
+     * without, any event lost may be one of them. */
+    int lost = t->nnodes ? t->records < t->spans_expected : p->lost || p->end_lost;
+    lost |= t->memory.records_lost > 0;
+    for (size_t i = 0; i < t->ndevices; i++)
+        lost |= t->devices[i].records_lost > 0;
+    if (lost || !t->nops || !self) {
+        t->window_miss = MODEL_WINDOW_MISS_DROPPED;
+        return;
+    }
+    t->whole_rows = t->rows;
+    t->nwhole_rows = t->nrows;
+    model_torch_rows_of_spans(p, self, lo, hi);
     t->window = (uint8_t)window_asked;
     t->window_miss = MODEL_WINDOW_MISS_NONE;
     t->window_ns = hi - lo;

@@ -16,8 +16,8 @@ void summary_model_process(struct summary_codec *c, struct model_process *p);
 void summary_model_step_list(struct summary_codec *c, struct model_step **steps, size_t *n);
 /* The communication calls (the section read when the merge asks). */
 void summary_model_comm(struct summary_codec *c, struct model_comm *m);
-/* The Python functions as cProfile's table: written from p's call trees; read merged into
- * s (functions by key, callers with their indices mapped). */
+/* summary_pystats.c: the Python functions as cProfile's table: written from p's call
+ * trees; read merged into s (functions by key, callers with their indices mapped). */
 void summary_model_write_pystats(struct summary_codec *c, const struct model_process *p);
 void summary_model_read_pystats(struct summary_codec *c, struct pystats *s);
 
