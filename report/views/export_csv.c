@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "tables.h"
 
 static void export_csv_mem_row(FILE *out, const char *scope, const char *space,
                                const struct model_mem_stats *m)
@@ -115,6 +116,14 @@ static void export_csv_ops(FILE *out, const struct summary *s, size_t limit)
                 r->cuda_total_ns, r->cuda_avg_ns, r->self_cpu_percent, r->cpu_total_percent,
                 r->self_cuda_percent, r->cpu_mem, r->self_cpu_mem, r->dev_mem, r->self_dev_mem);
     }
+    /* what the rows cover, as the JSON's ops_cover */
+    char note[512];
+    const char *window = tables_torch_window(s, note, sizeof note);
+    fprintf(out, "\n# ops_cover\npart,note,ns\n");
+    format_csv_field(out, window ? window : "the whole process");
+    fputc(',', out);
+    format_csv_field(out, window ? note : "");
+    fprintf(out, ",%" PRIu64 "\n", tables_torch_window_ns(s));
 }
 
 static void export_csv_over_ranks_row(FILE *out, const char *table, const char *name,

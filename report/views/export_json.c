@@ -572,13 +572,10 @@ int export_json_write(FILE *out, const struct summary *s, size_t limit)
     json_object_set_new(root, "ops", export_json_ops(s, limit));
     char note[512];
     const char *window = tables_torch_window(s, note, sizeof note);
-    uint64_t part_ns = 0; /* the part's time, summed over the processes it covers */
-    for (size_t i = 0; i < s->nprocs; i++)
-        if (s->procs[i]->torch.window != MODEL_WINDOW_ALL)
-            part_ns += s->procs[i]->torch.window_ns;
     json_object_set_new(root, "ops_cover",
                         json_pack("{s:s,s:s,s:o}", "part", window ? window : "the whole process",
-                                  "note", window ? note : "", "ns", export_json_u64(part_ns)));
+                                  "note", window ? note : "", "ns",
+                                  export_json_u64(tables_torch_window_ns(s))));
 
     json_t *warnings = json_array();
     for (size_t i = 0; i < s->nwarnings; i++)

@@ -59,6 +59,8 @@ void tables_torch_memory_default(FILE *out, const struct summary *s);
  * note in note: "40 steps each, 6.417 s in all; --phase all: the whole process", or why
  * not), or NULL when there is nothing to say (--phase all, or a run without steps). */
 const char *tables_torch_window(const struct summary *s, char *note, size_t len);
+/* That part's time, summed over the processes it covers (0: the whole process). */
+uint64_t tables_torch_window_ns(const struct summary *s);
 /* Whether the run has any CUDA event (kernels, device tensor memory, ops' CUDA time): 0,
  * a CPU-only run, whose op tables leave the CUDA columns out. */
 int tables_torch_has_cuda(const struct summary *s);

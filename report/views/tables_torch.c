@@ -210,6 +210,15 @@ const char *tables_torch_window(const struct summary *s, char *note, size_t len)
     return model_window_name(window);
 }
 
+uint64_t tables_torch_window_ns(const struct summary *s)
+{
+    uint64_t ns = 0;
+    for (size_t i = 0; i < s->nprocs; i++)
+        if (s->procs[i]->torch.window != MODEL_WINDOW_ALL)
+            ns += s->procs[i]->torch.window_ns;
+    return ns;
+}
+
 /* Ops were recorded, none in the part of the run the table covers: says so (1). */
 static int tables_torch_none_in_part(FILE *out, const struct summary *s)
 {

@@ -235,6 +235,9 @@ def test_operator_table_of_the_steady_steps(run):
     assert whole["aten::randn"] == startup["aten::randn"]
     for name in set(steps) | set(startup):  # the parts do not overlap, the process holds them
         assert steps.get(name, 0) + startup.get(name, 0) <= whole[name], name
+    csv_text = report(run, "--format", "csv").stdout
+    block = csv_text[csv_text.index("# ops_cover\n"):].split("\n\n")[0].splitlines()
+    assert block[1] == "part,note,ns" and block[2].startswith("the steady training steps,"), block
     text = report(run).stdout
     assert "PyTorch operators in the steady training steps (" in text
     assert "the operator table below covers the steady training steps" in text
