@@ -639,6 +639,9 @@ char *model_demangle(const char *name);
 /* model_python.c: PY_FUNC, PY_NODE, PY_STATS, PY_SPAN and PY_GAP records. The function of a node,
  * or NULL when no PY_FUNC record named it. */
 const struct model_py_func *model_python_func(const struct model_process *p, uint32_t func_id);
+/* A function as the flame graphs and findings name it: "qualname (file:line)", a builtin's
+ * name; snprintf's return (the full length). */
+int model_python_frame(const struct model_process *p, uint32_t func_id, char *buf, size_t len);
 /* The node of an id, or NULL. */
 const struct model_py_node *model_python_node(const struct model_process *p, uint32_t node_id);
 const char *model_py_gap_reason_name(uint32_t reason);

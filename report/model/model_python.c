@@ -212,6 +212,20 @@ const struct model_py_func *model_python_func(const struct model_process *p, uin
     return v ? &p->py.funcs[v - 1] : NULL;
 }
 
+int model_python_frame(const struct model_process *p, uint32_t func_id, char *buf, size_t len)
+{
+    const struct model_py_func *f = model_python_func(p, func_id);
+    if (!f)
+        return snprintf(buf, len, "<unknown function #%u>", func_id);
+    if (f->kind == PROF_PY_FUNC_C) /* never empty: the folded stacks' separators rely on it */
+        return snprintf(buf, len, "%s", f->name && *f->name ? f->name : "?");
+    return snprintf(buf, len, "%s (%s:%u)",
+                    f->qualname && *f->qualname ? f->qualname
+                    : f->name                   ? f->name
+                                                : "?",
+                    f->file ? f->file : "?", f->line);
+}
+
 const struct model_py_node *model_python_node(const struct model_process *p, uint32_t node_id)
 {
     uint64_t v = idmap_get(&p->py.node_index, node_id);

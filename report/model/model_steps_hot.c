@@ -39,25 +39,10 @@ static int hot_cmp(const void *a, const void *b)
     return x->func < y->func ? -1 : x->func > y->func;
 }
 
-static void hot_frame(const struct model_process *p, uint32_t func_id, char *buf, size_t len)
-{
-    const struct model_py_func *f = model_python_func(p, func_id);
-    if (!f)
-        snprintf(buf, len, "<unknown function #%u>", func_id);
-    else if (f->kind == PROF_PY_FUNC_C)
-        snprintf(buf, len, "%s", f->name && *f->name ? f->name : "?");
-    else
-        snprintf(buf, len, "%s (%s:%u)",
-                 f->qualname && *f->qualname ? f->qualname
-                 : f->name                   ? f->name
-                                             : "?",
-                 f->file ? f->file : "?", f->line);
-}
-
 static char *hot_text(const struct model_process *p, uint32_t func_id)
 {
     char buf[1024];
-    hot_frame(p, func_id, buf, sizeof buf);
+    model_python_frame(p, func_id, buf, sizeof buf);
     return report_strdup(buf);
 }
 

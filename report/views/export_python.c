@@ -186,19 +186,7 @@ static void folded_append(char **path, size_t *len, size_t *cap, const char *fra
 
 static void folded_frame(const struct model_process *p, uint32_t func_id, char *buf, size_t len)
 {
-    const struct model_py_func *f = model_python_func(p, func_id);
-    int full;
-    if (!f)
-        full = snprintf(buf, len, "<unknown function #%u>", func_id);
-    else if (f->kind == PROF_PY_FUNC_C) /* never empty: the separators rely on it */
-        full = snprintf(buf, len, "%s", f->name && *f->name ? f->name : "?");
-    else
-        full = snprintf(buf, len, "%s (%s:%u)",
-                        f->qualname && *f->qualname ? f->qualname
-                        : f->name                   ? f->name
-                                                    : "?",
-                        f->file ? f->file : "?", f->line);
-    format_mark_cut(buf, len, (size_t)full);
+    format_mark_cut(buf, len, (size_t)model_python_frame(p, func_id, buf, len));
 }
 
 /* How the lines are cut to size. */
