@@ -32,6 +32,7 @@ static _Atomic int collector_live;
 static _Atomic int collector_keep;
 void (*prof_api_observer)(uint64_t ticks);
 uint32_t (*prof_current_py_node)(void);
+void (*prof_py_cut)(uint64_t ticks);
 __thread struct prof_thread *prof_tls_thread PROF_TLS;
 __thread int prof_tls_busy PROF_TLS;
 

@@ -85,6 +85,9 @@ enum prof_record_type {
     /* Python frames read by the sampler itself (no Python hook needed) */
     PROF_REC_PY_CODE = 45,   /* a code object the sampler saw: id -> qualname, file, line */
     PROF_REC_SAMPLE_PY = 46, /* the Python frames of the SAMPLE that follows it */
+    /* a thread's Python counts taken at training-step boundaries */
+    PROF_REC_PY_CUT = 47,       /* one cut: its number and time */
+    PROF_REC_PY_CUT_STATS = 48, /* one node's counts at a cut */
     PROF_REC_TYPE_COUNT
 };
 
@@ -281,6 +284,34 @@ struct prof_rec_py_stats {
 };
 _Static_assert(sizeof(struct prof_rec_py_stats) == 48, "py stats record");
 _Static_assert(offsetof(struct prof_rec_py_stats, calls) == 8, "py stats calls offset");
+
+/* Python counts at training-step boundaries (python_tree_cuts.c), so that a report can give
+ * the Python functions of a run of steps exactly: the thread that ends a step (the end of
+ * an Optimizer.step# scope, the start or end of a ProfilerStep# scope) cuts its own call
+ * tree there. A node's counts at cut n are those of its PY_CUT_STATS record with the
+ * smallest cut >= n; with none, its final counts (PY_STATS). A call under way at the cut
+ * counts its time up to the cut (its call counts when it returns). A PY_CUT record says
+ * that cut n was taken, at `ticks`; cut 0: some of the thread's records could not be
+ * written, none of its cuts holds. Only some cuts are written (the first ones, and the
+ * last before the process ended); the records of those are complete unless the thread's
+ * ring dropped events (LOST). */
+struct prof_rec_py_cut {
+    struct prof_record_header h;
+    uint32_t tid; /* the thread whose tree was cut */
+    uint32_t cut; /* 1-based, per thread */
+    uint32_t reserved;
+    uint64_t ticks;
+};
+_Static_assert(sizeof(struct prof_rec_py_cut) == 24, "py cut record");
+
+struct prof_rec_py_cut_stats {
+    struct prof_record_header h;
+    uint32_t node_id;
+    uint32_t cut;
+    uint32_t reserved;
+    uint64_t calls, total_ticks, self_ticks, api_calls, api_ticks; /* as PY_STATS's */
+};
+_Static_assert(sizeof(struct prof_rec_py_cut_stats) == 56, "py cut stats record");
 
 struct prof_rec_py_span {
     struct prof_record_header h;

@@ -227,6 +227,8 @@ static inline __attribute__((always_inline)) void py_enter(struct py_thread *pt,
         }
         *last = n;
     }
+    if (__builtin_expect(n->cut_mark != pt->cuts, 0))
+        python_tree_cut_entered(pt, n); /* its counts until now: those at the last cut */
     if (__builtin_expect(!pt->depth, 0))
         py_stack_opened(pt);
     struct py_frame *f = &pt->stack[pt->depth++];
@@ -559,6 +561,8 @@ static inline int py_fast_enter(struct py_thread *pt, const void *key, uint64_t 
     struct py_node *n = pt->stack[depth - 1].node->last_child;
     if (__builtin_expect(!n || n->key != key || n->action, 0))
         return 0;
+    if (__builtin_expect(n->cut_mark != pt->cuts, 0))
+        python_tree_cut_entered(pt, n); /* its counts until now: those at the last cut */
     struct py_frame *f = &pt->stack[depth];
     pt->depth = depth + 1;
     f->node = n;
@@ -778,4 +782,5 @@ void python_tree_init(uint64_t span_threshold_ns)
     collector_add_source(python_tree_drain);
     prof_api_observer = py_observe_api_call;
     prof_current_py_node = py_current_node;
+    python_tree_cuts_init();
 }

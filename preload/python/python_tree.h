@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "python.h"
+#include "trace_format.h"
 #include "window.h"
 
 /* The call stack starts at PY_STACK_FRAMES frames and doubles as calls go deeper, up to
@@ -19,6 +20,8 @@
 #define PY_CHUNK_NODES 1024
 #define PY_MAX_CHUNKS 4096
 #define PY_MAX_DRIFT 32
+/* Training-step cuts written through the ring; later ones only the last (python_tree_cuts.c) */
+#define PY_CUT_RING_MAX 32
 
 struct py_node {
     uint32_t id;
@@ -31,7 +34,13 @@ struct py_node {
     /* its function starts or stops a Lightning action (python_actions.c), and/or
      * (PY_NODE_STEP) ends a step of PROF_STEPS (python_steps.c) */
     uint8_t action;
+    /* Training-step cuts (python_tree_cuts.c), the owner's: a cut after the first
+     * PY_CUT_RING_MAX went to the ring; py_thread.cuts when the counts at that cut were
+     * taken (in the padding: the collector's pass over every node reads no more bytes). */
+    uint8_t cut_ring_late;
+    uint32_t cut_mark;
 };
+_Static_assert(sizeof(struct py_node) == 96, "the cuts' fields fit in the node's padding");
 #define PY_NODE_STEP 0x80
 
 struct py_frame {
@@ -67,6 +76,18 @@ struct py_thread {
         const void *key;
         int32_t level;
     } drift[PY_MAX_DRIFT];
+    /* Training-step cuts (python_tree_cuts.c): cuts taken; the records of the latest cut
+     * after the first PY_CUT_RING_MAX (cut_kept, at cut_kept_ticks), kept for the
+     * collector to write when the process or the thread ends: cut_log_len of them in
+     * chunks of PY_CHUNK_NODES; cut_gen, odd while the owner starts a new one; cut_failed:
+     * 1 when a record could not be kept or written (no cut is taken any more), 2 once the
+     * collector said so. */
+    uint32_t cuts;
+    uint32_t cut_kept, cut_kept_written; /* the latter the collector's */
+    uint64_t cut_kept_ticks;
+    struct prof_rec_py_cut_stats *cut_log[PY_MAX_CHUNKS];
+    _Atomic uint32_t cut_log_len, cut_gen;
+    _Atomic int cut_failed;
 };
 
 /* Threads with frames on their stack entered since the window's latest closing
@@ -113,6 +134,17 @@ void python_tree_enter_started(py_object *frame, int profile);
 void python_tree_close_at_edge(struct py_thread *pt);
 /* The collector's source: writes the trees' new nodes and counts, frees ended threads. */
 void python_tree_drain(int fresh, int last);
+
+/* python_tree_cuts.c. A node is entered for the first time since pt's last cut: its
+ * counts now are those at that cut. */
+void python_tree_cut_entered(struct py_thread *pt, struct py_node *n);
+/* The collector's: the cut pt keeps, written when the process (last) or the thread ends. */
+void python_tree_cut_drain(struct py_thread *pt, int last);
+/* In a forked child: no cut taken yet (count: the thread's nodes). Freeing the thread. */
+void python_tree_cut_reset(struct py_thread *pt, uint32_t count);
+void python_tree_cut_free(struct py_thread *pt);
+/* Sets prof_py_cut. */
+void python_tree_cuts_init(void);
 
 /* A Python frame's code object (borrowed). */
 /* 3.11: PyFrameObject.f_frame (after PyObject_HEAD and f_back) points to the

@@ -45,6 +45,8 @@ static struct py_node *py_node_at(struct py_thread *pt, uint32_t i)
     return &pt->chunks[i / PY_CHUNK_NODES][i % PY_CHUNK_NODES];
 }
 
+static int py_drain_last; /* the pass before the process exits or execs */
+
 static void py_drain_thread(void *thread, int fresh)
 {
     struct py_thread *pt = thread;
@@ -83,6 +85,7 @@ static void py_drain_thread(void *thread, int fresh)
             n->written_api_calls = api_calls;
         }
     }
+    python_tree_cut_drain(pt, py_drain_last);
     tree_drain_end(&d);
 }
 
@@ -93,6 +96,7 @@ static void py_free_thread(void *thread)
         munmap(pt->chunks[c], PY_CHUNK_NODES * sizeof(struct py_node));
     free(pt->table);
     munmap(pt->stack, (size_t)pt->stack_cap * sizeof *pt->stack);
+    python_tree_cut_free(pt);
     munmap(pt, sizeof *pt);
 }
 
@@ -119,6 +123,7 @@ void python_tree_drain(int fresh, int last)
     struct py_thread *self = python_tree_self();
     if (last && self && py_stack_stale(self) && !self->in_gap && !collector_drain_in_signal())
         python_tree_close_at_edge(self);
+    py_drain_last = last;
     static const struct tree_drain_list list = {py_thread_next,   py_thread_set_next,
                                                 py_thread_exited, py_drain_thread,
                                                 py_free_thread,   &python_tree_lock};
@@ -155,6 +160,7 @@ void python_tree_after_fork_child(void)
         atomic_store(&n->api_calls, 0);
         atomic_store(&n->api_ticks, 0);
     }
+    python_tree_cut_reset(self, count);
     /* frames still on the stack were entered in the parent: their time is the parent's */
     uint64_t now = prof_clock_ticks();
     for (uint32_t d = 0; d < self->depth; d++) {

@@ -339,33 +339,50 @@ static void torch_node_add(struct torch_node *n, const struct torch_tally *t, in
 static int torch_user_scope = -1;
 
 /* The outermost optimizer step scope open on this thread (its RecordFunction's address),
- * or 0. Two live RecordFunctions never share an address. */
+ * or 0; the ProfilerStep# scope open on it. Two live RecordFunctions never share an
+ * address. */
 static __thread uint64_t torch_step_handle PROF_TLS;
+static __thread uint64_t torch_profiler_step_handle PROF_TLS;
 
 void torch_ops_installed(int user_scope)
 {
-    if (!window_steps_on || settings_is_set(SETTING_PROF_STEP_FUNC) || user_scope < 0)
+    if (user_scope < 0)
         return;
-    torch_user_scope = user_scope;
+    torch_user_scope = user_scope; /* the steps cut the Python trees (torch_step_begin) */
+    if (!window_steps_on || settings_is_set(SETTING_PROF_STEP_FUNC))
+        return;
     atomic_store(&window_steps_by_torch, 1);
     collector_add_meta("window_steps_from", "torch: record_function " TORCH_STEP_SCOPE "*");
 }
 
-/* Whether recording or not: the window's steps are counted outside it. */
-static void torch_step_begin(const struct prof_torch_op_info *op)
+#define TORCH_PROFILER_STEP_SCOPE "ProfilerStep#"
+
+/* Whether recording or not: the window's steps are counted outside it. The ends of the
+ * optimizer steps and both ends of the ProfilerSteps also cut the Python call tree of the
+ * thread (prof_py_cut), for the report's tables of the steady steps. Returns 1 for a
+ * ProfilerStep (cut at its start, once the start is taken). */
+static int torch_step_begin(const struct prof_torch_op_info *op)
 {
-    if (!torch_step_handle && op->name &&
-        !strncmp(op->name, TORCH_STEP_SCOPE, strlen(TORCH_STEP_SCOPE)) &&
-        atomic_load_explicit(&window_steps_by_torch, memory_order_relaxed))
+    if (!op->name)
+        return 0;
+    if (!torch_step_handle && !strncmp(op->name, TORCH_STEP_SCOPE, strlen(TORCH_STEP_SCOPE)) &&
+        (prof_py_cut || atomic_load_explicit(&window_steps_by_torch, memory_order_relaxed)))
         torch_step_handle = op->handle;
+    if (prof_py_cut &&
+        !strncmp(op->name, TORCH_PROFILER_STEP_SCOPE, strlen(TORCH_PROFILER_STEP_SCOPE))) {
+        torch_profiler_step_handle = op->handle;
+        return 1;
+    }
+    return 0;
 }
 
 /* ---- the hooks ---- */
 
 uint64_t torch_ops_begin(const struct prof_torch_op_info *op)
 {
+    int profiler_step = 0;
     if (__builtin_expect(op->scope == torch_user_scope, 0))
-        torch_step_begin(op);
+        profiler_step = torch_step_begin(op);
     if (prof_tls_busy || !atomic_load_explicit(&prof_recording, memory_order_relaxed))
         return 0;
     struct torch_thread *tt = torch_tls;
@@ -396,6 +413,8 @@ uint64_t torch_ops_begin(const struct prof_torch_op_info *op)
     atomic_signal_fence(memory_order_release);
     tt->depth++;
     f->start = prof_clock_ticks(); /* last: the naming above is not the op's time */
+    if (__builtin_expect(profiler_step, 0))
+        prof_py_cut(f->start);
     return 1;
 }
 
@@ -468,7 +487,13 @@ void torch_ops_end(uint64_t handle)
     uint64_t end = prof_clock_ticks();
     if (__builtin_expect(handle == torch_step_handle, 0)) {
         torch_step_handle = 0;
-        window_step_done(); /* may open or close the window */
+        if (prof_py_cut)
+            prof_py_cut(end);
+        if (atomic_load_explicit(&window_steps_by_torch, memory_order_relaxed))
+            window_step_done(); /* may open or close the window */
+    } else if (__builtin_expect(handle == torch_profiler_step_handle, 0)) {
+        torch_profiler_step_handle = 0;
+        prof_py_cut(end);
     }
     struct torch_thread *tt = torch_tls;
     if (!tt || !tt->depth)

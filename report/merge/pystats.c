@@ -212,7 +212,19 @@ void pystats_merge_caller(struct pystats *s, size_t callee, const struct pystats
     d->ct_ns += e->ct_ns;
 }
 
-void pystats_forest_build(struct pystats_forest *f, const struct model_process *p, int64_t tid)
+/* Whether node i of p is in the forest: defined, of the thread asked, and (counts of a
+ * part) run in the part; a node that ran in it has every caller running in it too. */
+static int pystats_node_in(const struct model_process *p, const struct model_py_node *nodes,
+                           size_t i, int64_t tid)
+{
+    const struct model_py_node *n = &p->py.nodes[i], *c = &nodes[i];
+    if (!n->defined || (tid >= 0 && n->tid != (uint32_t)tid))
+        return 0;
+    return nodes == p->py.nodes || c->calls || c->total_ticks || c->api_calls;
+}
+
+static void pystats_forest_of(struct pystats_forest *f, const struct model_process *p,
+                              const struct model_py_node *nodes, int64_t tid)
 {
     const struct model_python *py = &p->py;
     size_t n = py->nnodes;
@@ -226,12 +238,12 @@ void pystats_forest_build(struct pystats_forest *f, const struct model_process *
         f->first_child[i] = f->next_sibling[i] = last[i] = SIZE_MAX;
     for (size_t i = 0; i < n; i++) {
         const struct model_py_node *node = &py->nodes[i];
-        if (!node->defined || (tid >= 0 && node->tid != (uint32_t)tid))
+        if (!pystats_node_in(p, nodes, i, tid))
             continue;
         uint64_t pv = node->parent ? idmap_get(&py->node_index, node->parent) : 0;
         size_t parent = pv ? (size_t)pv - 1 : SIZE_MAX;
-        if (parent != SIZE_MAX &&
-            (!py->nodes[parent].defined || (tid != -1 && py->nodes[parent].tid != node->tid)))
+        if (parent != SIZE_MAX && (!pystats_node_in(p, nodes, parent, -1) ||
+                                   (tid != -1 && py->nodes[parent].tid != node->tid)))
             parent = SIZE_MAX;
         if (parent == SIZE_MAX) {
             f->roots[f->nroots++] = i;
@@ -245,6 +257,11 @@ void pystats_forest_build(struct pystats_forest *f, const struct model_process *
     }
     free(last);
     /* Nodes on a parent cycle (a damaged file) are reached from no root: left out. */
+}
+
+void pystats_forest_build(struct pystats_forest *f, const struct model_process *p, int64_t tid)
+{
+    pystats_forest_of(f, p, p->py.nodes, tid);
 }
 
 void pystats_forest_free(struct pystats_forest *f)
@@ -264,13 +281,14 @@ struct pystats_visit {
     uint64_t sub_api_calls, sub_api_ns;
 };
 
-void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid)
+void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid, int part)
 {
     const struct model_python *py = &p->py;
     if (!py->nnodes)
         return;
+    const struct model_py_node *nodes = part && py->window_nodes ? py->window_nodes : py->nodes;
     struct pystats_forest forest;
-    pystats_forest_build(&forest, p, tid);
+    pystats_forest_of(&forest, p, nodes, tid);
     struct pystats_visit *v = pystats_alloc(py->nnodes, sizeof *v);
     size_t *gfunc = pystats_alloc(py->nfuncs + 1, sizeof *gfunc); /* process func -> s->funcs */
     for (size_t i = 0; i <= py->nfuncs; i++)
@@ -278,7 +296,7 @@ void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid)
     for (size_t i = 0; i < py->nnodes; i++) {
         v[i].parent = SIZE_MAX;
         v[i].func = SIZE_MAX;
-        if (!py->nodes[i].defined || (tid >= 0 && py->nodes[i].tid != (uint32_t)tid))
+        if (!pystats_node_in(p, nodes, i, tid))
             continue; /* not in the forest: its function must not make a row */
         uint64_t fv = idmap_get(&py->func_index, py->nodes[i].func);
         size_t local = fv ? (size_t)fv - 1 : py->nfuncs; /* nfuncs: the unknown one */
@@ -301,7 +319,7 @@ void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid)
     while (top) {
         size_t e = stack[--top], i = e / 2;
         struct pystats_visit *n = &v[i];
-        const struct model_py_node *node = &py->nodes[i];
+        const struct model_py_node *node = &nodes[i];
         uint64_t pair = n->parent != SIZE_MAX ? (uint64_t)v[n->parent].func << 32 | n->func : 0;
         if (!(e & 1)) { /* entering */
             n->recursive = active[n->func] > 0;

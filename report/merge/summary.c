@@ -318,7 +318,7 @@ void summary_build(struct summary *s, struct model_process **procs, size_t n)
     for (size_t i = 0; i < n; i++) {
         char err[512];
         if (!procs[i]->summary_file)
-            pystats_add(&s->py, procs[i], -1);
+            pystats_add(&s->py, procs[i], -1, 1);
         else if (summary_file_add_python(&s->py, procs[i], err, sizeof err) != 0)
             summary_add_warning(s, err);
         if (procs[i]->summary_file)

@@ -166,7 +166,39 @@ struct model_python {
     uint64_t spans;
     struct model_py_thread_total *thread_totals; /* read from a summary only */
     size_t nthread_totals;
+    /* The part of the process asked (profreport --phase, enum model_window), from the step
+     * thread's cuts (model_python_window.c): window_nodes are the nodes (same order) with
+     * the counts of the part, the step thread's alone (the others' 0), steps window_first
+     * to window_last; NULL: the tables give the whole process, window_miss says why (enum
+     * model_py_window_miss). */
+    struct model_py_node *window_nodes;
+    uint8_t window, window_miss;
+    uint32_t window_tid;
+    uint64_t window_ns, window_first, window_last;
+    size_t window_steps;
+    struct model_py_cut *cuts; /* PY_CUT and PY_CUT_STATS records, until the file ends */
+    size_t ncuts, cap_cuts;
+    struct model_py_cut_stats *cut_stats;
+    size_t ncut_stats, cap_cut_stats;
 };
+
+struct model_py_cut {
+    uint32_t tid, cut; /* cut 0: the thread's cuts are incomplete */
+    uint64_t ticks, ns;
+};
+struct model_py_cut_stats {
+    uint32_t node, cut;
+    uint64_t v[5]; /* calls, total, self, api calls, api ticks */
+};
+
+enum model_py_window_miss {
+    MODEL_PY_WINDOW_MISS_NONE,
+    MODEL_PY_WINDOW_MISS_NO_STEPS,
+    MODEL_PY_WINDOW_MISS_NO_CUTS,
+    MODEL_PY_WINDOW_MISS_DROPPED,
+    MODEL_PY_WINDOW_MISS_SUMMARY
+};
+const char *model_python_window_miss_text(unsigned miss);
 
 /* ---- GPU (CUPTI) records and NVTX ranges (model_gpu.c, model_nvtx.c) ----
  * GPU operations are kept (compactly) until the file ends: a kernel is tied to the call

@@ -70,6 +70,8 @@ static const uint16_t trace_min_sizes[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_STACK_MEM] = sizeof(struct prof_rec_stack_mem),
     [PROF_REC_PY_CODE] = sizeof(struct prof_rec_py_code),
     [PROF_REC_SAMPLE_PY] = sizeof(struct prof_rec_sample_py),
+    [PROF_REC_PY_CUT] = sizeof(struct prof_rec_py_cut),
+    [PROF_REC_PY_CUT_STATS] = sizeof(struct prof_rec_py_cut_stats),
 };
 
 static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
@@ -113,6 +115,8 @@ static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_STACK_MEM] = "STACK_MEM",
     [PROF_REC_PY_CODE] = "PY_CODE",
     [PROF_REC_SAMPLE_PY] = "SAMPLE_PY",
+    [PROF_REC_PY_CUT] = "PY_CUT",
+    [PROF_REC_PY_CUT_STATS] = "PY_CUT_STATS",
 };
 
 uint16_t trace_record_min_size(uint16_t type)

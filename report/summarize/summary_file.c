@@ -26,12 +26,13 @@ const char summary_file_suffix[] = ".summary";
 
 #define SUMMARY_FILE_MAGIC "PRFSUMM\n"
 #define SUMMARY_FILE_END "PRFSEND\n"
-/* 6: the operator rows of the steady steps beside the whole process's (torch.window);
+/* 7: the Python functions of the steady steps beside the whole process's (py.window);
+ * 6: the operator rows of the steady steps beside the whole process's (torch.window);
  * 5: whether each Python function ran outside imports (pystats_func.outside_imports);
  * 4: the training steps behind their length, read when a view asks for every step
  * (summary_file_read_steps); 3: the trace's identity after the version
- * (summary_file_bound). 5 and older are not read (their trace is). */
-#define SUMMARY_FILE_VERSION 6
+ * (summary_file_bound). 6 and older are not read (their trace is). */
+#define SUMMARY_FILE_VERSION 7
 #define SUMMARY_FILE_MAX (1ull << 32) /* 4 GiB: more is not a summary */
 
 typedef struct summary_codec sf_codec;
@@ -372,7 +373,7 @@ int summary_file_add_python(struct pystats *s, const struct model_process *p, ch
     int rc = sf_open_section(p, p->summary_py_offset, end, p->summary_py_offset, &c, &buf, &base,
                              err, errlen);
     if (rc == 0) {
-        summary_model_read_pystats(&c, s);
+        summary_model_read_pystats(&c, s, p->py.window != MODEL_WINDOW_ALL);
         if (c.bad) {
             snprintf(err, errlen, "%s: corrupt Python section (%s): its functions are left out",
                      p->summary_file, c.why);

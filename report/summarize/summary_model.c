@@ -349,6 +349,26 @@ static void sf_python(sf_codec *c, struct model_process *p)
         summary_codec_u64(c, &t->calls);
     }
     free(threads);
+    /* --summarize asks for the steady steps: their Python rows (summary_pystats.c) beside
+     * the whole process's */
+    summary_codec_u8(c, &py->window);
+    summary_codec_u8(c, &py->window_miss);
+    summary_codec_u32(c, &py->window_tid);
+    summary_codec_u64(c, &py->window_ns);
+    summary_codec_u64(c, &py->window_first);
+    summary_codec_u64(c, &py->window_last);
+    uint64_t steps = py->window_steps;
+    summary_codec_u64(c, &steps);
+    py->window_steps = (size_t)steps;
+    if (c->reading &&
+        (py->window > MODEL_WINDOW_STARTUP || py->window_miss > MODEL_PY_WINDOW_MISS_SUMMARY))
+        summary_codec_fail(c, "bad Python window");
+    enum model_window asked = model_torch_window_asked();
+    if (c->reading && !c->bad && py->window != asked && py->window != MODEL_WINDOW_ALL) {
+        py->window = MODEL_WINDOW_ALL; /* the whole process's rows, said */
+        py->window_miss =
+            asked == MODEL_WINDOW_ALL ? MODEL_PY_WINDOW_MISS_NONE : MODEL_PY_WINDOW_MISS_SUMMARY;
+    }
 }
 
 /* ---- GPU, NVTX and actions ---- */

@@ -19,6 +19,8 @@ void summary_model_comm(struct summary_codec *c, struct model_comm *m);
 /* summary_pystats.c: the Python functions as cProfile's table: written from p's call
  * trees; read merged into s (functions by key, callers with their indices mapped). */
 void summary_model_write_pystats(struct summary_codec *c, const struct model_process *p);
-void summary_model_read_pystats(struct summary_codec *c, struct pystats *s);
+/* part: the part of the process the summary's Python rows cover (py.window), when it holds
+ * one; else the whole process's. */
+void summary_model_read_pystats(struct summary_codec *c, struct pystats *s, int part);
 
 #endif

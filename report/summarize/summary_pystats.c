@@ -34,11 +34,11 @@ static void sf_pystats_caller(sf_codec *c, struct pystats_caller *e)
     summary_codec_u64(c, &e->ct_ns);
 }
 
-void summary_model_write_pystats(sf_codec *c, const struct model_process *p)
+static void sf_pystats_write(sf_codec *c, const struct model_process *p, int part)
 {
     struct pystats py;
     pystats_init(&py);
-    pystats_add(&py, p, -1);
+    pystats_add(&py, p, -1, part);
     summary_codec_count(c, &py.nfuncs, 14);
     for (size_t i = 0; i < py.nfuncs; i++)
         sf_pystats_func(c, &py.funcs[i]);
@@ -50,8 +50,19 @@ void summary_model_write_pystats(sf_codec *c, const struct model_process *p)
     pystats_free(&py);
 }
 
+/* The part's functions (py.window: --summarize asks for the steady steps) when the process
+ * has them, then the whole process's. */
+void summary_model_write_pystats(sf_codec *c, const struct model_process *p)
+{
+    uint8_t part = p->py.window_nodes != NULL;
+    summary_codec_u8(c, &part);
+    if (part)
+        sf_pystats_write(c, p, 1);
+    sf_pystats_write(c, p, 0);
+}
+
 /* Into s: the functions merged by key, then their callers with indices mapped. */
-void summary_model_read_pystats(sf_codec *c, struct pystats *s)
+static void sf_pystats_read(sf_codec *c, struct pystats *s)
 {
     size_t n = 0;
     summary_codec_count(c, &n, 14);
@@ -83,4 +94,26 @@ void summary_model_read_pystats(sf_codec *c, struct pystats *s)
         }
     }
     free(at);
+}
+
+void summary_model_read_pystats(sf_codec *c, struct pystats *s, int part)
+{
+    uint8_t has_part = 0;
+    summary_codec_u8(c, &has_part);
+    if (has_part > 1)
+        summary_codec_fail(c, "a bad Python part");
+    if (has_part && part) {
+        sf_pystats_read(c, s);
+        return;
+    }
+    if (has_part) { /* read past the part's */
+        struct pystats skip;
+        pystats_init(&skip);
+        sf_pystats_read(c, &skip);
+        pystats_free(&skip);
+    }
+    if (part && !c->bad)
+        summary_codec_fail(c, "no Python part where the process says one");
+    if (!c->bad)
+        sf_pystats_read(c, s);
 }

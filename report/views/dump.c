@@ -336,6 +336,20 @@ static void dump_record(FILE *out, const struct trace_record *rec, struct u64map
                 st->api_ticks);
         break;
     }
+    case PROF_REC_PY_CUT: {
+        const struct prof_rec_py_cut *c = rec->data;
+        fprintf(out, " tid=%u cut=%u ticks=%" PRIu64, c->tid, c->cut, c->ticks);
+        break;
+    }
+    case PROF_REC_PY_CUT_STATS: {
+        const struct prof_rec_py_cut_stats *st = rec->data;
+        fprintf(out,
+                " node=%u cut=%u calls=%" PRIu64 " total=%" PRIu64 " self=%" PRIu64
+                " api_calls=%" PRIu64 " api_ticks=%" PRIu64,
+                st->node_id, st->cut, st->calls, st->total_ticks, st->self_ticks, st->api_calls,
+                st->api_ticks);
+        break;
+    }
     case PROF_REC_PY_SPAN: {
         const struct prof_rec_py_span *sp = rec->data;
         fprintf(out, " node=%u start=%" PRIu64 " end=%" PRIu64, sp->node_id, sp->start, sp->end);

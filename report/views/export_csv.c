@@ -98,6 +98,17 @@ static void export_csv_gpu(FILE *out, const struct summary *s, size_t limit)
 }
 
 /* torch.profiler's key_averages() rows; shapes empty unless grouped by shape. */
+/* What part of the run a table's rows cover (tables_torch_window, tables_python_window). */
+static void export_csv_cover(FILE *out, const char *section, const char *window, const char *note,
+                             uint64_t ns)
+{
+    fprintf(out, "\n# %s\npart,note,ns\n", section);
+    format_csv_field(out, window ? window : "the whole process");
+    fputc(',', out);
+    format_csv_field(out, window ? note : "");
+    fprintf(out, ",%" PRIu64 "\n", ns);
+}
+
 static void export_csv_ops(FILE *out, const struct summary *s, size_t limit)
 {
     fprintf(out, "\n# ops\nname,shapes,calls,self_cpu_ns,cpu_total_ns,cpu_avg_ns,self_cuda_ns,"
@@ -116,14 +127,9 @@ static void export_csv_ops(FILE *out, const struct summary *s, size_t limit)
                 r->cuda_total_ns, r->cuda_avg_ns, r->self_cpu_percent, r->cpu_total_percent,
                 r->self_cuda_percent, r->cpu_mem, r->self_cpu_mem, r->dev_mem, r->self_dev_mem);
     }
-    /* what the rows cover, as the JSON's ops_cover */
-    char note[512];
+    char note[512]; /* what the rows cover, as the JSON's ops_cover */
     const char *window = tables_torch_window(s, note, sizeof note);
-    fprintf(out, "\n# ops_cover\npart,note,ns\n");
-    format_csv_field(out, window ? window : "the whole process");
-    fputc(',', out);
-    format_csv_field(out, window ? note : "");
-    fprintf(out, ",%" PRIu64 "\n", tables_torch_window_ns(s));
+    export_csv_cover(out, "ops_cover", window, note, tables_torch_window_ns(s));
 }
 
 static void export_csv_over_ranks_row(FILE *out, const char *table, const char *name,
@@ -265,6 +271,9 @@ int export_csv_write(FILE *out, const struct summary *s, size_t limit)
             fprintf(out, ",%" PRIu64, f->gpu_ns);
         fputc('\n', out);
     }
+    char note[768]; /* what the rows cover, as the JSON's python_cover */
+    const char *window = tables_python_window(s, note, sizeof note);
+    export_csv_cover(out, "python_cover", window, note, tables_python_window_ns(s));
 
     export_csv_over_ranks(out, s, limit);
 

@@ -568,6 +568,12 @@ int export_json_write(FILE *out, const struct summary *s, size_t limit)
     }
     json_object_set_new(root, "copies", copies);
     json_object_set_new(root, "python", export_json_python(&s->py, limit, s->gpu.any));
+    char py_note[768];
+    const char *py_window = tables_python_window(s, py_note, sizeof py_note);
+    json_object_set_new(
+        root, "python_cover",
+        json_pack("{s:s,s:s,s:o}", "part", py_window ? py_window : "the whole process", "note",
+                  py_window ? py_note : "", "ns", export_json_u64(tables_python_window_ns(s))));
     export_json_gpu(root, s, limit);
     json_object_set_new(root, "ops", export_json_ops(s, limit));
     char note[512];

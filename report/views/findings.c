@@ -233,9 +233,13 @@ static void findings_sync(struct findings *f, const struct summary *s)
         else if (findings_is_method(fn->name, "cpu"))
             cpu += fn->ncalls;
     }
+    char note[768];
+    const char *part = tables_python_window(s, note, sizeof note); /* what s->py covers */
+    int whole = !part || !strcmp(part, model_window_name(MODEL_WINDOW_ALL));
     if (item || cpu)
         snprintf(extra, sizeof extra,
-                 "; Python called .item() %" PRIu64 " and .cpu() %" PRIu64 " times", item, cpu);
+                 "; Python called .item() %" PRIu64 " and .cpu() %" PRIu64 " times%s%s", item, cpu,
+                 whole ? "" : " in ", whole ? "" : part);
     findings_set(x->evidence, sizeof x->evidence,
                  "%" PRIu64 " synchronizing calls (cudaDeviceSynchronize, stream and event "
                  "syncs: %s) and %" PRIu64 " blocking copies (%s) took %s of %s wall time%s",

@@ -232,8 +232,15 @@ static void html_tables(FILE *out, const struct summary *s)
     }
     if (s->py.nfuncs) {
         n = s->py.nfuncs < HTML_ROWS ? s->py.nfuncs : HTML_ROWS;
-        html_table_begin(out, "t-python", "Python functions", n, s->py.nfuncs,
-                         "Function|>ncalls|>tottime|>cumtime|>CUDA API|>GPU time");
+        char note[768], title[900];
+        const char *window = tables_python_window(s, note, sizeof note);
+        snprintf(title, sizeof title, "Python functions%s%s%s%s%s", window ? " in " : "",
+                 window ? window : "", window ? " (" : "", window ? note : "", window ? ")" : "");
+        /* as the text table: API and GPU columns when some function has them */
+        char spec[128];
+        snprintf(spec, sizeof spec, "Function|>ncalls|>tottime|>cumtime%s%s",
+                 s->py.any_api ? "|>CUDA API" : "", s->py.any_gpu ? "|>GPU time" : "");
+        html_table_begin(out, "t-python", title, n, s->py.nfuncs, spec);
         char label[1024];
         for (size_t i = 0; i < n; i++) {
             const struct pystats_func *f = &s->py.funcs[s->py.order[i]];
@@ -243,8 +250,10 @@ static void html_tables(FILE *out, const struct summary *s)
             html_td_u64(out, f->ncalls);
             html_td_ns(out, (double)f->tottime_ns);
             html_td_ns(out, (double)f->cumtime_ns);
-            html_td_ns(out, (double)f->api_ns);
-            html_td_ns(out, (double)f->gpu_ns);
+            if (s->py.any_api)
+                html_td_ns(out, (double)f->api_ns);
+            if (s->py.any_gpu)
+                html_td_ns(out, (double)f->gpu_ns);
             fputs("</tr>\n", out);
         }
         fputs("</tbody></table>\n", out);

@@ -24,9 +24,29 @@ static void steps_view_share(uint64_t part, uint64_t total, char *buf, size_t le
 }
 
 /* The header lines: which steps, warm-up, step times, startup. */
-/* ops_window: what the operator table covers when not the whole process ("the steady
- * training steps"); NULL: the whole process. */
-static void steps_view_head(FILE *out, const struct steps_stats *st, const char *ops_window)
+/* What the tables cover: ops and py, the operator and the Python tables' part when not the
+ * whole process ("the steady training steps"); NULL: the whole process. */
+static void steps_view_cover(FILE *out, const char *ops, const char *py)
+{
+    if (!ops && !py)
+        fputs("the tables below cover the whole process", out);
+    else if (ops && py && !strcmp(ops, py))
+        fprintf(out,
+                "the operator and Python tables below cover %s, the other tables the whole "
+                "process",
+                ops);
+    else if (ops && py)
+        fprintf(out,
+                "the operator table below covers %s, the Python table %s, the other "
+                "tables the whole process",
+                ops, py);
+    else
+        fprintf(out, "the %s table below covers %s, the other tables the whole process",
+                ops ? "operator" : "Python", ops ? ops : py);
+}
+
+static void steps_view_head(FILE *out, const struct steps_stats *st, const char *ops_window,
+                            const char *py_window)
 {
     char med[32], p90[32], mx[32], startup[32], imp[32], tear[32];
     fprintf(out, "Training steps: %zu steady of %zu, from %s", st->counted, st->nsteps,
@@ -64,11 +84,10 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
     }
     fprintf(out,
             "  Startup: %s before the first step (%.0f%% of the process; imports %s; its "
-            "flame graph: --flamegraph FILE --phase startup), teardown %s; %s%s%s the "
-            "whole process\n",
-            startup, wall ? 100.0 * (double)st->startup_ns / (double)wall : 0.0, imp, tear,
-            ops_window ? "the operator table below covers " : "the tables below cover",
-            ops_window ? ops_window : "", ops_window ? ", the other tables" : "");
+            "flame graph: --flamegraph FILE --phase startup), teardown %s; ",
+            startup, wall ? 100.0 * (double)st->startup_ns / (double)wall : 0.0, imp, tear);
+    steps_view_cover(out, ops_window, py_window);
+    fputc('\n', out);
 }
 
 /* One process: its parts per step. */
@@ -218,13 +237,15 @@ void steps_view_print(FILE *out, const struct summary *s, const struct comm_repo
     const char *ops = tables_torch_window(s, note, sizeof note);
     const char *ops_window =
         ops && strcmp(ops, model_window_name(MODEL_WINDOW_ALL)) != 0 ? ops : NULL;
+    const char *py = tables_python_window(s, note, sizeof note);
+    const char *py_window = py && strcmp(py, model_window_name(MODEL_WINDOW_ALL)) != 0 ? py : NULL;
     if (r && r->by_steps && r->nranks > 1) {
-        steps_view_head(out, &st, ops_window);
+        steps_view_head(out, &st, ops_window, py_window);
         fprintf(out, "  (rank %lld's steps above)\n", (long long)p->rank);
         steps_view_ranks(out, r);
     } else {
         uint64_t wait = r && r->nranks == 1 ? r->ranks[0].wait_ns : 0;
-        steps_view_head(out, &st, ops_window);
+        steps_view_head(out, &st, ops_window, py_window);
         steps_view_parts(out, &st, wait);
         steps_view_slowest(out, &st);
     }

@@ -85,5 +85,11 @@ void tables_python(FILE *out, const struct summary *s, size_t limit,
 void tables_python_section(FILE *out, const struct summary *s, size_t limit);
 /* One line per interval another profiler held Python's hook. */
 void tables_python_gaps(FILE *out, const struct summary *s);
+/* What the Python rows cover, as tables_torch_window says it for the operator rows: the
+ * part's name (note: "the step thread's calls, steps 2-40, 1.532 s; ..." or why not), or
+ * NULL when there is nothing to say. */
+const char *tables_python_window(const struct summary *s, char *note, size_t len);
+/* That part's time, summed over the processes it covers (0: the whole process). */
+uint64_t tables_python_window_ns(const struct summary *s);
 
 #endif

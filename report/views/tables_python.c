@@ -165,13 +165,81 @@ void tables_python_gaps(FILE *out, const struct summary *s)
     }
 }
 
+const char *tables_python_window(const struct summary *s, char *note, size_t len)
+{
+    size_t n = 0, in = 0, stepless = 0;
+    uint64_t ns = 0, lo = UINT64_MAX, hi = 0;
+    unsigned asked = model_torch_window_asked(), window = MODEL_WINDOW_ALL;
+    const char *why = NULL;
+    const struct model_process *one = NULL;
+    *note = 0;
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_python *py = &s->procs[i]->py;
+        if (!py->nnodes && !py->nthread_totals)
+            continue;
+        n++;
+        if (py->window != MODEL_WINDOW_ALL) {
+            window = py->window;
+            in++;
+            one = s->procs[i];
+            ns += py->window_ns;
+            lo = py->window_first < lo ? py->window_first : lo;
+            hi = py->window_last > hi ? py->window_last : hi;
+        } else if (!s->procs[i]->steps.nsteps) {
+            stepless++;
+        } else if (!why && py->window_miss != MODEL_PY_WINDOW_MISS_NONE) {
+            why = model_python_window_miss_text(py->window_miss);
+        }
+    }
+    if (asked == MODEL_WINDOW_ALL || !n || stepless == n)
+        return NULL;
+    if (!in) {
+        snprintf(note, len, "not %s: %s; --phase all", model_window_name(asked),
+                 why ? why : "no training steps");
+        return model_window_name(MODEL_WINDOW_ALL);
+    }
+    char who[64], steps[64] = "", spent[32], rest[320] = "";
+    if (in == 1)
+        snprintf(who, sizeof who, "thread %u", one->py.window_tid);
+    else
+        snprintf(who, sizeof who, "each process's step thread");
+    format_ns((double)ns, spent, sizeof spent);
+    if (window != MODEL_WINDOW_STARTUP && lo == hi)
+        snprintf(steps, sizeof steps, "step %" PRIu64 ", ", lo);
+    else if (window != MODEL_WINDOW_STARTUP)
+        snprintf(steps, sizeof steps, "steps %" PRIu64 "-%" PRIu64 ", ", lo, hi);
+    if (in < n)
+        snprintf(rest, sizeof rest, "; the whole process for %zu of %zu processes (%s)", n - in, n,
+                 why ? why : "no training steps");
+    snprintf(note, len,
+             "the training loop's thread only (%s), %s%s%s%s; a call under way at the edges "
+             "counts its time inside, its call where it returns%s; --phase all: the whole "
+             "process, every thread",
+             who, steps, spent, in > 1 ? " in all" : "", rest,
+             s->gpu.any ? "; kernels are not cut: no GPU column" : "");
+    return model_window_name(window);
+}
+
+uint64_t tables_python_window_ns(const struct summary *s)
+{
+    uint64_t ns = 0;
+    for (size_t i = 0; i < s->nprocs; i++)
+        if (s->procs[i]->py.window != MODEL_WINDOW_ALL)
+            ns += s->procs[i]->py.window_ns;
+    return ns;
+}
+
 void tables_python_section(FILE *out, const struct summary *s, size_t limit)
 {
     if (!s->py.nfuncs && !s->py_gaps)
         return;
     size_t n = limit ? limit : 15;
-    fprintf(out, "Python functions (top %zu by %s; profreport --python for all)\n", n,
-            pystats_sort_name(s->py_sort));
+    char note[768];
+    const char *window = tables_python_window(s, note, sizeof note);
+    fprintf(out, "Python functions%s%s (top %zu by %s; profreport --python for all)\n",
+            window ? " in " : "", window ? window : "", n, pystats_sort_name(s->py_sort));
+    if (window)
+        fprintf(out, "  (%s)\n", note);
     tables_py_table(out, &s->py, n, "profreport --python", 1);
     tables_python_gaps(out, s);
     fputc('\n', out);
@@ -182,7 +250,7 @@ static void tables_python_one(FILE *out, const struct model_process *p, int64_t 
 {
     struct pystats py;
     pystats_init(&py);
-    pystats_add(&py, p, tid);
+    pystats_add(&py, p, tid, 0);
     pystats_finish(&py, s->py_sort);
     tables_py_table(out, &py, limit, "--limit", 0);
     pystats_free(&py);
@@ -190,8 +258,15 @@ static void tables_python_one(FILE *out, const struct model_process *p, int64_t 
 
 void tables_python(FILE *out, const struct summary *s, size_t limit, enum tables_python_split split)
 {
-    char thread[300];
-    fprintf(out, "Python functions (ordered by: %s)\n", pystats_sort_title(s->py_sort));
+    char thread[300], note[768];
+    const char *window = tables_python_window(s, note, sizeof note);
+    fprintf(out, "Python functions%s%s (ordered by: %s)\n", window ? " in " : "",
+            window ? window : "", pystats_sort_title(s->py_sort));
+    if (window)
+        fprintf(out, "  (%s%s)\n", note,
+                split != TABLES_PYTHON_MERGED ? "; the tables per process or thread below: the "
+                                                "whole process"
+                                              : "");
     /* what the trace says the counts miss, beside the counts, not only in the notes */
     for (size_t i = 0; i < s->nprocs; i++)
         for (size_t k = 0; k < s->procs[i]->nnotes; k++)

@@ -65,7 +65,7 @@ def test_forward_is_the_models_calls_only(run):
         assert action_calls(rep, "backward") == STEPS
         assert action_calls(rep, "optimizer_step") == STEPS
         assert action_calls(rep, "dataloader_next") == STEPS + 2  # each epoch's last ends it
-    rep = report_json(run["out"], "--python", "--all-roles")
+    rep = report_json(run["out"], "--python", "--all-roles", "--phase", "all")  # whole run
     assert py_calls(rep, "Normalize.forward") == SAMPLES  # the transform did run
 
 
@@ -85,9 +85,10 @@ def test_default_tables_are_the_main_process(run):
     out, workers = run["out"], run["workers"]
     main = main_trace(out)
     text = report(out).stdout
-    default = report_json(out, "--ops", "--python")
-    alone = report_json(main["file"], "--ops", "--python")
-    everything = report_json(out, "--ops", "--python", "--all-roles")
+    whole = ("--phase", "all")  # the counts of the whole run (the default: the steady steps)
+    default = report_json(out, "--ops", "--python", *whole)
+    alone = report_json(main["file"], "--ops", "--python", *whole)
+    everything = report_json(out, "--ops", "--python", "--all-roles", *whole)
     if not workers:
         assert "Left out" not in text and default["job"]["left_out"] is None
         assert op_calls(default) == op_calls(alone) == op_calls(everything)

@@ -108,7 +108,8 @@ def test_flame_graph_of_the_startup(run, tmp_path):
         total, st["startup_ns"], st["startup_import_ns"])
 
 
-def test_steps_from_summaries(run, tmp_path):
+def summaries_of(run, tmp_path):
+    """The run's summaries, alone in a folder (without their traces: read when named)."""
     copy = tmp_path / "sum"
     copy.mkdir()
     for f in trace_files(run):
@@ -116,7 +117,11 @@ def test_steps_from_summaries(run, tmp_path):
     report(copy, "--summarize")
     for f in copy.glob("*.trace"):
         f.unlink()
-    summaries = sorted(copy.glob("*.summary"))  # without their traces: read when named
+    return sorted(copy.glob("*.summary"))
+
+
+def test_steps_from_summaries(run, tmp_path):
+    summaries = summaries_of(run, tmp_path)
     assert main_steps(summaries) == main_steps(run)
     assert report(summaries).stdout.split("Job\n")[0] == report(run).stdout.split("Job\n")[0]
 
@@ -240,7 +245,83 @@ def test_operator_table_of_the_steady_steps(run):
     assert block[1] == "part,note,ns" and block[2].startswith("the steady training steps,"), block
     text = report(run).stdout
     assert "PyTorch operators in the steady training steps (" in text
-    assert "the operator table below covers the steady training steps" in text
+    assert "the operator and Python tables below cover the steady training steps" in text
+
+
+def py_calls(out, *args):
+    d = report_json(out, *args)
+    return d["python_cover"], {f["qualname"]: f["ncalls"] for f in d["python"]}
+
+
+def test_python_table_of_the_steady_steps(run, tmp_path):
+    """The Python table covers the steady steps of the training loop's thread by default,
+    from the cuts that thread took of its call tree at its optimizer steps' ends: a
+    function of every step once per step, the set-up (startup) and the side thread (after
+    the last step, on another thread) left out; the first step (whose start is no optimizer
+    step's end) is said left out. --phase all: the whole process, every thread."""
+    st = main_steps(run)
+    first = max(st["warmup"], 1)  # the steps from first + 1 on
+    covered = STEPS - first
+    cover, calls = py_calls(run)
+    assert cover["part"] == "the steady training steps", cover
+    assert "steps %d-%d" % (first + 1, STEPS) in cover["note"], cover
+    assert "--phase all" in cover["note"] and "thread only" in cover["note"], cover
+    ns = sum(s["ns"] for s in st["steps"][first:])
+    assert abs(cover["ns"] - ns) <= 1000, (cover, ns)
+    assert calls["Net.forward"] == covered and calls["SGD.step"] == covered, calls
+    assert calls["cross_entropy"] == covered, calls
+    assert "Net.__init__" not in calls and "side_thread" not in calls, calls
+    fn = {f["qualname"]: f for f in report_json(run)["python"]}
+    assert fn["main"]["ncalls"] == 0, fn["main"]  # under way across the part: its time only
+    assert abs(fn["main"]["cumtime_ns"] - cover["ns"]) <= 1000, (fn["main"], cover)
+    cover, steps = py_calls(run, "--phase", "steps")
+    assert cover["part"].startswith("the training steps") and steps["Net.forward"] == STEPS - 1
+    cover, startup = py_calls(run, "--phase", "startup")
+    assert cover["part"] == "the whole process" and "no step boundary" in cover["note"], cover
+    cover, whole = py_calls(run, "--phase", "all")
+    assert cover == {"part": "the whole process", "note": "", "ns": 0}
+    assert whole["Net.forward"] == STEPS and whole["side_thread"] == 1, whole
+    assert whole["Net.__init__"] == 1 and whole["main"] == 1, whole
+    text = report(run).stdout
+    assert "Python functions in the steady training steps (" in text, text
+    csv_text = report(run, "--format", "csv").stdout
+    block = csv_text[csv_text.index("# python_cover\n"):].split("\n\n")[0].splitlines()
+    assert block[1] == "part,note,ns" and block[2].startswith("the steady training steps,"), block
+    # the same from summaries (they keep the steady steps' rows beside the whole process's)
+    summaries = summaries_of(run, tmp_path)
+    assert py_calls(summaries) == py_calls(run)
+    assert py_calls(summaries, "--phase", "all") == py_calls(run, "--phase", "all")
+    cover, _ = py_calls(summaries, "--phase", "steps")
+    assert cover["part"] == "the whole process" and "summary" in cover["note"], cover
+
+
+def test_python_table_of_many_steps(tmp_path):
+    """Past the cuts the process writes through its ring (the first 32), each node keeps the
+    latest cut and the collector writes the last one when the process ends: a run of 60
+    steps (test/workloads/torch_warmup.py) gives the steady steps' functions once per step,
+    the warm-up's set_up() left out; with a tiny ring that drops events the table is the
+    whole process's and says why."""
+    workload = [PYTHON, os.path.join(ROOT, "test", "workloads", "torch_warmup.py"), "60"]
+    profile(workload, tmp_path / "a", timeout=300)
+    st = main_steps(tmp_path / "a")
+    assert st["count"] == 60 and 1 <= st["warmup"] <= 15, st["warmup"]
+    cover, calls = py_calls(tmp_path / "a")
+    assert cover["part"] == "the steady training steps", cover
+    assert "steps %d-60" % (st["warmup"] + 1) in cover["note"], cover
+    covered = 60 - st["warmup"]
+    for name in ("time_step", "Net.forward", "mse_loss", "SGD.step"):
+        assert calls[name] == covered, (name, calls)
+    assert "set_up" not in calls and "Net.__init__" not in calls, calls
+    ns = sum(s["ns"] for s in st["steps"][st["warmup"]:])
+    assert abs(cover["ns"] - ns) <= 1000, (cover, ns)
+    profile(workload, tmp_path / "b", timeout=300,
+            env={"PROF_RING_KB": "64", "PROF_FLUSH_MS": "200"})
+    cover, calls = py_calls(tmp_path / "b")
+    if cover["part"] == "the steady training steps":  # the ring kept every event after all
+        assert calls["time_step"] == 60 - main_steps(tmp_path / "b")["warmup"], calls
+        return
+    assert "dropped" in cover["note"] and "PROF_RING_KB" in cover["note"], cover
+    assert calls["set_up"] == 1 and calls["time_step"] == 60, calls
 
 
 def test_operator_table_of_a_lossy_ring_is_the_whole_process(tmp_path):

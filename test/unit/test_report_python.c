@@ -48,7 +48,7 @@ static const struct pystats_caller *caller_named(const struct pystats *s,
 static void stats_of(struct pystats *s, const struct model_process *p, int64_t tid)
 {
     pystats_init(s);
-    pystats_add(s, p, tid);
+    pystats_add(s, p, tid, 0);
     pystats_finish(s, PYSTATS_SORT_CUMTIME);
 }
 
