@@ -475,6 +475,10 @@ struct model_steps {
      * (model_steps_hot.c), most first. */
     struct model_step_hot *hot;
     size_t nhot;
+    /* Before the first step, outside imports: the MODEL_STEPS_STARTUP_HOT functions with the
+     * most self time, theirs in all (model_steps_hot.c), most first. */
+    struct model_step_hot *startup_hot;
+    size_t nstartup_hot;
 };
 
 /* A function's self time per steady step, from the calls of at least PROF_PY_SPAN_US (a
@@ -485,8 +489,13 @@ struct model_step_hot {
     uint64_t self_ns;
 };
 #define MODEL_STEPS_HOT 8
-/* model_steps_hot.c: p->steps.hot from the spans of its step thread (steps made). */
+#define MODEL_STEPS_STARTUP_HOT 3
+/* model_steps_hot.c: p->steps.hot and startup_hot from the spans of its step thread (steps
+ * made). */
 void model_steps_hot(struct model_process *p);
+/* Whether a Python call-tree node runs Python's import machinery (importlib). */
+int model_steps_is_import(const struct model_process *p, uint32_t node);
+void model_steps_hot_free(struct model_step_hot *hot, size_t n);
 
 /* What a step is, for every process read after: the calls named so (an NVTX range, a
  * Lightning action, a record_function scope, or a Python function by name or qualified

@@ -144,12 +144,15 @@ static int steps_py_label(const struct model_process *p, uint32_t node)
     int phase = model_steps_python_phase(p, node);
     if (phase >= 0)
         return label[phase];
+    return model_steps_is_import(p, node) ? STEPS_IMPORT : -1;
+}
+
+int model_steps_is_import(const struct model_process *p, uint32_t node)
+{
     const struct model_py_node *n = model_python_node(p, node);
     const struct model_py_func *f = n ? model_python_func(p, n->func) : NULL;
-    if (f && ((f->module && steps_prefix(f->module, "importlib")) ||
-              (f->file && strstr(f->file, "importlib._bootstrap"))))
-        return STEPS_IMPORT;
-    return -1;
+    return f && ((f->module && steps_prefix(f->module, "importlib")) ||
+                 (f->file && strstr(f->file, "importlib._bootstrap")));
 }
 
 static void steps_collect(const struct model_process *p, uint32_t tid, struct steps_events *e)
@@ -465,11 +468,8 @@ static void model_steps_free(struct model_process *p)
     free(p->steps.steps);
     free(p->steps.syncs);
     free(p->steps.ranges);
-    for (size_t i = 0; i < p->steps.nhot; i++) {
-        free(p->steps.hot[i].name);
-        free(p->steps.hot[i].caller);
-    }
-    free(p->steps.hot);
+    model_steps_hot_free(p->steps.hot, p->steps.nhot);
+    model_steps_hot_free(p->steps.startup_hot, p->steps.nstartup_hot);
     memset(&p->steps, 0, sizeof p->steps);
 }
 

@@ -26,7 +26,8 @@ const char summary_file_suffix[] = ".summary";
 
 #define SUMMARY_FILE_MAGIC "PRFSUMM\n"
 #define SUMMARY_FILE_END "PRFSEND\n"
-/* 7: the Python functions of the steady steps beside the whole process's (py.window);
+/* 7: the Python functions of the steady steps beside the whole process's (py.window), and
+ * the startup's functions with the most self time (steps.startup_hot);
  * 6: the operator rows of the steady steps beside the whole process's (torch.window);
  * 5: whether each Python function ran outside imports (pystats_func.outside_imports);
  * 4: the training steps behind their length, read when a view asks for every step

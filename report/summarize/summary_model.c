@@ -682,6 +682,19 @@ void summary_model_step_list(sf_codec *c, struct model_step **steps, size_t *n)
     }
 }
 
+/* The functions with the most self time in the steady steps, or in the startup. */
+static void sf_steps_hot(sf_codec *c, struct model_step_hot **hot, size_t *n, size_t most)
+{
+    *hot = summary_codec_vector(c, *hot, n, 3, sizeof **hot);
+    if (c->reading && *n > most)
+        summary_codec_fail(c, "too many functions of the steps");
+    for (size_t i = 0; i < *n && !c->bad; i++) {
+        sf_text(c, &(*hot)[i].name);
+        sf_text(c, &(*hot)[i].caller);
+        summary_codec_u64(c, &(*hot)[i].self_ns);
+    }
+}
+
 /* The steps' thread and count, then the steps behind their length: a reader skips them
  * (p->summary_steps_offset) until a view asks for every step (model_steps_hold). */
 static void sf_steps(sf_codec *c, struct model_process *p)
@@ -690,14 +703,8 @@ static void sf_steps(sf_codec *c, struct model_process *p)
     summary_codec_u8(c, &st->source);
     summary_codec_u32(c, &st->tid);
     summary_codec_u64(c, &st->startup_import_ns);
-    st->hot = summary_codec_vector(c, st->hot, &st->nhot, 3, sizeof *st->hot);
-    if (c->reading && st->nhot > MODEL_STEPS_HOT)
-        summary_codec_fail(c, "too many functions of the steps");
-    for (size_t i = 0; i < st->nhot && !c->bad; i++) {
-        sf_text(c, &st->hot[i].name);
-        sf_text(c, &st->hot[i].caller);
-        summary_codec_u64(c, &st->hot[i].self_ns);
-    }
+    sf_steps_hot(c, &st->hot, &st->nhot, MODEL_STEPS_HOT);
+    sf_steps_hot(c, &st->startup_hot, &st->nstartup_hot, MODEL_STEPS_STARTUP_HOT);
     summary_codec_size(c, &st->nsteps);
     size_t len = 0;
     if (!c->reading) {

@@ -4,10 +4,15 @@
 
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "summary.h"
 
 /* limit (0 = all) caps the API and kernel rows, as in the text tables. 0 on success. */
 int export_json_write(FILE *out, const struct summary *s, size_t limit);
+/* A JSON string of s (NULL: null); bytes that are not valid UTF-8 (a kernel or file name
+ * may hold any) become '?' rather than losing the value. */
+json_t *export_json_str(const char *s);
 int export_csv_write(FILE *out, const struct summary *s, size_t limit);
 
 /* export_python.c: files written whole through a temporary beside path, or not at all.

@@ -17,9 +17,7 @@ static json_t *export_json_u64(uint64_t v)
     return json_integer((json_int_t)v);
 }
 
-/* A JSON string of s; bytes that are not valid UTF-8 (a kernel or file name may hold
- * any) become '?' rather than losing the value. */
-static json_t *export_json_str(const char *s)
+json_t *export_json_str(const char *s)
 {
     if (!s)
         return json_null();

@@ -10,6 +10,7 @@
 #include "findings.h"
 #include "format.h"
 #include "steps_report.h"
+#include "steps_view.h"
 
 #define T(name) findings_threshold[FINDINGS_##name]
 
@@ -124,10 +125,12 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
         struct finding *x = findings_add(f, "startup", findings_share(st->startup_ns, steps_ns));
         findings_set(x->title, sizeof x->title,
                      "startup: %s before the first step, more than the %s of all the steps", a, b);
+        char costs[1024];
+        steps_view_startup_costs(st->p, costs, sizeof costs);
         findings_set(x->evidence, sizeof x->evidence,
-                     "imports take %s of it; short runs measure mostly startup: profile more "
+                     "imports take %s of it%s; short runs measure mostly startup: profile more "
                      "steps, or read the steps' figures (Training steps)",
-                     imp);
+                     imp, costs);
     }
 }
 

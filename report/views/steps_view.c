@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "export.h"
 #include "format.h"
 #include "steps_report.h"
 #include "steps_view.h"
@@ -24,6 +25,36 @@ static void steps_view_share(uint64_t part, uint64_t total, char *buf, size_t le
 }
 
 /* The header lines: which steps, warm-up, step times, startup. */
+/* A function's name as the steps keep it, its file by its base name: "main (train.py:12)". */
+static void steps_view_short_name(const char *name, char *buf, size_t len)
+{
+    const char *open = strrchr(name, '('), *slash = open ? strrchr(open, '/') : NULL;
+    if (!slash) {
+        snprintf(buf, len, "%s", name);
+        return;
+    }
+    snprintf(buf, len, "%.*s%s", (int)(open + 1 - name), name, slash + 1);
+}
+
+void steps_view_startup_costs(const struct model_process *p, char *buf, size_t len)
+{
+    size_t used = 0;
+    *buf = 0;
+    for (size_t i = 0; i < p->steps.nstartup_hot && used < len; i++) {
+        const struct model_step_hot *h = &p->steps.startup_hot[i];
+        char name[512], caller[512], ns[32];
+        steps_view_short_name(h->name, name, sizeof name);
+        steps_view_short_name(h->caller, caller, sizeof caller);
+        format_ns((double)h->self_ns, ns, sizeof ns);
+        int n =
+            snprintf(buf + used, len - used, "%s%s%s%s %s", i ? ", " : "; outside imports: ", name,
+                     *caller ? " from " : "", caller, ns);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+}
+
 /* What the tables cover: ops and py, the operator and the Python tables' part when not the
  * whole process ("the steady training steps"); NULL: the whole process. */
 static void steps_view_cover(FILE *out, const char *ops, const char *py)
@@ -82,10 +113,12 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
                 window, startup, tear);
         return;
     }
+    char costs[1024];
+    steps_view_startup_costs(st->p, costs, sizeof costs);
     fprintf(out,
-            "  Startup: %s before the first step (%.0f%% of the process; imports %s; its "
+            "  Startup: %s before the first step (%.0f%% of the process; imports %s%s; its "
             "flame graph: --flamegraph FILE --phase startup), teardown %s; ",
-            startup, wall ? 100.0 * (double)st->startup_ns / (double)wall : 0.0, imp, tear);
+            startup, wall ? 100.0 * (double)st->startup_ns / (double)wall : 0.0, imp, costs, tear);
     steps_view_cover(out, ops_window, py_window);
     fputc('\n', out);
 }
@@ -288,6 +321,14 @@ json_t *steps_view_json(const struct model_process *p, const char *mark, uint64_
     json_object_set_new(o, "max_step", steps_view_json_u64(st.max_number));
     json_object_set_new(o, "startup_ns", steps_view_json_u64(st.startup_ns));
     json_object_set_new(o, "startup_import_ns", steps_view_json_u64(st.startup_import_ns));
+    json_t *top = json_array(); /* the startup's largest costs outside imports */
+    for (size_t i = 0; i < p->steps.nstartup_hot; i++) {
+        const struct model_step_hot *h = &p->steps.startup_hot[i];
+        json_array_append_new(top, json_pack("{s:o,s:o,s:o}", "name", export_json_str(h->name),
+                                             "caller", export_json_str(h->caller), "self_ns",
+                                             steps_view_json_u64(h->self_ns)));
+    }
+    json_object_set_new(o, "startup_top", top);
     json_object_set_new(o, "teardown_ns", steps_view_json_u64(st.teardown_ns));
     json_object_set_new(o, "mean_parts_ns",
                         steps_view_json_parts(st.part_ns, st.counted ? st.counted : 1));

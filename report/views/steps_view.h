@@ -18,5 +18,8 @@ json_t *steps_view_json(const struct model_process *p, const char *mark, uint64_
 /* The "steps" array of every step as json_dumpf(JSON_INDENT(1)) writes it at depth (its
  * '[' at the current column; its lines indented depth + 1, ...); 0, or -1 on a write error. */
 int steps_view_json_every(FILE *out, const struct model_process *p, uint64_t warmup, int depth);
+/* The startup's largest costs outside imports, "; outside imports: init_process_group
+ * (distributed_c10d.py:633) 437.12 ms, ..." (files by their base name); "" without any. */
+void steps_view_startup_costs(const struct model_process *p, char *buf, size_t len);
 
 #endif

@@ -53,6 +53,14 @@ def test_steps_and_parts(run):
         assert a["start_ns"] + a["ns"] == b["start_ns"]
     assert st["startup_ns"] > st["startup_import_ns"] > 0
     assert st["median_ns"] <= st["p90_ns"] <= st["max_ns"]
+    # the startup's largest costs outside imports, by self time: the DataLoader's workers
+    # forked there; none of the import machinery
+    top = st["startup_top"]
+    assert 1 <= len(top) <= 3 and [t["self_ns"] for t in top] == sorted(
+        (t["self_ns"] for t in top), reverse=True), top
+    assert sum(t["self_ns"] for t in top) <= st["startup_ns"] - st["startup_import_ns"]
+    assert not [t for t in top if "_bootstrap" in t["name"] or "_bootstrap" in t["caller"]]
+    assert any(t["name"] == "<built-in method posix.fork>" for t in top), top
 
 
 def test_first_screen(run):
@@ -62,6 +70,7 @@ def test_first_screen(run):
     for part in ("data loading", "forward", "backward", "optimizer", "other CPU"):
         assert "\n  %s " % part in head, part
     assert "startup:" in head  # a short run: the startup finding says so
+    assert "; outside imports: " in head  # with its largest costs beside the imports
 
 
 def test_html_steps_section(run, tmp_path):
