@@ -110,8 +110,8 @@ extern void (*prof_api_observer)(uint64_t ticks);
  * Async-signal-safe (the sampler calls it). */
 extern uint32_t (*prof_current_py_node)(void);
 /* A training step's boundary on the calling thread at ticks (the PyTorch layer sees the
- * optimizer's and torch.profiler's steps): the Python layer cuts the thread's call tree
- * there (python_tree_cuts.c), when set. */
+ * ends of the optimizer's steps, or the starts of torch.profiler's): the Python layer cuts
+ * the thread's call tree there (python_tree_cuts.c), when set. */
 extern void (*prof_py_cut)(uint64_t ticks);
 
 /* Writes everything recorded so far and closes the file; recording stops. A process that

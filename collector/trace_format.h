@@ -287,14 +287,15 @@ _Static_assert(offsetof(struct prof_rec_py_stats, calls) == 8, "py stats calls o
 
 /* Python counts at training-step boundaries (python_tree_cuts.c), so that a report can give
  * the Python functions of a run of steps exactly: the thread that ends a step (the end of
- * an Optimizer.step# scope, the start or end of a ProfilerStep# scope) cuts its own call
- * tree there. A node's counts at cut n are those of its PY_CUT_STATS record with the
- * smallest cut >= n; with none, its final counts (PY_STATS). A call under way at the cut
- * counts its time up to the cut (its call counts when it returns). A PY_CUT record says
- * that cut n was taken, at `ticks`; cut 0: some of the thread's records could not be
- * written, none of its cuts holds. Only some cuts are written (the first ones, and the
- * last before the process ended); the records of those are complete unless the thread's
- * ring dropped events (LOST). */
+ * an Optimizer.step# scope; once a ProfilerStep# scope began on it, the start of each)
+ * cuts its own call tree there, the boundaries numbered 1, 2, ... A node's counts at cut n
+ * are those of its PY_CUT_STATS record with the smallest cut >= n; with none, its final
+ * counts (PY_STATS). A call under way at the cut counts its time up to the cut (its call
+ * counts when it returns). A PY_CUT record says that cut n was taken, at `ticks`; cut 0:
+ * some of the thread's records could not be written, none of its cuts holds. Only some
+ * boundaries are cut (the first 8, the 16th and 32nd, and the last before the process
+ * ended); the records of those are complete unless the thread's ring dropped events
+ * (LOST). */
 struct prof_rec_py_cut {
     struct prof_record_header h;
     uint32_t tid; /* the thread whose tree was cut */

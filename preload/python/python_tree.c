@@ -74,6 +74,7 @@ static void py_thread_key_destroy(void *arg)
     if (pt->depth)
         py_stack_emptied(pt);
     atomic_store_explicit(&pt->exited, 1, memory_order_release);
+    atomic_fetch_add_explicit(&python_tree_exits, 1, memory_order_relaxed); /* drain it */
     py_tls = NULL;
 }
 
@@ -446,6 +447,8 @@ static __attribute__((noinline)) int py_leave_unpaired(struct py_thread *pt, int
     pt->depth--;
     uint64_t dt = now - f->start;
     if (n) {
+        if (n != ended && n->cut_mark != pt->cuts) /* a node not on the stack */
+            python_tree_cut_entered(pt, n);
         py_add(&n->calls, 1);
         py_add(&n->total, dt);
         py_add(&n->self, dt - f->child);

@@ -20,7 +20,8 @@
 #define PY_CHUNK_NODES 1024
 #define PY_MAX_CHUNKS 4096
 #define PY_MAX_DRIFT 32
-/* Training-step cuts written through the ring; later ones only the last (python_tree_cuts.c) */
+/* Step boundaries up to it are cut through the ring (some); later, only the last is kept
+ * (python_tree_cuts.c) */
 #define PY_CUT_RING_MAX 32
 
 struct py_node {
@@ -76,14 +77,15 @@ struct py_thread {
         const void *key;
         int32_t level;
     } drift[PY_MAX_DRIFT];
-    /* Training-step cuts (python_tree_cuts.c): cuts taken; the records of the latest cut
-     * after the first PY_CUT_RING_MAX (cut_kept, at cut_kept_ticks), kept for the
-     * collector to write when the process or the thread ends: cut_log_len of them in
-     * chunks of PY_CHUNK_NODES; cut_gen, odd while the owner starts a new one; cut_failed:
-     * 1 when a record could not be kept or written (no cut is taken any more), 2 once the
-     * collector said so. */
-    uint32_t cuts;
-    uint32_t cut_kept, cut_kept_written; /* the latter the collector's */
+    /* Training-step cuts (python_tree_cuts.c), numbered by the step boundaries: the latest
+     * cut taken; the boundaries seen; the latest cut after the first PY_CUT_RING_MAX
+     * boundaries (cut_kept, at cut_kept_ticks) and its records, kept for the collector to
+     * write when the process or the thread ends: cut_log_len of them in chunks of
+     * PY_CHUNK_NODES; cut_gen, odd while the owner takes such a cut; cut_failed: 1 when a
+     * record could not be kept or written (no cut is taken any more), 2 once the collector
+     * said so. */
+    uint32_t cuts, cut_bounds;
+    uint32_t cut_kept, cut_kept_written, cut_log_written; /* the latter two the collector's */
     uint64_t cut_kept_ticks;
     struct prof_rec_py_cut_stats *cut_log[PY_MAX_CHUNKS];
     _Atomic uint32_t cut_log_len, cut_gen;
@@ -134,6 +136,8 @@ void python_tree_enter_started(py_object *frame, int profile);
 void python_tree_close_at_edge(struct py_thread *pt);
 /* The collector's source: writes the trees' new nodes and counts, frees ended threads. */
 void python_tree_drain(int fresh, int last);
+/* Threads whose tree ended: each makes the collector's next pass a full one. */
+extern _Atomic unsigned python_tree_exits;
 
 /* python_tree_cuts.c. A node is entered for the first time since pt's last cut: its
  * counts now are those at that cut. */

@@ -1,7 +1,7 @@
 /* Cuts of the Python call trees at training-step boundaries (PY_CUT / PY_CUT_STATS in
- * trace_format.h): each node's counts as they stood at the end of an optimizer step (or
- * the start or end of a ProfilerStep), so that the report gives the Python functions of
- * the steady steps exactly, as the trees give the whole process's.
+ * trace_format.h): each node's counts as they stood at the end of an optimizer step, or at
+ * the start of a ProfilerStep, so that the report gives the Python functions of the
+ * steady steps exactly, as the trees give the whole process's.
  *
  * The thread that ends the step cuts its own tree, in the PyTorch layer's callback (under
  * the GIL, between two of its own Python events), so no other thread touches it. At the
@@ -10,15 +10,16 @@
  * cut (one compare per call) writes them then, before they move. A node never entered
  * again is written never: its counts at the cut are its final ones.
  *
- * Which cuts are written: the report needs the one at the end of the warm-up (a few steps
- * in) and the one at the end of the last step, which is known only when the process ends.
- * Cuts 1 to PY_CUT_RING_MAX go through the thread's ring (a dropped record is a LOST one
- * there, and the report does not use the thread's cuts). After those, each node's first
- * record still goes to the ring (it holds the counts back to its previous record); the
- * others are kept in the thread's log of the latest cut, which each cut empties, and the
- * collector writes that log when the process, or the thread, ends, checking with cut_gen
- * that no cut began meanwhile. Capture windows (and attach) take no cuts: the Python layer
- * is quiet outside them. */
+ * Which cuts are taken: the report needs one at or soon after the end of the warm-up (a
+ * few steps in) and the one at the end of the last step, known only when the process
+ * ends. Boundaries 1 to 8, 16 and 32 are cut through the thread's ring (a dropped record
+ * is a LOST one there, and the report does not use the thread's cuts); the others up to
+ * PY_CUT_RING_MAX are not cut at all. After those, each node's first record still goes to
+ * the ring (it holds the counts back to its previous record); the others are kept in the
+ * thread's log of the latest cut, which each cut empties, and the collector writes that
+ * log when the process, or the thread, ends, checking with cut_gen that no cut was being
+ * taken meanwhile. Capture windows (and attach) take no cuts: the Python layer is quiet
+ * outside them. */
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -61,6 +62,8 @@ static void py_cut_mark(struct prof_rec_py_cut *rec, uint32_t tid, uint32_t k, u
 static void *py_cut_reserve(struct py_thread *pt, uint32_t size, struct prof_thread **t)
 {
     *t = emit_thread();
+    if (*t && !atomic_load_explicit(&prof_collector_running, memory_order_relaxed))
+        collector_resume(); /* (a forked child's first records) */
     void *rec = *t ? ring_reserve(&(*t)->ring, size) : NULL;
     if (!*t)
         py_cut_fail(pt);
@@ -121,23 +124,30 @@ void python_tree_cut_entered(struct py_thread *pt, struct py_node *n)
         py_cut_record(pt, n, pt->cuts, 0, 0);
 }
 
+/* Whether the k-th step boundary of a thread is cut through its ring (see the top). */
+static int py_cut_ringed(uint32_t k)
+{
+    return k <= 8 || k == 16 || k == PY_CUT_RING_MAX;
+}
+
 /* prof_py_cut: on the thread ending a step, at the step's boundary (ticks). */
 static void py_cut(uint64_t ticks)
 {
     struct py_thread *pt = python_tree_self();
-    if (!pt || window_active || pt->cuts == UINT32_MAX ||
+    if (!pt || window_active || pt->cut_bounds == UINT32_MAX ||
         atomic_load_explicit(&pt->cut_failed, memory_order_relaxed) ||
         !atomic_load_explicit(&prof_recording, memory_order_relaxed))
         return;
-    uint32_t k = pt->cuts + 1;
+    uint32_t k = ++pt->cut_bounds, gen = 0;
+    if (k <= PY_CUT_RING_MAX && !py_cut_ringed(k))
+        return;
     if (k > PY_CUT_RING_MAX) { /* a new latest cut: its log starts empty */
-        uint32_t gen = atomic_load_explicit(&pt->cut_gen, memory_order_relaxed);
+        gen = atomic_load_explicit(&pt->cut_gen, memory_order_relaxed);
         atomic_store_explicit(&pt->cut_gen, gen + 1, memory_order_relaxed); /* odd */
         atomic_thread_fence(memory_order_release);
         atomic_store_explicit(&pt->cut_log_len, 0, memory_order_relaxed);
         pt->cut_kept = k;
         pt->cut_kept_ticks = ticks;
-        atomic_store_explicit(&pt->cut_gen, gen + 2, memory_order_release);
     }
     /* The calls under way: their time up to the cut, their self time less the call above. */
     for (uint32_t d = 0; d < pt->depth; d++) {
@@ -148,8 +158,10 @@ static void py_cut(uint64_t ticks)
         py_cut_record(pt, f->node, k, total, total > used ? total - used : 0);
     }
     pt->cuts = k; /* every other node's counts are taken at its next entry */
-    if (k > PY_CUT_RING_MAX)
+    if (k > PY_CUT_RING_MAX) {
+        atomic_store_explicit(&pt->cut_gen, gen + 2, memory_order_release); /* even */
         return;
+    }
     struct prof_thread *t;
     struct prof_rec_py_cut *rec = py_cut_reserve(pt, sizeof *rec, &t);
     if (rec) {
@@ -159,8 +171,9 @@ static void py_cut(uint64_t ticks)
 }
 
 /* The collector's, on each pass over pt: when the process or the thread ends, the latest
- * cut's log (copied first, then written if no cut began meanwhile); a thread whose records
- * could not all be kept or written is said (cut 0). */
+ * cut's log (copied first, then written if no cut was being taken meanwhile; what a thread
+ * that goes on logs after that, at a later such pass); a thread whose records could not
+ * all be kept or written is said (cut 0). */
 void python_tree_cut_drain(struct py_thread *pt, int last)
 {
     struct prof_rec_py_cut mark;
@@ -174,22 +187,26 @@ void python_tree_cut_drain(struct py_thread *pt, int last)
     uint32_t gen = atomic_load_explicit(&pt->cut_gen, memory_order_acquire);
     uint32_t k = pt->cut_kept, len = atomic_load_explicit(&pt->cut_log_len, memory_order_acquire);
     uint64_t ticks = pt->cut_kept_ticks;
-    if ((gen & 1) || k <= PY_CUT_RING_MAX || k == pt->cut_kept_written)
+    uint32_t from = k == pt->cut_kept_written ? pt->cut_log_written : 0;
+    if ((gen & 1) || k <= PY_CUT_RING_MAX || (k == pt->cut_kept_written && len <= from))
         return; /* (a cut under way as the process ends: the ones written stand) */
-    size_t size = (size_t)len * sizeof(struct prof_rec_py_cut_stats);
+    size_t size = (size_t)(len - from) * sizeof(struct prof_rec_py_cut_stats);
     struct prof_rec_py_cut_stats *copy =
         size ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : NULL;
     if (copy == MAP_FAILED)
         return;
-    for (uint32_t i = 0; i < len; i++)
-        copy[i] = pt->cut_log[i / PY_CHUNK_NODES][i % PY_CHUNK_NODES];
+    for (uint32_t i = from; i < len; i++)
+        copy[i - from] = pt->cut_log[i / PY_CHUNK_NODES][i % PY_CHUNK_NODES];
     atomic_thread_fence(memory_order_acquire);
     if (atomic_load_explicit(&pt->cut_gen, memory_order_relaxed) == gen) {
-        for (uint32_t i = 0; i < len; i++)
+        for (uint32_t i = 0; i < len - from; i++)
             collector_write(&copy[i], sizeof copy[i]);
-        py_cut_mark(&mark, pt->tid, k, ticks);
-        collector_write(&mark, sizeof mark);
+        if (k != pt->cut_kept_written) {
+            py_cut_mark(&mark, pt->tid, k, ticks);
+            collector_write(&mark, sizeof mark);
+        }
         pt->cut_kept_written = k;
+        pt->cut_log_written = len;
     }
     if (copy)
         munmap(copy, size);
@@ -197,7 +214,7 @@ void python_tree_cut_drain(struct py_thread *pt, int last)
 
 void python_tree_cut_reset(struct py_thread *pt, uint32_t count)
 {
-    pt->cuts = pt->cut_kept = pt->cut_kept_written = 0;
+    pt->cuts = pt->cut_bounds = pt->cut_kept = pt->cut_kept_written = pt->cut_log_written = 0;
     atomic_store(&pt->cut_log_len, 0);
     atomic_store(&pt->cut_gen, 0);
     atomic_store(&pt->cut_failed, 0);

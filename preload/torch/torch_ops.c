@@ -339,10 +339,10 @@ static void torch_node_add(struct torch_node *n, const struct torch_tally *t, in
 static int torch_user_scope = -1;
 
 /* The outermost optimizer step scope open on this thread (its RecordFunction's address),
- * or 0; the ProfilerStep# scope open on it. Two live RecordFunctions never share an
- * address. */
+ * or 0. Two live RecordFunctions never share an address. */
 static __thread uint64_t torch_step_handle PROF_TLS;
-static __thread uint64_t torch_profiler_step_handle PROF_TLS;
+/* A ProfilerStep# scope began on this thread: its steps are those (prof_py_cut). */
+static __thread int torch_profiler_steps PROF_TLS;
 
 void torch_ops_installed(int user_scope)
 {
@@ -358,9 +358,10 @@ void torch_ops_installed(int user_scope)
 #define TORCH_PROFILER_STEP_SCOPE "ProfilerStep#"
 
 /* Whether recording or not: the window's steps are counted outside it. The ends of the
- * optimizer steps and both ends of the ProfilerSteps also cut the Python call tree of the
- * thread (prof_py_cut), for the report's tables of the steady steps. Returns 1 for a
- * ProfilerStep (cut at its start, once the start is taken). */
+ * optimizer steps also cut the Python call tree of the thread (prof_py_cut), for the
+ * report's tables of the steady steps; once a ProfilerStep began on it (the report's steps
+ * are those then), the starts of the ProfilerSteps instead. Returns 1 for a ProfilerStep
+ * (cut at its start, once the start is taken). */
 static int torch_step_begin(const struct prof_torch_op_info *op)
 {
     if (!op->name)
@@ -370,7 +371,7 @@ static int torch_step_begin(const struct prof_torch_op_info *op)
         torch_step_handle = op->handle;
     if (prof_py_cut &&
         !strncmp(op->name, TORCH_PROFILER_STEP_SCOPE, strlen(TORCH_PROFILER_STEP_SCOPE))) {
-        torch_profiler_step_handle = op->handle;
+        torch_profiler_steps = 1;
         return 1;
     }
     return 0;
@@ -487,13 +488,10 @@ void torch_ops_end(uint64_t handle)
     uint64_t end = prof_clock_ticks();
     if (__builtin_expect(handle == torch_step_handle, 0)) {
         torch_step_handle = 0;
-        if (prof_py_cut)
+        if (prof_py_cut && !torch_profiler_steps)
             prof_py_cut(end);
         if (atomic_load_explicit(&window_steps_by_torch, memory_order_relaxed))
             window_step_done(); /* may open or close the window */
-    } else if (__builtin_expect(handle == torch_profiler_step_handle, 0)) {
-        torch_profiler_step_handle = 0;
-        prof_py_cut(end);
     }
     struct torch_thread *tt = torch_tls;
     if (!tt || !tt->depth)

@@ -196,7 +196,8 @@ enum model_py_window_miss {
     MODEL_PY_WINDOW_MISS_NO_STEPS,
     MODEL_PY_WINDOW_MISS_NO_CUTS,
     MODEL_PY_WINDOW_MISS_DROPPED,
-    MODEL_PY_WINDOW_MISS_SUMMARY
+    MODEL_PY_WINDOW_MISS_SUMMARY,
+    MODEL_PY_WINDOW_MISS_FAILED
 };
 const char *model_python_window_miss_text(unsigned miss);
 

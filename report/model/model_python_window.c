@@ -4,9 +4,11 @@
  * python_tree_cuts.c). A node's counts in the part are its counts at the part's last cut
  * less those at its first, so they are exact as the whole process's are.
  *
- * The process cuts at the ends of optimizer steps and both ends of ProfilerSteps, so a part
- * is cut at a step boundary that is one of those: with steps from the optimizer, the first
- * step's start is not one, and the steps from the second on are given. The other threads'
+ * The process cuts at the ends of optimizer steps (or the starts of ProfilerSteps), and
+ * keeps only some of its cuts (trace_format.h), so a part runs from the first step
+ * boundary in it that holds a cut to the last: with steps from the optimizer the first
+ * step's start is none, and the steps from the second on are given; after a long warm-up
+ * the part may start some steps later. The title says which steps. The other threads'
  * calls are not cut: the part is the step thread's alone, and says so. When no cut fits,
  * or the thread's ring dropped events, the nodes stay the whole process's and window_miss
  * says why (model_python_window_miss_text). */
@@ -45,10 +47,14 @@ const char *model_python_window_miss_text(unsigned miss)
     case MODEL_PY_WINDOW_MISS_NO_STEPS:
         return "no training steps";
     case MODEL_PY_WINDOW_MISS_NO_CUTS:
-        return "the process counted its Python calls at no step boundary of the part (it "
-               "does at the ends of optimizer steps and ProfilerSteps, with no capture window)";
+        return "no count of the step thread's Python calls fell on a step boundary of the "
+               "part (the process keeps them at the first 8 boundaries, the 16th, the 32nd "
+               "and the last: ends of optimizer steps, or starts of ProfilerSteps; none under "
+               "a capture window)";
     case MODEL_PY_WINDOW_MISS_DROPPED:
         return "the step thread's ring dropped events (raise PROF_RING_KB)";
+    case MODEL_PY_WINDOW_MISS_FAILED:
+        return "the profiler could not keep the step thread's counts at its steps";
     case MODEL_PY_WINDOW_MISS_SUMMARY:
         return "read from its summary, which holds the steady steps and the whole process only";
     default:
@@ -166,7 +172,7 @@ static void model_py_window_finish(struct model_process *p)
     uint32_t tid = st->tid;
     for (size_t i = 0; i < py->ncuts; i++)
         if (py->cuts[i].tid == tid && !py->cuts[i].cut) { /* records not written */
-            py->window_miss = MODEL_PY_WINDOW_MISS_DROPPED;
+            py->window_miss = MODEL_PY_WINDOW_MISS_FAILED;
             return;
         }
     if (model_py_thread_lost(p, tid)) {
@@ -193,11 +199,16 @@ static void model_py_window_finish(struct model_process *p)
                 a = i + 1;
             }
         }
-        for (size_t j = last + 1; j-- > first && b == SIZE_MAX;)
+        for (size_t j = last + 1; j-- > first && b == SIZE_MAX;) {
             if ((kb = model_py_cut_at(py, tid, st->steps[j].end_ns))) {
                 hi = st->steps[j].end_ns;
                 b = j;
+            } else if (j < st->nsteps - 1 &&
+                       (kb = model_py_cut_at(py, tid, st->steps[j + 1].start_ns))) {
+                hi = st->steps[j + 1].start_ns; /* (ProfilerSteps: cut at their starts) */
+                b = j;
             }
+        }
         if (a == SIZE_MAX || b == SIZE_MAX || a > b || ka >= kb)
             kb = 0;
     }

@@ -250,11 +250,12 @@ int export_csv_write(FILE *out, const struct summary *s, size_t limit)
     export_csv_gpu(out, s, limit);
     export_csv_ops(out, s, limit);
 
-    /* gpu_ns only when the inputs hold GPU records: the columns stay as they were else. */
+    /* gpu_ns only when the inputs hold GPU records and the rows are the whole process's
+     * (tables_python_gpu): the columns stay as they were else. */
     fprintf(out,
             "\n# python\nfile,line,name,qualname,module,kind,ncalls,primitive_calls,"
             "tottime_ns,cumtime_ns,api_calls,api_ns%s\n",
-            s->gpu.any ? ",gpu_ns" : "");
+            tables_python_gpu(s) ? ",gpu_ns" : "");
     for (size_t i = 0; i < s->py.nfuncs && (!limit || i < limit); i++) {
         const struct pystats_func *f = &s->py.funcs[s->py.order[i]];
         format_csv_field(out, f->file);
@@ -267,7 +268,7 @@ int export_csv_write(FILE *out, const struct summary *s, size_t limit)
         fprintf(out, ",%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
                 f->kind == PROF_PY_FUNC_C ? "c" : "python", f->ncalls, f->pcalls, f->tottime_ns,
                 f->cumtime_ns, f->api_calls, f->api_ns);
-        if (s->gpu.any)
+        if (tables_python_gpu(s))
             fprintf(out, ",%" PRIu64, f->gpu_ns);
         fputc('\n', out);
     }

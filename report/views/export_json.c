@@ -565,7 +565,7 @@ int export_json_write(FILE *out, const struct summary *s, size_t limit)
                       format_gbps_value(c->bytes, c->ns)));
     }
     json_object_set_new(root, "copies", copies);
-    json_object_set_new(root, "python", export_json_python(&s->py, limit, s->gpu.any));
+    json_object_set_new(root, "python", export_json_python(&s->py, limit, tables_python_gpu(s)));
     char py_note[768];
     const char *py_window = tables_python_window(s, py_note, sizeof py_note);
     json_object_set_new(

@@ -220,6 +220,16 @@ const char *tables_python_window(const struct summary *s, char *note, size_t len
     return model_window_name(window);
 }
 
+int tables_python_gpu(const struct summary *s)
+{
+    if (!s->gpu.any)
+        return 0;
+    for (size_t i = 0; i < s->nprocs; i++)
+        if (s->procs[i]->py.window != MODEL_WINDOW_ALL)
+            return 0;
+    return 1;
+}
+
 uint64_t tables_python_window_ns(const struct summary *s)
 {
     uint64_t ns = 0;

@@ -286,7 +286,7 @@ def test_python_table_of_the_steady_steps(run, tmp_path):
     cover, steps = py_calls(run, "--phase", "steps")
     assert cover["part"].startswith("the training steps") and steps["Net.forward"] == STEPS - 1
     cover, startup = py_calls(run, "--phase", "startup")
-    assert cover["part"] == "the whole process" and "no step boundary" in cover["note"], cover
+    assert cover["part"] == "the whole process" and "step boundary" in cover["note"], cover
     cover, whole = py_calls(run, "--phase", "all")
     assert cover == {"part": "the whole process", "note": "", "ns": 0}
     assert whole["Net.forward"] == STEPS and whole["side_thread"] == 1, whole
@@ -331,6 +331,33 @@ def test_python_table_of_many_steps(tmp_path):
         return
     assert "dropped" in cover["note"] and "PROF_RING_KB" in cover["note"], cover
     assert calls["set_up"] == 1 and calls["time_step"] == 60, calls
+
+
+@pytest.mark.parametrize("slow", [3, 12])
+def test_python_table_of_profiler_steps(tmp_path, slow):
+    """With torch.profiler's prof.step() the steps are its ProfilerStep#N scopes, and the
+    thread cuts its call tree at their starts: the table runs from the first steady step's
+    start that holds a cut (the process keeps the cuts at the first 8 boundaries, the 16th,
+    the 32nd and the last: after a warm-up of 12 steps the table starts some steps later,
+    and says which) to the last step's start (the tail after the last prof.step() left
+    out); work() runs once in each of those steps (test/workloads/torch_profiler_steps.py)."""
+    steps = 40 if slow == 3 else 60
+    profile([PYTHON, os.path.join(ROOT, "test", "workloads", "torch_profiler_steps.py"),
+             str(steps), str(slow)], tmp_path, timeout=300)
+    st = main_steps(tmp_path)
+    assert st["source"].startswith("ProfilerStep") and st["warmup"] >= slow, st["warmup"]
+    cover, calls = py_calls(tmp_path)
+    assert cover["part"] == "the steady training steps", cover
+    first, last = map(int, re.search(r"steps (\d+)-(\d+)", cover["note"]).groups())
+    numbers = [s["number"] for s in st["steps"]]
+    assert first >= numbers[st["warmup"]] and last == numbers[-2], (first, last, numbers)
+    kept = set(range(1, 9)) | {16, 32}  # the boundaries cut; step i starts at the (i+1)-th
+    if st["warmup"] + 1 not in kept:  # 12 slow steps: the table starts at the 16th
+        assert first > numbers[st["warmup"]], (first, numbers[st["warmup"]])
+    else:
+        assert first == numbers[st["warmup"]], (first, numbers[st["warmup"]])
+    assert calls["work"] == calls["profile.step"] == last - first + 1, calls
+    assert "slow" not in calls, calls
 
 
 def test_operator_table_of_a_lossy_ring_is_the_whole_process(tmp_path):
