@@ -108,12 +108,22 @@ def test_accounting_adds_up(ddp_out):
 
 def test_step_name_over_ranks(ddp_out):
     """--step names the steps of every rank (here DDP's forward scope, which holds no
-    collective): the same arithmetic, the slow rank (it sleeps outside the forward) no
-    longer named for the others' wait, and the text says none waits."""
-    ranks = check_accounting(ddp_out, "--step", "DistributedDataParallel.forward")
+    collective but in the second iteration, where DDP rebuilds its buckets with a
+    broadcast that waits for the slow rank): the same arithmetic, the slow rank (it sleeps
+    outside the forward) no longer named for the others' wait, and the text says none
+    waits. (When the second step is no warm-up one, its broadcast is in the steady steps:
+    the wait may be that much more.)"""
+    step = ("--step", "DistributedDataParallel.forward")
+    ranks = check_accounting(ddp_out, *step)
     counts = {r["steps"] for r in ranks["rows"]}
     assert len(counts) == 1 and STEPS * 3 // 4 <= counts.pop() <= STEPS, ranks["rows"]
-    assert all(r["wait_ns"] < r["wall_ns"] * 0.2 for r in ranks["rows"]), ranks
+    procs = {p["rank"]: p["steps"] for p in report_json(ddp_out, *step)["processes"]
+             if p["steps"]}
+    for r in ranks["rows"]:
+        st = procs[r["rank"]]
+        rebuild = sum(s["parts_ns"]["communication"] for s in st["steps"][st["warmup"]:]
+                      if s["number"] == 2)
+        assert r["wait_ns"] < r["wall_ns"] * 0.2 + rebuild, (r, rebuild)
     text = report(ddp_out, "--step", "DistributedDataParallel.forward").stdout
     assert "each call of the --step name 'DistributedDataParallel.forward'" in text
     assert "holds the others" not in text
