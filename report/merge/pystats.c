@@ -220,7 +220,7 @@ static int pystats_node_in(const struct model_process *p, const struct model_py_
     const struct model_py_node *n = &p->py.nodes[i], *c = &nodes[i];
     if (!n->defined || (tid >= 0 && n->tid != (uint32_t)tid))
         return 0;
-    return nodes == p->py.nodes || c->calls || c->total_ticks || c->api_calls;
+    return nodes == p->py.nodes || c->calls || c->total_ns || c->api_calls;
 }
 
 static void pystats_forest_of(struct pystats_forest *f, const struct model_process *p,
@@ -286,7 +286,21 @@ void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid, 
     const struct model_python *py = &p->py;
     if (!py->nnodes)
         return;
-    const struct model_py_node *nodes = part && py->window_nodes ? py->window_nodes : py->nodes;
+    /* A part's counts: the nodes that ran in it, the others 0 (not in the forest). */
+    struct model_py_node *window = NULL;
+    if (part && py->window != MODEL_WINDOW_ALL) {
+        window = pystats_alloc(py->nnodes, sizeof *window);
+        for (size_t i = 0; i < py->nwindow_rows; i++) {
+            const struct model_py_window_row *r = &py->window_rows[i];
+            struct model_py_node *w = &window[r->index];
+            w->calls = r->calls;
+            w->total_ns = r->total_ns;
+            w->self_ns = r->self_ns;
+            w->api_calls = r->api_calls;
+            w->api_ns = r->api_ns;
+        }
+    }
+    const struct model_py_node *nodes = window ? window : py->nodes;
     struct pystats_forest forest;
     pystats_forest_of(&forest, p, nodes, tid);
     struct pystats_visit *v = pystats_alloc(py->nnodes, sizeof *v);
@@ -381,6 +395,7 @@ void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid, 
     u64map_free(&pairs);
     free(active);
     free(v);
+    free(window);
     pystats_forest_free(&forest);
 }
 

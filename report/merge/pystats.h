@@ -72,7 +72,7 @@ struct pystats {
 
 void pystats_init(struct pystats *s);
 /* Adds the call trees of p: every thread's when tid < 0, else that thread's. part: the
- * counts of the part of the process the tables cover (p->py.window_nodes) where p has
+ * counts of the part of the process the tables cover (p->py.window_rows) where p has
  * them, else the whole process's. */
 void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid, int part);
 /* Merging another pystats (a summary's, report/summarize/): adds f's stats under its key

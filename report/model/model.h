@@ -167,11 +167,12 @@ struct model_python {
     struct model_py_thread_total *thread_totals; /* read from a summary only */
     size_t nthread_totals;
     /* The part of the process asked (profreport --phase, enum model_window), from the step
-     * thread's cuts (model_python_window.c): window_nodes are the nodes (same order) with
-     * the counts of the part, the step thread's alone (the others' 0), steps window_first
-     * to window_last; NULL: the tables give the whole process, window_miss says why (enum
-     * model_py_window_miss). */
-    struct model_py_node *window_nodes;
+     * thread's cuts (model_python_window.c): window_rows are the counts in the part of
+     * the nodes that ran in it (the step thread's alone), by node index, steps
+     * window_first to window_last; window MODEL_WINDOW_ALL: the tables give the whole
+     * process, window_miss says why (enum model_py_window_miss). */
+    struct model_py_window_row *window_rows;
+    size_t nwindow_rows;
     uint8_t window, window_miss;
     uint32_t window_tid;
     uint64_t window_ns, window_first, window_last;
@@ -180,6 +181,11 @@ struct model_python {
     size_t ncuts, cap_cuts;
     struct model_py_cut_stats *cut_stats;
     size_t ncut_stats, cap_cut_stats;
+};
+
+struct model_py_window_row {
+    size_t index; /* in nodes */
+    uint64_t calls, total_ns, self_ns, api_calls, api_ns;
 };
 
 struct model_py_cut {

@@ -104,19 +104,16 @@ static uint64_t model_py_less(uint64_t a, uint64_t b)
     return a > b ? a - b : 0;
 }
 
-/* The nodes of tid between cuts ka and kb. */
-static void model_py_window_nodes(struct model_process *p, uint32_t tid, uint32_t ka, uint32_t kb)
+/* The nodes of tid that ran between cuts ka and kb, with their counts there. */
+static void model_py_window_rows(struct model_process *p, uint32_t tid, uint32_t ka, uint32_t kb)
 {
     struct model_python *py = &p->py;
     qsort(py->cut_stats, py->ncut_stats, sizeof *py->cut_stats, model_py_cut_cmp);
-    py->window_nodes = calloc(py->nnodes ? py->nnodes : 1, sizeof *py->window_nodes);
-    if (!py->window_nodes)
-        report_oom();
+    size_t cap = 0;
     for (size_t i = 0; i < py->nnodes; i++) {
         const struct model_py_node *node = &py->nodes[i];
-        struct model_py_node *w = &py->window_nodes[i];
-        *w = *node;
-        w->gpu_kernels = w->gpu_ns = 0;     /* kernels are not cut: the GPU columns are left out */
+        if (node->tid != tid)
+            continue;
         size_t lo = 0, hi = py->ncut_stats; /* its first record (sorted by node) */
         while (lo < hi) {
             size_t mid = lo + (hi - lo) / 2;
@@ -129,21 +126,19 @@ static void model_py_window_nodes(struct model_process *p, uint32_t tid, uint32_
         while (r + n < py->ncut_stats && py->cut_stats[r + n].node == node->id)
             n++;
         uint64_t a[5], b[5];
-        if (node->tid != tid) {
-            memset(a, 0, sizeof a);
-            memset(b, 0, sizeof b);
-        } else {
-            model_py_counts_at(node, py->cut_stats + r, n, ka, a);
-            model_py_counts_at(node, py->cut_stats + r, n, kb, b);
-        }
-        w->calls = model_py_less(b[0], a[0]);
-        w->total_ticks = model_py_less(b[1], a[1]);
-        w->self_ticks = model_py_less(b[2], a[2]);
-        w->api_calls = model_py_less(b[3], a[3]);
-        w->api_ticks = model_py_less(b[4], a[4]);
-        w->total_ns = model_ticks_to_ns(p, w->total_ticks);
-        w->self_ns = model_ticks_to_ns(p, w->self_ticks);
-        w->api_ns = model_ticks_to_ns(p, w->api_ticks);
+        model_py_counts_at(node, py->cut_stats + r, n, ka, a);
+        model_py_counts_at(node, py->cut_stats + r, n, kb, b);
+        struct model_py_window_row w = {i,
+                                        model_py_less(b[0], a[0]),
+                                        model_ticks_to_ns(p, model_py_less(b[1], a[1])),
+                                        model_ticks_to_ns(p, model_py_less(b[2], a[2])),
+                                        model_py_less(b[3], a[3]),
+                                        model_ticks_to_ns(p, model_py_less(b[4], a[4]))};
+        if (!w.calls && !w.total_ns && !w.api_calls)
+            continue; /* did not run in the part */
+        py->window_rows =
+            report_grow(py->window_rows, &cap, py->nwindow_rows + 1, sizeof *py->window_rows);
+        py->window_rows[py->nwindow_rows++] = w;
     }
 }
 
@@ -156,7 +151,7 @@ static int model_py_thread_lost(const struct model_process *p, uint32_t tid)
     return lost > 0 || p->end_lost > p->lost; /* (END's count may hold losses no LOST named) */
 }
 
-static void model_py_window_finish(struct model_process *p)
+static void model_py_window_pick(struct model_process *p)
 {
     struct model_python *py = &p->py;
     const struct model_steps *st = &p->steps;
@@ -216,7 +211,7 @@ static void model_py_window_finish(struct model_process *p)
         py->window_miss = MODEL_PY_WINDOW_MISS_NO_CUTS;
         return;
     }
-    model_py_window_nodes(p, tid, ka, kb);
+    model_py_window_rows(p, tid, ka, kb);
     py->window = (uint8_t)asked;
     py->window_miss = MODEL_PY_WINDOW_MISS_NONE;
     py->window_tid = tid;
@@ -226,16 +221,28 @@ static void model_py_window_finish(struct model_process *p)
     py->window_last = asked == MODEL_WINDOW_STARTUP ? 0 : st->steps[b].number;
 }
 
+/* The records are needed no more once the part is made. */
+static void model_py_window_finish(struct model_process *p)
+{
+    struct model_python *py = &p->py;
+    model_py_window_pick(p);
+    free(py->cuts);
+    free(py->cut_stats);
+    py->cuts = NULL;
+    py->cut_stats = NULL;
+    py->ncuts = py->cap_cuts = py->ncut_stats = py->cap_cut_stats = 0;
+}
+
 static void model_py_window_free(struct model_process *p)
 {
     struct model_python *py = &p->py;
     free(py->cuts);
     free(py->cut_stats);
-    free(py->window_nodes);
+    free(py->window_rows);
     py->cuts = NULL;
     py->cut_stats = NULL;
-    py->window_nodes = NULL;
-    py->ncuts = py->cap_cuts = py->ncut_stats = py->cap_cut_stats = 0;
+    py->window_rows = NULL;
+    py->ncuts = py->cap_cuts = py->ncut_stats = py->cap_cut_stats = py->nwindow_rows = 0;
 }
 
 static const struct model_record_handler model_py_window_handlers[] = {

@@ -54,7 +54,7 @@ static void sf_pystats_write(sf_codec *c, const struct model_process *p, int par
  * has them, then the whole process's. */
 void summary_model_write_pystats(sf_codec *c, const struct model_process *p)
 {
-    uint8_t part = p->py.window_nodes != NULL;
+    uint8_t part = p->py.window != MODEL_WINDOW_ALL;
     summary_codec_u8(c, &part);
     if (part)
         sf_pystats_write(c, p, 1);

@@ -93,12 +93,17 @@ static struct model_process *load(int drop)
     return report_test_load(path);
 }
 
-static const struct model_py_node *window_node(const struct model_process *p, uint32_t id)
+/* The part's counts of a node (all 0: it did not run in the part). */
+static struct model_py_window_row window_node(const struct model_process *p, uint32_t id)
 {
     const struct model_py_node *n = model_python_node(p, id);
     cr_assert_not_null(n);
-    cr_assert_not_null(p->py.window_nodes);
-    return &p->py.window_nodes[n - p->py.nodes];
+    cr_assert_neq(p->py.window, MODEL_WINDOW_ALL);
+    size_t index = (size_t)(n - p->py.nodes);
+    for (size_t i = 0; i < p->py.nwindow_rows; i++)
+        if (p->py.window_rows[i].index == index)
+            return p->py.window_rows[i];
+    return (struct model_py_window_row){index, 0, 0, 0, 0, 0};
 }
 
 Test(report_python_window, the_steps_between_two_cuts)
@@ -110,13 +115,14 @@ Test(report_python_window, the_steps_between_two_cuts)
     cr_expect_eq(py->window_tid, 9);
     cr_expect(py->window_first == 2 && py->window_last == 4 && py->window_steps == 3);
     cr_expect_eq(py->window_ns, 600);
-    const struct model_py_node *main = window_node(p, 1), *f = window_node(p, 2),
-                               *g = window_node(p, 3), *h = window_node(p, 4);
-    cr_expect(main->calls == 0 && main->total_ns == 600, "%lu %lu", main->calls, main->total_ns);
-    cr_expect_eq(main->self_ns, 600 - 150 - 40);
-    cr_expect(f->calls == 3 && f->total_ns == 150); /* 4 calls, 200 at the end; 1, 50 at cut 1 */
-    cr_expect(g->calls == 0 && g->total_ns == 0);   /* no record: its final counts at both */
-    cr_expect(h->calls == 1 && h->total_ns == 40);  /* 0 at cut 3, so at cut 1 too */
+    struct model_py_window_row main = window_node(p, 1), f = window_node(p, 2),
+                               g = window_node(p, 3), h = window_node(p, 4);
+    cr_expect(main.calls == 0 && main.total_ns == 600, "%lu %lu", main.calls, main.total_ns);
+    cr_expect_eq(main.self_ns, 600 - 150 - 40);
+    cr_expect(f.calls == 3 && f.total_ns == 150); /* 4 calls, 200 at the end; 1, 50 at cut 1 */
+    cr_expect(g.calls == 0 && g.total_ns == 0);   /* no record: its final counts at both */
+    cr_expect(h.calls == 1 && h.total_ns == 40);  /* 0 at cut 3, so at cut 1 too */
+    cr_expect_eq(p->py.nwindow_rows, 3);          /* main, f, h: g did not run in the part */
     /* the whole process's nodes stay as they were */
     cr_expect_eq(model_python_node(p, 2)->calls, 4);
     model_process_free(p);
@@ -127,7 +133,7 @@ Test(report_python_window, a_lossy_thread_gives_the_whole_process)
     for (int drop = 1; drop <= 2; drop++) {
         struct model_process *p = load(drop);
         cr_expect_eq(p->py.window, MODEL_WINDOW_ALL);
-        cr_expect_null(p->py.window_nodes);
+        cr_expect_eq(p->py.nwindow_rows, 0);
         cr_expect_eq(p->py.window_miss,
                      drop == 1 ? MODEL_PY_WINDOW_MISS_DROPPED : MODEL_PY_WINDOW_MISS_FAILED,
                      "drop %d", drop);
@@ -140,7 +146,7 @@ Test(report_python_window, a_last_step_without_its_cut_ends_the_part_earlier)
     struct model_process *p = load(3);
     cr_assert_eq(p->py.window, MODEL_WINDOW_STEADY, "miss %u", p->py.window_miss);
     cr_expect(p->py.window_first == 2 && p->py.window_last == 3 && p->py.window_ns == 400);
-    cr_expect_eq(window_node(p, 2)->calls, 2); /* cut 3 less cut 1 */
-    cr_expect_eq(window_node(p, 4)->calls, 0);
+    cr_expect_eq(window_node(p, 2).calls, 2); /* cut 3 less cut 1 */
+    cr_expect_eq(window_node(p, 4).calls, 0);
     model_process_free(p);
 }
