@@ -39,6 +39,9 @@ step "CUPTI's own count (bare run)" env CUDA_INJECTION64_PATH="$B/test/gpu/libcu
 step "profrun gpu_train.py" "$B/bin/profrun" -o "$out/prof" -- "$PY" test/workloads/gpu_train.py 20 \
     > "$out/report.txt" 2>&1
 "$B/bin/profreport" --format json "$out/prof" > "$out/report.json" || fail "profreport --format json"
+"$B/bin/profreport" --format json --phase all "$out/prof" > "$out/report_all.json" ||
+    fail "profreport --format json --phase all"
+export GPU_CHECK_ALL="$out/report_all.json"
 step "profreport --kernels" "$B/bin/profreport" --kernels --limit 15 "$out/prof"
 step "profreport --gpu" "$B/bin/profreport" --gpu "$out/prof"
 step "profreport --actions" "$B/bin/profreport" --actions "$out/prof"

@@ -171,24 +171,26 @@ static void summary_build_api(struct summary *s)
 {
     size_t n = 0;
     for (size_t i = 0; i < s->nprocs; i++)
-        for (size_t a = 0; a < s->procs[i]->napis; a++)
-            n += s->procs[i]->apis[a] && s->procs[i]->apis[a]->calls;
+        n += s->procs[i]->napis;
     struct summary_api_row *rows = summary_xcalloc(n, sizeof *rows);
     size_t k = 0;
+    struct model_api_counts c; /* the part's calls (--phase), else the whole process's */
     for (size_t i = 0; i < s->nprocs; i++) {
         for (size_t a = 0; a < s->procs[i]->napis; a++) {
             const struct model_api *api = s->procs[i]->apis[a];
-            if (!api || !api->calls)
+            model_gpu_part_api(s->procs[i], a, &c);
+            if (!api || !c.calls)
                 continue;
             rows[k++] = (struct summary_api_row){.name = api->name,
                                                  .category = api->category,
-                                                 .calls = api->calls,
-                                                 .errors = api->errors,
-                                                 .total_ns = api->total_ns,
-                                                 .min_ns = api->min_ns,
-                                                 .max_ns = api->max_ns};
+                                                 .calls = c.calls,
+                                                 .errors = c.errors,
+                                                 .total_ns = c.total_ns,
+                                                 .min_ns = c.min_ns,
+                                                 .max_ns = c.max_ns};
         }
     }
+    n = k;
     /* Merge by name: API ids are per file, names are what processes share. */
     qsort(rows, n, sizeof *rows, summary_api_name_cmp);
     size_t out = 0;

@@ -80,8 +80,12 @@ static void summary_gpu_kernels(struct summary *s)
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         g->unattributed += p->gpu.unattributed;
-        for (size_t k = 0; k < p->gpu.nkernels; k++) {
-            const struct model_gpu_kernel *m = &p->gpu.kernels[k];
+        size_t nrows;
+        const struct model_gpu_kernel *rows = model_gpu_part_kernels(p, &nrows);
+        for (size_t k = 0; k < nrows; k++) {
+            const struct model_gpu_kernel *m = &rows[k];
+            if (!m->calls)
+                continue; /* none in the part */
             struct summary_gpu_kernel_row *r = summary_gpu_kernel_row(g, &cap, m->name);
             size_t idx = (size_t)(r - g->kernels);
             site_caps = report_grow(site_caps, &site_caps_n, g->nkernels, sizeof *site_caps);
@@ -173,7 +177,9 @@ static void summary_gpu_library(struct summary *s)
         const struct model_process *p = s->procs[i];
         for (size_t a = 0; a < p->napis; a++) {
             const struct model_api *api = p->apis[a];
-            if (!api || !api->library || !api->calls)
+            struct model_api_counts c;
+            model_gpu_part_api(p, a, &c);
+            if (!api || !api->library || !c.calls)
                 continue;
             size_t k = 0;
             while (k < g->nlibrary && strcmp(g->library[k].name, api->name))
@@ -183,10 +189,10 @@ static void summary_gpu_library(struct summary *s)
                 g->library[g->nlibrary++] =
                     (struct summary_library_row){.name = report_strdup(api->name)};
             }
-            g->library[k].calls += api->calls;
-            g->library[k].cpu_ns += api->total_ns;
-            g->library[k].gpu_ns += api->gpu_ns;
-            g->library[k].kernels += api->gpu_kernels;
+            g->library[k].calls += c.calls;
+            g->library[k].cpu_ns += c.total_ns;
+            g->library[k].gpu_ns += c.gpu_ns;
+            g->library[k].kernels += c.gpu_kernels;
         }
     }
 }
@@ -210,7 +216,9 @@ static void summary_gpu_cupti(struct summary *s)
         const struct model_process *p = s->procs[i];
         for (size_t a = 0; a < p->gpu.napis; a++) {
             const struct model_gpu_api *m = &p->gpu.apis[a];
-            if (!m->calls || summary_gpu_wrapped(p, m->name))
+            struct model_api_counts c;
+            model_gpu_part_cupti(p, a, &c);
+            if (!c.calls || summary_gpu_wrapped(p, m->name))
                 continue;
             size_t k = 0;
             while (k < g->ncupti &&
@@ -222,10 +230,10 @@ static void summary_gpu_cupti(struct summary *s)
                     (struct summary_cupti_row){.name = report_strdup(m->name), .domain = m->domain};
             }
             struct summary_cupti_row *r = &g->cupti[k];
-            r->calls += m->calls;
-            r->total_ns += m->total_ns;
-            if (m->max_ns > r->max_ns)
-                r->max_ns = m->max_ns;
+            r->calls += c.calls;
+            r->total_ns += c.total_ns;
+            if (c.max_ns > r->max_ns)
+                r->max_ns = c.max_ns;
         }
     }
     for (size_t k = 0; k < g->ncupti; k++)

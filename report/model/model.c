@@ -134,6 +134,7 @@ struct model_process *model_process_new(const char *file, uint32_t features)
     idmap_init(&p->py.func_index);
     idmap_init(&p->py.node_index);
     u64map_init(&p->gpu.kernel_index);
+    u64map_init(&p->gpu.config_index);
     u64map_init(&p->gpu.call_index);
     u64map_init(&p->gpu.api_index);
     return p;

@@ -66,6 +66,55 @@ static struct model_gpu_op *model_gpu_op_add(struct model_gpu *g, uint8_t kind, 
     return op;
 }
 
+void model_gpu_kernel_init(struct model_gpu_kernel *k, uint32_t name_sid)
+{
+    memset(k, 0, sizeof *k);
+    k->name_sid = name_sid;
+    u64map_init(&k->grids);
+    u64map_init(&k->blocks);
+    u64map_init(&k->registers);
+    u64map_init(&k->py_calls);
+    u64map_init(&k->py_ns);
+}
+
+void model_gpu_kernel_add(struct model_gpu_kernel *k, uint64_t ns, const struct model_gpu_config *c)
+{
+    if (!k->calls || ns < k->min_ns)
+        k->min_ns = ns;
+    if (ns > k->max_ns)
+        k->max_ns = ns;
+    k->calls++;
+    k->total_ns += ns;
+    ++*model_gpu_slot(&k->grids, c->grid);
+    ++*model_gpu_slot(&k->blocks, c->block);
+    ++*model_gpu_slot(&k->registers, c->registers);
+}
+
+void model_gpu_kernel_site(struct model_gpu_kernel *k, uint32_t func, uint64_t ns)
+{
+    ++*model_gpu_slot(&k->py_calls, func);
+    *model_gpu_slot(&k->py_ns, func) += ns;
+}
+
+/* The index of a launch configuration in g->configs, added when new. */
+static uint32_t model_gpu_config(struct model_gpu *g, uint64_t grid, uint64_t block,
+                                 uint32_t registers)
+{
+    uint64_t h = (grid * 0x9e3779b97f4a7c15u ^ block) * 0xff51afd7ed558ccdu ^ registers;
+    for (;; h++) { /* a slot holding another configuration: the next hash */
+        uint64_t *slot = model_gpu_slot(&g->config_index, h);
+        if (!*slot) {
+            g->configs =
+                report_grow(g->configs, &g->cap_configs, g->nconfigs + 1, sizeof *g->configs);
+            g->configs[g->nconfigs] = (struct model_gpu_config){grid, block, registers};
+            *slot = ++g->nconfigs;
+        }
+        const struct model_gpu_config *c = &g->configs[*slot - 1];
+        if (c->grid == grid && c->block == block && c->registers == registers)
+            return (uint32_t)(*slot - 1);
+    }
+}
+
 static void model_gpu_on_kernel(struct model_gpu *g, const struct prof_rec_gpu_kernel *r)
 {
     struct model_gpu_op *op = model_gpu_op_add(g, MODEL_GPU_KERNEL, r->correlation, r->start_ns,
@@ -73,29 +122,13 @@ static void model_gpu_on_kernel(struct model_gpu *g, const struct prof_rec_gpu_k
     uint64_t *slot = model_gpu_slot(&g->kernel_index, r->name_sid);
     if (!*slot) {
         g->kernels = report_grow(g->kernels, &g->cap_kernels, g->nkernels + 1, sizeof *g->kernels);
-        struct model_gpu_kernel *k = &g->kernels[g->nkernels];
-        memset(k, 0, sizeof *k);
-        k->name_sid = r->name_sid;
-        u64map_init(&k->grids);
-        u64map_init(&k->blocks);
-        u64map_init(&k->registers);
-        u64map_init(&k->py_calls);
-        u64map_init(&k->py_ns);
+        model_gpu_kernel_init(&g->kernels[g->nkernels], r->name_sid);
         *slot = ++g->nkernels;
     }
     op->row = (uint32_t)(*slot - 1);
-    struct model_gpu_kernel *k = &g->kernels[op->row];
-    uint64_t ns = op->end_ns - op->start_ns;
-    if (!k->calls || ns < k->min_ns)
-        k->min_ns = ns;
-    if (ns > k->max_ns)
-        k->max_ns = ns;
-    k->calls++;
-    k->total_ns += ns;
-    g->kernel_ns += ns;
-    ++*model_gpu_slot(&k->grids, r->grid);
-    ++*model_gpu_slot(&k->blocks, r->block);
-    ++*model_gpu_slot(&k->registers, r->registers);
+    op->config = model_gpu_config(g, r->grid, r->block, r->registers);
+    model_gpu_kernel_add(&g->kernels[op->row], op->end_ns - op->start_ns, &g->configs[op->config]);
+    g->kernel_ns += op->end_ns - op->start_ns;
 }
 
 static void model_gpu_on_memcpy(struct model_gpu *g, const struct prof_rec_gpu_memcpy *r)
@@ -347,9 +380,7 @@ static void model_gpu_attribute(struct model_process *p)
         struct model_py_node *node = &p->py.nodes[nv - 1];
         node->gpu_kernels++;
         node->gpu_ns += ns;
-        struct model_gpu_kernel *k = &g->kernels[op->row];
-        ++*model_gpu_slot(&k->py_calls, node->func);
-        *model_gpu_slot(&k->py_ns, node->func) += ns;
+        model_gpu_kernel_site(&g->kernels[op->row], node->func, ns);
     }
 }
 
@@ -512,20 +543,26 @@ static void model_gpu_finish(struct model_process *p)
                           p->file, (long long)p->pid, g->unattributed);
 }
 
+void model_gpu_kernel_free(struct model_gpu_kernel *k)
+{
+    u64map_free(&k->grids);
+    u64map_free(&k->blocks);
+    u64map_free(&k->registers);
+    u64map_free(&k->py_calls);
+    u64map_free(&k->py_ns);
+}
+
 static void model_gpu_free(struct model_process *p)
 {
     struct model_gpu *g = &p->gpu;
     for (size_t i = 0; i < g->nkernels; i++) {
-        struct model_gpu_kernel *k = &g->kernels[i];
-        free(k->name);
-        u64map_free(&k->grids);
-        u64map_free(&k->blocks);
-        u64map_free(&k->registers);
-        u64map_free(&k->py_calls);
-        u64map_free(&k->py_ns);
+        free(g->kernels[i].name);
+        model_gpu_kernel_free(&g->kernels[i]);
     }
     free(g->kernels);
     u64map_free(&g->kernel_index);
+    free(g->configs);
+    u64map_free(&g->config_index);
     free(g->ops);
     free(g->copies);
     free(g->sets);

@@ -54,6 +54,7 @@ extern const struct model_part model_nvtx_part;
 extern const struct model_part model_comm_part;
 extern const struct model_part model_steps_part;
 extern const struct model_part model_python_window_part;
+extern const struct model_part model_gpu_window_part;
 extern const struct model_part model_torch_part;
 extern const struct model_part model_torch_actions_part;
 

@@ -169,7 +169,8 @@ enum model_window_miss {
     MODEL_WINDOW_MISS_NONE,
     MODEL_WINDOW_MISS_NO_STEPS,
     MODEL_WINDOW_MISS_DROPPED, /* the ring dropped events: the spans lack ops */
-    MODEL_WINDOW_MISS_SUMMARY  /* read from a summary, which holds the steady steps only */
+    MODEL_WINDOW_MISS_SUMMARY, /* read from a summary, which holds the steady steps only */
+    MODEL_WINDOW_MISS_CALLS    /* the ring dropped events: the calls kept are not all */
 };
 const char *model_window_miss_text(unsigned miss);
 struct model_process;
@@ -178,5 +179,8 @@ struct model_process;
 void model_torch_window_pick(struct model_process *p);
 /* "the steady training steps", ... */
 const char *model_window_name(unsigned w);
+/* The part asked of p (CLOCK_MONOTONIC ns, the steps' clock) and its steps; 0: p has no
+ * steps. */
+int model_window_bounds(const struct model_process *p, uint64_t *lo, uint64_t *hi, size_t *nsteps);
 
 #endif

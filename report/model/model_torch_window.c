@@ -55,6 +55,8 @@ const char *model_window_miss_text(unsigned miss)
         return "no training steps";
     case MODEL_WINDOW_MISS_DROPPED:
         return "the ring dropped events (raise PROF_RING_KB), so the spans do not hold every op";
+    case MODEL_WINDOW_MISS_CALLS:
+        return "the ring dropped events (raise PROF_RING_KB), so not every call is known";
     case MODEL_WINDOW_MISS_SUMMARY:
         return "read from its summary, which holds the steady steps and the whole process only";
     default:
@@ -62,10 +64,7 @@ const char *model_window_miss_text(unsigned miss)
     }
 }
 
-/* The asked part of p (CLOCK_MONOTONIC ns, the steps' clock), and its steps; 0: p has
- * none. */
-static int model_torch_window_bounds(const struct model_process *p, uint64_t *lo, uint64_t *hi,
-                                     size_t *nsteps)
+int model_window_bounds(const struct model_process *p, uint64_t *lo, uint64_t *hi, size_t *nsteps)
 {
     const struct model_steps *st = &p->steps;
     if (!st->nsteps || !st->steps)
@@ -170,7 +169,7 @@ void model_torch_window_rows(struct model_process *p, const struct model_torch_s
     size_t nsteps = 0;
     if (window_asked == MODEL_WINDOW_ALL || !t->nrows)
         return;
-    if (!model_torch_window_bounds(p, &lo, &hi, &nsteps)) {
+    if (!model_window_bounds(p, &lo, &hi, &nsteps)) {
         t->window_miss = MODEL_WINDOW_MISS_NO_STEPS;
         return;
     }

@@ -212,6 +212,19 @@ static void sf_core(sf_codec *c, struct model_process *p)
     summary_codec_u64(c, &p->wall_ns);
 }
 
+void summary_model_kernel_counts(sf_codec *c, struct model_gpu_kernel *k)
+{
+    summary_codec_u64(c, &k->calls);
+    summary_codec_u64(c, &k->total_ns);
+    summary_codec_u64(c, &k->min_ns);
+    summary_codec_u64(c, &k->max_ns);
+    summary_codec_map(c, &k->grids);
+    summary_codec_map(c, &k->blocks);
+    summary_codec_map(c, &k->registers);
+    summary_codec_map(c, &k->py_calls);
+    summary_codec_map(c, &k->py_ns);
+}
+
 /* ---- Python: the functions the GPU rows and the memory peaks name ---- */
 
 static void sf_py_func(sf_codec *c, struct model_process *p, struct model_py_func *f)
@@ -401,15 +414,7 @@ static void sf_gpu(sf_codec *c, struct model_process *p)
         struct model_gpu_kernel *k = &g->kernels[i];
         summary_codec_u32(c, &k->name_sid);
         sf_text(c, &k->name);
-        summary_codec_u64(c, &k->calls);
-        summary_codec_u64(c, &k->total_ns);
-        summary_codec_u64(c, &k->min_ns);
-        summary_codec_u64(c, &k->max_ns);
-        summary_codec_map(c, &k->grids);
-        summary_codec_map(c, &k->blocks);
-        summary_codec_map(c, &k->registers);
-        summary_codec_map(c, &k->py_calls);
-        summary_codec_map(c, &k->py_ns);
+        summary_model_kernel_counts(c, k);
         if (c->reading) {
             uint64_t *slot = u64map_slot(&g->kernel_index, k->name_sid);
             if (!slot)
@@ -736,6 +741,7 @@ void summary_model_process(sf_codec *c, struct model_process *p)
     sf_core(c, p);
     sf_python(c, p);
     sf_gpu(c, p);
+    summary_model_gpu_part(c, p);
     sf_torch(c, p);
     sf_steps(c, p);
     summary_codec_i64(c, &p->comm.realtime_offset_ns);

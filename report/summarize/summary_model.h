@@ -16,6 +16,10 @@ void summary_model_process(struct summary_codec *c, struct model_process *p);
 void summary_model_step_list(struct summary_codec *c, struct model_step **steps, size_t *n);
 /* The communication calls (the section read when the merge asks). */
 void summary_model_comm(struct summary_codec *c, struct model_comm *m);
+/* A GPU kernel row's counts and maps (the name's encoding is the caller's). */
+void summary_model_kernel_counts(struct summary_codec *c, struct model_gpu_kernel *k);
+/* summary_gpu_part.c: the GPU tables of the part --summarize asked (p->gpu_part). */
+void summary_model_gpu_part(struct summary_codec *c, struct model_process *p);
 /* summary_pystats.c: the Python functions as cProfile's table: written from p's call
  * trees; read merged into s (functions by key, callers with their indices mapped). */
 void summary_model_write_pystats(struct summary_codec *c, const struct model_process *p);

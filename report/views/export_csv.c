@@ -248,6 +248,9 @@ int export_csv_write(FILE *out, const struct summary *s, size_t limit)
     }
 
     export_csv_gpu(out, s, limit);
+    char gpu_note[512]; /* what the API and kernel rows cover, as the JSON's gpu_cover */
+    const char *gpu_window = tables_gpu_window(s, gpu_note, sizeof gpu_note);
+    export_csv_cover(out, "gpu_cover", gpu_window, gpu_note, tables_gpu_window_ns(s));
     export_csv_ops(out, s, limit);
 
     /* gpu_ns only when the inputs hold GPU records and the rows are the whole process's

@@ -17,6 +17,13 @@ static json_t *export_json_u64(uint64_t v)
     return json_integer((json_int_t)v);
 }
 
+/* What part of the run a table's rows cover (tables_torch_window and its kind). */
+static json_t *export_json_cover(const char *window, const char *note, uint64_t ns)
+{
+    return json_pack("{s:s,s:s,s:o}", "part", window ? window : "the whole process", "note",
+                     window ? note : "", "ns", export_json_u64(ns));
+}
+
 json_t *export_json_str(const char *s)
 {
     if (!s)
@@ -568,18 +575,17 @@ int export_json_write(FILE *out, const struct summary *s, size_t limit)
     json_object_set_new(root, "python", export_json_python(&s->py, limit, tables_python_gpu(s)));
     char py_note[768];
     const char *py_window = tables_python_window(s, py_note, sizeof py_note);
-    json_object_set_new(
-        root, "python_cover",
-        json_pack("{s:s,s:s,s:o}", "part", py_window ? py_window : "the whole process", "note",
-                  py_window ? py_note : "", "ns", export_json_u64(tables_python_window_ns(s))));
+    json_object_set_new(root, "python_cover",
+                        export_json_cover(py_window, py_note, tables_python_window_ns(s)));
     export_json_gpu(root, s, limit);
     json_object_set_new(root, "ops", export_json_ops(s, limit));
     char note[512];
     const char *window = tables_torch_window(s, note, sizeof note);
     json_object_set_new(root, "ops_cover",
-                        json_pack("{s:s,s:s,s:o}", "part", window ? window : "the whole process",
-                                  "note", window ? note : "", "ns",
-                                  export_json_u64(tables_torch_window_ns(s))));
+                        export_json_cover(window, note, tables_torch_window_ns(s)));
+    window = tables_gpu_window(s, note, sizeof note);
+    json_object_set_new(root, "gpu_cover",
+                        export_json_cover(window, note, tables_gpu_window_ns(s)));
 
     json_t *warnings = json_array();
     for (size_t i = 0; i < s->nwarnings; i++)

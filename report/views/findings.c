@@ -116,6 +116,8 @@ static void findings_gpu_idle(struct findings *f, const struct summary *s)
         const struct model_process *p = s->procs[i];
         if (!p->gpu.facts.nidle || !p->wall_ns)
             continue;
+        if (p->steps.nsteps && model_torch_window_asked() != MODEL_WINDOW_ALL)
+            continue; /* the steps' finding (step_gpu_idle) says it of the part asked */
         for (size_t b = 0; b < p->gpu.nbusy; b++) {
             const struct model_gpu_busy *d = &p->gpu.busy[b];
             if (d->stream != -1 || d->busy_ns > p->wall_ns)
@@ -176,8 +178,12 @@ static int findings_is_method(const char *name, const char *method)
 static void findings_sync(struct findings *f, const struct summary *s)
 {
     uint64_t wall = 0, sync_ns = 0, sync_calls = 0, copy_ns = 0, copy_calls = 0;
-    for (size_t i = 0; i < s->nprocs; i++)
-        wall += s->procs[i]->wall_ns;
+    size_t parts = 0; /* processes whose API rows cover a part (tables_gpu_window) */
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_gpu_part *w = &s->procs[i]->gpu_part;
+        parts += w->window != MODEL_WINDOW_ALL;
+        wall += w->window != MODEL_WINDOW_ALL ? w->window_ns : s->procs[i]->wall_ns;
+    }
     for (size_t i = 0; i < s->napi; i++)
         if (s->api[i].category == PROF_CAT_SYNC) {
             sync_ns += s->api[i].total_ns;
@@ -201,7 +207,10 @@ static void findings_sync(struct findings *f, const struct summary *s)
     if ((!sync_calls && !copy_calls) || !wall)
         return;
     double share = (double)(sync_ns + copy_ns) / (double)wall;
-    if (share < T(SYNC_SHARE))
+    struct finding *steps = NULL; /* the steps' (step_sync) says it: where, .item() added */
+    for (size_t i = 0; i < f->n && !steps; i++)
+        steps = !strcmp(f->items[i].kind, "step_sync") ? &f->items[i] : NULL;
+    if (share < T(SYNC_SHARE) && !steps)
         return;
     /* The Python node under which CUPTI saw the most synchronizing time (the first
      * process's on a tie). */
@@ -219,9 +228,6 @@ static void findings_sync(struct findings *f, const struct summary *s)
     format_ns((double)sync_ns, syncs, sizeof syncs);
     format_ns((double)copy_ns, copies, sizeof copies);
     format_ns((double)wall, wall_s, sizeof wall_s);
-    struct finding *x = findings_add(f, "sync", share);
-    findings_set(x->title, sizeof x->title, "host-device syncs take %.1f %% of the time",
-                 100.0 * share);
     char extra[160] = "";
     uint64_t item = 0, cpu = 0;
     for (size_t i = 0; i < s->py.nfuncs; i++) {
@@ -240,17 +246,33 @@ static void findings_sync(struct findings *f, const struct summary *s)
         snprintf(extra, sizeof extra,
                  "; Python called .item() %" PRIu64 " and .cpu() %" PRIu64 " times%s%s", item, cpu,
                  whole ? "" : " in ", whole ? "" : part);
-    findings_set(x->evidence, sizeof x->evidence,
-                 "%" PRIu64 " synchronizing calls (cudaDeviceSynchronize, stream and event "
-                 "syncs: %s) and %" PRIu64 " blocking copies (%s) took %s of %s wall time%s",
-                 sync_calls, syncs, copy_calls, copies, total, wall_s, extra);
+    char where[320] = "";
     if (best_p) {
         char place[256], ns[32];
         findings_py_place(best_p, best_node, place, sizeof place);
         format_ns((double)best_ns, ns, sizeof ns);
         if (place[0])
-            findings_set(x->where, sizeof x->where, "%s: %s of them", place, ns);
+            snprintf(where, sizeof where, "%s: %s of them", place, ns);
     }
+    if (steps) { /* one finding: the steps' figures, with where and what Python called */
+        if (extra[0] && strlen(steps->evidence) + strlen(extra) < sizeof steps->evidence)
+            strcat(steps->evidence, extra);
+        if (!steps->where[0])
+            findings_set(steps->where, sizeof steps->where, "%s", where);
+        return;
+    }
+    struct finding *x = findings_add(f, "sync", share);
+    findings_set(x->title, sizeof x->title, "host-device syncs take %.1f %% of the time",
+                 100.0 * share);
+    findings_set(x->evidence, sizeof x->evidence,
+                 "%" PRIu64 " synchronizing calls (cudaDeviceSynchronize, stream and event "
+                 "syncs: %s) and %" PRIu64 " blocking copies (%s) took %s of %s%s%s",
+                 sync_calls, syncs, copy_calls, copies, total, wall_s,
+                 parts == s->nprocs ? " in " : " wall time",
+                 parts == s->nprocs ? model_window_name(s->procs[0]->gpu_part.window) : "");
+    if (extra[0] && strlen(x->evidence) + strlen(extra) < sizeof x->evidence)
+        strcat(x->evidence, extra);
+    findings_set(x->where, sizeof x->where, "%s", where);
 }
 
 static const struct model_action *findings_builtin(const struct model_process *p, const char *name)

@@ -134,16 +134,27 @@ static void html_findings(FILE *out, const struct summary *s)
     findings_free(&f);
 }
 
+/* A GPU table's title with the part its rows cover, as the text's. */
+static void html_gpu_title(const struct summary *s, const char *name, char *title, size_t len)
+{
+    char note[512];
+    const char *window = tables_gpu_window(s, note, sizeof note);
+    snprintf(title, len, "%s%s%s%s%s%s", name, window ? " in " : "", window ? window : "",
+             window ? " (" : "", window ? note : "", window ? ")" : "");
+}
+
 static void html_tables(FILE *out, const struct summary *s)
 {
     fputs("<section id=\"tables\"><h2>Tables</h2><p class=\"note\">Click a column to sort."
           "</p>\n",
           out);
     size_t n;
+    char title[700];
     if (s->napi) {
         n = s->napi < HTML_ROWS ? s->napi : HTML_ROWS;
-        html_table_begin(out, "t-api", "API calls (CUDA runtime, cuBLAS, cuDNN, NCCL, MPI ...)", n,
-                         s->napi,
+        html_gpu_title(s, "API calls (CUDA runtime, cuBLAS, cuDNN, NCCL, MPI ...)", title,
+                       sizeof title);
+        html_table_begin(out, "t-api", title, n, s->napi,
                          "Name|Category|>Calls|>Errors|>Total|>Avg|>Max|>% API time|Library");
         for (size_t i = 0; i < n; i++) {
             const struct summary_api_row *r = &s->api[i];
@@ -163,7 +174,8 @@ static void html_tables(FILE *out, const struct summary *s)
     }
     if (s->gpu.nkernels) {
         n = s->gpu.nkernels < HTML_ROWS ? s->gpu.nkernels : HTML_ROWS;
-        html_table_begin(out, "t-kernels", "GPU kernels (as the GPU ran them)", n, s->gpu.nkernels,
+        html_gpu_title(s, "GPU kernels (as the GPU ran them)", title, sizeof title);
+        html_table_begin(out, "t-kernels", title, n, s->gpu.nkernels,
                          "Kernel|>Calls|>GPU total|>Avg|>Max|>% GPU time");
         for (size_t i = 0; i < n; i++) {
             const struct summary_gpu_kernel_row *r = &s->gpu.kernels[i];

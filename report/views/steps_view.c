@@ -55,29 +55,39 @@ void steps_view_startup_costs(const struct model_process *p, char *buf, size_t l
     }
 }
 
-/* What the tables cover: ops and py, the operator and the Python tables' part when not the
- * whole process ("the steady training steps"); NULL: the whole process. */
-static void steps_view_cover(FILE *out, const char *ops, const char *py)
+/* What the tables cover: windows[i], the part of tables[i] when not the whole process ("the
+ * steady training steps"); NULL: the whole process. Tables of one part are named together:
+ * "the operator, Python and CUDA API and kernel tables below cover the steady training steps, the
+ * other tables the whole process". */
+static void steps_view_cover(FILE *out, const char *const *windows)
 {
-    if (!ops && !py)
-        fputs("the tables below cover the whole process", out);
-    else if (ops && py && !strcmp(ops, py))
-        fprintf(out,
-                "the operator and Python tables below cover %s, the other tables the whole "
-                "process",
-                ops);
-    else if (ops && py)
-        fprintf(out,
-                "the operator table below covers %s, the Python table %s, the other "
-                "tables the whole process",
-                ops, py);
-    else
-        fprintf(out, "the %s table below covers %s, the other tables the whole process",
-                ops ? "operator" : "Python", ops ? ops : py);
+    static const char *const tables[] = {"operator", "Python", "CUDA API and kernel"};
+    enum { N = sizeof tables / sizeof tables[0] };
+    int done[N] = {0}, any = 0;
+    for (int i = 0; i < N; i++) {
+        if (!windows[i] || done[i])
+            continue;
+        int n = 0, last = i;
+        for (int j = i; j < N; j++)
+            if (windows[j] && !strcmp(windows[j], windows[i]))
+                n += j == N - 1 ? 2 : 1, last = j; /* the GPU's are several tables */
+        fputs(any ? ", the " : "the ", out);
+        for (int j = i, k = 0; j < N; j++) {
+            if (!windows[j] || strcmp(windows[j], windows[i]))
+                continue;
+            done[j] = 1;
+            fprintf(out, "%s%s", k ? (j == last ? " and " : ", ") : "", tables[j]);
+            k++;
+        }
+        fprintf(out, " table%s%s %s %s", n > 1 ? "s" : "", any ? "" : " below",
+                n > 1 ? "cover" : "covers", windows[i]);
+        any = 1;
+    }
+    fputs(any ? ", the other tables the whole process" : "the tables below cover the whole process",
+          out);
 }
 
-static void steps_view_head(FILE *out, const struct steps_stats *st, const char *ops_window,
-                            const char *py_window)
+static void steps_view_head(FILE *out, const struct steps_stats *st, const char *const *windows)
 {
     char med[32], p90[32], mx[32], startup[32], imp[32], tear[32];
     fprintf(out, "Training steps: %zu steady of %zu, from %s", st->counted, st->nsteps,
@@ -119,7 +129,7 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
             "  Startup: %s before the first step (%.0f%% of the process; imports %s%s; its "
             "flame graph: --flamegraph FILE --phase startup), teardown %s; ",
             startup, wall ? 100.0 * (double)st->startup_ns / (double)wall : 0.0, imp, costs, tear);
-    steps_view_cover(out, ops_window, py_window);
+    steps_view_cover(out, windows);
     fputc('\n', out);
 }
 
@@ -253,7 +263,8 @@ void steps_view_print(FILE *out, const struct summary *s, const struct comm_repo
     }
     if (!p) {
         fputs("Training steps: none found (no ProfilerStep#N scope, optimizer step scope, "
-              "Lightning batch or optimizer step call", out);
+              "Lightning batch or optimizer step call",
+              out);
         if (model_steps_name()) {
             fputs("; --step '", out);
             format_fputs_escaped(out, model_steps_name());
@@ -267,18 +278,19 @@ void steps_view_print(FILE *out, const struct summary *s, const struct comm_repo
     struct steps_stats st;
     steps_stats_of(p, 0, UINT64_MAX, &st);
     char note[512];
-    const char *ops = tables_torch_window(s, note, sizeof note);
-    const char *ops_window =
-        ops && strcmp(ops, model_window_name(MODEL_WINDOW_ALL)) != 0 ? ops : NULL;
-    const char *py = tables_python_window(s, note, sizeof note);
-    const char *py_window = py && strcmp(py, model_window_name(MODEL_WINDOW_ALL)) != 0 ? py : NULL;
+    const char *windows[] = {tables_torch_window(s, note, sizeof note),
+                             tables_python_window(s, note, sizeof note),
+                             tables_gpu_window(s, note, sizeof note)};
+    for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++)
+        if (windows[i] && !strcmp(windows[i], model_window_name(MODEL_WINDOW_ALL)))
+            windows[i] = NULL;
     if (r && r->by_steps && r->nranks > 1) {
-        steps_view_head(out, &st, ops_window, py_window);
+        steps_view_head(out, &st, windows);
         fprintf(out, "  (rank %lld's steps above)\n", (long long)p->rank);
         steps_view_ranks(out, r);
     } else {
         uint64_t wait = r && r->nranks == 1 ? r->ranks[0].wait_ns : 0;
-        steps_view_head(out, &st, ops_window, py_window);
+        steps_view_head(out, &st, windows);
         steps_view_parts(out, &st, wait);
         steps_view_slowest(out, &st);
     }

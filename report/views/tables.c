@@ -50,14 +50,25 @@ const char *tables_api_library(const char *name)
     return tables_lib_names[tables_api_lib(name)];
 }
 
+/* After the title of a wrapped-call table that stays the whole process's while the API
+ * tables cover a part: says so. */
+static const char *tables_gpu_whole(const struct summary *s)
+{
+    char note[512];
+    const char *window = tables_gpu_window(s, note, sizeof note);
+    return window && strcmp(window, model_window_name(MODEL_WINDOW_ALL)) ? " (the whole process)"
+                                                                         : "";
+}
+
 /* One table per library (CUDA runtime, cuBLAS, MPI, ...); % API time is of every library's
  * calls together. */
 static void tables_api(FILE *out, const struct summary *s, size_t limit)
 {
     char calls[24], errors[24], total[32], avg[32], min[32], max[32], pct[16];
     if (!s->napi) {
-        fprintf(out, "CUDA runtime API summary (%zu process%s, API time %s)\n", s->nprocs,
-                s->nprocs == 1 ? "" : "es", tables_time(total, (double)s->api_total_ns));
+        tables_gpu_title(out, s, "CUDA runtime API summary", "(%zu process%s, API time %s)",
+                         s->nprocs, s->nprocs == 1 ? "" : "es",
+                         tables_time(total, (double)s->api_total_ns));
         fprintf(out, "  (no CUDA API calls)\n\n");
         return;
     }
@@ -71,9 +82,11 @@ static void tables_api(FILE *out, const struct summary *s, size_t limit)
             }
         if (!n)
             continue;
-        fprintf(out, "%s API summary (%zu process%s, %s time %s)\n", tables_lib_names[lib],
-                s->nprocs, s->nprocs == 1 ? "" : "es", tables_lib_names[lib],
-                tables_time(total, (double)lib_ns));
+        char name[48];
+        snprintf(name, sizeof name, "%s API summary", tables_lib_names[lib]);
+        tables_gpu_title(out, s, name, "(%zu process%s, %s time %s)", s->nprocs,
+                         s->nprocs == 1 ? "" : "es", tables_lib_names[lib],
+                         tables_time(total, (double)lib_ns));
         struct text_table t;
         text_table_begin(&t, "<Name|>Calls|>Errors|>Total|>Avg|>Min|>Max|>% API time");
         for (size_t i = 0; i < s->napi && (!limit || shown < limit); i++) {
@@ -97,7 +110,7 @@ static void tables_api(FILE *out, const struct summary *s, size_t limit)
 static void tables_kernels(FILE *out, const struct summary *s, size_t limit)
 {
     char launches[24], errors[24], total[32], avg[32], grid[48], block[48];
-    fprintf(out, "Kernel launches\n");
+    fprintf(out, "Kernel launches%s\n", tables_gpu_whole(s));
     if (!s->nkernels) {
         fprintf(out, "  (no kernel launches)\n\n");
         return;
@@ -188,7 +201,7 @@ static void tables_memory(FILE *out, const struct summary *s)
     }
 
     char calls[24], bytes[32], total[32], gbps[32];
-    fprintf(out, "\nCopies and sets\n");
+    fprintf(out, "\nCopies and sets%s\n", tables_gpu_whole(s));
     text_table_begin(&t, "<Direction|>Calls|>Bytes|>API time|>GB/s over API time");
     for (int d = 0; d < MODEL_DIR_COUNT; d++) {
         const struct model_copy_stats *c = &s->copies[d];

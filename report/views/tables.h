@@ -55,6 +55,19 @@ void tables_ops_section(FILE *out, const struct summary *s, size_t limit);
  * records. _default: the default report's (a blank line after). */
 void tables_torch_memory_section(FILE *out, const struct summary *s);
 void tables_torch_memory_default(FILE *out, const struct summary *s);
+/* The part of one process a table's rows cover (enum model_window, enum model_window_miss;
+ * the part's length and steps). */
+struct tables_part {
+    unsigned window, miss;
+    uint64_t ns;
+    size_t steps;
+};
+/* Fills part; 0: the process has nothing for the table. */
+typedef int (*tables_part_fn)(const struct model_process *p, struct tables_part *part);
+/* What a table's rows cover over the processes, as tables_torch_window says it. */
+const char *tables_part_note(const struct summary *s, tables_part_fn part_of, char *note,
+                             size_t len);
+uint64_t tables_part_ns(const struct summary *s, tables_part_fn part_of);
 /* What the operator rows cover: "the steady training steps", "the whole process" (with a
  * note in note: "40 steps each, 6.417 s in all; --phase all: the whole process", or why
  * not), or NULL when there is nothing to say (--phase all, or a run without steps). */
@@ -94,5 +107,14 @@ uint64_t tables_python_window_ns(const struct summary *s);
 /* Whether the Python rows have GPU time: a run with GPU work, its rows the whole
  * process's (kernels are not cut at the steps). */
 int tables_python_gpu(const struct summary *s);
+
+/* tables_gpu.c: what the CUDA API, GPU kernel and CUPTI-call rows cover (model_gpu_window.c),
+ * as tables_torch_window says it. */
+const char *tables_gpu_window(const struct summary *s, char *note, size_t len);
+uint64_t tables_gpu_window_ns(const struct summary *s);
+/* A GPU table's title: name, the part its rows cover, then printf's fmt (its parenthesis);
+ * when the rows cover a part, a line on it. */
+void tables_gpu_title(FILE *out, const struct summary *s, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -3,6 +3,7 @@
  * only CUPTI saw (--gpu), NVTX ranges, record_function scopes and built-in PyTorch loop
  * functions as actions (--actions). */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,43 @@ static const char *tables_gpu_seconds(char *buf, size_t len, double ns)
 {
     snprintf(buf, len, "%.6f", ns / 1e9);
     return buf;
+}
+
+/* The GPU rows' part of one process. */
+static int tables_gpu_part(const struct model_process *p, struct tables_part *part)
+{
+    const struct model_gpu_part *w = &p->gpu_part;
+    *part = (struct tables_part){w->window, w->miss, w->window_ns, w->window_steps};
+    if (w->window != MODEL_WINDOW_ALL || p->gpu.nops || p->gpu.ncalls || p->gpu.nkernels)
+        return 1;
+    for (size_t a = 0; a < p->napis; a++)
+        if (p->apis[a] && p->apis[a]->calls)
+            return 1;
+    return 0;
+}
+
+const char *tables_gpu_window(const struct summary *s, char *note, size_t len)
+{
+    return tables_part_note(s, tables_gpu_part, note, len);
+}
+
+uint64_t tables_gpu_window_ns(const struct summary *s)
+{
+    return tables_part_ns(s, tables_gpu_part);
+}
+
+void tables_gpu_title(FILE *out, const struct summary *s, const char *name, const char *fmt, ...)
+{
+    char note[512];
+    const char *window = tables_gpu_window(s, note, sizeof note);
+    fprintf(out, "%s%s%s ", name, window ? " in " : "", window ? window : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(out, fmt, ap);
+    va_end(ap);
+    fputc('\n', out);
+    if (window)
+        fprintf(out, "  (%s)\n", note);
 }
 
 static void tables_gpu_kernel_table(FILE *out, const struct summary *s, size_t limit,
@@ -65,9 +103,9 @@ static void tables_gpu_kernel_table(FILE *out, const struct summary *s, size_t l
 static void tables_gpu_kernels_title(FILE *out, const struct summary *s)
 {
     char total[32];
-    fprintf(out, "GPU kernels (CUPTI: %" PRIu64 " kernel%s, GPU time %s)\n", s->gpu.kernel_calls,
-            s->gpu.kernel_calls == 1 ? "" : "s",
-            tables_gpu_time(total, sizeof total, (double)s->gpu.kernel_ns));
+    tables_gpu_title(out, s, "GPU kernels", "(CUPTI: %" PRIu64 " kernel%s, GPU time %s)",
+                     s->gpu.kernel_calls, s->gpu.kernel_calls == 1 ? "" : "s",
+                     tables_gpu_time(total, sizeof total, (double)s->gpu.kernel_ns));
 }
 
 void tables_gpu_kernels(FILE *out, const struct summary *s, size_t limit)
@@ -192,7 +230,7 @@ static void tables_gpu_library(FILE *out, const struct summary *s)
 {
     const struct summary_gpu *g = &s->gpu;
     char calls[24], cpu[32], gpu[32], kernels[24];
-    fprintf(out, "Library calls (GPU time: the kernels each call launched)\n");
+    tables_gpu_title(out, s, "Library calls", "(GPU time: the kernels each call launched)");
     if (!g->nlibrary) {
         fprintf(out, "  (no cuBLAS, cuBLASLt or cuDNN calls)\n\n");
         return;
@@ -214,7 +252,8 @@ static void tables_gpu_cupti(FILE *out, const struct summary *s, size_t limit)
 {
     const struct summary_gpu *g = &s->gpu;
     char name[512], calls[24], total[32], avg[32], max[32];
-    fprintf(out, "CUDA calls only CUPTI saw (driver calls of libraries with their own runtime)\n");
+    tables_gpu_title(out, s, "CUDA calls only CUPTI saw",
+                     "(driver calls of libraries with their own runtime)");
     if (!g->ncupti) {
         fprintf(out, "  (none)\n\n");
         return;

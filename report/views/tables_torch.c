@@ -163,7 +163,16 @@ static void tables_torch_table(FILE *out, const struct summary *s, size_t limit,
         fprintf(out, "  (no tensor memory was recorded: the memory columns are 0)\n");
 }
 
-const char *tables_torch_window(const struct summary *s, char *note, size_t len)
+/* The operator rows' part of one process. */
+static int tables_torch_part(const struct model_process *p, struct tables_part *part)
+{
+    const struct model_torch *t = &p->torch;
+    *part = (struct tables_part){t->window, t->window_miss, t->window_ns, t->window_steps};
+    return t->nrows || t->window != MODEL_WINDOW_ALL; /* a part with none still covers it */
+}
+
+const char *tables_part_note(const struct summary *s, tables_part_fn part_of, char *note,
+                             size_t len)
 {
     size_t n = 0, in = 0, lo = SIZE_MAX, hi = 0, stepless = 0;
     uint64_t ns = 0;
@@ -172,20 +181,20 @@ const char *tables_torch_window(const struct summary *s, char *note, size_t len)
     *note = 0;
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
-        const struct model_torch *t = &p->torch;
-        if (!t->nrows && t->window == MODEL_WINDOW_ALL)
-            continue; /* no op at all (a part with none still covers it) */
+        struct tables_part t;
+        if (!part_of(p, &t))
+            continue; /* nothing of the table's at all */
         n++;
-        if (t->window != MODEL_WINDOW_ALL) {
-            window = t->window;
+        if (t.window != MODEL_WINDOW_ALL) {
+            window = t.window;
             in++;
-            ns += t->window_ns;
-            lo = t->window_steps < lo ? t->window_steps : lo;
-            hi = t->window_steps > hi ? t->window_steps : hi;
+            ns += t.ns;
+            lo = t.steps < lo ? t.steps : lo;
+            hi = t.steps > hi ? t.steps : hi;
         } else if (!p->steps.nsteps) {
             stepless++;
-        } else if (!why && t->window_miss != MODEL_WINDOW_MISS_NONE) {
-            why = model_window_miss_text(t->window_miss);
+        } else if (!why && t.miss != MODEL_WINDOW_MISS_NONE) {
+            why = model_window_miss_text(t.miss);
         }
     }
     if (asked == MODEL_WINDOW_ALL || stepless == n) /* the steps section says there are none */
@@ -210,13 +219,24 @@ const char *tables_torch_window(const struct summary *s, char *note, size_t len)
     return model_window_name(window);
 }
 
-uint64_t tables_torch_window_ns(const struct summary *s)
+uint64_t tables_part_ns(const struct summary *s, tables_part_fn part_of)
 {
     uint64_t ns = 0;
+    struct tables_part t;
     for (size_t i = 0; i < s->nprocs; i++)
-        if (s->procs[i]->torch.window != MODEL_WINDOW_ALL)
-            ns += s->procs[i]->torch.window_ns;
+        if (part_of(s->procs[i], &t) && t.window != MODEL_WINDOW_ALL)
+            ns += t.ns;
     return ns;
+}
+
+const char *tables_torch_window(const struct summary *s, char *note, size_t len)
+{
+    return tables_part_note(s, tables_torch_part, note, len);
+}
+
+uint64_t tables_torch_window_ns(const struct summary *s)
+{
+    return tables_part_ns(s, tables_torch_part);
 }
 
 /* Ops were recorded, none in the part of the run the table covers: says so (1). */
