@@ -298,6 +298,8 @@ void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid, 
             w->self_ns = r->self_ns;
             w->api_calls = r->api_calls;
             w->api_ns = r->api_ns;
+            w->gpu_kernels = r->gpu_kernels;
+            w->gpu_ns = r->gpu_ns;
         }
     }
     const struct model_py_node *nodes = window ? window : py->nodes;

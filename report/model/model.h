@@ -186,6 +186,7 @@ struct model_python {
 struct model_py_window_row {
     size_t index; /* in nodes */
     uint64_t calls, total_ns, self_ns, api_calls, api_ns;
+    uint64_t gpu_kernels, gpu_ns; /* kernels launched with it innermost in the part */
 };
 
 struct model_py_cut {

@@ -128,17 +128,48 @@ static void model_py_window_rows(struct model_process *p, uint32_t tid, uint32_t
         uint64_t a[5], b[5];
         model_py_counts_at(node, py->cut_stats + r, n, ka, a);
         model_py_counts_at(node, py->cut_stats + r, n, kb, b);
-        struct model_py_window_row w = {i,
-                                        model_py_less(b[0], a[0]),
-                                        model_ticks_to_ns(p, model_py_less(b[1], a[1])),
-                                        model_ticks_to_ns(p, model_py_less(b[2], a[2])),
-                                        model_py_less(b[3], a[3]),
-                                        model_ticks_to_ns(p, model_py_less(b[4], a[4]))};
+        struct model_py_window_row w = {.index = i,
+                                        .calls = model_py_less(b[0], a[0]),
+                                        .total_ns = model_ticks_to_ns(p, model_py_less(b[1], a[1])),
+                                        .self_ns = model_ticks_to_ns(p, model_py_less(b[2], a[2])),
+                                        .api_calls = model_py_less(b[3], a[3]),
+                                        .api_ns = model_ticks_to_ns(p, model_py_less(b[4], a[4]))};
         if (!w.calls && !w.total_ns && !w.api_calls)
             continue; /* did not run in the part */
         py->window_rows =
             report_grow(py->window_rows, &cap, py->nwindow_rows + 1, sizeof *py->window_rows);
         py->window_rows[py->nwindow_rows++] = w;
+    }
+}
+
+/* The kernels whose launching call began in [lo, hi) with a node of tid innermost (as
+ * model_gpu.c gives the whole process's kernels to the node running at the launch): its
+ * row's GPU time. The rows are in node order. */
+static void model_py_window_gpu(struct model_process *p, uint32_t tid, uint64_t lo, uint64_t hi)
+{
+    struct model_python *py = &p->py;
+    for (size_t i = 0; i < p->gpu.nops; i++) {
+        const struct model_gpu_op *op = &p->gpu.ops[i];
+        const struct model_gpu_call *c =
+            op->kind == MODEL_GPU_KERNEL ? model_gpu_call_of(p, op->correlation) : NULL;
+        uint64_t nv = c && c->py_node ? idmap_get(&py->node_index, c->py_node) : 0;
+        if (!nv || py->nodes[nv - 1].tid != tid)
+            continue;
+        uint64_t at = model_ticks_to_monotonic_ns(p, c->start);
+        if (at < lo || at >= hi)
+            continue;
+        size_t a = 0, b = py->nwindow_rows;
+        while (a < b) {
+            size_t mid = a + (b - a) / 2;
+            if (py->window_rows[mid].index < nv - 1)
+                a = mid + 1;
+            else
+                b = mid;
+        }
+        if (a < py->nwindow_rows && py->window_rows[a].index == nv - 1) {
+            py->window_rows[a].gpu_kernels++;
+            py->window_rows[a].gpu_ns += op->end_ns - op->start_ns;
+        }
     }
 }
 
@@ -212,6 +243,7 @@ static void model_py_window_pick(struct model_process *p)
         return;
     }
     model_py_window_rows(p, tid, ka, kb);
+    model_py_window_gpu(p, tid, lo, hi);
     py->window = (uint8_t)asked;
     py->window_miss = MODEL_PY_WINDOW_MISS_NONE;
     py->window_tid = tid;

@@ -253,8 +253,8 @@ int export_csv_write(FILE *out, const struct summary *s, size_t limit)
     export_csv_cover(out, "gpu_cover", gpu_window, gpu_note, tables_gpu_window_ns(s));
     export_csv_ops(out, s, limit);
 
-    /* gpu_ns only when the inputs hold GPU records and the rows are the whole process's
-     * (tables_python_gpu): the columns stay as they were else. */
+    /* gpu_ns only when the inputs hold GPU records (tables_python_gpu): the columns stay as
+     * they were else. */
     fprintf(out,
             "\n# python\nfile,line,name,qualname,module,kind,ncalls,primitive_calls,"
             "tottime_ns,cumtime_ns,api_calls,api_ns%s\n",

@@ -104,8 +104,8 @@ void tables_python_gaps(FILE *out, const struct summary *s);
 const char *tables_python_window(const struct summary *s, char *note, size_t len);
 /* That part's time, summed over the processes it covers (0: the whole process). */
 uint64_t tables_python_window_ns(const struct summary *s);
-/* Whether the Python rows have GPU time: a run with GPU work, its rows the whole
- * process's (kernels are not cut at the steps). */
+/* Whether the Python rows have GPU time: a run with GPU work (a part's rows: the kernels
+ * launched in it, model_python_window.c). */
 int tables_python_gpu(const struct summary *s);
 
 /* tables_gpu.c: what the CUDA API, GPU kernel and CUPTI-call rows cover (model_gpu_window.c),

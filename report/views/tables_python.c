@@ -216,18 +216,13 @@ const char *tables_python_window(const struct summary *s, char *note, size_t len
              "counts its time inside, its call where it returns%s; --phase all: the whole "
              "process, every thread",
              who, steps, spent, in > 1 ? " in all" : "", rest,
-             s->gpu.any ? "; kernels are not cut: no GPU column" : "");
+             s->gpu.any ? "; GPU time: the kernels it launched in the part" : "");
     return model_window_name(window);
 }
 
 int tables_python_gpu(const struct summary *s)
 {
-    if (!s->gpu.any)
-        return 0;
-    for (size_t i = 0; i < s->nprocs; i++)
-        if (s->procs[i]->py.window != MODEL_WINDOW_ALL)
-            return 0;
-    return 1;
+    return s->gpu.any;
 }
 
 uint64_t tables_python_window_ns(const struct summary *s)

@@ -12,7 +12,9 @@
  *   f (node 2)     once per step, 50 ticks, first in the startup: entered after cuts
  *                  1-3 (records of its counts then), not after cut 4
  *   g (node 3)     the startup's only: no record
- *   h (node 4)     once, in step 4 (a node made after cut 3: a record of zeros there) */
+ *   h (node 4)     once, in step 4 (a node made after cut 3: a record of zeros there)
+ * Kernels (10, 11 and 12 ns on the GPU) are launched from f at 450, from g at 50 and from
+ * main at 850. */
 #include <criterion/criterion.h>
 #include <string.h>
 #include <unistd.h>
@@ -81,6 +83,14 @@ static struct model_process *load(int drop)
             cut_stats(&b, 2, k, k, 50 * k, 50 * k);
     }
     cut_stats(&b, 4, 3, 0, 0, 0);
+    /* kernels launched from f in step 3, from g in the startup, from main after the part */
+    const uint32_t from[] = {2, 3, 1};
+    const uint64_t at[] = {450, 50, 850};
+    for (uint32_t i = 0; i < 3; i++) {
+        trace_build_gpu_api(&b, 1, 211, 1 + i, from[i], at[i], at[i] + 5);
+        trace_build_gpu_kernel(&b, 1 + i, at[i] + 10, at[i] + 20 + i, 20, 0, 7,
+                               trace_build_dim3(1, 1, 1), trace_build_dim3(32, 1, 1), 8);
+    }
     if (drop == 2)
         cut(&b, 9, 0, 0);
     if (drop == 1)
@@ -103,7 +113,7 @@ static struct model_py_window_row window_node(const struct model_process *p, uin
     for (size_t i = 0; i < p->py.nwindow_rows; i++)
         if (p->py.window_rows[i].index == index)
             return p->py.window_rows[i];
-    return (struct model_py_window_row){index, 0, 0, 0, 0, 0};
+    return (struct model_py_window_row){.index = index};
 }
 
 Test(report_python_window, the_steps_between_two_cuts)
@@ -123,6 +133,10 @@ Test(report_python_window, the_steps_between_two_cuts)
     cr_expect(g.calls == 0 && g.total_ns == 0);   /* no record: its final counts at both */
     cr_expect(h.calls == 1 && h.total_ns == 40);  /* 0 at cut 3, so at cut 1 too */
     cr_expect_eq(p->py.nwindow_rows, 3);          /* main, f, h: g did not run in the part */
+    /* the GPU time of the kernels launched in the part, with the node innermost */
+    cr_expect(f.gpu_kernels == 1 && f.gpu_ns == 10, "%lu %lu", f.gpu_kernels, f.gpu_ns);
+    cr_expect(main.gpu_kernels == 0 && h.gpu_kernels == 0);
+    cr_expect(model_python_node(p, 1)->gpu_kernels == 1 && model_python_node(p, 3)->gpu_ns == 11);
     /* the whole process's nodes stay as they were */
     cr_expect_eq(model_python_node(p, 2)->calls, 4);
     model_process_free(p);
