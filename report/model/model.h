@@ -392,9 +392,11 @@ struct model_gpu {
  * (a kernel with no known launch: its start on the GPU), every call CUPTI saw that began and
  * ended in it. The model's own tables stay the whole process's. */
 
-/* One wrapped call (API_CALL), kept until the steps are made. */
+/* One wrapped call (API_CALL), kept until the steps are made: 16 bytes, as a call record
+ * is not much larger. A call of UINT32_MAX ticks or more has its length in long_spans. */
 struct model_api_span {
-    uint64_t start, end; /* ticks */
+    uint64_t start; /* ticks */
+    uint32_t ticks;
     uint16_t api;
     uint8_t error;
 };
@@ -419,6 +421,7 @@ struct model_gpu_part {
     size_t ncupti;
     struct model_api_span *spans; /* freed at the end of the file */
     size_t nspans, cap_spans;
+    struct u64map long_spans; /* span index -> its length (ticks), when UINT32_MAX or more */
 };
 
 /* The part's rows when the process has them, else the whole process's; *n: how many. */

@@ -37,12 +37,27 @@ static void model_gpu_window_on_api_call(struct model_process *p, const struct m
     if (model_torch_window_asked() == MODEL_WINDOW_ALL)
         return;
     struct model_gpu_part *w = &p->gpu_part;
+    uint64_t ticks = call->end >= call->start ? call->end - call->start : 0;
+    if (ticks >= UINT32_MAX) {
+        uint64_t *slot = u64map_slot(&w->long_spans, w->nspans);
+        if (!slot)
+            report_oom();
+        *slot = ticks;
+    }
     w->spans = report_grow(w->spans, &w->cap_spans, w->nspans + 1, sizeof *w->spans);
     w->spans[w->nspans++] =
         (struct model_api_span){.start = call->start,
-                                .end = call->end >= call->start ? call->end : call->start,
+                                .ticks = ticks < UINT32_MAX ? (uint32_t)ticks : UINT32_MAX,
                                 .api = api->id,
                                 .error = call->result != 0};
+}
+
+static uint64_t model_gpu_window_ticks(const struct model_gpu_part *w, size_t i)
+{
+    if (w->spans[i].ticks < UINT32_MAX)
+        return w->spans[i].ticks;
+    uint64_t *v = u64map_find(&w->long_spans, i);
+    return v ? *v : UINT32_MAX;
 }
 
 /* Adds a call of ns to c (min and max from the first call on). */
@@ -70,9 +85,9 @@ static void model_gpu_window_calls(struct model_process *p, uint64_t lo, uint64_
     w->apis = model_gpu_window_calloc(w->napis, sizeof *w->apis);
     for (size_t i = 0; i < w->nspans; i++) {
         const struct model_api_span *s = &w->spans[i];
-        if (s->api < w->napis && model_gpu_window_in(p, s->start, s->end, lo, hi))
-            model_gpu_window_count(&w->apis[s->api], model_ticks_to_ns(p, s->end - s->start),
-                                   s->error);
+        uint64_t ticks = model_gpu_window_ticks(w, i);
+        if (s->api < w->napis && model_gpu_window_in(p, s->start, s->start + ticks, lo, hi))
+            model_gpu_window_count(&w->apis[s->api], model_ticks_to_ns(p, ticks), s->error);
     }
     const struct model_gpu *g = &p->gpu;
     w->ncupti = g->napis;
@@ -144,6 +159,7 @@ static void model_gpu_window_finish(struct model_process *p)
     free(w->spans);
     w->spans = NULL;
     w->nspans = w->cap_spans = 0;
+    u64map_free(&w->long_spans);
 }
 
 static void model_gpu_window_free(struct model_process *p)
@@ -155,6 +171,7 @@ static void model_gpu_window_free(struct model_process *p)
     free(w->apis);
     free(w->cupti);
     free(w->spans);
+    u64map_free(&w->long_spans);
     memset(w, 0, sizeof *w);
 }
 

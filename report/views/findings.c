@@ -112,12 +112,14 @@ static void findings_gpu_idle(struct findings *f, const struct summary *s)
 {
     struct findings_idle *c = NULL;
     size_t n = 0, cap = 0;
+    const struct model_process *stepped =
+        model_torch_window_asked() != MODEL_WINDOW_ALL ? findings_steps_process_of(s) : NULL;
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         if (!p->gpu.facts.nidle || !p->wall_ns)
             continue;
-        if (p->steps.nsteps && model_torch_window_asked() != MODEL_WINDOW_ALL)
-            continue; /* the steps' finding (step_gpu_idle) says it of the part asked */
+        if (p == stepped)
+            continue; /* the steps' findings (step_gpu_idle) say it of its steady steps */
         for (size_t b = 0; b < p->gpu.nbusy; b++) {
             const struct model_gpu_busy *d = &p->gpu.busy[b];
             if (d->stream != -1 || d->busy_ns > p->wall_ns)
@@ -246,13 +248,14 @@ static void findings_sync(struct findings *f, const struct summary *s)
         snprintf(extra, sizeof extra,
                  "; Python called .item() %" PRIu64 " and .cpu() %" PRIu64 " times%s%s", item, cpu,
                  whole ? "" : " in ", whole ? "" : part);
-    char where[320] = "";
+    char where[400] = "";
     if (best_p) {
         char place[256], ns[32];
         findings_py_place(best_p, best_node, place, sizeof place);
         format_ns((double)best_ns, ns, sizeof ns);
         if (place[0])
-            snprintf(where, sizeof where, "%s: %s of them", place, ns);
+            snprintf(where, sizeof where, "%s: %s of %s", place, ns,
+                     parts ? "the whole run's synchronizing time" : "them");
     }
     if (steps) { /* one finding: the steps' figures, with where and what Python called */
         if (extra[0] && strlen(steps->evidence) + strlen(extra) < sizeof steps->evidence)
@@ -385,15 +388,18 @@ static void findings_small_kernels(struct findings *f, const struct summary *s)
         for (size_t i = 1; i < s->gpu.nkernels; i++)
             if (s->gpu.kernels[i].calls > top->calls)
                 top = &s->gpu.kernels[i];
+        char note[512];
+        const char *part = tables_gpu_window(s, note, sizeof note); /* what the rows cover */
+        int whole = !part || !strcmp(part, model_window_name(MODEL_WINDOW_ALL));
         if (top->nsites)
             findings_set(x->where, sizeof x->where,
-                         "%s launched %" PRIu64 " times, most from "
+                         "%s launched %" PRIu64 " times%s%s, most from "
                          "%s (%s:%u)",
-                         top->name, top->calls, top->sites[0].qualname, top->sites[0].file,
-                         top->sites[0].line);
+                         top->name, top->calls, whole ? "" : " in ", whole ? "" : part,
+                         top->sites[0].qualname, top->sites[0].file, top->sites[0].line);
         else
-            findings_set(x->where, sizeof x->where, "%s launched %" PRIu64 " times", top->name,
-                         top->calls);
+            findings_set(x->where, sizeof x->where, "%s launched %" PRIu64 " times%s%s", top->name,
+                         top->calls, whole ? "" : " in ", whole ? "" : part);
     }
 }
 
@@ -433,9 +439,12 @@ static void findings_cpu_ops(struct findings *f, const struct summary *s)
         for (size_t k = 0; k < n; k++)
             self_cpu += rows[k].self_cpu_ns;
     }
-    if (!s->torch.nrows || !s->gpu.kernel_ns || !self_cpu)
+    uint64_t kernel_ns = 0; /* the whole processes' too (the table's may be a part's) */
+    for (size_t i = 0; i < s->nprocs; i++)
+        kernel_ns += s->procs[i]->gpu.kernel_ns;
+    if (!s->torch.nrows || !kernel_ns || !self_cpu)
         return;
-    double ratio = (double)self_cpu / (double)s->gpu.kernel_ns;
+    double ratio = (double)self_cpu / (double)kernel_ns;
     if (ratio < T(CPU_OPS_RATIO))
         return;
     const struct summary_op_row *top = &s->torch.rows[0];
@@ -444,7 +453,7 @@ static void findings_cpu_ops(struct findings *f, const struct summary *s)
             top = &s->torch.rows[i];
     char cpu[32], gpu[32], tcpu[32];
     format_ns((double)self_cpu, cpu, sizeof cpu);
-    format_ns((double)s->gpu.kernel_ns, gpu, sizeof gpu);
+    format_ns((double)kernel_ns, gpu, sizeof gpu);
     format_ns((double)top->self_cpu_ns, tcpu, sizeof tcpu);
     char note[512];
     const char *window = tables_torch_window(s, note, sizeof note);

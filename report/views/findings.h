@@ -76,6 +76,9 @@ void findings_set(char *buf, size_t len, const char *fmt, ...) __attribute__((fo
 /* findings_steps.c: the findings in step terms ("step_comm", "waiting_rank", "step_data",
  * "step_sync", "step_gpu_idle", "slow_steps", "startup"). */
 void findings_steps(struct findings *f, const struct summary *s);
+/* The process whose steady steps findings_steps describes alone (one process with steps,
+ * or the main one of a run without ranks), or NULL (several ranks: compared instead). */
+const struct model_process *findings_steps_process_of(const struct summary *s);
 /* Text: a "Findings" section (nothing when there are none), then a blank line. */
 void findings_print(FILE *out, const struct findings *f);
 /* The kind of the first finding of that kind, or NULL: for tests and the HTML. */

@@ -254,12 +254,24 @@ static void findings_steps_ranks(struct findings *f, const struct comm_report *r
     findings_step_comm(f, &m);
 }
 
-void findings_steps(struct findings *f, const struct summary *s)
+static int findings_steps_ranked(const struct summary *s)
 {
     int ranked = 0;
     for (size_t i = 0; i < s->nprocs; i++)
         ranked += s->procs[i]->rank >= 0 && s->procs[i]->steps.nsteps;
-    if (ranked > 1) {
+    return ranked > 1;
+}
+
+const struct model_process *findings_steps_process_of(const struct summary *s)
+{
+    return findings_steps_ranked(s)
+               ? NULL
+               : steps_main_process((const struct model_process *const *)s->procs, s->nprocs);
+}
+
+void findings_steps(struct findings *f, const struct summary *s)
+{
+    if (findings_steps_ranked(s)) {
         struct comm_report r;
         comm_merge_build(&r, s);
         if (r.by_steps && r.nranks > 1)
@@ -267,8 +279,7 @@ void findings_steps(struct findings *f, const struct summary *s)
         comm_merge_free(&r);
         return;
     }
-    const struct model_process *p =
-        steps_main_process((const struct model_process *const *)s->procs, s->nprocs);
+    const struct model_process *p = findings_steps_process_of(s);
     if (!p)
         return;
     struct steps_stats st;

@@ -50,16 +50,6 @@ const char *tables_api_library(const char *name)
     return tables_lib_names[tables_api_lib(name)];
 }
 
-/* After the title of a wrapped-call table that stays the whole process's while the API
- * tables cover a part: says so. */
-static const char *tables_gpu_whole(const struct summary *s)
-{
-    char note[512];
-    const char *window = tables_gpu_window(s, note, sizeof note);
-    return window && strcmp(window, model_window_name(MODEL_WINDOW_ALL)) ? " (the whole process)"
-                                                                         : "";
-}
-
 /* One table per library (CUDA runtime, cuBLAS, MPI, ...); % API time is of every library's
  * calls together. */
 static void tables_api(FILE *out, const struct summary *s, size_t limit)
@@ -324,7 +314,7 @@ void tables_print(FILE *out, const struct summary *s, size_t limit)
 {
     /* A Python job without CUDA gets no screen of "(no ...)" tables. */
     int python = s->py.nfuncs > 0 || s->py_gaps > 0;
-    if (!python || s->napi)
+    if (!python || s->napi || tables_gpu_whole(s)[0]) /* (calls, none in the part) */
         tables_api(out, s, limit);
     if (!python || s->nkernels)
         tables_kernels(out, s, limit);

@@ -112,6 +112,9 @@ int tables_python_gpu(const struct summary *s);
  * as tables_torch_window says it. */
 const char *tables_gpu_window(const struct summary *s, char *note, size_t len);
 uint64_t tables_gpu_window_ns(const struct summary *s);
+/* " (the whole process)" after the title of a GPU table that stays the whole process's
+ * while the API and kernel tables cover a part; else "". */
+const char *tables_gpu_whole(const struct summary *s);
 /* A GPU table's title: name, the part its rows cover, then printf's fmt (its parenthesis);
  * when the rows cover a part, a line on it. */
 void tables_gpu_title(FILE *out, const struct summary *s, const char *name, const char *fmt, ...)

@@ -53,6 +53,14 @@ uint64_t tables_gpu_window_ns(const struct summary *s)
     return tables_part_ns(s, tables_gpu_part);
 }
 
+const char *tables_gpu_whole(const struct summary *s)
+{
+    char note[512];
+    const char *window = tables_gpu_window(s, note, sizeof note);
+    return window && strcmp(window, model_window_name(MODEL_WINDOW_ALL)) ? " (the whole process)"
+                                                                         : "";
+}
+
 void tables_gpu_title(FILE *out, const struct summary *s, const char *name, const char *fmt, ...)
 {
     char note[512];
@@ -96,8 +104,8 @@ static void tables_gpu_kernel_table(FILE *out, const struct summary *s, size_t l
     if (limit && g->nkernels > limit)
         fprintf(out, "  (%zu more not shown; %s)\n", g->nkernels - limit, more);
     if (g->unattributed)
-        fprintf(out, "  %" PRIu64 " kernel(s) matched no CUDA call: unattributed\n",
-                g->unattributed);
+        fprintf(out, "  %" PRIu64 " kernel(s)%s matched no CUDA call: unattributed\n",
+                g->unattributed, tables_gpu_whole(s)[0] ? " of the whole process" : "");
 }
 
 static void tables_gpu_kernels_title(FILE *out, const struct summary *s)
@@ -199,7 +207,7 @@ static void tables_gpu_copies(FILE *out, const struct summary *s)
     const struct summary_gpu *g = &s->gpu;
     char calls[24], bytes[32], total[32], gbps[32], dev[16];
     struct text_table t;
-    fprintf(out, "GPU copies and sets (as the GPU ran them)\n");
+    fprintf(out, "GPU copies and sets (as the GPU ran them)%s\n", tables_gpu_whole(s));
     if (!g->ncopies && !g->nsets) {
         fprintf(out, "  (no copies or sets)\n\n");
         return;

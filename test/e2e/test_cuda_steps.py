@@ -92,3 +92,13 @@ def test_default_is_the_steady_steps(run_dir, tmp_path):
     from_summaries = report_json(copy, "--step", "train_step")
     for key in ("api", "gpu_kernels", "gpu_cover"):
         assert from_summaries[key] == rep[key], key
+
+
+def test_whole_process_findings_give_way_to_the_steps(run_dir):
+    # The device idles through the startup (82 % of the process here): said of the whole
+    # process with --phase all; the default describes the steps (busy 96 % of them).
+    kinds = [f["kind"] for f in report_json(run_dir, "--step", "train_step")["findings"]]
+    assert "gpu_idle" not in kinds and "sync" not in kinds
+    assert "step_sync" in kinds  # one cudaDeviceSynchronize per step: most of its time
+    every = report_json(run_dir, "--step", "train_step", "--phase", "all")["findings"]
+    assert "gpu_idle" in [f["kind"] for f in every]
