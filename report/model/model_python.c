@@ -201,6 +201,9 @@ static void model_python_free(struct model_process *p)
     free(py->nodes);
     free(py->gaps);
     free(py->thread_totals);
+    free(py->window_rows); /* the Python window's (model_python_window.c), freed after */
+    free(py->cuts);
+    free(py->cut_stats);
     idmap_free(&py->func_index);
     idmap_free(&py->node_index);
     memset(py, 0, sizeof *py);

@@ -216,7 +216,7 @@ const char *tables_python_window(const struct summary *s, char *note, size_t len
              "counts its time inside, its call where it returns%s; --phase all: the whole "
              "process, every thread",
              who, steps, spent, in > 1 ? " in all" : "", rest,
-             s->gpu.any ? "; GPU time: the kernels it launched in the part" : "");
+             s->py.any_gpu ? "; GPU time: the kernels it launched in the part" : "");
     return model_window_name(window);
 }
 
