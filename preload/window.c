@@ -39,6 +39,8 @@
 int window_steps_on;
 int window_active;
 _Atomic int window_steps_by_torch;
+_Atomic uint64_t window_torch_steps;
+_Atomic int window_torch_steps_counted;
 _Atomic unsigned window_closings;
 static _Atomic uint64_t window_close_ticks[64];
 _Atomic(window_observer_fn) window_observer;
@@ -86,6 +88,7 @@ static _Atomic int *window_new_page(int open)
 static struct window_switch {
     uint64_t realtime_ns;
     long value; /* the step, or the signal */
+    uint64_t torch_steps; /* optimizer steps ended before an opening; UINT64_MAX: unknown */
     uint8_t open, why;
     _Atomic int ready;
 } window_switches[WINDOW_MAX_SWITCHES];
@@ -120,6 +123,10 @@ static void window_switch_record(int open, enum window_why why, long value)
     struct window_switch *s = &window_switches[i];
     s->realtime_ns = open ? window_realtime_ns() : realtime_ns;
     s->value = value;
+    /* (an attached library saw none of the steps before it) */
+    s->torch_steps = atomic_load(&window_torch_steps_counted) && why != WINDOW_WHY_ATTACH
+                         ? atomic_load(&window_torch_steps)
+                         : UINT64_MAX;
     s->open = (uint8_t)open;
     s->why = (uint8_t)why;
     atomic_store_explicit(&s->ready, 1, memory_order_release);
@@ -273,9 +280,12 @@ static void window_drain(int fresh, int last)
         struct window_switch *s = &window_switches[window_written];
         if (!atomic_load_explicit(&s->ready, memory_order_acquire))
             break; /* a signal handler is filling it in: next pass */
-        char v[96];
-        snprintf(v, sizeof v, "%llu %s %ld", (unsigned long long)s->realtime_ns,
-                 window_why_names[s->why], s->value);
+        char v[128];
+        int len = snprintf(v, sizeof v, "%llu %s %ld", (unsigned long long)s->realtime_ns,
+                           window_why_names[s->why], s->value);
+        if (s->open && s->torch_steps != UINT64_MAX && len > 0 && (size_t)len < sizeof v)
+            snprintf(v + len, sizeof v - (size_t)len, " %llu",
+                     (unsigned long long)s->torch_steps);
         window_write_meta(s->open ? "window_open" : "window_close", v);
     }
     if (last && window_steps_on) {

@@ -23,6 +23,15 @@ static inline int window_steps_by_python(void)
     return window_steps_on && !atomic_load_explicit(&window_steps_by_torch, memory_order_relaxed);
 }
 
+/* The optimizer steps ended so far in the process (ends of the outermost
+ * Optimizer.step#... scopes): the PyTorch layer counts them whether recording or not once
+ * it watches those scopes (the Python layer's cuts, or PROF_STEPS), and sets
+ * window_torch_steps_counted when it does from the first step on; each opening of the
+ * window writes the count, so that the report numbers the steps it records as the
+ * process's (META window_open). */
+extern _Atomic uint64_t window_torch_steps;
+extern _Atomic int window_torch_steps_counted;
+
 /* 1 when any capture window is set: recording may be off for a while (CUPTI then keeps
  * only the GPU work of calls made inside). */
 extern int window_active;

@@ -349,6 +349,10 @@ void torch_ops_installed(int user_scope)
     if (user_scope < 0)
         return;
     torch_user_scope = user_scope; /* the steps cut the Python trees (torch_step_begin) */
+    /* Installed as torch loads, before any step: every optimizer step is counted from
+     * here when the scopes are watched (an attached library's count starts at the attach). */
+    if (prof_py_cut || (window_steps_on && !settings_is_set(SETTING_PROF_STEP_FUNC)))
+        atomic_store(&window_torch_steps_counted, 1);
     if (!window_steps_on || settings_is_set(SETTING_PROF_STEP_FUNC))
         return;
     atomic_store(&window_steps_by_torch, 1);
@@ -488,6 +492,7 @@ void torch_ops_end(uint64_t handle)
     uint64_t end = prof_clock_ticks();
     if (__builtin_expect(handle == torch_step_handle, 0)) {
         torch_step_handle = 0;
+        atomic_fetch_add_explicit(&window_torch_steps, 1, memory_order_relaxed);
         if (prof_py_cut && !torch_profiler_steps)
             prof_py_cut(end);
         if (atomic_load_explicit(&window_steps_by_torch, memory_order_relaxed))

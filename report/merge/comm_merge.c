@@ -184,7 +184,8 @@ static void comm_merge_slowest(struct comm_report *r)
 }
 
 /* Whether some process recorded under a capture window (META window): its trace starts at
- * any iteration, so steps and collectives are matched across ranks by time. */
+ * any iteration, so collectives are matched across ranks by time, and steps too unless
+ * each rank's are numbered as its process's (model_steps_numbered). */
 static int comm_merge_windowed(const struct summary *s)
 {
     for (size_t i = 0; i < s->nprocs; i++) {
@@ -215,9 +216,13 @@ static void comm_merge_step_window(struct comm_report *r, const struct comm_merg
         if (r->step_name && (!mains[k] || mains[k]->steps.source != MODEL_STEPS_NAMED))
             mains[k] = NULL;
     }
-    r->by_steps = steps_window_of(mains, offset, r->nranks, windowed, r->step_shift, &r->step_lo,
+    /* Under a window, by number when every rank's steps are numbered as its process's */
+    int by_time = 0;
+    for (size_t k = 0; k < r->nranks && windowed; k++)
+        by_time |= mains[k] && !model_steps_numbered(mains[k]);
+    r->by_steps = steps_window_of(mains, offset, r->nranks, by_time, r->step_shift, &r->step_lo,
                                   &r->step_hi, &r->steps_unequal);
-    r->steps_by_time = windowed;
+    r->steps_by_time = by_time;
     if (r->by_steps)
         r->step_source = mains[0]->steps.source;
     free(mains);

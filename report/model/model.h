@@ -590,6 +590,10 @@ void model_steps_finder_python(struct model_steps_finder *f, uint32_t node, uint
 /* An NVTX range or (lightning) a Lightning action. */
 void model_steps_finder_range(struct model_steps_finder *f, const char *name, int lightning,
                               uint32_t tid, uint64_t start_ns, uint64_t end_ns);
+/* Whether p's step numbers are the process's own, so that ranks' steps match by number:
+ * no capture window, torch.profiler's ProfilerStep#N, or optimizer steps counted before
+ * the window opened (META window_open); else they count from its first recorded step. */
+int model_steps_numbered(const struct model_process *p);
 /* Whether a range of that name is one the finder may use (kept by model_nvtx.c). */
 int model_steps_range_wanted(const char *name, int lightning);
 void model_steps_finder_end(struct model_steps_finder *f, struct model_steps *st);

@@ -1,6 +1,7 @@
 /* model_steps_find: where a process's training steps begin and end (model.h, "training
  * steps"), from its record_function scopes and Python spans fed one at a time — by the
  * steps part from the ops it holds, by the timeline exports while a trace streams by. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -262,6 +263,35 @@ static void steps_make(struct model_steps *st, const struct steps_span *s, size_
     st->nsteps = count;
 }
 
+/* The optimizer steps the process ended before its recording opened, when its one opening
+ * of a capture window counted them (META window_open's fourth field: the PyTorch layer
+ * counts them while the window is closed): 1 with *before, else 0. */
+static int steps_before_window(const struct model_process *p, uint64_t *before)
+{
+    const char *v = NULL;
+    size_t opens = 0;
+    for (size_t i = 0; i < p->nmeta; i++)
+        if (!strcmp(p->meta[i].key, "window_open")) {
+            opens++;
+            v = p->meta[i].value;
+        }
+    unsigned long long at, n;
+    char why[16];
+    long value;
+    if (opens != 1 || sscanf(v, "%llu %15s %ld %llu", &at, why, &value, &n) != 4)
+        return 0;
+    *before = n;
+    return 1;
+}
+
+int model_steps_numbered(const struct model_process *p)
+{
+    const char *w = model_meta_get(p, "window");
+    uint64_t before;
+    return !w || !*w || p->steps.source == MODEL_STEPS_PROFILER_STEP ||
+           (p->steps.source == MODEL_STEPS_OPTIMIZER && steps_before_window(p, &before));
+}
+
 void model_steps_finder_end(struct model_steps_finder *f, struct model_steps *st)
 {
     /* The calls --step names; else ProfilerStep#N scopes; else the ends of the optimizer
@@ -286,6 +316,10 @@ void model_steps_finder_end(struct model_steps_finder *f, struct model_steps *st
         st->source = order[i].source;
         st->tid = tid;
     }
+    uint64_t before = 0; /* numbered as the process's steps */
+    if (st->source == MODEL_STEPS_OPTIMIZER && steps_before_window(f->p, &before))
+        for (size_t i = 0; i < st->nsteps; i++)
+            st->steps[i].number += before;
     if (!st->nsteps)
         st->source = MODEL_STEPS_NONE;
     for (int i = 0; i < FIND_LISTS; i++)

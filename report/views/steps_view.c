@@ -117,10 +117,16 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
     uint64_t wall = st->p->wall_ns;
     const char *window = model_meta_get(st->p, "window");
     if (window && *window) {
-        fprintf(out,
-                "  Capture window (%s): steps recorded inside it only; %s before its first "
-                "step, %s after its last\n",
-                window, startup, tear);
+        fprintf(out, "  Capture window (%s): ", window);
+        if (model_steps_numbered(st->p)) /* (PROF_STEPS counts from 0) */
+            fprintf(out, "the process's steps %" PRIu64 "-%" PRIu64 " (%s)",
+                    st->first_number - st->warmup, st->last_number,
+                    st->p->steps.source == MODEL_STEPS_PROFILER_STEP ? "ProfilerStep#N's N"
+                                                                      : "the first is 1");
+        else
+            fputs("steps numbered from the first recorded", out);
+        fprintf(out, " recorded inside it only; %s before its first step, %s after its last\n",
+                startup, tear);
         return;
     }
     char costs[1024];

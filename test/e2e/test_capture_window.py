@@ -58,11 +58,14 @@ def test_steps_100_to_120_of_300_record_exactly_21_steps(tmp_path):
     (path,) = trace_files(out)
     assert meta_records(path, "window") == ["steps 100-120 (optimizer step)"]
     opens, closes = meta_records(path, "window_open"), meta_records(path, "window_close")
-    assert [o.split()[1:] for o in opens] == [["step", "100"]]
+    # the opening step, and the optimizer steps ended before it (the report's numbering)
+    assert [o.split()[1:] for o in opens] == [["step", "100", "100"]]
     assert [c.split()[1:] for c in closes] == [["step", "120"]]
     assert meta_records(path, "window_steps") == ["21"]
     text = report(out).stdout
     assert "Capture window: steps 100-120 (optimizer step)" in text
+    steps = [p["steps"] for p in rep["processes"] if p.get("steps")][0]
+    assert [x["number"] for x in steps["steps"]] == list(range(101, 122))  # from 1, not 0
     assert "recorded: 21 steps, 1 interval" in text
     job = rep["job"]["windows"][0]
     assert (job["steps_min"], job["steps_max"], job["intervals_min"]) == (21, 21, 1)
@@ -105,7 +108,8 @@ def test_steps_ending_on_several_threads_at_once_switch_once_each(tmp_path, step
     (path,) = trace_files(out)
     first, last = (int(v) for v in steps.split("-"))
     opens, closes = meta_records(path, "window_open"), meta_records(path, "window_close")
-    assert [o.split()[1:] for o in opens] == ([["step", str(first)]] if first else [["start", "0"]])
+    assert [o.split()[1:] for o in opens] == ([["step", str(first), str(first)]] if first
+                                              else [["start", "0"]])
     assert [c.split()[1:] for c in closes] == [["step", str(last)]]
     assert meta_records(path, "window_steps") == [str(last - first + 1)]
 

@@ -213,3 +213,16 @@ def test_capture_window_compares_the_same_steps(tmp_path, window):
             assert rows[r]["wait_ns"] > rows[r]["steps"] * SLOW_MS * 1e6 * 0.5, rows[r]
     text = report(tmp_path).stdout
     assert "Capture window (" in text and "rank %d holds the others" % SLOW_RANK in text
+    # the steps are numbered as each process's (the PyTorch layer counts the optimizer steps
+    # before the window opens), so the ranks are compared by step number
+    numbers = {p["rank"]: [x["number"] for x in p["steps"]["steps"]]
+               for p in report_json(tmp_path)["processes"]
+               if p.get("rank") is not None and p.get("steps")}
+    assert sorted(numbers) == list(range(RANKS)), numbers
+    for n in numbers.values():
+        assert n == list(range(n[0], n[0] + len(n))), n
+    if window != "time":  # 20 steps ended before the window opened: steps 21-60
+        assert all(n[0] == 21 and n[-1] == 60 for n in numbers.values()), numbers
+    else:
+        assert all(n[0] > 1 for n in numbers.values()), numbers
+    assert "the process's steps " in text
