@@ -23,12 +23,12 @@ static inline int window_steps_by_python(void)
     return window_steps_on && !atomic_load_explicit(&window_steps_by_torch, memory_order_relaxed);
 }
 
-/* The optimizer steps ended so far in the process (ends of the outermost
- * Optimizer.step#... scopes): the PyTorch layer counts them whether recording or not once
- * it watches those scopes (the Python layer's cuts, or PROF_STEPS), and sets
- * window_torch_steps_counted when it does from the first step on; each opening of the
- * window writes the count, so that the report numbers the steps it records as the
- * process's (META window_open). */
+/* The optimizer steps begun so far in the process (outermost Optimizer.step#... scopes):
+ * the PyTorch layer counts them whether recording or not once it watches those scopes
+ * (the Python layer's cuts, or PROF_STEPS), and sets window_torch_steps_counted when it
+ * does from the first step on, on one thread (not after an attach, nor once a second
+ * thread runs steps); each opening of the window writes the count, so that the report
+ * numbers the steps it records as the process's (META window_open). */
 extern _Atomic uint64_t window_torch_steps;
 extern _Atomic int window_torch_steps_counted;
 

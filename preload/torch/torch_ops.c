@@ -33,6 +33,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "attach.h"
 #include "clock.h"
 #include "collector.h"
 #include "emit.h"
@@ -350,8 +351,10 @@ void torch_ops_installed(int user_scope)
         return;
     torch_user_scope = user_scope; /* the steps cut the Python trees (torch_step_begin) */
     /* Installed as torch loads, before any step: every optimizer step is counted from
-     * here when the scopes are watched (an attached library's count starts at the attach). */
-    if (prof_py_cut || (window_steps_on && !settings_is_set(SETTING_PROF_STEP_FUNC)))
+     * here when the scopes are watched; not in a library attached to a running torch,
+     * which saw none of the steps before. */
+    if (!attach_starting() &&
+        (prof_py_cut || (window_steps_on && !settings_is_set(SETTING_PROF_STEP_FUNC))))
         atomic_store(&window_torch_steps_counted, 1);
     if (!window_steps_on || settings_is_set(SETTING_PROF_STEP_FUNC))
         return;
@@ -366,13 +369,30 @@ void torch_ops_installed(int user_scope)
  * report's tables of the steady steps; once a ProfilerStep began on it (the report's steps
  * are those then), the starts of the ProfilerSteps instead. Returns 1 for a ProfilerStep
  * (cut at its start, once the start is taken). */
+/* An outermost optimizer step begins: counted (window_torch_steps), by its begin, so that
+ * a window opening inside a step counts the step it does not record. Steps of a second
+ * thread: the process's steps are no one sequence, the count is dropped. */
+static void torch_step_count(void)
+{
+    static _Atomic int threads;
+    static __thread int seen PROF_TLS;
+    if (!seen) {
+        seen = 1;
+        if (atomic_fetch_add(&threads, 1))
+            atomic_store(&window_torch_steps_counted, 0);
+    }
+    atomic_fetch_add_explicit(&window_torch_steps, 1, memory_order_relaxed);
+}
+
 static int torch_step_begin(const struct prof_torch_op_info *op)
 {
     if (!op->name)
         return 0;
     if (!torch_step_handle && !strncmp(op->name, TORCH_STEP_SCOPE, strlen(TORCH_STEP_SCOPE)) &&
-        (prof_py_cut || atomic_load_explicit(&window_steps_by_torch, memory_order_relaxed)))
+        (prof_py_cut || atomic_load_explicit(&window_steps_by_torch, memory_order_relaxed))) {
         torch_step_handle = op->handle;
+        torch_step_count();
+    }
     if (prof_py_cut &&
         !strncmp(op->name, TORCH_PROFILER_STEP_SCOPE, strlen(TORCH_PROFILER_STEP_SCOPE))) {
         torch_profiler_steps = 1;
@@ -492,7 +512,6 @@ void torch_ops_end(uint64_t handle)
     uint64_t end = prof_clock_ticks();
     if (__builtin_expect(handle == torch_step_handle, 0)) {
         torch_step_handle = 0;
-        atomic_fetch_add_explicit(&window_torch_steps, 1, memory_order_relaxed);
         if (prof_py_cut && !torch_profiler_steps)
             prof_py_cut(end);
         if (atomic_load_explicit(&window_steps_by_torch, memory_order_relaxed))

@@ -263,9 +263,9 @@ static void steps_make(struct model_steps *st, const struct steps_span *s, size_
     st->nsteps = count;
 }
 
-/* The optimizer steps the process ended before its recording opened, when its one opening
+/* The optimizer steps the process began before its recording opened, when its one opening
  * of a capture window counted them (META window_open's fourth field: the PyTorch layer
- * counts them while the window is closed): 1 with *before, else 0. */
+ * counts them while the window is closed) or was its start: 1 with *before, else 0. */
 static int steps_before_window(const struct model_process *p, uint64_t *before)
 {
     const char *v = NULL;
@@ -278,7 +278,10 @@ static int steps_before_window(const struct model_process *p, uint64_t *before)
     unsigned long long at, n;
     char why[16];
     long value;
-    if (opens != 1 || sscanf(v, "%llu %15s %ld %llu", &at, why, &value, &n) != 4)
+    int got = opens == 1 ? sscanf(v, "%llu %15s %ld %llu", &at, why, &value, &n) : 0;
+    if (got == 3 && !strcmp(why, "start")) /* open from the start: numbered from it */
+        n = 0;
+    else if (got != 4)
         return 0;
     *before = n;
     return 1;

@@ -166,10 +166,14 @@ def test_many_ops_report_counts_all_and_says_what_the_timeline_kept(many_ops):
     assert rows["aten::_foreach_zero_"] == 2 * ref["aten::_foreach_zero_"]
     from conftest import report
     err = report(out, "--ops").stderr
-    # the default 1 MiB ring cannot hold 800 k spans between two drains: the timeline
-    # thins out, the table does not, and the report says which
-    assert "PyTorch op spans (ring full; raise PROF_RING_KB for more); the operator table " \
-           "counts every op" in err, err
+    # the default 1 MiB ring rarely holds 800 k spans between two drains: the timeline
+    # thins out, the table does not, and the report says which (a drain that kept up, on a
+    # quiet machine, leaves nothing to say)
+    if sum(p["lost"] for p in rep["processes"]):
+        assert "PyTorch op spans (ring full; raise PROF_RING_KB for more); the operator " \
+               "table counts every op" in err, err
+    else:
+        assert "ring full" not in err, err
     assert "counts are short" not in err, err
 
 
