@@ -746,6 +746,13 @@ void model_gpu_api_base_name(const char *name, char *buf, size_t len);
  * the innermost one when all are), or NULL. */
 const struct model_py_func *model_torch_peak_func(const struct model_process *p,
                                                   const struct model_torch_memory *m);
+/* The same for any node of p's Python trees (0: NULL). */
+const struct model_py_func *model_torch_py_func_at(const struct model_process *p, uint32_t node);
+/* The innermost Python-code function on node's path in the program's own files: not the
+ * standard library's, nor a package's (a file under .../lib/pythonX.Y/, site-packages or
+ * dist-packages, or "<frozen ...>"); NULL: none. */
+const struct model_py_func *model_torch_py_own_func_at(const struct model_process *p,
+                                                       uint32_t node);
 const char *model_torch_action_of_node(const struct model_process *p, uint32_t node_id);
 /* Makes py.node_action, which model_torch_action_of_node reads: one pass over the nodes,
  * each path from its parent's (however deep the trees). Keeps its work in py.builtin_memo

@@ -83,6 +83,9 @@ void model_torch_rows_of_spans(struct model_process *p, const struct model_torch
 /* p->torch.rows replaced by those of the part asked (model_torch_set_window), when the
  * spans hold every op there (self: model_torch_fold's; NULL: no op spans). */
 void model_torch_window_rows(struct model_process *p, const struct model_torch_self *self);
+/* model_torch_memory_part.c: each device's memory.part, from torch.mems in time order with
+ * their ops (model_torch_finish, once the steps and the records lost are known). */
+void model_torch_memory_parts(struct model_process *p);
 extern const struct model_part model_stacks_part;
 
 #endif

@@ -56,6 +56,7 @@ static void model_torch_on_mem(struct model_process *p, const struct trace_recor
                                                    .tid = tid,
                                                    .py_node = r->py_node,
                                                    .bytes = r->bytes,
+                                                   .ptr = r->ptr,
                                                    .dev_type = MODEL_TORCH_DEVICE_CPU,
                                                    .dev_index = -1,
                                                    .seq = t->nmems};
@@ -75,6 +76,7 @@ static void model_torch_on_dev_mem(struct model_process *p, const struct trace_r
                                                    .tid = tid,
                                                    .py_node = r->py_node,
                                                    .bytes = r->bytes,
+                                                   .ptr = r->ptr,
                                                    .reserved = r->total_reserved,
                                                    .dev_type = r->device_type,
                                                    .dev_index = r->device_index,
@@ -652,6 +654,7 @@ static void model_torch_finish(struct model_process *p)
                           p->file, (long long)p->pid, t->records, t->spans_expected);
     model_torch_timeline(p);
     model_torch_memory_warning(p);
+    model_torch_memory_parts(p);      /* before the ops go: the records name theirs */
     model_torch_window_rows(p, self); /* the memory records lost are known now */
     free(self);
     /* The rows hold what the tables need: the raw ops go. */
@@ -686,12 +689,11 @@ static void model_torch_free(struct model_process *p)
     memset(t, 0, sizeof *t);
 }
 
-const struct model_py_func *model_torch_peak_func(const struct model_process *p,
-                                                  const struct model_torch_memory *m)
+const struct model_py_func *model_torch_py_func_at(const struct model_process *p, uint32_t node)
 {
     /* The innermost Python-code function on the path: a builtin (torch's C methods) has
      * no file or line of the user's; the innermost node itself when none is. */
-    const struct model_py_node *n = m->peak_py_node ? model_python_node(p, m->peak_py_node) : NULL;
+    const struct model_py_node *n = node ? model_python_node(p, node) : NULL;
     const struct model_py_func *first = NULL;
     for (int hops = 0; n && hops < 10000; hops++) {
         const struct model_py_func *f = model_python_func(p, n->func);
@@ -702,6 +704,26 @@ const struct model_py_func *model_torch_peak_func(const struct model_process *p,
         n = n->parent ? model_python_node(p, n->parent) : NULL;
     }
     return first;
+}
+
+const struct model_py_func *model_torch_py_own_func_at(const struct model_process *p, uint32_t node)
+{
+    const struct model_py_node *n = node ? model_python_node(p, node) : NULL;
+    for (int hops = 0; n && hops < 10000; hops++) {
+        const struct model_py_func *f = model_python_func(p, n->func);
+        if (f && f->kind == PROF_PY_FUNC_PYTHON && f->file && f->file[0] != '<' &&
+            !strstr(f->file, "/lib/python") && !strstr(f->file, "/site-packages/") &&
+            !strstr(f->file, "/dist-packages/"))
+            return f;
+        n = n->parent ? model_python_node(p, n->parent) : NULL;
+    }
+    return NULL;
+}
+
+const struct model_py_func *model_torch_peak_func(const struct model_process *p,
+                                                  const struct model_torch_memory *m)
+{
+    return model_torch_py_func_at(p, m->peak_py_node);
 }
 
 static const struct model_record_handler model_torch_handlers[] = {

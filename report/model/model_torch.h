@@ -43,6 +43,7 @@ struct model_torch_mem {
     uint32_t tid;
     uint32_t py_node; /* innermost Python node at the call; 0: none */
     int64_t bytes;
+    uint64_t ptr;      /* the block's address */
     uint64_t reserved; /* the allocator's reserved bytes after it (devices); else 0 */
     int8_t dev_type;   /* c10::DeviceType; MODEL_TORCH_DEVICE_CPU for TORCH_MEM */
     int8_t dev_index;  /* -1 for CPU */
@@ -54,6 +55,35 @@ struct model_torch_mem {
 struct model_torch_mem_point {
     uint64_t ns;
     int64_t live;
+};
+
+/* The tensor memory of one device in the part asked (profreport --phase; the steady steps
+ * by default), from the memory records (model_torch_memory_part.c): made only when the
+ * ring kept every record of the device. window MODEL_WINDOW_ALL: not made, miss (enum
+ * model_window_miss) says why (none: the whole process was asked). */
+struct model_torch_memory_part {
+    uint8_t window, miss;
+    uint64_t start_ns, window_ns; /* its start since the process start, its length */
+    uint64_t steps;
+    uint64_t steps_grown; /* the steps whose live bytes at their end exceed those at their start */
+    int64_t live_start, live_end; /* live bytes as the part begins, and once it has ended */
+    int64_t live_first_end;       /* once its first step ended (0 steps: live_start) */
+    int64_t peak_bytes;           /* the most live bytes at once in it (first reached) */
+    uint64_t peak_ns;             /* since the process start */
+    uint64_t allocated, freed, alloc_count, free_count;
+    /* The allocation site (innermost op and Python node) whose live bytes grew the most in
+     * the part after its first step (a step's one-time allocations, as the gradients' or an
+     * optimizer's state, are not growth; 0 steps: the whole part): its allocations there
+     * less the frees there of its blocks, in grew_bytes (0: no site grew). */
+    int64_t grew_bytes;
+    /* The sites of the peak's allocation (none: the live bytes at the start were the most)
+     * and of the growth: op (a string id; 0: none), the innermost Python-code function and
+     * the innermost one in the program's own files (model_torch_py_own_func_at; func ids,
+     * 0: none). */
+    struct model_torch_mem_site {
+        uint32_t op_sid, func, own;
+        const char *op;
+    } peak, grew;
 };
 
 /* The tensor memory of one device of one process over time, from its memory records in
@@ -81,6 +111,7 @@ struct model_torch_memory {
     uint64_t records_lost;
     struct model_torch_mem_point *timeline;
     size_t ntimeline;
+    struct model_torch_memory_part part;
 };
 
 /* The latest TORCH_MEM_TOTALS record of one device. */
@@ -177,6 +208,8 @@ struct model_process;
 /* A process read from its summary (rows, whole_rows and window as --summarize left them,
  * with the steady steps asked): the rows of the part asked now, or the whole process's. */
 void model_torch_window_pick(struct model_process *p);
+/* The same for the memory parts (memory.part): the part asked, or none (the reason). */
+void model_torch_memory_parts_pick(struct model_process *p);
 /* "the steady training steps", ... */
 const char *model_window_name(unsigned w);
 /* The part asked of p (CLOCK_MONOTONIC ns, the steps' clock) and its steps; 0: p has no

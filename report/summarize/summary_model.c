@@ -15,7 +15,7 @@ typedef struct summary_codec sf_codec;
 
 /* A string id and its text: written with the text the process has for it; read into
  * p->strings (once per id) and *text pointed at it. */
-static void sf_sid(sf_codec *c, struct model_process *p, uint32_t *sid, const char **text)
+void summary_model_sid(sf_codec *c, struct model_process *p, uint32_t *sid, const char **text)
 {
     summary_codec_u32(c, sid);
     char *s = c->reading ? NULL : u64map_get_ptr(&p->strings, *sid);
@@ -230,10 +230,10 @@ void summary_model_kernel_counts(sf_codec *c, struct model_gpu_kernel *k)
 static void sf_py_func(sf_codec *c, struct model_process *p, struct model_py_func *f)
 {
     summary_codec_u32(c, &f->id);
-    sf_sid(c, p, &f->name_sid, &f->name);
-    sf_sid(c, p, &f->qualname_sid, &f->qualname);
-    sf_sid(c, p, &f->file_sid, &f->file);
-    sf_sid(c, p, &f->module_sid, &f->module);
+    summary_model_sid(c, p, &f->name_sid, &f->name);
+    summary_model_sid(c, p, &f->qualname_sid, &f->qualname);
+    summary_model_sid(c, p, &f->file_sid, &f->file);
+    summary_model_sid(c, p, &f->module_sid, &f->module);
     summary_codec_u32(c, &f->line);
     summary_codec_u16(c, &f->kind);
 }
@@ -262,6 +262,23 @@ static void sf_python(sf_codec *c, struct model_process *p)
             nodes = report_grow(nodes, &ncap, nnodes + 1, sizeof *nodes);
             nodes[nnodes++] =
                 (struct model_py_node){.id = mems[i]->peak_py_node, .func = f->id, .defined = 1};
+        }
+        /* the functions of the memory parts' sites */
+        for (size_t i = 0; i < nmems; i++) {
+            const struct model_torch_mem_site *sites[2] = {&mems[i]->part.peak,
+                                                           &mems[i]->part.grew};
+            for (size_t k = 0; k < 4; k++) {
+                uint32_t id = k & 1 ? sites[k / 2]->own : sites[k / 2]->func;
+                const struct model_py_func *f = model_python_func(p, id);
+                uint64_t *slot = f ? u64map_slot(&seen, (uint64_t)id + 1) : NULL;
+                if (f && !slot)
+                    report_oom();
+                if (!f || *slot)
+                    continue;
+                *slot = 1;
+                funcs = report_grow(funcs, &cap, nfuncs + 1, sizeof *funcs);
+                funcs[nfuncs++] = (struct model_py_func *)f;
+            }
         }
         /* and the nodes the GPU facts name, as themselves */
         const struct model_gpu_facts *gf = &p->gpu.facts;
@@ -492,8 +509,8 @@ static void sf_gpu(sf_codec *c, struct model_process *p)
     if (c->reading)
         g->cap_nvtx_lost = g->nnvtx_lost;
     for (size_t i = 0; i < g->nnvtx_lost; i++) {
-        sf_sid(c, p, &g->nvtx_lost[i].name_sid, NULL);
-        sf_sid(c, p, &g->nvtx_lost[i].domain_sid, NULL);
+        summary_model_sid(c, p, &g->nvtx_lost[i].name_sid, NULL);
+        summary_model_sid(c, p, &g->nvtx_lost[i].domain_sid, NULL);
         summary_codec_u64(c, &g->nvtx_lost[i].count);
         summary_codec_u64(c, &g->nvtx_lost[i].ticks);
     }
@@ -544,7 +561,7 @@ static void sf_torch_memory(sf_codec *c, struct model_process *p, struct model_t
     summary_codec_u64(c, &m->reserved_peak);
     summary_codec_i64(c, &m->peak_bytes);
     summary_codec_u64(c, &m->peak_ns);
-    sf_sid(c, p, &m->peak_op_sid, &m->peak_op);
+    summary_model_sid(c, p, &m->peak_op_sid, &m->peak_op);
     if (!m->peak_op_sid && c->reading)
         m->peak_op = NULL;
     summary_codec_u32(c, &m->peak_py_node);
@@ -552,6 +569,7 @@ static void sf_torch_memory(sf_codec *c, struct model_process *p, struct model_t
     summary_codec_u64(c, &m->freed);
     summary_codec_i64(c, &m->live_at_end);
     sf_torch_memory_exact(c, m);
+    summary_model_memory_part(c, p, &m->part);
 }
 
 static void sf_torch_rows(sf_codec *c, struct model_process *p, struct model_torch_row **rows,
@@ -560,8 +578,8 @@ static void sf_torch_rows(sf_codec *c, struct model_process *p, struct model_tor
     *rows = summary_codec_vector(c, *rows, n, 15, sizeof **rows);
     for (size_t i = 0; i < *n; i++) {
         struct model_torch_row *r = &(*rows)[i];
-        sf_sid(c, p, &r->name_sid, &r->name);
-        sf_sid(c, p, &r->shapes_sid, &r->shapes);
+        summary_model_sid(c, p, &r->name_sid, &r->name);
+        summary_model_sid(c, p, &r->shapes_sid, &r->shapes);
         summary_codec_u8(c, &r->scope);
         summary_codec_u64(c, &r->calls);
         summary_codec_u64(c, &r->self_cpu_ticks);
@@ -603,8 +621,10 @@ static void sf_torch(sf_codec *c, struct model_process *p)
         (t->window > MODEL_WINDOW_STARTUP || t->window_miss > MODEL_WINDOW_MISS_SUMMARY ||
          (t->window != MODEL_WINDOW_ALL) != (t->nwhole_rows != 0)))
         summary_codec_fail(c, "bad operator window");
-    if (c->reading && !c->bad)
+    if (c->reading && !c->bad) {
         model_torch_window_pick(p);
+        model_torch_memory_parts_pick(p);
+    }
     sf_actions(c, &t->scopes, &t->nscopes);
     sf_actions(c, &t->builtin, &t->nbuiltin);
     summary_codec_u64(c, &t->builtin_top_ns);

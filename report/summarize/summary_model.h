@@ -18,6 +18,12 @@ void summary_model_step_list(struct summary_codec *c, struct model_step **steps,
 void summary_model_comm(struct summary_codec *c, struct model_comm *m);
 /* A GPU kernel row's counts and maps (the name's encoding is the caller's). */
 void summary_model_kernel_counts(struct summary_codec *c, struct model_gpu_kernel *k);
+/* A string id and its text (into p->strings; text may be NULL): the id, then the string. */
+void summary_model_sid(struct summary_codec *c, struct model_process *p, uint32_t *sid,
+                       const char **text);
+/* summary_torch_memory.c: one device's memory in the part --summarize asked (memory.part). */
+void summary_model_memory_part(struct summary_codec *c, struct model_process *p,
+                               struct model_torch_memory_part *q);
 /* summary_gpu_part.c: the GPU tables of the part --summarize asked (p->gpu_part). */
 void summary_model_gpu_part(struct summary_codec *c, struct model_process *p);
 /* summary_pystats.c: the Python functions as cProfile's table: written from p's call

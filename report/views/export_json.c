@@ -80,6 +80,56 @@ static json_t *export_json_meta(const struct model_process *p)
     return o;
 }
 
+/* A site of a memory part: its op and Python functions (null: none). */
+static json_t *export_json_mem_site(const struct model_process *p,
+                                    const struct model_torch_mem_site *site)
+{
+    const struct model_py_func *fn[2] = {model_python_func(p, site->func),
+                                         model_python_func(p, site->own)};
+    json_t *o = json_object();
+    json_object_set_new(o, "op", export_json_str(site->op));
+    for (int k = 0; k < 2; k++)
+        json_object_set_new(
+            o, k ? "own_python" : "python",
+            fn[k] ? json_pack("{s:o,s:o,s:I}", "qualname",
+                              export_json_str(fn[k]->qualname ? fn[k]->qualname : fn[k]->name),
+                              "file", export_json_str(fn[k]->file), "line", (json_int_t)fn[k]->line)
+                  : json_null());
+    return o;
+}
+
+/* The memory of one device in the part the tables cover (model_torch_memory_part.c); null
+ * when the figures are the whole process's (torch_memory_cover says why). */
+static json_t *export_json_memory_part(const struct model_process *p,
+                                       const struct model_torch_memory_part *q)
+{
+    if (q->window == MODEL_WINDOW_ALL)
+        return json_null();
+    json_t *o = json_object();
+    json_object_set_new(o, "part", export_json_str(model_window_name(q->window)));
+    json_object_set_new(o, "ns", export_json_u64(q->window_ns));
+    json_object_set_new(o, "steps", export_json_u64(q->steps));
+    json_object_set_new(o, "steps_grown", export_json_u64(q->steps_grown));
+    json_object_set_new(o, "live_start_bytes", json_integer((json_int_t)q->live_start));
+    json_object_set_new(o, "live_after_first_step_bytes",
+                        json_integer((json_int_t)q->live_first_end));
+    json_object_set_new(o, "live_end_bytes", json_integer((json_int_t)q->live_end));
+    json_object_set_new(o, "peak_bytes", json_integer((json_int_t)q->peak_bytes));
+    json_object_set_new(o, "peak_ns", export_json_u64(q->peak_ns));
+    json_object_set_new(o, "peak_site",
+                        q->peak.op_sid || q->peak.func ? export_json_mem_site(p, &q->peak)
+                                                       : json_null());
+    json_object_set_new(o, "allocated_bytes", export_json_u64(q->allocated));
+    json_object_set_new(o, "freed_bytes", export_json_u64(q->freed));
+    json_object_set_new(o, "allocations", export_json_u64(q->alloc_count));
+    json_object_set_new(o, "frees", export_json_u64(q->free_count));
+    /* the site whose live bytes grew the most after the part's first step */
+    json_object_set_new(o, "grew_bytes", json_integer((json_int_t)q->grew_bytes));
+    json_object_set_new(o, "grew_site",
+                        q->grew_bytes > 0 ? export_json_mem_site(p, &q->grew) : json_null());
+    return o;
+}
+
 /* The tensor memory peak of one device of a process; null without its records. */
 static json_t *export_json_torch_memory(const struct model_process *p,
                                         const struct model_torch_memory *m)
@@ -113,6 +163,7 @@ static json_t *export_json_torch_memory(const struct model_process *p,
     json_object_set_new(o, "records_lost", export_json_u64(m->records_lost));
     if (m->dev_type != MODEL_TORCH_DEVICE_CPU)
         json_object_set_new(o, "reserved_peak_bytes", export_json_u64(m->reserved_peak));
+    json_object_set_new(o, "part", export_json_memory_part(p, &m->part));
     return o;
 }
 
@@ -583,6 +634,9 @@ int export_json_write(FILE *out, const struct summary *s, size_t limit)
     const char *window = tables_torch_window(s, note, sizeof note);
     json_object_set_new(root, "ops_cover",
                         export_json_cover(window, note, tables_torch_window_ns(s)));
+    window = tables_torch_memory_window(s, note, sizeof note);
+    json_object_set_new(root, "torch_memory_cover",
+                        export_json_cover(window, note, tables_torch_memory_window_ns(s)));
     window = tables_gpu_window(s, note, sizeof note);
     json_object_set_new(root, "gpu_cover",
                         export_json_cover(window, note, tables_gpu_window_ns(s)));

@@ -508,6 +508,85 @@ static void findings_memory_peak(struct findings *f, const struct summary *s)
     }
 }
 
+/* "Qual.name (file:line)" of a Python function of p into buf; "" when unknown. */
+static const char *findings_func_place(const struct model_process *p, uint32_t func, char *buf,
+                                       size_t len)
+{
+    const struct model_py_func *fn = model_python_func(p, func);
+    buf[0] = 0;
+    if (fn)
+        snprintf(buf, len, "%s (%s:%u)",
+                 fn->qualname && *fn->qualname ? fn->qualname
+                 : fn->name                    ? fn->name
+                                               : "?",
+                 fn->file ? fn->file : "?", fn->line);
+    return buf;
+}
+
+/* Tensor memory that grows step after step (something keeps a tensor of every step): over
+ * the steady steps after the first, live bytes grew in at least half the steps, by at
+ * least MEMORY_GROWTH_SHARE of the steps' peak and MEMORY_GROWTH_BYTES. The process and
+ * device that grew the most, with the allocation site that grew the most there. */
+static void findings_memory_growth(struct findings *f, const struct summary *s)
+{
+    const struct model_process *wp = NULL;
+    const struct model_torch_memory_part *w = NULL;
+    const struct model_torch_memory *wm = NULL;
+    int64_t most = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        for (size_t d = 0; d <= p->torch.ndevices; d++) {
+            const struct model_torch_memory *m = d ? &p->torch.devices[d - 1] : &p->torch.memory;
+            const struct model_torch_memory_part *q = &m->part;
+            int64_t grew = model_i64_add(q->live_end, 0 - q->live_first_end);
+            if (!m->any || q->window == MODEL_WINDOW_ALL || q->steps < 3 ||
+                2 * q->steps_grown < q->steps || grew < (int64_t)T(MEMORY_GROWTH_BYTES) ||
+                (double)grew < T(MEMORY_GROWTH_SHARE) * (double)q->peak_bytes)
+                continue;
+            n++;
+            if (grew > most) {
+                most = grew;
+                wp = p;
+                w = q;
+                wm = m;
+            }
+        }
+    }
+    if (!w)
+        return;
+    char who[96], device[48], per[32], grew[32], a[32], b[32], peak[32], others[64] = "";
+    format_bytes((uint64_t)most / (w->steps - 1), per, sizeof per);
+    format_bytes((uint64_t)most, grew, sizeof grew);
+    format_bytes(w->live_start > 0 ? (uint64_t)w->live_start : 0, a, sizeof a);
+    format_bytes(w->live_end > 0 ? (uint64_t)w->live_end : 0, b, sizeof b);
+    format_bytes(w->peak_bytes > 0 ? (uint64_t)w->peak_bytes : 0, peak, sizeof peak);
+    model_torch_device_name(wm->dev_type, wm->dev_index, device, sizeof device);
+    if (n > 1)
+        snprintf(others, sizeof others, "; %zu process memories grow so", n);
+    struct finding *x = findings_add(f, "memory_growth", (double)most / (double)w->peak_bytes);
+    findings_set(x->title, sizeof x->title, "tensor memory grows %s per step (%s, %s)", per, device,
+                 findings_proc_label(wp, who, sizeof who));
+    findings_set(
+        x->evidence, sizeof x->evidence,
+        "live tensor bytes %s as %s begin, %s at their end: +%s after the first of %" PRIu64
+        " steps (%.0f %% of their peak %s), grown in %" PRIu64
+        " of them%s. Something keeps a tensor of every step (outputs or losses kept "
+        "in a list without .detach() or .item(), a growing cache)",
+        a, model_window_name(w->window), b, grew, w->steps,
+        100.0 * (double)most / (double)w->peak_bytes, peak, w->steps_grown, others);
+    if (w->grew_bytes > 0) {
+        char site[64], fn[256], own[256];
+        format_bytes((uint64_t)w->grew_bytes, site, sizeof site);
+        findings_func_place(wp, w->grew.func, fn, sizeof fn);
+        findings_func_place(wp, w->grew.own, own, sizeof own);
+        findings_set(x->where, sizeof x->where, "allocated and not freed: %s by op %s, %s%s%s",
+                     site, w->grew.op ? w->grew.op : "(none)", fn[0] ? fn : "no Python line",
+                     own[0] && w->grew.own != w->grew.func ? " under " : "",
+                     own[0] && w->grew.own != w->grew.func ? own : "");
+    }
+}
+
 /* The profiler's own cost: events it had to drop, and how fast the trace grew. */
 static void findings_overhead(struct findings *f, const struct summary *s)
 {
@@ -613,6 +692,7 @@ void findings_build(struct findings *f, const struct summary *s)
     /* the training steps' first: they describe the steady state, the others the whole
      * process (startup included) */
     findings_steps(f, s);
+    findings_memory_growth(f, s);
     findings_gpu_idle(f, s);
     findings_sync(f, s);
     findings_dataloader(f, s);

@@ -25,6 +25,10 @@
     X(MEMORY_PEAK_SHARE, 0.90,                                                                     \
       "memory peak: a device's peak (reserved) bytes reach this share "                            \
       "of its memory")                                                                             \
+    X(MEMORY_GROWTH_SHARE, 0.10,                                                                   \
+      "memory growth: a device's live tensor bytes grow, after the first steady step, by this "    \
+      "share of the steps' peak, in at least half the steps ...")                                  \
+    X(MEMORY_GROWTH_BYTES, 1048576, "... and by at least this many bytes")                         \
     X(OVERHEAD_BYTES_PER_S, 67108864,                                                              \
       "profiler overhead: any event lost, or the trace grows "                                     \
       "this many bytes per second of wall time")                                                   \
@@ -36,7 +40,7 @@
     X(STEP_WAIT_SHARE, 0.10,                                                                       \
       "a rank holds the others: the median rank waits for it this share of the step")              \
     X(STEP_DATA_SHARE, 0.10, "data-loading stall: data loading takes this share of the step")      \
-    X(STEP_SYNC_SHARE, 0.05, "host syncs: synchronizing takes this share of the step")            \
+    X(STEP_SYNC_SHARE, 0.05, "host syncs: synchronizing takes this share of the step")             \
     X(STEP_GPU_IDLE_SHARE, 0.30, "GPU idle inside the steps: this share of the step time")         \
     X(STEP_OUTLIER_RATIO, 2.0, "slow steps: a steady step takes this many times the median")       \
     X(STARTUP_RATIO, 1.0, "startup: the time before the first step is this many times the steps'")

@@ -187,10 +187,29 @@ static void html_memory_curve(FILE *out, const struct model_process *p,
     format_bytes((uint64_t)vmax, peak, sizeof peak);
     fputs("<div class=\"mem\"><h3>", out);
     html_proc_label(out, p);
+    const struct model_torch_memory_part *q = &m->part;
+    fprintf(out, ", %s: peak %s", device, peak);
+    if (q->window != MODEL_WINDOW_ALL) {
+        char grew[32];
+        int64_t d = model_i64_add(q->live_end, 0 - q->live_first_end);
+        format_bytes(d > 0 ? (uint64_t)d / (q->steps > 1 ? q->steps - 1 : 1) : 0, grew,
+                     sizeof grew);
+        fprintf(out, "; %s shaded", model_window_name(q->window));
+        if (q->steps > 1)
+            fprintf(out, ", live bytes %s %s per step after the first", d > 0 ? "+" : "grew",
+                    d > 0 ? grew : "not");
+    }
     fprintf(out,
-            ", %s: peak %s</h3><svg class=\"memcurve\" width=\"%.0f\" height=\"%.0f\">"
+            "</h3><svg class=\"memcurve\" width=\"%.0f\" height=\"%.0f\">"
             "<rect x=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"#fafafa\" stroke=\"#ccc\"/>",
-            device, peak, W + L, H + 4, L, W, H + 4);
+            W + L, H + 4, L, W, H + 4);
+    if (q->window != MODEL_WINDOW_ALL) { /* the part the tables cover, clipped to the curve */
+        double a = (double)q->start_ns - (double)tmin, b = a + (double)q->window_ns;
+        a = a < 0 ? 0 : a > span ? span : a;
+        b = b < a ? a : b > span ? span : b;
+        fprintf(out, "<rect x=\"%.1f\" width=\"%.1f\" height=\"%.0f\" fill=\"#e8f0e0\"/>",
+                L + W * a / span, W * (b - a) / span, H + 4);
+    }
     /* the y axis: live bytes at 0, half and the top, with grid lines */
     for (int k = 0; k <= 2; k++) {
         char label[32];

@@ -57,11 +57,12 @@ void steps_view_startup_costs(const struct model_process *p, char *buf, size_t l
 
 /* What the tables cover: windows[i], the part of tables[i] when not the whole process ("the
  * steady training steps"); NULL: the whole process. Tables of one part are named together:
- * "the operator, Python and CUDA API and kernel tables below cover the steady training steps, the
- * other tables the whole process". */
+ * "the operator, Python, tensor memory and CUDA API and kernel tables below cover the steady
+ * training steps, the other tables the whole process". */
 static void steps_view_cover(FILE *out, const char *const *windows)
 {
-    static const char *const tables[] = {"operator", "Python", "CUDA API and kernel"};
+    static const char *const tables[] = {"operator", "Python", "tensor memory",
+                                         "CUDA API and kernel"};
     enum { N = sizeof tables / sizeof tables[0] };
     int done[N] = {0}, any = 0;
     for (int i = 0; i < N; i++) {
@@ -284,9 +285,9 @@ void steps_view_print(FILE *out, const struct summary *s, const struct comm_repo
     struct steps_stats st;
     steps_stats_of(p, 0, UINT64_MAX, &st);
     char note[512];
-    const char *windows[] = {tables_torch_window(s, note, sizeof note),
-                             tables_python_window(s, note, sizeof note),
-                             tables_gpu_window(s, note, sizeof note)};
+    const char *windows[] = {
+        tables_torch_window(s, note, sizeof note), tables_python_window(s, note, sizeof note),
+        tables_torch_memory_window(s, note, sizeof note), tables_gpu_window(s, note, sizeof note)};
     for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++)
         if (windows[i] && !strcmp(windows[i], model_window_name(MODEL_WINDOW_ALL)))
             windows[i] = NULL;

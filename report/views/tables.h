@@ -55,6 +55,9 @@ void tables_ops_section(FILE *out, const struct summary *s, size_t limit);
  * records. _default: the default report's (a blank line after). */
 void tables_torch_memory_section(FILE *out, const struct summary *s);
 void tables_torch_memory_default(FILE *out, const struct summary *s);
+/* What the memory figures cover (model_torch_memory_part.c), as tables_torch_window says it. */
+const char *tables_torch_memory_window(const struct summary *s, char *note, size_t len);
+uint64_t tables_torch_memory_window_ns(const struct summary *s);
 /* The part of one process a table's rows cover (enum model_window, enum model_window_miss;
  * the part's length and steps). */
 struct tables_part {

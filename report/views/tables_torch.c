@@ -308,10 +308,83 @@ void tables_torch_memory_default(FILE *out, const struct summary *s)
     fputc('\n', out);
 }
 
+static void tables_torch_memory_func(FILE *out, const struct model_py_func *f)
+{
+    format_fputs_escaped(out, f->file ? f->file : "?");
+    fprintf(out, ":%" PRIu32 "(", f->line);
+    format_fputs_escaped(out, f->qualname ? f->qualname : (f->name ? f->name : "?"));
+    fputc(')', out);
+}
+
+/* " in aten::addmm, from linear.py:114(Linear.forward) under train.py:20(main)": op (NULL:
+ * none, or lost when lost), the innermost Python-code function f and the innermost one of
+ * the program's own files (own), when another. */
+static void tables_torch_memory_site(FILE *out, const char *op, int lost,
+                                     const struct model_py_func *f, const struct model_py_func *own)
+{
+    fputs(" in ", out);
+    format_fputs_escaped(out, op ? op : lost ? "(record lost)" : "(no op)");
+    if (f) {
+        fputs(", from ", out);
+        tables_torch_memory_func(out, f);
+    }
+    if (own && own != f) {
+        fputs(f ? " under " : ", from ", out);
+        tables_torch_memory_func(out, own);
+    }
+}
+
+static void tables_torch_memory_at(FILE *out, const struct model_process *p,
+                                   const struct model_torch_mem_site *site)
+{
+    tables_torch_memory_site(out, site->op, 0, model_python_func(p, site->func),
+                             model_python_func(p, site->own));
+}
+
+/* The part's figures (memory.part made): live bytes at its edges, the steps that grew, its
+ * peak, what it allocated and freed, the site that grew the most. */
+static void tables_torch_memory_part(FILE *out, const struct model_process *p,
+                                     const struct model_torch_memory_part *q)
+{
+    char a[32], b[32], d[32], peak[32], alloc[32], freed[32];
+    int64_t growth = model_i64_add(q->live_end, 0 - q->live_start);
+    tables_torch_memory(q->live_start, a, sizeof a);
+    tables_torch_memory(q->live_end, b, sizeof b);
+    tables_torch_memory(growth, d, sizeof d);
+    tables_torch_memory(q->peak_bytes, peak, sizeof peak);
+    fprintf(out, "live %s at the start, %s at the end (%s%s", a, b, growth > 0 ? "+" : "", d);
+    if (q->steps)
+        fprintf(out, "; grew in %" PRIu64 " of %" PRIu64 " steps", q->steps_grown, q->steps);
+    if (q->steps > 1) {
+        tables_torch_memory(model_i64_add(q->live_end, 0 - q->live_first_end) /
+                                (int64_t)(q->steps - 1),
+                            d, sizeof d);
+        fprintf(out, ", %s per step after the first", d);
+    }
+    fprintf(out, "); peak %s at +%.3f s", peak, (double)q->peak_ns / 1e9);
+    if (q->peak.op_sid || q->peak.func)
+        tables_torch_memory_at(out, p, &q->peak);
+    else
+        fputs(", as it began", out);
+    tables_torch_memory((int64_t)q->allocated, alloc, sizeof alloc);
+    tables_torch_memory((int64_t)q->freed, freed, sizeof freed);
+    fprintf(out, "\n    allocated %s in %" PRIu64 " allocation%s, freed %s in %" PRIu64 " free%s",
+            alloc, q->alloc_count, q->alloc_count == 1 ? "" : "s", freed, q->free_count,
+            q->free_count == 1 ? "" : "s");
+    if (q->grew_bytes > 0) {
+        tables_torch_memory(q->grew_bytes, d, sizeof d);
+        fprintf(out, "; grew most%s (allocated, not freed): +%s",
+                q->steps > 1 ? " after the first step" : "", d);
+        tables_torch_memory_at(out, p, &q->grew);
+    }
+    fputc('\n', out);
+}
+
 static void tables_torch_memory_line(FILE *out, const struct model_process *p,
                                      const struct model_torch_memory *m)
 {
     char peak[32], alloc[32], freed[32], live[32], reserved[32], device[48];
+    int part = m->part.window != MODEL_WINDOW_ALL;
     tables_torch_memory(m->peak_bytes, peak, sizeof peak);
     tables_torch_memory((int64_t)m->allocated, alloc, sizeof alloc);
     tables_torch_memory((int64_t)m->freed, freed, sizeof freed);
@@ -321,19 +394,15 @@ static void tables_torch_memory_line(FILE *out, const struct model_process *p,
         fprintf(out, "  pid %lld %s: ", (long long)p->pid, device);
     else
         fprintf(out, "  %s %s: ", p->file, device);
-    fprintf(out, "peak %s at +%.3f s in ", peak, (double)m->peak_ns / 1e9);
-    format_fputs_escaped(out, m->peak_op             ? m->peak_op
-                              : m->peak_unattributed ? "(record lost)"
-                                                     : "(no op)");
-    const struct model_py_func *f = model_torch_peak_func(p, m);
-    if (f) {
-        fputs(", from ", out);
-        format_fputs_escaped(out, f->file ? f->file : "?");
-        fprintf(out, ":%" PRIu32 "(", f->line);
-        format_fputs_escaped(out, f->qualname ? f->qualname : (f->name ? f->name : "?"));
-        fputc(')', out);
+    if (part) {
+        tables_torch_memory_part(out, p, &m->part);
+        fputs("    the whole process: ", out);
     }
-    fprintf(out, "\n    allocated %s, freed %s, live at end %s", alloc, freed, live);
+    fprintf(out, "peak %s at +%.3f s", peak, (double)m->peak_ns / 1e9);
+    tables_torch_memory_site(out, m->peak_op, m->peak_unattributed, model_torch_peak_func(p, m),
+                             NULL);
+    fprintf(out, "%sallocated %s, freed %s, live at end %s", part ? "; " : "\n    ", alloc, freed,
+            live);
     if (m->dev_type != MODEL_TORCH_DEVICE_CPU) {
         tables_torch_memory((int64_t)m->reserved_peak, reserved, sizeof reserved);
         fprintf(out, "; allocator reserved at most %s", reserved);
@@ -347,15 +416,45 @@ static void tables_torch_memory_line(FILE *out, const struct model_process *p,
                 m->peak_unattributed ? "is unknown" : "is from its record");
 }
 
+/* The part the memory figures cover: the CPU's, else the first device's. */
+static int tables_torch_memory_part_of(const struct model_process *p, struct tables_part *part)
+{
+    const struct model_torch *t = &p->torch;
+    const struct model_torch_memory *m = t->memory.any ? &t->memory
+                                         : t->ndevices ? &t->devices[0]
+                                                       : NULL;
+    if (!m || !m->any)
+        return 0;
+    *part = (struct tables_part){m->part.window, m->part.miss, m->part.window_ns,
+                                 (size_t)m->part.steps};
+    return 1;
+}
+
+const char *tables_torch_memory_window(const struct summary *s, char *note, size_t len)
+{
+    return tables_part_note(s, tables_torch_memory_part_of, note, len);
+}
+
+uint64_t tables_torch_memory_window_ns(const struct summary *s)
+{
+    return tables_part_ns(s, tables_torch_memory_part_of);
+}
+
 /* "pid 7300 CPU: peak 1.50 Mb at +2.345 s in aten::addmm, from train.py:20(Model.forward)"
  * and the totals, one line pair per process and device; nothing without memory records. */
 void tables_torch_memory_section(FILE *out, const struct summary *s)
 {
     if (!summary_torch_memory_any(s))
         return;
-    fprintf(out, "PyTorch memory (tensor bytes live, per process and device, as torch's own "
-                 "allocators report them:\nc10's CPU allocator, the CUDA caching allocator; "
-                 "not the CUDA runtime's cudaMalloc)\n");
+    char note[512];
+    const char *window = tables_torch_memory_window(s, note, sizeof note);
+    fprintf(out,
+            "PyTorch memory%s%s (tensor bytes live, per process and device, as torch's own "
+            "allocators report them:\nc10's CPU allocator, the CUDA caching allocator; not the "
+            "CUDA runtime's cudaMalloc)\n",
+            window ? " in " : "", window ? window : "");
+    if (window)
+        fprintf(out, "  (%s)\n", note);
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         if (p->torch.memory.any)

@@ -286,13 +286,14 @@ def test_memory_json():
         "peak_python": {"qualname": "Net.forward", "file": "/w/train.py", "line": 10},
         "allocated_bytes": 11744, "freed_bytes": 4548, "live_at_end_bytes": 7196,
         # the fixture predates the in-process totals: figures from its records, none lost
-        "allocations": 6, "frees": 3, "exact": False, "records_lost": 0}
+        "allocations": 6, "frees": 3, "exact": False, "records_lost": 0,
+        "part": None}  # no training steps: the whole process's figures only
     assert p["torch_device_memory"][0] == {
         "device": "CUDA:0", "peak_bytes": 12288, "peak_ns": 3350000, "peak_op": "aten::relu",
         "peak_python": {"qualname": "Net.forward", "file": "/w/train.py", "line": 10},
         "allocated_bytes": 12288, "freed_bytes": 8192, "live_at_end_bytes": 4096,
         "reserved_peak_bytes": 2 << 20,
-        "allocations": 2, "frees": 1, "exact": False, "records_lost": 0}
+        "allocations": 2, "frees": 1, "exact": False, "records_lost": 0, "part": None}
     assert p["torch_device_memory"][1]["device"] == "CUDA:1"
     assert rep_json(t())["processes"][0]["torch_memory"] is None
     assert rep_json(t())["processes"][0]["torch_device_memory"] == []

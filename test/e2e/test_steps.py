@@ -254,7 +254,8 @@ def test_operator_table_of_the_steady_steps(run):
     assert block[1] == "part,note,ns" and block[2].startswith("the steady training steps,"), block
     text = report(run).stdout
     assert "PyTorch operators in the steady training steps (" in text
-    assert "the operator and Python tables below cover the steady training steps" in text
+    assert "the operator, Python and tensor memory tables below cover the steady training " \
+        "steps" in text
 
 
 def py_calls(out, *args):
