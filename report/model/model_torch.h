@@ -208,6 +208,9 @@ struct model_process;
 /* A process read from its summary (rows, whole_rows and window as --summarize left them,
  * with the steady steps asked): the rows of the part asked now, or the whole process's. */
 void model_torch_window_pick(struct model_process *p);
+/* The growth the part's sites account for: its live bytes at the end less those after its
+ * first step (one step or none: at its start). */
+int64_t model_torch_memory_growth(const struct model_torch_memory_part *q);
 /* The same for the memory parts (memory.part): the part asked, or none (the reason). */
 void model_torch_memory_parts_pick(struct model_process *p);
 /* "the steady training steps", ... */

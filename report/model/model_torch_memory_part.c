@@ -205,6 +205,11 @@ void model_torch_memory_parts(struct model_process *p)
         mem_part_of(p, &t->devices[d]);
 }
 
+int64_t model_torch_memory_growth(const struct model_torch_memory_part *q)
+{
+    return model_i64_add(q->live_end, 0 - (q->steps > 1 ? q->live_first_end : q->live_start));
+}
+
 static void mem_part_pick(struct model_torch_memory *m)
 {
     struct model_torch_memory_part *q = &m->part;

@@ -539,7 +539,7 @@ static void findings_memory_growth(struct findings *f, const struct summary *s)
         for (size_t d = 0; d <= p->torch.ndevices; d++) {
             const struct model_torch_memory *m = d ? &p->torch.devices[d - 1] : &p->torch.memory;
             const struct model_torch_memory_part *q = &m->part;
-            int64_t grew = model_i64_add(q->live_end, 0 - q->live_first_end);
+            int64_t grew = model_torch_memory_growth(q);
             if (!m->any || q->window == MODEL_WINDOW_ALL || q->steps < 3 ||
                 2 * q->steps_grown < q->steps || grew < (int64_t)T(MEMORY_GROWTH_BYTES) ||
                 (double)grew < T(MEMORY_GROWTH_SHARE) * (double)q->peak_bytes)

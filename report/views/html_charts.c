@@ -191,7 +191,7 @@ static void html_memory_curve(FILE *out, const struct model_process *p,
     fprintf(out, ", %s: peak %s", device, peak);
     if (q->window != MODEL_WINDOW_ALL) {
         char grew[32];
-        int64_t d = model_i64_add(q->live_end, 0 - q->live_first_end);
+        int64_t d = model_torch_memory_growth(q);
         format_bytes(d > 0 ? (uint64_t)d / (q->steps > 1 ? q->steps - 1 : 1) : 0, grew,
                      sizeof grew);
         fprintf(out, "; %s shaded", model_window_name(q->window));

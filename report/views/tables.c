@@ -306,7 +306,7 @@ static void tables_processes(FILE *out, const struct summary *s)
 
 void tables_memory_view(FILE *out, const struct summary *s)
 {
-    tables_torch_memory_default(out, s);
+    tables_torch_memory_default(out, s, 0); /* every process's */
     tables_memory(out, s);
 }
 
@@ -321,7 +321,7 @@ void tables_print(FILE *out, const struct summary *s, size_t limit)
     tables_gpu_section(out, s, limit);
     tables_actions_section(out, s, limit);
     tables_ops_section(out, s, limit);
-    tables_torch_memory_default(out, s);
+    tables_torch_memory_default(out, s, 4);
     if (!python || tables_memory_any(s))
         tables_memory(out, s);
     tables_python_section(out, s, limit);

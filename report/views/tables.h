@@ -52,9 +52,10 @@ void tables_ops(FILE *out, const struct summary *s, size_t limit);
 void tables_ops_section(FILE *out, const struct summary *s, size_t limit);
 /* The "PyTorch CPU memory" section: per process, the peak of live CPU tensor bytes with
  * the op and Python function that reached it, and the totals; nothing without TORCH_MEM
- * records. _default: the default report's (a blank line after). */
+ * records. _default: with a blank line after, limit lines (0: every one; else the largest
+ * peaks and the most growth, the others counted). */
 void tables_torch_memory_section(FILE *out, const struct summary *s);
-void tables_torch_memory_default(FILE *out, const struct summary *s);
+void tables_torch_memory_default(FILE *out, const struct summary *s, size_t limit);
 /* What the memory figures cover (model_torch_memory_part.c), as tables_torch_window says it. */
 const char *tables_torch_memory_window(const struct summary *s, char *note, size_t len);
 uint64_t tables_torch_memory_window_ns(const struct summary *s);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tables.h"
+#include "alloc.h"
 #include "format.h"
 #include "text_table.h"
 
@@ -300,11 +301,13 @@ void tables_ops_section(FILE *out, const struct summary *s, size_t limit)
     fputc('\n', out);
 }
 
-void tables_torch_memory_default(FILE *out, const struct summary *s)
+static void tables_torch_memory_shown(FILE *out, const struct summary *s, size_t limit);
+
+void tables_torch_memory_default(FILE *out, const struct summary *s, size_t limit)
 {
     if (!summary_torch_memory_any(s))
         return;
-    tables_torch_memory_section(out, s);
+    tables_torch_memory_shown(out, s, limit);
     fputc('\n', out);
 }
 
@@ -356,9 +359,7 @@ static void tables_torch_memory_part(FILE *out, const struct model_process *p,
     if (q->steps)
         fprintf(out, "; grew in %" PRIu64 " of %" PRIu64 " steps", q->steps_grown, q->steps);
     if (q->steps > 1) {
-        tables_torch_memory(model_i64_add(q->live_end, 0 - q->live_first_end) /
-                                (int64_t)(q->steps - 1),
-                            d, sizeof d);
+        tables_torch_memory(model_torch_memory_growth(q) / (int64_t)(q->steps - 1), d, sizeof d);
         fprintf(out, ", %s per step after the first", d);
     }
     fprintf(out, "); peak %s at +%.3f s", peak, (double)q->peak_ns / 1e9);
@@ -371,7 +372,8 @@ static void tables_torch_memory_part(FILE *out, const struct model_process *p,
     fprintf(out, "\n    allocated %s in %" PRIu64 " allocation%s, freed %s in %" PRIu64 " free%s",
             alloc, q->alloc_count, q->alloc_count == 1 ? "" : "s", freed, q->free_count,
             q->free_count == 1 ? "" : "s");
-    if (q->grew_bytes > 0) {
+    if (q->grew_bytes > 0 && model_torch_memory_growth(q) > 0) { /* else a site's growth is
+                                                                  * another's shrinking */
         tables_torch_memory(q->grew_bytes, d, sizeof d);
         fprintf(out, "; grew most%s (allocated, not freed): +%s",
                 q->steps > 1 ? " after the first step" : "", d);
@@ -390,7 +392,9 @@ static void tables_torch_memory_line(FILE *out, const struct model_process *p,
     tables_torch_memory((int64_t)m->freed, freed, sizeof freed);
     tables_torch_memory(m->live_at_end, live, sizeof live);
     model_torch_device_name(m->dev_type, m->dev_index, device, sizeof device);
-    if (p->pid >= 0)
+    if (p->rank >= 0)
+        fprintf(out, "  rank %lld (pid %lld) %s: ", (long long)p->rank, (long long)p->pid, device);
+    else if (p->pid >= 0)
         fprintf(out, "  pid %lld %s: ", (long long)p->pid, device);
     else
         fprintf(out, "  %s %s: ", p->file, device);
@@ -442,7 +446,63 @@ uint64_t tables_torch_memory_window_ns(const struct summary *s)
 
 /* "pid 7300 CPU: peak 1.50 Mb at +2.345 s in aten::addmm, from train.py:20(Model.forward)"
  * and the totals, one line pair per process and device; nothing without memory records. */
-void tables_torch_memory_section(FILE *out, const struct summary *s)
+struct tables_mem_entry {
+    const struct model_process *p;
+    const struct model_torch_memory *m;
+    int64_t peak, growth; /* the part's when made, else the whole process's peak */
+    size_t order;         /* in the processes' order: ties keep it */
+};
+
+static int tables_mem_entry_cmp(const void *a, const void *b)
+{
+    const struct tables_mem_entry *x = a, *y = b;
+    if (x->peak != y->peak)
+        return x->peak < y->peak ? 1 : -1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* limit (0: every one): that many lines, the largest peaks, the one that grew the most
+ * after its part's first step among them. */
+static void tables_torch_memory_lines(FILE *out, const struct summary *s, size_t limit)
+{
+    struct tables_mem_entry *e = NULL;
+    size_t n = 0, cap = 0, most = 0;
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        for (size_t d = 0; d <= p->torch.ndevices; d++) {
+            const struct model_torch_memory *m = d ? &p->torch.devices[d - 1] : &p->torch.memory;
+            if (!m->any)
+                continue;
+            int part = m->part.window != MODEL_WINDOW_ALL;
+            e = report_grow(e, &cap, n + 1, sizeof *e);
+            e[n] = (struct tables_mem_entry){p, m, part ? m->part.peak_bytes : m->peak_bytes,
+                                             part ? model_torch_memory_growth(&m->part) : 0, n};
+            if (e[n].growth > e[most].growth)
+                most = n;
+            n++;
+        }
+    }
+    size_t shown = limit && n > limit ? limit : n;
+    if (shown < n) {
+        struct tables_mem_entry grew = e[most];
+        qsort(e, n, sizeof *e, tables_mem_entry_cmp);
+        size_t k = 0;
+        while (k < shown && e[k].m != grew.m)
+            k++;
+        if (k == shown && grew.growth > 0)
+            e[shown - 1] = grew;
+    }
+    for (size_t i = 0; i < shown; i++)
+        tables_torch_memory_line(out, e[i].p, e[i].m);
+    if (shown < n)
+        fprintf(out,
+                "  (%zu of %zu process memories shown: the largest peaks%s; profreport --memory "
+                "shows each)\n",
+                shown, n, e[most].growth > 0 ? " and the most growth" : "");
+    free(e);
+}
+
+static void tables_torch_memory_shown(FILE *out, const struct summary *s, size_t limit)
 {
     if (!summary_torch_memory_any(s))
         return;
@@ -455,11 +515,10 @@ void tables_torch_memory_section(FILE *out, const struct summary *s)
             window ? " in " : "", window ? window : "");
     if (window)
         fprintf(out, "  (%s)\n", note);
-    for (size_t i = 0; i < s->nprocs; i++) {
-        const struct model_process *p = s->procs[i];
-        if (p->torch.memory.any)
-            tables_torch_memory_line(out, p, &p->torch.memory);
-        for (size_t d = 0; d < p->torch.ndevices; d++)
-            tables_torch_memory_line(out, p, &p->torch.devices[d]);
-    }
+    tables_torch_memory_lines(out, s, limit);
+}
+
+void tables_torch_memory_section(FILE *out, const struct summary *s)
+{
+    tables_torch_memory_shown(out, s, 0);
 }

@@ -143,6 +143,12 @@ def test_findings_name_the_step_problem(ddp_out):
     assert text.index("rank %d holds the others" % SLOW_RANK) < text.index("Training steps:")
     assert text.index("Training steps:") < text.index("Job\n")
     assert "Per rank, mean per step over steps" in text
+    # tensor memory of the steady steps, each rank named; DDP keeps no tensor per step
+    mem = text[text.index("PyTorch memory in the steady training steps"):]
+    mem = mem[:mem.index("\n\n")]
+    for rank in range(4):
+        assert "\n  rank %d (pid " % rank in mem, mem
+    assert "tensor memory grows" not in text
 
 
 # what the waiting rank's finding names as the Python function that makes it slow

@@ -107,3 +107,27 @@ def test_default_tables_are_the_main_process(run):
     assert "aten::sub" not in op_calls(default)
     assert ops["aten::stack"] == op_calls(default).get("aten::stack", 0) + 2 * STEPS
     assert py_calls(everything, "Normalize.forward") == SAMPLES
+
+
+def test_memory_section_shows_the_largest_peaks(run):
+    """The default report's memory section shows at most 4 process memories (the largest
+    peaks), says how many others there are, and --memory shows each."""
+    procs = [p for p in report_json(run["out"], "--all-roles")["processes"]
+             if p["torch_memory"]]
+    text = report(run["out"], "--all-roles").stdout
+    start = text.index("PyTorch memory")
+    section = text[start:text.index("\n\n", start)]
+    lines = [l for l in section.splitlines() if l.startswith("  pid ")]
+    assert len(lines) == min(4, len(procs)), section
+    if len(procs) > 4:
+        assert "(4 of %d process memories shown: the largest peaks" % len(procs) in section
+        peaks = sorted((p["torch_memory"]["part"] or p["torch_memory"])["peak_bytes"]
+                       for p in procs)
+        shown = [int(l.split()[1]) for l in lines]
+        left = [p for p in procs if p["pid"] not in shown]
+        assert max((p["torch_memory"]["part"] or p["torch_memory"])["peak_bytes"]
+                   for p in left) <= peaks[-4]
+    else:
+        assert "process memories shown" not in section
+    every = report(run["out"], "--all-roles", "--memory").stdout
+    assert sum(l.startswith("  pid ") for l in every.splitlines()) == len(procs)
