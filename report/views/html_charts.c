@@ -195,9 +195,10 @@ static void html_memory_curve(FILE *out, const struct model_process *p,
         format_bytes(d > 0 ? (uint64_t)d / (q->steps > 1 ? q->steps - 1 : 1) : 0, grew,
                      sizeof grew);
         fprintf(out, "; %s shaded", model_window_name(q->window));
-        if (q->steps > 1)
-            fprintf(out, ", live bytes %s %s per step after the first", d > 0 ? "+" : "grew",
-                    d > 0 ? grew : "not");
+        if (q->steps > 1 && d > 0)
+            fprintf(out, ", live bytes +%s per step after the first", grew);
+        else if (q->steps > 1)
+            fputs(", no growth after the first step", out);
     }
     fprintf(out,
             "</h3><svg class=\"memcurve\" width=\"%.0f\" height=\"%.0f\">"

@@ -89,6 +89,16 @@ def test_the_leak_is_the_first_screen(runs):
     assert ", 512 b per step after the first" in fixed
 
 
+def test_html_shades_the_steps_on_the_memory_curve(runs, tmp_path):
+    page = tmp_path / "leak.html"
+    report(runs / "leak", "--html", str(page))
+    html = page.read_text()
+    assert "the steady training steps shaded, live bytes +250.00 KiB per step after the " \
+        "first</h3>" in html
+    assert html.count('fill="#e8f0e0"/>') == 1  # the part, on the one curve
+    assert "tensor memory grows 250.00 KiB per step" in html
+
+
 def test_summaries_and_phases(runs, tmp_path):
     copy = tmp_path / "copy"
     copy.mkdir()
