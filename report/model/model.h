@@ -666,6 +666,14 @@ static inline int64_t model_i64_add(int64_t a, int64_t b)
     return r;
 }
 
+static inline int64_t model_i64_sub(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (__builtin_sub_overflow(a, b, &r))
+        return b < 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
 /* Duration in ticks -> ns with the process's clock fit. */
 uint64_t model_ticks_to_ns(const struct model_process *p, uint64_t ticks);
 /* A timestamp in ticks -> CLOCK_MONOTONIC ns (through the first CLOCK record for TSC). */

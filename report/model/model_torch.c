@@ -706,14 +706,29 @@ const struct model_py_func *model_torch_py_func_at(const struct model_process *p
     return first;
 }
 
+/* Not "<frozen ...>", nor under a .../lib/pythonX.Y/ (or lib64), site-packages or
+ * dist-packages folder. */
+static int model_torch_own_file(const char *file)
+{
+    if (!file || file[0] == '<' || strstr(file, "/site-packages/") ||
+        strstr(file, "/dist-packages/"))
+        return 0;
+    for (const char *at = file; (at = strstr(at, "/python")); at++) {
+        size_t lib = at >= file + 4 && !strncmp(at - 4, "/lib", 4)     ? 4
+                     : at >= file + 6 && !strncmp(at - 6, "/lib64", 6) ? 6
+                                                                       : 0;
+        if (lib && at[7] >= '0' && at[7] <= '9')
+            return 0; /* ".../lib/python3.11/..." */
+    }
+    return 1;
+}
+
 const struct model_py_func *model_torch_py_own_func_at(const struct model_process *p, uint32_t node)
 {
     const struct model_py_node *n = node ? model_python_node(p, node) : NULL;
     for (int hops = 0; n && hops < 10000; hops++) {
         const struct model_py_func *f = model_python_func(p, n->func);
-        if (f && f->kind == PROF_PY_FUNC_PYTHON && f->file && f->file[0] != '<' &&
-            !strstr(f->file, "/lib/python") && !strstr(f->file, "/site-packages/") &&
-            !strstr(f->file, "/dist-packages/"))
+        if (f && f->kind == PROF_PY_FUNC_PYTHON && model_torch_own_file(f->file))
             return f;
         n = n->parent ? model_python_node(p, n->parent) : NULL;
     }

@@ -47,8 +47,10 @@ struct model_torch_mem {
     uint64_t reserved; /* the allocator's reserved bytes after it (devices); else 0 */
     int8_t dev_type;   /* c10::DeviceType; MODEL_TORCH_DEVICE_CPU for TORCH_MEM */
     int8_t dev_index;  /* -1 for CPU */
-    size_t seq;        /* order read: ties in time keep it */
-    size_t op; /* index + 1 in ops of the innermost op holding it (set at the end); 0: none */
+    uint32_t seq;      /* order read: ties in time keep it */
+    uint32_t op;   /* index + 1 in ops of the innermost op holding it (set at the end); 0: none */
+    uint32_t pair; /* a free: index + 1 of the allocation it frees (model_torch_memory_part.c,
+                    * in mems' time order); 0: none known */
 };
 
 /* One change of the live CPU tensor bytes: ns since the process start. */
@@ -65,21 +67,23 @@ struct model_torch_memory_part {
     uint8_t window, miss;
     uint64_t start_ns, window_ns; /* its start since the process start, its length */
     uint64_t steps;
-    uint64_t steps_grown; /* the steps whose live bytes at their end exceed those at their start */
+    uint64_t steps_grown; /* of the steps after the first, those whose live bytes at their end
+                           * exceed those at their start */
     int64_t live_start, live_end; /* live bytes as the part begins, and once it has ended */
     int64_t live_first_end;       /* once its first step ended (0 steps: live_start) */
     int64_t peak_bytes;           /* the most live bytes at once in it (first reached) */
     uint64_t peak_ns;             /* since the process start */
+    uint8_t peak_inside;          /* an allocation in the part reached it (else: its start) */
     uint64_t allocated, freed, alloc_count, free_count;
     /* The allocation site (innermost op and Python node) whose live bytes grew the most in
      * the part after its first step (a step's one-time allocations, as the gradients' or an
      * optimizer's state, are not growth; 0 steps: the whole part): its allocations there
      * less the frees there of its blocks, in grew_bytes (0: no site grew). */
     int64_t grew_bytes;
-    /* The sites of the peak's allocation (none: the live bytes at the start were the most)
-     * and of the growth: op (a string id; 0: none), the innermost Python-code function and
-     * the innermost one in the program's own files (model_torch_py_own_func_at; func ids,
-     * 0: none). */
+    /* The sites of the peak's allocation (when peak_inside) and of the growth: op (a string
+     * id; 0: none; op "(unknown op)" when the trace lacks its name), the innermost
+     * Python-code function and the innermost one in the program's own files
+     * (model_torch_py_own_func_at; func ids, 0: none). */
     struct model_torch_mem_site {
         uint32_t op_sid, func, own;
         const char *op;
@@ -201,7 +205,9 @@ enum model_window_miss {
     MODEL_WINDOW_MISS_NO_STEPS,
     MODEL_WINDOW_MISS_DROPPED, /* the ring dropped events: the spans lack ops */
     MODEL_WINDOW_MISS_SUMMARY, /* read from a summary, which holds the steady steps only */
-    MODEL_WINDOW_MISS_CALLS    /* the ring dropped events: the calls kept are not all */
+    MODEL_WINDOW_MISS_CALLS,   /* the ring dropped events: the calls kept are not all */
+    MODEL_WINDOW_MISS_REOPENED /* a capture window opened more than once: what happened
+                                * while it was closed is unknown */
 };
 const char *model_window_miss_text(unsigned miss);
 struct model_process;

@@ -1,18 +1,21 @@
 /* model_torch_memory_part: the tensor memory of one part of a process (profreport --phase;
  * the steady training steps by default), beside the whole process's (model_torch.c).
  *
- * From the memory records in time order: the live bytes as the part begins and once it
- * has ended, the peak inside it and the allocation that reached it, what was allocated and
- * freed in it, the steps whose live bytes grew, and the allocation site whose live bytes
- * grew the most after the part's first step (which may allocate once what later steps
- * reuse: gradients, an optimizer's state). A record counts in the part when its tick is inside
- * [start, end] (the call's end: its effect is visible once it returns). A site is the innermost op
- * and Python node of an allocation; a free counts against the site of the block it frees, so a site
- * that frees every step what it allocated the step before did not grow, and one that keeps what it
- * allocates (a list of losses with their graphs) did.
+ * From the memory records in time order: the live bytes as the part begins, after its
+ * first step and once it has ended, the peak inside it and the allocation that reached it,
+ * what was allocated and freed in it, the steps after the first whose live bytes grew, and
+ * the allocation site whose live bytes grew the most after the part's first step (which
+ * may allocate once what later steps reuse: gradients, an optimizer's state). A record
+ * counts in the part when its tick is inside [start, end] (the call's end: its effect is
+ * visible once it returns). A site is the innermost op and Python node of an allocation; a
+ * free counts against the site of the block it frees (paired by address), so a site that
+ * frees every step what it allocated the step before did not grow, and one that keeps
+ * what it allocates (a list of outputs with their graphs) did.
  *
- * The records are the only source: a device whose ring dropped any is left whole-process
- * (the process's own counters are totals, not per part), and the reason said. */
+ * The records are the only source: a device whose ring dropped any (its own counters say
+ * how many; without them, any event the process lost) is left whole-process, as is a
+ * process whose capture window opened more than once (what was freed while it was closed
+ * is unknown), and the reason said. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,31 +29,26 @@ struct mem_part_site {
     int64_t bytes; /* allocated in the part less freed in the part */
 };
 
-struct mem_part_walk {
-    struct u64map blocks;  /* ptr -> index + 1 of its allocation record */
-    struct u64map site_of; /* op_sid << 32 | py_node -> index + 1 in sites */
-    struct mem_part_site *sites;
-    size_t nsites, cap_sites;
-    int64_t live;
+struct mem_part_sites {
+    struct u64map index; /* op_sid << 32 | py_node -> index + 1 in v */
+    struct mem_part_site *v;
+    size_t n, cap;
 };
 
-static uint32_t mem_part_op_sid(const struct model_torch *t, const struct model_torch_mem *e)
+/* The site of allocation e (op and Python node). */
+static struct mem_part_site *mem_part_site(struct mem_part_sites *s, const struct model_torch *t,
+                                           const struct model_torch_mem *e)
 {
-    return e->op ? t->ops[e->op - 1].name_sid : 0;
-}
-
-static struct mem_part_site *mem_part_site(struct mem_part_walk *w, uint32_t op_sid,
-                                           uint32_t py_node)
-{
-    uint64_t *slot = u64map_slot(&w->site_of, (uint64_t)op_sid << 32 | py_node);
+    uint32_t op_sid = e->op ? t->ops[e->op - 1].name_sid : 0;
+    uint64_t *slot = u64map_slot(&s->index, (uint64_t)op_sid << 32 | e->py_node);
     if (!slot)
         report_oom();
     if (!*slot) {
-        w->sites = report_grow(w->sites, &w->cap_sites, w->nsites + 1, sizeof *w->sites);
-        w->sites[w->nsites] = (struct mem_part_site){op_sid, py_node, 0};
-        *slot = ++w->nsites;
+        s->v = report_grow(s->v, &s->cap, s->n + 1, sizeof *s->v);
+        s->v[s->n] = (struct mem_part_site){op_sid, e->py_node, 0};
+        *slot = ++s->n;
     }
-    return &w->sites[*slot - 1];
+    return &s->v[*slot - 1];
 }
 
 static void mem_part_site_of(const struct model_process *p, struct model_torch_mem_site *site,
@@ -60,13 +58,16 @@ static void mem_part_site_of(const struct model_process *p, struct model_torch_m
     const struct model_py_func *own = model_torch_py_own_func_at(p, py_node);
     site->op_sid = op_sid;
     site->op = op_sid ? u64map_get_ptr(&p->strings, op_sid) : NULL;
+    if (op_sid && !site->op)
+        site->op = "(unknown op)";
     site->func = f ? f->id : 0;
     site->own = own ? own->id : 0;
 }
 
-/* The steps of the part (first .. nsteps - 1 of p->steps) whose live bytes grew: each
- * step's live bytes at its start (before the records of its first tick) against those
- * once it ended. Called before each record at ns, and with UINT64_MAX at the end. */
+/* The steps of the part (first .. nsteps - 1 of p->steps): the live bytes once the first
+ * ended, and the later ones whose live bytes grew (at its start: before the records of its
+ * first tick; at its end: after those of its last). Called before each record at ns, and
+ * with UINT64_MAX at the end. */
 struct mem_part_steps {
     const struct model_steps *st;
     size_t first, next;
@@ -86,7 +87,8 @@ static void mem_part_steps_to(struct mem_part_steps *s, struct model_torch_memor
             s->open = 0;
             if (s->next++ == s->first)
                 q->live_first_end = live;
-            q->steps_grown += live > s->at_start;
+            else
+                q->steps_grown += live > s->at_start;
         } else {
             return;
         }
@@ -98,14 +100,14 @@ static void mem_part_one(struct model_process *p, struct model_torch_memory *m, 
 {
     const struct model_torch *t = &p->torch;
     struct model_torch_memory_part *q = &m->part;
-    struct mem_part_walk w = {0};
-    u64map_init(&w.blocks);
-    u64map_init(&w.site_of);
-    size_t first = p->steps.nsteps - nsteps;
+    struct mem_part_sites sites = {0};
+    u64map_init(&sites.index);
+    size_t first = p->steps.nsteps - nsteps, peak = 0; /* index + 1 of the peak's record */
     struct mem_part_steps steps = {.st = &p->steps, .first = first, .next = first};
     /* the sites count from the end of the first step on */
     uint64_t site_after = nsteps > 1 ? p->steps.steps[first].end_ns : 0;
     uint64_t start = model_start_monotonic_ns(p);
+    int64_t live = 0;
     int began = 0, ended = 0;
     for (size_t k = 0; k <= t->nmems; k++) {
         const struct model_torch_mem *e = k < t->nmems ? &t->mems[k] : NULL;
@@ -114,100 +116,162 @@ static void mem_part_one(struct model_process *p, struct model_torch_memory *m, 
         uint64_t ns = e ? model_ticks_to_monotonic_ns(p, e->ticks) : UINT64_MAX;
         if (!began && ns >= lo) {
             began = 1;
-            q->live_start = q->live_first_end = q->peak_bytes = w.live;
+            q->live_start = q->live_first_end = q->peak_bytes = live;
             q->peak_ns = lo > start ? lo - start : 0;
         }
         if (!ended && ns > hi) {
             ended = 1;
-            q->live_end = w.live;
+            q->live_end = live;
         }
         if (nsteps)
-            mem_part_steps_to(&steps, q, w.live, ns);
+            mem_part_steps_to(&steps, q, live, ns);
         if (!e)
             break;
-        int inside = ns >= lo && ns <= hi;
-        int for_sites = inside && (nsteps > 1 ? ns > site_after : 1);
-        w.live = model_i64_add(w.live, e->bytes);
+        live = model_i64_add(live, e->bytes);
+        if (ns < lo || ns > hi)
+            continue;
+        int for_sites = nsteps > 1 ? ns > site_after : 1;
         if (e->bytes > 0) {
-            uint64_t *slot = u64map_slot(&w.blocks, e->ptr);
-            if (!slot)
-                report_oom();
-            *slot = k + 1; /* a block at an address still live: its free was not recorded */
-            if (!inside)
-                continue;
             q->allocated += (uint64_t)e->bytes;
             q->alloc_count++;
-            if (for_sites)
-                mem_part_site(&w, mem_part_op_sid(t, e), e->py_node)->bytes += e->bytes;
-            if (w.live > q->peak_bytes) {
-                q->peak_bytes = w.live;
+            if (for_sites) {
+                struct mem_part_site *s = mem_part_site(&sites, t, e);
+                s->bytes = model_i64_add(s->bytes, e->bytes);
+            }
+            if (live > q->peak_bytes) {
+                q->peak_bytes = live;
                 q->peak_ns = ns > start ? ns - start : 0;
-                mem_part_site_of(p, &q->peak, mem_part_op_sid(t, e), e->py_node);
+                peak = k + 1;
             }
             continue;
         }
-        uint64_t *slot = u64map_find(&w.blocks, e->ptr);
-        const struct model_torch_mem *a = slot ? &t->mems[*slot - 1] : NULL;
-        if (a)
-            u64map_remove(&w.blocks, e->ptr);
-        if (!inside)
-            continue;
-        q->freed += 0 - (uint64_t)e->bytes;
+        q->freed += 0 - (uint64_t)e->bytes; /* -INT64_MIN is undefined */
         q->free_count++;
-        if (a && for_sites)
-            mem_part_site(&w, mem_part_op_sid(t, a), a->py_node)->bytes += e->bytes;
+        if (e->pair && for_sites) {
+            struct mem_part_site *s = mem_part_site(&sites, t, &t->mems[e->pair - 1]);
+            s->bytes = model_i64_add(s->bytes, e->bytes);
+        }
     }
     if (!ended) /* the part ends at UINT64_MAX: never */
-        q->live_end = w.live;
+        q->live_end = live;
+    if (peak) {
+        const struct model_torch_mem *e = &t->mems[peak - 1];
+        q->peak_inside = 1;
+        mem_part_site_of(p, &q->peak, e->op ? t->ops[e->op - 1].name_sid : 0, e->py_node);
+    }
     const struct mem_part_site *grew = NULL;
-    for (size_t i = 0; i < w.nsites; i++)
-        if (w.sites[i].bytes > q->grew_bytes) {
-            q->grew_bytes = w.sites[i].bytes;
-            grew = &w.sites[i];
+    for (size_t i = 0; i < sites.n; i++)
+        if (sites.v[i].bytes > q->grew_bytes) {
+            q->grew_bytes = sites.v[i].bytes;
+            grew = &sites.v[i];
         }
     if (grew)
         mem_part_site_of(p, &q->grew, grew->op_sid, grew->py_node);
-    free(w.sites);
-    u64map_free(&w.blocks);
-    u64map_free(&w.site_of);
+    free(sites.v);
+    u64map_free(&sites.index);
 }
 
-static void mem_part_of(struct model_process *p, struct model_torch_memory *m)
+static const struct model_torch_mem *pair_sorting;
+
+/* By device, address, then time order (the index). */
+static int mem_pair_cmp(const void *a, const void *b)
+{
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    const struct model_torch_mem *x = &pair_sorting[i], *y = &pair_sorting[j];
+    if (x->dev_type != y->dev_type)
+        return x->dev_type < y->dev_type ? -1 : 1;
+    if (x->dev_index != y->dev_index)
+        return x->dev_index < y->dev_index ? -1 : 1;
+    if (x->ptr != y->ptr)
+        return x->ptr < y->ptr ? -1 : 1;
+    return i < j ? -1 : i > j;
+}
+
+/* Each free's allocation (mems in time order): the latest allocation of its device and
+ * address before it, when no free came between (an address allocated again while live
+ * lost its free: the later allocation is the block). */
+static void mem_pair(struct model_torch *t)
+{
+    if (!t->nmems || t->nmems > UINT32_MAX - 1)
+        return;
+    uint32_t *order = malloc(t->nmems * sizeof *order);
+    if (!order)
+        report_oom();
+    for (size_t k = 0; k < t->nmems; k++)
+        order[k] = (uint32_t)k;
+    pair_sorting = t->mems;
+    qsort(order, t->nmems, sizeof *order, mem_pair_cmp);
+    pair_sorting = NULL;
+    uint32_t last = 0; /* index + 1 of the latest live allocation at this address */
+    for (size_t k = 0; k < t->nmems; k++) {
+        struct model_torch_mem *e = &t->mems[order[k]];
+        const struct model_torch_mem *prev = k ? &t->mems[order[k - 1]] : NULL;
+        if (!prev || prev->ptr != e->ptr || prev->dev_type != e->dev_type ||
+            prev->dev_index != e->dev_index)
+            last = 0;
+        if (e->bytes > 0) {
+            last = order[k] + 1;
+        } else {
+            e->pair = last;
+            last = 0;
+        }
+    }
+    free(order);
+}
+
+static size_t mem_window_openings(const struct model_process *p)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < p->nmeta; i++)
+        n += !strcmp(p->meta[i].key, "window_open");
+    return n;
+}
+
+/* 1: the part can be made for m, and lo, hi, nsteps are its; else q says why not. */
+static int mem_part_wanted(const struct model_process *p, struct model_torch_memory *m,
+                           uint64_t *lo, uint64_t *hi, size_t *nsteps)
 {
     struct model_torch_memory_part *q = &m->part;
     enum model_window asked = model_torch_window_asked();
-    uint64_t lo, hi;
-    size_t nsteps;
     memset(q, 0, sizeof *q);
     q->window = MODEL_WINDOW_ALL;
     if (!m->any || asked == MODEL_WINDOW_ALL)
-        return;
-    if (!model_window_bounds(p, &lo, &hi, &nsteps)) {
+        return 0;
+    if (!model_window_bounds(p, lo, hi, nsteps))
         q->miss = MODEL_WINDOW_MISS_NO_STEPS;
-        return;
-    }
-    if (m->records_lost) {
-        q->miss = MODEL_WINDOW_MISS_CALLS;
-        return;
-    }
-    q->window = (uint8_t)asked;
-    q->window_ns = hi - lo;
-    q->start_ns = lo - (lo < model_start_monotonic_ns(p) ? lo : model_start_monotonic_ns(p));
-    q->steps = nsteps;
-    mem_part_one(p, m, lo, hi, nsteps);
+    else if (m->records_lost || (!m->exact && (p->lost || p->end_lost)))
+        q->miss = MODEL_WINDOW_MISS_CALLS; /* without its counters: any event lost may be one */
+    else if (mem_window_openings(p) > 1)
+        q->miss = MODEL_WINDOW_MISS_REOPENED;
+    else
+        return 1;
+    return 0;
 }
 
 void model_torch_memory_parts(struct model_process *p)
 {
     struct model_torch *t = &p->torch;
-    mem_part_of(p, &t->memory);
-    for (size_t d = 0; d < t->ndevices; d++)
-        mem_part_of(p, &t->devices[d]);
+    int paired = 0;
+    for (size_t d = 0; d <= t->ndevices; d++) {
+        struct model_torch_memory *m = d ? &t->devices[d - 1] : &t->memory;
+        uint64_t lo, hi;
+        size_t nsteps;
+        if (!mem_part_wanted(p, m, &lo, &hi, &nsteps))
+            continue;
+        if (!paired++)
+            mem_pair(t);
+        m->part.window = (uint8_t)model_torch_window_asked();
+        m->part.window_ns = hi - lo;
+        m->part.start_ns =
+            lo - (lo < model_start_monotonic_ns(p) ? lo : model_start_monotonic_ns(p));
+        m->part.steps = nsteps;
+        mem_part_one(p, m, lo, hi, nsteps);
+    }
 }
 
 int64_t model_torch_memory_growth(const struct model_torch_memory_part *q)
 {
-    return model_i64_add(q->live_end, 0 - (q->steps > 1 ? q->live_first_end : q->live_start));
+    return model_i64_sub(q->live_end, q->steps > 1 ? q->live_first_end : q->live_start);
 }
 
 static void mem_part_pick(struct model_torch_memory *m)

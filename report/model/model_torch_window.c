@@ -59,6 +59,9 @@ const char *model_window_miss_text(unsigned miss)
         return "the ring dropped events (raise PROF_RING_KB), so not every call is known";
     case MODEL_WINDOW_MISS_SUMMARY:
         return "read from its summary, which holds the steady steps and the whole process only";
+    case MODEL_WINDOW_MISS_REOPENED:
+        return "the capture window opened more than once, and what was freed while it was "
+               "closed is unknown";
     default:
         return "";
     }

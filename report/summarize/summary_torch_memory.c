@@ -21,7 +21,7 @@ void summary_model_memory_part(sf_codec *c, struct model_process *p,
 {
     summary_codec_u8(c, &q->window);
     summary_codec_u8(c, &q->miss);
-    if (c->reading && (q->window > MODEL_WINDOW_STARTUP || q->miss > MODEL_WINDOW_MISS_CALLS))
+    if (c->reading && (q->window > MODEL_WINDOW_STARTUP || q->miss > MODEL_WINDOW_MISS_REOPENED))
         summary_codec_fail(c, "bad memory window");
     summary_codec_u64(c, &q->start_ns);
     summary_codec_u64(c, &q->window_ns);
@@ -32,6 +32,7 @@ void summary_model_memory_part(sf_codec *c, struct model_process *p,
     summary_codec_i64(c, &q->live_first_end);
     summary_codec_i64(c, &q->peak_bytes);
     summary_codec_u64(c, &q->peak_ns);
+    summary_codec_u8(c, &q->peak_inside);
     summary_codec_u64(c, &q->allocated);
     summary_codec_u64(c, &q->freed);
     summary_codec_u64(c, &q->alloc_count);

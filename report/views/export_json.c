@@ -109,7 +109,8 @@ static json_t *export_json_memory_part(const struct model_process *p,
     json_object_set_new(o, "part", export_json_str(model_window_name(q->window)));
     json_object_set_new(o, "ns", export_json_u64(q->window_ns));
     json_object_set_new(o, "steps", export_json_u64(q->steps));
-    json_object_set_new(o, "steps_grown", export_json_u64(q->steps_grown));
+    /* of the steps after the first, those whose live bytes grew */
+    json_object_set_new(o, "later_steps_grown", export_json_u64(q->steps_grown));
     json_object_set_new(o, "live_start_bytes", json_integer((json_int_t)q->live_start));
     json_object_set_new(o, "live_after_first_step_bytes",
                         json_integer((json_int_t)q->live_first_end));
@@ -117,8 +118,7 @@ static json_t *export_json_memory_part(const struct model_process *p,
     json_object_set_new(o, "peak_bytes", json_integer((json_int_t)q->peak_bytes));
     json_object_set_new(o, "peak_ns", export_json_u64(q->peak_ns));
     json_object_set_new(o, "peak_site",
-                        q->peak.op_sid || q->peak.func ? export_json_mem_site(p, &q->peak)
-                                                       : json_null());
+                        q->peak_inside ? export_json_mem_site(p, &q->peak) : json_null());
     json_object_set_new(o, "allocated_bytes", export_json_u64(q->allocated));
     json_object_set_new(o, "freed_bytes", export_json_u64(q->freed));
     json_object_set_new(o, "allocations", export_json_u64(q->alloc_count));

@@ -540,8 +540,10 @@ static void findings_memory_growth(struct findings *f, const struct summary *s)
             const struct model_torch_memory *m = d ? &p->torch.devices[d - 1] : &p->torch.memory;
             const struct model_torch_memory_part *q = &m->part;
             int64_t grew = model_torch_memory_growth(q);
-            if (!m->any || q->window == MODEL_WINDOW_ALL || q->steps < 3 ||
-                2 * q->steps_grown < q->steps || grew < (int64_t)T(MEMORY_GROWTH_BYTES) ||
+            /* steps_grown counts the steps after the first: at least 2, and half of them */
+            if (!m->any || q->window == MODEL_WINDOW_ALL || q->steps < 3 || q->peak_bytes <= 0 ||
+                q->steps_grown < 2 || 2 * q->steps_grown < q->steps - 1 ||
+                grew < (int64_t)T(MEMORY_GROWTH_BYTES) ||
                 (double)grew < T(MEMORY_GROWTH_SHARE) * (double)q->peak_bytes)
                 continue;
             n++;

@@ -350,20 +350,19 @@ static void tables_torch_memory_part(FILE *out, const struct model_process *p,
                                      const struct model_torch_memory_part *q)
 {
     char a[32], b[32], d[32], peak[32], alloc[32], freed[32];
-    int64_t growth = model_i64_add(q->live_end, 0 - q->live_start);
+    int64_t growth = model_i64_sub(q->live_end, q->live_start);
     tables_torch_memory(q->live_start, a, sizeof a);
     tables_torch_memory(q->live_end, b, sizeof b);
     tables_torch_memory(growth, d, sizeof d);
     tables_torch_memory(q->peak_bytes, peak, sizeof peak);
     fprintf(out, "live %s at the start, %s at the end (%s%s", a, b, growth > 0 ? "+" : "", d);
-    if (q->steps)
-        fprintf(out, "; grew in %" PRIu64 " of %" PRIu64 " steps", q->steps_grown, q->steps);
     if (q->steps > 1) {
         tables_torch_memory(model_torch_memory_growth(q) / (int64_t)(q->steps - 1), d, sizeof d);
-        fprintf(out, ", %s per step after the first", d);
+        fprintf(out, "; %s per step after the first, which grew in %" PRIu64 " of %" PRIu64, d,
+                q->steps_grown, q->steps - 1);
     }
     fprintf(out, "); peak %s at +%.3f s", peak, (double)q->peak_ns / 1e9);
-    if (q->peak.op_sid || q->peak.func)
+    if (q->peak_inside)
         tables_torch_memory_at(out, p, &q->peak);
     else
         fputs(", as it began", out);
@@ -401,6 +400,11 @@ static void tables_torch_memory_line(FILE *out, const struct model_process *p,
     if (part) {
         tables_torch_memory_part(out, p, &m->part);
         fputs("    the whole process: ", out);
+    } else if (m->part.miss != MODEL_WINDOW_MISS_NONE &&
+               m->part.miss != MODEL_WINDOW_MISS_NO_STEPS) { /* (the title says that one) */
+        fprintf(out,
+                "the whole process (not %s: %s): ", model_window_name(model_torch_window_asked()),
+                model_window_miss_text(m->part.miss));
     }
     fprintf(out, "peak %s at +%.3f s", peak, (double)m->peak_ns / 1e9);
     tables_torch_memory_site(out, m->peak_op, m->peak_unattributed, model_torch_peak_func(p, m),
@@ -420,17 +424,24 @@ static void tables_torch_memory_line(FILE *out, const struct model_process *p,
                 m->peak_unattributed ? "is unknown" : "is from its record");
 }
 
-/* The part the memory figures cover: the CPU's, else the first device's. */
+/* The part the memory figures of p cover: the first device's (the CPU's), unless one of
+ * its devices has no part though one was asked (then the whole process, and why). */
 static int tables_torch_memory_part_of(const struct model_process *p, struct tables_part *part)
 {
     const struct model_torch *t = &p->torch;
-    const struct model_torch_memory *m = t->memory.any ? &t->memory
-                                         : t->ndevices ? &t->devices[0]
-                                                       : NULL;
-    if (!m || !m->any)
+    const struct model_torch_memory *first = NULL;
+    for (size_t d = 0; d <= t->ndevices; d++) {
+        const struct model_torch_memory *m = d ? &t->devices[d - 1] : &t->memory;
+        if (!m->any)
+            continue;
+        if (!first ||
+            (m->part.window == MODEL_WINDOW_ALL && first->part.window != MODEL_WINDOW_ALL))
+            first = m;
+    }
+    if (!first)
         return 0;
-    *part = (struct tables_part){m->part.window, m->part.miss, m->part.window_ns,
-                                 (size_t)m->part.steps};
+    *part = (struct tables_part){first->part.window, first->part.miss, first->part.window_ns,
+                                 (size_t)first->part.steps};
     return 1;
 }
 

@@ -53,7 +53,7 @@ def test_growth_after_the_first_step_is_exact(runs, mode):
     assert rep["torch_memory_cover"]["ns"] == part["ns"] > 0
     grew = part["live_end_bytes"] - part["live_after_first_step_bytes"]
     assert grew == (n - 1) * KEPT[mode], (mode, part)
-    assert part["steps_grown"] == n
+    assert part["later_steps_grown"] == n - 1
     assert part["grew_bytes"] == (n - 1) * KEPT[mode]
     op, func = SITE[mode]
     assert part["grew_site"]["op"] == op
@@ -78,7 +78,9 @@ def test_the_leak_is_the_first_screen(runs):
     assert "torch_leak.py:" in findings
     section = text[text.index("PyTorch memory in the steady training steps"):]
     section = section[:section.index("\n\n")]
-    assert ", 250.00 Kb per step after the first" in section
+    n = memory_of(report_json(runs / "leak"))["part"]["steps"]
+    assert "; 250.00 Kb per step after the first, which grew in %d of %d); peak " % (
+        n - 1, n - 1) in section
     assert "grew most after the first step (allocated, not freed): +" in section
     assert "in aten::addmm, from " in section
     assert "\n    the whole process: peak " in section
@@ -86,7 +88,7 @@ def test_the_leak_is_the_first_screen(runs):
         "steps" in text
     fixed = report(runs / "fixed").stdout
     assert "tensor memory grows" not in fixed
-    assert ", 512 b per step after the first" in fixed
+    assert "; 512 b per step after the first, which grew in " in fixed
 
 
 def test_html_shades_the_steps_on_the_memory_curve(runs, tmp_path):

@@ -25,14 +25,30 @@ int fuzz_input_writers = FUZZ_WRITERS_ALL;
 /* FUZZ_WRITERS_SOME: the inputs whose bytes hash to 0 modulo 4, so that an input always
  * takes the same path (a finding replays) and the writers, the dearest part, cost a
  * quarter of their price per execution. */
+static uint32_t fuzz_input_hash(const uint8_t *data, size_t size)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < size; i++)
+        h = (h ^ data[i]) * 16777619u;
+    return h;
+}
+
 static int fuzz_input_writes(const uint8_t *data, size_t size)
 {
     if (fuzz_input_writers != FUZZ_WRITERS_SOME)
         return fuzz_input_writers == FUZZ_WRITERS_ALL;
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (size_t i = 0; i < size; i++)
-        h = (h ^ data[i]) * 16777619u;
-    return (h >> 7) % 4 == 0;
+    return (fuzz_input_hash(data, size) >> 7) % 4 == 0;
+}
+
+/* The part of each process the tables cover (profreport --phase), by the input's bytes as
+ * above: the steady steps (profreport's default) for half of the inputs, the whole process,
+ * every step or the startup for the others. */
+static enum model_window fuzz_input_window(const uint8_t *data, size_t size)
+{
+    static const enum model_window w[] = {MODEL_WINDOW_STEADY, MODEL_WINDOW_STEADY,
+                                          MODEL_WINDOW_ALL, MODEL_WINDOW_STEPS,
+                                          MODEL_WINDOW_STARTUP};
+    return w[(fuzz_input_hash(data, size) >> 11) % 5];
 }
 
 /* An in-memory file holding data, named by a path the reader can open like any other. */
@@ -225,6 +241,7 @@ static void fuzz_input_summary_round_trip(const struct model_process *p, FILE *s
 int fuzz_input_run(const uint8_t *data, size_t size, FILE *sink)
 {
     model_steps_keep_spans(1); /* the flame graphs of the steady steps and startup read them */
+    model_torch_set_window(fuzz_input_window(data, size));
     size_t cut = fuzz_input_split(data, size);
     const uint8_t *part[2] = {data, data + cut};
     size_t len[2] = {cut, size - cut};

@@ -59,12 +59,23 @@ static void mem(struct trace_build *b, int64_t bytes, uint64_t ptr, uint64_t at,
     trace_build_torch_mem(b, bytes * K, ptr, at, 0);
 }
 
-/* lossy: the process counted more records than the trace keeps (TORCH_MEM_TOTALS) */
-static struct model_process *load(int lossy)
+enum how {
+    WHOLE,
+    LOSSY,          /* the process counted more records than the trace keeps */
+    LOST_NO_TOTALS, /* events lost, and no TORCH_MEM_TOTALS to say which */
+    REOPENED,       /* a capture window opened twice */
+    HUGE,           /* two allocations of 2^62 bytes at one site in step 3 */
+};
+
+static struct model_process *load(enum how how)
 {
     struct trace_build b;
     cr_assert_eq(trace_build_open(&b, path, PROF_TRACE_VERSION, 24, 0), 0);
     trace_build_meta(&b, "pid", "1");
+    if (how == REOPENED) {
+        trace_build_meta(&b, "window_open", "0 signal 10");
+        trace_build_meta(&b, "window_open", "500 signal 10");
+    }
     trace_build_string(&b, S_STEP, "Optimizer.step#SGD.step");
     trace_build_string(&b, S_MUL, "aten::mul");
     trace_build_string(&b, S_ADDMM, "aten::addmm");
@@ -82,13 +93,20 @@ static struct model_process *load(int lossy)
     mem(&b, 500, 0x22, 450, S_MUL);
     mem(&b, 300, 0x31, 460, S_ADDMM);
     mem(&b, 2000, 0x40, 470, S_ADDMM);
+    if (how == HUGE) {
+        trace_build_torch_op(&b, S_ADDMM, 470, 476, -1, 0, 0, 0, 0);
+        trace_build_torch_mem(&b, INT64_C(1) << 62, 0x60, 472, 0);
+        trace_build_torch_mem(&b, INT64_C(1) << 62, 0x61, 474, 0);
+    }
     mem(&b, -2000, 0x40, 480, 0);
     mem(&b, -500, 0x22, 610, 0);
     mem(&b, 500, 0x23, 650, S_MUL);
     mem(&b, 300, 0x32, 660, S_ADDMM);
     mem(&b, -1000, 0x10, 900, 0);
     mem(&b, -500, 0x23, 910, 0);
-    if (lossy) {
+    if (how == LOST_NO_TOTALS)
+        trace_build_lost(&b, 9, 3);
+    if (how == LOSSY) {
         struct prof_rec_torch_mem_totals x = {.device_type = 0,
                                               .device_index = -1,
                                               .alloc_count = 20,
@@ -115,7 +133,8 @@ static void expect_steady(const struct model_process *p)
     cr_expect_eq(q->live_start, 1000 * K);
     cr_expect_eq(q->live_first_end, 4500 * K);
     cr_expect_eq(q->live_end, 5400 * K);
-    cr_expect_eq(q->steps_grown, 4);
+    cr_expect_eq(q->steps_grown, 3, "the steps after the first that grew");
+    cr_expect(q->peak_inside);
     cr_expect_eq(q->peak_bytes, 7100 * K);
     cr_expect_eq(q->peak_ns, 470);
     cr_expect(q->peak.op && !strcmp(q->peak.op, "aten::addmm"), "peak in %s",
@@ -136,7 +155,7 @@ static void expect_steady(const struct model_process *p)
 
 Test(report_memory_part, the_steady_steps_beside_the_whole_process)
 {
-    struct model_process *p = load(0);
+    struct model_process *p = load(WHOLE);
     cr_assert_eq(p->steps.nsteps, 4);
     expect_steady(p);
     model_process_free(p);
@@ -145,12 +164,13 @@ Test(report_memory_part, the_steady_steps_beside_the_whole_process)
 Test(report_memory_part, the_startup)
 {
     model_torch_set_window(MODEL_WINDOW_STARTUP);
-    struct model_process *p = load(0);
+    struct model_process *p = load(WHOLE);
     const struct model_torch_memory_part *q = &p->torch.memory.part;
     cr_assert_eq(q->window, MODEL_WINDOW_STARTUP, "miss %u", q->miss);
     cr_expect_eq(q->steps, 0);
     cr_expect(q->live_start == 0 && q->live_end == 1000 * K, "%ld %ld", q->live_start, q->live_end);
     cr_expect(q->peak_bytes == 1000 * K && q->peak_ns == 50 && !q->peak.op);
+    cr_expect(q->peak_inside, "an allocation in no op reached the peak: not the start's");
     cr_expect(q->alloc_count == 1 && q->free_count == 0);
     cr_expect_eq(q->grew_bytes, 1000 * K, "no steps: the whole part counts for the sites");
     model_process_free(p);
@@ -158,7 +178,7 @@ Test(report_memory_part, the_startup)
 
 Test(report_memory_part, a_lossy_device_stays_the_whole_process_said)
 {
-    struct model_process *p = load(1);
+    struct model_process *p = load(LOSSY);
     const struct model_torch_memory_part *q = &p->torch.memory.part;
     cr_expect(p->torch.memory.records_lost > 0);
     cr_expect_eq(q->window, MODEL_WINDOW_ALL);
@@ -166,9 +186,37 @@ Test(report_memory_part, a_lossy_device_stays_the_whole_process_said)
     model_process_free(p);
 }
 
+Test(report_memory_part, events_lost_without_the_counters_leave_the_whole_process)
+{
+    struct model_process *p = load(LOST_NO_TOTALS);
+    cr_expect(!p->torch.memory.exact && !p->torch.memory.records_lost);
+    cr_expect_eq(p->torch.memory.part.window, MODEL_WINDOW_ALL, "a dropped free looks like a leak");
+    cr_expect_eq(p->torch.memory.part.miss, MODEL_WINDOW_MISS_CALLS);
+    model_process_free(p);
+}
+
+Test(report_memory_part, a_window_opened_twice_leaves_the_whole_process)
+{
+    struct model_process *p = load(REOPENED);
+    cr_expect_eq(p->torch.memory.part.window, MODEL_WINDOW_ALL);
+    cr_expect_eq(p->torch.memory.part.miss, MODEL_WINDOW_MISS_REOPENED);
+    model_process_free(p);
+}
+
+Test(report_memory_part, sizes_past_int64_saturate)
+{
+    struct model_process *p = load(HUGE);
+    const struct model_torch_memory_part *q = &p->torch.memory.part;
+    cr_assert_eq(q->window, MODEL_WINDOW_STEADY, "miss %u", q->miss);
+    cr_expect(q->grew_bytes > INT64_MAX / 2, "saturated, no overflow: %ld", q->grew_bytes);
+    cr_expect_eq(q->peak_bytes, INT64_MAX);
+    cr_expect(model_torch_memory_growth(q) > 0);
+    model_process_free(p);
+}
+
 Test(report_memory_part, a_summary_keeps_the_part)
 {
-    struct model_process *p = load(0);
+    struct model_process *p = load(WHOLE);
     char err[256];
     cr_assert_eq(summary_file_write(summary, p, NULL, err, sizeof err), 0, "%s", err);
     model_process_free(p);
