@@ -295,19 +295,14 @@ _Static_assert(offsetof(struct prof_rec_py_stats, calls) == 8, "py stats calls o
  * some of the thread's records could not be written, none of its cuts holds. Only some
  * boundaries are cut (the first 8, the 16th and 32nd, and the last before the process
  * ended); the records of those are complete unless the thread's ring dropped events
- * (LOST). The boundaries are those of the first thread that ends a step; every other
- * thread's tree is cut at them too (its records may be in that thread's ring, its PY_CUT
- * naming it), and a thread whose tree began after boundary n (flags PROF_PY_CUT_BORN) has
- * counts 0 at cut n and before: each of its nodes has a record of its first counts (0) at
- * a cut >= n. */
+ * (LOST). */
 struct prof_rec_py_cut {
     struct prof_record_header h;
-    uint32_t tid;   /* the thread whose tree was cut */
-    uint32_t cut;   /* 1-based */
-    uint32_t flags; /* PROF_PY_CUT_BORN: the thread's tree began after boundary `cut` */
+    uint32_t tid; /* the thread whose tree was cut */
+    uint32_t cut; /* 1-based, per thread */
+    uint32_t reserved;
     uint64_t ticks;
 };
-#define PROF_PY_CUT_BORN 1u
 _Static_assert(sizeof(struct prof_rec_py_cut) == 24, "py cut record");
 
 struct prof_rec_py_cut_stats {

@@ -99,7 +99,6 @@ static struct py_thread *py_thread_create(void)
     pthread_setspecific(py_thread_key, pt);
     py_tls = pt;
     emit_thread(); /* the thread's ring (spans, gaps) and, for the first, the collector */
-    python_tree_cut_born(pt);
     return pt;
 }
 

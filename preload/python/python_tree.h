@@ -139,11 +139,8 @@ void python_tree_drain(int fresh, int last);
 /* Threads whose tree ended: each makes the collector's next pass a full one. */
 extern _Atomic unsigned python_tree_exits;
 
-/* python_tree_cuts.c. The boundaries are the first step-ending thread's; at each, every
- * thread's tree is cut (under the GIL their stacks hold still). A new thread's tree
- * starts at the latest boundary (its counts there are 0): python_tree_cut_born. A node is
- * entered for the first time since pt's last cut: its counts now are those at that cut. */
-void python_tree_cut_born(struct py_thread *pt);
+/* python_tree_cuts.c. A node is entered for the first time since pt's last cut: its
+ * counts now are those at that cut. */
 void python_tree_cut_entered(struct py_thread *pt, struct py_node *n);
 /* The collector's: the cut pt keeps, written when the process (last) or the thread ends. */
 void python_tree_cut_drain(struct py_thread *pt, int last);

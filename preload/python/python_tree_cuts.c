@@ -20,12 +20,10 @@
  * log when the process, or the thread, ends, checking with cut_gen that no cut was being
  * taken meanwhile. Capture windows (and attach) take no cuts: the Python layer is quiet
  * outside them. */
-#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#include "clock.h"
 #include "collector.h"
 #include "emit.h"
 #include "python_tree.h"
@@ -49,15 +47,13 @@ static void py_cut_stats(struct prof_rec_py_cut_stats *rec, uint32_t node, uint3
     memcpy(&rec->calls, v, 5 * sizeof *v);
 }
 
-static void py_cut_mark(struct prof_rec_py_cut *rec, uint32_t tid, uint32_t k, uint64_t ticks,
-                        uint32_t flags)
+static void py_cut_mark(struct prof_rec_py_cut *rec, uint32_t tid, uint32_t k, uint64_t ticks)
 {
     memset(rec, 0, sizeof *rec);
     rec->h.type = PROF_REC_PY_CUT;
     rec->h.size = sizeof *rec;
     rec->tid = tid;
     rec->cut = k;
-    rec->flags = flags;
     rec->ticks = ticks;
 }
 
@@ -134,13 +130,15 @@ static int py_cut_ringed(uint32_t k)
     return k <= 8 || k == 16 || k == PY_CUT_RING_MAX;
 }
 
-/* Cut k of pt at ticks: its calls under way (their time up to the cut), and every other
- * node's counts at its next entry. Records go to the calling thread's ring (a mark names
- * pt) or, after the ringed cuts, to pt's log of its latest cut. */
-static void py_cut_take(struct py_thread *pt, uint32_t k, uint64_t ticks)
+/* prof_py_cut: on the thread ending a step, at the step's boundary (ticks). */
+static void py_cut(uint64_t ticks)
 {
-    uint32_t gen = 0;
-    pt->cut_bounds = k;
+    struct py_thread *pt = python_tree_self();
+    if (!pt || window_active || pt->cut_bounds == UINT32_MAX ||
+        atomic_load_explicit(&pt->cut_failed, memory_order_relaxed) ||
+        !atomic_load_explicit(&prof_recording, memory_order_relaxed))
+        return;
+    uint32_t k = ++pt->cut_bounds, gen = 0;
     if (k <= PY_CUT_RING_MAX && !py_cut_ringed(k))
         return;
     if (k > PY_CUT_RING_MAX) { /* a new latest cut: its log starts empty */
@@ -167,65 +165,9 @@ static void py_cut_take(struct py_thread *pt, uint32_t k, uint64_t ticks)
     struct prof_thread *t;
     struct prof_rec_py_cut *rec = py_cut_reserve(pt, sizeof *rec, &t);
     if (rec) {
-        py_cut_mark(rec, pt->tid, k, ticks, 0);
+        py_cut_mark(rec, pt->tid, k, ticks);
         ring_commit(&t->ring);
     }
-}
-
-/* The other threads at the step thread's boundary k: under the GIL none of them is inside
- * a callback of ours, so their stacks hold still (as python_tree_end_stale_stacks finds
- * them), and each is cut as the step thread is, with its number and ticks. A thread in a
- * gap (another profiler held the hook) or with frames of an earlier window is not: its
- * cuts are said failed. */
-static void py_cut_others(struct py_thread *self, uint32_t k, uint64_t ticks)
-{
-    pthread_mutex_lock(&python_tree_lock);
-    for (struct py_thread *pt = atomic_load(&python_tree_threads); pt;
-         pt = atomic_load_explicit(&pt->next, memory_order_relaxed)) {
-        if (pt == self || atomic_load_explicit(&pt->exited, memory_order_acquire) ||
-            atomic_load_explicit(&pt->cut_failed, memory_order_relaxed))
-            continue;
-        if (pt->in_gap || pt->resync || py_stack_stale(pt) || pt->cut_bounds >= k)
-            py_cut_fail(pt);
-        else
-            py_cut_take(pt, k, ticks);
-    }
-    pthread_mutex_unlock(&python_tree_lock);
-}
-
-/* The boundaries so far, and the thread that ends them (under the GIL). */
-static uint32_t py_cut_count, py_cut_owner;
-
-void python_tree_cut_born(struct py_thread *pt)
-{
-    pt->cuts = pt->cut_bounds = py_cut_count;
-    if (!py_cut_count || window_active)
-        return;
-    struct prof_thread *t;
-    struct prof_rec_py_cut *rec = py_cut_reserve(pt, sizeof *rec, &t);
-    if (rec) {
-        py_cut_mark(rec, pt->tid, py_cut_count, prof_clock_ticks(), PROF_PY_CUT_BORN);
-        ring_commit(&t->ring);
-    }
-}
-
-/* prof_py_cut: on the thread ending a step, at the step's boundary (ticks); the first
- * thread to end one numbers the boundaries for every thread (a second thread's steps take
- * no cuts). */
-static void py_cut(uint64_t ticks)
-{
-    struct py_thread *pt = python_tree_self();
-    if (!pt || window_active || pt->cut_bounds == UINT32_MAX ||
-        atomic_load_explicit(&pt->cut_failed, memory_order_relaxed) ||
-        !atomic_load_explicit(&prof_recording, memory_order_relaxed))
-        return;
-    if (!py_cut_owner)
-        py_cut_owner = pt->tid;
-    if (pt->tid != py_cut_owner)
-        return;
-    uint32_t k = ++py_cut_count;
-    py_cut_take(pt, k, ticks);
-    py_cut_others(pt, k, ticks);
 }
 
 /* The collector's, on each pass over pt: when the process or the thread ends, the latest
@@ -237,7 +179,7 @@ void python_tree_cut_drain(struct py_thread *pt, int last)
     struct prof_rec_py_cut mark;
     int failed = 1;
     if (atomic_compare_exchange_strong(&pt->cut_failed, &failed, 2)) {
-        py_cut_mark(&mark, pt->tid, 0, 0, 0);
+        py_cut_mark(&mark, pt->tid, 0, 0);
         collector_write(&mark, sizeof mark);
     }
     if (failed || (!last && !atomic_load_explicit(&pt->exited, memory_order_acquire)))
@@ -260,7 +202,7 @@ void python_tree_cut_drain(struct py_thread *pt, int last)
         for (uint32_t i = 0; i < len - from; i++)
             collector_write(&copy[i], sizeof copy[i]);
         if (k != pt->cut_kept_written) {
-            py_cut_mark(&mark, pt->tid, k, ticks, 0);
+            py_cut_mark(&mark, pt->tid, k, ticks);
             collector_write(&mark, sizeof mark);
         }
         pt->cut_kept_written = k;
@@ -272,7 +214,6 @@ void python_tree_cut_drain(struct py_thread *pt, int last)
 
 void python_tree_cut_reset(struct py_thread *pt, uint32_t count)
 {
-    py_cut_count = py_cut_owner = 0;
     pt->cuts = pt->cut_bounds = pt->cut_kept = pt->cut_kept_written = pt->cut_log_written = 0;
     atomic_store(&pt->cut_log_len, 0);
     atomic_store(&pt->cut_gen, 0);

@@ -286,11 +286,9 @@ void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid, 
     const struct model_python *py = &p->py;
     if (!py->nnodes)
         return;
-    /* A part's counts: the nodes that ran in it, the others 0 (not in the forest); the
-     * step thread's (the other threads' in short: window_others). */
+    /* A part's counts: the nodes that ran in it, the others 0 (not in the forest). */
     struct model_py_node *window = NULL;
     if (part && py->window != MODEL_WINDOW_ALL) {
-        tid = py->window_tid;
         window = pystats_alloc(py->nnodes, sizeof *window);
         for (size_t i = 0; i < py->nwindow_rows; i++) {
             const struct model_py_window_row *r = &py->window_rows[i];

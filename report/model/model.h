@@ -143,15 +143,6 @@ struct model_py_thread_total {
     uint64_t functions, calls;
 };
 
-/* Another thread's calls in the part (model_python_window.c): the time of its outermost
- * calls there (blocked time included), its calls, and the function with the most self
- * time (a func id; 0: none) with that time and its calls. */
-struct model_py_thread_part {
-    uint32_t tid;
-    uint32_t top_func;
-    uint64_t ns, calls, top_self_ns, top_calls;
-};
-
 /* A PY_SPAN record (a call above the span threshold), kept for the steps (model_steps.c). */
 struct model_py_span {
     uint64_t start, end; /* ticks */
@@ -177,22 +168,13 @@ struct model_python {
     size_t nthread_totals;
     /* The part of the process asked (profreport --phase, enum model_window), from the step
      * thread's cuts (model_python_window.c): window_rows are the counts in the part of
-     * the nodes that ran in it, by node index, steps window_first to window_last: every
-     * thread's (window_every) when the other threads were cut at the step thread's
-     * boundaries, else the step thread's alone (the tables give the step thread's rows,
-     * window_others the other threads' in short); window_threads: the threads with rows;
-     * window_left: those left out, whose counts are incomplete; window
-     * MODEL_WINDOW_ALL: the tables give the whole process, window_miss says why (enum
-     * model_py_window_miss). */
+     * the nodes that ran in it (the step thread's alone), by node index, steps
+     * window_first to window_last; window MODEL_WINDOW_ALL: the tables give the whole
+     * process, window_miss says why (enum model_py_window_miss). */
     struct model_py_window_row *window_rows;
     size_t nwindow_rows;
     uint8_t window, window_miss;
-    uint32_t window_tid; /* the step thread */
-    uint32_t window_threads, window_left;
-    uint8_t window_every;
-    struct model_py_thread_part *window_others; /* window_every: the other threads with calls
-                                                 * in it, most time first */
-    size_t nwindow_others;
+    uint32_t window_tid;
     uint64_t window_ns, window_first, window_last;
     size_t window_steps;
     struct model_py_cut *cuts; /* PY_CUT and PY_CUT_STATS records, until the file ends */
@@ -209,7 +191,6 @@ struct model_py_window_row {
 
 struct model_py_cut {
     uint32_t tid, cut; /* cut 0: the thread's cuts are incomplete */
-    uint32_t born;     /* PROF_PY_CUT_BORN: the thread's tree began after boundary cut */
     uint64_t ticks, ns;
 };
 struct model_py_cut_stats {

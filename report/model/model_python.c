@@ -202,7 +202,6 @@ static void model_python_free(struct model_process *p)
     free(py->gaps);
     free(py->thread_totals);
     free(py->window_rows); /* the Python window's (model_python_window.c), freed after */
-    free(py->window_others);
     free(py->cuts);
     free(py->cut_stats);
     idmap_free(&py->func_index);

@@ -8,13 +8,10 @@
  * keeps only some of its cuts (trace_format.h), so a part runs from the first step
  * boundary in it that holds a cut to the last: with steps from the optimizer the first
  * step's start is none, and the steps from the second on are given; after a long warm-up
- * the part may start some steps later. The title says which steps. The other threads are
- * cut at the step thread's boundaries too (under the GIL their stacks hold still), with
- * the same numbers, so their rows come by the same rule; a thread whose counts are
- * incomplete (its ring dropped events, or its records could not be kept) is left out and
- * counted. A trace from before those cuts holds the step thread's alone, and says so. When
- * no cut fits, or the step thread's ring dropped events, the nodes stay the whole
- * process's and window_miss says why (model_python_window_miss_text). */
+ * the part may start some steps later. The title says which steps. The other threads'
+ * calls are not cut: the part is the step thread's alone, and says so. When no cut fits,
+ * or the thread's ring dropped events, the nodes stay the whole process's and window_miss
+ * says why (model_python_window_miss_text). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,8 +29,7 @@ static void model_py_window_on_record(struct model_process *p, const struct trac
     if (rec->type == PROF_REC_PY_CUT) {
         const struct prof_rec_py_cut *r = rec->data;
         py->cuts = report_grow(py->cuts, &py->cap_cuts, py->ncuts + 1, sizeof *py->cuts);
-        py->cuts[py->ncuts++] =
-            (struct model_py_cut){r->tid, r->cut, r->flags & PROF_PY_CUT_BORN, r->ticks, 0};
+        py->cuts[py->ncuts++] = (struct model_py_cut){r->tid, r->cut, r->ticks, 0};
         return;
     }
     const struct prof_rec_py_cut_stats *r = rec->data;
@@ -78,7 +74,7 @@ static int model_py_cut_cmp(const void *a, const void *b)
 static uint32_t model_py_cut_at(const struct model_python *py, uint32_t tid, uint64_t ns)
 {
     for (size_t i = 0; i < py->ncuts; i++)
-        if (py->cuts[i].tid == tid && py->cuts[i].cut && !py->cuts[i].born && py->cuts[i].ns == ns)
+        if (py->cuts[i].tid == tid && py->cuts[i].cut && py->cuts[i].ns == ns)
             return py->cuts[i].cut;
     return 0;
 }
@@ -108,18 +104,15 @@ static uint64_t model_py_less(uint64_t a, uint64_t b)
     return a > b ? a - b : 0;
 }
 
-/* The nodes of the threads in (tid -> 1) that ran between cuts ka and kb, with their
- * counts there. */
-static void model_py_window_rows(struct model_process *p, const struct u64map *in, uint32_t ka,
-                                 uint32_t kb)
+/* The nodes of tid that ran between cuts ka and kb, with their counts there. */
+static void model_py_window_rows(struct model_process *p, uint32_t tid, uint32_t ka, uint32_t kb)
 {
     struct model_python *py = &p->py;
     qsort(py->cut_stats, py->ncut_stats, sizeof *py->cut_stats, model_py_cut_cmp);
     size_t cap = 0;
     for (size_t i = 0; i < py->nnodes; i++) {
         const struct model_py_node *node = &py->nodes[i];
-        const uint64_t *v = u64map_find(in, node->tid);
-        if (!v || *v != 1)
+        if (node->tid != tid)
             continue;
         size_t lo = 0, hi = py->ncut_stats; /* its first record (sorted by node) */
         while (lo < hi) {
@@ -149,11 +142,10 @@ static void model_py_window_rows(struct model_process *p, const struct u64map *i
     }
 }
 
-/* The kernels whose launching call began in [lo, hi) with a node of a thread in (tid -> 1)
- * innermost (as model_gpu.c gives the whole process's kernels to the node running at the
- * launch): its row's GPU time. The rows are in node order. */
-static void model_py_window_gpu(struct model_process *p, const struct u64map *in, uint64_t lo,
-                                uint64_t hi)
+/* The kernels whose launching call began in [lo, hi) with a node of tid innermost (as
+ * model_gpu.c gives the whole process's kernels to the node running at the launch): its
+ * row's GPU time. The rows are in node order. */
+static void model_py_window_gpu(struct model_process *p, uint32_t tid, uint64_t lo, uint64_t hi)
 {
     struct model_python *py = &p->py;
     for (size_t i = 0; i < p->gpu.nops; i++) {
@@ -161,8 +153,7 @@ static void model_py_window_gpu(struct model_process *p, const struct u64map *in
         const struct model_gpu_call *c =
             op->kind == MODEL_GPU_KERNEL ? model_gpu_call_of(p, op->correlation) : NULL;
         uint64_t nv = c && c->py_node ? idmap_get(&py->node_index, c->py_node) : 0;
-        const uint64_t *v = nv ? u64map_find(in, py->nodes[nv - 1].tid) : NULL;
-        if (!v || *v != 1)
+        if (!nv || py->nodes[nv - 1].tid != tid)
             continue;
         uint64_t at = model_ticks_to_monotonic_ns(p, c->start);
         if (at < lo || at >= hi)
@@ -189,90 +180,6 @@ static int model_py_thread_lost(const struct model_process *p, uint32_t tid)
         if (p->threads[i].tid == tid)
             lost += p->threads[i].lost;
     return lost > 0 || p->end_lost > p->lost; /* (END's count may hold losses no LOST named) */
-}
-
-/* The threads whose rows the part holds (tid -> 1) and those left out (-> 2): the step
- * thread; with cuts of other threads, every thread whose counts are complete. In *in. */
-static void model_py_window_threads(struct model_process *p, uint32_t tid, struct u64map *in)
-{
-    const struct model_python *py = &p->py;
-    int others = 0;
-    for (size_t i = 0; i < py->ncuts && !others; i++)
-        others = py->cuts[i].tid != tid;
-    u64map_init(in);
-    uint64_t *slot = u64map_slot(in, tid);
-    if (!slot)
-        report_oom();
-    *slot = 1;
-    for (size_t i = 0; others && i < py->nnodes; i++) {
-        uint32_t t = py->nodes[i].tid;
-        if (u64map_find(in, t))
-            continue;
-        int failed = model_py_thread_lost(p, t);
-        for (size_t k = 0; k < py->ncuts && !failed; k++)
-            failed = py->cuts[k].tid == t && !py->cuts[k].cut;
-        if (!(slot = u64map_slot(in, t)))
-            report_oom();
-        *slot = failed ? 2 : 1;
-    }
-    p->py.window_every = (uint8_t)others;
-}
-
-static int model_py_thread_part_cmp(const void *a, const void *b)
-{
-    const struct model_py_thread_part *x = a, *y = b;
-    if (x->ns != y->ns)
-        return x->ns < y->ns ? 1 : -1;
-    return x->tid < y->tid ? -1 : x->tid > y->tid;
-}
-
-/* window_others from the rows of the threads other than the step thread (tid): per thread,
- * the time of its outermost calls, its calls, and its function with the most self time
- * (summed over its nodes). */
-static void model_py_window_others(struct model_process *p, uint32_t tid)
-{
-    struct model_python *py = &p->py;
-    /* tid -> index + 1 in window_others; tid << 32 | func -> self ns, and -> calls */
-    struct u64map at, self, calls;
-    u64map_init(&at);
-    u64map_init(&self);
-    u64map_init(&calls);
-    size_t cap = 0;
-    for (size_t i = 0; i < py->nwindow_rows; i++) {
-        const struct model_py_window_row *r = &py->window_rows[i];
-        const struct model_py_node *n = &py->nodes[r->index];
-        if (n->tid == tid)
-            continue;
-        uint64_t *slot = u64map_slot(&at, n->tid);
-        uint64_t key = (uint64_t)n->tid << 32 | n->func;
-        uint64_t *sum = slot ? u64map_slot(&self, key) : NULL;
-        uint64_t *count = sum ? u64map_slot(&calls, key) : NULL;
-        if (!count)
-            report_oom();
-        if (!*slot) {
-            py->window_others = report_grow(py->window_others, &cap, py->nwindow_others + 1,
-                                            sizeof *py->window_others);
-            py->window_others[py->nwindow_others] = (struct model_py_thread_part){.tid = n->tid};
-            *slot = ++py->nwindow_others;
-        }
-        struct model_py_thread_part *t = &py->window_others[*slot - 1];
-        t->calls += r->calls;
-        if (!n->parent || !idmap_get(&py->node_index, n->parent))
-            t->ns += r->total_ns; /* an outermost call */
-        *sum += r->self_ns;
-        *count += r->calls;
-        if (*sum > t->top_self_ns || (*sum == t->top_self_ns && n->func == t->top_func)) {
-            t->top_self_ns = *sum;
-            t->top_func = n->func;
-            t->top_calls = *count;
-        }
-    }
-    u64map_free(&at);
-    u64map_free(&self);
-    u64map_free(&calls);
-    if (py->nwindow_others)
-        qsort(py->window_others, py->nwindow_others, sizeof *py->window_others,
-              model_py_thread_part_cmp);
 }
 
 static void model_py_window_pick(struct model_process *p)
@@ -335,28 +242,8 @@ static void model_py_window_pick(struct model_process *p)
         py->window_miss = MODEL_PY_WINDOW_MISS_NO_CUTS;
         return;
     }
-    struct u64map in;
-    model_py_window_threads(p, tid, &in);
-    model_py_window_rows(p, &in, ka, kb);
-    model_py_window_gpu(p, &in, lo, hi);
-    py->window_threads = py->window_left = 0;
-    { /* the threads with rows, and those left out */
-        struct u64map with;
-        u64map_init(&with);
-        for (size_t i = 0; i < py->nwindow_rows; i++) {
-            uint64_t *slot = u64map_slot(&with, py->nodes[py->window_rows[i].index].tid);
-            if (!slot)
-                report_oom();
-            py->window_threads += !*slot;
-            *slot = 1;
-        }
-        uint64_t k, v;
-        for (size_t i = 0; u64map_next(&in, &i, &k, &v);)
-            py->window_left += v == 2;
-        u64map_free(&with);
-    }
-    u64map_free(&in);
-    model_py_window_others(p, tid);
+    model_py_window_rows(p, tid, ka, kb);
+    model_py_window_gpu(p, tid, lo, hi);
     py->window = (uint8_t)asked;
     py->window_miss = MODEL_PY_WINDOW_MISS_NONE;
     py->window_tid = tid;
@@ -384,12 +271,9 @@ static void model_py_window_free(struct model_process *p)
     free(py->cuts);
     free(py->cut_stats);
     free(py->window_rows);
-    free(py->window_others);
     py->cuts = NULL;
     py->cut_stats = NULL;
     py->window_rows = NULL;
-    py->window_others = NULL;
-    py->nwindow_others = 0;
     py->ncuts = py->cap_cuts = py->ncut_stats = py->cap_cut_stats = py->nwindow_rows = 0;
 }
 

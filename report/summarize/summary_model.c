@@ -238,21 +238,6 @@ static void sf_py_func(sf_codec *c, struct model_process *p, struct model_py_fun
     summary_codec_u16(c, &f->kind);
 }
 
-/* Writing: function id of p into funcs once (seen: id + 1 -> 1). */
-static void sf_keep_func(const struct model_process *p, uint32_t id, struct u64map *seen,
-                         struct model_py_func ***funcs, size_t *n, size_t *cap)
-{
-    const struct model_py_func *f = model_python_func(p, id);
-    uint64_t *slot = f ? u64map_slot(seen, (uint64_t)id + 1) : NULL;
-    if (f && !slot)
-        report_oom();
-    if (!f || *slot)
-        return;
-    *slot = 1;
-    *funcs = report_grow(*funcs, cap, *n + 1, sizeof **funcs);
-    (*funcs)[(*n)++] = (struct model_py_func *)f;
-}
-
 static void sf_python(sf_codec *c, struct model_process *p)
 {
     struct model_python *py = &p->py;
@@ -278,16 +263,22 @@ static void sf_python(sf_codec *c, struct model_process *p)
             nodes[nnodes++] =
                 (struct model_py_node){.id = mems[i]->peak_py_node, .func = f->id, .defined = 1};
         }
-        /* the functions the other threads' lines of the Python part name */
-        for (size_t i = 0; i < p->py.nwindow_others; i++)
-            sf_keep_func(p, p->py.window_others[i].top_func, &seen, &funcs, &nfuncs, &cap);
         /* the functions of the memory parts' sites */
         for (size_t i = 0; i < nmems; i++) {
             const struct model_torch_mem_site *sites[2] = {&mems[i]->part.peak,
                                                            &mems[i]->part.grew};
-            for (size_t k = 0; k < 4; k++)
-                sf_keep_func(p, k & 1 ? sites[k / 2]->own : sites[k / 2]->func, &seen, &funcs,
-                             &nfuncs, &cap);
+            for (size_t k = 0; k < 4; k++) {
+                uint32_t id = k & 1 ? sites[k / 2]->own : sites[k / 2]->func;
+                const struct model_py_func *f = model_python_func(p, id);
+                uint64_t *slot = f ? u64map_slot(&seen, (uint64_t)id + 1) : NULL;
+                if (f && !slot)
+                    report_oom();
+                if (!f || *slot)
+                    continue;
+                *slot = 1;
+                funcs = report_grow(funcs, &cap, nfuncs + 1, sizeof *funcs);
+                funcs[nfuncs++] = (struct model_py_func *)f;
+            }
         }
         /* and the nodes the GPU facts name, as themselves */
         const struct model_gpu_facts *gf = &p->gpu.facts;
@@ -301,8 +292,17 @@ static void sf_python(sf_codec *c, struct model_process *p)
         }
         for (size_t k = 0; k < p->gpu.nkernels; k++) {
             uint64_t id, v;
-            for (size_t i = 0; u64map_next(&p->gpu.kernels[k].py_calls, &i, &id, &v);)
-                sf_keep_func(p, (uint32_t)id, &seen, &funcs, &nfuncs, &cap);
+            for (size_t i = 0; u64map_next(&p->gpu.kernels[k].py_calls, &i, &id, &v);) {
+                const struct model_py_func *f = model_python_func(p, (uint32_t)id);
+                uint64_t *slot = f ? u64map_slot(&seen, id + 1) : NULL;
+                if (f && !slot)
+                    report_oom();
+                if (!f || *slot)
+                    continue;
+                *slot = 1;
+                funcs = report_grow(funcs, &cap, nfuncs + 1, sizeof *funcs);
+                funcs[nfuncs++] = (struct model_py_func *)f;
+            }
         }
         for (size_t n = 0; n < nnodes; n++) {
             const struct model_py_func *f = model_python_func(p, nodes[n].func);
@@ -381,7 +381,24 @@ static void sf_python(sf_codec *c, struct model_process *p)
     free(threads);
     /* --summarize asks for the steady steps: their Python rows (summary_pystats.c) beside
      * the whole process's */
-    summary_model_py_window(c, p);
+    summary_codec_u8(c, &py->window);
+    summary_codec_u8(c, &py->window_miss);
+    summary_codec_u32(c, &py->window_tid);
+    summary_codec_u64(c, &py->window_ns);
+    summary_codec_u64(c, &py->window_first);
+    summary_codec_u64(c, &py->window_last);
+    uint64_t steps = py->window_steps;
+    summary_codec_u64(c, &steps);
+    py->window_steps = (size_t)steps;
+    if (c->reading &&
+        (py->window > MODEL_WINDOW_STARTUP || py->window_miss > MODEL_PY_WINDOW_MISS_FAILED))
+        summary_codec_fail(c, "bad Python window");
+    enum model_window asked = model_torch_window_asked();
+    if (c->reading && !c->bad && py->window != asked && py->window != MODEL_WINDOW_ALL) {
+        py->window = MODEL_WINDOW_ALL; /* the whole process's rows, said */
+        py->window_miss =
+            asked == MODEL_WINDOW_ALL ? MODEL_PY_WINDOW_MISS_NONE : MODEL_PY_WINDOW_MISS_SUMMARY;
+    }
 }
 
 /* ---- GPU, NVTX and actions ---- */

@@ -32,8 +32,5 @@ void summary_model_write_pystats(struct summary_codec *c, const struct model_pro
 /* part: the part of the process the summary's Python rows cover (py.window), when it holds
  * one; else the whole process's. */
 void summary_model_read_pystats(struct summary_codec *c, struct pystats *s, int part);
-/* The part the Python rows cover (py.window): which, why not, the step thread, the other
- * threads in short; read for another part than asked, none (the reason said). */
-void summary_model_py_window(struct summary_codec *c, struct model_process *p);
 
 #endif

@@ -1,6 +1,5 @@
 /* summary_pystats: the Python functions of a summary as cProfile's table (summary_model.h),
- * read lazily: written from a process's call trees, read merged into a pystats; and the
- * part of the process those rows cover (py.window). */
+ * read lazily: written from a process's call trees, read merged into a pystats. */
 #include <stdlib.h>
 
 #include "summary_model.h"
@@ -117,44 +116,4 @@ void summary_model_read_pystats(sf_codec *c, struct pystats *s, int part)
         summary_codec_fail(c, "no Python part where the process says one");
     if (!c->bad)
         sf_pystats_read(c, s);
-}
-
-void summary_model_py_window(sf_codec *c, struct model_process *p)
-{
-    struct model_python *py = &p->py;
-    summary_codec_u8(c, &py->window);
-    summary_codec_u8(c, &py->window_miss);
-    summary_codec_u32(c, &py->window_tid);
-    summary_codec_u32(c, &py->window_threads);
-    summary_codec_u32(c, &py->window_left);
-    summary_codec_u8(c, &py->window_every);
-    py->window_others = summary_codec_vector(c, py->window_others, &py->nwindow_others, 4,
-                                             sizeof *py->window_others);
-    for (size_t i = 0; i < py->nwindow_others; i++) {
-        struct model_py_thread_part *t = &py->window_others[i];
-        summary_codec_u32(c, &t->tid);
-        summary_codec_u32(c, &t->top_func);
-        summary_codec_u64(c, &t->ns);
-        summary_codec_u64(c, &t->calls);
-        summary_codec_u64(c, &t->top_self_ns);
-        summary_codec_u64(c, &t->top_calls);
-    }
-    summary_codec_u64(c, &py->window_ns);
-    summary_codec_u64(c, &py->window_first);
-    summary_codec_u64(c, &py->window_last);
-    uint64_t steps = py->window_steps;
-    summary_codec_u64(c, &steps);
-    py->window_steps = (size_t)steps;
-    if (c->reading &&
-        (py->window > MODEL_WINDOW_STARTUP || py->window_miss > MODEL_PY_WINDOW_MISS_FAILED))
-        summary_codec_fail(c, "bad Python window");
-    enum model_window asked = model_torch_window_asked();
-    if (c->reading && !c->bad && py->window != asked && py->window != MODEL_WINDOW_ALL) {
-        py->window = MODEL_WINDOW_ALL; /* the whole process's rows, said */
-        py->window_miss =
-            asked == MODEL_WINDOW_ALL ? MODEL_PY_WINDOW_MISS_NONE : MODEL_PY_WINDOW_MISS_SUMMARY;
-        free(py->window_others);
-        py->window_others = NULL;
-        py->nwindow_others = 0;
-    }
 }

@@ -338,7 +338,7 @@ static void dump_record(FILE *out, const struct trace_record *rec, struct u64map
     }
     case PROF_REC_PY_CUT: {
         const struct prof_rec_py_cut *c = rec->data;
-        fprintf(out, " tid=%u cut=%u flags=%u ticks=%" PRIu64, c->tid, c->cut, c->flags, c->ticks);
+        fprintf(out, " tid=%u cut=%u ticks=%" PRIu64, c->tid, c->cut, c->ticks);
         break;
     }
     case PROF_REC_PY_CUT_STATS: {

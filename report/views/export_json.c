@@ -167,33 +167,6 @@ static json_t *export_json_torch_memory(const struct model_process *p,
     return o;
 }
 
-/* The threads other than the training loop's in the part the Python rows cover. */
-static json_t *export_json_python_others(const struct summary *s)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; i < s->nprocs; i++) {
-        const struct model_process *p = s->procs[i];
-        if (p->py.window == MODEL_WINDOW_ALL)
-            continue;
-        for (size_t k = 0; k < p->py.nwindow_others; k++) {
-            const struct model_py_thread_part *t = &p->py.window_others[k];
-            const struct model_py_func *f = model_python_func(p, t->top_func);
-            json_array_append_new(
-                a, json_pack("{s:I,s:I,s:o,s:o,s:o,s:o,s:o}", "pid", (json_int_t)p->pid, "tid",
-                             (json_int_t)t->tid, "ns", export_json_u64(t->ns), "calls",
-                             export_json_u64(t->calls), "top",
-                             f ? json_pack("{s:o,s:o,s:I}", "qualname",
-                                           export_json_str(f->qualname ? f->qualname : f->name),
-                                           "file", export_json_str(f->file), "line",
-                                           (json_int_t)f->line)
-                               : json_null(),
-                             "top_self_ns", export_json_u64(t->top_self_ns), "top_calls",
-                             export_json_u64(t->top_calls)));
-        }
-    }
-    return a;
-}
-
 /* mark: the process's every step is left to steps_view_json_every (steps_view_json). */
 static json_t *export_json_process(const struct model_process *p, const char *mark,
                                    uint64_t *warmup)
@@ -655,7 +628,6 @@ int export_json_write(FILE *out, const struct summary *s, size_t limit)
     const char *py_window = tables_python_window(s, py_note, sizeof py_note);
     json_object_set_new(root, "python_cover",
                         export_json_cover(py_window, py_note, tables_python_window_ns(s)));
-    json_object_set_new(root, "python_other_threads", export_json_python_others(s));
     export_json_gpu(root, s, limit);
     json_object_set_new(root, "ops", export_json_ops(s, limit));
     char note[512];

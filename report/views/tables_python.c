@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
 #include "format.h"
 #include "tables.h"
 #include "text_table.h"
@@ -168,7 +167,7 @@ void tables_python_gaps(FILE *out, const struct summary *s)
 
 const char *tables_python_window(const struct summary *s, char *note, size_t len)
 {
-    size_t n = 0, in = 0, stepless = 0, every = 0, left = 0;
+    size_t n = 0, in = 0, stepless = 0;
     uint64_t ns = 0, lo = UINT64_MAX, hi = 0;
     unsigned asked = model_torch_window_asked(), window = MODEL_WINDOW_ALL;
     const char *why = NULL;
@@ -183,8 +182,6 @@ const char *tables_python_window(const struct summary *s, char *note, size_t len
             window = py->window;
             in++;
             one = s->procs[i];
-            every += py->window_every;
-            left += py->window_left;
             ns += py->window_ns;
             lo = py->window_first < lo ? py->window_first : lo;
             hi = py->window_last > hi ? py->window_last : hi;
@@ -201,31 +198,11 @@ const char *tables_python_window(const struct summary *s, char *note, size_t len
                  why ? why : "no training steps");
         return model_window_name(MODEL_WINDOW_ALL);
     }
-    char who[160], steps[64] = "", spent[32], rest[320] = "", gone[160] = "";
-    if (in == 1 && every)
-        snprintf(who, sizeof who,
-                 "the training loop's thread (thread %u; %zu other thread%s "
-                 "with calls in it, below)",
-                 one->py.window_tid, one->py.nwindow_others,
-                 one->py.nwindow_others == 1 ? "" : "s");
-    else if (in == 1)
-        snprintf(who, sizeof who, "the training loop's thread only (thread %u)",
-                 one->py.window_tid);
-    else if (every == in)
-        snprintf(who, sizeof who,
-                 "each process's training loop thread (the other threads "
-                 "below)");
+    char who[64], steps[64] = "", spent[32], rest[320] = "";
+    if (in == 1)
+        snprintf(who, sizeof who, "thread %u", one->py.window_tid);
     else
-        snprintf(who, sizeof who,
-                 "the training loop's thread only (each process's step "
-                 "thread%s)",
-                 every ? "; the other threads of some below" : "");
-    if (left)
-        snprintf(gone, sizeof gone,
-                 "; %zu thread%s left out: %s ring dropped events, or %s "
-                 "counts could not be kept",
-                 left, left == 1 ? "" : "s", left == 1 ? "its" : "their",
-                 left == 1 ? "its" : "their");
+        snprintf(who, sizeof who, "each process's step thread");
     format_ns((double)ns, spent, sizeof spent);
     if (window != MODEL_WINDOW_STARTUP && lo == hi)
         snprintf(steps, sizeof steps, "step %" PRIu64 ", ", lo);
@@ -235,9 +212,10 @@ const char *tables_python_window(const struct summary *s, char *note, size_t len
         snprintf(rest, sizeof rest, "; the whole process for %zu of %zu processes (%s)", n - in, n,
                  why ? why : "no training steps");
     snprintf(note, len,
-             "%s, %s%s%s%s%s; a call under way at the edges counts its time inside, its call "
-             "where it returns%s; --phase all: the whole process, every thread",
-             who, steps, spent, in > 1 ? " in all" : "", gone, rest,
+             "the training loop's thread only (%s), %s%s%s%s; a call under way at the edges "
+             "counts its time inside, its call where it returns%s; --phase all: the whole "
+             "process, every thread",
+             who, steps, spent, in > 1 ? " in all" : "", rest,
              s->py.any_gpu ? "; GPU time: the kernels it launched in the part" : "");
     return model_window_name(window);
 }
@@ -256,74 +234,6 @@ uint64_t tables_python_window_ns(const struct summary *s)
     return ns;
 }
 
-struct tables_py_other {
-    const struct model_process *p;
-    const struct model_py_thread_part *t;
-};
-
-static int tables_py_other_cmp(const void *a, const void *b)
-{
-    const struct tables_py_other *x = a, *y = b;
-    if (x->t->ns != y->t->ns)
-        return x->t->ns < y->t->ns ? 1 : -1;
-    if (x->p->pid != y->p->pid)
-        return x->p->pid < y->p->pid ? -1 : 1;
-    return x->t->tid < y->t->tid ? -1 : x->t->tid > y->t->tid;
-}
-
-/* The threads other than the training loop's in the part the Python rows cover, most time
- * first (limit lines; 0: all). */
-static void tables_python_others(FILE *out, const struct summary *s, size_t limit)
-{
-    struct tables_py_other *v = NULL;
-    size_t n = 0, cap = 0;
-    for (size_t i = 0; i < s->nprocs; i++) {
-        const struct model_python *py = &s->procs[i]->py;
-        if (py->window == MODEL_WINDOW_ALL)
-            continue;
-        for (size_t k = 0; k < py->nwindow_others; k++) {
-            v = report_grow(v, &cap, n + 1, sizeof *v);
-            v[n++] = (struct tables_py_other){s->procs[i], &py->window_others[k]};
-        }
-    }
-    if (!n)
-        return;
-    qsort(v, n, sizeof *v, tables_py_other_cmp);
-    fprintf(out,
-            "  Other threads in %s (time in their outermost calls, waits included; "
-            "--phase all --python --per-thread: each one's table):\n",
-            model_window_name(v[0].p->py.window));
-    for (size_t i = 0; i < n && (!limit || i < limit); i++) {
-        const struct model_process *p = v[i].p;
-        const struct model_py_thread_part *t = v[i].t;
-        const char *name = NULL;
-        for (size_t k = 0; k < p->nthreads && !name; k++)
-            if (p->threads[k].tid == t->tid)
-                name = p->threads[k].name;
-        char ns[32], self[32], frame[512];
-        format_ns((double)t->ns, ns, sizeof ns);
-        format_ns((double)t->top_self_ns, self, sizeof self);
-        fprintf(out, "    pid %lld thread %u", (long long)p->pid, t->tid);
-        if (name && *name) {
-            fputs(" (", out);
-            format_fputs_escaped(out, name);
-            fputc(')', out);
-        }
-        fprintf(out, ": %s in %" PRIu64 " call%s", ns, t->calls, t->calls == 1 ? "" : "s");
-        if (t->top_func) {
-            model_python_frame(p, t->top_func, frame, sizeof frame);
-            fputs("; most self time in ", out);
-            format_fputs_escaped(out, frame);
-            fprintf(out, " %s in %" PRIu64 " call%s", self, t->top_calls,
-                    t->top_calls == 1 ? "" : "s");
-        }
-        fputc('\n', out);
-    }
-    if (limit && n > limit)
-        fprintf(out, "    (%zu more; profreport --python)\n", n - limit);
-    free(v);
-}
-
 void tables_python_section(FILE *out, const struct summary *s, size_t limit)
 {
     if (!s->py.nfuncs && !s->py_gaps)
@@ -336,7 +246,6 @@ void tables_python_section(FILE *out, const struct summary *s, size_t limit)
     if (window)
         fprintf(out, "  (%s)\n", note);
     tables_py_table(out, &s->py, n, "profreport --python", 1);
-    tables_python_others(out, s, 4);
     tables_python_gaps(out, s);
     fputc('\n', out);
 }
@@ -375,7 +284,6 @@ void tables_python(FILE *out, const struct summary *s, size_t limit, enum tables
         fprintf(out, "  (no Python calls profiled)\n");
     } else if (split == TABLES_PYTHON_MERGED) {
         tables_py_table(out, &s->py, limit, "--limit", 0);
-        tables_python_others(out, s, 0);
     } else {
         for (size_t i = 0; i < s->nprocs; i++) {
             const struct model_process *p = s->procs[i];

@@ -275,8 +275,7 @@ def test_python_table_of_the_steady_steps(run, tmp_path):
     cover, calls = py_calls(run)
     assert cover["part"] == "the steady training steps", cover
     assert "steps %d-%d" % (first + 1, STEPS) in cover["note"], cover
-    assert "--phase all" in cover["note"] and "the training loop's thread (thread " in \
-        cover["note"] and "other threads with calls in it, below" in cover["note"], cover
+    assert "--phase all" in cover["note"] and "thread only" in cover["note"], cover
     ns = sum(s["ns"] for s in st["steps"][first:])
     assert abs(cover["ns"] - ns) <= 1000, (cover, ns)
     assert calls["Net.forward"] == covered and calls["SGD.step"] == covered, calls
