@@ -3,8 +3,9 @@
  * the start of a ProfilerStep, so that the report gives the Python functions of the
  * steady steps exactly, as the trees give the whole process's.
  *
- * The thread that ends the step cuts its own tree, in the PyTorch layer's callback (under
- * the GIL, between two of its own Python events), so no other thread touches it. At the
+ * The thread that ends the step cuts its own tree, in the PyTorch layer's callback
+ * (between two of its own Python events; torch runs the record_function ops, and so the
+ * callback, with the GIL released: only the tree's own thread may touch it). At the
  * cut only the calls on the stack are written (their time runs up to the cut). Any other
  * node's counts stay those of the cut until it is next entered: the first entry after a
  * cut (one compare per call) writes them then, before they move. A node never entered
