@@ -238,6 +238,21 @@ static void sf_py_func(sf_codec *c, struct model_process *p, struct model_py_fun
     summary_codec_u16(c, &f->kind);
 }
 
+/* Writing: function id of p into funcs once (seen: id + 1 -> 1); none when unknown. */
+static void sf_keep_func(const struct model_process *p, uint32_t id, struct u64map *seen,
+                         struct model_py_func ***funcs, size_t *n, size_t *cap)
+{
+    const struct model_py_func *f = model_python_func(p, id);
+    uint64_t *slot = f ? u64map_slot(seen, (uint64_t)id + 1) : NULL;
+    if (f && !slot)
+        report_oom();
+    if (!f || *slot)
+        return;
+    *slot = 1;
+    *funcs = report_grow(*funcs, cap, *n + 1, sizeof **funcs);
+    (*funcs)[(*n)++] = (struct model_py_func *)f;
+}
+
 static void sf_python(sf_codec *c, struct model_process *p)
 {
     struct model_python *py = &p->py;
@@ -267,18 +282,9 @@ static void sf_python(sf_codec *c, struct model_process *p)
         for (size_t i = 0; i < nmems; i++) {
             const struct model_torch_mem_site *sites[2] = {&mems[i]->part.peak,
                                                            &mems[i]->part.grew};
-            for (size_t k = 0; k < 4; k++) {
-                uint32_t id = k & 1 ? sites[k / 2]->own : sites[k / 2]->func;
-                const struct model_py_func *f = model_python_func(p, id);
-                uint64_t *slot = f ? u64map_slot(&seen, (uint64_t)id + 1) : NULL;
-                if (f && !slot)
-                    report_oom();
-                if (!f || *slot)
-                    continue;
-                *slot = 1;
-                funcs = report_grow(funcs, &cap, nfuncs + 1, sizeof *funcs);
-                funcs[nfuncs++] = (struct model_py_func *)f;
-            }
+            for (size_t k = 0; k < 4; k++)
+                sf_keep_func(p, k & 1 ? sites[k / 2]->own : sites[k / 2]->func, &seen, &funcs,
+                             &nfuncs, &cap);
         }
         /* and the nodes the GPU facts name, as themselves */
         const struct model_gpu_facts *gf = &p->gpu.facts;
@@ -292,29 +298,11 @@ static void sf_python(sf_codec *c, struct model_process *p)
         }
         for (size_t k = 0; k < p->gpu.nkernels; k++) {
             uint64_t id, v;
-            for (size_t i = 0; u64map_next(&p->gpu.kernels[k].py_calls, &i, &id, &v);) {
-                const struct model_py_func *f = model_python_func(p, (uint32_t)id);
-                uint64_t *slot = f ? u64map_slot(&seen, id + 1) : NULL;
-                if (f && !slot)
-                    report_oom();
-                if (!f || *slot)
-                    continue;
-                *slot = 1;
-                funcs = report_grow(funcs, &cap, nfuncs + 1, sizeof *funcs);
-                funcs[nfuncs++] = (struct model_py_func *)f;
-            }
+            for (size_t i = 0; u64map_next(&p->gpu.kernels[k].py_calls, &i, &id, &v);)
+                sf_keep_func(p, (uint32_t)id, &seen, &funcs, &nfuncs, &cap);
         }
-        for (size_t n = 0; n < nnodes; n++) {
-            const struct model_py_func *f = model_python_func(p, nodes[n].func);
-            uint64_t *slot = u64map_slot(&seen, (uint64_t)nodes[n].func + 1);
-            if (!slot)
-                report_oom();
-            if (*slot)
-                continue;
-            *slot = 1;
-            funcs = report_grow(funcs, &cap, nfuncs + 1, sizeof *funcs);
-            funcs[nfuncs++] = (struct model_py_func *)f;
-        }
+        for (size_t n = 0; n < nnodes; n++)
+            sf_keep_func(p, nodes[n].func, &seen, &funcs, &nfuncs, &cap);
         u64map_free(&seen);
     }
     summary_codec_count(c, &nfuncs, 8);
