@@ -499,17 +499,29 @@ struct model_steps {
      * most self time, theirs in all (model_steps_hot.c), most first. */
     struct model_step_hot *startup_hot;
     size_t nstartup_hot;
+    /* Inside data loading in the steady steps: the MODEL_STEPS_DATA_HOT functions with the
+     * most self time, per steady step, most first. */
+    struct model_step_hot *data_hot;
+    size_t ndata_hot;
+    /* The MODEL_STEPS_SLOW slowest steady steps, slowest first: each its function whose self
+     * time exceeds its mean per steady step the most, by self_ns (step: its number). */
+    struct model_step_hot *slow_hot;
+    size_t nslow_hot;
 };
 
 /* A function's self time per steady step, from the calls of at least PROF_PY_SPAN_US (a
  * shorter call's time is its caller's). */
 struct model_step_hot {
     char *name;   /* "qualname (file:line)", or a builtin's name */
-    char *caller; /* a builtin's: the caller of its calls with the most time; else "" */
+    char *caller; /* a builtin's (data_hot: any function's): the caller of its calls with
+                     the most time; else "" */
     uint64_t self_ns;
+    uint64_t step; /* slow_hot's: the step's number; else 0 */
 };
 #define MODEL_STEPS_HOT 8
 #define MODEL_STEPS_STARTUP_HOT 3
+#define MODEL_STEPS_DATA_HOT 3
+#define MODEL_STEPS_SLOW 3
 /* model_steps_hot.c: p->steps.hot and startup_hot from the spans of its step thread (steps
  * made). */
 void model_steps_hot(struct model_process *p);

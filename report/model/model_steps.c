@@ -470,6 +470,8 @@ static void model_steps_free(struct model_process *p)
     free(p->steps.ranges);
     model_steps_hot_free(p->steps.hot, p->steps.nhot);
     model_steps_hot_free(p->steps.startup_hot, p->steps.nstartup_hot);
+    model_steps_hot_free(p->steps.data_hot, p->steps.ndata_hot);
+    model_steps_hot_free(p->steps.slow_hot, p->steps.nslow_hot);
     memset(&p->steps, 0, sizeof p->steps);
 }
 

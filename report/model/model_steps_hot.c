@@ -2,9 +2,13 @@
  * function: each call's time inside the steady steps minus that of the calls it made
  * (calls of at least PROF_PY_SPAN_US, the spans: a shorter call's time is its caller's),
  * summed per function; the MODEL_STEPS_HOT largest are kept, per steady step. The
- * findings name the function that makes a slow rank slow from them. The same for the
- * startup before the first step, imports left out (their time is the imports' line):
- * the MODEL_STEPS_STARTUP_HOT largest, in all. */
+ * findings name the function that makes a slow rank slow from them. The same inside data
+ * loading (calls under a dataloader_next call: the batches the step thread waits for),
+ * the MODEL_STEPS_DATA_HOT largest per steady step; for each of the MODEL_STEPS_SLOW
+ * slowest steady steps, the function whose time in it exceeds its mean per steady step
+ * the most (an evaluation, a checkpoint); and for the startup before the first step,
+ * imports left out (their time is the imports' line), the MODEL_STEPS_STARTUP_HOT
+ * largest, in all. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +33,7 @@ static int hot_span_cmp(const void *a, const void *b)
 struct hot_func {
     uint32_t func;
     uint64_t self_ns;
+    uint64_t calls;     /* the calls counted (spans: calls of at least PROF_PY_SPAN_US) */
     uint32_t caller;    /* a builtin's: the function that made its call with the most time */
     uint64_t caller_ns; /* that call's self time; 0: none */
 };
@@ -48,19 +53,48 @@ static char *hot_text(const struct model_process *p, uint32_t func_id)
     return report_strdup(buf);
 }
 
+/* Which calls hot_rank counts. */
+enum hot_calls {
+    HOT_ALL,
+    HOT_NO_IMPORTS, /* calls of the import machinery, and what they ran, count for no one */
+    HOT_DATA,       /* only dataloader_next calls and what they ran */
+    HOT_INCLUSIVE,  /* each call's whole time, not its self time: a function's outermost
+                       calls only (recursion once), less those that span all of [lo, hi] */
+};
+
+/* Whether span i of a call of func runs inside another call of func on the stack. */
+static int hot_recursive(const struct model_process *p, const size_t *stack, size_t top,
+                         uint32_t func)
+{
+    for (size_t j = 0; j < top; j++) {
+        const struct model_py_node *n = model_python_node(p, p->py.span_list[stack[j]].node);
+        if (n && n->func == func)
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether a call of node marks its subtree for `calls`: an import, a dataloader_next. */
+static int hot_marks(const struct model_process *p, uint32_t node, enum hot_calls calls)
+{
+    if (calls == HOT_NO_IMPORTS)
+        return model_steps_is_import(p, node);
+    const char *action = calls == HOT_DATA ? model_torch_action_of_node(p, node) : NULL;
+    return action && !strcmp(action, "dataloader_next");
+}
+
 /* The functions of the step thread with the most self time inside [lo, hi], most first
- * (*out, their count returned); imports_out: calls of the import machinery, and what they
- * ran, count for no one. */
-static size_t hot_rank(const struct model_process *p, uint64_t lo, uint64_t hi, int imports_out,
-                       struct hot_func **out)
+ * (*out, their count returned), of the calls `calls` says. */
+static size_t hot_rank(const struct model_process *p, uint64_t lo, uint64_t hi,
+                       enum hot_calls calls, struct hot_func **out)
 {
     const struct model_steps *st = &p->steps;
     size_t n = 0, top = 0;
     size_t *order = malloc((p->py.nspan_list + 1) * sizeof *order);
     size_t *stack = malloc((p->py.nspan_list + 1) * sizeof *stack);
     uint64_t *self = malloc((p->py.nspan_list + 1) * sizeof *self);
-    uint8_t *import = calloc(p->py.nspan_list + 1, 1);
-    if (!order || !stack || !self || !import)
+    uint8_t *marked = calloc(p->py.nspan_list + 1, 1);
+    if (!order || !stack || !self || !marked)
         report_oom();
     for (size_t i = 0; i < p->py.nspan_list; i++)
         if (p->py.span_list[i].tid == st->tid)
@@ -78,10 +112,16 @@ static size_t hot_rank(const struct model_process *p, uint64_t lo, uint64_t hi, 
         while (top && !(p->py.span_list[stack[top - 1]].end >= sp->end))
             top--;
         self[order[k]] = in;
-        if (top)
-            self[stack[top - 1]] = self[stack[top - 1]] > in ? self[stack[top - 1]] - in : 0;
-        import[order[k]] = (uint8_t)(imports_out && ((top && import[stack[top - 1]]) ||
-                                                     model_steps_is_import(p, sp->node)));
+        if (calls == HOT_INCLUSIVE) {
+            const struct model_py_node *node = in ? model_python_node(p, sp->node) : NULL;
+            marked[order[k]] =
+                (uint8_t)(in == hi - lo || (node && hot_recursive(p, stack, top, node->func)));
+        } else {
+            if (top)
+                self[stack[top - 1]] = self[stack[top - 1]] > in ? self[stack[top - 1]] - in : 0;
+            marked[order[k]] = (uint8_t)(calls != HOT_ALL && ((top && marked[stack[top - 1]]) ||
+                                                              hot_marks(p, sp->node, calls)));
+        }
         stack[top++] = order[k];
     }
     struct u64map index; /* func id + 1 -> index + 1 */
@@ -91,23 +131,26 @@ static size_t hot_rank(const struct model_process *p, uint64_t lo, uint64_t hi, 
     for (size_t k = 0; k < n; k++) {
         size_t i = order[k];
         const struct model_py_node *node = model_python_node(p, p->py.span_list[i].node);
-        if (!node || !self[i] || import[i])
+        if (!node || !self[i] || marked[i] != (calls == HOT_DATA))
             continue;
         uint64_t *slot = u64map_slot(&index, (uint64_t)node->func + 1);
         if (!slot)
             report_oom();
         if (!*slot) {
             all = report_grow(all, &cap, nall + 1, sizeof *all);
-            all[nall] = (struct hot_func){node->func, 0, 0, 0};
+            all[nall] = (struct hot_func){node->func, 0, 0, 0, 0};
             *slot = ++nall;
         }
         struct hot_func *h = &all[*slot - 1];
         h->self_ns += self[i];
-        /* the caller in the call tree (one shorter than a span has none of its own) */
+        h->calls++;
+        /* the caller in the call tree (one shorter than a span has none of its own): a
+         * builtin's, and inside data loading any function's (a helper of the dataset's) */
         const struct model_py_func *f = model_python_func(p, node->func);
-        const struct model_py_node *up = f && f->kind == PROF_PY_FUNC_C && node->parent
-                                             ? model_python_node(p, node->parent)
-                                             : NULL;
+        const struct model_py_node *up =
+            f && (f->kind == PROF_PY_FUNC_C || calls == HOT_DATA) && node->parent
+                ? model_python_node(p, node->parent)
+                : NULL;
         if (up && self[i] > h->caller_ns) {
             h->caller = up->func;
             h->caller_ns = self[i];
@@ -117,7 +160,7 @@ static size_t hot_rank(const struct model_process *p, uint64_t lo, uint64_t hi, 
     free(order);
     free(stack);
     free(self);
-    free(import);
+    free(marked);
     if (nall)
         qsort(all, nall, sizeof *all, hot_cmp);
     *out = all;
@@ -136,9 +179,85 @@ static struct model_step_hot *hot_keep(const struct model_process *p, const stru
         hot[i] = (struct model_step_hot){hot_text(p, all[i].func),
                                          all[i].caller_ns ? hot_text(p, all[i].caller)
                                                           : report_strdup(""),
-                                         all[i].self_ns / per};
+                                         all[i].self_ns / per, 0};
     *n = keep;
     return hot;
+}
+
+/* Of the steady steps from index warm on, the MODEL_STEPS_SLOW slowest, each with the
+ * function whose whole time in it (HOT_INCLUSIVE: the loop that holds every step left out)
+ * exceeds its mean per steady step the most: the outermost call that makes the step slow,
+ * not one of the ops it ran; slowest first. A function that is rare in the steps (long
+ * calls in fewer than half of them: an evaluation, a checkpoint) is named before one that
+ * runs in every step (the model's forward, where an evaluation's forward calls also go)
+ * when its excess is at least half the largest. */
+static void hot_slow(struct model_process *p, size_t warm)
+{
+    struct model_steps *st = &p->steps;
+    uint64_t per = st->nsteps - warm;
+    struct hot_func *all;
+    size_t nall = hot_rank(p, st->steps[warm].start_ns, st->steps[st->nsteps - 1].end_ns,
+                           HOT_INCLUSIVE, &all);
+    struct u64map at; /* func id -> its index in all + 1 */
+    u64map_init(&at);
+    for (size_t i = 0; i < nall; i++) {
+        uint64_t *slot = u64map_slot(&at, all[i].func);
+        if (!slot)
+            report_oom();
+        *slot = i + 1;
+    }
+    st->slow_hot = calloc(MODEL_STEPS_SLOW, sizeof *st->slow_hot);
+    if (!st->slow_hot)
+        report_oom();
+    size_t taken[MODEL_STEPS_SLOW];
+    for (size_t r = 0; r < MODEL_STEPS_SLOW; r++) {
+        size_t best = SIZE_MAX;
+        for (size_t i = warm; i < st->nsteps; i++) {
+            int seen = 0;
+            for (size_t k = 0; k < r; k++)
+                seen |= taken[k] == i;
+            if (!seen &&
+                (best == SIZE_MAX || st->steps[i].end_ns - st->steps[i].start_ns >
+                                         st->steps[best].end_ns - st->steps[best].start_ns))
+                best = i;
+        }
+        if (best == SIZE_MAX)
+            break;
+        taken[r] = best;
+        struct hot_func *in;
+        size_t nin =
+            hot_rank(p, st->steps[best].start_ns, st->steps[best].end_ns, HOT_INCLUSIVE, &in);
+        const struct hot_func *top = NULL, *rare = NULL;
+        uint64_t top_over = 0, rare_over = 0;
+        for (size_t i = 0; i < nin; i++) {
+            const uint64_t *k = u64map_find(&at, in[i].func);
+            const struct hot_func *steady = k ? &all[*k - 1] : NULL;
+            uint64_t avg = steady ? steady->self_ns / per : 0;
+            uint64_t over = in[i].self_ns > avg ? in[i].self_ns - avg : 0;
+            if (over > top_over) {
+                top = &in[i];
+                top_over = over;
+            }
+            if ((!steady || steady->calls * 2 < per) && over > rare_over) {
+                rare = &in[i];
+                rare_over = over;
+            }
+        }
+        if (rare && rare_over * 2 >= top_over) {
+            top = rare;
+            top_over = rare_over;
+        }
+        if (top) {
+            struct model_step_hot *h = &st->slow_hot[st->nslow_hot++];
+            *h = (struct model_step_hot){hot_text(p, top->func),
+                                         top->caller_ns ? hot_text(p, top->caller)
+                                                        : report_strdup(""),
+                                         top_over, st->steps[best].number};
+        }
+        free(in);
+    }
+    u64map_free(&at);
+    free(all);
 }
 
 void model_steps_hot(struct model_process *p)
@@ -146,11 +265,17 @@ void model_steps_hot(struct model_process *p)
     struct model_steps *st = &p->steps;
     double ratio;
     size_t warm = model_steps_warmup(st, &ratio);
+    uint64_t lo = st->steps[warm].start_ns, hi = st->steps[st->nsteps - 1].end_ns;
+    uint64_t per = st->nsteps - warm;
     struct hot_func *all;
-    size_t nall = hot_rank(p, st->steps[warm].start_ns, st->steps[st->nsteps - 1].end_ns, 0, &all);
-    st->hot = hot_keep(p, all, nall, MODEL_STEPS_HOT, st->nsteps - warm, &st->nhot);
+    size_t nall = hot_rank(p, lo, hi, HOT_ALL, &all);
+    st->hot = hot_keep(p, all, nall, MODEL_STEPS_HOT, per, &st->nhot);
     free(all);
-    nall = hot_rank(p, model_start_monotonic_ns(p), st->steps[0].start_ns, 1, &all);
+    hot_slow(p, warm);
+    nall = hot_rank(p, lo, hi, HOT_DATA, &all);
+    st->data_hot = hot_keep(p, all, nall, MODEL_STEPS_DATA_HOT, per, &st->ndata_hot);
+    free(all);
+    nall = hot_rank(p, model_start_monotonic_ns(p), st->steps[0].start_ns, HOT_NO_IMPORTS, &all);
     st->startup_hot = hot_keep(p, all, nall, MODEL_STEPS_STARTUP_HOT, 1, &st->nstartup_hot);
     free(all);
 }

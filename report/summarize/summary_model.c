@@ -698,13 +698,14 @@ void summary_model_step_list(sf_codec *c, struct model_step **steps, size_t *n)
 /* The functions with the most self time in the steady steps, or in the startup. */
 static void sf_steps_hot(sf_codec *c, struct model_step_hot **hot, size_t *n, size_t most)
 {
-    *hot = summary_codec_vector(c, *hot, n, 3, sizeof **hot);
+    *hot = summary_codec_vector(c, *hot, n, 4, sizeof **hot);
     if (c->reading && *n > most)
         summary_codec_fail(c, "too many functions of the steps");
     for (size_t i = 0; i < *n && !c->bad; i++) {
         sf_text(c, &(*hot)[i].name);
         sf_text(c, &(*hot)[i].caller);
         summary_codec_u64(c, &(*hot)[i].self_ns);
+        summary_codec_u64(c, &(*hot)[i].step);
     }
 }
 
@@ -718,6 +719,8 @@ static void sf_steps(sf_codec *c, struct model_process *p)
     summary_codec_u64(c, &st->startup_import_ns);
     sf_steps_hot(c, &st->hot, &st->nhot, MODEL_STEPS_HOT);
     sf_steps_hot(c, &st->startup_hot, &st->nstartup_hot, MODEL_STEPS_STARTUP_HOT);
+    sf_steps_hot(c, &st->data_hot, &st->ndata_hot, MODEL_STEPS_DATA_HOT);
+    sf_steps_hot(c, &st->slow_hot, &st->nslow_hot, MODEL_STEPS_SLOW);
     summary_codec_size(c, &st->nsteps);
     size_t len = 0;
     if (!c->reading) {

@@ -289,10 +289,13 @@ static const struct model_action *findings_builtin(const struct model_process *p
 /* DataLoader wait: the dataloader_next action against the process's wall time. */
 static void findings_dataloader(struct findings *f, const struct summary *s)
 {
+    /* the process whose steps' finding (step_data) says it, in step terms */
+    const struct model_process *said =
+        findings_find(f, "step_data") ? findings_steps_process_of(s) : NULL;
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         const struct model_action *a = findings_builtin(p, "dataloader_next");
-        if (!a || !p->wall_ns)
+        if (!a || !p->wall_ns || p == said)
             continue;
         double share = (double)a->total_ns / (double)p->wall_ns;
         if (share < T(DATALOADER_SHARE))
@@ -306,11 +309,13 @@ static void findings_dataloader(struct findings *f, const struct summary *s)
                      "waiting for the DataLoader %.1f %% of the time (%s)", 100.0 * share,
                      findings_proc_label(p, who, sizeof who));
         findings_set(x->evidence, sizeof x->evidence,
-                     "%" PRIu64 " batches waited %s of %s wall time, %s each; more workers "
-                     "(num_workers), pin_memory or prefetching would hide it",
-                     a->calls, total, wall, mean);
-        findings_set(x->where, sizeof x->where,
-                     "_BaseDataLoaderIter.__next__ (torch/utils/data/dataloader.py)");
+                     "%" PRIu64 " batches waited %s of %s wall time, %s each", a->calls, total,
+                     wall, mean);
+        findings_data_loading(p, p->steps.nsteps ? a->total_ns / p->steps.nsteps : a->total_ns,
+                              x->evidence, sizeof x->evidence, x->where, sizeof x->where);
+        if (!x->where[0])
+            findings_set(x->where, sizeof x->where,
+                         "_BaseDataLoaderIter.__next__ (torch/utils/data/dataloader.py)");
     }
 }
 

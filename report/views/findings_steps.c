@@ -27,10 +27,15 @@ struct findings_step {
     const char *who; /* "" or " (median rank)" */
 };
 
-static void findings_step_comm(struct findings *f, const struct findings_step *m)
+/* Exposed communication. waited: a rank the others wait for is already named
+ * (waiting_rank), so only the transfer beyond that wait is a finding of its own. */
+static void findings_step_comm(struct findings *f, const struct findings_step *m, int waited)
 {
     double share = findings_share(m->part_ns[MODEL_STEP_COMM], m->step_ns);
-    if (share < T(STEP_COMM_SHARE))
+    uint64_t transfer =
+        m->part_ns[MODEL_STEP_COMM] > m->wait_ns ? m->part_ns[MODEL_STEP_COMM] - m->wait_ns : 0;
+    if (share < T(STEP_COMM_SHARE) ||
+        (waited && findings_share(transfer, m->step_ns) < T(STEP_COMM_SHARE)))
         return;
     char exposed[32], all[32], wait[32], step[32];
     format_ns((double)m->part_ns[MODEL_STEP_COMM], exposed, sizeof exposed);
@@ -47,12 +52,13 @@ static void findings_step_comm(struct findings *f, const struct findings_step *m
                  exposed, step, all, wait);
 }
 
-static void findings_step_part(struct findings *f, const struct findings_step *m, int part,
-                               const char *kind, double threshold, const char *title)
+static struct finding *findings_step_part(struct findings *f, const struct findings_step *m,
+                                          int part, const char *kind, double threshold,
+                                          const char *title)
 {
     double share = findings_share(m->part_ns[part], m->step_ns);
     if (share < threshold)
-        return;
+        return NULL;
     char v[32], step[32];
     format_ns((double)m->part_ns[part], v, sizeof v);
     format_ns((double)m->step_ns, step, sizeof step);
@@ -63,6 +69,47 @@ static void findings_step_part(struct findings *f, const struct findings_step *m
     if (part == MODEL_STEP_SYNC)
         findings_set(x->evidence, sizeof x->evidence, "%s per step of %s, %.2f syncs per step", v,
                      step, (double)m->syncs_per_step_x100 / 100);
+    return x;
+}
+
+/* Which DataLoader p's step thread reads from, by its record_function scope's name. */
+static const char *findings_loader(const struct model_process *p)
+{
+    for (size_t i = 0; i < p->torch.nscopes; i++) {
+        const char *name = p->torch.scopes[i].name;
+        if (name && strstr(name, "_SingleProcessDataLoaderIter"))
+            return "single";
+        if (name && strstr(name, "_MultiProcessingDataLoaderIter"))
+            return "workers";
+    }
+    return "";
+}
+
+void findings_data_loading(const struct model_process *p, uint64_t data_ns, char *evidence,
+                           size_t evidence_len, char *where, size_t where_len)
+{
+    const char *loader = findings_loader(p);
+    size_t used = strlen(evidence);
+    if (!strcmp(loader, "single"))
+        snprintf(evidence + used, evidence_len - used,
+                 "; the DataLoader loads every batch in this process (num_workers=0): "
+                 "DataLoader(num_workers=N) moves that work to N worker processes");
+    else if (!strcmp(loader, "workers"))
+        snprintf(evidence + used, evidence_len - used,
+                 "; the DataLoader's worker processes do not keep up: more workers "
+                 "(num_workers), or less work per sample in the dataset");
+    else
+        snprintf(evidence + used, evidence_len - used,
+                 "; DataLoader workers (num_workers) or prefetching would hide it");
+    /* With workers the step thread only waits: the work is in them. */
+    const struct model_step_hot *h = p->steps.ndata_hot ? &p->steps.data_hot[0] : NULL;
+    if (!h || strcmp(loader, "workers") == 0 || h->self_ns * 4 < data_ns)
+        return;
+    char t[32], d[32];
+    format_ns((double)h->self_ns, t, sizeof t);
+    format_ns((double)data_ns, d, sizeof d);
+    snprintf(where, where_len, "%s%s%s: %s per step of the %s of data loading", h->name,
+             *h->caller ? ", called from " : "", h->caller, t, d);
 }
 
 static void findings_step_gpu(struct findings *f, const struct findings_step *m)
@@ -94,9 +141,12 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
                               .who = ""};
     for (int k = 0; k < MODEL_STEP_PART_COUNT; k++)
         m.part_ns[k] = st->part_ns[k] / n;
-    findings_step_comm(f, &m);
-    findings_step_part(f, &m, MODEL_STEP_DATA, "step_data", T(STEP_DATA_SHARE),
-                       "data-loading stall");
+    findings_step_comm(f, &m, 0);
+    struct finding *data = findings_step_part(f, &m, MODEL_STEP_DATA, "step_data",
+                                              T(STEP_DATA_SHARE), "data-loading stall");
+    if (data)
+        findings_data_loading(st->p, m.part_ns[MODEL_STEP_DATA], data->evidence,
+                              sizeof data->evidence, data->where, sizeof data->where);
     findings_step_part(f, &m, MODEL_STEP_SYNC, "step_sync", T(STEP_SYNC_SHARE), "host syncs");
     findings_step_gpu(f, &m);
     if (st->median_ns && (double)st->max_ns >= T(STEP_OUTLIER_RATIO) * (double)st->median_ns) {
@@ -111,6 +161,14 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
         findings_set(x->evidence, sizeof x->evidence,
                      "%s against a median of %s (the Training steps section names its cause)", mx,
                      med);
+        const struct model_step_hot *h = steps_view_slow_hot(st->p, st->max_number);
+        if (h) {
+            char o[32];
+            format_ns((double)h->self_ns, o, sizeof o);
+            findings_set(x->where, sizeof x->where, "%s%s%s: +%s in step %llu over its mean step",
+                         h->name, *h->caller ? ", called from " : "", h->caller, o,
+                         (unsigned long long)st->max_number);
+        }
     }
     uint64_t steps_ns = 0;
     for (size_t i = 0; i < st->p->steps.nsteps; i++)
@@ -215,7 +273,8 @@ static void findings_steps_ranks(struct findings *f, const struct comm_report *r
     /* the rank the others wait for first: their exposed communication is mostly that wait */
     const struct comm_slowest *w = &r->slowest;
     double wait_share = findings_share((uint64_t)r->wait.median, (uint64_t)r->wall.median);
-    if (w->rank >= 0 && w->why && wait_share >= T(STEP_WAIT_SHARE)) {
+    int waited = w->rank >= 0 && w->why && wait_share >= T(STEP_WAIT_SHARE);
+    if (waited) {
         char wait[32], c[32], d[32], y[32], i[32];
         format_ns((double)r->wait.median / (double)n, wait, sizeof wait);
         format_ns(w->compute_ns > 0 ? (double)w->compute_ns / (double)n : 0, c, sizeof c);
@@ -228,11 +287,14 @@ static void findings_steps_ranks(struct findings *f, const struct comm_report *r
                      (long long)w->rank, 100 * wait_share,
                      !strncmp(w->why, "time outside", 12) ? "outside ops (Python, sleeps, I/O)"
                                                           : w->why);
+        char exposed[32];
+        format_ns((double)m.part_ns[MODEL_STEP_COMM], exposed, sizeof exposed);
         findings_set(x->evidence, sizeof x->evidence,
-                     "the median rank waits %s per step in collectives; rank %lld's excess per "
-                     "step over the median rank: compute +%s, data loading +%s, host syncs +%s, "
-                     "other CPU +%s (steps %llu-%llu)",
-                     wait, (long long)w->rank, c, d, y, i, (unsigned long long)r->step_lo,
+                     "the median rank waits %s per step in collectives (of %s of communication "
+                     "no compute hides); rank %lld's excess per step over the median rank: "
+                     "compute (forward, backward, optimizer, other ops) +%s, data loading +%s, "
+                     "host syncs +%s, other CPU +%s (steps %llu-%llu)",
+                     wait, exposed, (long long)w->rank, c, d, y, i, (unsigned long long)r->step_lo,
                      (unsigned long long)r->step_hi);
         uint64_t excess = 0, over = 0;
         const int64_t parts[] = {w->compute_ns, w->data_ns, w->sync_ns, w->idle_ns};
@@ -251,7 +313,7 @@ static void findings_steps_ranks(struct findings *f, const struct comm_report *r
                          (long long)w->rank);
         }
     }
-    findings_step_comm(f, &m);
+    findings_step_comm(f, &m, waited);
 }
 
 static int findings_steps_ranked(const struct summary *s)

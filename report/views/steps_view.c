@@ -177,6 +177,14 @@ static void steps_view_parts(FILE *out, const struct steps_stats *st, uint64_t w
 }
 
 /* The slowest steady steps and the part that made each slow, against the mean step. */
+const struct model_step_hot *steps_view_slow_hot(const struct model_process *p, uint64_t number)
+{
+    for (size_t i = 0; i < p->steps.nslow_hot; i++)
+        if (p->steps.slow_hot[i].step == number)
+            return &p->steps.slow_hot[i];
+    return NULL;
+}
+
 static void steps_view_slowest(FILE *out, const struct steps_stats *st)
 {
     const struct model_steps *m = &st->p->steps;
@@ -209,6 +217,14 @@ static void steps_view_slowest(FILE *out, const struct steps_stats *st)
                 (double)(s->end_ns - s->start_ns) / (double)st->median_ns);
         if (part >= 0)
             fprintf(out, ", most in %s +%s", model_step_part_name(part), e);
+        const struct model_step_hot *h = steps_view_slow_hot(st->p, s->number);
+        if (h) {
+            char name[512], caller[512];
+            steps_view_short_name(h->name, name, sizeof name);
+            steps_view_short_name(h->caller, caller, sizeof caller);
+            steps_view_ms(h->self_ns, e, sizeof e);
+            fprintf(out, "; %s%s%s +%s", name, *caller ? " from " : "", caller, e);
+        }
         fputc(')', out);
     }
     if (shown[0] != SIZE_MAX)

@@ -21,5 +21,7 @@ int steps_view_json_every(FILE *out, const struct model_process *p, uint64_t war
 /* The startup's largest costs outside imports, "; outside imports: init_process_group
  * (distributed_c10d.py:633) 437.12 ms, ..." (files by their base name); "" without any. */
 void steps_view_startup_costs(const struct model_process *p, char *buf, size_t len);
+/* The function that most slows p's steady step `number` (steps.slow_hot), or NULL. */
+const struct model_step_hot *steps_view_slow_hot(const struct model_process *p, uint64_t number);
 
 #endif
