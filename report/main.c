@@ -140,8 +140,8 @@ static void main_print_comm_default(const struct comm_report *r, size_t limit)
 }
 
 /* The tables asked for by name, in a fixed order, a blank line between them. */
-/* The flame graphs' default: the steady steps (warm-up left out), from the Python calls
- * long enough to be spans, so that what a step does outside its four phases (a slow rank's
+/* The flame graphs' and --folded's default: the steady steps (warm-up left out), from the Python
+ * calls long enough to be spans, so that what a step does outside its four phases (a slow rank's
  * extra work between forward and backward) is in it too (EXPORT_PHASE_STEADY); without
  * spans (a run recorded with PROF_PY_SPAN_US too high to keep any), the steps' phases,
  * exact from the call trees. */
@@ -603,7 +603,7 @@ int main(int argc, char **argv)
                     : step_name                       ? "--step"
                                                       : NULL;
     model_steps_set_name(step_name);
-    model_steps_keep_spans(html_path || flame_path); /* --phase startup, steady */
+    model_steps_keep_spans(html_path || flame_path || folded_path); /* --phase startup, steady */
     /* The operator tables: the steady steps unless --phase says otherwise. */
     model_torch_set_window(phase == EXPORT_PHASE_ALL       ? MODEL_WINDOW_ALL
                            : phase == EXPORT_PHASE_STEPS   ? MODEL_WINDOW_STEPS
@@ -670,9 +670,9 @@ int main(int argc, char **argv)
     s.step_name = step_name;
     s.phase = phase >= 0 ? phase : main_default_phase(&s);
     if (s.phase != EXPORT_PHASE_ALL && !export_folded_has_steps(&s)) {
-        if (phase >= 0 && (html_path || flame_path))
+        if (phase >= 0 && (html_path || flame_path || folded_path))
             fprintf(stderr, "profreport: note: --phase: the run has no training steps; the "
-                            "flame graphs cover the whole process\n");
+                            "flame graphs and folded stacks cover the whole process\n");
         s.phase = EXPORT_PHASE_ALL;
     }
     summary_sort(&s, sort);

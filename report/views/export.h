@@ -22,7 +22,10 @@ int export_csv_write(FILE *out, const struct summary *s, size_t limit);
 int export_pstats_write(const char *path, const struct pystats *py, char *err, size_t errlen);
 void export_pstats_fwrite(FILE *f, const struct pystats *py);
 
-/* Folded stacks, "process pid P;thread T;frame;... <self microseconds>" per line. Folded
+/* Folded stacks, "exe pid P;thread T;frame;... <self microseconds>" per line ("rank R (pid
+ * P)" for a rank's process), of the part of each process s->phase names (enum
+ * export_phase, as the flame graphs: the span phases' time summed per call-tree node, then
+ * cut as the trees' own). Folded
  * stacks repeat the whole path on every line, so a chain of D distinct calls would print
  * O(D^2) frames, and a run of many small calls a line each: a frame deeper than max_depth
  * (0: no limit), or whose time with everything it called is under min_share of the whole
@@ -48,10 +51,9 @@ enum export_phase {
     EXPORT_PHASE_STEADY   /* the steady steps (warm-up left out), from those calls too */
 };
 /* The flame graphs' lines: as export_folded_fwrite with EXPORT_FOLDED_FLAME_DEPTH and
- * EXPORT_FOLDED_FLAME_MIN_SHARE (the span phases: frames deeper than the depth folded, all
- * spans printed: they are calls of at least PROF_PY_SPAN_US); with_api: each node's CUDA
- * API time as a "[CUDA API calls]" frame beneath it (taken out of its self time); phase:
- * enum export_phase. */
+ * EXPORT_FOLDED_FLAME_MIN_SHARE; with_api: each node's CUDA API time as a "[CUDA API
+ * calls]" frame beneath it (taken out of its self time; the call trees' phases, all and
+ * steps); phase: enum export_phase. */
 #define EXPORT_FOLDED_FLAME_DEPTH 200
 #define EXPORT_FOLDED_FLAME_MIN_SHARE 0.0001 /* 0.01 %: about 0.1 px of the flame graph */
 void export_folded_stream(FILE *f, const struct summary *s, int with_api, int phase);

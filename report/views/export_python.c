@@ -150,15 +150,6 @@ int export_pstats_write(const char *path, const struct pystats *py, char *err, s
 
 /* ---- folded stacks ---- */
 
-/* A path being made: its text, where each frame ends, the functions (parents last). */
-struct folded_buf {
-    char *path;
-    size_t cap;
-    size_t *end, cap_end;
-    uint32_t *funcs;
-    size_t cap_funcs;
-};
-
 /* Appends a frame to the path, with the separators of the format made harmless. */
 static void folded_append(char **path, size_t *len, size_t *cap, const char *frame)
 {
@@ -267,13 +258,15 @@ static uint64_t folded_us(uint64_t ns)
  * (with_api: the CUDA API time made with a node innermost, part of its self time, as a
  * "[CUDA API calls]" frame of its own beneath it; steps_only: only the time of nodes
  * inside a training phase, a built-in action: data loading, forward, backward, optimizer
- * step, the paths above them kept), then, children before parents, which nodes are
+ * step, the paths above them kept; phase_ns, when not NULL: each node's own time is that
+ * of the span phase, folded_phase_times), then, children before parents, which nodes are
  * printed: a node whose carry (its own time and what its narrow descendants fold into it)
  * is under min_ns, or deeper than max_depth, folds into its parent. Returns
  * the thread's own time and sets what its roots fold into the thread (*rest, *nrest). */
 static uint64_t folded_measure(const struct model_process *p, const struct pystats_forest *forest,
                                const size_t *roots, size_t nroots, const struct folded_opts *o,
-                               struct folded_scratch *x, size_t *n, uint64_t *rest, size_t *nrest)
+                               const uint64_t *phase_ns, struct folded_scratch *x, size_t *n,
+                               uint64_t *rest, size_t *nrest)
 {
     size_t top = 0, scap = nroots + 16;
     size_t *stack = folded_alloc(scap, sizeof *stack);
@@ -293,9 +286,10 @@ static uint64_t folded_measure(const struct model_process *p, const struct pysta
         int steps_only = o->phase == EXPORT_PHASE_STEPS;
         int in = sin[top] || (steps_only && model_torch_action_of_node(p, node->id) != NULL);
         x->order[(*n)++] = i;
-        uint64_t api =
-            o->with_api ? (node->api_ns < node->self_ns ? node->api_ns : node->self_ns) : 0;
-        x->own[i] = steps_only && !in ? 0 : node->self_ns - api;
+        uint64_t api = o->with_api && !phase_ns
+                           ? (node->api_ns < node->self_ns ? node->api_ns : node->self_ns)
+                           : 0;
+        x->own[i] = phase_ns ? phase_ns[i] : steps_only && !in ? 0 : node->self_ns - api;
         x->api[i] = steps_only && !in ? 0 : api;
         x->carry[i] = x->own[i] + x->api[i];
         x->nfold[i] = 0;
@@ -403,6 +397,15 @@ static const char *folded_process_name(const struct model_process *p)
     return slash && slash[1] ? slash + 1 : exe;
 }
 
+/* A process's frame: "rank R (pid P)" as the text report names a rank, else "exe pid P". */
+static void folded_process_label(const struct model_process *p, char *buf, size_t len)
+{
+    if (p->rank >= 0)
+        snprintf(buf, len, "rank %lld (pid %lld)", (long long)p->rank, (long long)p->pid);
+    else
+        snprintf(buf, len, "%s pid %lld", folded_process_name(p), (long long)p->pid);
+}
+
 /* Roots by thread, in node order within one (qsort is not stable: the index decides). */
 static int folded_root_cmp(const void *a, const void *b, void *nodes)
 {
@@ -413,7 +416,7 @@ static int folded_root_cmp(const void *a, const void *b, void *nodes)
     return x < y ? -1 : x > y;
 }
 
-/* ---- the startup's folded stacks, from the Python spans ---- */
+/* ---- the span phases (startup, steady), from the Python spans ---- */
 
 static int folded_span_cmp(const void *a, const void *b)
 {
@@ -425,41 +428,14 @@ static int folded_span_cmp(const void *a, const void *b)
     return x->end > y->end ? -1 : x->end < y->end; /* the outer first */
 }
 
-/* A span's line: its node's path (parents first), its time less its nested spans'. */
-static void folded_span_line(FILE *f, const struct model_process *p, const char *prefix,
-                             uint32_t node, uint64_t self_ticks, struct folded_buf *b)
-{
-    size_t depth = 0;
-    for (const struct model_py_node *n = model_python_node(p, node); n && depth < 1u << 20;
-         n = n->parent ? model_python_node(p, n->parent) : NULL) {
-        b->funcs = report_grow(b->funcs, &b->cap_funcs, depth + 1, sizeof *b->funcs);
-        b->funcs[depth++] = n->func;
-    }
-    b->end = report_grow(b->end, &b->cap_end, depth + 2, sizeof *b->end);
-    size_t len = 0;
-    b->end[0] = 0;
-    for (size_t d = 0; d < depth; d++) {
-        char frame[PYSTATS_LABEL_MAX];
-        folded_frame(p, b->funcs[depth - 1 - d], frame, sizeof frame);
-        folded_append(&b->path, &len, &b->cap, frame);
-        b->end[d + 1] = len;
-    }
-    uint64_t us = folded_us(model_ticks_to_ns(p, self_ticks));
-    char leaf[64] = "";
-    if (depth > EXPORT_FOLDED_FLAME_DEPTH) /* deeper frames fold into their caller */
-        snprintf(leaf, sizeof leaf, ";[%zu frames folded]", depth - EXPORT_FOLDED_FLAME_DEPTH);
-    if (depth && us) {
-        b->path[b->end[depth < EXPORT_FOLDED_FLAME_DEPTH ? depth : EXPORT_FOLDED_FLAME_DEPTH]] = 0;
-        folded_line(f, prefix, b->path, leaf, us);
-    }
-}
-
-/* The Python calls of at least PROF_PY_SPAN_US (PY_SPAN records, kept by
- * model_steps_keep_spans) of the step thread inside [lo, hi) (CLOCK_MONOTONIC ns), nested
- * in time: the widths are the thread's wall time, as the steps' are; a shorter call's time
- * is its caller's; a call that crosses lo or hi counts its time inside. */
-static void folded_spans(FILE *f, const struct model_process *p, const char *process, uint64_t lo,
-                         uint64_t hi)
+/* Adds to node_ns (indexed as p->py.nodes) each node's time in the Python calls of at
+ * least PROF_PY_SPAN_US (PY_SPAN records, kept by model_steps_keep_spans) of the step
+ * thread inside [lo, hi) (CLOCK_MONOTONIC ns), less the calls nested in them: the widths
+ * are the thread's wall time, as the steps' are; a shorter call's time is its caller's; a
+ * call that crosses lo or hi counts its time inside. The nodes' paths are then printed as
+ * the call trees' are. */
+static void folded_span_times(const struct model_process *p, uint64_t lo, uint64_t hi,
+                              uint64_t *node_ns)
 {
     if (!p->py.nspan_list || hi <= lo)
         return;
@@ -484,31 +460,20 @@ static void folded_spans(FILE *f, const struct model_process *p, const char *pro
         sp[n++] = x;
     }
     qsort(sp, n, sizeof *sp, folded_span_cmp);
-    struct folded_buf b = {0};
-    char *prefix = NULL, frame[512];
-    size_t top = 0, plen = 0, pcap = 0;
+    size_t top = 0;
     for (size_t i = 0; i <= n; i++) {
-        /* close the open spans that end before this one starts (all of them at a new
-         * thread, and at the end) */
-        while (top && (i == n || sp[i].tid != sp[open[top - 1].i].tid ||
-                       sp[i].start >= open[top - 1].end)) {
+        /* close the open spans that end before this one starts (all of them at the end) */
+        while (top && (i == n || sp[i].start >= open[top - 1].end)) {
             top--;
             uint64_t dur = open[top].end - sp[open[top].i].start;
-            folded_span_line(f, p, prefix, sp[open[top].i].node,
-                             dur > open[top].nested ? dur - open[top].nested : 0, &b);
+            const struct model_py_node *node = model_python_node(p, sp[open[top].i].node);
+            if (node && dur > open[top].nested)
+                node_ns[node - p->py.nodes] += model_ticks_to_ns(p, dur - open[top].nested);
             if (top)
                 open[top - 1].nested += dur;
         }
         if (i == n)
             break;
-        if (!i || sp[i].tid != sp[i - 1].tid) {
-            const char *name = pystats_thread_name(p, sp[i].tid);
-            plen = 0;
-            snprintf(frame, sizeof frame, "%s", process);
-            folded_append(&prefix, &plen, &pcap, frame);
-            snprintf(frame, sizeof frame, "%s %u", name && *name ? name : "thread", sp[i].tid);
-            folded_append(&prefix, &plen, &pcap, frame);
-        }
         uint64_t end = sp[i].end; /* inside its caller */
         if (top && end > open[top - 1].end)
             end = open[top - 1].end;
@@ -516,12 +481,28 @@ static void folded_spans(FILE *f, const struct model_process *p, const char *pro
         open[top].end = end > sp[i].start ? end : sp[i].start;
         open[top++].nested = 0;
     }
-    free(prefix);
-    free(b.path);
-    free(b.end);
-    free(b.funcs);
     free(sp);
     free(open);
+}
+
+/* The span phases' time of each node of p (calloc'd, indexed as p->py.nodes); NULL for the
+ * phases of the call trees (all, steps). */
+static uint64_t *folded_phase_times(const struct model_process *p, int phase)
+{
+    if (phase != EXPORT_PHASE_STARTUP && phase != EXPORT_PHASE_STEADY)
+        return NULL;
+    uint64_t *node_ns = folded_alloc(p->py.nnodes, sizeof *node_ns);
+    /* warm-up steps lead: the steady ones run from the first after them to the last */
+    model_steps_hold(p);
+    const struct model_steps *st = &p->steps;
+    double ratio;
+    size_t warmup = phase == EXPORT_PHASE_STEADY ? steps_warmup(p, &ratio) : 0;
+    if (phase == EXPORT_PHASE_STARTUP)
+        folded_span_times(p, 0, st->steps[0].start_ns, node_ns);
+    else
+        folded_span_times(p, st->steps[warmup].start_ns, st->steps[st->nsteps - 1].end_ns, node_ns);
+    model_steps_let_go(p);
+    return node_ns;
 }
 
 /* f NULL: the total time the lines would hold, nothing printed. */
@@ -533,25 +514,7 @@ static uint64_t folded_all(FILE *f, const struct summary *s, const struct folded
         const struct model_process *p = s->procs[i];
         if (o->phase != EXPORT_PHASE_ALL && !p->steps.nsteps)
             continue;
-        if (o->phase == EXPORT_PHASE_STARTUP || o->phase == EXPORT_PHASE_STEADY) {
-            /* warm-up steps lead: the steady ones run from the first after them to the last */
-            const struct model_steps *st = &p->steps;
-            double ratio;
-            size_t warmup = o->phase == EXPORT_PHASE_STEADY ? steps_warmup(p, &ratio) : 0;
-            if (!f) {
-                model_steps_let_go(p);
-                continue; /* no share to fold by: spans are calls of PROF_PY_SPAN_US */
-            }
-            model_steps_hold(p);
-            snprintf(frame, sizeof frame, "%s pid %lld", folded_process_name(p), (long long)p->pid);
-            if (o->phase == EXPORT_PHASE_STARTUP)
-                folded_spans(f, p, frame, 0, st->steps[0].start_ns);
-            else
-                folded_spans(f, p, frame, st->steps[warmup].start_ns,
-                             st->steps[st->nsteps - 1].end_ns);
-            model_steps_let_go(p);
-            continue;
-        }
+        uint64_t *phase_ns = folded_phase_times(p, o->phase);
         struct pystats_thread *threads;
         size_t n = pystats_threads(p, &threads);
         /* One forest for every thread (a forest per thread costs all the nodes each). */
@@ -571,14 +534,14 @@ static uint64_t folded_all(FILE *f, const struct summary *s, const struct folded
                 r++;
             size_t nodes, nrest;
             uint64_t rest;
-            total += folded_measure(p, &forest, forest.roots + first, r - first, o, &x, &nodes,
-                                    &rest, &nrest);
+            total += folded_measure(p, &forest, forest.roots + first, r - first, o, phase_ns, &x,
+                                    &nodes, &rest, &nrest);
             if (!f)
                 continue;
             const char *name = pystats_thread_name(p, threads[k].tid);
             char *prefix = NULL;
             size_t len = 0, cap = 0;
-            snprintf(frame, sizeof frame, "%s pid %lld", folded_process_name(p), (long long)p->pid);
+            folded_process_label(p, frame, sizeof frame);
             folded_append(&prefix, &len, &cap, frame);
             snprintf(frame, sizeof frame, "%s %u", name && *name ? name : "thread", threads[k].tid);
             folded_append(&prefix, &len, &cap, frame);
@@ -588,6 +551,7 @@ static uint64_t folded_all(FILE *f, const struct summary *s, const struct folded
         folded_scratch_free(&x);
         pystats_forest_free(&forest);
         free(threads);
+        free(phase_ns);
     }
     return total;
 }
@@ -606,7 +570,7 @@ static void folded_write_lines(FILE *f, const struct summary *s, struct folded_o
 
 void export_folded_fwrite(FILE *f, const struct summary *s, size_t max_depth, double min_share)
 {
-    struct folded_opts o = {max_depth, 0, 0, 0};
+    struct folded_opts o = {max_depth, 0, s->phase, 0};
     folded_write_lines(f, s, &o, min_share);
 }
 

@@ -272,6 +272,28 @@ def test_folded(tmp_path):
     assert sum(int(l.rsplit(" ", 1)[1]) for l in lines) == 1510 * 1000
 
 
+def test_folded_without_steps_is_the_whole_process(tmp_path):
+    """--phase with --folded on a run without training steps: the whole process, said."""
+    whole, steps = tmp_path / "a.folded", tmp_path / "s.folded"
+    assert run("--folded", str(whole), t("py")).returncode == 0
+    proc = run("--folded", str(steps), "--phase", "steps", t("py"))
+    assert proc.returncode == 0, proc.stderr
+    assert "the run has no training steps; the flame graphs and folded stacks cover the " \
+        "whole process" in proc.stderr
+    assert steps.read_text() == whole.read_text()
+
+
+def test_folded_and_flame_graph_name_the_rank(tmp_path):
+    """A process of a rank is "rank R (pid P)", as the text report names it."""
+    folded, svg = tmp_path / "r.folded", tmp_path / "r.svg"
+    proc = run("--folded", str(folded), "--flamegraph", str(svg), t("findings", "clean"))
+    assert proc.returncode == 0, proc.stderr
+    lines = folded.read_text().splitlines()
+    assert {l.split(";", 1)[0] for l in lines} == {"rank 0 (pid 8100)", "rank 1 (pid 8101)"}
+    frames = set(re.findall(r'data-n="([^"]*)"', svg.read_text()))
+    assert {"rank 0 (pid 8100)", "rank 1 (pid 8101)"} <= frames
+
+
 def deep_lines(tmp_path, *args):
     folded = tmp_path / "deep.folded"
     proc = run("--folded", str(folded), *args, t("pydeep"))

@@ -200,6 +200,32 @@ def test_flame_graph_of_the_steady_steps(run, tmp_path):
     assert default.read_text() == svg
 
 
+def folded_total_us(path):
+    return sum(int(l.rsplit(" ", 1)[1]) for l in path.read_text().splitlines())
+
+
+def test_folded_follows_the_phase(run, tmp_path):
+    """--folded holds what --flamegraph draws for each --phase, with its default (the steady
+    steps): the same lines, so the same total (each file rounds its lines to whole us)."""
+    files = {}
+    for phase in ("default", "steady", "steps", "startup", "all"):
+        folded, svg = tmp_path / (phase + ".folded"), tmp_path / (phase + ".svg")
+        args = [] if phase == "default" else ["--phase", phase]
+        report(run, "--folded", str(folded), "--flamegraph", str(svg), *args)
+        total, drawn = folded_total_us(folded), flame_total_us(svg.read_text())
+        assert abs(total - drawn) <= drawn * 0.001 + 100, (phase, total, drawn)
+        files[phase] = folded.read_text()
+    assert files["default"] == files["steady"]
+    assert len(set(files.values())) == 4  # steady, steps, startup, all: four parts
+    assert "_find_and_load" in files["startup"] and "_find_and_load" in files["all"]
+    assert "_find_and_load" not in files["steady"] and "_find_and_load" not in files["steps"]
+    assert "Tensor.backward" in files["steady"] and "Tensor.backward" not in files["startup"]
+    # the span phases fold as the call trees' do: one line per path, none under 0.1 %
+    for phase in ("steady", "startup"):
+        paths = [l.rsplit(" ", 1)[0] for l in files[phase].splitlines()]
+        assert len(paths) == len(set(paths)), phase
+
+
 def test_warm_up_heavy_run_shows_the_steady_steps(tmp_path):
     """When the warm-up steps are most of the steps' time (test/workloads/torch_warmup.py:
     a first forward of 0.6 s, then steps of a few ms), the default flame graph is of the
