@@ -1,7 +1,7 @@
 /* html_steps: the training steps in the HTML report, from each process's steps (model.h,
  * "training steps"; steps_report.h): a summary of the steady step first (its parts as one
  * bar, the startup left out), and per process a chart of every step — its height the step's
- * time on an axis in ms, its colours the parts, warm-up steps faded, slow steps marked. */
+ * time on an axis in s, ms or us, its colours the parts, warm-up steps faded, slow steps marked. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +71,25 @@ static void html_steps_summary(FILE *out, const struct steps_stats *st)
     fputs("</svg>\n", out);
 }
 
+/* An axis label of ns on an axis up to top ns, in one unit for the whole axis: s from 1 s,
+ * ms from 1 ms, else us; up to 3 significant digits, never an exponent ("1.04 s", not
+ * "1.04e+03 ms", which the label's 42 px also cut). */
+static void html_steps_axis_label(double ns, double top, char *buf, size_t len)
+{
+    const char *unit = top >= 1e9 ? "s" : top >= 1e6 ? "ms" : "us";
+    double v = ns / (top >= 1e9 ? 1e9 : top >= 1e6 ? 1e6 : 1e3);
+    char num[24];
+    snprintf(num, sizeof num, "%.*f", v >= 100 ? 0 : v >= 10 ? 1 : 2, v);
+    size_t n = strlen(num);
+    if (strchr(num, '.')) { /* "1.50" is "1.5", "50.0" is "50" */
+        while (num[n - 1] == '0')
+            num[--n] = 0;
+        if (num[n - 1] == '.')
+            num[--n] = 0;
+    }
+    snprintf(buf, len, "%s %s", num, unit);
+}
+
 /* One process: a column per step (grouped when there are more than the width takes), its
  * height the step's time on the axis, stacked by part; the GPU busy share beneath. */
 static void html_steps_draw(FILE *out, const struct steps_stats *st)
@@ -92,15 +111,18 @@ static void html_steps_draw(FILE *out, const struct steps_stats *st)
         }
     if (!top)
         return;
-    /* the axis: 0, half and the top, in ms */
+    /* the axis: 0, half and the top */
     fprintf(out, "<svg class=\"steps\" width=\"900\" height=\"%.0f\" data-steps=\"%zu\">", H + 36,
             n);
     for (int t = 0; t <= 2; t++) {
         double y = 10 + H - H * t / 2.0;
+        char label[32];
+        html_steps_axis_label((double)top * t / 2.0, (double)top, label, sizeof label);
         fprintf(out,
                 "<line x1=\"%.0f\" x2=\"900\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ccc\"/>"
-                "<text x=\"%.0f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%.3g ms</text>",
-                left - 4, y, y, left - 6, y + 3, (double)top * t / 2.0 / 1e6);
+                "<text x=\"%.0f\" y=\"%.1f\" font-size=\"10\" "
+                "text-anchor=\"end\">%s</text>",
+                left - 4, y, y, left - 6, y + 3, label);
     }
     for (size_t c = 0; c < cols; c++) {
         uint64_t ns[MODEL_STEP_PART_COUNT] = {0}, len = 0, kernel = 0, busy = 0;

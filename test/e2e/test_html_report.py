@@ -236,6 +236,25 @@ def test_html_with_samples_is_refused():
     assert r.returncode == 2 and "--html reports the tables" in r.stderr
 
 
+def step_axis_labels(html):
+    """The step chart's axis labels, bottom to top."""
+    chart = re.search(r'<svg class="steps".*?</svg>', html).group(0)
+    return re.findall(r'<text [^>]*text-anchor="end">([^<]*)</text>', chart)
+
+
+@pytest.mark.parametrize("name,labels", [("steps", ["0 ms", "50 ms", "100 ms"]),
+                                         ("steps_long", ["0 s", "0.75 s", "1.5 s"])])
+def test_step_chart_axis_is_readable(tmp_path, name, labels):
+    """The axis of steps of 100 ms is in ms, of 1.5 s in s: never "1.5e+03 ms" (cut by the
+    label's room on the left); no text of the page holds an exponent."""
+    page = tmp_path / "steps.html"
+    report(os.path.join(TRACES, name, "main.trace"), "--html", str(page))
+    html = page.read_text()
+    assert step_axis_labels(html) == labels
+    text = re.sub(r"<script.*?</script>", "", html, flags=re.S)
+    assert not re.findall(r">[^<]*\de[+-]\d[^<]*<", text)
+
+
 def test_per_step_overview(tmp_path):
     # steps_trace (findings_traces.h): three steps ending where optimizer_step ends
     page = tmp_path / "steps.html"
