@@ -9,6 +9,7 @@
 #include "alloc.h"
 #include "comm_clock.h"
 #include "comm_match.h"
+#include "comm_pair.h"
 #include "format.h"
 #include "summary_file.h"
 
@@ -33,12 +34,16 @@ struct comm_merge_rank {
 };
 
 /* The calls of one rank's processes: their own, or read from their summaries for as long
- * as the rank is being merged. */
+ * as the rank is being merged; as collectives (comm_pair.h), and as recorded (raw: the
+ * time they cover). */
 struct comm_merge_calls {
     const struct model_comm_call **calls;
     size_t n, cap;
+    const struct model_comm_call **raw;
+    size_t nraw, cap_raw;
     struct model_comm *read; /* one per process, those read from summaries */
     size_t nread;
+    struct model_comm_call **collectives; /* one per process, comm_pair_collectives' */
     /* the last row looked up (comm_merge_calls_row): a name is one pointer while it lives */
     const char *memo_name;
     uint8_t memo_source;
@@ -51,7 +56,8 @@ static void comm_merge_calls_get(struct comm_merge_calls *out, const struct comm
 {
     memset(out, 0, sizeof *out);
     out->read = calloc(r->nprocs + 1, sizeof *out->read);
-    if (!out->read)
+    out->collectives = calloc(r->nprocs + 1, sizeof *out->collectives);
+    if (!out->read || !out->collectives)
         report_oom();
     for (size_t p = 0; p < r->nprocs; p++) {
         const struct model_process *proc = r->procs[p];
@@ -64,8 +70,14 @@ static void comm_merge_calls_get(struct comm_merge_calls *out, const struct comm
             c = m;
         }
         for (size_t i = 0; i < c->ncalls; i++) {
+            out->raw = report_grow(out->raw, &out->cap_raw, out->nraw + 1, sizeof *out->raw);
+            out->raw[out->nraw++] = &c->calls[i];
+        }
+        size_t n;
+        out->collectives[p] = comm_pair_collectives(c->calls, c->ncalls, &n);
+        for (size_t i = 0; i < n; i++) {
             out->calls = report_grow(out->calls, &out->cap, out->n + 1, sizeof *out->calls);
-            out->calls[out->n++] = &c->calls[i];
+            out->calls[out->n++] = &out->collectives[p][i];
         }
     }
 }
@@ -75,51 +87,12 @@ static void comm_merge_calls_free(struct comm_merge_calls *c)
     for (size_t i = 0; i < c->nread; i++)
         summary_file_free_comm(&c->read[i]);
     free(c->read);
+    for (size_t i = 0; c->collectives && c->collectives[i]; i++)
+        free(c->collectives[i]);
+    free(c->collectives);
     free(c->calls);
+    free(c->raw);
     memset(c, 0, sizeof *c);
-}
-
-struct comm_merge_interval {
-    uint64_t start, end;
-};
-
-static int comm_merge_interval_cmp(const void *a, const void *b)
-{
-    const struct comm_merge_interval *x = a, *y = b;
-    return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* Time covered by the rank's communication calls (setup left out), overlaps once. */
-static uint64_t comm_merge_comm_time(const struct comm_merge_calls *c)
-{
-    size_t n = 0, cap = 0;
-    struct comm_merge_interval *iv = NULL;
-    for (size_t i = 0; i < c->n; i++) {
-        if (c->calls[i]->setup)
-            continue;
-        iv = report_grow(iv, &cap, n + 1, sizeof *iv);
-        iv[n++] = (struct comm_merge_interval){c->calls[i]->start_ns, c->calls[i]->end_ns};
-    }
-    if (!n)
-        return 0;
-    size_t sorted = 1; /* calls come in time order: most often nothing to sort */
-    while (sorted < n && iv[sorted - 1].start <= iv[sorted].start)
-        sorted++;
-    if (sorted < n)
-        qsort(iv, n, sizeof *iv, comm_merge_interval_cmp);
-    uint64_t total = 0, s = iv[0].start, e = iv[0].end;
-    for (size_t i = 1; i < n; i++) {
-        if (iv[i].start > e) {
-            total += e - s;
-            s = iv[i].start;
-            e = iv[i].end;
-        } else if (iv[i].end > e) {
-            e = iv[i].end;
-        }
-    }
-    total += e - s;
-    free(iv);
-    return total;
 }
 
 /* A named action's calls and time over the lists a process has them in. */
@@ -330,7 +303,7 @@ static void comm_merge_rank_times(struct comm_rank_row *row, const struct comm_m
         steps_process_times(proc, &row->compute_ns, &row->data_ns, &row->sync_ns);
     }
     row->step_ns = row->steps ? step_total / row->steps : 0;
-    row->comm_ns = comm_merge_comm_time(calls);
+    row->comm_ns = comm_pair_covered_ns(calls->raw, calls->nraw);
     uint64_t busy = row->compute_ns + row->comm_ns;
     row->idle_ns = row->wall_ns > busy ? row->wall_ns - busy : 0;
 }
@@ -648,8 +621,9 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
                 model_steps_let_go(ranks[k].procs[i]);
         }
     }
-    /* The wait summed over calls can count one wait twice (a c10d op and the process
-     * group's work of the same collective): never more than the communication time. */
+    /* A torch.distributed collective waits from its dispatcher op's start (comm_pair.h),
+     * through time its records may not cover, and with steps comm is the part no op hides:
+     * the wait is never more than the communication time. */
     for (size_t k = 0; k < r->nranks; k++)
         if (r->ranks[k].wait_ns > r->ranks[k].comm_ns)
             r->ranks[k].wait_ns = r->ranks[k].comm_ns;

@@ -9,7 +9,9 @@
  * Matching: the k-th call of one collective (same name) on one communicator on each rank
  * is one collective operation. Its last rank to arrive is the one whose call started last;
  * a rank's wait is the time of its call before that arrival (at most the call's time), the
- * rest of the call is transfer. */
+ * rest of the call is transfer. A torch.distributed collective is one call, though PyTorch
+ * records it twice (comm_pair.h): lateness, last arrivals, the straggler rows and the rows
+ * of --comm count it once. */
 #ifndef REPORT_COMM_MERGE_H
 #define REPORT_COMM_MERGE_H
 

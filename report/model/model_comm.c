@@ -10,7 +10,8 @@
 #include "model_part.h"
 
 /* torch.distributed's operators: the dispatcher's c10d ops and the process groups'
- * work spans (issue to completion). */
+ * work spans (start to completion), two records of each collective, both kept here (the
+ * steps count the time they cover); the merge counts the collective once (comm_pair.h). */
 int model_comm_is_torch_op(const char *name)
 {
     static const char *const prefixes[] = {"c10d::", "gloo:", "nccl:", "mpi:", "ucc:"};

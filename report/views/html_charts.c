@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm_pair.h"
 #include "format.h"
 #include "html.h"
 #include "model.h"
@@ -110,17 +111,12 @@ static void html_busy_strip(FILE *out, const struct model_process *p, uint32_t d
     fputs("</svg>", out);
 }
 
-/* The process's time in communication calls (setup and failed calls left out). */
+/* The process's communication: the time its calls cover (overlaps once, as the steps count
+ * it) and its collectives, a torch.distributed one once for its two records (comm_pair.h). */
 static void html_comm_share(FILE *out, const struct model_process *p)
 {
-    uint64_t ns = 0, calls = 0;
-    for (size_t i = 0; i < p->comm.ncalls; i++) {
-        const struct model_comm_call *c = &p->comm.calls[i];
-        if (c->setup || c->failed || c->end_ns < c->start_ns)
-            continue;
-        ns += c->end_ns - c->start_ns;
-        calls++;
-    }
+    uint64_t ns, calls;
+    comm_pair_process(&p->comm, &calls, &ns);
     if (!calls)
         return;
     char t[32];

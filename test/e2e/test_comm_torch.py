@@ -3,6 +3,7 @@
 merged report names that rank as the straggler, the other ranks wait longer in allreduce,
 and every rank counts the same steps."""
 import os
+import re
 import shutil
 import subprocess
 
@@ -48,8 +49,8 @@ def test_ranks_and_steps(ddp_out):
 
 def test_slow_rank_is_the_straggler(ddp_out):
     rows = {r["name"]: r for r in report_json(ddp_out, "--comm")["comm"]}
-    for name in ("c10d::allreduce_", "gloo:all_reduce"):
-        assert name in rows, sorted(rows)
+    # the dispatcher's c10d::allreduce_ and gloo's work span: one collective, one row
+    assert "gloo:all_reduce" in rows and "c10d::allreduce_" not in rows, sorted(rows)
     allreduce = rows["gloo:all_reduce"]
     assert allreduce["kind"] == "allreduce" and allreduce["source"] == "torch"
     assert allreduce["ranks"] == RANKS and allreduce["calls_per_rank"]["min"] == STEPS
@@ -82,6 +83,52 @@ def test_ops_table_for_one_rank(ddp_out):
 
     assert calls(all_ops, "c10d::allreduce_") == RANKS * STEPS
     assert calls(one, "c10d::allreduce_") == STEPS
+
+
+def collectives_made(out, rank):
+    """The collectives a rank's program made, by name: its torch.distributed dispatcher ops
+    (c10d::*, one per call into a process group) over the whole run."""
+    ops = report_json(out, "--ops", "--phase", "all", "--rank", str(rank))["ops"]
+    return {o["name"]: o["calls"] for o in ops if o["name"].startswith("c10d::")}
+
+
+def test_one_collective_counted_once(ddp_out, tmp_path):
+    """PyTorch records each collective twice, the dispatcher's c10d:: op and gloo's work
+    span: the lateness, the last arrivals, the straggler rows, --comm and the HTML overview
+    count it once."""
+    made = {r: collectives_made(ddp_out, r) for r in range(RANKS)}
+    # the workload: one allreduce per step (the model is one DDP bucket), the barrier at
+    # the end, and what DDP's construction adds (broadcasts, an allgather), alike per rank
+    for r in range(RANKS):
+        assert made[r]["c10d::allreduce_"] == STEPS and made[r]["c10d::barrier"] == 1, made[r]
+    per_rank = sum(made[0].values())
+    assert all(sum(m.values()) == per_rank for m in made.values()), made
+    comm = report_json(ddp_out, "--comm")["comm"]
+    for kind in {row["kind"] for row in comm}:
+        names = [row["name"] for row in comm if row["kind"] == kind]
+        assert not (any(n.startswith("c10d::") for n in names) and
+                    any(n.startswith("gloo:") for n in names)), names
+    for r in range(RANKS):
+        calls = sum(p["calls"] for row in comm for p in row["per_rank"] if p["rank"] == r)
+        assert calls == per_rank, (r, calls, per_rank)
+    stragglers = report_json(ddp_out, "--stragglers")["stragglers"]
+    assert len(stragglers) == per_rank, [g["name"] for g in stragglers]
+    ranks = report_json(ddp_out, "--ranks")["ranks"]
+    slowest = ranks["slowest"]
+    assert slowest["rank"] == SLOW_RANK, slowest
+    row = {x["rank"]: x for x in ranks["rows"]}[SLOW_RANK]
+    assert slowest["last_arrivals"] == row["last_arrivals"] <= per_rank, (slowest, per_rank)
+    # late by about its sleep per step, and by less than the time of all its steps
+    assert 0.5 < slowest["late_ns"] / (STEPS * SLOW_MS * 1e6) < 1.5, slowest
+    proc = [p for p in report_json(ddp_out)["processes"] if p.get("rank") == SLOW_RANK][0]
+    assert slowest["late_ns"] < sum(s["ns"] for s in proc["steps"]["steps"]), slowest
+    html = tmp_path / "r.html"
+    report(ddp_out, "--html", str(html))
+    lines = re.findall(r"communication: [^<]* in (\d+) calls \(([\d.]+)% of wall\)",
+                       html.read_text())
+    assert len(lines) == RANKS, lines
+    for calls, share in lines:
+        assert int(calls) == per_rank and float(share) < 100, lines
 
 
 def check_accounting(out, *args):
