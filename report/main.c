@@ -155,7 +155,7 @@ static int main_default_phase(const struct summary *s)
 
 static void main_print_selected(const struct summary *s, size_t limit,
                                 enum tables_python_split split, int python, int kernels, int gpu,
-                                int actions, int ops, int memory)
+                                int actions, int ops, int memory, int threads)
 {
     int first = 1;
     if (memory) {
@@ -188,6 +188,12 @@ static void main_print_selected(const struct summary *s, size_t limit,
         if (!first)
             fputc('\n', stdout);
         tables_python(stdout, s, limit, split);
+        first = 0;
+    }
+    if (threads) {
+        if (!first)
+            fputc('\n', stdout);
+        tables_threads_view(stdout, s);
     }
 }
 
@@ -217,6 +223,7 @@ int main(int argc, char **argv)
     int kernels = 0, gpu = 0, actions = 0; /* --kernels, --gpu, --actions: those tables only */
     int ops = 0, by_shape = 0;             /* --ops, --group-by-shape */
     int memory = 0;                        /* --memory */
+    int threads = 0;                       /* --threads */
     int stacks_bare = 0;                   /* --stacks without a NAME: with --memory */
     enum summary_op_sort op_sort = SUMMARY_OP_SORT_SELF_CPU;
     enum tables_python_split split = TABLES_PYTHON_MERGED;
@@ -261,6 +268,7 @@ int main(int argc, char **argv)
         OPT_ACTIONS,
         OPT_OPS,
         OPT_MEMORY,
+        OPT_THREADS,
         OPT_GROUP_BY_SHAPE,
         OPT_MEMORY_TIMELINE,
         OPT_STACKS,
@@ -301,6 +309,7 @@ int main(int argc, char **argv)
         {"actions", no_argument, NULL, OPT_ACTIONS},
         {"ops", no_argument, NULL, OPT_OPS},
         {"memory", no_argument, NULL, OPT_MEMORY},
+        {"threads", no_argument, NULL, OPT_THREADS},
         {"group-by-shape", no_argument, NULL, OPT_GROUP_BY_SHAPE},
         {"memory-timeline", required_argument, NULL, OPT_MEMORY_TIMELINE},
         {"stacks", required_argument, NULL, OPT_STACKS},
@@ -425,6 +434,9 @@ int main(int argc, char **argv)
         case OPT_MEMORY:
             memory = 1;
             break;
+        case OPT_THREADS:
+            threads = 1;
+            break;
         case OPT_GROUP_BY_SHAPE:
             by_shape = 1;
             break;
@@ -514,7 +526,7 @@ int main(int argc, char **argv)
         }
     }
     /* The tables asked for by name (else the default report). */
-    int tables = python || kernels || gpu || actions || ops || memory;
+    int tables = python || kernels || gpu || actions || ops || memory || threads;
     if (stacks_bare) {
         if (!memory)
             return main_bad_usage("--stacks wants an API name (e.g. cudaDeviceSynchronize), or "
@@ -709,7 +721,7 @@ int main(int argc, char **argv)
         rc = export_csv_write(stdout, &s, limit);
     else if (tables) {
         jobs_print(stdout, &job);
-        main_print_selected(&s, limit, split, python, kernels, gpu, actions, ops, memory);
+        main_print_selected(&s, limit, split, python, kernels, gpu, actions, ops, memory, threads);
     } else {
         struct findings found;
         if (s.nsummaries)

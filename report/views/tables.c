@@ -255,7 +255,50 @@ const char *tables_end_text(const struct model_process *p, char *buf, size_t len
     return buf;
 }
 
-static void tables_processes(FILE *out, const struct summary *s)
+/* The threads of every process; all: every one, else those that made an intercepted API
+ * call or lost events, the others counted (a CPU-only run's dozen "0 calls" rows said in
+ * one line). */
+static void tables_threads(FILE *out, const struct summary *s, int all)
+{
+    char pid[24], tid[24], calls[24], time[32], lost[24];
+    size_t nthreads = 0, shown = 0;
+    for (size_t i = 0; i < s->nprocs; i++)
+        for (size_t k = 0; k < s->procs[i]->nthreads; k++) {
+            const struct model_thread *th = &s->procs[i]->threads[k];
+            nthreads++;
+            shown += all || th->calls || th->lost;
+        }
+    if (!shown) {
+        fprintf(out,
+                "\nThreads: %zu in %zu process%s, none with intercepted API calls or lost "
+                "events (--threads lists them)\n",
+                nthreads, s->nprocs, s->nprocs == 1 ? "" : "es");
+        return;
+    }
+    struct text_table t;
+    fprintf(out, "\nThreads\n");
+    text_table_begin(&t, ">PID|>TID|<Name|>Calls|>API time|>Lost");
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        snprintf(pid, sizeof pid, "%lld", (long long)p->pid);
+        for (size_t k = 0; k < p->nthreads; k++) {
+            const struct model_thread *th = &p->threads[k];
+            if (!all && !th->calls && !th->lost)
+                continue;
+            snprintf(tid, sizeof tid, "%u", th->tid);
+            text_table_row(&t, pid, tid, th->name ? th->name : "", tables_u64(calls, th->calls),
+                           tables_time(time, (double)th->api_ns), tables_u64(lost, th->lost));
+        }
+    }
+    text_table_end(out, &t);
+    if (shown < nthreads)
+        fprintf(out,
+                "  (%zu threads without API calls or lost events not shown; --threads lists "
+                "them)\n",
+                nthreads - shown);
+}
+
+static void tables_processes(FILE *out, const struct summary *s, int all_threads)
 {
     char pid[24], ppid[24], rank[24], lost[24];
     struct text_table t;
@@ -276,21 +319,7 @@ static void tables_processes(FILE *out, const struct summary *s)
                        p->command ? p->command : "?");
     }
     text_table_end(out, &t);
-
-    char tid[24], calls[24], time[32];
-    fprintf(out, "\nThreads\n");
-    text_table_begin(&t, ">PID|>TID|<Name|>Calls|>API time|>Lost");
-    for (size_t i = 0; i < s->nprocs; i++) {
-        const struct model_process *p = s->procs[i];
-        snprintf(pid, sizeof pid, "%lld", (long long)p->pid);
-        for (size_t k = 0; k < p->nthreads; k++) {
-            const struct model_thread *th = &p->threads[k];
-            snprintf(tid, sizeof tid, "%u", th->tid);
-            text_table_row(&t, pid, tid, th->name ? th->name : "", tables_u64(calls, th->calls),
-                           tables_time(time, (double)th->api_ns), tables_u64(lost, th->lost));
-        }
-    }
-    text_table_end(out, &t);
+    tables_threads(out, s, all_threads);
 
     int header = 0;
     for (size_t i = 0; i < s->nprocs; i++) {
@@ -325,7 +354,12 @@ void tables_print(FILE *out, const struct summary *s, size_t limit)
     if (!python || tables_memory_any(s))
         tables_memory(out, s);
     tables_python_section(out, s, limit);
-    tables_processes(out, s);
+    tables_processes(out, s, 0);
+}
+
+void tables_threads_view(FILE *out, const struct summary *s)
+{
+    tables_processes(out, s, 1);
 }
 
 void tables_over_ranks(FILE *out, const char *value, const void *rows, size_t n, size_t stride,

@@ -42,6 +42,10 @@ void tables_actions(FILE *out, const struct summary *s, size_t limit);
  * are actions. */
 void tables_actions_section(FILE *out, const struct summary *s, size_t limit);
 
+/* --threads: the processes and every thread (the default report lists the threads that
+ * made an intercepted API call or lost events, and counts the others). */
+void tables_threads_view(FILE *out, const struct summary *s);
+
 /* --memory: the PyTorch memory section, then the allocation and copy tables. */
 void tables_memory_view(FILE *out, const struct summary *s);
 

@@ -128,6 +128,35 @@ def test_processes_and_threads():
     assert p0["meta"]["env.CUDA_VISIBLE_DEVICES"] == "0,1"
 
 
+def thread_rows(out):
+    """(pid, tid) of the text report's Threads table rows."""
+    section = out[out.index("\nThreads"):]
+    section = section[:section.index("\n\n") if "\n\n" in section else len(section)]
+    return [tuple(int(x) for x in l.split()[:2]) for l in section.splitlines()
+            if l.startswith("  ") and l.split()[0].isdigit()]
+
+
+def test_threads_without_api_calls_are_counted_not_listed():
+    """A run of Python threads alone (no API call, no event lost) says so in one line; with
+    threads that made calls, only those are rows, the others counted; --threads lists every
+    thread. JSON keeps them all."""
+    out = report(t("py")).stdout
+    assert "\nThreads: 2 in 1 process, none with intercepted API calls or lost events " \
+        "(--threads lists them)\n" in out
+    assert "TID" not in out
+    mixed = [t("run"), t("py"), "--all-runs"]
+    out = report(mixed).stdout
+    assert thread_rows(out) == [(1000, 1000), (1000, 1001), (2000, 2000)]
+    assert "  (2 threads without API calls or lost events not shown; --threads lists them)" \
+        in out
+    every = report(mixed + ["--threads"]).stdout
+    assert "\nProcesses\n" in every and "API summary" not in every  # that table alone
+    assert "not shown" not in every
+    assert thread_rows(every) == [(1000, 1000), (1000, 1001), (2000, 2000), (6000, 6000),
+                                  (6000, 6001)]
+    assert [th["tid"] for th in report_json(t("py"))["processes"][0]["threads"]] == [6000, 6001]
+
+
 def test_text_report():
     out = report(t("run")).stdout
     assert "CUDA runtime API summary (2 processes" in out
