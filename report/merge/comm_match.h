@@ -18,6 +18,7 @@ struct comm_match_op {
     uint64_t last, before, first; /* the latest arrival, the one before it, the earliest */
     size_t last_rank;             /* rank index of the latest (the lowest on a tie) */
     uint32_t nranks;
+    int outside; /* ranks compared on their steps: the last rank's call is outside them */
     int has_ref; /* the clock estimate (comm_clock.h): the reference host's earliest exit */
     uint64_t ref_end;
 };

@@ -343,8 +343,9 @@ static void comm_merge_operations(struct comm_report *r, struct comm_match *m,
         r->rows[op->row].matched++;
         uint64_t late_ns = op->last - op->before;
         struct comm_rank_row *late = &r->ranks[op->last_rank];
-        /* Ranks that arrive together: none of them was last. */
-        if (late_ns) {
+        /* Ranks that arrive together: none of them was last. With steps, a rank's lateness
+         * is that of its collectives in the steps compared, as its wall and wait are. */
+        if (late_ns && !op->outside) {
             struct comm_merge_cell *cell = &cells[op->row * r->nranks + op->last_rank];
             cell->last++;
             cell->late_ns += late_ns;
@@ -609,10 +610,13 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
                 if (wait > dur)
                     wait = dur;
                 cells[mc[i].row * r->nranks + k].wait_ns += wait;
-                if (!r->by_steps ||
-                    comm_merge_in_window_at(&in_window[k], i, r, k, &ranks[k], &mc[i],
-                                            (uint64_t)r->hosts[rank_host[k]].offset_ns))
+                int in = !r->by_steps ||
+                         comm_merge_in_window_at(&in_window[k], i, r, k, &ranks[k], &mc[i],
+                                                 (uint64_t)r->hosts[rank_host[k]].offset_ns);
+                if (in)
                     r->ranks[k].wait_ns += wait;
+                else if (k == op->last_rank)
+                    op->outside = 1; /* its lateness is not the steps' */
                 r->rows[mc[i].row].wait_ns += wait;
             }
             free(mc);

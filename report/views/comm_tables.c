@@ -98,19 +98,19 @@ static void comm_tables_ranks(FILE *out, const struct comm_report *r)
     if (!r->by_steps)
         fprintf(out, ", compute = PyTorch ops' self CPU time outside communication, comm = "
                      "time in communication calls, wait = the part of it before the last rank "
-                     "arrived, idle = wall - compute - comm; data loading and host syncs are "
-                     "in the Over the ranks table)\n");
+                     "arrived, idle = wall - compute - comm, which holds data loading and host "
+                     "syncs)\n");
     if (!r->nranks) {
         fprintf(out, "  (no ranks)\n");
         return;
     }
     struct text_table t;
-    text_table_begin(&t, ">Rank|<Host|>Wall|>Steps|>Step time|>Compute|>Comm|>Wait|>Idle|"
-                         ">Last at|>Late by");
+    text_table_begin(&t, ">Rank|<Host|>Wall|>Steps|>Step time|>Compute|>Comm|>Wait|>Data|"
+                         ">Syncs|>Idle|>Last at|>Late by");
     for (size_t i = 0; i < r->nranks; i++) {
         const struct comm_rank_row *k = &r->ranks[i];
-        char rank[24], wall[32], steps[24], step[32], compute[32], comm[32], wait[32], idle[32],
-            last[24], late[32];
+        char rank[24], wall[32], steps[24], step[32], compute[32], comm[32], wait[32], data[32],
+            syncs[32], idle[32], last[24], late[32];
         snprintf(rank, sizeof rank, "%lld", (long long)k->rank);
         format_ns((double)k->wall_ns, wall, sizeof wall);
         snprintf(steps, sizeof steps, "%" PRIu64, k->steps);
@@ -121,11 +121,13 @@ static void comm_tables_ranks(FILE *out, const struct comm_report *r)
         format_ns((double)k->compute_ns, compute, sizeof compute);
         format_ns((double)k->comm_ns, comm, sizeof comm);
         format_ns((double)k->wait_ns, wait, sizeof wait);
+        format_ns((double)k->data_ns, data, sizeof data);
+        format_ns((double)k->sync_ns, syncs, sizeof syncs);
         format_ns((double)k->idle_ns, idle, sizeof idle);
         snprintf(last, sizeof last, "%" PRIu64, k->last_arrivals);
         format_ns((double)k->late_ns, late, sizeof late);
         text_table_row(&t, rank, k->host ? k->host : "", wall, steps, step, compute, comm, wait,
-                       idle, last, late);
+                       data, syncs, idle, last, late);
     }
     text_table_end(out, &t);
     fprintf(out, "\n  Over the ranks:\n");
@@ -150,8 +152,8 @@ static void comm_tables_ranks(FILE *out, const struct comm_report *r)
         comm_tables_signed_ns(w->idle_ns, i, sizeof i);
         fprintf(out, "\n  Slowest rank: %lld", (long long)w->rank);
         if (w->late_ns)
-            fprintf(out, " (last at %" PRIu64 " collectives, late by %s in all)", w->last_arrivals,
-                    late);
+            fprintf(out, " (last at %" PRIu64 " collectives, late by %s %s)", w->last_arrivals,
+                    late, r->by_steps ? "in these steps" : "in all");
         else
             fputs(" (the longest step)", out);
         fprintf(out,

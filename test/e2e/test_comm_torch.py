@@ -140,6 +140,12 @@ def check_accounting(out, *args):
         assert parts == row["wall_ns"], row
         assert row["wait_ns"] <= row["comm_ns"], row
         assert row["steps"] > 0 and row["step_ns"] * row["steps"] <= row["wall_ns"], row
+        # lateness is that of the collectives in the same steps
+        assert row["late_ns"] <= row["wall_ns"], row
+    text = report(out, "--ranks", *args).stdout
+    header = next(l for l in text.splitlines() if l.lstrip().startswith("Rank "))
+    for column in ("Compute", "Comm", "Data", "Syncs", "Idle"):  # each row can be checked
+        assert column in header.split(), header
     return ranks
 
 
