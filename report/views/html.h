@@ -30,6 +30,10 @@ void html_memory(FILE *out, const struct summary *s);
 /* html_steps.c: the training steps: the steady step's parts and a chart of every step per
  * process (from the model's steps). */
 void html_steps(FILE *out, const struct summary *s);
+/* The whole wall time of p, which has steps, as one bar: the startup, every step split into
+ * its parts (the Training steps section's colours), the teardown; and its legend. */
+void html_steps_wall_bar(FILE *out, const struct model_process *p);
+void html_steps_wall_legend(FILE *out);
 /* Text for HTML: markup characters as entities, control characters escaped. */
 void html_text(FILE *out, const char *s);
 

@@ -128,18 +128,38 @@ static void html_comm_share(FILE *out, const struct model_process *p)
 
 void html_timeline(FILE *out, const struct summary *s)
 {
+    size_t stepped = 0, actions = 0;
+    for (size_t i = 0; i < s->nprocs; i++) {
+        stepped += s->procs[i]->steps.nsteps > 0;
+        actions += !s->procs[i]->steps.nsteps && s->procs[i]->torch.nbuiltin;
+    }
     fputs("<section id=\"timeline\"><h2>Timeline overview</h2>\n<p class=\"note\">Per "
-          "process, over its whole wall time (startup included): the training actions' shares "
-          "(forward, backward, "
-          "optimizer_step, dataloader_next as the Python call tree shows them), and each GPU's "
-          "busy share over the run (darker: busier), and the share of its wall time spent in "
-          "communication calls (NCCL, MPI, torch.distributed; --comm and --stragglers have the "
-          "detail).</p>\n<div>",
+          "process, over its whole wall time: ",
           out);
-    for (size_t a = 0; a < 5; a++)
-        fprintf(out, "<span class=\"key\" style=\"background:%s\"></span>%s ",
-                html_action_colors[a], a < 4 ? html_actions[a] : "other");
-    fputs("</div>\n<table class=\"tl\">\n", out);
+    if (stepped)
+        fputs("a process with training steps as its startup, every step split into the parts "
+              "the Training steps section gives (communication: the part no op hides; a wait "
+              "inside backward is communication, not backward), and its teardown; ",
+              out);
+    if (actions)
+        fputs("a process without steps as its training actions' shares (forward, backward, "
+              "optimizer_step, dataloader_next as the Python call tree shows them, a wait "
+              "inside one included); ",
+              out);
+    fputs("each GPU's busy share over the run (darker: busier), and the share of the wall time "
+          "spent in communication calls (NCCL, MPI, torch.distributed; --comm and --stragglers "
+          "have the detail).</p>\n",
+          out);
+    if (stepped)
+        html_steps_wall_legend(out);
+    if (actions) {
+        fputs("<div>", out);
+        for (size_t a = 0; a < 5; a++)
+            fprintf(out, "<span class=\"key\" style=\"background:%s\"></span>%s ",
+                    html_action_colors[a], a < 4 ? html_actions[a] : "other");
+        fputs("</div>\n", out);
+    }
+    fputs("<table class=\"tl\">\n", out);
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         char wall[32];
@@ -147,7 +167,9 @@ void html_timeline(FILE *out, const struct summary *s)
         fputs("<tr><th>", out);
         html_proc_label(out, p);
         fprintf(out, "<br><small>%s</small></th><td>", wall);
-        if (p->torch.nbuiltin)
+        if (p->steps.nsteps)
+            html_steps_wall_bar(out, p);
+        else if (p->torch.nbuiltin)
             html_action_bar(out, p);
         else
             fputs("<small>no training actions in the Python call tree</small>", out);

@@ -23,6 +23,56 @@ static const char *const html_part_color[MODEL_STEP_PART_COUNT] = {
     "#d8d4d0", /* other CPU */
 };
 
+#define HTML_STARTUP_COLOR "#a8a8a8"
+#define HTML_TEARDOWN_COLOR "#e4e4e4"
+
+/* One segment of a 900-wide bar at *x: ns of wall, its name in the tooltip. */
+static void html_steps_segment(FILE *out, double *x, uint64_t ns, uint64_t wall, const char *color,
+                               const char *name)
+{
+    if (!ns || !wall)
+        return;
+    double w = 900.0 * (double)ns / (double)wall;
+    char t[32];
+    format_ns((double)ns, t, sizeof t);
+    fprintf(out,
+            "<rect x=\"%.1f\" y=\"0\" width=\"%.1f\" height=\"18\" fill=\"%s\"><title>%s %s "
+            "(%.1f%%)</title></rect>",
+            *x, w, color, name, t, 100.0 * (double)ns / (double)wall);
+    *x += w;
+}
+
+void html_steps_wall_bar(FILE *out, const struct model_process *p)
+{
+    struct steps_stats st; /* every step (lo 0, hi UINT64_MAX would be the steady ones) */
+    steps_stats_of(p, 0, UINT64_MAX - 1, &st);
+    uint64_t wall = p->wall_ns, used = st.startup_ns + st.total_ns + st.teardown_ns;
+    double x = 0;
+    fputs("<svg class=\"bar\" width=\"900\" height=\"18\">", out);
+    html_steps_segment(out, &x, st.startup_ns, wall, HTML_STARTUP_COLOR,
+                       "startup (before the first step)");
+    for (int k = 0; k < MODEL_STEP_PART_COUNT; k++)
+        html_steps_segment(out, &x, st.part_ns[k], wall, html_part_color[k],
+                           model_step_part_name(k));
+    html_steps_segment(out, &x, st.teardown_ns, wall, HTML_TEARDOWN_COLOR,
+                       "teardown (after the last step)");
+    html_steps_segment(out, &x, wall > used ? wall - used : 0, wall, HTML_TEARDOWN_COLOR,
+                       "outside the steps' span");
+    fputs("</svg>", out);
+}
+
+void html_steps_wall_legend(FILE *out)
+{
+    fputs("<div><span class=\"key\" style=\"background:" HTML_STARTUP_COLOR "\"></span>startup ",
+          out);
+    for (int k = 0; k < MODEL_STEP_PART_COUNT; k++)
+        fprintf(out, "<span class=\"key\" style=\"background:%s\"></span>%s ", html_part_color[k],
+                model_step_part_name(k));
+    fputs("<span class=\"key\" style=\"background:" HTML_TEARDOWN_COLOR
+          "\"></span>teardown</div>\n",
+          out);
+}
+
 static void html_steps_legend(FILE *out)
 {
     fputs("<div>", out);

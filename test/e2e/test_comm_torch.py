@@ -131,6 +131,31 @@ def test_one_collective_counted_once(ddp_out, tmp_path):
         assert int(calls) == per_rank and float(share) < 100, lines
 
 
+def test_html_overview_splits_the_wall_as_the_steps_do(ddp_out, tmp_path):
+    """The Timeline overview's bar of a rank with steps: startup, the steps' parts, teardown.
+    The fast ranks' wait for the slow one is communication, not the backward it sits in; the
+    slow rank's extra time is in its ops (it sleeps in Python: other CPU), not unnamed."""
+    html = tmp_path / "r.html"
+    report(ddp_out, "--html", str(html))
+    text = html.read_text()
+    section = text[text.index('<section id="timeline">'):]
+    section = section[:section.index("</section>")]
+    rows = re.findall(r"<tr><th>rank (\d+), pid \d+.*?</tr>", section)
+    assert len(rows) == RANKS, section[:2000]
+    bars = {}
+    for row in re.finditer(r"<tr><th>rank (\d+), pid \d+(.*?)</tr>", section):
+        bars[int(row.group(1))] = {name: float(pct) for name, pct in re.findall(
+            r"<title>([a-zA-Z ()]+?) [\d.]+ [mun]?s \(([\d.]+)%\)</title>", row.group(2))}
+    for r, parts in bars.items():
+        assert "startup (before the first step)" in parts, parts
+        assert sum(parts.values()) > 99, parts
+        if r != SLOW_RANK:
+            assert parts["communication"] > 3 * parts.get("backward", 0), (r, parts)
+    slow = bars[SLOW_RANK]
+    assert slow.get("communication", 0) < min(b["communication"] for r, b in bars.items()
+                                              if r != SLOW_RANK), bars
+
+
 def check_accounting(out, *args):
     """The per-rank arithmetic of issue 18: the parts of the window's steps add up to its
     time, the wait is part of the communication, and every share uses the window's time."""
