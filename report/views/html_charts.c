@@ -7,6 +7,7 @@
 #include "comm_pair.h"
 #include "format.h"
 #include "html.h"
+#include "summary_file.h"
 #include "model.h"
 
 void html_text(FILE *out, const char *s)
@@ -116,7 +117,14 @@ static void html_busy_strip(FILE *out, const struct model_process *p, uint32_t d
 static void html_comm_share(FILE *out, const struct model_process *p)
 {
     uint64_t ns, calls;
-    comm_pair_process(&p->comm, &calls, &ns);
+    struct model_comm read = {0}; /* a summary keeps the calls in a section of their own */
+    if (p->summary_file) {
+        char err[512];
+        if (summary_file_read_comm(p, 0, &read, err, sizeof err) != 0)
+            format_say(stderr, "warning: %s", err);
+    }
+    comm_pair_process(p->summary_file ? &read : &p->comm, &calls, &ns);
+    summary_file_free_comm(&read);
     if (!calls)
         return;
     char t[32];

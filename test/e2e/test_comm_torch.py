@@ -154,6 +154,14 @@ def test_html_overview_splits_the_wall_as_the_steps_do(ddp_out, tmp_path):
     slow = bars[SLOW_RANK]
     assert slow.get("communication", 0) < min(b["communication"] for r, b in bars.items()
                                               if r != SLOW_RANK), bars
+    # the same page from summaries (the communication line reads the calls' own section)
+    copy = tmp_path / "copy"
+    shutil.copytree(ddp_out, copy)
+    report(copy, "--summarize")
+    assert list(copy.glob("*.summary"))
+    again = tmp_path / "s.html"
+    report(copy, "--html", str(again))
+    assert again.read_text().replace(str(copy), str(ddp_out)) == text
 
 
 def check_accounting(out, *args):
