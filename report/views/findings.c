@@ -58,13 +58,27 @@ static void findings_py_place(const struct model_process *p, uint32_t node_id, c
     snprintf(buf, len, "%s (%s:%u)", name, fn->file ? fn->file : "?", fn->line);
 }
 
-static const char *findings_proc_label(const struct model_process *p, char *buf, size_t len)
+/* "rank 2 (pid 17)", or "pid 17" without a rank; in_parens: "rank 2, pid 17" (a title's
+ * "(...)" holds it). */
+static const char *findings_proc_name(const struct model_process *p, int in_parens, char *buf,
+                                      size_t len)
 {
     if (p->rank >= 0)
-        snprintf(buf, len, "rank %lld (pid %lld)", (long long)p->rank, (long long)p->pid);
+        snprintf(buf, len, in_parens ? "rank %lld, pid %lld" : "rank %lld (pid %lld)",
+                 (long long)p->rank, (long long)p->pid);
     else
         snprintf(buf, len, "pid %lld", (long long)p->pid);
     return buf;
+}
+
+static const char *findings_proc_label(const struct model_process *p, char *buf, size_t len)
+{
+    return findings_proc_name(p, 0, buf, len);
+}
+
+static const char *findings_proc_in_parens(const struct model_process *p, char *buf, size_t len)
+{
+    return findings_proc_name(p, 1, buf, len);
 }
 
 /* One device of one process idle at least GPU_IDLE_SHARE of its wall time. */
@@ -91,7 +105,7 @@ static void findings_idle_one(struct findings *f, const struct findings_idle *c)
     format_ns((double)c->g->longest_ns, longest, sizeof longest);
     struct finding *x = findings_add(f, "gpu_idle", c->idle);
     findings_set(x->title, sizeof x->title, "GPU %u idle %.1f %% of the time (%s)", c->d->device,
-                 100.0 * c->idle, findings_proc_label(p, who, sizeof who));
+                 100.0 * c->idle, findings_proc_in_parens(p, who, sizeof who));
     findings_set(x->evidence, sizeof x->evidence,
                  "device %u busy %s of %s wall time, idle in %" PRIu64
                  " gaps (the longest %s); during them the CPU spent %s in %" PRIu64
@@ -307,7 +321,7 @@ static void findings_dataloader(struct findings *f, const struct summary *s)
         struct finding *x = findings_add(f, "dataloader", share);
         findings_set(x->title, sizeof x->title,
                      "waiting for the DataLoader %.1f %% of the time (%s)", 100.0 * share,
-                     findings_proc_label(p, who, sizeof who));
+                     findings_proc_in_parens(p, who, sizeof who));
         findings_set(x->evidence, sizeof x->evidence,
                      "%" PRIu64 " batches waited %s of %s wall time, %s each", a->calls, total,
                      wall, mean);
@@ -500,7 +514,7 @@ static void findings_memory_peak(struct findings *f, const struct summary *s)
             struct finding *x = findings_add(f, "memory_peak", share);
             findings_set(x->title, sizeof x->title,
                          "GPU %d memory peak at %.1f %% of capacity (%s)", m->dev_index,
-                         100.0 * share, findings_proc_label(p, who, sizeof who));
+                         100.0 * share, findings_proc_in_parens(p, who, sizeof who));
             findings_set(x->evidence, sizeof x->evidence,
                          "peak %s (live tensors %s, the allocator's reserve included) of %s on %s",
                          pk, live, cap, dev->name ? dev->name : "the device");
@@ -573,7 +587,7 @@ static void findings_memory_growth(struct findings *f, const struct summary *s)
         snprintf(others, sizeof others, "; %zu process memories grow so", n);
     struct finding *x = findings_add(f, "memory_growth", (double)most / (double)w->peak_bytes);
     findings_set(x->title, sizeof x->title, "tensor memory grows %s per step (%s, %s)", per, device,
-                 findings_proc_label(wp, who, sizeof who));
+                 findings_proc_in_parens(wp, who, sizeof who));
     findings_set(
         x->evidence, sizeof x->evidence,
         "live tensor bytes %s as %s begin, %s at their end: +%s after the first of %" PRIu64

@@ -43,7 +43,7 @@ def test_bad_run_fires_every_finding_once_with_its_numbers():
     assert idle[0]["where"] == "Model.sync_loss (/w/train.py:42): 200.00 ms of CUDA calls in the gaps"
     assert "during them the CPU spent 0 ns in 0 CUDA calls" in idle[1]["evidence"]
     assert idle[1]["where"] == ""
-    assert "rank 0 (pid 8000)" in idle[0]["title"] and "rank 1 (pid 8001)" in idle[1]["title"]
+    assert "(rank 0, pid 8000)" in idle[0]["title"] and "(rank 1, pid 8001)" in idle[1]["title"]
 
     (sync,) = by_kind(found, "sync")
     assert sync["value"] == pytest.approx(0.104)
@@ -98,7 +98,7 @@ def test_text_report_starts_with_the_findings():
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == "Findings"
-    assert lines[1] == "  * GPU 0 idle 99.2 % of the time (rank 0 (pid 8000))"
+    assert lines[1] == "  * GPU 0 idle 99.2 % of the time (rank 0, pid 8000)"
     assert "  * host-device syncs take 10.4 % of the time" in lines
     assert "      where: Model.sync_loss (/w/train.py:42): 200.00 ms of them" in lines
     # the tables follow
@@ -135,7 +135,7 @@ def test_gpu_idle_of_many_processes_lists_the_idlest_and_sums_up_the_rest(tmp_pa
     assert len(idle) == 4
     # the idlest first (rank 1: 99.402 %), then the rest summed up
     assert [round(f["value"], 5) for f in idle[:3]] == [0.99402, 0.99202, 0.99202]
-    assert "rank 1 (pid 8001)" in idle[0]["title"]
+    assert "(rank 1, pid 8001)" in idle[0]["title"]
     assert idle[3]["title"] == ("GPUs idle 99.2 % of the time (median) on 5 more devices of "
                                 "the processes")
     assert idle[3]["evidence"].startswith("5 more devices idle at least 30 % of their "
