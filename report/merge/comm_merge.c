@@ -343,14 +343,17 @@ static void comm_merge_operations(struct comm_report *r, struct comm_match *m,
         r->rows[op->row].matched++;
         uint64_t late_ns = op->last - op->before;
         struct comm_rank_row *late = &r->ranks[op->last_rank];
-        /* Ranks that arrive together: none of them was last. With steps, a rank's lateness
-         * is that of its collectives in the steps compared, as its wall and wait are. */
-        if (late_ns && !op->outside) {
+        /* Ranks that arrive together: none of them was last. */
+        if (late_ns) {
             struct comm_merge_cell *cell = &cells[op->row * r->nranks + op->last_rank];
             cell->last++;
             cell->late_ns += late_ns;
-            late->last_arrivals++;
-            late->late_ns += late_ns;
+            late->run_last_arrivals++;
+            late->run_late_ns += late_ns;
+            if (!op->outside) {
+                late->last_arrivals++;
+                late->late_ns += late_ns;
+            }
         }
         r->stragglers = report_grow(r->stragglers, &cap, r->nstragglers + 1, sizeof *r->stragglers);
         r->stragglers[r->nstragglers++] = (struct comm_straggler){

@@ -71,7 +71,11 @@ struct comm_rank_row {
     size_t nprocs;
     const char *host;
     uint64_t wall_ns, steps, step_ns, compute_ns, comm_ns, wait_ns, idle_ns;
-    uint64_t last_arrivals, late_ns; /* operations it arrived last at, and by how much */
+    /* Operations it arrived last at, and by how much: with steps (by_steps), those inside
+     * the steps compared, as wall and wait are; run_: every matched operation of the run,
+     * as --stragglers lists them. */
+    uint64_t last_arrivals, late_ns;
+    uint64_t run_last_arrivals, run_late_ns;
     uint64_t data_ns; /* in data loading: the dataloader_next actions (built in, Lightning) */
     uint64_t sync_ns; /* in host-device syncs: synchronizing calls and blocking copies */
     /* With steps (comm_report.by_steps): the window's steps split as model.h says; then

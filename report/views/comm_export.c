@@ -37,6 +37,8 @@ static json_t *comm_export_ranks(const struct comm_report *r)
         COMM_EXPORT_INT(row, "idle_ns", k->idle_ns);
         COMM_EXPORT_INT(row, "last_arrivals", k->last_arrivals);
         COMM_EXPORT_INT(row, "late_ns", k->late_ns);
+        COMM_EXPORT_INT(row, "run_last_arrivals", k->run_last_arrivals);
+        COMM_EXPORT_INT(row, "run_late_ns", k->run_late_ns);
         COMM_EXPORT_INT(row, "data_ns", k->data_ns);
         COMM_EXPORT_INT(row, "sync_ns", k->sync_ns);
         json_array_append_new(rows, row);

@@ -226,23 +226,23 @@ static void comm_tables_stragglers(FILE *out, const struct comm_report *r, size_
         return;
     }
     /* The rank most often last first. */
-    const struct comm_rank_row *worst = NULL;
+    const struct comm_rank_row *worst = NULL; /* over every operation of the run, listed */
     for (size_t i = 0; i < r->nranks; i++)
-        if (!worst || r->ranks[i].last_arrivals > worst->last_arrivals ||
-            (r->ranks[i].last_arrivals == worst->last_arrivals &&
-             r->ranks[i].late_ns > worst->late_ns))
+        if (!worst || r->ranks[i].run_last_arrivals > worst->run_last_arrivals ||
+            (r->ranks[i].run_last_arrivals == worst->run_last_arrivals &&
+             r->ranks[i].run_late_ns > worst->run_late_ns))
             worst = &r->ranks[i];
     char late[32];
-    format_ns((double)worst->late_ns, late, sizeof late);
+    format_ns((double)worst->run_late_ns, late, sizeof late);
     fprintf(out, "  slowest rank: %lld, last at %" PRIu64 " of %zu operations, late by %s in all\n",
-            (long long)worst->rank, worst->last_arrivals, r->nstragglers, late);
+            (long long)worst->rank, worst->run_last_arrivals, r->nstragglers, late);
     struct text_table t;
     text_table_begin(&t, ">Rank|>Last at|>Late by");
     for (size_t i = 0; i < r->nranks; i++) {
         char rank[24], last[24];
         snprintf(rank, sizeof rank, "%lld", (long long)r->ranks[i].rank);
-        snprintf(last, sizeof last, "%" PRIu64, r->ranks[i].last_arrivals);
-        format_ns((double)r->ranks[i].late_ns, late, sizeof late);
+        snprintf(last, sizeof last, "%" PRIu64, r->ranks[i].run_last_arrivals);
+        format_ns((double)r->ranks[i].run_late_ns, late, sizeof late);
         text_table_row(&t, rank, last, late);
     }
     text_table_end(out, &t);
