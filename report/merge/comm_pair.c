@@ -50,6 +50,37 @@ static struct comm_pair_op *comm_pair_front(struct comm_pair_op *ops, size_t n, 
     return *at < n ? &ops[*at] : NULL;
 }
 
+/* Whether a dispatcher op of kind dk may have queued a work span of kind wk (NCCL runs a
+ * barrier as an allreduce). */
+static int comm_pair_kinds_match(enum comm_kind dk, enum comm_kind wk)
+{
+    return dk == wk || (dk == COMM_KIND_BARRIER && wk == COMM_KIND_ALLREDUCE);
+}
+
+/* The dispatcher op not yet paired, of w's kind and on w's thread, that holds w's whole
+ * span (ops sorted by start), or NULL: the innermost one that began last before w. */
+static struct comm_pair_op *comm_pair_around(struct comm_pair_op *ops, size_t n,
+                                             const struct model_comm_call *calls,
+                                             const struct comm_pair_op *w, const size_t *pair)
+{
+    size_t a = 0, b = n; /* the ops that started at or before w: [0, a) */
+    while (a < b) {
+        size_t m = a + (b - a) / 2;
+        if (ops[m].start <= w->start)
+            a = m + 1;
+        else
+            b = m;
+    }
+    const struct model_comm_call *wc = &calls[w->i];
+    for (size_t k = a, looked = 0; k-- > 0 && looked < 16; looked++) {
+        const struct model_comm_call *d = &calls[ops[k].i];
+        if (pair[ops[k].i] == SIZE_MAX && d->tid == wc->tid && d->end_ns >= wc->end_ns &&
+            comm_pair_kinds_match(ops[k].kind, w->kind))
+            return &ops[k];
+    }
+    return NULL;
+}
+
 struct model_comm_call *comm_pair_collectives(const struct model_comm_call *calls, size_t ncalls,
                                               size_t *n)
 {
@@ -76,10 +107,21 @@ struct model_comm_call *comm_pair_collectives(const struct model_comm_call *call
             ops[i].kind = comm_pair_kind(&kinds, calls[ops[i].i].name);
         qsort(ops, ndispatch, sizeof *ops, comm_pair_op_cmp);
         qsort(work, nwork, sizeof *work, comm_pair_op_cmp);
-        /* per kind, where its next dispatcher op not yet paired may be: each kind's ops
-         * are paired in start order, so this only moves on */
+        /* first a work span run inside its dispatcher op, on its thread (NCCL, a blocking
+         * backend): whatever other groups have queued, that op is its own */
+        for (size_t w = 0; w < nwork; w++) {
+            struct comm_pair_op *d = comm_pair_around(ops, ndispatch, calls, &work[w], pair);
+            if (d) {
+                pair[d->i] = work[w].i;
+                pair[work[w].i] = d->i;
+            }
+        }
+        /* then the others in queue order. Per kind, where its next dispatcher op not yet
+         * paired may be: each kind's ops are paired in start order, so this only moves on */
         size_t at[COMM_KIND_SETUP + 1] = {0};
         for (size_t w = 0; w < nwork; w++) {
+            if (pair[work[w].i] != SIZE_MAX)
+                continue;
             enum comm_kind k = work[w].kind;
             struct comm_pair_op *d = comm_pair_front(ops, ndispatch, &at[k], k, pair);
             if (k == COMM_KIND_ALLREDUCE) { /* a barrier run as an allreduce (NCCL) */
@@ -164,7 +206,7 @@ void comm_pair_process(const struct model_comm *c, uint64_t *collectives, uint64
     struct model_comm_call *calls = comm_pair_collectives(c->calls, c->ncalls, &n);
     *collectives = 0;
     for (size_t i = 0; i < n; i++)
-        *collectives += !calls[i].setup && !calls[i].failed;
+        *collectives += !calls[i].setup; /* a failed one took its time too */
     free(calls);
     const struct model_comm_call **raw = malloc((c->ncalls + 1) * sizeof *raw);
     if (!raw)

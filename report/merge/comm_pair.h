@@ -9,10 +9,14 @@
  * process group had queued) and ends at the work span's end (when the data has moved); it
  * is named as the work span (what the backend ran: NCCL's barrier is an allreduce).
  *
- * Pairing, per process: the process group runs its work in the order it was queued, so
- * each work span, in start order, goes with the earliest dispatcher op of its kind not yet
- * paired that started no later (a barrier's op with an allreduce work too); a record left
- * alone (older PyTorch has no c10d:: ops; a record lost) stays a collective of its own.
+ * Pairing, per process: first a work span run inside a dispatcher op of its kind on its
+ * own thread (a blocking backend) goes with that op, whatever other process groups have
+ * queued; then, as a process group runs its work in the order it was queued, each other
+ * work span, in start order, goes with the earliest dispatcher op of its kind not yet
+ * paired that started no later (a barrier's op with an allreduce work too). Two
+ * asynchronous backends queueing the same kind at once are not told apart (the dispatcher
+ * op does not name its group). A record left alone (older PyTorch has no c10d:: ops; a
+ * record lost) stays a collective of its own.
  *
  * Time is not taken from the pairs: a process's communication time is the time its records
  * cover, overlaps once, as the steps' accounting counts it (model_steps.c). Between the
@@ -32,8 +36,8 @@ struct model_comm_call *comm_pair_collectives(const struct model_comm_call *call
                                               size_t *n);
 /* The time calls cover, setup left out, overlaps once. */
 uint64_t comm_pair_covered_ns(const struct model_comm_call *const *calls, size_t n);
-/* One process's communication: its collectives (setup and failed calls left out) and the
- * time its calls cover. */
+/* One process's communication: its collectives and the time its calls cover (setup calls
+ * left out of both; failed ones in both). */
 void comm_pair_process(const struct model_comm *c, uint64_t *collectives, uint64_t *covered_ns);
 
 #endif

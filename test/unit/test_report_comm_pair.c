@@ -85,6 +85,25 @@ Test(report_comm_pair, each_work_span_goes_with_the_op_that_queued_it)
     cr_assert_eq(ns, 275);
 }
 
+Test(report_comm_pair, a_work_span_run_inside_its_op_goes_with_it_before_queued_ones)
+{
+    struct model_comm_call calls[] = {
+        /* a gloo allreduce queued first; gloo's worker (thread 2) starts it late */
+        torch_call("c10d::allreduce_", 100, 105, 1),
+        /* an NCCL allreduce on another group, its work run inside its op (thread 1) */
+        torch_call("c10d::allreduce_", 110, 130, 1),
+        torch_call("nccl:all_reduce", 112, 128, 1),
+        torch_call("gloo:all_reduce", 140, 200, 2),
+    };
+    size_t n;
+    struct model_comm_call *c = comm_pair_collectives(calls, 4, &n);
+    cr_assert_eq(n, 2);
+    /* queue order alone would give the NCCL work to the first op and gloo's to the second */
+    cr_assert_eq(named_at(c, n, "nccl:all_reduce", 110)->end_ns, 130); /* the op's end: later */
+    cr_assert_eq(named_at(c, n, "gloo:all_reduce", 100)->end_ns, 200);
+    free(c);
+}
+
 /* Rank r of 2: three allreduces at T = 0, 20000, 40000 (ticks, realtime less 8000); rank
  * 1's c10d::allreduce_ starts 2000 after rank 0's at the first two, together at the third.
  * Each op lasts 500; gloo's work starts 100 after it on the worker thread and ends at
