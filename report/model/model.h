@@ -507,6 +507,15 @@ struct model_steps {
      * time exceeds its mean per steady step the most, by self_ns (step: its number). */
     struct model_step_hot *slow_hot;
     size_t nslow_hot;
+    /* The DataLoader the steady steps wait for (enum model_steps_loader), by the iterator
+     * whose calls inside their data loading took the most time. */
+    uint8_t loader;
+};
+
+enum model_steps_loader {
+    MODEL_STEPS_LOADER_UNKNOWN,
+    MODEL_STEPS_LOADER_SINGLE,  /* _SingleProcessDataLoaderIter: num_workers=0 */
+    MODEL_STEPS_LOADER_WORKERS, /* _MultiProcessingDataLoaderIter */
 };
 
 /* A function's self time per steady step, from the calls of at least PROF_PY_SPAN_US (a
@@ -773,6 +782,8 @@ const struct model_py_func *model_torch_py_func_at(const struct model_process *p
  * dist-packages, or "<frozen ...>"); NULL: none. */
 const struct model_py_func *model_torch_py_own_func_at(const struct model_process *p,
                                                        uint32_t node);
+/* Whether a Python file is the program's own, as model_torch_py_own_func_at says. */
+int model_torch_own_file(const char *file);
 const char *model_torch_action_of_node(const struct model_process *p, uint32_t node_id);
 /* Makes py.node_action, which model_torch_action_of_node reads: one pass over the nodes,
  * each path from its parent's (however deep the trees). Keeps its work in py.builtin_memo

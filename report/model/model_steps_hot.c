@@ -33,7 +33,8 @@ static int hot_span_cmp(const void *a, const void *b)
 struct hot_func {
     uint32_t func;
     uint64_t self_ns;
-    uint64_t calls;     /* the calls counted (spans: calls of at least PROF_PY_SPAN_US) */
+    uint64_t steps;     /* HOT_INCLUSIVE: the steps its counted calls begin in */
+    size_t last_step;   /* (the step of the last counted call + 1) */
     uint32_t caller;    /* a builtin's: the function that made its call with the most time */
     uint64_t caller_ns; /* that call's self time; 0: none */
 };
@@ -53,13 +54,48 @@ static char *hot_text(const struct model_process *p, uint32_t func_id)
     return report_strdup(buf);
 }
 
+/* The index of the step a span starting at ticks begins in (the last one starting at or
+ * before it). */
+static size_t hot_step_of(const struct model_steps *st, uint64_t ticks,
+                          const struct model_process *p)
+{
+    uint64_t t = model_ticks_to_monotonic_ns(p, ticks);
+    size_t a = 0, b = st->nsteps;
+    while (a < b) {
+        size_t m = a + (b - a) / 2;
+        if (st->steps[m].start_ns <= t)
+            a = m + 1;
+        else
+            b = m;
+    }
+    return a ? a - 1 : 0;
+}
+
+/* The node's nearest caller that is a named function, not a comprehension, generator
+ * expression or lambda ("f.<locals>.<listcomp>": its function is f's); NULL: none. */
+static const struct model_py_node *hot_named_caller(const struct model_process *p,
+                                                    const struct model_py_node *node)
+{
+    const struct model_py_node *up = node->parent ? model_python_node(p, node->parent) : NULL;
+    for (int hops = 0; up && hops < 64; hops++) {
+        const struct model_py_func *f = model_python_func(p, up->func);
+        const char *q = f && f->qualname ? f->qualname : "";
+        const char *last = strrchr(q, '.');
+        if (!f || (last ? last[1] : q[0]) != '<')
+            return up;
+        up = up->parent ? model_python_node(p, up->parent) : NULL;
+    }
+    return up;
+}
+
 /* Which calls hot_rank counts. */
 enum hot_calls {
     HOT_ALL,
     HOT_NO_IMPORTS, /* calls of the import machinery, and what they ran, count for no one */
     HOT_DATA,       /* only dataloader_next calls and what they ran */
     HOT_INCLUSIVE,  /* each call's whole time, not its self time: a function's outermost
-                       calls only (recursion once), less those that span all of [lo, hi] */
+                       calls only (recursion once), and only those wholly inside [lo, hi]
+                       (the loop around every step, a call cut by an edge: left out) */
 };
 
 /* Whether span i of a call of func runs inside another call of func on the stack. */
@@ -114,8 +150,10 @@ static size_t hot_rank(const struct model_process *p, uint64_t lo, uint64_t hi,
         self[order[k]] = in;
         if (calls == HOT_INCLUSIVE) {
             const struct model_py_node *node = in ? model_python_node(p, sp->node) : NULL;
+            uint64_t a0 = model_ticks_to_monotonic_ns(p, sp->start);
+            uint64_t b0 = model_ticks_to_monotonic_ns(p, sp->end);
             marked[order[k]] =
-                (uint8_t)(in == hi - lo || (node && hot_recursive(p, stack, top, node->func)));
+                (uint8_t)(a0 < lo || b0 > hi || (node && hot_recursive(p, stack, top, node->func)));
         } else {
             if (top)
                 self[stack[top - 1]] = self[stack[top - 1]] > in ? self[stack[top - 1]] - in : 0;
@@ -138,18 +176,24 @@ static size_t hot_rank(const struct model_process *p, uint64_t lo, uint64_t hi,
             report_oom();
         if (!*slot) {
             all = report_grow(all, &cap, nall + 1, sizeof *all);
-            all[nall] = (struct hot_func){node->func, 0, 0, 0, 0};
+            all[nall] = (struct hot_func){node->func, 0, 0, 0, 0, 0};
             *slot = ++nall;
         }
         struct hot_func *h = &all[*slot - 1];
         h->self_ns += self[i];
-        h->calls++;
+        if (calls == HOT_INCLUSIVE) { /* spans in start order: their steps never go back */
+            size_t step = hot_step_of(st, p->py.span_list[i].start, p);
+            if (step + 1 != h->last_step) {
+                h->steps++;
+                h->last_step = step + 1;
+            }
+        }
         /* the caller in the call tree (one shorter than a span has none of its own): a
          * builtin's, and inside data loading any function's (a helper of the dataset's) */
         const struct model_py_func *f = model_python_func(p, node->func);
         const struct model_py_node *up =
             f && (f->kind == PROF_PY_FUNC_C || calls == HOT_DATA) && node->parent
-                ? model_python_node(p, node->parent)
+                ? hot_named_caller(p, node)
                 : NULL;
         if (up && self[i] > h->caller_ns) {
             h->caller = up->func;
@@ -185,12 +229,62 @@ static struct model_step_hot *hot_keep(const struct model_process *p, const stru
 }
 
 /* Of the steady steps from index warm on, the MODEL_STEPS_SLOW slowest, each with the
- * function whose whole time in it (HOT_INCLUSIVE: the loop that holds every step left out)
- * exceeds its mean per steady step the most: the outermost call that makes the step slow,
- * not one of the ops it ran; slowest first. A function that is rare in the steps (long
- * calls in fewer than half of them: an evaluation, a checkpoint) is named before one that
- * runs in every step (the model's forward, where an evaluation's forward calls also go)
- * when its excess is at least half the largest. */
+ * function that explains its excess: from the functions whose whole time in the step
+ * (HOT_INCLUSIVE) exceeds their mean per steady step by at least half the largest such
+ * excess, one that runs in fewer than half the steps first (an evaluation, a checkpoint:
+ * not the model's forward its own forward calls also go to), then one of the program's own
+ * files (not torch's, the standard library's), then the innermost of those within 10 % of
+ * their class's largest excess (the least whole time: of wrappers around the same work,
+ * the one that does it); slowest first. */
+/* A candidate's class: rare (2) and own file (1) rank first. */
+static int hot_class(const struct model_process *p, const struct hot_func *steady, uint32_t func,
+                     uint64_t per)
+{
+    const struct model_py_func *f = model_python_func(p, func);
+    int rare = !steady || steady->steps * 2 < per;
+    return 2 * rare + (f && f->kind == PROF_PY_FUNC_PYTHON && model_torch_own_file(f->file));
+}
+
+/* hot_slow's choice among in[0, nin) (one step's functions; all: the steady steps', at: func
+ * -> index in all + 1), its excess in *over; NULL: none exceeds its mean. */
+static const struct hot_func *hot_culprit(const struct model_process *p, const struct hot_func *in,
+                                          size_t nin, const struct hot_func *all,
+                                          const struct u64map *at, uint64_t per, uint64_t *over)
+{
+    uint64_t *excess = malloc((nin + 1) * sizeof *excess);
+    int *cls = malloc((nin + 1) * sizeof *cls);
+    if (!excess || !cls)
+        report_oom();
+    uint64_t most = 0;
+    for (size_t i = 0; i < nin; i++) {
+        const uint64_t *k = u64map_find(at, in[i].func);
+        const struct hot_func *steady = k ? &all[*k - 1] : NULL;
+        uint64_t avg = steady ? steady->self_ns / per : 0;
+        excess[i] = in[i].self_ns > avg ? in[i].self_ns - avg : 0;
+        cls[i] = hot_class(p, steady, in[i].func, per);
+        most = excess[i] > most ? excess[i] : most;
+    }
+    int best_cls = -1;
+    uint64_t cls_most = 0;
+    for (size_t i = 0; i < nin; i++)
+        if (excess[i] && excess[i] * 2 >= most &&
+            (cls[i] > best_cls || (cls[i] == best_cls && excess[i] > cls_most))) {
+            best_cls = cls[i];
+            cls_most = excess[i];
+        }
+    const struct hot_func *pick = NULL;
+    for (size_t i = 0; i < nin; i++)
+        if (cls[i] == best_cls && excess[i] && excess[i] * 10 >= cls_most * 9 &&
+            (!pick || in[i].self_ns < pick->self_ns ||
+             (in[i].self_ns == pick->self_ns && in[i].func < pick->func))) {
+            pick = &in[i];
+            *over = excess[i];
+        }
+    free(excess);
+    free(cls);
+    return pick;
+}
+
 static void hot_slow(struct model_process *p, size_t warm)
 {
     struct model_steps *st = &p->steps;
@@ -227,26 +321,8 @@ static void hot_slow(struct model_process *p, size_t warm)
         struct hot_func *in;
         size_t nin =
             hot_rank(p, st->steps[best].start_ns, st->steps[best].end_ns, HOT_INCLUSIVE, &in);
-        const struct hot_func *top = NULL, *rare = NULL;
-        uint64_t top_over = 0, rare_over = 0;
-        for (size_t i = 0; i < nin; i++) {
-            const uint64_t *k = u64map_find(&at, in[i].func);
-            const struct hot_func *steady = k ? &all[*k - 1] : NULL;
-            uint64_t avg = steady ? steady->self_ns / per : 0;
-            uint64_t over = in[i].self_ns > avg ? in[i].self_ns - avg : 0;
-            if (over > top_over) {
-                top = &in[i];
-                top_over = over;
-            }
-            if ((!steady || steady->calls * 2 < per) && over > rare_over) {
-                rare = &in[i];
-                rare_over = over;
-            }
-        }
-        if (rare && rare_over * 2 >= top_over) {
-            top = rare;
-            top_over = rare_over;
-        }
+        uint64_t top_over = 0;
+        const struct hot_func *top = hot_culprit(p, in, nin, all, &at, per, &top_over);
         if (top) {
             struct model_step_hot *h = &st->slow_hot[st->nslow_hot++];
             *h = (struct model_step_hot){hot_text(p, top->func),
@@ -258,6 +334,25 @@ static void hot_slow(struct model_process *p, size_t warm)
     }
     u64map_free(&at);
     free(all);
+}
+
+/* The DataLoader iterator whose calls took the most time in all[0, nall) (data loading's
+ * functions). */
+static uint8_t hot_loader(const struct model_process *p, const struct hot_func *all, size_t nall)
+{
+    uint64_t ns[3] = {0};
+    for (size_t i = 0; i < nall; i++) {
+        const struct model_py_func *f = model_python_func(p, all[i].func);
+        const char *q = f && f->qualname ? f->qualname : "";
+        if (!strncmp(q, "_SingleProcessDataLoaderIter.", 29))
+            ns[MODEL_STEPS_LOADER_SINGLE] += all[i].self_ns + 1;
+        else if (!strncmp(q, "_MultiProcessingDataLoaderIter.", 31))
+            ns[MODEL_STEPS_LOADER_WORKERS] += all[i].self_ns + 1;
+    }
+    return ns[MODEL_STEPS_LOADER_WORKERS] > ns[MODEL_STEPS_LOADER_SINGLE]
+               ? MODEL_STEPS_LOADER_WORKERS
+           : ns[MODEL_STEPS_LOADER_SINGLE] ? MODEL_STEPS_LOADER_SINGLE
+                                           : MODEL_STEPS_LOADER_UNKNOWN;
 }
 
 void model_steps_hot(struct model_process *p)
@@ -274,6 +369,7 @@ void model_steps_hot(struct model_process *p)
     hot_slow(p, warm);
     nall = hot_rank(p, lo, hi, HOT_DATA, &all);
     st->data_hot = hot_keep(p, all, nall, MODEL_STEPS_DATA_HOT, per, &st->ndata_hot);
+    st->loader = hot_loader(p, all, nall);
     free(all);
     nall = hot_rank(p, model_start_monotonic_ns(p), st->steps[0].start_ns, HOT_NO_IMPORTS, &all);
     st->startup_hot = hot_keep(p, all, nall, MODEL_STEPS_STARTUP_HOT, 1, &st->nstartup_hot);

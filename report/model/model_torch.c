@@ -708,7 +708,7 @@ const struct model_py_func *model_torch_py_func_at(const struct model_process *p
 
 /* Not "<frozen ...>", nor under a .../lib/pythonX.Y/ (or lib64), site-packages or
  * dist-packages folder. */
-static int model_torch_own_file(const char *file)
+int model_torch_own_file(const char *file)
 {
     if (!file || file[0] == '<' || strstr(file, "/site-packages/") ||
         strstr(file, "/dist-packages/"))

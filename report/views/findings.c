@@ -9,6 +9,7 @@
 
 #include "format.h"
 #include "model.h"
+#include "steps_report.h"
 #include "tables.h"
 
 const double findings_threshold[FINDINGS_THRESHOLD_COUNT] = {
@@ -325,7 +326,9 @@ static void findings_dataloader(struct findings *f, const struct summary *s)
         findings_set(x->evidence, sizeof x->evidence,
                      "%" PRIu64 " batches waited %s of %s wall time, %s each", a->calls, total,
                      wall, mean);
-        findings_data_loading(p, p->steps.nsteps ? a->total_ns / p->steps.nsteps : a->total_ns,
+        struct steps_stats st; /* data_hot is per steady step: so is the part it is held to */
+        steps_stats_of(p, 0, UINT64_MAX, &st);
+        findings_data_loading(p, st.counted ? st.part_ns[MODEL_STEP_DATA] / st.counted : 0,
                               x->evidence, sizeof x->evidence, x->where, sizeof x->where);
         if (!x->where[0])
             findings_set(x->where, sizeof x->where,

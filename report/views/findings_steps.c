@@ -72,29 +72,16 @@ static struct finding *findings_step_part(struct findings *f, const struct findi
     return x;
 }
 
-/* Which DataLoader p's step thread reads from, by its record_function scope's name. */
-static const char *findings_loader(const struct model_process *p)
-{
-    for (size_t i = 0; i < p->torch.nscopes; i++) {
-        const char *name = p->torch.scopes[i].name;
-        if (name && strstr(name, "_SingleProcessDataLoaderIter"))
-            return "single";
-        if (name && strstr(name, "_MultiProcessingDataLoaderIter"))
-            return "workers";
-    }
-    return "";
-}
-
 void findings_data_loading(const struct model_process *p, uint64_t data_ns, char *evidence,
                            size_t evidence_len, char *where, size_t where_len)
 {
-    const char *loader = findings_loader(p);
+    uint8_t loader = p->steps.loader;
     size_t used = strlen(evidence);
-    if (!strcmp(loader, "single"))
+    if (loader == MODEL_STEPS_LOADER_SINGLE)
         snprintf(evidence + used, evidence_len - used,
                  "; the DataLoader loads every batch in this process (num_workers=0): "
                  "DataLoader(num_workers=N) moves that work to N worker processes");
-    else if (!strcmp(loader, "workers"))
+    else if (loader == MODEL_STEPS_LOADER_WORKERS)
         snprintf(evidence + used, evidence_len - used,
                  "; the DataLoader's worker processes do not keep up: more workers "
                  "(num_workers), or less work per sample in the dataset");
@@ -103,7 +90,7 @@ void findings_data_loading(const struct model_process *p, uint64_t data_ns, char
                  "; DataLoader workers (num_workers) or prefetching would hide it");
     /* With workers the step thread only waits: the work is in them. */
     const struct model_step_hot *h = p->steps.ndata_hot ? &p->steps.data_hot[0] : NULL;
-    if (!h || strcmp(loader, "workers") == 0 || h->self_ns * 4 < data_ns)
+    if (!h || loader == MODEL_STEPS_LOADER_WORKERS || h->self_ns * 4 < data_ns)
         return;
     char t[32], d[32];
     format_ns((double)h->self_ns, t, sizeof t);
@@ -165,8 +152,9 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
         if (h) {
             char o[32];
             format_ns((double)h->self_ns, o, sizeof o);
-            findings_set(x->where, sizeof x->where, "%s%s%s: +%s in step %llu over its mean step",
-                         h->name, *h->caller ? ", called from " : "", h->caller, o,
+            findings_set(x->where, sizeof x->where,
+                         "%s%s%s: +%s in step %llu over its mean per steady step", h->name,
+                         *h->caller ? ", called from " : "", h->caller, o,
                          (unsigned long long)st->max_number);
         }
     }

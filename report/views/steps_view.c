@@ -176,7 +176,6 @@ static void steps_view_parts(FILE *out, const struct steps_stats *st, uint64_t w
     }
 }
 
-/* The slowest steady steps and the part that made each slow, against the mean step. */
 const struct model_step_hot *steps_view_slow_hot(const struct model_process *p, uint64_t number)
 {
     for (size_t i = 0; i < p->steps.nslow_hot; i++)
@@ -185,6 +184,8 @@ const struct model_step_hot *steps_view_slow_hot(const struct model_process *p, 
     return NULL;
 }
 
+/* The slowest steady steps, the part that made each slow against the mean step, and the
+ * function that explains it (steps.slow_hot). */
 static void steps_view_slowest(FILE *out, const struct steps_stats *st)
 {
     const struct model_steps *m = &st->p->steps;
