@@ -268,11 +268,12 @@ static void tables_threads(FILE *out, const struct summary *s, int all)
             nthreads++;
             shown += all || th->calls || th->lost;
         }
-    if (!shown) {
+    if (!shown) { /* (with all: no thread at all) */
         fprintf(out,
                 "\nThreads: %zu in %zu process%s, none with intercepted API calls or lost "
-                "events (--threads lists them)\n",
-                nthreads, s->nprocs, s->nprocs == 1 ? "" : "es");
+                "events%s\n",
+                nthreads, s->nprocs, s->nprocs == 1 ? "" : "es",
+                all ? "" : " (--threads lists them)");
         return;
     }
     struct text_table t;
