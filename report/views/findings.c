@@ -192,12 +192,36 @@ static int findings_is_method(const char *name, const char *method)
 /* Host-device syncs: synchronizing calls (category SYNC, or CUPTI's *Synchronize*) and
  * blocking copies, the Python line that made the most of their time, and .item()/.cpu()
  * calls. */
+/* Whether p made a synchronizing call or a blocking copy (its wrappers' or CUPTI's). */
+static int findings_proc_syncs(const struct model_process *p)
+{
+    for (size_t i = 0; i < p->napis; i++) {
+        const struct model_api *a = p->apis[i];
+        if (a && a->calls &&
+            (a->category == PROF_CAT_SYNC ||
+             (a->category == PROF_CAT_COPY && model_gpu_is_blocking_copy(a->name))))
+            return 1;
+    }
+    return p->gpu.facts.sync_ns > 0;
+}
+
 static void findings_sync(struct findings *f, const struct summary *s)
 {
+    /* A rank the others wait for because of its syncs is named with them already. */
+    const struct finding *waiting = findings_find(f, "waiting_rank");
+    if (waiting && strstr(waiting->title, "host syncs"))
+        return;
     uint64_t wall = 0, sync_ns = 0, sync_calls = 0, copy_ns = 0, copy_calls = 0;
-    size_t parts = 0; /* processes whose API rows cover a part (tables_gpu_window) */
+    size_t parts = 0, syncing = 0; /* processes whose API rows cover a part (tables_gpu_window) */
+    const struct model_process *only = NULL;
+    /* The time of the processes that synchronize at all, each over what its rows cover:
+     * the others' time would dilute the share. */
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_gpu_part *w = &s->procs[i]->gpu_part;
+        if (!findings_proc_syncs(s->procs[i]))
+            continue;
+        syncing++;
+        only = s->procs[i];
         parts += w->window != MODEL_WINDOW_ALL;
         wall += w->window != MODEL_WINDOW_ALL ? w->window_ns : s->procs[i]->wall_ns;
     }
@@ -280,8 +304,13 @@ static void findings_sync(struct findings *f, const struct summary *s)
         return;
     }
     struct finding *x = findings_add(f, "sync", share);
-    findings_set(x->title, sizeof x->title, "host-device syncs take %.1f %% of the time",
-                 100.0 * share);
+    char who[96] = "";
+    if (syncing == 1 && s->nprocs > 1) { /* the share is that process's */
+        char label[80];
+        snprintf(who, sizeof who, " (%s)", findings_proc_in_parens(only, label, sizeof label));
+    }
+    findings_set(x->title, sizeof x->title, "host-device syncs take %.1f %% of the time%s",
+                 100.0 * share, who);
     findings_set(x->evidence, sizeof x->evidence,
                  "%" PRIu64 " synchronizing calls (cudaDeviceSynchronize, stream and event "
                  "syncs: %s) and %" PRIu64 " blocking copies (%s) took %s of %s%s%s",
