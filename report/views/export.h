@@ -30,11 +30,11 @@ void export_pstats_fwrite(FILE *f, const struct pystats *py);
  * O(D^2) frames, and a run of many small calls a line each: a frame deeper than max_depth
  * (0: no limit), or whose time with everything it called is under min_share of the whole
  * (0: none), is folded into its caller: the caller gets one "[N frames folded]" frame
- * holding that time (N: the frames folded), and what the outermost frames fold goes to
- * "thread;[N frames folded]". No time is lost. Every frame printed holds at least
- * min_share of the time (its own, its CUDA API calls', what it folded: up to 3 lines), so
- * there are at most 3 / min_share lines of at most max_depth + 3 frames, besides one per
- * thread: the file is bounded whatever the trace. */
+ * holding that time (N: the frames folded that have time in the part), and what the
+ * outermost frames fold goes to "thread;[N frames folded]". No time is lost. Every frame
+ * printed holds at least min_share of the time (its own, its CUDA API calls', what it
+ * folded: up to 3 lines), so there are at most 3 / min_share lines of at most max_depth +
+ * 3 frames, besides one per thread: the file is bounded whatever the trace. */
 #define EXPORT_FOLDED_DEPTH_DEFAULT 128
 #define EXPORT_FOLDED_MIN_SHARE_DEFAULT 0.001 /* 0.1 % */
 int export_folded_write(const char *path, const struct summary *s, size_t max_depth,

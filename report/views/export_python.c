@@ -193,7 +193,7 @@ struct folded_scratch {
     size_t *depth;          /* frames on the path, the node's own included */
     uint64_t *own, *api;    /* self time outside the CUDA API, CUDA API time (ns) */
     uint64_t *carry;        /* own + api + what narrow descendants fold into it */
-    size_t *nfold;          /* nodes folded into it */
+    size_t *nfold;          /* nodes folded into it that have time in the part */
     char *head;             /* printed as its own frame */
 };
 
@@ -261,8 +261,10 @@ static uint64_t folded_us(uint64_t ns)
  * step, the paths above them kept; phase_ns, when not NULL: each node's own time is that
  * of the span phase, folded_phase_times), then, children before parents, which nodes are
  * printed: a node whose carry (its own time and what its narrow descendants fold into it)
- * is under min_ns, or deeper than max_depth, folds into its parent. Returns
- * the thread's own time and sets what its roots fold into the thread (*rest, *nrest). */
+ * is under min_ns, or deeper than max_depth, folds into its parent. A fold counts the
+ * nodes folded that have time in the part (a call tree holds every node the process ever
+ * ran, the imports' included; a part, few of them). Returns the thread's own time and
+ * sets what its roots fold into the thread (*rest, *nrest). */
 static uint64_t folded_measure(const struct model_process *p, const struct pystats_forest *forest,
                                const size_t *roots, size_t nroots, const struct folded_opts *o,
                                const uint64_t *phase_ns, struct folded_scratch *x, size_t *n,
@@ -325,12 +327,13 @@ static uint64_t folded_measure(const struct model_process *p, const struct pysta
         if (x->head[i])
             continue;
         size_t up = x->parent[i];
+        size_t nfold = (x->carry[i] ? 1 : 0) + x->nfold[i];
         if (up == SIZE_MAX) {
             *rest += x->carry[i];
-            *nrest += 1 + x->nfold[i];
+            *nrest += nfold;
         } else {
             x->carry[up] += x->carry[i];
-            x->nfold[up] += 1 + x->nfold[i];
+            x->nfold[up] += nfold;
         }
     }
     return total;
@@ -418,28 +421,43 @@ static int folded_root_cmp(const void *a, const void *b, void *nodes)
 
 /* ---- the span phases (startup, steady), from the Python spans ---- */
 
+/* A span of the step thread cut to the part, and its node's frames. */
+struct folded_span {
+    struct model_py_span s;
+    size_t depth;
+};
+
+/* Callers before their calls: by start, the longer first, then the shallower. Cut to the
+ * part, a caller and a call of it that both cross its edges (<module> and the training
+ * loop's function) run the same ticks; only the depth tells which holds the other. */
 static int folded_span_cmp(const void *a, const void *b)
 {
-    const struct model_py_span *x = a, *y = b;
-    if (x->tid != y->tid)
-        return x->tid < y->tid ? -1 : 1;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    return x->end > y->end ? -1 : x->end < y->end; /* the outer first */
+    const struct folded_span *x = a, *y = b;
+    if (x->s.start != y->s.start)
+        return x->s.start < y->s.start ? -1 : 1;
+    if (x->s.end != y->s.end)
+        return x->s.end > y->s.end ? -1 : 1;
+    return x->depth < y->depth ? -1 : x->depth > y->depth;
 }
 
 /* Adds to node_ns (indexed as p->py.nodes) each node's time in the Python calls of at
  * least PROF_PY_SPAN_US (PY_SPAN records, kept by model_steps_keep_spans) of the step
- * thread inside [lo, hi) (CLOCK_MONOTONIC ns), less the calls nested in them: the widths
- * are the thread's wall time, as the steps' are; a shorter call's time is its caller's; a
- * call that crosses lo or hi counts its time inside. The nodes' paths are then printed as
- * the call trees' are. */
+ * thread inside [lo, hi) (CLOCK_MONOTONIC ns), less the calls of at least PROF_PY_SPAN_US
+ * they made: the widths are the thread's wall time, as the steps' are; a call that crosses
+ * lo or hi counts its time inside. So a line's number in these parts is the time of its
+ * path's long calls less their long calls: a shorter call (no span) has no line of its
+ * own, its time is its caller's own time, as the steps' hot functions count it
+ * (model_steps_hot.c). A function whose calls are all long and call nothing (a built-in
+ * such as run_backward) has the --python table's tottime of the same steps; one that
+ * makes short calls has their time on top; the lines add up to the thread's time in its
+ * outermost long calls (main() or <module>: the part's wall time). The nodes' paths are
+ * then printed as the call trees' are. */
 static void folded_span_times(const struct model_process *p, uint64_t lo, uint64_t hi,
                               uint64_t *node_ns)
 {
     if (!p->py.nspan_list || hi <= lo)
         return;
-    struct model_py_span *sp = malloc(p->py.nspan_list * sizeof *sp);
+    struct folded_span *sp = malloc(p->py.nspan_list * sizeof *sp);
     struct {
         size_t i;
         uint64_t end, nested;
@@ -457,16 +475,20 @@ static void folded_span_times(const struct model_process *p, uint64_t lo, uint64
             continue;
         x.start = x.start > lo_ticks ? x.start : lo_ticks;
         x.end = x.end < hi_ticks ? x.end : hi_ticks;
-        sp[n++] = x;
+        size_t depth = 0;
+        for (const struct model_py_node *up = model_python_node(p, x.node); up && depth < 1u << 20;
+             up = up->parent ? model_python_node(p, up->parent) : NULL)
+            depth++;
+        sp[n++] = (struct folded_span){x, depth};
     }
     qsort(sp, n, sizeof *sp, folded_span_cmp);
     size_t top = 0;
     for (size_t i = 0; i <= n; i++) {
         /* close the open spans that end before this one starts (all of them at the end) */
-        while (top && (i == n || sp[i].start >= open[top - 1].end)) {
+        while (top && (i == n || sp[i].s.start >= open[top - 1].end)) {
             top--;
-            uint64_t dur = open[top].end - sp[open[top].i].start;
-            const struct model_py_node *node = model_python_node(p, sp[open[top].i].node);
+            uint64_t dur = open[top].end - sp[open[top].i].s.start;
+            const struct model_py_node *node = model_python_node(p, sp[open[top].i].s.node);
             if (node && dur > open[top].nested)
                 node_ns[node - p->py.nodes] += model_ticks_to_ns(p, dur - open[top].nested);
             if (top)
@@ -474,11 +496,11 @@ static void folded_span_times(const struct model_process *p, uint64_t lo, uint64
         }
         if (i == n)
             break;
-        uint64_t end = sp[i].end; /* inside its caller */
+        uint64_t end = sp[i].s.end; /* inside its caller */
         if (top && end > open[top - 1].end)
             end = open[top - 1].end;
         open[top].i = i;
-        open[top].end = end > sp[i].start ? end : sp[i].start;
+        open[top].end = end > sp[i].s.start ? end : sp[i].s.start;
         open[top++].nested = 0;
     }
     free(sp);

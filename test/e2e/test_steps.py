@@ -226,6 +226,60 @@ def test_folded_follows_the_phase(run, tmp_path):
         assert len(paths) == len(set(paths)), phase
 
 
+def folded_lines(path):
+    """[(frames, us)] of a folded file, the process and thread frames dropped."""
+    rows = []
+    for line in path.read_text().splitlines():
+        stack, us = line.rsplit(" ", 1)
+        rows.append((tuple(stack.split(";")[2:]), int(us)))
+    return rows
+
+
+def test_folded_steady_folds_only_frames_with_time(run, tmp_path):
+    """A fold counts the frames it holds that ran in the steady steps (not every node the
+    process ever ran beneath it: the imports, the set-up), and sits under the frame whose
+    calls it holds: each printed path's time with all beneath it is the one of the file
+    that folds nothing."""
+    cut, whole = tmp_path / "cut.folded", tmp_path / "whole.folded"
+    report(run, "--folded", str(cut))
+    report(run, "--folded", str(whole), "--folded-min-share", "0", "--folded-depth", "0")
+    cut_rows, whole_rows = folded_lines(cut), folded_lines(whole)
+    assert not any(f[-1].startswith("[") for f, _ in whole_rows), whole_rows
+    for frames, us in cut_rows:
+        m = re.match(r"^\[(\d+) frames folded\]$", frames[-1])
+        if not m:
+            continue
+        at = frames[:-1]
+        beneath = {f[:k] for f, _ in whole_rows if f[:len(at)] == at
+                   for k in range(len(at) + 1, len(f) + 1)}
+        assert 1 <= int(m.group(1)) <= len(beneath), (frames, us, len(beneath))
+    for at in {f for f, _ in cut_rows if not f[-1].startswith("[")}:
+        under = [us for f, us in cut_rows if f[:len(at)] == at]
+        want = [us for f, us in whole_rows if f[:len(at)] == at]
+        assert abs(sum(under) - sum(want)) <= len(under) + len(want), (at, under, want)
+
+
+def test_folded_steady_self_time_is_the_python_tables(run, tmp_path):
+    """In the steady steps a line's number is its path's calls of at least PROF_PY_SPAN_US
+    less theirs: a built-in that calls nothing has the steady --python table's tottime;
+    <module>, under way across the steps with main() inside it all along, has none (the
+    calls cut to the steps' edges run the same ticks: main() is still the inner one), and
+    main() has its own and its short calls'."""
+    folded = tmp_path / "steady.folded"
+    report(run, "--folded", str(folded), "--folded-min-share", "0", "--folded-depth", "0")
+    own = {}
+    for frames, us in folded_lines(folded):
+        name = frames[-1].split(" (")[0]
+        own[name] = own.get(name, 0) + us
+    table = {f["qualname"]: f["tottime_ns"] / 1000 for f in report_json(run)["python"]}
+    backward = "<method 'run_backward' of 'torch._C._EngineBase' objects>"
+    assert table[backward] > 500, table  # clearly hot: about a third of the steps
+    assert abs(own[backward] - table[backward]) <= table[backward] * 0.05 + 20, \
+        (own[backward], table[backward])
+    assert table["<module>"] == 0 and own.get("<module>", 0) == 0, (own, table["<module>"])
+    assert own["main"] >= table["main"] * 0.95, (own["main"], table["main"])
+
+
 def test_warm_up_heavy_run_shows_the_steady_steps(tmp_path):
     """When the warm-up steps are most of the steps' time (test/workloads/torch_warmup.py:
     a first forward of 0.6 s, then steps of a few ms), the default flame graph is of the
