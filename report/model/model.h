@@ -507,6 +507,16 @@ struct model_steps {
      * time exceeds its mean per steady step the most, by self_ns (step: its number). */
     struct model_step_hot *slow_hot;
     size_t nslow_hot;
+    /* Periodic work: of the functions that run in fewer than half the steady steps, the one
+     * with the most whole time in them, self_ns that time in all, step the number of steady
+     * steps it ran in (at most MODEL_STEPS_RARE: 1). */
+    struct model_step_hot *rare_hot;
+    size_t nrare_hot;
+    /* Outside the built-in actions in the steady steps (the Python of "other CPU": a
+     * generator's batches, logging): the MODEL_STEPS_OTHER_HOT functions with the most
+     * self time, per steady step, most first. */
+    struct model_step_hot *other_hot;
+    size_t nother_hot;
     /* The DataLoader the steady steps wait for (enum model_steps_loader), by the iterator
      * whose calls inside their data loading took the most time. */
     uint8_t loader;
@@ -525,12 +535,14 @@ struct model_step_hot {
     char *caller; /* a builtin's (data_hot: any function's): the caller of its calls with
                      the most time; else "" */
     uint64_t self_ns;
-    uint64_t step; /* slow_hot's: the step's number; else 0 */
+    uint64_t step; /* slow_hot's: the step's number; rare_hot's: its steps; else 0 */
 };
 #define MODEL_STEPS_HOT 8
 #define MODEL_STEPS_STARTUP_HOT 3
 #define MODEL_STEPS_DATA_HOT 3
 #define MODEL_STEPS_SLOW 3
+#define MODEL_STEPS_RARE 1
+#define MODEL_STEPS_OTHER_HOT 3
 /* model_steps_hot.c: p->steps.hot and startup_hot from the spans of its step thread (steps
  * made). */
 void model_steps_hot(struct model_process *p);

@@ -472,6 +472,8 @@ static void model_steps_free(struct model_process *p)
     model_steps_hot_free(p->steps.startup_hot, p->steps.nstartup_hot);
     model_steps_hot_free(p->steps.data_hot, p->steps.ndata_hot);
     model_steps_hot_free(p->steps.slow_hot, p->steps.nslow_hot);
+    model_steps_hot_free(p->steps.rare_hot, p->steps.nrare_hot);
+    model_steps_hot_free(p->steps.other_hot, p->steps.nother_hot);
     memset(&p->steps, 0, sizeof p->steps);
 }
 

@@ -4,11 +4,11 @@
  * summed per function; the MODEL_STEPS_HOT largest are kept, per steady step. The
  * findings name the function that makes a slow rank slow from them. The same inside data
  * loading (calls under a dataloader_next call: the batches the step thread waits for),
- * the MODEL_STEPS_DATA_HOT largest per steady step; for each of the MODEL_STEPS_SLOW
- * slowest steady steps, the function whose time in it exceeds its mean per steady step
- * the most (an evaluation, a checkpoint); and for the startup before the first step,
- * imports left out (their time is the imports' line), the MODEL_STEPS_STARTUP_HOT
- * largest, in all. */
+ * the MODEL_STEPS_DATA_HOT largest per steady step, and outside the built-in actions
+ * (the Python of the "other CPU" part), the MODEL_STEPS_OTHER_HOT largest; for each of the
+ * MODEL_STEPS_SLOW slowest steady steps, the function whose time in it exceeds its mean per steady
+ * step the most (an evaluation, a checkpoint); and for the startup before the first step, imports
+ * left out (their time is the imports' line), the MODEL_STEPS_STARTUP_HOT largest, in all. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,9 +93,12 @@ enum hot_calls {
     HOT_ALL,
     HOT_NO_IMPORTS, /* calls of the import machinery, and what they ran, count for no one */
     HOT_DATA,       /* only dataloader_next calls and what they ran */
+    HOT_OTHER,      /* only calls outside the built-in actions (data loading, forward,
+                       backward, optimizer step) and what they ran */
     HOT_INCLUSIVE,  /* each call's whole time, not its self time: a function's outermost
                        calls only (recursion once), and only those wholly inside [lo, hi]
-                       (the loop around every step, a call cut by an edge: left out) */
+                       and inside one step (the loop around every step, an epoch's
+                       function, a call cut by an edge: left out) */
 };
 
 /* Whether span i of a call of func runs inside another call of func on the stack. */
@@ -110,19 +113,26 @@ static int hot_recursive(const struct model_process *p, const size_t *stack, siz
     return 0;
 }
 
-/* Whether a call of node marks its subtree for `calls`: an import, a dataloader_next. */
-static int hot_marks(const struct model_process *p, uint32_t node, enum hot_calls calls)
+/* Whether a call of node marks its subtree for `calls`: an import, a dataloader_next, a
+ * built-in action or the function skip (HOT_OTHER). */
+static int hot_marks(const struct model_process *p, uint32_t node, enum hot_calls calls,
+                     uint32_t skip)
 {
     if (calls == HOT_NO_IMPORTS)
         return model_steps_is_import(p, node);
+    if (calls == HOT_OTHER) {
+        const struct model_py_node *n = skip ? model_python_node(p, node) : NULL;
+        return model_torch_action_of_node(p, node) != NULL || (n && n->func == skip);
+    }
     const char *action = calls == HOT_DATA ? model_torch_action_of_node(p, node) : NULL;
     return action && !strcmp(action, "dataloader_next");
 }
 
 /* The functions of the step thread with the most self time inside [lo, hi], most first
- * (*out, their count returned), of the calls `calls` says. */
+ * (*out, their count returned), of the calls `calls` says (HOT_OTHER: skip, a function id
+ * or 0, left out with what it ran). */
 static size_t hot_rank(const struct model_process *p, uint64_t lo, uint64_t hi,
-                       enum hot_calls calls, struct hot_func **out)
+                       enum hot_calls calls, uint32_t skip, struct hot_func **out)
 {
     const struct model_steps *st = &p->steps;
     size_t n = 0, top = 0;
@@ -152,13 +162,16 @@ static size_t hot_rank(const struct model_process *p, uint64_t lo, uint64_t hi,
             const struct model_py_node *node = in ? model_python_node(p, sp->node) : NULL;
             uint64_t a0 = model_ticks_to_monotonic_ns(p, sp->start);
             uint64_t b0 = model_ticks_to_monotonic_ns(p, sp->end);
+            uint64_t last = sp->end > sp->start ? sp->end - 1 : sp->end; /* (ends at a start) */
             marked[order[k]] =
-                (uint8_t)(a0 < lo || b0 > hi || (node && hot_recursive(p, stack, top, node->func)));
+                (uint8_t)(a0 < lo || b0 > hi ||
+                          hot_step_of(st, sp->start, p) != hot_step_of(st, last, p) ||
+                          (node && hot_recursive(p, stack, top, node->func)));
         } else {
             if (top)
                 self[stack[top - 1]] = self[stack[top - 1]] > in ? self[stack[top - 1]] - in : 0;
             marked[order[k]] = (uint8_t)(calls != HOT_ALL && ((top && marked[stack[top - 1]]) ||
-                                                              hot_marks(p, sp->node, calls)));
+                                                              hot_marks(p, sp->node, calls, skip)));
         }
         stack[top++] = order[k];
     }
@@ -192,7 +205,8 @@ static size_t hot_rank(const struct model_process *p, uint64_t lo, uint64_t hi,
          * builtin's, and inside data loading any function's (a helper of the dataset's) */
         const struct model_py_func *f = model_python_func(p, node->func);
         const struct model_py_node *up =
-            f && (f->kind == PROF_PY_FUNC_C || calls == HOT_DATA) && node->parent
+            f && (f->kind == PROF_PY_FUNC_C || calls == HOT_DATA || calls == HOT_OTHER) &&
+                    node->parent
                 ? hot_named_caller(p, node)
                 : NULL;
         if (up && self[i] > h->caller_ns) {
@@ -228,14 +242,28 @@ static struct model_step_hot *hot_keep(const struct model_process *p, const stru
     return hot;
 }
 
-/* Of the steady steps from index warm on, the MODEL_STEPS_SLOW slowest, each with the
- * function that explains its excess: from the functions whose whole time in the step
- * (HOT_INCLUSIVE) exceeds their mean per steady step by at least half the largest such
- * excess, one that runs in fewer than half the steps first (an evaluation, a checkpoint:
- * not the model's forward its own forward calls also go to), then one of the program's own
- * files (not torch's, the standard library's), then the innermost of those within 10 % of
- * their class's largest excess (the least whole time: of wrappers around the same work,
- * the one that does it); slowest first. */
+/* steps.rare_hot: of all[0, nall) (the steady steps' functions, whole time), the one with
+ * the most time among those that run in fewer than half of the per steps (the outermost
+ * periodic work: an evaluation, a checkpoint). */
+static uint32_t hot_rare(struct model_process *p, const struct hot_func *all, size_t nall,
+                         uint64_t per)
+{
+    const struct hot_func *rare = NULL;
+    for (size_t i = 0; i < nall; i++)
+        if (all[i].steps * 2 < per && (!rare || all[i].self_ns > rare->self_ns))
+            rare = &all[i];
+    if (!rare)
+        return 0;
+    struct model_steps *st = &p->steps;
+    st->rare_hot = malloc(sizeof *st->rare_hot);
+    if (!st->rare_hot)
+        report_oom();
+    st->rare_hot[0] = (struct model_step_hot){hot_text(p, rare->func), report_strdup(""),
+                                              rare->self_ns, rare->steps};
+    st->nrare_hot = 1;
+    return rare->func;
+}
+
 /* A candidate's class: rare (2) and own file (1) rank first. */
 static int hot_class(const struct model_process *p, const struct hot_func *steady, uint32_t func,
                      uint64_t per)
@@ -285,13 +313,22 @@ static const struct hot_func *hot_culprit(const struct model_process *p, const s
     return pick;
 }
 
-static void hot_slow(struct model_process *p, size_t warm)
+/* Of the steady steps from index warm on, the MODEL_STEPS_SLOW slowest, each with the
+ * function that explains its excess: from the functions whose whole time in the step
+ * (HOT_INCLUSIVE) exceeds their mean per steady step by at least half the largest such
+ * excess, one that runs in fewer than half the steps first (an evaluation, a checkpoint:
+ * not the model's forward its own forward calls also go to), then one of the program's own
+ * files (not torch's, the standard library's), then the innermost of those within 10 % of
+ * their class's largest excess (the least whole time: of wrappers around the same work,
+ * the one that does it); slowest first. Returns the periodic work's function (hot_rare),
+ * or 0. */
+static uint32_t hot_slow(struct model_process *p, size_t warm)
 {
     struct model_steps *st = &p->steps;
     uint64_t per = st->nsteps - warm;
     struct hot_func *all;
     size_t nall = hot_rank(p, st->steps[warm].start_ns, st->steps[st->nsteps - 1].end_ns,
-                           HOT_INCLUSIVE, &all);
+                           HOT_INCLUSIVE, 0, &all);
     struct u64map at; /* func id -> its index in all + 1 */
     u64map_init(&at);
     for (size_t i = 0; i < nall; i++) {
@@ -320,7 +357,7 @@ static void hot_slow(struct model_process *p, size_t warm)
         taken[r] = best;
         struct hot_func *in;
         size_t nin =
-            hot_rank(p, st->steps[best].start_ns, st->steps[best].end_ns, HOT_INCLUSIVE, &in);
+            hot_rank(p, st->steps[best].start_ns, st->steps[best].end_ns, HOT_INCLUSIVE, 0, &in);
         uint64_t top_over = 0;
         const struct hot_func *top = hot_culprit(p, in, nin, all, &at, per, &top_over);
         if (top) {
@@ -333,7 +370,9 @@ static void hot_slow(struct model_process *p, size_t warm)
         free(in);
     }
     u64map_free(&at);
+    uint32_t rare = hot_rare(p, all, nall, per);
     free(all);
+    return rare;
 }
 
 /* The DataLoader iterator whose calls took the most time in all[0, nall) (data loading's
@@ -363,15 +402,18 @@ void model_steps_hot(struct model_process *p)
     uint64_t lo = st->steps[warm].start_ns, hi = st->steps[st->nsteps - 1].end_ns;
     uint64_t per = st->nsteps - warm;
     struct hot_func *all;
-    size_t nall = hot_rank(p, lo, hi, HOT_ALL, &all);
+    size_t nall = hot_rank(p, lo, hi, HOT_ALL, 0, &all);
     st->hot = hot_keep(p, all, nall, MODEL_STEPS_HOT, per, &st->nhot);
     free(all);
-    hot_slow(p, warm);
-    nall = hot_rank(p, lo, hi, HOT_DATA, &all);
+    uint32_t rare = hot_slow(p, warm);
+    nall = hot_rank(p, lo, hi, HOT_DATA, 0, &all);
     st->data_hot = hot_keep(p, all, nall, MODEL_STEPS_DATA_HOT, per, &st->ndata_hot);
     st->loader = hot_loader(p, all, nall);
     free(all);
-    nall = hot_rank(p, model_start_monotonic_ns(p), st->steps[0].start_ns, HOT_NO_IMPORTS, &all);
+    nall = hot_rank(p, lo, hi, HOT_OTHER, rare, &all); /* the periodic work is said apart */
+    st->other_hot = hot_keep(p, all, nall, MODEL_STEPS_OTHER_HOT, per, &st->nother_hot);
+    free(all);
+    nall = hot_rank(p, model_start_monotonic_ns(p), st->steps[0].start_ns, HOT_NO_IMPORTS, 0, &all);
     st->startup_hot = hot_keep(p, all, nall, MODEL_STEPS_STARTUP_HOT, 1, &st->nstartup_hot);
     free(all);
 }

@@ -135,27 +135,76 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
         findings_data_loading(st->p, m.part_ns[MODEL_STEP_DATA], data->evidence,
                               sizeof data->evidence, data->where, sizeof data->where);
     findings_step_part(f, &m, MODEL_STEP_SYNC, "step_sync", T(STEP_SYNC_SHARE), "host syncs");
+    /* Python outside the phases, less the periodic work (said by its own finding) */
+    const struct model_step_hot *rare = st->p->steps.nrare_hot ? st->p->steps.rare_hot : NULL;
+    int periodic = rare && findings_share(rare->self_ns, st->total_ns) >= T(PERIODIC_SHARE);
+    struct findings_step o = m;
+    uint64_t rare_per_step = periodic ? rare->self_ns / n : 0;
+    o.part_ns[MODEL_STEP_OTHER] = m.part_ns[MODEL_STEP_OTHER] > rare_per_step
+                                      ? m.part_ns[MODEL_STEP_OTHER] - rare_per_step
+                                      : 0;
+    struct finding *other = findings_step_part(
+        f, &o, MODEL_STEP_OTHER, "step_other", T(STEP_OTHER_SHARE),
+        periodic ? "Python outside the training phases (other CPU, the periodic work aside)"
+                 : "Python outside the training phases (other CPU)");
+    const struct model_step_hot *oh = st->p->steps.nother_hot ? st->p->steps.other_hot : NULL;
+    if (other && oh && oh->self_ns * 4 >= o.part_ns[MODEL_STEP_OTHER]) {
+        char t[32];
+        format_ns((double)oh->self_ns, t, sizeof t);
+        findings_set(other->where, sizeof other->where,
+                     "%s%s%s: %s per step outside forward, backward, the optimizer and the "
+                     "DataLoader",
+                     oh->name, *oh->caller ? ", called from " : "", oh->caller, t);
+    }
     findings_step_gpu(f, &m);
+    /* periodic work (an evaluation, a checkpoint): its share of the steady steps, and the
+     * slowest step with it when that step's cause is the same function */
+    double rare_share = rare ? findings_share(rare->self_ns, st->total_ns) : 0;
+    struct finding *work = NULL;
+    if (periodic) {
+        char t[32], all[32];
+        format_ns((double)rare->self_ns, t, sizeof t);
+        format_ns((double)st->total_ns, all, sizeof all);
+        work = findings_add(f, "periodic_work", rare_share);
+        findings_set(work->title, sizeof work->title,
+                     "periodic work: %.0f%% of the steady steps' time is one function run in %llu "
+                     "of %zu steps",
+                     100 * rare_share, (unsigned long long)rare->step, st->counted);
+        findings_set(work->evidence, sizeof work->evidence,
+                     "%s of %s; its time counts in the parts of the steps it runs in (its "
+                     "forward calls in forward): run it less often, or outside the timed loop",
+                     t, all);
+        findings_set(work->where, sizeof work->where, "%s", rare->name);
+    }
     if (st->median_ns && (double)st->max_ns >= T(STEP_OUTLIER_RATIO) * (double)st->median_ns) {
         char mx[32], med[32];
         format_ns((double)st->max_ns, mx, sizeof mx);
         format_ns((double)st->median_ns, med, sizeof med);
-        struct finding *x =
-            findings_add(f, "slow_steps", (double)st->max_ns / (double)st->median_ns);
-        findings_set(x->title, sizeof x->title, "slow steps: step %llu takes %.1fx the median",
-                     (unsigned long long)st->max_number,
-                     (double)st->max_ns / (double)st->median_ns);
-        findings_set(x->evidence, sizeof x->evidence,
-                     "%s against a median of %s (the Training steps section names its cause)", mx,
-                     med);
         const struct model_step_hot *h = steps_view_slow_hot(st->p, st->max_number);
-        if (h) {
-            char o[32];
-            format_ns((double)h->self_ns, o, sizeof o);
-            findings_set(x->where, sizeof x->where,
-                         "%s%s%s: +%s in step %llu over its mean per steady step", h->name,
-                         *h->caller ? ", called from " : "", h->caller, o,
-                         (unsigned long long)st->max_number);
+        if (work && h && !strcmp(h->name, rare->name)) { /* the same cause: one finding */
+            size_t used = strlen(work->evidence);
+            snprintf(work->evidence + used, sizeof work->evidence - used,
+                     "; the steps that run it are the slowest: step %llu takes %.1fx the median "
+                     "(%s against %s)",
+                     (unsigned long long)st->max_number, (double)st->max_ns / (double)st->median_ns,
+                     mx, med);
+        } else {
+            struct finding *x =
+                findings_add(f, "slow_steps", (double)st->max_ns / (double)st->median_ns);
+            findings_set(x->title, sizeof x->title, "slow steps: step %llu takes %.1fx the median",
+                         (unsigned long long)st->max_number,
+                         (double)st->max_ns / (double)st->median_ns);
+            findings_set(x->evidence, sizeof x->evidence,
+                         "%s against a median of %s (the Training steps section names its cause)",
+                         mx, med);
+            if (h) {
+                char o[32];
+                format_ns((double)h->self_ns, o, sizeof o);
+                findings_set(x->where, sizeof x->where,
+                             "%s%s%s: +%s in step %llu over its mean per steady step", h->name,
+                             *h->caller ? ", called from " : "", h->caller, o,
+                             (unsigned long long)st->max_number);
+            }
         }
     }
     uint64_t steps_ns = 0;

@@ -3,8 +3,8 @@ test/workloads/torch_slow_steps.py. Its Dataset spends about 2 ms per sample in
 slow_transform (num_workers=0: in the training process), and it runs evaluate() (about
 120 ms of Python) after every 10th optimizer step, so the steps that hold it are the
 slowest. The data-loading finding names slow_transform and says the loader is the
-single-process one; the whole-process DataLoader finding does not repeat it; the slow-steps
-finding and the Training steps section name evaluate, not the forward it also runs; a
+single-process one; the whole-process DataLoader finding does not repeat it; the periodic-
+work finding and the Training steps section name evaluate, not the forward it also runs; a
 summary says the same as the trace."""
 import os
 import re
@@ -47,15 +47,35 @@ def test_data_stall_names_the_dataset_code(run):
 
 
 def test_slow_steps_name_the_evaluation(run):
+    """evaluate() runs in 2 of the 30 steps (after the 10th and 20th optimizer steps) and
+    takes about half their time: one periodic-work finding names it, with the slowest step
+    it makes, in place of a slow-steps finding that would say the same."""
     f = findings_of(run)
-    slow = f["slow_steps"]
-    step = int(re.search(r"step (\d+)", slow["title"]).group(1))
-    assert step in (11, 21), slow  # the steps that hold evaluate()
-    assert slow["where"].startswith("evaluate (") and "in step %d" % step in slow["where"], slow
+    periodic = f["periodic_work"]
+    assert periodic["where"].startswith("evaluate (") and \
+        "torch_slow_steps.py:" in periodic["where"], periodic
+    assert "run in 2 of %d steps" % STEPS in periodic["title"], periodic
+    step = int(re.search(r"slowest: step (\d+)", periodic["evidence"]).group(1))
+    assert step in (11, 21), periodic  # the steps that hold evaluate()
+    assert "slow_steps" not in f, f["slow_steps"]
     text = report(run).stdout
     line = next(l for l in text.splitlines() if l.startswith("  Slowest steps:"))
     named = re.findall(r"step (\d+) [^;]*; evaluate \(torch_slow_steps\.py:\d+\) \+", line)
     assert sorted(int(n) for n in named) == [11, 21], line
+
+
+def test_python_outside_the_phases_names_the_generator(tmp_path):
+    """Batches from a Python generator (no DataLoader): their collate is the step's other
+    CPU, named with its caller."""
+    out = tmp_path / "gen"
+    proc = profile([PYTHON, SCRIPT, str(STEPS), "generator"], out, env=ENV, timeout=300)
+    assert "steps %d" % STEPS in proc.stdout, proc.stdout
+    f = findings_of(out)
+    other = f["step_other"]
+    # spin, in slow_collate (evaluate's own spin is the periodic work's, said apart)
+    assert "called from slow_collate (" in other["where"], other
+    assert f["periodic_work"]["where"].startswith("evaluate ("), f["periodic_work"]
+    assert "step_data" not in f, f["step_data"]  # no DataLoader: not said to be one
 
 
 def test_summary_names_the_same(run, tmp_path):
@@ -66,7 +86,7 @@ def test_summary_names_the_same(run, tmp_path):
     subprocess.run([PROFREPORT, "--summarize", str(copy)], check=True, capture_output=True)
     assert list(copy.glob("*.summary"))  # read in place of the traces
     a, b = findings_of(run), findings_of(copy)
-    for kind in ("step_data", "slow_steps"):
+    for kind in ("step_data", "periodic_work"):
         assert a[kind]["where"] == b[kind]["where"], (a[kind], b[kind])
     assert [l for l in report(run).stdout.splitlines() if "Slowest steps" in l] == \
         [l for l in report(copy).stdout.splitlines() if "Slowest steps" in l]

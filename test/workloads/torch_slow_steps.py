@@ -2,7 +2,9 @@
 Dataset does slow per-sample Python work in slow_transform (each batch takes about
 BATCH * SAMPLE_MS ms to load, in the training process: num_workers=0), and every
 EVAL_EVERY steps it runs evaluate(), about EVAL_MS ms of Python, between two optimizer
-steps, so those steps are the slowest. argv: [steps] (default 30).
+steps, so those steps are the slowest. argv: [steps [loader|generator]] (default 30
+loader). generator: the batches come from a Python generator whose collate (slow_collate,
+about BATCH * SAMPLE_MS ms a batch) is no DataLoader's: its time is the step's other CPU.
 
 Prints "steps N evals E" (the optimizer steps and evaluate() calls made)."""
 import sys
@@ -42,6 +44,16 @@ class Samples(Dataset):
         return slow_transform(self.x[i]), self.y[i]
 
 
+def slow_collate(samples):
+    spin(SAMPLE_MS * len(samples))
+    return torch.stack([x for x, _ in samples]), torch.stack([y for _, y in samples])
+
+
+def batches(data):
+    for i in range(0, len(data), BATCH):
+        yield slow_collate([(data.x[k], data.y[k]) for k in range(i, i + BATCH)])
+
+
 def evaluate(model):
     spin(EVAL_MS)
     with torch.no_grad():
@@ -52,7 +64,11 @@ def main():
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 30
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    loader = DataLoader(Samples(steps * BATCH), batch_size=BATCH, num_workers=0)
+    data = Samples(steps * BATCH)
+    if len(sys.argv) > 2 and sys.argv[2] == "generator":
+        loader = batches(data)
+    else:
+        loader = DataLoader(data, batch_size=BATCH, num_workers=0)
     model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     done = evals = 0
