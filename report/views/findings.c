@@ -333,13 +333,18 @@ static const struct model_action *findings_builtin(const struct model_process *p
 /* DataLoader wait: the dataloader_next action against the process's wall time. */
 static void findings_dataloader(struct findings *f, const struct summary *s)
 {
-    /* the process whose steps' finding (step_data) says it, in step terms */
+    /* the process whose steps' finding (step_data) says it, in step terms; the rank the
+     * others wait for because of its data loading (waiting_rank) likewise */
     const struct model_process *said =
         findings_find(f, "step_data") ? findings_steps_process_of(s) : NULL;
+    const struct finding *waiting = findings_find(f, "waiting_rank");
+    long long waiting_rank = -1;
+    if (waiting && strstr(waiting->title, "data loading"))
+        sscanf(waiting->title, "rank %lld holds", &waiting_rank);
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         const struct model_action *a = findings_builtin(p, "dataloader_next");
-        if (!a || !p->wall_ns || p == said)
+        if (!a || !p->wall_ns || p == said || (waiting_rank >= 0 && p->rank == waiting_rank))
             continue;
         double share = (double)a->total_ns / (double)p->wall_ns;
         if (share < T(DATALOADER_SHARE))

@@ -270,9 +270,11 @@ def test_slow_rank_reason(tmp_path, how, why):
         "rank %d holds the others" % SLOW_RANK), findings["waiting_rank"]
     assert findings["waiting_rank"]["title"].endswith(why), findings["waiting_rank"]
     assert findings["waiting_rank"]["where"].startswith(WHERE[how]), findings["waiting_rank"]
-    if how == "sync":
-        # said by the rank's finding; a share of every rank's time mixed would mean nothing
+    # said by the rank's finding, not again by a whole-process one
+    if how == "sync":  # (a share of every rank's time mixed would mean nothing)
         assert "sync" not in findings, findings["sync"]
+    if how == "data":
+        assert "dataloader" not in findings, findings["dataloader"]
     if how == "compute":
         # the default flame graph is of the steady steps, where the slow rank's extra work
         # between forward and backward (burn) is; the steps' phases leave it out
