@@ -517,6 +517,7 @@ struct model_steps {
      * self time, per steady step, most first. */
     struct model_step_hot *other_hot;
     size_t nother_hot;
+    uint64_t rare_other_ns; /* rare_hot's self time outside the built-in actions, per step */
     /* The DataLoader the steady steps wait for (enum model_steps_loader), by the iterator
      * whose calls inside their data loading took the most time. */
     uint8_t loader;

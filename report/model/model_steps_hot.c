@@ -54,8 +54,7 @@ static char *hot_text(const struct model_process *p, uint32_t func_id)
     return report_strdup(buf);
 }
 
-/* The index of the step a span starting at ticks begins in (the last one starting at or
- * before it). */
+/* The index of the step holding ticks; SIZE_MAX: none. */
 static size_t hot_step_of(const struct model_steps *st, uint64_t ticks,
                           const struct model_process *p)
 {
@@ -68,7 +67,8 @@ static size_t hot_step_of(const struct model_steps *st, uint64_t ticks,
         else
             b = m;
     }
-    return a ? a - 1 : 0;
+    /* between two steps (named steps leave gaps): in none */
+    return a && t < st->steps[a - 1].end_ns ? a - 1 : SIZE_MAX;
 }
 
 /* The node's nearest caller that is a named function, not a comprehension, generator
@@ -113,26 +113,22 @@ static int hot_recursive(const struct model_process *p, const size_t *stack, siz
     return 0;
 }
 
-/* Whether a call of node marks its subtree for `calls`: an import, a dataloader_next, a
- * built-in action or the function skip (HOT_OTHER). */
-static int hot_marks(const struct model_process *p, uint32_t node, enum hot_calls calls,
-                     uint32_t skip)
+/* Whether a call of node marks its subtree for `calls`: an import, a dataloader_next. */
+static int hot_marks(const struct model_process *p, uint32_t node, enum hot_calls calls)
 {
     if (calls == HOT_NO_IMPORTS)
         return model_steps_is_import(p, node);
-    if (calls == HOT_OTHER) {
-        const struct model_py_node *n = skip ? model_python_node(p, node) : NULL;
-        return model_torch_action_of_node(p, node) != NULL || (n && n->func == skip);
-    }
     const char *action = calls == HOT_DATA ? model_torch_action_of_node(p, node) : NULL;
     return action && !strcmp(action, "dataloader_next");
 }
 
 /* The functions of the step thread with the most self time inside [lo, hi], most first
- * (*out, their count returned), of the calls `calls` says (HOT_OTHER: skip, a function id
- * or 0, left out with what it ran). */
+ * (*out, their count returned), of the calls `calls` says. HOT_OTHER: skip (a function
+ * id, or 0) left out with what it ran, its self time outside the built-in actions added
+ * to *skipped_ns (may be NULL otherwise). */
 static size_t hot_rank(const struct model_process *p, uint64_t lo, uint64_t hi,
-                       enum hot_calls calls, uint32_t skip, struct hot_func **out)
+                       enum hot_calls calls, uint32_t skip, uint64_t *skipped_ns,
+                       struct hot_func **out)
 {
     const struct model_steps *st = &p->steps;
     size_t n = 0, top = 0;
@@ -163,15 +159,24 @@ static size_t hot_rank(const struct model_process *p, uint64_t lo, uint64_t hi,
             uint64_t a0 = model_ticks_to_monotonic_ns(p, sp->start);
             uint64_t b0 = model_ticks_to_monotonic_ns(p, sp->end);
             uint64_t last = sp->end > sp->start ? sp->end - 1 : sp->end; /* (ends at a start) */
-            marked[order[k]] =
-                (uint8_t)(a0 < lo || b0 > hi ||
-                          hot_step_of(st, sp->start, p) != hot_step_of(st, last, p) ||
-                          (node && hot_recursive(p, stack, top, node->func)));
+            size_t in_step = hot_step_of(st, sp->start, p);
+            marked[order[k]] = (uint8_t)(a0 < lo || b0 > hi || in_step == SIZE_MAX ||
+                                         in_step != hot_step_of(st, last, p) ||
+                                         (node && hot_recursive(p, stack, top, node->func)));
+        } else if (calls == HOT_OTHER) {
+            if (top)
+                self[stack[top - 1]] = self[stack[top - 1]] > in ? self[stack[top - 1]] - in : 0;
+            /* 1: under a built-in action; 2: under skip alone */
+            uint8_t up = top ? marked[stack[top - 1]] : 0;
+            const struct model_py_node *node = model_python_node(p, sp->node);
+            marked[order[k]] = up == 1 || model_torch_action_of_node(p, sp->node) ? 1
+                               : up == 2 || (skip && node && node->func == skip)  ? 2
+                                                                                  : 0;
         } else {
             if (top)
                 self[stack[top - 1]] = self[stack[top - 1]] > in ? self[stack[top - 1]] - in : 0;
             marked[order[k]] = (uint8_t)(calls != HOT_ALL && ((top && marked[stack[top - 1]]) ||
-                                                              hot_marks(p, sp->node, calls, skip)));
+                                                              hot_marks(p, sp->node, calls)));
         }
         stack[top++] = order[k];
     }
@@ -182,7 +187,9 @@ static size_t hot_rank(const struct model_process *p, uint64_t lo, uint64_t hi,
     for (size_t k = 0; k < n; k++) {
         size_t i = order[k];
         const struct model_py_node *node = model_python_node(p, p->py.span_list[i].node);
-        if (!node || !self[i] || marked[i] != (calls == HOT_DATA))
+        if (calls == HOT_OTHER && marked[i] == 2)
+            *skipped_ns += self[i];
+        if (!node || !self[i] || (marked[i] != 0) != (calls == HOT_DATA))
             continue;
         uint64_t *slot = u64map_slot(&index, (uint64_t)node->func + 1);
         if (!slot)
@@ -243,15 +250,31 @@ static struct model_step_hot *hot_keep(const struct model_process *p, const stru
 }
 
 /* steps.rare_hot: of all[0, nall) (the steady steps' functions, whole time), the one with
- * the most time among those that run in fewer than half of the per steps (the outermost
- * periodic work: an evaluation, a checkpoint). */
+ * the most time among those that run in fewer than half of the per steps and are called
+ * fewer than per / 2 times in the process (the outermost periodic work: an evaluation, a
+ * checkpoint). */
 static uint32_t hot_rare(struct model_process *p, const struct hot_func *all, size_t nall,
                          uint64_t per)
 {
-    const struct hot_func *rare = NULL;
+    /* its calls too, not only its long ones: a function run every step and long in a few
+     * (a loader's __next__ that sometimes waits) is no periodic work */
+    struct u64map calls; /* func id -> calls in the process, for the candidates */
+    u64map_init(&calls);
     for (size_t i = 0; i < nall; i++)
-        if (all[i].steps * 2 < per && (!rare || all[i].self_ns > rare->self_ns))
+        if (all[i].steps * 2 < per && !u64map_slot(&calls, all[i].func))
+            report_oom();
+    for (size_t i = 0; i < p->py.nnodes && calls.count; i++) {
+        uint64_t *c = u64map_find(&calls, p->py.nodes[i].func);
+        if (c)
+            *c += p->py.nodes[i].calls;
+    }
+    const struct hot_func *rare = NULL;
+    for (size_t i = 0; i < nall; i++) {
+        const uint64_t *c = all[i].steps * 2 < per ? u64map_find(&calls, all[i].func) : NULL;
+        if (c && *c * 2 < per && (!rare || all[i].self_ns > rare->self_ns))
             rare = &all[i];
+    }
+    u64map_free(&calls);
     if (!rare)
         return 0;
     struct model_steps *st = &p->steps;
@@ -328,7 +351,7 @@ static uint32_t hot_slow(struct model_process *p, size_t warm)
     uint64_t per = st->nsteps - warm;
     struct hot_func *all;
     size_t nall = hot_rank(p, st->steps[warm].start_ns, st->steps[st->nsteps - 1].end_ns,
-                           HOT_INCLUSIVE, 0, &all);
+                           HOT_INCLUSIVE, 0, NULL, &all);
     struct u64map at; /* func id -> its index in all + 1 */
     u64map_init(&at);
     for (size_t i = 0; i < nall; i++) {
@@ -356,8 +379,8 @@ static uint32_t hot_slow(struct model_process *p, size_t warm)
             break;
         taken[r] = best;
         struct hot_func *in;
-        size_t nin =
-            hot_rank(p, st->steps[best].start_ns, st->steps[best].end_ns, HOT_INCLUSIVE, 0, &in);
+        size_t nin = hot_rank(p, st->steps[best].start_ns, st->steps[best].end_ns, HOT_INCLUSIVE, 0,
+                              NULL, &in);
         uint64_t top_over = 0;
         const struct hot_func *top = hot_culprit(p, in, nin, all, &at, per, &top_over);
         if (top) {
@@ -402,18 +425,21 @@ void model_steps_hot(struct model_process *p)
     uint64_t lo = st->steps[warm].start_ns, hi = st->steps[st->nsteps - 1].end_ns;
     uint64_t per = st->nsteps - warm;
     struct hot_func *all;
-    size_t nall = hot_rank(p, lo, hi, HOT_ALL, 0, &all);
+    size_t nall = hot_rank(p, lo, hi, HOT_ALL, 0, NULL, &all);
     st->hot = hot_keep(p, all, nall, MODEL_STEPS_HOT, per, &st->nhot);
     free(all);
     uint32_t rare = hot_slow(p, warm);
-    nall = hot_rank(p, lo, hi, HOT_DATA, 0, &all);
+    nall = hot_rank(p, lo, hi, HOT_DATA, 0, NULL, &all);
     st->data_hot = hot_keep(p, all, nall, MODEL_STEPS_DATA_HOT, per, &st->ndata_hot);
     st->loader = hot_loader(p, all, nall);
     free(all);
-    nall = hot_rank(p, lo, hi, HOT_OTHER, rare, &all); /* the periodic work is said apart */
+    uint64_t rare_other = 0; /* the periodic work is said apart */
+    nall = hot_rank(p, lo, hi, HOT_OTHER, rare, &rare_other, &all);
     st->other_hot = hot_keep(p, all, nall, MODEL_STEPS_OTHER_HOT, per, &st->nother_hot);
+    st->rare_other_ns = rare_other / per;
     free(all);
-    nall = hot_rank(p, model_start_monotonic_ns(p), st->steps[0].start_ns, HOT_NO_IMPORTS, 0, &all);
+    nall = hot_rank(p, model_start_monotonic_ns(p), st->steps[0].start_ns, HOT_NO_IMPORTS, 0, NULL,
+                    &all);
     st->startup_hot = hot_keep(p, all, nall, MODEL_STEPS_STARTUP_HOT, 1, &st->nstartup_hot);
     free(all);
 }

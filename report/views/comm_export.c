@@ -187,7 +187,8 @@ int comm_export_csv(FILE *out, const struct comm_report *r, int views, size_t li
     if (views & COMM_VIEW_RANKS) {
         fprintf(out,
                 "%s# ranks\nrank,host,processes,wall_ns,steps,step_ns,compute_ns,comm_ns,"
-                "wait_ns,idle_ns,last_arrivals,late_ns,data_ns,sync_ns\n",
+                "wait_ns,idle_ns,last_arrivals,late_ns,data_ns,sync_ns,run_last_arrivals,"
+                "run_late_ns\n",
                 sep);
         for (size_t i = 0; i < r->nranks; i++) {
             const struct comm_rank_row *k = &r->ranks[i];
@@ -195,9 +196,11 @@ int comm_export_csv(FILE *out, const struct comm_report *r, int views, size_t li
             format_csv_field(out, k->host ? k->host : "");
             fprintf(out,
                     ",%zu,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-                    ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+                    ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+                    ",%" PRIu64 "\n",
                     k->nprocs, k->wall_ns, k->steps, k->step_ns, k->compute_ns, k->comm_ns,
-                    k->wait_ns, k->idle_ns, k->last_arrivals, k->late_ns, k->data_ns, k->sync_ns);
+                    k->wait_ns, k->idle_ns, k->last_arrivals, k->late_ns, k->data_ns, k->sync_ns,
+                    k->run_last_arrivals, k->run_late_ns);
         }
         fprintf(out, "\n# ranks_spread\ncolumn,min,median,max,rank_at_max\n");
         comm_export_csv_spread(out, "wall_ns", &r->wall);

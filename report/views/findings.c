@@ -9,6 +9,7 @@
 
 #include "format.h"
 #include "model.h"
+#include "model_steps_load.h"
 #include "steps_report.h"
 #include "tables.h"
 
@@ -202,6 +203,12 @@ static int findings_proc_syncs(const struct model_process *p)
              (a->category == PROF_CAT_COPY && model_gpu_is_blocking_copy(a->name))))
             return 1;
     }
+    for (size_t i = 0; i < p->gpu.napis; i++) {
+        const struct model_gpu_api *a = &p->gpu.apis[i];
+        if (a->calls && a->name &&
+            (model_gpu_is_sync_name(a->name) || model_gpu_is_blocking_copy(a->name)))
+            return 1;
+    }
     return p->gpu.facts.sync_ns > 0;
 }
 
@@ -315,8 +322,8 @@ static void findings_sync(struct findings *f, const struct summary *s)
                  "%" PRIu64 " synchronizing calls (cudaDeviceSynchronize, stream and event "
                  "syncs: %s) and %" PRIu64 " blocking copies (%s) took %s of %s%s%s",
                  sync_calls, syncs, copy_calls, copies, total, wall_s,
-                 parts == s->nprocs ? " in " : " wall time",
-                 parts == s->nprocs ? model_window_name(s->procs[0]->gpu_part.window) : "");
+                 parts == syncing ? " in " : " wall time",
+                 parts == syncing ? model_window_name(only->gpu_part.window) : "");
     if (extra[0] && strlen(x->evidence) + strlen(extra) < sizeof x->evidence)
         strcat(x->evidence, extra);
     findings_set(x->where, sizeof x->where, "%s", where);
@@ -362,6 +369,7 @@ static void findings_dataloader(struct findings *f, const struct summary *s)
                      wall, mean);
         struct steps_stats st; /* data_hot is per steady step: so is the part it is held to */
         steps_stats_of(p, 0, UINT64_MAX, &st);
+        model_steps_let_go(p); /* (read again from a summary if asked) */
         findings_data_loading(p, st.counted ? st.part_ns[MODEL_STEP_DATA] / st.counted : 0,
                               x->evidence, sizeof x->evidence, x->where, sizeof x->where);
         if (!x->where[0])

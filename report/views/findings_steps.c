@@ -90,8 +90,9 @@ void findings_data_loading(const struct model_process *p, uint64_t data_ns, char
                  "; DataLoader workers (num_workers) or prefetching would hide it");
     /* With workers the step thread only waits: the work is in them. */
     const struct model_step_hot *h = p->steps.ndata_hot ? &p->steps.data_hot[0] : NULL;
-    if (!h || loader == MODEL_STEPS_LOADER_WORKERS || h->self_ns * 4 < data_ns)
-        return;
+    if (!h || loader == MODEL_STEPS_LOADER_WORKERS || !data_ns || h->self_ns * 4 < data_ns ||
+        h->self_ns > data_ns + data_ns / 10)
+        return; /* (data_hot and the part are measured apart: within 10 %) */
     char t[32], d[32];
     format_ns((double)h->self_ns, t, sizeof t);
     format_ns((double)data_ns, d, sizeof d);
@@ -139,7 +140,7 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
     const struct model_step_hot *rare = st->p->steps.nrare_hot ? st->p->steps.rare_hot : NULL;
     int periodic = rare && findings_share(rare->self_ns, st->total_ns) >= T(PERIODIC_SHARE);
     struct findings_step o = m;
-    uint64_t rare_per_step = periodic ? rare->self_ns / n : 0;
+    uint64_t rare_per_step = periodic ? st->p->steps.rare_other_ns : 0;
     o.part_ns[MODEL_STEP_OTHER] = m.part_ns[MODEL_STEP_OTHER] > rare_per_step
                                       ? m.part_ns[MODEL_STEP_OTHER] - rare_per_step
                                       : 0;
@@ -167,8 +168,8 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
         format_ns((double)st->total_ns, all, sizeof all);
         work = findings_add(f, "periodic_work", rare_share);
         findings_set(work->title, sizeof work->title,
-                     "periodic work: %.0f%% of the steady steps' time is one function run in %llu "
-                     "of %zu steps",
+                     "periodic work: %.0f%% of the steady steps' time is one function, run in "
+                     "%llu of %zu steps",
                      100 * rare_share, (unsigned long long)rare->step, st->counted);
         findings_set(work->evidence, sizeof work->evidence,
                      "%s of %s; its time counts in the parts of the steps it runs in (its "

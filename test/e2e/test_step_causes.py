@@ -54,7 +54,10 @@ def test_slow_steps_name_the_evaluation(run):
     periodic = f["periodic_work"]
     assert periodic["where"].startswith("evaluate (") and \
         "torch_slow_steps.py:" in periodic["where"], periodic
-    assert "run in 2 of %d steps" % STEPS in periodic["title"], periodic
+    ran = re.search(r"run in (\d+) of (\d+) steps", periodic["title"])
+    # (a warm-up step or more may be left out of the steady steps)
+    assert ran and int(ran.group(1)) == 2 and STEPS * 3 // 4 <= int(ran.group(2)) <= STEPS, \
+        periodic
     step = int(re.search(r"slowest: step (\d+)", periodic["evidence"]).group(1))
     assert step in (11, 21), periodic  # the steps that hold evaluate()
     assert "slow_steps" not in f, f["slow_steps"]
@@ -62,6 +65,19 @@ def test_slow_steps_name_the_evaluation(run):
     line = next(l for l in text.splitlines() if l.startswith("  Slowest steps:"))
     named = re.findall(r"step (\d+) [^;]*; evaluate \(torch_slow_steps\.py:\d+\) \+", line)
     assert sorted(int(n) for n in named) == [11, 21], line
+
+
+def test_named_steps_with_gaps_keep_shares_of_the_steps(run):
+    """--step naming a short scope leaves gaps between the steps; work done in the gaps
+    (evaluate, the batches' loading) is in no step, so no share of the steps passes 100 %
+    (it was 23,366 %) and no data-loading figure is of 0 ns."""
+    for step in ("Optimizer.step#SGD.step",
+                 "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"):
+        rep = report_json(run, "--step", step)
+        for f in rep["findings"]:
+            if f["kind"] in ("periodic_work", "step_other", "step_data"):
+                assert f["value"] <= 1.0, f
+            assert "of the 0 ns" not in f["where"], f
 
 
 def test_python_outside_the_phases_names_the_generator(tmp_path):
