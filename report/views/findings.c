@@ -9,8 +9,6 @@
 
 #include "format.h"
 #include "model.h"
-#include "model_steps_load.h"
-#include "steps_report.h"
 #include "tables.h"
 
 const double findings_threshold[FINDINGS_THRESHOLD_COUNT] = {
@@ -62,8 +60,7 @@ static void findings_py_place(const struct model_process *p, uint32_t node_id, c
 
 /* "rank 2 (pid 17)", or "pid 17" without a rank; in_parens: "rank 2, pid 17" (a title's
  * "(...)" holds it). */
-static const char *findings_proc_name(const struct model_process *p, int in_parens, char *buf,
-                                      size_t len)
+const char *findings_proc_name(const struct model_process *p, int in_parens, char *buf, size_t len)
 {
     if (p->rank >= 0)
         snprintf(buf, len, in_parens ? "rank %lld, pid %lld" : "rank %lld (pid %lld)",
@@ -327,55 +324,6 @@ static void findings_sync(struct findings *f, const struct summary *s)
     if (extra[0] && strlen(x->evidence) + strlen(extra) < sizeof x->evidence)
         strcat(x->evidence, extra);
     findings_set(x->where, sizeof x->where, "%s", where);
-}
-
-static const struct model_action *findings_builtin(const struct model_process *p, const char *name)
-{
-    for (size_t a = 0; a < p->torch.nbuiltin; a++)
-        if (p->torch.builtin[a].name && !strcmp(p->torch.builtin[a].name, name))
-            return &p->torch.builtin[a];
-    return NULL;
-}
-
-/* DataLoader wait: the dataloader_next action against the process's wall time. */
-static void findings_dataloader(struct findings *f, const struct summary *s)
-{
-    /* the process whose steps' finding (step_data) says it, in step terms; the rank the
-     * others wait for because of its data loading (waiting_rank) likewise */
-    const struct model_process *said =
-        findings_find(f, "step_data") ? findings_steps_process_of(s) : NULL;
-    const struct finding *waiting = findings_find(f, "waiting_rank");
-    long long waiting_rank = -1;
-    if (waiting && strstr(waiting->title, "data loading"))
-        sscanf(waiting->title, "rank %lld holds", &waiting_rank);
-    for (size_t i = 0; i < s->nprocs; i++) {
-        const struct model_process *p = s->procs[i];
-        const struct model_action *a = findings_builtin(p, "dataloader_next");
-        if (!a || !p->wall_ns || p == said || (waiting_rank >= 0 && p->rank == waiting_rank))
-            continue;
-        double share = (double)a->total_ns / (double)p->wall_ns;
-        if (share < T(DATALOADER_SHARE))
-            continue;
-        char who[96], total[32], wall[32], mean[32];
-        format_ns((double)a->total_ns, total, sizeof total);
-        format_ns((double)p->wall_ns, wall, sizeof wall);
-        format_ns(a->calls ? (double)a->total_ns / (double)a->calls : 0, mean, sizeof mean);
-        struct finding *x = findings_add(f, "dataloader", share);
-        findings_set(x->title, sizeof x->title,
-                     "waiting for the DataLoader %.1f %% of the time (%s)", 100.0 * share,
-                     findings_proc_in_parens(p, who, sizeof who));
-        findings_set(x->evidence, sizeof x->evidence,
-                     "%" PRIu64 " batches waited %s of %s wall time, %s each", a->calls, total,
-                     wall, mean);
-        struct steps_stats st; /* data_hot is per steady step: so is the part it is held to */
-        steps_stats_of(p, 0, UINT64_MAX, &st);
-        model_steps_let_go(p); /* (read again from a summary if asked) */
-        findings_data_loading(p, st.counted ? st.part_ns[MODEL_STEP_DATA] / st.counted : 0,
-                              x->evidence, sizeof x->evidence, x->where, sizeof x->where);
-        if (!x->where[0])
-            findings_set(x->where, sizeof x->where,
-                         "_BaseDataLoaderIter.__next__ (torch/utils/data/dataloader.py)");
-    }
 }
 
 static int findings_cmp_u64(const void *a, const void *b)

@@ -89,11 +89,12 @@ void findings_steps(struct findings *f, const struct summary *s);
 /* The process whose steady steps findings_steps describes alone (one process with steps,
  * or the main one of a run without ranks), or NULL (several ranks: compared instead). */
 const struct model_process *findings_steps_process_of(const struct summary *s);
-/* A data-loading stall of p (data_ns per step, or in all): what its DataLoader is, added to
- * evidence, and where: the step thread's function with the most time inside data loading,
- * when it holds a quarter of it or more (p loads its batches itself). */
-void findings_data_loading(const struct model_process *p, uint64_t data_ns, char *evidence,
-                           size_t evidence_len, char *where, size_t where_len);
+/* findings_steps.c: "dataloader", the DataLoader wait of a whole process (not the one
+ * step_data describes, nor the rank waiting_rank names for its data loading). */
+void findings_dataloader(struct findings *f, const struct summary *s);
+/* "rank 2 (pid 17)", or "pid 17" without a rank; in_parens: "rank 2, pid 17" (a title's
+ * "(...)" holds it). buf returned. */
+const char *findings_proc_name(const struct model_process *p, int in_parens, char *buf, size_t len);
 /* Text: a "Findings" section (nothing when there are none), then a blank line. */
 void findings_print(FILE *out, const struct findings *f);
 /* The kind of the first finding of that kind, or NULL: for tests and the HTML. */

@@ -1,7 +1,9 @@
 /* findings_steps: the findings in step terms (findings.h), from the steady-state steps of a
  * process (steps_report.h) or, with several ranks, from the ranks compared on the same
- * steps (comm_merge.h). */
+ * steps (comm_merge.h); and the whole-process DataLoader finding, which gives way to them. */
+#include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +11,7 @@
 #include "comm_merge.h"
 #include "findings.h"
 #include "format.h"
+#include "model_steps_load.h"
 #include "steps_report.h"
 #include "steps_view.h"
 
@@ -72,8 +75,11 @@ static struct finding *findings_step_part(struct findings *f, const struct findi
     return x;
 }
 
-void findings_data_loading(const struct model_process *p, uint64_t data_ns, char *evidence,
-                           size_t evidence_len, char *where, size_t where_len)
+/* A data-loading stall of p (data_ns per steady step): what its DataLoader is, added to
+ * evidence, and where: the step thread's function with the most time inside data loading,
+ * when it holds a quarter of it or more (p loads its batches itself). */
+static void findings_data_loading(const struct model_process *p, uint64_t data_ns, char *evidence,
+                                  size_t evidence_len, char *where, size_t where_len)
 {
     uint8_t loader = p->steps.loader;
     size_t used = strlen(evidence);
@@ -98,6 +104,55 @@ void findings_data_loading(const struct model_process *p, uint64_t data_ns, char
     format_ns((double)data_ns, d, sizeof d);
     snprintf(where, where_len, "%s%s%s: %s per step of the %s of data loading", h->name,
              *h->caller ? ", called from " : "", h->caller, t, d);
+}
+
+static const struct model_action *findings_builtin(const struct model_process *p, const char *name)
+{
+    for (size_t a = 0; a < p->torch.nbuiltin; a++)
+        if (p->torch.builtin[a].name && !strcmp(p->torch.builtin[a].name, name))
+            return &p->torch.builtin[a];
+    return NULL;
+}
+
+/* DataLoader wait: the dataloader_next action against the process's wall time. */
+void findings_dataloader(struct findings *f, const struct summary *s)
+{
+    /* the process whose steps' finding (step_data) says it, in step terms; the rank the
+     * others wait for because of its data loading (waiting_rank) likewise */
+    const struct model_process *said =
+        findings_find(f, "step_data") ? findings_steps_process_of(s) : NULL;
+    const struct finding *waiting = findings_find(f, "waiting_rank");
+    long long waiting_rank = -1;
+    if (waiting && strstr(waiting->title, "data loading"))
+        sscanf(waiting->title, "rank %lld holds", &waiting_rank);
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        const struct model_action *a = findings_builtin(p, "dataloader_next");
+        if (!a || !p->wall_ns || p == said || (waiting_rank >= 0 && p->rank == waiting_rank))
+            continue;
+        double share = (double)a->total_ns / (double)p->wall_ns;
+        if (share < T(DATALOADER_SHARE))
+            continue;
+        char who[96], total[32], wall[32], mean[32];
+        format_ns((double)a->total_ns, total, sizeof total);
+        format_ns((double)p->wall_ns, wall, sizeof wall);
+        format_ns(a->calls ? (double)a->total_ns / (double)a->calls : 0, mean, sizeof mean);
+        struct finding *x = findings_add(f, "dataloader", share);
+        findings_set(x->title, sizeof x->title,
+                     "waiting for the DataLoader %.1f %% of the time (%s)", 100.0 * share,
+                     findings_proc_name(p, 1, who, sizeof who));
+        findings_set(x->evidence, sizeof x->evidence,
+                     "%" PRIu64 " batches waited %s of %s wall time, %s each", a->calls, total,
+                     wall, mean);
+        struct steps_stats st; /* data_hot is per steady step: so is the part it is held to */
+        steps_stats_of(p, 0, UINT64_MAX, &st);
+        model_steps_let_go(p); /* (read again from a summary if asked) */
+        findings_data_loading(p, st.counted ? st.part_ns[MODEL_STEP_DATA] / st.counted : 0,
+                              x->evidence, sizeof x->evidence, x->where, sizeof x->where);
+        if (!x->where[0])
+            findings_set(x->where, sizeof x->where,
+                         "_BaseDataLoaderIter.__next__ (torch/utils/data/dataloader.py)");
+    }
 }
 
 static void findings_step_gpu(struct findings *f, const struct findings_step *m)
