@@ -1,0 +1,41 @@
+/* model_steps_hot: the Python functions the training steps name (model_steps_hot.c): the
+ * hottest of the steady steps, of their data loading and of the Python outside the built-in
+ * actions, the one that explains each slowest step, the periodic work, the startup's, and
+ * the DataLoader the steps wait for. Included by model.h (struct model_steps holds them). */
+#ifndef REPORT_MODEL_STEPS_HOT_H
+#define REPORT_MODEL_STEPS_HOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct model_process;
+
+enum model_steps_loader {
+    MODEL_STEPS_LOADER_UNKNOWN,
+    MODEL_STEPS_LOADER_SINGLE,  /* _SingleProcessDataLoaderIter: num_workers=0 */
+    MODEL_STEPS_LOADER_WORKERS, /* _MultiProcessingDataLoaderIter */
+};
+
+/* A function's self time per steady step, from the calls of at least PROF_PY_SPAN_US (a
+ * shorter call's time is its caller's). */
+struct model_step_hot {
+    char *name;   /* "qualname (file:line)", or a builtin's name */
+    char *caller; /* a builtin's (data_hot: any function's): the caller of its calls with
+                     the most time; else "" */
+    uint64_t self_ns;
+    uint64_t step; /* slow_hot's: the step's number; rare_hot's: its steps; else 0 */
+};
+#define MODEL_STEPS_HOT 8
+#define MODEL_STEPS_STARTUP_HOT 3
+#define MODEL_STEPS_DATA_HOT 3
+#define MODEL_STEPS_SLOW 3
+#define MODEL_STEPS_RARE 1
+#define MODEL_STEPS_OTHER_HOT 3
+/* model_steps_hot.c: p->steps.hot and startup_hot from the spans of its step thread (steps
+ * made). */
+void model_steps_hot(struct model_process *p);
+/* Whether a Python call-tree node runs Python's import machinery (importlib). */
+int model_steps_is_import(const struct model_process *p, uint32_t node);
+void model_steps_hot_free(struct model_step_hot *hot, size_t n);
+
+#endif
