@@ -34,6 +34,7 @@ struct finding *findings_add(struct findings *f, const char *kind, double value)
     memset(x, 0, sizeof *x);
     x->kind = kind;
     x->value = value;
+    x->rank = -1;
     return x;
 }
 
@@ -213,7 +214,7 @@ static void findings_sync(struct findings *f, const struct summary *s)
 {
     /* A rank the others wait for because of its syncs is named with them already. */
     const struct finding *waiting = findings_find(f, "waiting_rank");
-    if (waiting && strstr(waiting->title, "host syncs"))
+    if (waiting && waiting->why && !strcmp(waiting->why, "host syncs"))
         return;
     uint64_t wall = 0, sync_ns = 0, sync_calls = 0, copy_ns = 0, copy_calls = 0;
     size_t parts = 0, syncing = 0; /* processes whose API rows cover a part (tables_gpu_window) */

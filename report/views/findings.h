@@ -70,6 +70,10 @@ struct finding {
     char evidence[640];
     char where[320];
     double value;
+    /* waiting_rank's: the rank the others wait for and why (comm_slowest.why), for the
+     * whole-process findings that give way to it; else -1 and NULL */
+    long long rank;
+    const char *why;
 };
 
 struct findings {

@@ -122,9 +122,8 @@ void findings_dataloader(struct findings *f, const struct summary *s)
     const struct model_process *said =
         findings_find(f, "step_data") ? findings_steps_process_of(s) : NULL;
     const struct finding *waiting = findings_find(f, "waiting_rank");
-    long long waiting_rank = -1;
-    if (waiting && strstr(waiting->title, "data loading"))
-        sscanf(waiting->title, "rank %lld holds", &waiting_rank);
+    long long waiting_rank =
+        waiting && waiting->why && !strcmp(waiting->why, "data loading") ? waiting->rank : -1;
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         const struct model_action *a = findings_builtin(p, "dataloader_next");
@@ -375,6 +374,8 @@ static void findings_steps_ranks(struct findings *f, const struct comm_report *r
         format_ns(w->sync_ns > 0 ? (double)w->sync_ns / (double)n : 0, y, sizeof y);
         format_ns(w->idle_ns > 0 ? (double)w->idle_ns / (double)n : 0, i, sizeof i);
         struct finding *x = findings_add(f, "waiting_rank", wait_share);
+        x->rank = (long long)w->rank;
+        x->why = w->why;
         findings_set(x->title, sizeof x->title,
                      "rank %lld holds the others: they wait %.0f%% of each step for it, %s",
                      (long long)w->rank, 100 * wait_share,
