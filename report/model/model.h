@@ -481,8 +481,14 @@ struct model_step_sync {
     uint32_t tid;
 };
 
+#define MODEL_STEPS_PER_BATCH 4
+
 struct model_steps {
     uint8_t source; /* enum model_step_source */
+    /* Optimizer steps per step (MODEL_STEPS_OPTIMIZER, _PYTHON): k ≥ 2 when the loop steps
+     * k ≤ MODEL_STEPS_PER_BATCH optimizers per DataLoader batch (a GAN's two), its steps then
+     * one per batch; else 1. */
+    uint8_t per_step;
     uint32_t tid;   /* the step thread */
     struct model_step *steps;
     size_t nsteps;
@@ -570,6 +576,8 @@ size_t model_steps_warmup(const struct model_steps *st, double *ratio);
 
 /* "ProfilerStep#N scopes", "optimizer step scopes", ... */
 const char *model_step_source_name(unsigned source);
+/* The source's name and, when the steps group optimizer steps, how many per step: in buf */
+const char *model_steps_source_text(const struct model_steps *st, char *buf, size_t size);
 /* "data loading", "forward", ... */
 const char *model_step_part_name(unsigned part);
 /* torch.distributed's operators by name: c10d::*, gloo:*, nccl:*, mpi:*, ucc:*. */

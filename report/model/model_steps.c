@@ -63,6 +63,16 @@ const char *model_step_source_name(unsigned source)
     }
 }
 
+const char *model_steps_source_text(const struct model_steps *st, char *buf, size_t size)
+{
+    if (st->per_step > 1)
+        snprintf(buf, size, "%s, grouped %u to a step: one step per DataLoader batch",
+                 model_step_source_name(st->source), st->per_step);
+    else
+        snprintf(buf, size, "%s", model_step_source_name(st->source));
+    return buf;
+}
+
 static void steps_add(struct steps_events *e, uint64_t start, uint64_t end, uint8_t label)
 {
     if (end <= start)

@@ -15,6 +15,7 @@ enum {
     FIND_LIGHTNING,
     FIND_PYTHON,
     FIND_PHASE,
+    FIND_DATA, /* DataLoader batches fetched (the phase spans of data loading) */
     FIND_LISTS
 };
 
@@ -113,8 +114,11 @@ void model_steps_finder_scope(struct model_steps_finder *f, const char *name, ui
                           strtoull(name + strlen("ProfilerStep#"), NULL, 10) + 1, tid);
     else if (steps_prefix(name, "Optimizer.step#"))
         steps_finder_push(f, FIND_OPTIMIZER, start_ns, end_ns, 0, tid);
-    if (model_steps_scope_phase(name) >= 0)
+    int phase = model_steps_scope_phase(name);
+    if (phase >= 0)
         steps_finder_push(f, FIND_PHASE, start_ns, end_ns, 0, tid);
+    if (phase == MODEL_STEP_DATA)
+        steps_finder_push(f, FIND_DATA, start_ns, end_ns, 0, tid);
 }
 
 void model_steps_finder_python(struct model_steps_finder *f, uint32_t node, uint32_t tid,
@@ -142,6 +146,8 @@ void model_steps_finder_python(struct model_steps_finder *f, uint32_t node, uint
     steps_finder_push(f, FIND_PHASE, start_ns, end_ns, 0, tid);
     if (phase == MODEL_STEP_OPTIMIZER)
         steps_finder_push(f, FIND_PYTHON, start_ns, end_ns, 0, tid);
+    if (phase == MODEL_STEP_DATA)
+        steps_finder_push(f, FIND_DATA, start_ns, end_ns, 0, tid);
 }
 
 /* Lightning's batch (its loop's run_training_batch action) makes steps; fetching the batch
@@ -182,8 +188,11 @@ void model_steps_finder_range(struct model_steps_finder *f, const char *name, in
         return;
     if (steps_lightning_batch(name))
         steps_finder_push(f, FIND_LIGHTNING, start_ns, end_ns, 0, tid);
-    if (model_steps_lightning_phase(name) >= 0)
+    int phase = model_steps_lightning_phase(name);
+    if (phase >= 0)
         steps_finder_push(f, FIND_PHASE, start_ns, end_ns, 0, tid);
+    if (phase == MODEL_STEP_DATA)
+        steps_finder_push(f, FIND_DATA, start_ns, end_ns, 0, tid);
 }
 
 static int steps_span_cmp(const void *a, const void *b)
@@ -232,6 +241,68 @@ static uint64_t steps_first_start(const struct model_steps_finder *f, uint32_t t
             first = s->start;
     }
     return first;
+}
+
+/* A step is one iteration, not one optimizer step, when the loop steps k optimizers per
+ * DataLoader batch (a GAN's discriminator, then its generator): between the ends of a group
+ * of k no batch is fetched, between groups one is. Only that regular pattern is grouped:
+ * every group of k ends, 2 ≤ k ≤ MODEL_STEPS_PER_BATCH (the first and last may be shorter:
+ * a window), two whole groups at least, never two batches between two ends. A loop that
+ * fetches batches only now and then (a validation loader every N steps), none, or several
+ * per optimizer step (gradient accumulation) keeps its optimizer steps. s keeps each group's
+ * last end; returns k (1: kept as they were). */
+static unsigned steps_group_by_batch(struct model_steps_finder *f, uint32_t tid,
+                                     struct steps_span *s, size_t *n)
+{
+    struct steps_span *d = f->list[FIND_DATA];
+    size_t nd = 0;
+    qsort(d, f->n[FIND_DATA], sizeof *d, steps_span_cmp);
+    for (size_t i = 0; i < f->n[FIND_DATA]; i++) /* a scope inside its Python call once */
+        if (d[i].tid == tid && !(nd && d[i].start < d[nd - 1].end))
+            d[nd++] = d[i];
+    if (nd < 2 || *n < 4)
+        return 1;
+    unsigned char *opens = calloc(*n, 1); /* opens[i]: a batch fetched after end i - 1 */
+    if (!opens)
+        report_oom();
+    size_t j = 0, run = 0, groups = 0, first = 0, last = 0, k = 0, middle = 0, bad = 0;
+    for (size_t i = 1; i < *n && !bad; i++) {
+        while (j < nd && d[j].start <= s[i - 1].end)
+            j++;
+        size_t fetched = 0;
+        for (; j < nd && d[j].start <= s[i].end; j++)
+            fetched++;
+        bad = fetched > 1;
+        opens[i] = fetched == 1;
+    }
+    for (size_t i = 0; i < *n && !bad; i++) { /* the groups' sizes */
+        run++;
+        if (i + 1 < *n && !opens[i + 1])
+            continue;
+        if (!groups++)
+            first = run;
+        else if (i + 1 < *n) { /* a middle group */
+            bad = k && run != k;
+            k = run;
+            middle++;
+        }
+        last = run;
+        run = 0;
+    }
+    if (!middle && groups == 2 && first == last)
+        k = first;
+    size_t whole = middle + (first == k) + (groups > 1 && last == k);
+    if (bad || k < 2 || k > MODEL_STEPS_PER_BATCH || first > k || last > k || whole < 2) {
+        free(opens);
+        return 1;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < *n; i++)
+        if (i + 1 == *n || opens[i + 1])
+            s[kept++] = s[i];
+    *n = kept;
+    free(opens);
+    return (unsigned)k;
 }
 
 /* The steps: spans as they are (ProfilerStep), or from one end to the next, the step ending
@@ -287,12 +358,25 @@ static int steps_before_window(const struct model_process *p, uint64_t *before)
     return 1;
 }
 
+/* Whether the optimizer steps' steps are numbered as the process's, from *before steps
+ * begun before the recording opened: optimizer steps the window counted, whole
+ * iterations of st->per_step of them. */
+static int steps_numbered_from(const struct model_process *p, const struct model_steps *st,
+                               uint64_t *before)
+{
+    unsigned k = st->per_step > 1 ? st->per_step : 1;
+    if (st->source != MODEL_STEPS_OPTIMIZER || !steps_before_window(p, before) || *before % k)
+        return 0;
+    *before /= k;
+    return 1;
+}
+
 int model_steps_numbered(const struct model_process *p)
 {
     const char *w = model_meta_get(p, "window");
     uint64_t before;
     return !w || !*w || p->steps.source == MODEL_STEPS_PROFILER_STEP ||
-           (p->steps.source == MODEL_STEPS_OPTIMIZER && steps_before_window(p, &before));
+           steps_numbered_from(p, &p->steps, &before);
 }
 
 void model_steps_finder_end(struct model_steps_finder *f, struct model_steps *st)
@@ -314,13 +398,16 @@ void model_steps_finder_end(struct model_steps_finder *f, struct model_steps *st
         size_t n = steps_keep_outer_of_main_thread(s, f->n[order[i].list], &tid);
         if (n < order[i].min)
             continue;
+        st->per_step = 1;
+        if (order[i].source == MODEL_STEPS_OPTIMIZER || order[i].source == MODEL_STEPS_PYTHON)
+            st->per_step = (uint8_t)steps_group_by_batch(f, tid, s, &n);
         steps_make(st, s, n, order[i].ends,
                    order[i].ends ? steps_first_start(f, tid, s[0].end) : 0);
         st->source = order[i].source;
         st->tid = tid;
     }
     uint64_t before = 0; /* numbered as the process's steps */
-    if (st->source == MODEL_STEPS_OPTIMIZER && steps_before_window(f->p, &before))
+    if (steps_numbered_from(f->p, st, &before))
         for (size_t i = 0; i < st->nsteps; i++)
             st->steps[i].number += before;
     if (!st->nsteps)

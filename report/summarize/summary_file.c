@@ -26,7 +26,8 @@ const char summary_file_suffix[] = ".summary";
 
 #define SUMMARY_FILE_MAGIC "PRFSUMM\n"
 #define SUMMARY_FILE_END "PRFSEND\n"
-/* 11: the functions inside the steady steps' data loading (steps.data_hot) and the one
+/* 12: the optimizer steps per step (steps.per_step: a loop stepping several per batch);
+ * 11: the functions inside the steady steps' data loading (steps.data_hot) and the one
  * that most slows each of the slowest steady steps (steps.slow_hot);
  * 10: the tensor memory of the steady steps beside the whole process's (memory.part);
  * 9: optimizer steps under a capture window numbered as the process's (META window_open);
@@ -37,8 +38,8 @@ const char summary_file_suffix[] = ".summary";
  * 5: whether each Python function ran outside imports (pystats_func.outside_imports);
  * 4: the training steps behind their length, read when a view asks for every step
  * (summary_file_read_steps); 3: the trace's identity after the version
- * (summary_file_bound). 10 and older are not read (their trace is). */
-#define SUMMARY_FILE_VERSION 11
+ * (summary_file_bound). 11 and older are not read (their trace is). */
+#define SUMMARY_FILE_VERSION 12
 #define SUMMARY_FILE_MAX (1ull << 32) /* 4 GiB: more is not a summary */
 
 typedef struct summary_codec sf_codec;

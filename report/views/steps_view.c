@@ -90,9 +90,9 @@ static void steps_view_cover(FILE *out, const char *const *windows)
 
 static void steps_view_head(FILE *out, const struct steps_stats *st, const char *const *windows)
 {
-    char med[32], p90[32], mx[32], startup[32], imp[32], tear[32];
+    char med[32], p90[32], mx[32], startup[32], imp[32], tear[32], source[160];
     fprintf(out, "Training steps: %zu steady of %zu, from %s", st->counted, st->nsteps,
-            model_step_source_name(st->p->steps.source));
+            model_steps_source_text(&st->p->steps, source, sizeof source));
     if (model_steps_name()) {
         fputs(st->p->steps.source == MODEL_STEPS_NAMED ? " '" : " (--step '", out);
         format_fputs_escaped(out, model_steps_name());
@@ -343,6 +343,12 @@ json_t *steps_view_json(const struct model_process *p, const char *mark, uint64_
     const struct model_steps *m = &p->steps;
     json_t *o = json_object();
     json_object_set_new(o, "source", json_string(model_step_source_name(m->source)));
+    /* optimizer steps per step: more than 1 when a loop steps several per DataLoader batch */
+    json_object_set_new(
+        o, "optimizer_steps_per_step",
+        json_integer(m->source == MODEL_STEPS_OPTIMIZER || m->source == MODEL_STEPS_PYTHON
+                         ? (m->per_step > 1 ? m->per_step : 1)
+                         : 0));
     /* --step's name, also when it named no call (the source then says what was used) */
     json_object_set_new(o, "step_name",
                         model_steps_name() ? json_string(model_steps_name()) : json_null());

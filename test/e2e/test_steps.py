@@ -455,3 +455,26 @@ def test_operator_table_of_a_lossy_ring_is_the_whole_process(tmp_path):
     text = report(tmp_path).stdout
     assert "PyTorch operators in the whole process (" in text
     assert "(not the steady training steps: the ring dropped events" in text
+
+
+def test_two_optimizers_per_batch_make_one_step(tmp_path):
+    """A GAN steps two optimizers per batch (test/workloads/torch_gan.py): a step is the
+    batch's iteration, not each optimizer step; the text says so, the Kineto export's
+    ProfilerStep#N spans and the summaries follow."""
+    iterations = 12
+    r = profile([PYTHON, os.path.join(ROOT, "test", "workloads", "torch_gan.py"),
+                 str(iterations)], tmp_path / "gan", timeout=300)
+    assert "iterations %d optimizer_steps %d" % (iterations, 2 * iterations) in r.stdout
+    st = main_steps(tmp_path / "gan")
+    assert st["count"] == iterations and st["optimizer_steps_per_step"] == 2, st
+    assert [s["number"] for s in st["steps"]] == list(range(1, iterations + 1))
+    for s in st["steps"][1:]:  # each steps both: two backwards and the optimizer
+        assert s["parts_ns"]["data loading"] > 0 and s["parts_ns"]["optimizer"] > 0, s
+    text = report(tmp_path / "gan").stdout
+    assert re.search(r"Training steps: \d+ steady of %d, from optimizer steps \(.*\), "
+                     r"grouped 2 to a step: one step per DataLoader batch" % iterations, text)
+    report(tmp_path / "gan", "--chrome-trace", str(tmp_path / "k.json"))
+    doc = json.load(open(tmp_path / "k.pt.trace.json"))
+    assert sum(e.get("name", "").startswith("ProfilerStep#")
+               for e in doc["traceEvents"]) == iterations
+    assert main_steps(summaries_of(tmp_path / "gan", tmp_path)) == st

@@ -1,0 +1,90 @@
+/* Steps from optimizer steps (model_steps_find.c): one step per optimizer step, unless the
+ * loop steps k optimizers per DataLoader batch in a regular pattern (a GAN), when a step is
+ * one batch's k. Each trace is one thread's record_function scopes: `enumerate(DataLoader)#`
+ * fetches (F) and `Optimizer.step#` scopes (O), 100 ticks apart, in the order a pattern
+ * string gives them (ticks are ns: no CLOCK record). */
+#include <criterion/criterion.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../fixtures/traces/trace_build.h"
+#include "model.h"
+#include "report_test.h"
+
+static char path[64];
+
+static void setup(void)
+{
+    report_test_temp(path, "report_steps_find");
+}
+
+static void teardown(void)
+{
+    unlink(path);
+}
+
+TestSuite(report_steps_find, .init = setup, .fini = teardown);
+
+/* pattern: 'F' a batch fetched, 'O' an optimizer step, the whole repeated `times` */
+static struct model_process *load(const char *pattern, unsigned times)
+{
+    struct trace_build b;
+    cr_assert_eq(trace_build_open(&b, path, PROF_TRACE_VERSION, 24, 0), 0);
+    trace_build_meta(&b, "pid", "1");
+    trace_build_string(&b, 1, "Optimizer.step#Adam.step");
+    trace_build_string(&b, 2, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+    trace_build_thread(&b, 9);
+    uint64_t t = 1000;
+    for (unsigned r = 0; r < times; r++)
+        for (const char *c = pattern; *c; c++, t += 100)
+            trace_build_torch_op(&b, *c == 'O' ? 1 : 2, t, t + 40, -1, 0, MODEL_TORCH_SCOPE_USER, 0,
+                                 0);
+    cr_assert_eq(trace_build_close(&b), 0);
+    return report_test_load(path);
+}
+
+static void expect(const char *pattern, unsigned times, size_t nsteps, unsigned per_step)
+{
+    struct model_process *p = load(pattern, times);
+    cr_expect_eq(p->steps.source, MODEL_STEPS_OPTIMIZER, "%s", pattern);
+    cr_expect_eq(p->steps.nsteps, nsteps, "%s x %u: %zu steps", pattern, times, p->steps.nsteps);
+    cr_expect_eq(p->steps.per_step, per_step, "%s x %u: %u per step", pattern, times,
+                 p->steps.per_step);
+    model_process_free(p);
+}
+
+Test(report_steps_find, a_batch_per_optimizer_step_is_a_step)
+{
+    expect("FO", 10, 10, 1);
+}
+
+Test(report_steps_find, two_optimizers_per_batch_make_one_step)
+{
+    struct model_process *p = load("FOO", 10);
+    cr_assert_eq(p->steps.nsteps, 10);
+    cr_expect_eq(p->steps.per_step, 2);
+    /* step 1 from its batch to its second optimizer step; each later one from the end of the
+     * one before; numbered by batch */
+    cr_expect_eq(p->steps.steps[0].start_ns, 1000);
+    cr_expect_eq(p->steps.steps[0].end_ns, 1240);
+    cr_expect_eq(p->steps.steps[1].start_ns, 1240);
+    cr_expect_eq(p->steps.steps[1].end_ns, 1540);
+    cr_expect_eq(p->steps.steps[9].number, 10);
+    model_process_free(p);
+    expect("FOOO", 6, 6, 3);
+}
+
+Test(report_steps_find, a_window_opened_inside_a_batch_still_groups)
+{
+    /* begins with a generator's step (no batch before it), ends after a discriminator's */
+    expect("OFOOFOOFOOFOOFO", 1, 6, 2);
+}
+
+Test(report_steps_find, irregular_or_rare_batches_keep_the_optimizer_steps)
+{
+    expect("FFFFO", 8, 8, 1);            /* gradient accumulation */
+    expect("OOOOOOOOOOFFFFF", 3, 30, 1); /* a validation loader every 10 steps */
+    expect("OOOOOOOOOOF", 3, 30, 1);     /* one batch every 11: more than grouped */
+    expect("FOOFOOOFOO", 3, 21, 1);      /* groups of 2 and 3 */
+    expect("OOOO", 5, 20, 1);            /* no DataLoader */
+}
