@@ -20,8 +20,8 @@
 #define PY_CHUNK_NODES 1024
 #define PY_MAX_CHUNKS 4096
 #define PY_MAX_DRIFT 32
-/* Step boundaries up to it are cut through the ring (some); later, only the last is kept
- * (python_tree_cuts.c) */
+/* Of the step boundaries up to it some are cut through the ring; of the others only the
+ * latest is kept (python_tree_cuts.c) */
 #define PY_CUT_RING_MAX 32
 
 struct py_node {
@@ -35,10 +35,9 @@ struct py_node {
     /* its function starts or stops a Lightning action (python_actions.c), and/or
      * (PY_NODE_STEP) ends a step of PROF_STEPS (python_steps.c) */
     uint8_t action;
-    /* Training-step cuts (python_tree_cuts.c), the owner's: a cut after the first
-     * PY_CUT_RING_MAX went to the ring; py_thread.cuts when the counts at that cut were
-     * taken (in the padding: the collector's pass over every node reads no more bytes). */
-    uint8_t cut_ring_late;
+    /* Training-step cuts (python_tree_cuts.c), the owner's: py_thread.cuts when the counts
+     * at that cut were taken (in the padding: the collector's pass over every node reads no
+     * more bytes). */
     uint32_t cut_mark;
 };
 _Static_assert(sizeof(struct py_node) == 96, "the cuts' fields fit in the node's padding");
@@ -78,13 +77,13 @@ struct py_thread {
         int32_t level;
     } drift[PY_MAX_DRIFT];
     /* Training-step cuts (python_tree_cuts.c), numbered by the step boundaries: the latest
-     * cut taken; the boundaries seen; the latest cut after the first PY_CUT_RING_MAX
-     * boundaries (cut_kept, at cut_kept_ticks) and its records, kept for the collector to
-     * write when the process or the thread ends: cut_log_len of them in chunks of
-     * PY_CHUNK_NODES; cut_gen, odd while the owner takes such a cut; cut_failed: 1 when a
+     * cut taken; the boundaries seen; the latest cut through the ring; the latest cut not
+     * through the ring (cut_kept, at cut_kept_ticks; 0: none) and its records, kept for the
+     * collector to write when the process or the thread ends: cut_log_len of them in chunks
+     * of PY_CHUNK_NODES; cut_gen, odd while the owner takes such a cut; cut_failed: 1 when a
      * record could not be kept or written (no cut is taken any more), 2 once the collector
      * said so. */
-    uint32_t cuts, cut_bounds;
+    uint32_t cuts, cut_bounds, cut_ringed;
     uint32_t cut_kept, cut_kept_written, cut_log_written; /* the latter two the collector's */
     uint64_t cut_kept_ticks;
     struct prof_rec_py_cut_stats *cut_log[PY_MAX_CHUNKS];

@@ -14,13 +14,14 @@
  * Which cuts are taken: the report needs one at or soon after the end of the warm-up (a
  * few steps in) and the one at the end of the last step, known only when the process
  * ends. Boundaries 1 to 8, 16 and 32 are cut through the thread's ring (a dropped record
- * is a LOST one there, and the report does not use the thread's cuts); the others up to
- * PY_CUT_RING_MAX are not cut at all. After those, each node's first record still goes to
- * the ring (it holds the counts back to its previous record); the others are kept in the
- * thread's log of the latest cut, which each cut empties, and the collector writes that
- * log when the process, or the thread, ends, checking with cut_gen that no cut was being
- * taken meanwhile. Capture windows (and attach) take no cuts: the Python layer is quiet
- * outside them. */
+ * is a LOST one there, and the report does not use the thread's cuts). Every other
+ * boundary is cut into the thread's log of the latest cut, which each such cut empties,
+ * and the collector writes that log when the process, or the thread, ends, checking with
+ * cut_gen that no cut was being taken meanwhile; a node's first record after the latest
+ * ringed cut still goes to the ring (it holds the node's counts at that cut too: it was not
+ * entered in between), its later ones to the log. So a run of 12 steps keeps cuts 1-8 and
+ * 12. Capture windows (and attach) take no cuts: the Python layer is quiet outside
+ * them. */
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -88,6 +89,12 @@ static struct prof_rec_py_cut_stats *py_cut_log_next(struct py_thread *pt)
     return &pt->cut_log[chunk][len % PY_CHUNK_NODES];
 }
 
+/* Whether the k-th step boundary of a thread is cut through its ring (see the top). */
+static int py_cut_ringed(uint32_t k)
+{
+    return k <= 8 || k == 16 || k == PY_CUT_RING_MAX;
+}
+
 /* n's counts at cut k (its own time up to the cut added when it is on the stack). */
 static void py_cut_record(struct py_thread *pt, struct py_node *n, uint32_t k, uint64_t add_total,
                           uint64_t add_self)
@@ -97,9 +104,9 @@ static void py_cut_record(struct py_thread *pt, struct py_node *n, uint32_t k, u
                      atomic_load_explicit(&n->self, memory_order_relaxed) + add_self,
                      atomic_load_explicit(&n->api_calls, memory_order_relaxed),
                      atomic_load_explicit(&n->api_ticks, memory_order_relaxed)};
+    uint32_t before = n->cut_mark; /* the cut of its last record */
     n->cut_mark = k;
-    if (k <= PY_CUT_RING_MAX || !n->cut_ring_late) {
-        n->cut_ring_late = k > PY_CUT_RING_MAX;
+    if (py_cut_ringed(k) || before < pt->cut_ringed) {
         struct prof_thread *t;
         struct prof_rec_py_cut_stats *rec = py_cut_reserve(pt, sizeof *rec, &t);
         if (rec) {
@@ -125,12 +132,6 @@ void python_tree_cut_entered(struct py_thread *pt, struct py_node *n)
         py_cut_record(pt, n, pt->cuts, 0, 0);
 }
 
-/* Whether the k-th step boundary of a thread is cut through its ring (see the top). */
-static int py_cut_ringed(uint32_t k)
-{
-    return k <= 8 || k == 16 || k == PY_CUT_RING_MAX;
-}
-
 /* prof_py_cut: on the thread ending a step, at the step's boundary (ticks). */
 static void py_cut(uint64_t ticks)
 {
@@ -140,9 +141,10 @@ static void py_cut(uint64_t ticks)
         !atomic_load_explicit(&prof_recording, memory_order_relaxed))
         return;
     uint32_t k = ++pt->cut_bounds, gen = 0;
-    if (k <= PY_CUT_RING_MAX && !py_cut_ringed(k))
-        return;
-    if (k > PY_CUT_RING_MAX) { /* a new latest cut: its log starts empty */
+    int ringed = py_cut_ringed(k);
+    if (ringed)
+        pt->cut_ringed = k;
+    else { /* a new latest cut: its log starts empty */
         gen = atomic_load_explicit(&pt->cut_gen, memory_order_relaxed);
         atomic_store_explicit(&pt->cut_gen, gen + 1, memory_order_relaxed); /* odd */
         atomic_thread_fence(memory_order_release);
@@ -159,7 +161,7 @@ static void py_cut(uint64_t ticks)
         py_cut_record(pt, f->node, k, total, total > used ? total - used : 0);
     }
     pt->cuts = k; /* every other node's counts are taken at its next entry */
-    if (k > PY_CUT_RING_MAX) {
+    if (!ringed) {
         atomic_store_explicit(&pt->cut_gen, gen + 2, memory_order_release); /* even */
         return;
     }
@@ -189,7 +191,7 @@ void python_tree_cut_drain(struct py_thread *pt, int last)
     uint32_t k = pt->cut_kept, len = atomic_load_explicit(&pt->cut_log_len, memory_order_acquire);
     uint64_t ticks = pt->cut_kept_ticks;
     uint32_t from = k == pt->cut_kept_written ? pt->cut_log_written : 0;
-    if ((gen & 1) || k <= PY_CUT_RING_MAX || (k == pt->cut_kept_written && len <= from))
+    if ((gen & 1) || !k || (k == pt->cut_kept_written && len <= from))
         return; /* (a cut under way as the process ends: the ones written stand) */
     size_t size = (size_t)(len - from) * sizeof(struct prof_rec_py_cut_stats);
     struct prof_rec_py_cut_stats *copy =
@@ -215,14 +217,14 @@ void python_tree_cut_drain(struct py_thread *pt, int last)
 
 void python_tree_cut_reset(struct py_thread *pt, uint32_t count)
 {
-    pt->cuts = pt->cut_bounds = pt->cut_kept = pt->cut_kept_written = pt->cut_log_written = 0;
+    pt->cuts = pt->cut_bounds = pt->cut_ringed = pt->cut_kept = 0;
+    pt->cut_kept_written = pt->cut_log_written = 0;
     atomic_store(&pt->cut_log_len, 0);
     atomic_store(&pt->cut_gen, 0);
     atomic_store(&pt->cut_failed, 0);
     for (uint32_t i = 0; i < count; i++) {
         struct py_node *n = &pt->chunks[i / PY_CHUNK_NODES][i % PY_CHUNK_NODES];
         n->cut_mark = 0;
-        n->cut_ring_late = 0;
     }
 }
 

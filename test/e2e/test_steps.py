@@ -385,20 +385,23 @@ def test_python_table_of_the_steady_steps(run, tmp_path):
     assert cover["part"] == "the whole process" and "summary" in cover["note"], cover
 
 
-def test_python_table_of_many_steps(tmp_path):
-    """Past the cuts the process writes through its ring (the first 32), each node keeps the
-    latest cut and the collector writes the last one when the process ends: a run of 60
-    steps (test/workloads/torch_warmup.py) gives the steady steps' functions once per step,
-    the warm-up's set_up() left out; with a tiny ring that drops events the table is the
-    whole process's and says why."""
-    workload = [PYTHON, os.path.join(ROOT, "test", "workloads", "torch_warmup.py"), "60"]
+@pytest.mark.parametrize("steps", [12, 20, 60])
+def test_python_table_of_many_steps(tmp_path, steps):
+    """Past the cuts the process writes through its ring (1-8, 16, 32), each node keeps the
+    latest cut and the collector writes the last one when the process ends: a run of 12,
+    20 or 60 steps (test/workloads/torch_warmup.py) gives the steady steps' functions once
+    per step up to the last step (12 and 20 ended at cut 8 and 16 before), the warm-up's
+    set_up() left out; with a tiny ring that drops events the table is the whole process's
+    and says why."""
+    workload = [PYTHON, os.path.join(ROOT, "test", "workloads", "torch_warmup.py"),
+                str(steps)]
     profile(workload, tmp_path / "a", timeout=300)
     st = main_steps(tmp_path / "a")
-    assert st["count"] == 60 and 1 <= st["warmup"] <= 15, st["warmup"]
+    assert st["count"] == steps and 1 <= st["warmup"] <= steps // 4, st["warmup"]
     cover, calls = py_calls(tmp_path / "a")
     assert cover["part"] == "the steady training steps", cover
-    assert "steps %d-60" % (st["warmup"] + 1) in cover["note"], cover
-    covered = 60 - st["warmup"]
+    assert "steps %d-%d" % (st["warmup"] + 1, steps) in cover["note"], cover
+    covered = steps - st["warmup"]
     for name in ("time_step", "Net.forward", "mse_loss", "SGD.step"):
         assert calls[name] == covered, (name, calls)
     assert "set_up" not in calls and "Net.__init__" not in calls, calls
@@ -408,10 +411,10 @@ def test_python_table_of_many_steps(tmp_path):
             env={"PROF_RING_KB": "64", "PROF_FLUSH_MS": "200"})
     cover, calls = py_calls(tmp_path / "b")
     if cover["part"] == "the steady training steps":  # the ring kept every event after all
-        assert calls["time_step"] == 60 - main_steps(tmp_path / "b")["warmup"], calls
+        assert calls["time_step"] == steps - main_steps(tmp_path / "b")["warmup"], calls
         return
     assert "dropped" in cover["note"] and "PROF_RING_KB" in cover["note"], cover
-    assert calls["set_up"] == 1 and calls["time_step"] == 60, calls
+    assert calls["set_up"] == 1 and calls["time_step"] == steps, calls
 
 
 @pytest.mark.parametrize("slow", [3, 12])
