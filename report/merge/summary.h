@@ -86,7 +86,8 @@ enum summary_action_base {
     SUMMARY_ACTION_BASE_WALL,      /* the processes' wall time */
     SUMMARY_ACTION_BASE_LIGHTNING, /* first Lightning action's start to the last one's end */
     SUMMARY_ACTION_BASE_STEPS,     /* the ProfilerStep#N scopes (torch.profiler's steps) */
-    SUMMARY_ACTION_BASE_BUILTIN    /* the built-in loop actions, one inside another once */
+    SUMMARY_ACTION_BASE_BUILTIN,   /* the built-in loop actions, one inside another once */
+    SUMMARY_ACTION_BASE_TRAINING   /* the training steps: the first's start to the last's end */
 };
 
 struct summary_gpu {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "model_steps_load.h"
 #include "summary.h"
 
 #define SUMMARY_ACTIONS_PL_PREFIX "[pl][profile]"
@@ -106,31 +107,42 @@ static void summary_actions_fold(struct summary_gpu *g)
     g->nactions = kept;
 }
 
-/* What the percentages are of: the best base some process has, summed over processes. */
+/* What the percentages are of: the best base some process has, summed over processes: the
+ * Trainer's span under Lightning (as its profilers compute them), else the training steps'
+ * (report/model/model_steps_find.c), else the ProfilerStep#N scopes', the built-in loop
+ * actions', the wall time. */
 static void summary_actions_base(struct summary *s)
 {
     struct summary_gpu *g = &s->gpu;
-    uint64_t lightning = 0, steps = 0, builtin = 0;
+    uint64_t lightning = 0, training = 0, steps = 0, builtin = 0;
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
-        if (p->gpu.lightning_actions)
+        if (p->gpu.lightning_actions) {
             lightning += p->gpu.lightning_span_ns;
-        else /* as merged: a process's built-in actions count without Lightning's */
-            builtin += p->torch.builtin_top_ns;
+            continue;
+        }
+        /* as merged: a process's built-in actions count without Lightning's */
+        builtin += p->torch.builtin_top_ns;
+        if (p->steps.nsteps) {
+            model_steps_hold(p);
+            training += p->steps.steps[p->steps.nsteps - 1].end_ns - p->steps.steps[0].start_ns;
+        }
     }
     for (size_t k = 0; k < g->nactions; k++)
         if (g->actions[k].source == MODEL_ACTION_RECORD_FUNCTION &&
             !strncmp(g->actions[k].name, SUMMARY_ACTIONS_STEP_PREFIX,
                      strlen(SUMMARY_ACTIONS_STEP_PREFIX)))
             steps += g->actions[k].total_ns;
-    g->action_base = lightning ? SUMMARY_ACTION_BASE_LIGHTNING
-                     : steps   ? SUMMARY_ACTION_BASE_STEPS
-                     : builtin ? SUMMARY_ACTION_BASE_BUILTIN
-                               : SUMMARY_ACTION_BASE_WALL;
-    g->action_base_ns = lightning ? lightning
-                        : steps   ? steps
-                        : builtin ? builtin
-                                  : g->action_wall_ns;
+    g->action_base = lightning  ? SUMMARY_ACTION_BASE_LIGHTNING
+                     : training ? SUMMARY_ACTION_BASE_TRAINING
+                     : steps    ? SUMMARY_ACTION_BASE_STEPS
+                     : builtin  ? SUMMARY_ACTION_BASE_BUILTIN
+                                : SUMMARY_ACTION_BASE_WALL;
+    g->action_base_ns = lightning  ? lightning
+                        : training ? training
+                        : steps    ? steps
+                        : builtin  ? builtin
+                                   : g->action_wall_ns;
 }
 
 void summary_actions_build(struct summary *s)

@@ -192,7 +192,10 @@ static void html_tables(FILE *out, const struct summary *s)
     }
     if (s->gpu.nactions) {
         n = s->gpu.nactions < HTML_ROWS ? s->gpu.nactions : HTML_ROWS;
-        html_table_begin(out, "t-actions", "Actions", n, s->gpu.nactions,
+        char base[200], title[240];
+        snprintf(title, sizeof title, "Actions (%% of %s)",
+                 tables_actions_base(&s->gpu, base, sizeof base));
+        html_table_begin(out, "t-actions", title, n, s->gpu.nactions,
                          "Action|>Calls|>Total|>Mean|>%|>GPU time|Source");
         for (size_t i = 0; i < n; i++) {
             const struct summary_action_row *r = &s->gpu.actions[i];

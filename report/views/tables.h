@@ -82,6 +82,9 @@ uint64_t tables_part_ns(const struct summary *s, tables_part_fn part_of);
 const char *tables_torch_window(const struct summary *s, char *note, size_t len);
 /* That part's time, summed over the processes it covers (0: the whole process). */
 uint64_t tables_torch_window_ns(const struct summary *s);
+/* What the actions' percentages are of, in buf: "the training: the 1.263 s from the first
+ * training step's start to the last one's end", "the wall time". */
+const char *tables_actions_base(const struct summary_gpu *g, char *buf, size_t size);
 /* Whether the run has any CUDA event (kernels, device tensor memory, ops' CUDA time): 0,
  * a CPU-only run, whose op tables leave the CUDA columns out. */
 int tables_torch_has_cuda(const struct summary *s);

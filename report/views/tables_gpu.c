@@ -297,6 +297,37 @@ void tables_gpu(FILE *out, const struct summary *s, size_t limit)
 
 /* Rows per source, then what the percentages are of: "Actions (114 Lightning actions,
  * 3 record_function scopes; times in seconds, % of the 12.345 s from ...)". */
+const char *tables_actions_base(const struct summary_gpu *g, char *buf, size_t size)
+{
+    char s[32];
+    tables_gpu_seconds(s, sizeof s, (double)g->action_base_ns);
+    switch (g->action_base) {
+    case SUMMARY_ACTION_BASE_LIGHTNING:
+        snprintf(buf, size,
+                 "the training: the %s s from the first Lightning action's start to the last "
+                 "one's end",
+                 s);
+        break;
+    case SUMMARY_ACTION_BASE_TRAINING:
+        snprintf(buf, size,
+                 "the training: the %s s from the first training step's start to the last "
+                 "one's end",
+                 s);
+        break;
+    case SUMMARY_ACTION_BASE_STEPS:
+        snprintf(buf, size, "the training: the %s s in torch.profiler's ProfilerStep#N steps", s);
+        break;
+    case SUMMARY_ACTION_BASE_BUILTIN:
+        snprintf(buf, size, "the training: the %s s in the built-in loop actions, nested ones once",
+                 s);
+        break;
+    default:
+        snprintf(buf, size, "the wall time");
+        break;
+    }
+    return buf;
+}
+
 static void tables_actions_title(FILE *out, const struct summary_gpu *g)
 {
     static const char *const what[][2] = {
@@ -307,7 +338,6 @@ static void tables_actions_title(FILE *out, const struct summary_gpu *g)
     };
     static const int order[] = {MODEL_ACTION_LIGHTNING, MODEL_ACTION_RECORD_FUNCTION,
                                 MODEL_ACTION_BUILTIN, MODEL_ACTION_NVTX};
-    char base[32];
     fputs("Actions (", out);
     int parts = 0;
     for (size_t o = 0; o < sizeof order / sizeof *order; o++) {
@@ -319,26 +349,8 @@ static void tables_actions_title(FILE *out, const struct summary_gpu *g)
     }
     if (!parts)
         fputs("none", out);
-    tables_gpu_seconds(base, sizeof base, (double)g->action_base_ns);
-    fputs("; times in seconds, % of ", out);
-    switch (g->action_base) {
-    case SUMMARY_ACTION_BASE_LIGHTNING:
-        fprintf(out,
-                "the training: the %s s from the first Lightning action's start to the "
-                "last one's end)\n",
-                base);
-        break;
-    case SUMMARY_ACTION_BASE_STEPS:
-        fprintf(out, "the training: the %s s in torch.profiler's ProfilerStep#N steps)\n", base);
-        break;
-    case SUMMARY_ACTION_BASE_BUILTIN:
-        fprintf(out, "the training: the %s s in the built-in loop actions, nested ones once)\n",
-                base);
-        break;
-    default:
-        fputs("the wall time)\n", out);
-        break;
-    }
+    char base[200];
+    fprintf(out, "; times in seconds, %% of %s)\n", tables_actions_base(g, base, sizeof base));
 }
 
 /* What the table folded or kept apart, and the marks. */
