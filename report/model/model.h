@@ -490,6 +490,9 @@ struct model_steps {
      * one per batch; else 1. */
     uint8_t per_step;
     uint32_t tid;   /* the step thread */
+    /* the startup's thread: whose Python calls cover the most time before the first step
+     * (model_steps_hot.c), the main one when a loop trains on another */
+    uint32_t startup_tid;
     struct model_step *steps;
     size_t nsteps;
     uint64_t startup_import_ns; /* before the first step: imports (importlib) on the step thread */

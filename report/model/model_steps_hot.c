@@ -126,7 +126,7 @@ static int hot_marks(const struct model_process *p, uint32_t node, enum hot_call
  * (*out, their count returned), of the calls `calls` says. HOT_OTHER: skip (a function
  * id, or 0) left out with what it ran, its self time outside the built-in actions added
  * to *skipped_ns (may be NULL otherwise). */
-static size_t hot_rank(const struct model_process *p, uint64_t lo, uint64_t hi,
+static size_t hot_rank(const struct model_process *p, uint32_t tid, uint64_t lo, uint64_t hi,
                        enum hot_calls calls, uint32_t skip, uint64_t *skipped_ns,
                        struct hot_func **out)
 {
@@ -139,7 +139,7 @@ static size_t hot_rank(const struct model_process *p, uint64_t lo, uint64_t hi,
     if (!order || !stack || !self || !marked)
         report_oom();
     for (size_t i = 0; i < p->py.nspan_list; i++)
-        if (p->py.span_list[i].tid == st->tid)
+        if (p->py.span_list[i].tid == tid)
             order[n++] = i;
     hot_sorting = p->py.span_list;
     qsort(order, n, sizeof *order, hot_span_cmp);
@@ -350,7 +350,7 @@ static uint32_t hot_slow(struct model_process *p, size_t warm)
     struct model_steps *st = &p->steps;
     uint64_t per = st->nsteps - warm;
     struct hot_func *all;
-    size_t nall = hot_rank(p, st->steps[warm].start_ns, st->steps[st->nsteps - 1].end_ns,
+    size_t nall = hot_rank(p, st->tid, st->steps[warm].start_ns, st->steps[st->nsteps - 1].end_ns,
                            HOT_INCLUSIVE, 0, NULL, &all);
     struct u64map at; /* func id -> its index in all + 1 */
     u64map_init(&at);
@@ -379,8 +379,8 @@ static uint32_t hot_slow(struct model_process *p, size_t warm)
             break;
         taken[r] = best;
         struct hot_func *in;
-        size_t nin = hot_rank(p, st->steps[best].start_ns, st->steps[best].end_ns, HOT_INCLUSIVE, 0,
-                              NULL, &in);
+        size_t nin = hot_rank(p, st->tid, st->steps[best].start_ns, st->steps[best].end_ns,
+                              HOT_INCLUSIVE, 0, NULL, &in);
         uint64_t top_over = 0;
         const struct hot_func *top = hot_culprit(p, in, nin, all, &at, per, &top_over);
         if (top) {
@@ -417,6 +417,61 @@ static uint8_t hot_loader(const struct model_process *p, const struct hot_func *
                                            : MODEL_STEPS_LOADER_UNKNOWN;
 }
 
+static int hot_span_thread_cmp(const void *a, const void *b)
+{
+    const struct model_py_span *x = &hot_sorting[*(const size_t *)a];
+    const struct model_py_span *y = &hot_sorting[*(const size_t *)b];
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    return hot_span_cmp(a, b);
+}
+
+/* The startup's thread: the one whose calls cover the most time before the first step
+ * (hi), the step thread on a tie; in *imports the time its importlib calls cover there. A
+ * loop trained on another thread has its startup (imports, model set-up) on the main one. */
+static uint32_t hot_startup_thread(const struct model_process *p, uint64_t hi, uint64_t *imports)
+{
+    size_t n = p->py.nspan_list;
+    size_t *order = malloc((n + 1) * sizeof *order);
+    if (!order)
+        report_oom();
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
+    hot_sorting = p->py.span_list;
+    qsort(order, n, sizeof *order, hot_span_thread_cmp);
+    hot_sorting = NULL;
+    uint32_t best = p->steps.tid;
+    uint64_t best_ns = 0;
+    *imports = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t tid = p->py.span_list[order[i]].tid;
+        uint64_t all = 0, imp = 0, end = 0, imp_end = 0; /* unions, by start */
+        for (; i < n && p->py.span_list[order[i]].tid == tid; i++) {
+            const struct model_py_span *sp = &p->py.span_list[order[i]];
+            uint64_t a = model_ticks_to_monotonic_ns(p, sp->start);
+            uint64_t b = model_ticks_to_monotonic_ns(p, sp->end);
+            b = b < hi ? b : hi;
+            if (b <= a)
+                continue;
+            if (b > end) {
+                all += b - (a > end ? a : end);
+                end = b;
+            }
+            if (b > imp_end && model_steps_is_import(p, sp->node)) {
+                imp += b - (a > imp_end ? a : imp_end);
+                imp_end = b;
+            }
+        }
+        if (all > best_ns || (all == best_ns && tid == p->steps.tid)) {
+            best = tid;
+            best_ns = all;
+            *imports = imp;
+        }
+    }
+    free(order);
+    return best;
+}
+
 void model_steps_hot(struct model_process *p)
 {
     struct model_steps *st = &p->steps;
@@ -425,21 +480,25 @@ void model_steps_hot(struct model_process *p)
     uint64_t lo = st->steps[warm].start_ns, hi = st->steps[st->nsteps - 1].end_ns;
     uint64_t per = st->nsteps - warm;
     struct hot_func *all;
-    size_t nall = hot_rank(p, lo, hi, HOT_ALL, 0, NULL, &all);
+    size_t nall = hot_rank(p, st->tid, lo, hi, HOT_ALL, 0, NULL, &all);
     st->hot = hot_keep(p, all, nall, MODEL_STEPS_HOT, per, &st->nhot);
     free(all);
     uint32_t rare = hot_slow(p, warm);
-    nall = hot_rank(p, lo, hi, HOT_DATA, 0, NULL, &all);
+    nall = hot_rank(p, st->tid, lo, hi, HOT_DATA, 0, NULL, &all);
     st->data_hot = hot_keep(p, all, nall, MODEL_STEPS_DATA_HOT, per, &st->ndata_hot);
     st->loader = hot_loader(p, all, nall);
     free(all);
     uint64_t rare_other = 0; /* the periodic work is said apart */
-    nall = hot_rank(p, lo, hi, HOT_OTHER, rare, &rare_other, &all);
+    nall = hot_rank(p, st->tid, lo, hi, HOT_OTHER, rare, &rare_other, &all);
     st->other_hot = hot_keep(p, all, nall, MODEL_STEPS_OTHER_HOT, per, &st->nother_hot);
     st->rare_other_ns = rare_other / per;
     free(all);
-    nall = hot_rank(p, model_start_monotonic_ns(p), st->steps[0].start_ns, HOT_NO_IMPORTS, 0, NULL,
-                    &all);
+    uint64_t imports;
+    uint32_t tid = st->startup_tid = hot_startup_thread(p, st->steps[0].start_ns, &imports);
+    if (tid != st->tid) /* (the step thread's were summed with its parts) */
+        st->startup_import_ns = imports;
+    nall = hot_rank(p, tid, model_start_monotonic_ns(p), st->steps[0].start_ns, HOT_NO_IMPORTS, 0,
+                    NULL, &all);
     st->startup_hot = hot_keep(p, all, nall, MODEL_STEPS_STARTUP_HOT, 1, &st->nstartup_hot);
     free(all);
 }

@@ -719,6 +719,7 @@ static void sf_steps(sf_codec *c, struct model_process *p)
     if (c->reading && st->per_step > MODEL_STEPS_PER_BATCH)
         summary_codec_fail(c, "more optimizer steps per step than grouped");
     summary_codec_u32(c, &st->tid);
+    summary_codec_u32(c, &st->startup_tid);
     summary_codec_u64(c, &st->startup_import_ns);
     sf_steps_hot(c, &st->hot, &st->nhot, MODEL_STEPS_HOT);
     sf_steps_hot(c, &st->startup_hot, &st->nstartup_hot, MODEL_STEPS_STARTUP_HOT);

@@ -441,8 +441,9 @@ static int folded_span_cmp(const void *a, const void *b)
 }
 
 /* Adds to node_ns (indexed as p->py.nodes) each node's time in the Python calls of at
- * least PROF_PY_SPAN_US (PY_SPAN records, kept by model_steps_keep_spans) of the step
- * thread inside [lo, hi) (CLOCK_MONOTONIC ns), less the calls of at least PROF_PY_SPAN_US
+ * least PROF_PY_SPAN_US (PY_SPAN records, kept by model_steps_keep_spans) of thread tid
+ * (the step thread's; the startup's for the startup) inside [lo, hi) (CLOCK_MONOTONIC ns),
+ * less the calls of at least PROF_PY_SPAN_US
  * they made: the widths are the thread's wall time, as the steps' are; a call that crosses
  * lo or hi counts its time inside. So a line's number in these parts is the time of its
  * path's long calls less their long calls: a shorter call (no span) has no line of its
@@ -452,7 +453,7 @@ static int folded_span_cmp(const void *a, const void *b)
  * makes short calls has their time on top; the lines add up to the thread's time in its
  * outermost long calls (main() or <module>: the part's wall time). The nodes' paths are
  * then printed as the call trees' are. */
-static void folded_span_times(const struct model_process *p, uint64_t lo, uint64_t hi,
+static void folded_span_times(const struct model_process *p, uint32_t tid, uint64_t lo, uint64_t hi,
                               uint64_t *node_ns)
 {
     if (!p->py.nspan_list || hi <= lo)
@@ -471,7 +472,7 @@ static void folded_span_times(const struct model_process *p, uint64_t lo, uint64
     uint64_t hi_ticks = model_monotonic_ns_to_ticks(p, hi);
     for (size_t i = 0; i < p->py.nspan_list; i++) {
         struct model_py_span x = p->py.span_list[i];
-        if (x.tid != p->steps.tid || x.start >= hi_ticks || x.end <= lo_ticks)
+        if (x.tid != tid || x.start >= hi_ticks || x.end <= lo_ticks)
             continue;
         x.start = x.start > lo_ticks ? x.start : lo_ticks;
         x.end = x.end < hi_ticks ? x.end : hi_ticks;
@@ -520,9 +521,11 @@ static uint64_t *folded_phase_times(const struct model_process *p, int phase)
     double ratio;
     size_t warmup = phase == EXPORT_PHASE_STEADY ? steps_warmup(p, &ratio) : 0;
     if (phase == EXPORT_PHASE_STARTUP)
-        folded_span_times(p, 0, st->steps[0].start_ns, node_ns);
+        folded_span_times(p, st->startup_tid ? st->startup_tid : st->tid, 0, st->steps[0].start_ns,
+                          node_ns);
     else
-        folded_span_times(p, st->steps[warmup].start_ns, st->steps[st->nsteps - 1].end_ns, node_ns);
+        folded_span_times(p, st->tid, st->steps[warmup].start_ns, st->steps[st->nsteps - 1].end_ns,
+                          node_ns);
     model_steps_let_go(p);
     return node_ns;
 }

@@ -1,7 +1,10 @@
 """A GAN's training loop, as pytorch/examples' dcgan: per DataLoader batch, a discriminator
 step (optimizerD.step()) then a generator step (optimizerG.step()), so one iteration is two
-optimizer steps. argv: [iterations] (default 20). Prints "iterations N optimizer_steps M"."""
+optimizer steps. argv: [iterations [thread]] (default 20; thread: the loop runs on a
+threading.Thread that the main thread joins, after the imports and set-up). Prints
+"iterations N optimizer_steps M"."""
 import sys
+import threading
 
 import torch
 import torch.nn as nn
@@ -17,18 +20,29 @@ D = nn.Sequential(nn.Linear(FEATURES, 128), nn.LeakyReLU(0.2), nn.Linear(128, 1)
 criterion = nn.BCEWithLogitsLoss()
 optimizerD = torch.optim.Adam(D.parameters(), lr=2e-4)
 optimizerG = torch.optim.Adam(G.parameters(), lr=2e-4)
-iterations = optimizer_steps = 0
-for (real,) in loader:
-    b = real.size(0)
-    optimizerD.zero_grad()
-    criterion(D(real), torch.ones(b, 1)).backward()
-    fake = G(torch.randn(b, NOISE))
-    criterion(D(fake.detach()), torch.zeros(b, 1)).backward()
-    optimizerD.step()
-    optimizer_steps += 1
-    optimizerG.zero_grad()
-    criterion(D(fake), torch.ones(b, 1)).backward()
-    optimizerG.step()
-    optimizer_steps += 1
-    iterations += 1
-print("iterations", iterations, "optimizer_steps", optimizer_steps)
+counts = {"iterations": 0, "optimizer_steps": 0}
+
+
+def train():
+    for (real,) in loader:
+        b = real.size(0)
+        optimizerD.zero_grad()
+        criterion(D(real), torch.ones(b, 1)).backward()
+        fake = G(torch.randn(b, NOISE))
+        criterion(D(fake.detach()), torch.zeros(b, 1)).backward()
+        optimizerD.step()
+        counts["optimizer_steps"] += 1
+        optimizerG.zero_grad()
+        criterion(D(fake), torch.ones(b, 1)).backward()
+        optimizerG.step()
+        counts["optimizer_steps"] += 1
+        counts["iterations"] += 1
+
+
+if sys.argv[2:] == ["thread"]:
+    trainer = threading.Thread(target=train, name="trainer")
+    trainer.start()
+    trainer.join()
+else:
+    train()
+print("iterations", counts["iterations"], "optimizer_steps", counts["optimizer_steps"])
