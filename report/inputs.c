@@ -15,8 +15,25 @@
 #include "trace_dir.h"
 #include "trace_read.h"
 
+/* With fold, the processes read from traces since the last call are reduced to their
+ * summaries. One that does not fold (it never should) stays whole: the report is the
+ * same, only larger. */
+static void inputs_fold(struct report_inputs *in)
+{
+    char err[512];
+    for (; in->fold && in->nfolded < in->n; in->nfolded++) {
+        struct model_process **p = &in->procs[in->nfolded];
+        struct model_process *q = (*p)->summary_file ? *p : summary_file_fold(*p, err, sizeof err);
+        if (q)
+            *p = q;
+        else
+            format_say(stderr, "warning: %s: kept whole", err);
+    }
+}
+
 static void inputs_add(struct report_inputs *in, struct model_process *p)
 {
+    inputs_fold(in); /* a second process: the first, if whole, is folded too */
     if (in->n == in->cap) {
         in->cap = in->cap ? in->cap * 2 : 16;
         struct model_process **n = realloc(in->procs, in->cap * sizeof *n);
@@ -36,9 +53,16 @@ static void inputs_failed(struct report_inputs *in, const char *err)
     in->failed = 1;
 }
 
+void report_inputs_finish(struct report_inputs *in)
+{
+    if (in->n > 1)
+        inputs_fold(in);
+}
+
 static void inputs_load_trace_file(struct report_inputs *in, const char *path)
 {
     char err[512];
+    inputs_fold(in); /* before this one is read: one whole model at a time */
     struct model_process *p = in->defs_only ? timeline_load_defs(path, err, sizeof err)
                                             : model_load_file(path, err, sizeof err);
     if (p)

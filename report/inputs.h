@@ -19,9 +19,17 @@ struct report_inputs {
     /* An option that needs the traces (a timeline export, stacks, ...): summaries are
      * not read in place of traces, and one given alone is an error. NULL: none. */
     const char *trace_only;
+    /* The views asked for are all served by summaries: each trace read is reduced to its
+     * summary in memory (summary_file_fold) before the next input is read, so that the
+     * report holds one whole model at a time, not one per trace (issue 22, item 4). A trace
+     * read alone stays whole. */
+    int fold;
+    size_t nfolded; /* procs[0, nfolded) are folded, or were tried */
 };
 
 /* Loads path (a file or a directory) into in->procs. */
 void report_inputs_load_path(struct report_inputs *in, const char *path);
+/* After the last path: with fold, folds the last trace read when there were several. */
+void report_inputs_finish(struct report_inputs *in);
 
 #endif

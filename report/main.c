@@ -621,8 +621,10 @@ int main(int argc, char **argv)
                            : phase == EXPORT_PHASE_STEPS   ? MODEL_WINDOW_STEPS
                            : phase == EXPORT_PHASE_STARTUP ? MODEL_WINDOW_STARTUP
                                                            : MODEL_WINDOW_STEADY);
+    in.fold = !in.trace_only;
     for (int i = optind; i < argc; i++)
         report_inputs_load_path(&in, argv[i]);
+    report_inputs_finish(&in);
     if (in.n == 0) {
         if (!in.failed) /* else each input has said why already */
             fprintf(stderr, "profreport: no readable trace in the inputs\n");

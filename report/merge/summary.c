@@ -323,7 +323,7 @@ void summary_build(struct summary *s, struct model_process **procs, size_t n)
             pystats_add(&s->py, procs[i], -1, 1);
         else if (summary_file_add_python(&s->py, procs[i], err, sizeof err) != 0)
             summary_add_warning(s, err);
-        if (procs[i]->summary_file)
+        if (procs[i]->summary_file && !procs[i]->summary_bytes) /* not folded here */
             s->nsummaries++;
         s->py_gaps += procs[i]->py.ngaps;
         s->py_spans += procs[i]->py.spans;

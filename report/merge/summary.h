@@ -188,7 +188,7 @@ struct summary {
     struct summary_gpu gpu;
     struct summary_torch torch;
     const struct jobs_report *job; /* jobs.c: job, roles left out, windows; NULL: none */
-    size_t nsummaries; /* processes read from summaries (report/summarize/), not traces */
+    size_t nsummaries; /* processes read from summary files (report/summarize/), not traces */
     /* --step: the action (NVTX range, record_function scope, Lightning action or built-in
      * action) whose calls are a rank's steps; NULL: the optimizer's step. */
     const char *step_name;

@@ -158,6 +158,7 @@ void model_process_free(struct model_process *p)
     uint64_t k, v;
     free(p->file);
     free(p->summary_file);
+    free(p->summary_bytes);
     free(p->stop_warning);
     for (size_t i = 0; i < p->nmeta; i++) {
         free(p->meta[i].key);

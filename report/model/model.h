@@ -654,6 +654,10 @@ struct model_process {
      * and steps.steps are then empty, model_steps_load.h). NULL and 0 for a trace. */
     char *summary_file;
     size_t summary_comm_offset, summary_py_offset, summary_steps_offset;
+    /* Folded from its trace (summary_file_fold): the summary's bytes, read in place of the
+     * file, which is then the trace. */
+    uint8_t *summary_bytes;
+    size_t summary_len;
 
     /* The process's wall time, CLOCK_MONOTONIC: from the first to the last CPU event or
      * CLOCK record, whichever reach further (set by model_finish). */

@@ -249,6 +249,30 @@ static void sf_stamp_keep(const struct model_process *p, const uint8_t *buf, siz
     *slot = len < (1ull << 32) ? sf_stamp_of(len, buf + len - 12) : 0;
 }
 
+/* The process in a summary's bytes, checked (sf_open), with its Python section left
+ * where it lies; path names the summary in messages. NULL with err set. */
+static struct model_process *sf_decode(const char *path, const uint8_t *buf, size_t len,
+                                       sf_codec *c, char *err, size_t errlen)
+{
+    if (sf_open(c, path, buf, len, err, errlen) != 0)
+        return NULL;
+    model_steps_set_loader(summary_file_read_steps);
+    struct model_process *p = model_process_new(path, 0);
+    free(p->file);
+    p->file = NULL;
+    summary_model_process(c, p);
+    if (c->bad) {
+        snprintf(err, errlen,
+                 "%s: corrupt summary (%s); run profreport --summarize on its "
+                 "trace again",
+                 path, c->why);
+        model_process_free(p);
+        return NULL;
+    }
+    p->summary_py_offset = c->pos;
+    return p;
+}
+
 struct model_process *summary_file_load(const char *path, char *err, size_t errlen)
 {
     size_t len = 0;
@@ -256,15 +280,11 @@ struct model_process *summary_file_load(const char *path, char *err, size_t errl
     if (!buf)
         return NULL;
     sf_codec c;
-    if (sf_open(&c, path, buf, len, err, errlen) != 0) {
+    struct model_process *p = sf_decode(path, buf, len, &c, err, errlen);
+    if (!p) {
         free(buf);
         return NULL;
     }
-    model_steps_set_loader(summary_file_read_steps);
-    struct model_process *p = model_process_new(path, 0);
-    free(p->file);
-    p->file = NULL;
-    summary_model_process(&c, p);
     /* Named as its trace would be where the summary lies, so that a report reads the
      * same from either. */
     free(p->file);
@@ -277,20 +297,29 @@ struct model_process *summary_file_load(const char *path, char *err, size_t errl
         report_oom();
     memcpy(p->file, path, stem);
     memcpy(p->file + stem, ".trace", 7);
-    if (c.bad) {
-        snprintf(err, errlen,
-                 "%s: corrupt summary (%s); run profreport --summarize on its "
-                 "trace again",
-                 path, c.why);
-        model_process_free(p);
-        free(buf);
-        return NULL;
-    }
     p->summary_file = report_strdup(path);
-    p->summary_py_offset = c.pos;
     sf_stamp_keep(p, buf, len);
     free(buf);
     return p;
+}
+
+struct model_process *summary_file_fold(struct model_process *p, char *err, size_t errlen)
+{
+    uint8_t *buf;
+    size_t len;
+    summary_file_encode(p, NULL, &buf, &len);
+    sf_codec c;
+    struct model_process *q = sf_decode(p->file, buf, len, &c, err, errlen);
+    if (!q) {
+        free(buf);
+        return NULL;
+    }
+    /* p->file came back from the bytes: the trace's path as given */
+    q->summary_file = report_strdup(p->file);
+    q->summary_bytes = buf;
+    q->summary_len = len;
+    model_process_free(p);
+    return q;
 }
 
 /* Reads p's summary's bytes [from, to) alone when the file still has the size and
@@ -344,6 +373,12 @@ static int sf_open_section(const struct model_process *p, size_t from, size_t to
                            sf_codec *c, uint8_t **buf, size_t *base, char *err, size_t errlen)
 {
     *buf = NULL;
+    if (p->summary_bytes) { /* folded in memory (summary_file_fold), checked then */
+        summary_codec_reader(c, p->summary_bytes, p->summary_len - 12);
+        *base = 0;
+        c->pos = offset;
+        return 0;
+    }
     if (offset >= from && offset <= to && sf_read_part(p, from, to, c, buf, base) == 0) {
         c->pos = offset - from;
         return 0;
@@ -366,6 +401,8 @@ static int sf_open_section(const struct model_process *p, size_t from, size_t to
 /* Where p's summary's checksum starts (0: not known). */
 static size_t sf_summary_end(const struct model_process *p)
 {
+    if (p->summary_bytes)
+        return p->summary_len - 12;
     const uint64_t *stamp = u64map_find(&sf_stamps, (uintptr_t)p);
     return stamp && *stamp ? (size_t)(*stamp >> 32) - 12 : 0;
 }
@@ -377,7 +414,7 @@ int summary_file_add_python(struct pystats *s, const struct model_process *p, ch
         return 0;
     sf_codec c;
     uint8_t *buf;
-    size_t base, end = sf_stamps_ready ? sf_summary_end(p) : 0;
+    size_t base, end = sf_stamps_ready || p->summary_bytes ? sf_summary_end(p) : 0;
     int rc = sf_open_section(p, p->summary_py_offset, end, p->summary_py_offset, &c, &buf, &base,
                              err, errlen);
     if (rc == 0) {

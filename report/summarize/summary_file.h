@@ -51,6 +51,11 @@ int summary_file_write(const char *path, const struct model_process *p,
  * p->summary_file and p->summary_py_offset say where). NULL with a one-line message in err
  * when the file is not a summary, is cut off or corrupt, or comes from another version. */
 struct model_process *summary_file_load(const char *path, char *err, size_t errlen);
+/* p, read from its trace, reduced to its summary kept in memory (p->summary_bytes, read
+ * where summary_file is read otherwise): what a report of many traces holds of each, so
+ * that it holds one whole model at a time. Frees p and returns its summary's process, or
+ * NULL with a one-line message in err (p is then left as it was). */
+struct model_process *summary_file_fold(struct model_process *p, char *err, size_t errlen);
 /* Adds the Python functions of a process read from a summary to s. 0 (nothing to do for
  * a process read from a trace), or -1 with a message in err. */
 int summary_file_add_python(struct pystats *s, const struct model_process *p, char *err,

@@ -74,6 +74,26 @@ def assert_same_reports(trace_dir, summary_dir, views=VIEWS):
         assert norm(a.stderr) == norm(NOTE.sub("", b.stderr)), view
 
 
+PAGE_NOTE = re.compile(r"^profreport: note: --phase: the run has no training steps.*\n", re.M)
+FOLD_VIEWS = VIEWS + [["--phase", "all"], ["--phase", "steps", "--format", "json"],
+                      ["--phase", "startup", "--ops"], ["--threads"], ["--rank", "1"]]
+
+
+def assert_folded_as_whole(trace_dir, tmp, views=FOLD_VIEWS):
+    """Issue 22, item 4: a report of several traces folds each to its summary in memory
+    once read (one whole model at a time); the report equals the one made from the whole
+    models, which --html still reads (it needs the traces) and prints beside the page."""
+    assert len([f for f in os.listdir(trace_dir) if f.endswith(".trace")]) > 1
+    page = str(tmp / "whole.html")
+    for view in views:
+        shown = view if "--format" in view else view + ["--format", "text"]  # beside a page
+        folded = run(view + [str(trace_dir)])
+        whole = run(shown + ["--html", page, str(trace_dir)])
+        assert folded.returncode == whole.returncode, (view, folded.stderr, whole.stderr)
+        assert folded.stdout == whole.stdout, view
+        assert folded.stderr == PAGE_NOTE.sub("", whole.stderr), view
+
+
 def summaries_of(src, tmp):
     """tmp/t: a copy of the traces of src; tmp/s: their summaries and nothing else (two
     folders of one name length, so that the tables' columns line up alike). They are
@@ -98,6 +118,8 @@ def test_fixture_reports_equal_from_summaries(name, tmp_path):
         pytest.skip("make report-fixtures first")
     t, s = summaries_of(src, tmp_path)
     assert_same_reports(t, s)
+    if len(list(t.glob("*.trace"))) > 1:
+        assert_folded_as_whole(t, tmp_path)
 
 
 def test_truncated_trace_summary_keeps_its_warning(tmp_path):
@@ -126,6 +148,7 @@ def mpi_run(tmp_path_factory):
 def test_mpi_job_reports_equal_from_summaries(mpi_run, tmp_path):
     t, s = summaries_of(mpi_run, tmp_path)
     assert_same_reports(t, s)
+    assert_folded_as_whole(mpi_run, tmp_path)
     named = sorted(str(f) for f in s.glob("*.summary"))  # lone summaries: read when named
     strag = json.loads(run(["--stragglers", "--format", "json"] + named).stdout)
     assert strag  # the slow rank is found from summaries alone (the equality says how)
@@ -137,6 +160,8 @@ def test_torch_processes_report_equal_from_summaries(tmp_path):
             out, timeout=300)
     t, s = summaries_of(out, tmp_path / "cmp")
     assert_same_reports(t, s)
+    if len(list(out.glob("*.trace"))) > 1:
+        assert_folded_as_whole(out, tmp_path)
 
 
 def test_lossy_torch_memory_reports_equal_from_summaries(tmp_path):
