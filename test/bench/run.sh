@@ -13,7 +13,7 @@ echo "== 1,024-rank merge (issue 12): generated rank traces summarized node by n
 mg=$(mktemp -d)
 "$B/test/bench/bench_merge" "$B/bin/profreport" "$mg" 16 2 8
 rm -rf "$mg"
-echo "== --summarize on real traces (issue 22): rank 0 of a 2-rank torchrun gloo DDP run on CPU under profrun (Python calls, PyTorch ops, collectives), cloned 8 times"
+echo "== --summarize and the report's peak memory on real traces (issue 22): rank 0 of a 2-rank torchrun gloo DDP run on CPU under profrun (Python calls, PyTorch ops, collectives), cloned 8 times"
 if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null && command -v torchrun >/dev/null; then
     rt=$(mktemp -d)
     # Debian's torchrun (Python 3.11) needs --redirects/--tee to start its workers.
