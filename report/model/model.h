@@ -518,7 +518,8 @@ struct model_steps {
     size_t nslow_hot;
     /* Periodic work: of the functions that run in fewer than half the steady steps, the one
      * with the most whole time in them, self_ns that time in all, step the number of steady
-     * steps it ran in (at most MODEL_STEPS_RARE: 1). */
+     * steps it ran in; then, when another holds >= 1/4 of that, the function with the most
+     * self time inside its calls, with its caller (at most MODEL_STEPS_RARE). */
     struct model_step_hot *rare_hot;
     size_t nrare_hot;
     /* Outside the built-in actions in the steady steps (the Python of "other CPU": a

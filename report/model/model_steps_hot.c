@@ -95,6 +95,7 @@ enum hot_calls {
     HOT_DATA,       /* only dataloader_next calls and what they ran */
     HOT_OTHER,      /* only calls outside the built-in actions (data loading, forward,
                        backward, optimizer step) and what they ran */
+    HOT_UNDER,      /* only calls of skip (a function id) and what they ran */
     HOT_INCLUSIVE,  /* each call's whole time, not its self time: a function's outermost
                        calls only (recursion once), and only those wholly inside [lo, hi]
                        and inside one step (the loop around every step, an epoch's
@@ -122,10 +123,10 @@ static int hot_marks(const struct model_process *p, uint32_t node, enum hot_call
     return action && !strcmp(action, "dataloader_next");
 }
 
-/* The functions of the step thread with the most self time inside [lo, hi], most first
- * (*out, their count returned), of the calls `calls` says. HOT_OTHER: skip (a function
- * id, or 0) left out with what it ran, its self time outside the built-in actions added
- * to *skipped_ns (may be NULL otherwise). */
+/* The functions of thread tid with the most self time inside [lo, hi], most first (*out,
+ * their count returned), of the calls `calls` says. HOT_OTHER: skip (a function id, or 0)
+ * left out with what it ran, its self time outside the built-in actions added to
+ * *skipped_ns (may be NULL otherwise); HOT_UNDER: skip's calls alone. */
 static size_t hot_rank(const struct model_process *p, uint32_t tid, uint64_t lo, uint64_t hi,
                        enum hot_calls calls, uint32_t skip, uint64_t *skipped_ns,
                        struct hot_func **out)
@@ -175,8 +176,11 @@ static size_t hot_rank(const struct model_process *p, uint32_t tid, uint64_t lo,
         } else {
             if (top)
                 self[stack[top - 1]] = self[stack[top - 1]] > in ? self[stack[top - 1]] - in : 0;
+            const struct model_py_node *node =
+                calls == HOT_UNDER ? model_python_node(p, sp->node) : NULL;
             marked[order[k]] = (uint8_t)(calls != HOT_ALL && ((top && marked[stack[top - 1]]) ||
-                                                              hot_marks(p, sp->node, calls)));
+                                                              hot_marks(p, sp->node, calls) ||
+                                                              (node && node->func == skip)));
         }
         stack[top++] = order[k];
     }
@@ -189,7 +193,7 @@ static size_t hot_rank(const struct model_process *p, uint32_t tid, uint64_t lo,
         const struct model_py_node *node = model_python_node(p, p->py.span_list[i].node);
         if (calls == HOT_OTHER && marked[i] == 2)
             *skipped_ns += self[i];
-        if (!node || !self[i] || (marked[i] != 0) != (calls == HOT_DATA))
+        if (!node || !self[i] || (marked[i] != 0) != (calls == HOT_DATA || calls == HOT_UNDER))
             continue;
         uint64_t *slot = u64map_slot(&index, (uint64_t)node->func + 1);
         if (!slot)
@@ -211,11 +215,12 @@ static size_t hot_rank(const struct model_process *p, uint32_t tid, uint64_t lo,
         /* the caller in the call tree (one shorter than a span has none of its own): a
          * builtin's, and inside data loading any function's (a helper of the dataset's) */
         const struct model_py_func *f = model_python_func(p, node->func);
-        const struct model_py_node *up =
-            f && (f->kind == PROF_PY_FUNC_C || calls == HOT_DATA || calls == HOT_OTHER) &&
-                    node->parent
-                ? hot_named_caller(p, node)
-                : NULL;
+        const struct model_py_node *up = f &&
+                                                 (f->kind == PROF_PY_FUNC_C || calls == HOT_DATA ||
+                                                  calls == HOT_OTHER || calls == HOT_UNDER) &&
+                                                 node->parent
+                                             ? hot_named_caller(p, node)
+                                             : NULL;
         if (up && self[i] > h->caller_ns) {
             h->caller = up->func;
             h->caller_ns = self[i];
@@ -285,6 +290,27 @@ static uint32_t hot_rare(struct model_process *p, const struct hot_func *all, si
                                               rare->self_ns, rare->steps};
     st->nrare_hot = 1;
     return rare->func;
+}
+
+/* steps.rare_hot[1]: inside the periodic work's calls (rare, rare_hot[0]) in [lo, hi], the
+ * function with the most self time, when it is another and holds >= 1/4 of the work's
+ * time (time.sleep in a metric inside validate()). */
+static void hot_rare_inside(struct model_process *p, uint64_t lo, uint64_t hi, uint32_t rare)
+{
+    struct model_steps *st = &p->steps;
+    struct hot_func *in;
+    size_t n = hot_rank(p, st->tid, lo, hi, HOT_UNDER, rare, NULL, &in);
+    if (n && in[0].func != rare && in[0].self_ns * 4 >= st->rare_hot[0].self_ns) {
+        struct model_step_hot *grown = realloc(st->rare_hot, 2 * sizeof *grown);
+        if (!grown)
+            report_oom();
+        st->rare_hot = grown;
+        st->rare_hot[1] = (struct model_step_hot){
+            hot_text(p, in[0].func),
+            in[0].caller_ns ? hot_text(p, in[0].caller) : report_strdup(""), in[0].self_ns, 0};
+        st->nrare_hot = 2;
+    }
+    free(in);
 }
 
 /* A candidate's class: rare (2) and own file (1) rank first. */
@@ -484,6 +510,8 @@ void model_steps_hot(struct model_process *p)
     st->hot = hot_keep(p, all, nall, MODEL_STEPS_HOT, per, &st->nhot);
     free(all);
     uint32_t rare = hot_slow(p, warm);
+    if (rare) /* what takes the periodic work's time: its second entry */
+        hot_rare_inside(p, lo, hi, rare);
     nall = hot_rank(p, st->tid, lo, hi, HOT_DATA, 0, NULL, &all);
     st->data_hot = hot_keep(p, all, nall, MODEL_STEPS_DATA_HOT, per, &st->ndata_hot);
     st->loader = hot_loader(p, all, nall);

@@ -29,7 +29,7 @@ struct model_step_hot {
 #define MODEL_STEPS_STARTUP_HOT 3
 #define MODEL_STEPS_DATA_HOT 3
 #define MODEL_STEPS_SLOW 3
-#define MODEL_STEPS_RARE 1
+#define MODEL_STEPS_RARE 2
 #define MODEL_STEPS_OTHER_HOT 3
 /* model_steps_hot.c: p->steps.hot and startup_hot from the spans of its step thread (steps
  * made). */

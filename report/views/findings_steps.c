@@ -229,7 +229,17 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
                      "%s of %s; its time counts in the parts of the steps it runs in (its "
                      "forward calls in forward): run it less often, or outside the timed loop",
                      t, all);
-        findings_set(work->where, sizeof work->where, "%s", rare->name);
+        if (st->p->steps.nrare_hot > 1) { /* what takes its time */
+            const struct model_step_hot *in = &st->p->steps.rare_hot[1];
+            int own = !*in->caller || !strcmp(in->caller, rare->name); /* called from it */
+            char it[32];
+            format_ns((double)in->self_ns, it, sizeof it);
+            findings_set(work->where, sizeof work->where, "%s; inside it: %s%s%s, %s of its %s",
+                         rare->name, in->name, own ? "" : ", called from ", own ? "" : in->caller,
+                         it, t);
+        } else {
+            findings_set(work->where, sizeof work->where, "%s", rare->name);
+        }
     }
     if (st->median_ns && (double)st->max_ns >= T(STEP_OUTLIER_RATIO) * (double)st->median_ns) {
         char mx[32], med[32];

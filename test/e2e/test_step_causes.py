@@ -54,6 +54,10 @@ def test_slow_steps_name_the_evaluation(run):
     periodic = f["periodic_work"]
     assert periodic["where"].startswith("evaluate (") and \
         "torch_slow_steps.py:" in periodic["where"], periodic
+    # what takes its time: spin(), called from it (so no caller said), nearly all of it
+    inside = re.search(r"; inside it: spin \([^)]*torch_slow_steps\.py:\d+\), "
+                       r"([\d.]+) ms of its ([\d.]+) ms$", periodic["where"])
+    assert inside and 0.9 <= float(inside.group(1)) / float(inside.group(2)) <= 1, periodic
     ran = re.search(r"run in (\d+) of (\d+) steps", periodic["title"])
     # (a warm-up step or more may be left out of the steady steps)
     assert ran and int(ran.group(1)) == 2 and STEPS * 3 // 4 <= int(ran.group(2)) <= STEPS, \
