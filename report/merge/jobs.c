@@ -1,4 +1,5 @@
 #include "jobs.h"
+#include "loader_workers.h"
 
 #include <jansson.h>
 #include <stdarg.h>
@@ -184,6 +185,7 @@ static void jobs_filter_roles(struct model_process **procs, size_t *n, int all_r
     r->restart = restart;
     size_t launchers = 0, workers = 0, loaders = 0, earlier = 0, kept = 0;
     char names[256] = "";
+    loader_workers_note(procs, *n); /* (the findings name their work) */
     for (size_t i = 0; i < *n; i++) {
         const char *why;
         if (!jobs_left_out(procs[i], restart, &why)) {
@@ -493,6 +495,7 @@ void *jobs_json(const struct jobs_report *r)
 
 void jobs_free(struct jobs_report *r)
 {
+    loader_workers_free();
     free(r->key);
     free(r->left_out);
     for (size_t i = 0; i < r->nwarnings; i++)

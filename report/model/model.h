@@ -485,9 +485,8 @@ struct model_step_sync {
 
 struct model_steps {
     uint8_t source; /* enum model_step_source */
-    /* Optimizer steps per step (MODEL_STEPS_OPTIMIZER, _PYTHON): k ≥ 2 when the loop steps
-     * k ≤ MODEL_STEPS_PER_BATCH optimizers per DataLoader batch (a GAN's two), its steps then
-     * one per batch; else 1. */
+    /* Optimizer steps per step: k ≤ MODEL_STEPS_PER_BATCH when a loop steps k optimizers per
+     * DataLoader batch (a GAN's two), its steps then one per batch; else 1. */
     uint8_t per_step;
     uint32_t tid;   /* the step thread */
     /* the startup's thread: whose Python calls cover the most time before the first step
@@ -522,6 +521,10 @@ struct model_steps {
      * self time inside its calls, with its caller (at most MODEL_STEPS_RARE). */
     struct model_step_hot *rare_hot;
     size_t nrare_hot;
+    /* A DataLoader worker's (no steps): its main thread's function with the most self time,
+     * idle waits aside (model_steps_worker_hot): what data loading waits for. */
+    struct model_step_hot *worker_hot;
+    size_t nworker_hot;
     /* Outside the built-in actions in the steady steps (the Python of "other CPU": a
      * generator's batches, logging): the MODEL_STEPS_OTHER_HOT functions with the most
      * self time, per steady step, most first. */
@@ -544,33 +547,10 @@ const char *model_steps_name(void);
  * flame graph of the startup (--phase startup); else they are freed then. */
 void model_steps_keep_spans(int keep);
 
-/* model_steps_find.c: the step boundaries of a process from its record_function scopes
- * and Python spans (CLOCK_MONOTONIC ns), fed one at a time; _end sets st's source, tid and
- * steps (numbers and times; no parts) and frees the finder. */
-struct model_process;
-struct model_steps_finder;
-struct model_steps_finder *model_steps_finder_new(const struct model_process *p);
-void model_steps_finder_scope(struct model_steps_finder *f, const char *name, uint32_t tid,
-                              uint64_t start_ns, uint64_t end_ns);
-void model_steps_finder_python(struct model_steps_finder *f, uint32_t node, uint32_t tid,
-                               uint64_t start_ns, uint64_t end_ns);
-/* An NVTX range or (lightning) a Lightning action. */
-void model_steps_finder_range(struct model_steps_finder *f, const char *name, int lightning,
-                              uint32_t tid, uint64_t start_ns, uint64_t end_ns);
 /* Whether p's step numbers are the process's own, so that ranks' steps match by number:
  * no capture window, torch.profiler's ProfilerStep#N, or optimizer steps counted before
  * the window opened (META window_open); else they count from its first recorded step. */
 int model_steps_numbered(const struct model_process *p);
-/* Whether a range of that name is one the finder may use (kept by model_nvtx.c). */
-int model_steps_range_wanted(const char *name, int lightning);
-void model_steps_finder_end(struct model_steps_finder *f, struct model_steps *st);
-/* The phase (enum model_step_part: data loading, forward, backward, optimizer) a
- * record_function scope or a Python node is, or -1. */
-int model_steps_scope_phase(const char *name);
-int model_steps_python_phase(const struct model_process *p, uint32_t node);
-/* The phase of a Lightning action (its batch fetch, training_step, backward, optimizer_step
- * and zero_grad), or -1. */
-int model_steps_lightning_phase(const char *name);
 
 /* Warm-up: the leading steps slower than MODEL_STEPS_WARMUP_RATIO times the median of the
  * later half of the steps, at most a quarter of them (none of fewer than 4 steps); *ratio:

@@ -13,6 +13,7 @@
 
 #include "alloc.h"
 #include "model.h"
+#include "model_steps_find.h"
 #include "model_part.h"
 #include "trace_read.h"
 

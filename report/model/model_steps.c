@@ -8,6 +8,7 @@
 
 #include "alloc.h"
 #include "model.h"
+#include "model_steps_find.h"
 #include "model_part.h"
 #include "model_steps_load.h"
 
@@ -388,6 +389,7 @@ static void model_steps_finish(struct model_process *p)
         steps_gpu(p);
         model_steps_hot(p);
     }
+    model_steps_worker_hot(p);
     free(st->syncs);
     st->syncs = NULL;
     st->nsyncs = st->cap_syncs = 0;
@@ -484,6 +486,7 @@ static void model_steps_free(struct model_process *p)
     model_steps_hot_free(p->steps.slow_hot, p->steps.nslow_hot);
     model_steps_hot_free(p->steps.rare_hot, p->steps.nrare_hot);
     model_steps_hot_free(p->steps.other_hot, p->steps.nother_hot);
+    model_steps_hot_free(p->steps.worker_hot, p->steps.nworker_hot);
     memset(&p->steps, 0, sizeof p->steps);
 }
 

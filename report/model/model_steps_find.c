@@ -7,6 +7,7 @@
 
 #include "alloc.h"
 #include "model.h"
+#include "model_steps_find.h"
 
 enum {
     FIND_NAMED,

@@ -531,6 +531,69 @@ void model_steps_hot(struct model_process *p)
     free(all);
 }
 
+/* A thread waiting for work, not working: blocked in a lock (a queue's Condition.wait) or a
+ * poll (a worker's index queue get). */
+static int hot_waits(const struct model_py_func *f)
+{
+    static const char *const waits[] = {"'_thread.lock'", "'_thread.RLock'", "select.poll",
+                                        "select.epoll", "select.select"};
+    for (size_t i = 0; f->kind == PROF_PY_FUNC_C && f->name && i < sizeof waits / sizeof *waits;
+         i++)
+        if (strstr(f->name, waits[i]))
+            return 1;
+    return 0;
+}
+
+void model_steps_worker_hot(struct model_process *p)
+{
+    const char *role = model_meta_get(p, "role"), *kind = model_meta_get(p, "worker_kind");
+    if (!role || strcmp(role, "worker") || !kind || strcmp(kind, "dataloader") || p->pid < 0)
+        return;
+    /* its main thread's (the others feed queues and share memory: they wait) nodes by
+     * function: self time, and the node with the most of it (its caller is the caller) */
+    struct u64map at; /* func id + 1 -> index in all + 1 */
+    u64map_init(&at);
+    struct hot_func *all = NULL;
+    size_t nall = 0, cap = 0;
+    uint64_t busy = 0;
+    uint8_t *imported = calloc(p->py.nnodes + 1, 1); /* an import or under one */
+    if (!imported)
+        report_oom();
+    for (size_t i = 0; i < p->py.nnodes; i++) { /* (a parent is made before its children) */
+        const struct model_py_node *n = &p->py.nodes[i];
+        const struct model_py_node *parent = n->parent ? model_python_node(p, n->parent) : NULL;
+        imported[i] = (parent && parent < n && imported[parent - p->py.nodes]) ||
+                      model_steps_is_import(p, n->id);
+        const struct model_py_func *f = model_python_func(p, n->func);
+        if ((int64_t)n->tid != p->pid || !n->self_ns || !f || hot_waits(f) || imported[i])
+            continue;
+        uint64_t *slot = u64map_slot(&at, (uint64_t)n->func + 1);
+        if (!slot)
+            report_oom();
+        if (!*slot) {
+            all = report_grow(all, &cap, nall + 1, sizeof *all);
+            all[nall] = (struct hot_func){n->func, 0, 0, 0, 0, 0};
+            *slot = ++nall;
+        }
+        struct hot_func *h = &all[*slot - 1];
+        h->self_ns += n->self_ns;
+        busy += n->self_ns;
+        const struct model_py_node *up = n->parent ? hot_named_caller(p, n) : NULL;
+        if (up && n->self_ns > h->caller_ns) {
+            h->caller = up->func;
+            h->caller_ns = n->self_ns;
+        }
+    }
+    u64map_free(&at);
+    free(imported);
+    if (nall)
+        qsort(all, nall, sizeof *all, hot_cmp);
+    p->steps.worker_hot = hot_keep(p, all, nall, 1, 1, &p->steps.nworker_hot);
+    if (p->steps.nworker_hot)
+        p->steps.worker_hot[0].step = busy;
+    free(all);
+}
+
 void model_steps_hot_free(struct model_step_hot *hot, size_t n)
 {
     for (size_t i = 0; i < n; i++) {

@@ -23,7 +23,9 @@ struct model_step_hot {
     char *caller; /* a builtin's (data_hot: any function's): the caller of its calls with
                      the most time; else "" */
     uint64_t self_ns;
-    uint64_t step; /* slow_hot's: the step's number; rare_hot's: its steps; else 0 */
+    /* slow_hot's: the step's number; rare_hot's: its steps; worker_hot's: the self time of
+     * every function it counts (its main thread's, outside waits and imports); else 0 */
+    uint64_t step;
 };
 #define MODEL_STEPS_HOT 8
 #define MODEL_STEPS_STARTUP_HOT 3
@@ -34,6 +36,9 @@ struct model_step_hot {
 /* model_steps_hot.c: p->steps.hot and startup_hot from the spans of its step thread (steps
  * made). */
 void model_steps_hot(struct model_process *p);
+/* p->steps.worker_hot when p is a DataLoader worker process (META role worker, worker_kind
+ * dataloader). */
+void model_steps_worker_hot(struct model_process *p);
 /* Whether a Python call-tree node runs Python's import machinery (importlib). */
 int model_steps_is_import(const struct model_process *p, uint32_t node);
 void model_steps_hot_free(struct model_step_hot *hot, size_t n);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "model_steps_find.h"
 #include "trace_read.h"
 
 /* A name key: what kind of source id it is, then the id. */

@@ -7,10 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loader_workers.h"
 #include "alloc.h"
 #include "comm_merge.h"
 #include "findings.h"
 #include "format.h"
+#include "loader_workers.h"
 #include "model_steps_load.h"
 #include "steps_report.h"
 #include "steps_view.h"
@@ -95,6 +97,18 @@ static void findings_data_loading(const struct model_process *p, uint64_t data_n
         snprintf(evidence + used, evidence_len - used,
                  "; DataLoader workers (num_workers) or prefetching would hide it");
     /* With workers the step thread only waits: the work is in them. */
+    const struct loader_workers *w = loader_workers_of(p);
+    if (loader == MODEL_STEPS_LOADER_WORKERS && w && w->self_ns * 4 >= w->busy_ns) {
+        char t[32], all[32];
+        format_ns((double)w->self_ns, t, sizeof t);
+        format_ns((double)w->busy_ns, all, sizeof all);
+        snprintf(where, where_len,
+                 "in its %zu DataLoader worker process%s: %s%s%s, %s of the %s their main "
+                 "threads ran outside waits",
+                 w->workers, w->workers == 1 ? "" : "es", w->name,
+                 *w->caller ? ", called from " : "", w->caller, t, all);
+        return;
+    }
     const struct model_step_hot *h = p->steps.ndata_hot ? &p->steps.data_hot[0] : NULL;
     if (!h || loader == MODEL_STEPS_LOADER_WORKERS || !data_ns || h->self_ns * 4 < data_ns ||
         h->self_ns > data_ns + data_ns / 10)
@@ -246,7 +260,21 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
         format_ns((double)st->max_ns, mx, sizeof mx);
         format_ns((double)st->median_ns, med, sizeof med);
         const struct model_step_hot *h = steps_view_slow_hot(st->p, st->max_number);
-        if (work && h && !strcmp(h->name, rare->name)) { /* the same cause: one finding */
+        /* the slowest step's largest excess over the mean step: data loading is the stall's */
+        const struct model_step *slow = NULL;
+        for (size_t i = 0; i < st->p->steps.nsteps && !slow; i++)
+            if (st->p->steps.steps[i].number == st->max_number)
+                slow = &st->p->steps.steps[i];
+        uint64_t excess;
+        int part = slow ? steps_largest_excess(slow->part_ns, m.part_ns, &excess) : -1;
+        if (data && part == MODEL_STEP_DATA) { /* the same cause: one finding */
+            size_t used = strlen(data->evidence);
+            snprintf(data->evidence + used, sizeof data->evidence - used,
+                     "; the slowest steps wait the longest: step %llu takes %.1fx the median "
+                     "(%s against %s)",
+                     (unsigned long long)st->max_number, (double)st->max_ns / (double)st->median_ns,
+                     mx, med);
+        } else if (work && h && !strcmp(h->name, rare->name)) { /* likewise */
             size_t used = strlen(work->evidence);
             snprintf(work->evidence + used, sizeof work->evidence - used,
                      "; the steps that run it are the slowest: step %llu takes %.1fx the median "

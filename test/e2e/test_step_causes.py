@@ -110,3 +110,28 @@ def test_summary_names_the_same(run, tmp_path):
         assert a[kind]["where"] == b[kind]["where"], (a[kind], b[kind])
     assert [l for l in report(run).stdout.splitlines() if "Slowest steps" in l] == \
         [l for l in report(copy).stdout.splitlines() if "Slowest steps" in l]
+
+
+def test_data_stall_with_workers_names_the_workers_code(tmp_path):
+    """With DataLoader(num_workers=2) the training process only waits; the work is in its
+    worker processes, which the report leaves out: the data-loading finding names the
+    workers' own busiest function (spin, or slow_transform) from their main threads, idle
+    waits aside (a review found no line at all, and a thread's socket accept once a
+    candidate), the same from summaries."""
+    out = tmp_path / "w"
+    proc = profile([PYTHON, SCRIPT, str(STEPS), "workers"], out, env=ENV, timeout=300)
+    assert "steps %d evals %d" % (STEPS, STEPS // 10) in proc.stdout, proc.stdout
+    data = findings_of(out)["step_data"]
+    where = re.match(r"in its 2 DataLoader worker processes: (spin|slow_transform) \(.*"
+                     r"torch_slow_steps\.py:\d+\).*, ([\d.]+) ms of the ([\d.]+) ms their main "
+                     r"threads ran outside waits$", data["where"])
+    assert where and float(where.group(2)) * 4 >= float(where.group(3)), data
+    assert "worker processes do not keep up" in data["evidence"], data
+    copy = tmp_path / "sum"
+    copy.mkdir()
+    for f in trace_files(out):
+        shutil.copy(f, copy)
+    report(copy, "--summarize")
+    for f in copy.glob("*.trace"):
+        f.unlink()
+    assert findings_of(sorted(copy.glob("*.summary")))["step_data"] == data

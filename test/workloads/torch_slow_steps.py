@@ -2,9 +2,10 @@
 Dataset does slow per-sample Python work in slow_transform (each batch takes about
 BATCH * SAMPLE_MS ms to load, in the training process: num_workers=0), and every
 EVAL_EVERY steps it runs evaluate(), about EVAL_MS ms of Python, between two optimizer
-steps, so those steps are the slowest. argv: [steps [loader|generator]] (default 30
-loader). generator: the batches come from a Python generator whose collate (slow_collate,
-about BATCH * SAMPLE_MS ms a batch) is no DataLoader's: its time is the step's other CPU.
+steps, so those steps are the slowest. argv: [steps [loader|workers|generator]] (default
+30 loader). workers: the DataLoader has 2 worker processes (slow_transform runs there).
+generator: the batches come from a Python generator whose collate (slow_collate, about
+BATCH * SAMPLE_MS ms a batch) is no DataLoader's: its time is the step's other CPU.
 
 Prints "steps N evals E" (the optimizer steps and evaluate() calls made)."""
 import sys
@@ -65,10 +66,11 @@ def main():
     torch.manual_seed(0)
     torch.set_num_threads(1)
     data = Samples(steps * BATCH)
-    if len(sys.argv) > 2 and sys.argv[2] == "generator":
+    mode = sys.argv[2] if len(sys.argv) > 2 else "loader"
+    if mode == "generator":
         loader = batches(data)
     else:
-        loader = DataLoader(data, batch_size=BATCH, num_workers=0)
+        loader = DataLoader(data, batch_size=BATCH, num_workers=2 if mode == "workers" else 0)
     model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     done = evals = 0
