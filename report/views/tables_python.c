@@ -36,11 +36,12 @@ static void tables_py_table(FILE *out, const struct pystats *py, size_t limit, c
              py->any_api ? ">API time|>API calls|" : "", py->any_gpu ? ">GPU time|" : "");
     text_table_begin(&t, spec);
     size_t shown = 0, hidden = 0;
-    uint64_t import_ns = 0;
+    uint64_t import_ns = 0, hidden_ns = 0; /* _find_and_load's time; the rows' own */
     for (size_t i = 0; i < py->nfuncs; i++) {
         const struct pystats_func *f = &py->funcs[py->order[i]];
         if (imports && !f->outside_imports) {
             hidden++;
+            hidden_ns += f->tottime_ns;
             if (f->name && !strcmp(f->name, "_find_and_load") && f->cumtime_ns > import_ns)
                 import_ns = f->cumtime_ns;
             continue;
@@ -75,8 +76,8 @@ static void tables_py_table(FILE *out, const struct pystats *py, size_t limit, c
     if (limit && py->nfuncs - hidden > shown)
         fprintf(out, "  (%zu more not shown; %s)\n", py->nfuncs - hidden - shown, more);
     if (hidden) {
-        char ns[32];
-        format_ns((double)import_ns, ns, sizeof ns);
+        char ns[32]; /* (a part can hold the rows without the import that ran them) */
+        format_ns((double)(import_ns > hidden_ns ? import_ns : hidden_ns), ns, sizeof ns);
         fprintf(out,
                 "  (%zu functions that ran only inside imports left out: importlib, module "
                 "code and what only they called, %s in imports; %s shows them)\n",
