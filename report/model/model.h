@@ -488,6 +488,9 @@ struct model_steps {
     /* Optimizer steps per step: k ≤ MODEL_STEPS_PER_BATCH when a loop steps k optimizers per
      * DataLoader batch (a GAN's two), its steps then one per batch; else 1. */
     uint8_t per_step;
+    /* Steps from ends (optimizer steps, Lightning's batches) of a process recorded from its
+     * start: the first step's start is its first phase span's, no boundary. */
+    uint8_t first_inferred;
     uint32_t tid;   /* the step thread */
     /* the startup's thread: whose Python calls cover the most time before the first step
      * (model_steps_hot.c), the main one when a loop trains on another */
@@ -553,8 +556,9 @@ void model_steps_keep_spans(int keep);
 int model_steps_numbered(const struct model_process *p);
 
 /* Warm-up: the leading steps slower than MODEL_STEPS_WARMUP_RATIO times the median of the
- * later half of the steps, at most a quarter of them (none of fewer than 4 steps); *ratio:
- * the first step's time over that median (0 when none). st->steps must be held. */
+ * later half of the steps, at most a quarter of them (none of fewer than 4 steps), and the
+ * first at least when its start is inferred (first_inferred); *ratio: the first step's
+ * time over that median (0 when none). st->steps must be held. */
 #define MODEL_STEPS_WARMUP_RATIO 1.5
 size_t model_steps_warmup(const struct model_steps *st, double *ratio);
 

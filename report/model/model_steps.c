@@ -431,7 +431,10 @@ size_t model_steps_warmup(const struct model_steps *st, double *ratio)
     while (w < n / 4 &&
            (double)(st->steps[w].end_ns - st->steps[w].start_ns) > MODEL_STEPS_WARMUP_RATIO * ref)
         w++;
-    return w;
+    /* A first step whose start is inferred (steps.first_inferred): no table part can start
+     * there (the Python cuts are at the steps' ends), so it is left out with the warm-up,
+     * for every table to cover the same steps. */
+    return !w && st->first_inferred ? 1 : w;
 }
 
 static model_steps_loader steps_loader;

@@ -316,6 +316,7 @@ static void steps_make(struct model_steps *st, const struct steps_span *s, size_
     size_t count = ends ? n - 1 + (size_t)first : n;
     if (!n || !count)
         return;
+    st->first_inferred = (uint8_t)first;
     st->steps = calloc(count, sizeof *st->steps);
     if (!st->steps)
         report_oom();
@@ -413,6 +414,9 @@ void model_steps_finder_end(struct model_steps_finder *f, struct model_steps *st
             st->steps[i].number += before;
     if (!st->nsteps)
         st->source = MODEL_STEPS_NONE;
+    const char *window = model_meta_get(f->p, "window");
+    if (window && *window) /* it opened at a step boundary, or cut into a step: said */
+        st->first_inferred = 0;
     for (int i = 0; i < FIND_LISTS; i++)
         free(f->list[i]);
     u64map_free(&f->py_phase);

@@ -28,7 +28,7 @@ const char summary_file_suffix[] = ".summary";
 #define SUMMARY_FILE_END "PRFSEND\n"
 /* 12: the optimizer steps per step (steps.per_step: a loop stepping several per batch),
  * the startup's thread (steps.startup_tid), a DataLoader worker's function
- * (steps.worker_hot);
+ * (steps.worker_hot), whether the first step's start is inferred (steps.first_inferred);
  * 11: the functions inside the steady steps' data loading (steps.data_hot) and the one
  * that most slows each of the slowest steady steps (steps.slow_hot);
  * 10: the tensor memory of the steady steps beside the whole process's (memory.part);

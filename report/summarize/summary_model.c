@@ -716,6 +716,7 @@ static void sf_steps(sf_codec *c, struct model_process *p)
     struct model_steps *st = &p->steps;
     summary_codec_u8(c, &st->source);
     summary_codec_u8(c, &st->per_step);
+    summary_codec_u8(c, &st->first_inferred);
     if (c->reading && st->per_step > MODEL_STEPS_PER_BATCH)
         summary_codec_fail(c, "more optimizer steps per step than grouped");
     summary_codec_u32(c, &st->tid);

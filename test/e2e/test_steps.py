@@ -481,6 +481,12 @@ def test_two_optimizers_per_batch_make_one_step(tmp_path):
     assert sum(e.get("name", "").startswith("ProfilerStep#")
                for e in doc["traceEvents"]) == iterations
     assert main_steps(summaries_of(tmp_path / "gan", tmp_path)) == st
+    # every table covers the same steps: the first, whose start is inferred, is left out
+    # (the Python cuts are at the steps' ends) however fast it was
+    d = report_json(tmp_path / "gan")
+    assert st["warmup"] >= 1 and d["python_cover"]["ns"] == d["ops_cover"]["ns"] == \
+        d["torch_memory_cover"]["ns"] > 0, (st["warmup"], d["python_cover"], d["ops_cover"])
+    assert "steps %d-%d" % (st["warmup"] + 1, iterations) in d["python_cover"]["note"]
 
 
 def test_action_shares_are_of_the_training_steps(run, tmp_path):

@@ -4,8 +4,10 @@
  * (a free counts against the site of the block it frees); a lossy device stays the whole
  * process's, said; a summary keeps the part read for it, and drops it for another.
  *
- * The trace (ticks are ns: no CLOCK record; bytes in units of K): thread 9 ends optimizer
- * steps at 200, 400, 600 and 800, so the steps (four, no warm-up) run from 180 to 800.
+ * The trace (ticks are ns: no CLOCK record; bytes in units of K): thread 9 runs four
+ * torch.profiler steps (ProfilerStep#1-4 scopes, as prof.step() opens them: steps whose
+ * start is no inferred one, so none is left out, no warm-up) from 180 to 200, 400, 600
+ * and 800.
  *   startup  +1000 (0x10) at 50, in no op
  *   step 1   +500 (0x20, the gradient) at 190 in aten::mul; +3000 (0x50, an optimizer's
  *            state) at 195 in aten::zeros, never freed
@@ -20,6 +22,7 @@
  * sites after step 1: aten::mul +1500 -1500 (its blocks freed, step 1's too), aten::addmm
  * +2900 -2000 = +900; aten::zeros grew only in step 1, which does not count. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -49,7 +52,7 @@ static void teardown(void)
 
 TestSuite(report_memory_part, .init = setup, .fini = teardown);
 
-enum { S_STEP = 1, S_MUL, S_ADDMM, S_ZEROS };
+enum { S_STEP = 1, S_MUL, S_ADDMM, S_ZEROS }; /* S_STEP + 10 + k: ProfilerStep#k+1 */
 
 /* One allocation (bytes > 0) or free inside an op of name sid (0: none) around at. */
 static void mem(struct trace_build *b, int64_t bytes, uint64_t ptr, uint64_t at, uint32_t sid)
@@ -76,13 +79,18 @@ static struct model_process *load(enum how how)
         trace_build_meta(&b, "window_open", "0 signal 10");
         trace_build_meta(&b, "window_open", "500 signal 10");
     }
-    trace_build_string(&b, S_STEP, "Optimizer.step#SGD.step");
+    for (uint32_t k = 0; k < 4; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "ProfilerStep#%u", k + 1);
+        trace_build_string(&b, S_STEP + 10 + k, name);
+    }
     trace_build_string(&b, S_MUL, "aten::mul");
     trace_build_string(&b, S_ADDMM, "aten::addmm");
     trace_build_string(&b, S_ZEROS, "aten::zeros");
     trace_build_thread(&b, 9);
-    for (uint64_t e = 200; e <= 800; e += 200)
-        trace_build_torch_op(&b, S_STEP, e - 20, e, -1, 0, MODEL_TORCH_SCOPE_USER, 0, 0);
+    for (uint32_t k = 0; k < 4; k++)
+        trace_build_torch_op(&b, S_STEP + 10 + k, k ? 200 * k : 180, 200 * (k + 1), -1, 0,
+                             MODEL_TORCH_SCOPE_USER, 0, 0);
     mem(&b, 1000, 0x10, 50, 0);
     mem(&b, 500, 0x20, 190, S_MUL);
     mem(&b, 3000, 0x50, 195, S_ZEROS);
