@@ -267,18 +267,16 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
                 slow = &st->p->steps.steps[i];
         uint64_t excess;
         int part = slow ? steps_largest_excess(slow->part_ns, m.part_ns, &excess) : -1;
-        if (data && part == MODEL_STEP_DATA) { /* the same cause: one finding */
-            size_t used = strlen(data->evidence);
-            snprintf(data->evidence + used, sizeof data->evidence - used,
-                     "; the slowest steps wait the longest: step %llu takes %.1fx the median "
-                     "(%s against %s)",
-                     (unsigned long long)st->max_number, (double)st->max_ns / (double)st->median_ns,
-                     mx, med);
-        } else if (work && h && !strcmp(h->name, rare->name)) { /* likewise */
-            size_t used = strlen(work->evidence);
-            snprintf(work->evidence + used, sizeof work->evidence - used,
-                     "; the steps that run it are the slowest: step %llu takes %.1fx the median "
-                     "(%s against %s)",
+        /* the same cause: one finding */
+        struct finding *same = data && part == MODEL_STEP_DATA             ? data
+                               : work && h && !strcmp(h->name, rare->name) ? work
+                                                                           : NULL;
+        if (same) {
+            size_t used = strlen(same->evidence);
+            snprintf(same->evidence + used, sizeof same->evidence - used,
+                     "; %s: step %llu takes %.1fx the median (%s against %s)",
+                     same == data ? "the slowest steps wait the longest"
+                                  : "the steps that run it are the slowest",
                      (unsigned long long)st->max_number, (double)st->max_ns / (double)st->median_ns,
                      mx, med);
         } else {

@@ -27,46 +27,46 @@
 #define BENCH_GOAL_MB_PER_CPU_S 200.0
 #define BENCH_GOAL_RSS_PER_TRACE_BYTE 1.0
 
-/* CPU seconds (user + system) of `profreport --summarize -j 1 path`; -1 when it failed. */
-static double bench_summarize_cpu(const char *profreport, const char *path)
-{
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        if (null >= 0)
-            dup2(null, 1);
-        execl(profreport, profreport, "--summarize", "-j", "1", path, (char *)NULL);
-        _exit(127);
-    }
-    struct rusage ru;
-    int status;
-    if (pid < 0 || wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) ||
-        WEXITSTATUS(status) != 0)
-        return -1;
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
-
-/* Peak RSS in bytes of `profreport path` (the default report, to /dev/null); -1 when it
- * failed. */
-static double bench_report_rss(const char *profreport, const char *path)
+/* Runs `profreport [--summarize -j 1] path`, its output to /dev/null (the clones are one rank
+ * of a larger world: its warning too); 0 and its usage in *ru, or -1 when it failed. */
+static int bench_profreport(const char *profreport, int summarize, const char *path,
+                            struct rusage *ru)
 {
     pid_t pid = fork();
     if (pid == 0) {
         int null = open("/dev/null", O_WRONLY);
         if (null >= 0) {
             dup2(null, 1);
-            dup2(null, 2); /* the clones are one rank of a larger world: its warning */
+            dup2(null, 2);
         }
-        execl(profreport, profreport, path, (char *)NULL);
+        if (summarize)
+            execl(profreport, profreport, "--summarize", "-j", "1", path, (char *)NULL);
+        else
+            execl(profreport, profreport, path, (char *)NULL);
         _exit(127);
     }
-    struct rusage ru;
     int status;
-    if (pid < 0 || wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) ||
-        WEXITSTATUS(status) != 0)
+    return pid < 0 || wait4(pid, &status, 0, ru) != pid || !WIFEXITED(status) ||
+                   WEXITSTATUS(status) != 0
+               ? -1
+               : 0;
+}
+
+/* CPU seconds (user + system) of `profreport --summarize -j 1 path`; -1 when it failed. */
+static double bench_summarize_cpu(const char *profreport, const char *path)
+{
+    struct rusage ru;
+    if (bench_profreport(profreport, 1, path, &ru) != 0)
         return -1;
-    return (double)ru.ru_maxrss * 1024;
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+/* Peak RSS in bytes of `profreport path` (the default report); -1 when it failed. */
+static double bench_report_rss(const char *profreport, const char *path)
+{
+    struct rusage ru;
+    return bench_profreport(profreport, 0, path, &ru) != 0 ? -1 : (double)ru.ru_maxrss * 1024;
 }
 
 static int bench_copy(const char *from, const char *to)
