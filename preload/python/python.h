@@ -158,6 +158,12 @@ int python_func_known(const void *key);
  * start or stop the action its first argument names. */
 void python_action_classify(uint32_t func_id, py_object *code, const char *path);
 int python_func_action(uint32_t func_id);
+/* The same for the functions of torch's training phases (a module's call, backward, an
+ * optimizer's step, a DataLoader's __next__): 1 when the outermost of their calls on a
+ * thread always goes on the timeline (a PY_SPAN however short), so that the report can
+ * place a short forward inside its step. */
+void python_phase_classify(uint32_t func_id, py_object *code, const char *path);
+int python_func_phase(uint32_t func_id);
 /* A call of such a function began at now (frame: its frame, NULL in a sys.monitoring
  * callback, which runs in it): one ACTION record with the name. */
 void python_action_called(int kind, py_object *frame, uint64_t now);

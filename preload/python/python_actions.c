@@ -6,6 +6,7 @@
  * the name it was given (read from the frame's first argument after self). */
 #define _GNU_SOURCE
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "clock.h"
@@ -43,6 +44,51 @@ void python_action_classify(uint32_t func_id, py_object *code, const char *path)
     py.ErrClear();
     if (kind)
         py_action_funcs[py_naction_funcs++] = (typeof(py_action_funcs[0])){func_id, kind};
+}
+
+#define PY_PHASE_FUNCS 64
+static uint32_t py_phase_funcs[PY_PHASE_FUNCS];
+static int py_nphase_funcs; /* under the GIL */
+
+/* The report's phases (report/model/model_torch_actions.c) by file and name, more broadly:
+ * a span too many is harmless. */
+void python_phase_classify(uint32_t func_id, py_object *code, const char *path)
+{
+    static const struct {
+        const char *file, *names; /* the file's path ends so, or holds it ("/": a folder) */
+    } phases[] = {{"torch/nn/modules/module.py", " _call_impl _wrapped_call_impl "},
+                  {"torch/_tensor.py", " backward "},
+                  {"torch/autograd/__init__.py", " backward "},
+                  {"torch/utils/data/dataloader.py", " __next__ "},
+                  {"torch/optim/", " step wrapper zero_grad "}};
+    size_t len = strlen(path), i = 0;
+    for (; i < sizeof phases / sizeof *phases; i++) {
+        size_t k = strlen(phases[i].file);
+        if (phases[i].file[k - 1] == '/' ? strstr(path, phases[i].file) != NULL
+                                         : len >= k && !strcmp(path + len - k, phases[i].file))
+            break;
+    }
+    if (i == sizeof phases / sizeof *phases || py_nphase_funcs == PY_PHASE_FUNCS)
+        return;
+    py_object *name = py.GetAttrString(code, "co_name");
+    const char *s = name ? py.AsUTF8(name) : NULL;
+    char key[64];
+    if (s && strlen(s) + 3 <= sizeof key) {
+        snprintf(key, sizeof key, " %s ", s);
+        if (strstr(phases[i].names, key))
+            py_phase_funcs[py_nphase_funcs++] = func_id;
+    }
+    if (name)
+        py.DecRef(name);
+    py.ErrClear();
+}
+
+int python_func_phase(uint32_t func_id)
+{
+    for (int i = 0; i < py_nphase_funcs; i++)
+        if (py_phase_funcs[i] == func_id)
+            return 1;
+    return 0;
 }
 
 int python_func_action(uint32_t func_id)

@@ -123,6 +123,7 @@ static void py_describe(uint32_t id, const void *key, int kind, py_object *obj)
         const char *path = py_str(file);
         rec.file_sid = collector_intern(path);
         python_action_classify(id, code, path);
+        python_phase_classify(id, code, path);
         python_step_classify(id, code, path);
         if (file)
             py.DecRef(file);

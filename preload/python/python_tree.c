@@ -145,7 +145,8 @@ static struct py_node *py_node_new(struct py_thread *pt, struct py_node *parent,
     n->func_id = func;
     n->key = key;
     n->parent = parent;
-    n->action = (uint8_t)(python_func_action(func) | (python_func_step(func) ? PY_NODE_STEP : 0));
+    n->action = (uint8_t)(python_func_action(func) | (python_func_step(func) ? PY_NODE_STEP : 0) |
+                          (python_func_phase(func) ? PY_NODE_PHASE : 0));
     /* release: the collector that reads the new count sees the node's fields */
     atomic_store_explicit(&pt->node_count, count + 1, memory_order_release);
     return n;
@@ -240,10 +241,19 @@ static inline __attribute__((always_inline)) void py_enter(struct py_thread *pt,
     if (__builtin_expect(n->action, 0)) {
         if (n->action & PY_NODE_STEP)
             pt->step_depth++;
-        if (n->action & ~PY_NODE_STEP)
-            python_action_called(n->action & ~PY_NODE_STEP,
+        if (n->action & ~(PY_NODE_STEP | PY_NODE_PHASE))
+            python_action_called(n->action & ~(PY_NODE_STEP | PY_NODE_PHASE),
                                  kind == PROF_PY_FUNC_PYTHON ? obj : NULL, now);
     }
+}
+
+/* Whether a training phase's call is under way on pt's stack (the returning call popped). */
+static int py_phase_below(const struct py_thread *pt)
+{
+    for (uint32_t d = pt->depth; d-- > 0;)
+        if (pt->stack[d].node->action & PY_NODE_PHASE)
+            return 1;
+    return 0;
 }
 
 /* A span of a call: while recording, or (window_edge) one that ended at the window's
@@ -300,7 +310,8 @@ py_leave(struct py_thread *pt, const void *tag, int kind, py_object *obj, uint64
         pt->stack[pt->depth - 1].child += dt;
     else
         py_stack_emptied(pt);
-    if (dt >= py_span_threshold())
+    if (dt >= py_span_threshold() ||
+        (__builtin_expect(n->action & PY_NODE_PHASE, 0) && !py_phase_below(pt)))
         py_emit_span(n, f->start, now, 0);
     if (__builtin_expect(n->action & PY_NODE_STEP, 0) && pt->step_depth && !--pt->step_depth)
         window_step_done(); /* may close the window */

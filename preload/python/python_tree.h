@@ -33,7 +33,8 @@ struct py_node {
     _Atomic uint64_t calls, total, self, api_calls, api_ticks;
     uint64_t written_calls, written_api_calls; /* the collector's */
     /* its function starts or stops a Lightning action (python_actions.c), and/or
-     * (PY_NODE_STEP) ends a step of PROF_STEPS (python_steps.c) */
+     * (PY_NODE_STEP) ends a step of PROF_STEPS (python_steps.c), and/or (PY_NODE_PHASE) is a
+     * training phase's */
     uint8_t action;
     /* Training-step cuts (python_tree_cuts.c), the owner's: py_thread.cuts when the counts
      * at that cut were taken (in the padding: the collector's pass over every node reads no
@@ -42,6 +43,7 @@ struct py_node {
 };
 _Static_assert(sizeof(struct py_node) == 96, "the cuts' fields fit in the node's padding");
 #define PY_NODE_STEP 0x80
+#define PY_NODE_PHASE 0x40 /* a training phase's function (python_func_phase) */
 
 struct py_frame {
     struct py_node *node;
