@@ -246,11 +246,14 @@ static uint64_t steps_first_start(const struct model_steps_finder *f, uint32_t t
 
 /* A step is one iteration, not one optimizer step, when the loop steps k optimizers per
  * DataLoader batch (a GAN's discriminator, then its generator): between the ends of a group
- * of k no batch is fetched, between groups one is. Only that regular pattern is grouped:
- * every group of k ends, 2 ≤ k ≤ MODEL_STEPS_PER_BATCH (the first and last may be shorter:
- * a window), two whole groups at least, never two batches between two ends. A loop that
- * fetches batches only now and then (a validation loader every N steps), none, or several
- * per optimizer step (gradient accumulation) keeps its optimizer steps. s keeps each group's
+ * of k no batch is fetched, before each group one is (two at an epoch's start: the spent
+ * iterator's last __next__, then the new one's first). Grouped only when that pattern is
+ * the loop's: 2 <= k <= MODEL_STEPS_PER_BATCH the most common size of the groups between
+ * the first and the last (those may be cut by a window), 9 in 10 of them of k (a step
+ * skipped now and then, by a GradScaler, makes a shorter one), two groups of k at least,
+ * and 3 in 4 of the fetches that open a group a single batch. A loop that fetches batches
+ * only now and then (a validation loader's burst every N steps), none, or one or more per
+ * optimizer step (gradient accumulation) keeps its optimizer steps. s keeps each group's
  * last end; returns k (1: kept as they were). */
 static unsigned steps_group_by_batch(struct model_steps_finder *f, uint32_t tid,
                                      struct steps_span *s, size_t *n)
@@ -266,34 +269,40 @@ static unsigned steps_group_by_batch(struct model_steps_finder *f, uint32_t tid,
     unsigned char *opens = calloc(*n, 1); /* opens[i]: a batch fetched after end i - 1 */
     if (!opens)
         report_oom();
-    size_t j = 0, run = 0, groups = 0, first = 0, last = 0, k = 0, middle = 0, bad = 0;
-    for (size_t i = 1; i < *n && !bad; i++) {
+    size_t j = 0, single = 0, opened = 0;
+    for (size_t i = 1; i < *n; i++) {
         while (j < nd && d[j].start <= s[i - 1].end)
             j++;
         size_t fetched = 0;
         for (; j < nd && d[j].start <= s[i].end; j++)
             fetched++;
-        bad = fetched > 1;
-        opens[i] = fetched == 1;
+        opens[i] = fetched > 0;
+        opened += fetched > 0;
+        single += fetched == 1;
     }
-    for (size_t i = 0; i < *n && !bad; i++) { /* the groups' sizes */
+    /* the groups' sizes: the first, the last, and how many of each size between */
+    size_t size[MODEL_STEPS_PER_BATCH + 2] = {0}, run = 0, groups = 0, first = 0, last = 0;
+    for (size_t i = 0; i < *n; i++) {
         run++;
         if (i + 1 < *n && !opens[i + 1])
             continue;
         if (!groups++)
             first = run;
-        else if (i + 1 < *n) { /* a middle group */
-            bad = k && run != k;
-            k = run;
-            middle++;
-        }
+        else if (i + 1 < *n)
+            size[run < MODEL_STEPS_PER_BATCH + 1 ? run : MODEL_STEPS_PER_BATCH + 1]++;
         last = run;
         run = 0;
     }
+    size_t k = 0, middle = 0;
+    for (size_t m = 1; m < MODEL_STEPS_PER_BATCH + 2; m++) {
+        middle += size[m];
+        if (size[m] > size[k])
+            k = m;
+    }
     if (!middle && groups == 2 && first == last)
         k = first;
-    size_t whole = middle + (first == k) + (groups > 1 && last == k);
-    if (bad || k < 2 || k > MODEL_STEPS_PER_BATCH || first > k || last > k || whole < 2) {
+    if (k < 2 || k > MODEL_STEPS_PER_BATCH || size[k] * 10 < middle * 9 || first > k || last > k ||
+        size[k] + (first == k) + (groups > 1 && last == k) < 2 || single * 4 < opened * 3) {
         free(opens);
         return 1;
     }

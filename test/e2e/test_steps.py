@@ -464,9 +464,9 @@ def test_two_optimizers_per_batch_make_one_step(tmp_path):
     """A GAN steps two optimizers per batch (test/workloads/torch_gan.py): a step is the
     batch's iteration, not each optimizer step; the text says so, the Kineto export's
     ProfilerStep#N spans and the summaries follow."""
-    iterations = 12
+    iterations = 12  # over 2 epochs: the first's spent iterator fetches once more
     r = profile([PYTHON, os.path.join(ROOT, "test", "workloads", "torch_gan.py"),
-                 str(iterations)], tmp_path / "gan", timeout=300)
+                 str(iterations), "2"], tmp_path / "gan", timeout=300)
     assert "iterations %d optimizer_steps %d" % (iterations, 2 * iterations) in r.stdout
     st = main_steps(tmp_path / "gan")
     assert st["count"] == iterations and st["optimizer_steps_per_step"] == 2, st

@@ -74,6 +74,19 @@ Test(report_steps_find, two_optimizers_per_batch_make_one_step)
     expect("FOOO", 6, 6, 3);
 }
 
+Test(report_steps_find, epochs_and_a_skipped_step_still_group)
+{
+    /* each epoch ends with the spent iterator's last __next__: two fetches before the next
+     * epoch's first group */
+    expect("FOOFOOFOOFOOFOOF", 3, 15, 2);
+    /* one generator step skipped (a GradScaler's inf): a group of one among twenty */
+    struct model_process *p =
+        load("FOOFOOFOOFOOFOOFOOFOOFOOFOOFOFOOFOOFOOFOOFOOFOOFOOFOOFOOFOO", 1);
+    cr_expect_eq(p->steps.per_step, 2);
+    cr_expect_eq(p->steps.nsteps, 20);
+    model_process_free(p);
+}
+
 Test(report_steps_find, a_window_opened_inside_a_batch_still_groups)
 {
     /* begins with a generator's step (no batch before it), ends after a discriminator's */
