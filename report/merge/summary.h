@@ -111,6 +111,7 @@ struct summary_gpu {
     /* What the actions' percentages are of (summary_actions.c), summed over the processes */
     enum summary_action_base action_base;
     uint64_t action_base_ns;
+    size_t action_base_procs; /* the processes whose spans action_base_ns sums (0: not said) */
     /* "[pl][profile]X" scopes folded into their Lightning action X; kept as rows of their own
      * because their calls differ from X's (the first such name, NULL: none) */
     size_t action_folded, action_unfolded;

@@ -115,10 +115,12 @@ static void summary_actions_base(struct summary *s)
 {
     struct summary_gpu *g = &s->gpu;
     uint64_t lightning = 0, training = 0, steps = 0, builtin = 0;
+    size_t fits = 0, trained = 0; /* the processes each base sums */
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
         if (p->gpu.lightning_actions) {
             lightning += p->gpu.lightning_span_ns;
+            fits++;
             continue;
         }
         /* as merged: a process's built-in actions count without Lightning's */
@@ -126,6 +128,8 @@ static void summary_actions_base(struct summary *s)
         if (p->steps.nsteps) {
             model_steps_hold(p);
             training += p->steps.steps[p->steps.nsteps - 1].end_ns - p->steps.steps[0].start_ns;
+            model_steps_let_go(p); /* (a summary's: read again when a view asks) */
+            trained++;
         }
     }
     for (size_t k = 0; k < g->nactions; k++)
@@ -143,6 +147,7 @@ static void summary_actions_base(struct summary *s)
                         : steps    ? steps
                         : builtin  ? builtin
                                    : g->action_wall_ns;
+    g->action_base_procs = lightning ? fits : training ? trained : 0;
 }
 
 void summary_actions_build(struct summary *s)

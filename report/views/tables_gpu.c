@@ -325,6 +325,9 @@ const char *tables_actions_base(const struct summary_gpu *g, char *buf, size_t s
         snprintf(buf, size, "the wall time");
         break;
     }
+    size_t used = strlen(buf);
+    if (g->action_base_procs > 1 && used < size)
+        snprintf(buf + used, size - used, ", summed over %zu processes", g->action_base_procs);
     return buf;
 }
 
