@@ -412,9 +412,13 @@ static int model_steps_u64_cmp(const void *a, const void *b)
 size_t model_steps_warmup(const struct model_steps *st, double *ratio)
 {
     size_t n = st->nsteps;
+    /* A first step whose start is inferred (steps.first_inferred): no table part can start
+     * there (the Python cuts are at the steps' ends), so it is left out with the warm-up,
+     * for every table to cover the same steps (of 2 steps at least). */
+    size_t inferred = st->first_inferred && n >= 2;
     *ratio = 0;
     if (n < 4)
-        return 0;
+        return inferred;
     size_t half = n - n / 2;
     uint64_t *d = malloc(half * sizeof *d);
     if (!d)
@@ -425,16 +429,13 @@ size_t model_steps_warmup(const struct model_steps *st, double *ratio)
     double ref = (double)d[(half + 1) / 2 - 1]; /* the median, nearest rank */
     free(d);
     if (ref <= 0)
-        return 0;
+        return inferred;
     *ratio = (double)(st->steps[0].end_ns - st->steps[0].start_ns) / ref;
     size_t w = 0;
     while (w < n / 4 &&
            (double)(st->steps[w].end_ns - st->steps[w].start_ns) > MODEL_STEPS_WARMUP_RATIO * ref)
         w++;
-    /* A first step whose start is inferred (steps.first_inferred): no table part can start
-     * there (the Python cuts are at the steps' ends), so it is left out with the warm-up,
-     * for every table to cover the same steps. */
-    return !w && st->first_inferred ? 1 : w;
+    return w ? w : inferred;
 }
 
 static model_steps_loader steps_loader;

@@ -98,13 +98,14 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
         format_fputs_escaped(out, model_steps_name());
         fputs(st->p->steps.source == MODEL_STEPS_NAMED ? "'" : "' named no call)", out);
     }
-    if (st->warmup == 1 && st->warmup_ratio <= STEPS_WARMUP_RATIO)
-        fprintf(out,
-                "; the first step left out (it starts before any step boundary, where no "
-                "table can start: every table covers the same steps; %.1fx the median of the "
-                "later steps)",
-                st->warmup_ratio);
-    else if (st->warmup)
+    if (st->warmup == 1 && st->warmup_ratio <= STEPS_WARMUP_RATIO) {
+        fputs("; the first step left out (it starts before any step boundary, where no "
+              "table can start: every table covers the same steps",
+              out);
+        if (st->warmup_ratio > 0)
+            fprintf(out, "; %.1fx the median of the later steps", st->warmup_ratio);
+        fputc(')', out);
+    } else if (st->warmup)
         fprintf(out,
                 "; %zu warm-up step%s left out (slower than %.1fx the median of the later "
                 "steps; the first %.1fx)",
