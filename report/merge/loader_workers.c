@@ -9,59 +9,97 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "hashmap.h"
 #include "jobs.h"
 
 static struct loader_workers *noted;
 static size_t nnoted, cap_noted;
 
+static int loader_same(const char *a, const char *b)
+{
+    return !strcmp(a ? a : "", b ? b : "");
+}
+
 static int loader_worker_of(const struct model_process *w, const struct model_process *parent)
 {
     return w != parent && w->ppid >= 0 && w->ppid == parent->pid &&
-           !strcmp(jobs_role(w), "worker") &&
-           !strcmp(w->host ? w->host : "", parent->host ? parent->host : "");
+           loader_same(w->host, parent->host) && loader_same(w->run_id, parent->run_id);
 }
 
-/* parent's workers: the function most of them name, by its time over them all */
-static void loader_workers_of_parent(struct model_process *const *procs, size_t n,
-                                     const struct model_process *parent)
+/* One parent's workers (w[0, n), indices in procs): the function with the most time over
+ * them, each worker naming its own busiest. */
+static void loader_workers_merge(struct model_process *const *procs, const size_t *w, size_t n,
+                                 const struct model_process *parent)
 {
-    struct loader_workers w = {parent, 0, NULL, NULL, 0, 0};
+    struct loader_workers x = {parent, n, NULL, NULL, 0, 0};
     for (size_t i = 0; i < n; i++) {
-        if (!loader_worker_of(procs[i], parent) || !procs[i]->steps.nworker_hot)
-            continue;
-        w.workers++;
-        const struct model_step_hot *h = procs[i]->steps.worker_hot;
-        w.busy_ns += h->step;
+        const struct model_step_hot *h = procs[w[i]]->steps.worker_hot;
+        x.busy_ns += h->step;
         uint64_t ns = 0; /* h's function over every worker */
         for (size_t k = 0; k < n; k++)
-            if (loader_worker_of(procs[k], parent) && procs[k]->steps.nworker_hot &&
-                !strcmp(procs[k]->steps.worker_hot[0].name, h->name))
-                ns += procs[k]->steps.worker_hot[0].self_ns;
-        if (ns > w.self_ns) {
-            w.self_ns = ns;
-            w.name = h->name;
-            w.caller = h->caller;
+            if (!strcmp(procs[w[k]]->steps.worker_hot[0].name, h->name))
+                ns += procs[w[k]]->steps.worker_hot[0].self_ns;
+        if (ns > x.self_ns) {
+            x.self_ns = ns;
+            x.name = h->name;
+            x.caller = h->caller;
         }
     }
-    if (!w.workers)
-        return;
-    w.name = report_strdup(w.name);
-    w.caller = report_strdup(w.caller);
+    x.name = report_strdup(x.name ? x.name : "");
+    x.caller = report_strdup(x.caller ? x.caller : "");
     noted = report_grow(noted, &cap_noted, nnoted + 1, sizeof *noted);
-    noted[nnoted++] = w;
+    noted[nnoted++] = x;
+}
+
+static int loader_pair_cmp(const void *a, const void *b)
+{
+    const size_t *x = a, *y = b; /* (parent, worker) */
+    return x[0] != y[0] ? (x[0] < y[0] ? -1 : 1) : (x[1] > y[1]) - (x[1] < y[1]);
 }
 
 void loader_workers_note(struct model_process *const *procs, size_t n)
 {
+    /* the other processes by pid (index + 1; a pid two of them share: looked for in turn) */
+    struct u64map by_pid;
+    u64map_init(&by_pid);
+    for (size_t i = 0; i < n; i++)
+        if (procs[i]->pid >= 0 && strcmp(jobs_role(procs[i]), "worker")) {
+            uint64_t *slot = u64map_slot(&by_pid, (uint64_t)procs[i]->pid);
+            if (!slot)
+                report_oom();
+            *slot = *slot ? UINT64_MAX : i + 1;
+        }
+    size_t(*pairs)[2] = NULL, npairs = 0, cap = 0;
     for (size_t i = 0; i < n; i++) {
-        if (strcmp(jobs_role(procs[i]), "worker") == 0)
+        const struct model_process *w = procs[i];
+        if (!w->steps.nworker_hot || w->ppid < 0)
             continue;
-        for (size_t k = 0; k < n; k++)
-            if (loader_worker_of(procs[k], procs[i]) && procs[k]->steps.nworker_hot) {
-                loader_workers_of_parent(procs, n, procs[i]);
-                break;
-            }
+        const uint64_t *at = u64map_find(&by_pid, (uint64_t)w->ppid);
+        size_t parent = SIZE_MAX;
+        if (at && *at != UINT64_MAX && loader_worker_of(w, procs[*at - 1]))
+            parent = *at - 1;
+        for (size_t k = 0; at && *at == UINT64_MAX && k < n && parent == SIZE_MAX; k++)
+            if (strcmp(jobs_role(procs[k]), "worker") && loader_worker_of(w, procs[k]))
+                parent = k;
+        if (parent == SIZE_MAX)
+            continue;
+        pairs = report_grow(pairs, &cap, npairs + 1, sizeof *pairs);
+        pairs[npairs][0] = parent;
+        pairs[npairs++][1] = i;
     }
+    u64map_free(&by_pid);
+    if (npairs)
+        qsort(pairs, npairs, sizeof *pairs, loader_pair_cmp);
+    size_t *w = malloc((npairs + 1) * sizeof *w);
+    if (!w)
+        report_oom();
+    for (size_t a = 0, b; a < npairs; a = b) {
+        for (b = a; b < npairs && pairs[b][0] == pairs[a][0]; b++)
+            w[b - a] = pairs[b][1];
+        loader_workers_merge(procs, w, b - a, procs[pairs[a][0]]);
+    }
+    free(w);
+    free(pairs);
 }
 
 const struct loader_workers *loader_workers_of(const struct model_process *parent)

@@ -13,7 +13,8 @@ struct loader_workers {
     size_t workers; /* its DataLoader worker processes */
     /* the function with the most self time over them, each its main thread's busiest
      * (steps.worker_hot: "time.sleep", "Dataset.__getitem__ (data.py:9)"), with its caller
-     * ("" when none), that time; and the self time of every function counted, summed */
+     * ("called from X", "under X" or ""), that time; and the self time of every function
+     * counted, summed */
     char *name, *caller;
     uint64_t self_ns, busy_ns;
 };

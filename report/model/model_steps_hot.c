@@ -37,6 +37,7 @@ struct hot_func {
     size_t last_step;   /* (the step of the last counted call + 1) */
     uint32_t caller;    /* a builtin's: the function that made its call with the most time */
     uint64_t caller_ns; /* that call's self time; 0: none */
+    size_t node;        /* model_steps_worker_hot: the index of that call's node */
 };
 
 static int hot_cmp(const void *a, const void *b)
@@ -200,7 +201,7 @@ static size_t hot_rank(const struct model_process *p, uint32_t tid, uint64_t lo,
             report_oom();
         if (!*slot) {
             all = report_grow(all, &cap, nall + 1, sizeof *all);
-            all[nall] = (struct hot_func){node->func, 0, 0, 0, 0, 0};
+            all[nall] = (struct hot_func){node->func, 0, 0, 0, 0, 0, 0};
             *slot = ++nall;
         }
         struct hot_func *h = &all[*slot - 1];
@@ -305,9 +306,12 @@ static void hot_rare_inside(struct model_process *p, uint64_t lo, uint64_t hi, u
         if (!grown)
             report_oom();
         st->rare_hot = grown;
+        /* (its calls cut by the steps' edges count here, not in the work's time: at most it) */
+        uint64_t self =
+            in[0].self_ns < st->rare_hot[0].self_ns ? in[0].self_ns : st->rare_hot[0].self_ns;
         st->rare_hot[1] = (struct model_step_hot){
             hot_text(p, in[0].func),
-            in[0].caller_ns ? hot_text(p, in[0].caller) : report_strdup(""), in[0].self_ns, 0};
+            in[0].caller_ns ? hot_text(p, in[0].caller) : report_strdup(""), self, 0};
         st->nrare_hot = 2;
     }
     free(in);
@@ -544,6 +548,28 @@ static int hot_waits(const struct model_py_func *f)
     return 0;
 }
 
+/* h's caller as the data-loading finding says it: "called from" its caller when that is in
+ * the program's own files, or none is; else "under" the nearest such above it (a numpy
+ * builtin under the dataset's transform). */
+static void hot_worker_caller(const struct model_process *p, const struct hot_func *top,
+                              struct model_step_hot *h)
+{
+    if (!top->caller_ns)
+        return;
+    const struct model_py_node *named = hot_named_caller(p, &p->py.nodes[top->node]), *own = named;
+    for (int hops = 0; own && hops < 256; hops++) {
+        const struct model_py_func *f = model_python_func(p, own->func);
+        if (f && f->kind == PROF_PY_FUNC_PYTHON && model_torch_own_file(f->file))
+            break;
+        own = own->parent ? model_python_node(p, own->parent) : NULL;
+    }
+    char text[1100], frame[1024];
+    model_python_frame(p, (own ? own : named)->func, frame, sizeof frame);
+    snprintf(text, sizeof text, "%s %s", own && own != named ? "under" : "called from", frame);
+    free(h->caller);
+    h->caller = report_strdup(text);
+}
+
 void model_steps_worker_hot(struct model_process *p)
 {
     const char *role = model_meta_get(p, "role"), *kind = model_meta_get(p, "worker_kind");
@@ -572,7 +598,7 @@ void model_steps_worker_hot(struct model_process *p)
             report_oom();
         if (!*slot) {
             all = report_grow(all, &cap, nall + 1, sizeof *all);
-            all[nall] = (struct hot_func){n->func, 0, 0, 0, 0, 0};
+            all[nall] = (struct hot_func){n->func, 0, 0, 0, 0, 0, 0};
             *slot = ++nall;
         }
         struct hot_func *h = &all[*slot - 1];
@@ -582,6 +608,7 @@ void model_steps_worker_hot(struct model_process *p)
         if (up && n->self_ns > h->caller_ns) {
             h->caller = up->func;
             h->caller_ns = n->self_ns;
+            h->node = i;
         }
     }
     u64map_free(&at);
@@ -589,8 +616,10 @@ void model_steps_worker_hot(struct model_process *p)
     if (nall)
         qsort(all, nall, sizeof *all, hot_cmp);
     p->steps.worker_hot = hot_keep(p, all, nall, 1, 1, &p->steps.nworker_hot);
-    if (p->steps.nworker_hot)
+    if (p->steps.nworker_hot) {
         p->steps.worker_hot[0].step = busy;
+        hot_worker_caller(p, &all[0], &p->steps.worker_hot[0]);
+    }
     free(all);
 }
 

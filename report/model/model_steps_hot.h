@@ -21,7 +21,7 @@ enum model_steps_loader {
 struct model_step_hot {
     char *name;   /* "qualname (file:line)", or a builtin's name */
     char *caller; /* a builtin's (data_hot: any function's): the caller of its calls with
-                     the most time; else "" */
+                     the most time; else ""; worker_hot's: "called from X" or "under X" */
     uint64_t self_ns;
     /* slow_hot's: the step's number; rare_hot's: its steps; worker_hot's: the self time of
      * every function it counts (its main thread's, outside waits and imports); else 0 */

@@ -12,7 +12,6 @@
 #include "comm_merge.h"
 #include "findings.h"
 #include "format.h"
-#include "loader_workers.h"
 #include "model_steps_load.h"
 #include "steps_report.h"
 #include "steps_view.h"
@@ -105,8 +104,8 @@ static void findings_data_loading(const struct model_process *p, uint64_t data_n
         snprintf(where, where_len,
                  "in its %zu DataLoader worker process%s: %s%s%s, %s of the %s their main "
                  "threads ran outside waits",
-                 w->workers, w->workers == 1 ? "" : "es", w->name,
-                 *w->caller ? ", called from " : "", w->caller, t, all);
+                 w->workers, w->workers == 1 ? "" : "es", w->name, *w->caller ? ", " : "",
+                 w->caller, t, all);
         return;
     }
     const struct model_step_hot *h = p->steps.ndata_hot ? &p->steps.data_hot[0] : NULL;
@@ -240,8 +239,8 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
                      "%llu of %zu steps",
                      100 * rare_share, (unsigned long long)rare->step, st->counted);
         findings_set(work->evidence, sizeof work->evidence,
-                     "%s of %s; its time counts in the parts of the steps it runs in (its "
-                     "forward calls in forward): run it less often, or outside the timed loop",
+                     "%s of %s; its time counts in the parts of the steps it runs in (a "
+                     "forward it runs, in forward): run it less often, or outside the timed loop",
                      t, all);
         if (st->p->steps.nrare_hot > 1) { /* what takes its time */
             const struct model_step_hot *in = &st->p->steps.rare_hot[1];
