@@ -292,10 +292,10 @@ _Static_assert(offsetof(struct prof_rec_py_stats, calls) == 8, "py stats calls o
  * are those of its PY_CUT_STATS record with the smallest cut >= n; with none, its final
  * counts (PY_STATS). A call under way at the cut counts its time up to the cut (its call
  * counts when it returns). A PY_CUT record says that cut n was taken, at `ticks`; cut 0:
- * some of the thread's records could not be written, none of its cuts holds. Only some
- * boundaries are cut (the first 8, the 16th and 32nd, and the last before the process
- * ended); the records of those are complete unless the thread's ring dropped events
- * (LOST). */
+ * some of the thread's records could not be written, none of its cuts holds. Every
+ * boundary is cut, and only some cuts are kept (the first 8, the 16th and 32nd, and the last
+ * before the process ended); the records of those are complete unless the thread's ring
+ * dropped events (LOST). */
 struct prof_rec_py_cut {
     struct prof_record_header h;
     uint32_t tid; /* the thread whose tree was cut */

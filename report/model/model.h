@@ -491,7 +491,7 @@ struct model_steps {
     /* Steps from ends (optimizer steps, Lightning's batches) of a process recorded from its
      * start: the first step's start is its first phase span's, no boundary. */
     uint8_t first_inferred;
-    uint32_t tid;   /* the step thread */
+    uint32_t tid; /* the step thread */
     /* the startup's thread: whose Python calls cover the most time before the first step
      * (model_steps_hot.c), the main one when a loop trains on another */
     uint32_t startup_tid;
