@@ -377,6 +377,14 @@ static const struct model_step_hot *findings_hot(const struct summary *s, long l
     return best;
 }
 
+/* ns / n with its sign: "+1.20 ms", "-313.48 us". */
+static void findings_signed_ns(int64_t ns, uint64_t n, char *buf, size_t len)
+{
+    char t[32];
+    format_ns(ns < 0 ? -(double)ns / (double)n : (double)ns / (double)n, t, sizeof t);
+    snprintf(buf, len, "%s%s", ns < 0 ? "-" : "+", t);
+}
+
 /* Several ranks on the same steps: the median rank's step, and the rank it waits for. */
 static void findings_steps_ranks(struct findings *f, const struct comm_report *r,
                                  const struct summary *s)
@@ -402,12 +410,14 @@ static void findings_steps_ranks(struct findings *f, const struct comm_report *r
     double wait_share = findings_share((uint64_t)r->wait.median, (uint64_t)r->wall.median);
     int waited = w->rank >= 0 && w->why && wait_share >= T(STEP_WAIT_SHARE);
     if (waited) {
-        char wait[32], c[32], d[32], y[32], i[32];
-        format_ns((double)r->wait.median / (double)n, wait, sizeof wait);
-        format_ns(w->compute_ns > 0 ? (double)w->compute_ns / (double)n : 0, c, sizeof c);
-        format_ns(w->data_ns > 0 ? (double)w->data_ns / (double)n : 0, d, sizeof d);
-        format_ns(w->sync_ns > 0 ? (double)w->sync_ns / (double)n : 0, y, sizeof y);
-        format_ns(w->idle_ns > 0 ? (double)w->idle_ns / (double)n : 0, i, sizeof i);
+        /* the median rank's own wait, beside its own communication; the excess signed, as
+         * the --ranks table gives it */
+        char wait[32], c[40], d[40], y[40], i[40];
+        format_ns((double)k->wait_ns / (double)n, wait, sizeof wait);
+        findings_signed_ns(w->compute_ns, n, c, sizeof c);
+        findings_signed_ns(w->data_ns, n, d, sizeof d);
+        findings_signed_ns(w->sync_ns, n, y, sizeof y);
+        findings_signed_ns(w->idle_ns, n, i, sizeof i);
         struct finding *x = findings_add(f, "waiting_rank", wait_share);
         x->rank = (long long)w->rank;
         x->why = w->why;
@@ -421,8 +431,8 @@ static void findings_steps_ranks(struct findings *f, const struct comm_report *r
         findings_set(x->evidence, sizeof x->evidence,
                      "the median rank waits %s per step in collectives (of %s of communication "
                      "no compute hides); rank %lld's excess per step over the median rank: "
-                     "compute (forward, backward, optimizer, other ops) +%s, data loading +%s, "
-                     "host syncs +%s, other CPU +%s (steps %llu-%llu)",
+                     "compute (forward, backward, optimizer, other ops) %s, data loading %s, "
+                     "host syncs %s, other CPU %s (steps %llu-%llu)",
                      wait, exposed, (long long)w->rank, c, d, y, i, (unsigned long long)r->step_lo,
                      (unsigned long long)r->step_hi);
         uint64_t excess = 0, over = 0;

@@ -223,6 +223,13 @@ def test_findings_name_the_step_problem(ddp_out):
     # second one that would read like a bandwidth problem
     assert "step_comm" not in findings, sorted(findings)
     assert "of communication no compute hides" in waiting["evidence"], waiting
+    # one rank's wait inside its own communication (a review found two ranks' medians mixed)
+    wait, comm = re.search(r"the median rank waits ([\d.]+) ms per step in collectives \(of "
+                           r"([\d.]+) ms of communication", waiting["evidence"]).groups()
+    assert float(wait) <= float(comm), waiting
+    # the excess signed, as --ranks gives it: a part below the median rank's is negative
+    assert re.search(r"compute \(forward, backward, optimizer, other ops\) [+-]\d",
+                     waiting["evidence"]), waiting
     assert waiting["title"].startswith("rank %d holds the others" % SLOW_RANK), waiting
     assert "outside ops" in waiting["title"], waiting
     # the Python line: the sleep, and the function it is called from
