@@ -50,8 +50,25 @@ const char *tables_api_library(const char *name)
     return tables_lib_names[tables_api_lib(name)];
 }
 
-/* One table per library (CUDA runtime, cuBLAS, MPI, ...); % API time is of every library's
- * calls together. */
+/* The processes that made calls of lib (as summary.c counts their calls). */
+static size_t tables_lib_procs(const struct summary *s, enum tables_lib lib)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        int made = 0;
+        for (size_t a = 0; a < p->napis && !made; a++) {
+            struct model_api_counts c;
+            model_gpu_part_api(p, a, &c);
+            made = p->apis[a] && c.calls && tables_api_lib(p->apis[a]->name) == lib;
+        }
+        n += (size_t)made;
+    }
+    return n;
+}
+
+/* One table per library (CUDA runtime, cuBLAS, MPI, ...), with the processes that called
+ * it; % API time is of every library's calls together. */
 static void tables_api(FILE *out, const struct summary *s, size_t limit)
 {
     char calls[24], errors[24], total[32], avg[32], min[32], max[32], pct[16];
@@ -74,8 +91,9 @@ static void tables_api(FILE *out, const struct summary *s, size_t limit)
             continue;
         char name[48];
         snprintf(name, sizeof name, "%s API summary", tables_lib_names[lib]);
-        tables_gpu_title(out, s, name, "(%zu process%s, %s time %s)", s->nprocs,
-                         s->nprocs == 1 ? "" : "es", tables_lib_names[lib],
+        size_t procs = tables_lib_procs(s, (enum tables_lib)lib);
+        tables_gpu_title(out, s, name, "(%zu process%s, %s time %s)", procs,
+                         procs == 1 ? "" : "es", tables_lib_names[lib],
                          tables_time(total, (double)lib_ns));
         struct text_table t;
         text_table_begin(&t, "<Name|>Calls|>Errors|>Total|>Avg|>Min|>Max|>% API time");
