@@ -260,6 +260,8 @@ static unsigned steps_group_by_batch(struct model_steps_finder *f, uint32_t tid,
 {
     struct steps_span *d = f->list[FIND_DATA];
     size_t nd = 0;
+    if (!d)
+        return 1;
     qsort(d, f->n[FIND_DATA], sizeof *d, steps_span_cmp);
     for (size_t i = 0; i < f->n[FIND_DATA]; i++) /* a scope inside its Python call once */
         if (d[i].tid == tid && !(nd && d[i].start < d[nd - 1].end))
