@@ -4,6 +4,7 @@ Tests run from the repository root (`make e2e`), with PROF_BUILD naming the buil
 """
 import json
 import os
+import shutil
 import subprocess
 import pytest
 
@@ -63,6 +64,18 @@ def trace_files(outdir):
 
 
 TRACES = os.path.join(BUILD, "test", "traces")
+
+
+def summaries_only(run, tmp_path):
+    """The run's summaries, alone in a folder (without their traces: read when named)."""
+    copy = tmp_path / "sum"
+    copy.mkdir()
+    for f in trace_files(run):
+        shutil.copy(f, copy)
+    report(copy, "--summarize")
+    for f in copy.glob("*.trace"):
+        f.unlink()
+    return sorted(copy.glob("*.summary"))
 
 
 def make_traces():

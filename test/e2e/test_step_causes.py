@@ -13,7 +13,8 @@ import subprocess
 
 import pytest
 
-from conftest import PROFREPORT, ROOT, BUILD, profile, report, report_json, trace_files
+from conftest import PROFREPORT, ROOT, BUILD, profile, report, report_json, summaries_only, \
+    trace_files
 
 PYTHON = "/usr/bin/python3"
 SCRIPT = os.path.join(ROOT, "test", "workloads", "torch_slow_steps.py")
@@ -127,11 +128,4 @@ def test_data_stall_with_workers_names_the_workers_code(tmp_path):
                      r"threads ran outside waits$", data["where"])
     assert where and float(where.group(2)) * 4 >= float(where.group(3)), data
     assert "worker processes do not keep up" in data["evidence"], data
-    copy = tmp_path / "sum"
-    copy.mkdir()
-    for f in trace_files(out):
-        shutil.copy(f, copy)
-    report(copy, "--summarize")
-    for f in copy.glob("*.trace"):
-        f.unlink()
-    assert findings_of(sorted(copy.glob("*.summary")))["step_data"] == data
+    assert findings_of(summaries_only(out, tmp_path))["step_data"] == data

@@ -5,12 +5,11 @@ phases (--phase all: the whole process) and the same figures from summaries."""
 import json
 import os
 import re
-import shutil
 import subprocess
 
 import pytest
 
-from conftest import PROFREPORT, ROOT, profile, report, report_json, trace_files
+from conftest import PROFREPORT, ROOT, profile, report, report_json, summaries_only
 
 PYTHON = "/usr/bin/python3"
 STEPS = 8
@@ -117,20 +116,8 @@ def test_flame_graph_of_the_startup(run, tmp_path):
         total, st["startup_ns"], st["startup_import_ns"])
 
 
-def summaries_of(run, tmp_path):
-    """The run's summaries, alone in a folder (without their traces: read when named)."""
-    copy = tmp_path / "sum"
-    copy.mkdir()
-    for f in trace_files(run):
-        shutil.copy(f, copy)
-    report(copy, "--summarize")
-    for f in copy.glob("*.trace"):
-        f.unlink()
-    return sorted(copy.glob("*.summary"))
-
-
 def test_steps_from_summaries(run, tmp_path):
-    summaries = summaries_of(run, tmp_path)
+    summaries = summaries_only(run, tmp_path)
     assert main_steps(summaries) == main_steps(run)
     assert report(summaries).stdout.split("Job\n")[0] == report(run).stdout.split("Job\n")[0]
 
@@ -378,7 +365,7 @@ def test_python_table_of_the_steady_steps(run, tmp_path):
     block = csv_text[csv_text.index("# python_cover\n"):].split("\n\n")[0].splitlines()
     assert block[1] == "part,note,ns" and block[2].startswith("the steady training steps,"), block
     # the same from summaries (they keep the steady steps' rows beside the whole process's)
-    summaries = summaries_of(run, tmp_path)
+    summaries = summaries_only(run, tmp_path)
     assert py_calls(summaries) == py_calls(run)
     assert py_calls(summaries, "--phase", "all") == py_calls(run, "--phase", "all")
     cover, _ = py_calls(summaries, "--phase", "steps")
@@ -486,7 +473,7 @@ def test_two_optimizers_per_batch_make_one_step(tmp_path):
     doc = json.load(open(tmp_path / "k.pt.trace.json"))
     assert sum(e.get("name", "").startswith("ProfilerStep#")
                for e in doc["traceEvents"]) == iterations
-    assert main_steps(summaries_of(tmp_path / "gan", tmp_path)) == st
+    assert main_steps(summaries_only(tmp_path / "gan", tmp_path)) == st
     # every table covers the same steps: the first, whose start is inferred, is left out
     # (the Python cuts are at the steps' ends) however fast it was
     d = report_json(tmp_path / "gan")
