@@ -78,10 +78,12 @@ def test_terminal_ctrl_c_is_not_delivered_twice(tmp_path):
     buf = b""
     try:
         deadline = time.time() + 60
-        while b"ready" not in buf and time.time() < deadline:
+        # The whole line, its end included: the terminal's interrupt flushes the output
+        # not yet read, and an "\r\n" still in the line discipline would be lost.
+        while b"ready\r\n" not in buf and time.time() < deadline:
             if select.select([master], [], [], 1)[0]:
                 buf += os.read(master, 4096)
-        assert b"ready" in buf, buf
+        assert b"ready\r\n" in buf, buf
         os.write(master, b"\x03")  # the terminal's interrupt character: SIGINT to the group
         while proc.poll() is None and time.time() < deadline:
             if select.select([master], [], [], 0.2)[0]:
