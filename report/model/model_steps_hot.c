@@ -40,6 +40,22 @@ struct hot_func {
     size_t node;        /* model_steps_worker_hot: the index of that call's node */
 };
 
+/* FUNC's row in ALL (grown as needed; INDEX maps func id + 1 -> row + 1), added empty
+ * the first time. */
+static struct hot_func *hot_row(struct hot_func **all, size_t *nall, size_t *cap,
+                                struct u64map *index, uint32_t func)
+{
+    uint64_t *slot = u64map_slot(index, (uint64_t)func + 1);
+    if (!slot)
+        report_oom();
+    if (!*slot) {
+        *all = report_grow(*all, cap, *nall + 1, sizeof **all);
+        (*all)[*nall] = (struct hot_func){func, 0, 0, 0, 0, 0, 0};
+        *slot = ++*nall;
+    }
+    return &(*all)[*slot - 1];
+}
+
 static int hot_cmp(const void *a, const void *b)
 {
     const struct hot_func *x = a, *y = b;
@@ -196,15 +212,7 @@ static size_t hot_rank(const struct model_process *p, uint32_t tid, uint64_t lo,
             *skipped_ns += self[i];
         if (!node || !self[i] || (marked[i] != 0) != (calls == HOT_DATA || calls == HOT_UNDER))
             continue;
-        uint64_t *slot = u64map_slot(&index, (uint64_t)node->func + 1);
-        if (!slot)
-            report_oom();
-        if (!*slot) {
-            all = report_grow(all, &cap, nall + 1, sizeof *all);
-            all[nall] = (struct hot_func){node->func, 0, 0, 0, 0, 0, 0};
-            *slot = ++nall;
-        }
-        struct hot_func *h = &all[*slot - 1];
+        struct hot_func *h = hot_row(&all, &nall, &cap, &index, node->func);
         h->self_ns += self[i];
         if (calls == HOT_INCLUSIVE) { /* spans in start order: their steps never go back */
             size_t step = hot_step_of(st, p->py.span_list[i].start, p);
@@ -593,15 +601,7 @@ void model_steps_worker_hot(struct model_process *p)
         const struct model_py_func *f = model_python_func(p, n->func);
         if ((int64_t)n->tid != p->pid || !n->self_ns || !f || hot_waits(f) || imported[i])
             continue;
-        uint64_t *slot = u64map_slot(&at, (uint64_t)n->func + 1);
-        if (!slot)
-            report_oom();
-        if (!*slot) {
-            all = report_grow(all, &cap, nall + 1, sizeof *all);
-            all[nall] = (struct hot_func){n->func, 0, 0, 0, 0, 0, 0};
-            *slot = ++nall;
-        }
-        struct hot_func *h = &all[*slot - 1];
+        struct hot_func *h = hot_row(&all, &nall, &cap, &at, n->func);
         h->self_ns += n->self_ns;
         busy += n->self_ns;
         const struct model_py_node *up = n->parent ? hot_named_caller(p, n) : NULL;
