@@ -105,7 +105,11 @@ def test_folded_is_a_small_multiple_of_the_trace(run, tmp_path):
     full = tmp_path / "full.folded"
     report(run["out"], "--folded", str(full), "--folded-min-share", "0")
     full_rows = weights(full)
-    assert len(full_rows) > len(rows)
+    # (fewer lines is no sign: a frame of under 0.5 us rounds to none, and the default's
+    # folds add such frames up) only the depth cap folds there
+    def folds(rows):
+        return sum(1 for s, _ in rows if re.search(r";\[\d+ frames folded\]$", s))
+    assert folds(full_rows) < folds(rows), (folds(full_rows), folds(rows))
     assert abs(sum(w for _, w in full_rows) - total) <= len(full_rows)
 
 
