@@ -55,8 +55,8 @@ static const char html_script[] =
     "  th.setAttribute('data-dir',d);});});});\n"
     "document.body.setAttribute('data-ready','1');})();\n";
 
-static void html_table_begin(FILE *out, const char *id, const char *title, size_t shown,
-                             size_t total, const char *columns)
+void html_table_begin(FILE *out, const char *id, const char *title, size_t shown, size_t total,
+                      const char *columns)
 {
     fprintf(out, "<h3>%s</h3>", title);
     if (shown < total)
@@ -89,7 +89,7 @@ static void html_td_u64(FILE *out, uint64_t v)
     fprintf(out, "<td class=\"n\" data-v=\"%" PRIu64 "\">%" PRIu64 "</td>", v, v);
 }
 
-static void html_td_ns(FILE *out, double ns)
+void html_td_ns(FILE *out, double ns)
 {
     char t[32];
     format_ns(ns, t, sizeof t);

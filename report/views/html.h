@@ -36,5 +36,11 @@ void html_steps_wall_bar(FILE *out, const struct model_process *p);
 void html_steps_wall_legend(FILE *out);
 /* Text for HTML: markup characters as entities, control characters escaped. */
 void html_text(FILE *out, const char *s);
+/* A sortable table's title (h3), a note when only shown of total rows are, and its head:
+ * columns '|'-separated, a leading '>' for a number; then rows of cells such as
+ * html_td_ns's (a time, sorted by its ns), and "</tbody></table>". */
+void html_table_begin(FILE *out, const char *id, const char *title, size_t shown, size_t total,
+                      const char *columns);
+void html_td_ns(FILE *out, double ns);
 
 #endif

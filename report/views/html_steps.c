@@ -232,6 +232,44 @@ static void html_steps_draw(FILE *out, const struct steps_stats *st)
     fputs("</svg>", out);
 }
 
+/* Several ranks with steps: the text report's per-rank table, the slowest rank's row in
+ * bold, and the line naming it. */
+static void html_steps_ranks(FILE *out, const struct summary *s)
+{
+    size_t ranked = 0;
+    for (size_t i = 0; i < s->nprocs; i++)
+        ranked += s->procs[i]->rank >= 0 && s->procs[i]->steps.nsteps;
+    if (ranked < 2)
+        return;
+    struct comm_report r;
+    comm_merge_build(&r, s);
+    if (r.by_steps && r.nranks > 1) {
+        char title[512];
+        steps_view_ranks_title(&r, title, sizeof title);
+        html_table_begin(out, "steps-ranks", title, r.nranks, r.nranks, steps_view_rank_columns);
+        for (size_t i = 0; i < r.nranks; i++) {
+            uint64_t ns[STEPS_VIEW_RANK_COLUMNS];
+            char cell[STEPS_VIEW_RANK_COLUMNS][32];
+            steps_view_rank_cells(&r, i, ns, cell);
+            fprintf(out, "<tr%s><td class=\"n\" data-v=\"%lld\">%lld</td>",
+                    r.ranks[i].rank == r.slowest.rank && r.slowest.why
+                        ? " style=\"font-weight:bold\""
+                        : "",
+                    (long long)r.ranks[i].rank, (long long)r.ranks[i].rank);
+            for (int j = 1; j < STEPS_VIEW_RANK_COLUMNS; j++)
+                html_td_ns(out, (double)ns[j]);
+            fputs("</tr>\n", out);
+        }
+        fputs("</tbody></table>\n", out);
+        if (steps_view_ranks_verdict(&r, title, sizeof title)) {
+            fputs("<p class=\"note\">", out);
+            html_text(out, title);
+            fputs("</p>\n", out);
+        }
+    }
+    comm_merge_free(&r);
+}
+
 void html_steps(FILE *out, const struct summary *s)
 {
     int any = 0;
@@ -250,6 +288,7 @@ void html_steps(FILE *out, const struct summary *s)
                   "marked &#9650;, beneath it the GPU busy share (darker: busier).</p>\n",
                   out);
             html_steps_legend(out);
+            html_steps_ranks(out, s);
         }
         html_steps_summary(out, &st);
         html_steps_draw(out, &st);

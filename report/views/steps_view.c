@@ -239,47 +239,71 @@ static void steps_view_slowest(FILE *out, const struct steps_stats *st)
         fputc('\n', out);
 }
 
+const char *const steps_view_rank_columns =
+    ">Rank|>Step|>Data|>Forward|>Backward|>Optimizer|>Other ops|>Comm|>(wait)|>Syncs|>Other CPU";
+
+void steps_view_rank_cells(const struct comm_report *r, size_t i, uint64_t *ns,
+                           char cell[STEPS_VIEW_RANK_COLUMNS][32])
+{
+    const struct comm_rank_row *k = &r->ranks[i];
+    uint64_t n = k->steps ? k->steps : 1;
+    static const int order[] = {MODEL_STEP_DATA,      MODEL_STEP_FORWARD,   MODEL_STEP_BACKWARD,
+                                MODEL_STEP_OPTIMIZER, MODEL_STEP_OTHER_OPS, MODEL_STEP_COMM};
+    ns[0] = (uint64_t)k->rank;
+    ns[1] = k->wall_ns / n;
+    for (int j = 0; j < 6; j++)
+        ns[2 + j] = k->part_ns[order[j]] / n;
+    ns[8] = k->wait_ns / n;
+    ns[9] = k->part_ns[MODEL_STEP_SYNC] / n;
+    ns[10] = k->part_ns[MODEL_STEP_OTHER] / n;
+    snprintf(cell[0], sizeof cell[0], "%lld", (long long)k->rank);
+    for (int j = 1; j < STEPS_VIEW_RANK_COLUMNS; j++)
+        steps_view_ms(ns[j], cell[j], sizeof cell[j]);
+}
+
+int steps_view_ranks_title(const struct comm_report *r, char *buf, size_t len)
+{
+    return snprintf(buf, len, "Per rank, mean per step over steps %" PRIu64 "-%" PRIu64 "%s",
+                    r->step_lo, r->step_hi,
+                    r->steps_unequal ? " (the steps every rank has; the ranks' own differ)" : "");
+}
+
+int steps_view_ranks_verdict(const struct comm_report *r, char *buf, size_t len)
+{
+    const struct comm_slowest *w = &r->slowest;
+    if (w->rank < 0 || !w->why)
+        return (int)(buf[0] = 0);
+    char wait[32];
+    uint64_t per_step = (uint64_t)r->wait.median / (r->steps.median ? r->steps.median : 1);
+    steps_view_ms(per_step, wait, sizeof wait);
+    if (!per_step) /* e.g. --step names a part of the iteration with no collective */
+        return snprintf(buf, len,
+                        "Rank %lld is the slowest; no rank waits for it inside these steps; its "
+                        "excess over the median rank is mostly %s (--rank %lld --python)",
+                        (long long)w->rank, w->why, (long long)w->rank);
+    return snprintf(buf, len,
+                    "Rank %lld holds the others: the median rank waits %s per step for it; its "
+                    "excess over the median rank is mostly %s (--rank %lld --python)",
+                    (long long)w->rank, wait, w->why, (long long)w->rank);
+}
+
 /* Over the ranks: one row per rank of its parts per step over the common window. */
 static void steps_view_ranks(FILE *out, const struct comm_report *r)
 {
-    fprintf(out, "  Per rank, mean per step over steps %" PRIu64 "-%" PRIu64 "%s:\n", r->step_lo,
-            r->step_hi,
-            r->steps_unequal ? " (the steps every rank has; the ranks' own differ)" : "");
+    char line[512];
+    steps_view_ranks_title(r, line, sizeof line);
+    fprintf(out, "  %s:\n", line);
     struct text_table t;
-    text_table_begin(&t, ">Rank|>Step|>Data|>Forward|>Backward|>Optimizer|>Other ops|>Comm|"
-                         ">(wait)|>Syncs|>Other CPU");
+    text_table_begin(&t, steps_view_rank_columns);
     for (size_t i = 0; i < r->nranks; i++) {
-        const struct comm_rank_row *k = &r->ranks[i];
-        uint64_t n = k->steps ? k->steps : 1;
-        char c[12][32];
-        snprintf(c[0], sizeof c[0], "%lld", (long long)k->rank);
-        steps_view_ms(k->wall_ns / n, c[1], sizeof c[1]);
-        static const int order[] = {MODEL_STEP_DATA,      MODEL_STEP_FORWARD,   MODEL_STEP_BACKWARD,
-                                    MODEL_STEP_OPTIMIZER, MODEL_STEP_OTHER_OPS, MODEL_STEP_COMM};
-        for (int j = 0; j < 6; j++)
-            steps_view_ms(k->part_ns[order[j]] / n, c[2 + j], sizeof c[2 + j]);
-        steps_view_ms(k->wait_ns / n, c[8], sizeof c[8]);
-        steps_view_ms(k->part_ns[MODEL_STEP_SYNC] / n, c[9], sizeof c[9]);
-        steps_view_ms(k->part_ns[MODEL_STEP_OTHER] / n, c[10], sizeof c[10]);
+        uint64_t ns[STEPS_VIEW_RANK_COLUMNS];
+        char c[STEPS_VIEW_RANK_COLUMNS][32];
+        steps_view_rank_cells(r, i, ns, c);
         text_table_row(&t, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10]);
     }
     text_table_end(out, &t);
-    const struct comm_slowest *w = &r->slowest;
-    if (w->rank >= 0 && w->why) {
-        char wait[32];
-        uint64_t per_step = (uint64_t)r->wait.median / (r->steps.median ? r->steps.median : 1);
-        steps_view_ms(per_step, wait, sizeof wait);
-        if (!per_step) /* e.g. --step names a part of the iteration with no collective */
-            fprintf(out,
-                    "  Rank %lld is the slowest; no rank waits for it inside these steps; its "
-                    "excess over the median rank is mostly %s (--rank %lld --python)\n",
-                    (long long)w->rank, w->why, (long long)w->rank);
-        else
-            fprintf(out,
-                    "  Rank %lld holds the others: the median rank waits %s per step for it; its "
-                    "excess over the median rank is mostly %s (--rank %lld --python)\n",
-                    (long long)w->rank, wait, w->why, (long long)w->rank);
-    }
+    if (steps_view_ranks_verdict(r, line, sizeof line))
+        fprintf(out, "  %s\n", line);
 }
 
 void steps_view_print(FILE *out, const struct summary *s, const struct comm_report *r)

@@ -21,6 +21,16 @@ int steps_view_json_every(FILE *out, const struct model_process *p, uint64_t war
 /* The startup's largest costs outside imports, "; outside imports: init_process_group
  * (distributed_c10d.py:633) 437.12 ms, ..." (files by their base name); "" without any. */
 void steps_view_startup_costs(const struct model_process *p, char *buf, size_t len);
+/* The per-rank table of the ranks compared by steps (r->by_steps): its title ("Per rank,
+ * mean per step over steps 2-40"), its columns (text_table.h's form), each rank's cells
+ * (ns: the rank, then the figures in ns), and the line under it naming the rank that holds
+ * the others ("" when none stands out). The writers return snprintf's count. */
+#define STEPS_VIEW_RANK_COLUMNS 11
+extern const char *const steps_view_rank_columns;
+int steps_view_ranks_title(const struct comm_report *r, char *buf, size_t len);
+void steps_view_rank_cells(const struct comm_report *r, size_t i, uint64_t *ns,
+                           char cell[STEPS_VIEW_RANK_COLUMNS][32]);
+int steps_view_ranks_verdict(const struct comm_report *r, char *buf, size_t len);
 /* The function that most slows p's steady step `number` (steps.slow_hot), or NULL. */
 const struct model_step_hot *steps_view_slow_hot(const struct model_process *p, uint64_t number);
 

@@ -155,6 +155,20 @@ def test_html_overview_splits_the_wall_as_the_steps_do(ddp_out, tmp_path):
     slow = bars[SLOW_RANK]
     assert slow.get("communication", 0) < min(b["communication"] for r, b in bars.items()
                                               if r != SLOW_RANK), bars
+    # the Training steps section has the text's per-rank table: each rank's mean step as
+    # --ranks computes it, the slow rank's row in bold, the line naming it beneath
+    steps = text[text.index('<section id="steps">'):]
+    table = steps[steps.index('<table class="sortable" id="steps-ranks">'):]
+    table = table[:table.index("</table>")]
+    cells = {int(m.group(2)): (m.group(1), int(m.group(3))) for m in re.finditer(
+        r'<tr( style="font-weight:bold")?><td class="n" data-v="(\d+)">\d+</td>'
+        r'<td class="n" data-v="(\d+)">', table)}
+    rows = {r["rank"]: r for r in report_json(ddp_out, "--ranks")["ranks"]["rows"]}
+    assert sorted(cells) == list(range(RANKS)), table[:2000]
+    for r, (bold, step_ns) in cells.items():
+        assert step_ns == rows[r]["wall_ns"] // rows[r]["steps"], (r, step_ns, rows[r])
+        assert bool(bold) == (r == SLOW_RANK), (r, table[:2000])
+    assert "Rank %d holds the others" % SLOW_RANK in steps[:steps.index("</section>")]
     # the same page from summaries (the communication line reads the calls' own section)
     copy = tmp_path / "copy"
     shutil.copytree(ddp_out, copy)
