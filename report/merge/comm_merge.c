@@ -733,6 +733,18 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
         qsort(r->stragglers, r->nstragglers, sizeof *r->stragglers, comm_merge_straggler_cmp);
 }
 
+size_t comm_median_rank(const struct comm_report *r)
+{
+    size_t mid = 0;
+    for (size_t k = 1; k < r->nranks; k++) {
+        double d = (double)r->ranks[k].comm_ns - (double)r->comm.median;
+        double best = (double)r->ranks[mid].comm_ns - (double)r->comm.median;
+        if (d * d < best * best)
+            mid = k;
+    }
+    return mid;
+}
+
 void comm_merge_free(struct comm_report *r)
 {
     for (size_t i = 0; i < r->nrows; i++) {

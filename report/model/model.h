@@ -534,6 +534,10 @@ struct model_steps {
     struct model_step_hot *other_hot;
     size_t nother_hot;
     uint64_t rare_other_ns; /* rare_hot's self time outside the built-in actions, per step */
+    /* rare_hot[0]'s outermost calls on the step thread after the last step, and their whole
+     * time: the loop's last evaluation or checkpoint, made after its last optimizer step,
+     * is in the teardown. */
+    uint64_t rare_after, rare_after_ns;
     /* The DataLoader the steady steps wait for (enum model_steps_loader), by the iterator
      * whose calls inside their data loading took the most time. */
     uint8_t loader;

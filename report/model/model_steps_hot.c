@@ -38,6 +38,9 @@ struct hot_func {
     uint32_t caller;    /* a builtin's: the function that made its call with the most time */
     uint64_t caller_ns; /* that call's self time; 0: none */
     size_t node;        /* model_steps_worker_hot: the index of that call's node */
+    uint32_t under;     /* that call's nearest caller in the program's own files, when the
+                           caller is not in them (torch.save's _save): func id + 1; 0: none */
+    uint32_t entry;     /* with under: the function it called on the way (torch.save) + 1 */
 };
 
 /* FUNC's row in ALL (grown as needed; INDEX maps func id + 1 -> row + 1), added empty
@@ -50,7 +53,7 @@ static struct hot_func *hot_row(struct hot_func **all, size_t *nall, size_t *cap
         report_oom();
     if (!*slot) {
         *all = report_grow(*all, cap, *nall + 1, sizeof **all);
-        (*all)[*nall] = (struct hot_func){func, 0, 0, 0, 0, 0, 0};
+        (*all)[*nall] = (struct hot_func){.func = func};
         *slot = ++*nall;
     }
     return &(*all)[*slot - 1];
@@ -103,6 +106,28 @@ static const struct model_py_node *hot_named_caller(const struct model_process *
         up = up->parent ? model_python_node(p, up->parent) : NULL;
     }
     return up;
+}
+
+/* h->under and h->entry of a call whose caller is `caller`: the nearest function above it
+ * in the program's own files (model_torch_own_file), when the caller is not in them, and
+ * the library function that one called (the API the program used: torch.save). */
+static void hot_own_ancestor(const struct model_process *p, const struct model_py_node *caller,
+                             struct hot_func *h)
+{
+    const struct model_py_node *up = caller, *below = NULL;
+    h->under = h->entry = 0;
+    for (int hops = 0; up && hops < 256; hops++) {
+        const struct model_py_func *f = model_python_func(p, up->func);
+        if (f && f->kind == PROF_PY_FUNC_PYTHON && model_torch_own_file(f->file)) {
+            if (up != caller) {
+                h->under = up->func + 1;
+                h->entry = below->func + 1;
+            }
+            return;
+        }
+        below = up;
+        up = up->parent ? model_python_node(p, up->parent) : NULL;
+    }
 }
 
 /* Which calls hot_rank counts. */
@@ -233,6 +258,7 @@ static size_t hot_rank(const struct model_process *p, uint32_t tid, uint64_t lo,
         if (up && self[i] > h->caller_ns) {
             h->caller = up->func;
             h->caller_ns = self[i];
+            hot_own_ancestor(p, up, h);
         }
     }
     u64map_free(&index);
@@ -246,21 +272,77 @@ static size_t hot_rank(const struct model_process *p, uint32_t tid, uint64_t lo,
     return nall;
 }
 
-/* The first `keep` of all[0, nall) as the steps keep them, their time divided by per. */
+/* A caller's text: "_save (serialization.py:574)", and with under, where the finding's
+ * reader looks (their own code, and the API it called): " under save (serialization.py:
+ * 377), called from main (train.py:20)". */
+static char *hot_caller_text(const struct model_process *p, const struct hot_func *h, int under)
+{
+    if (!h->caller_ns)
+        return report_strdup("");
+    char buf[3072], frame[1024];
+    model_python_frame(p, h->caller, buf, sizeof buf);
+    if (under && h->under) {
+        size_t used = strlen(buf);
+        if (h->entry != h->caller + 1) {
+            model_python_frame(p, h->entry - 1, frame, sizeof frame);
+            snprintf(buf + used, sizeof buf - used, " under %s", frame);
+            used = strlen(buf);
+        }
+        model_python_frame(p, h->under - 1, frame, sizeof frame);
+        snprintf(buf + used, sizeof buf - used, ", called from %s", frame);
+    }
+    return report_strdup(buf);
+}
+
+/* The first `keep` of all[0, nall) as the steps keep them, their time divided by per; under:
+ * a caller outside the program's own files is followed by the nearest caller in them. */
 static struct model_step_hot *hot_keep(const struct model_process *p, const struct hot_func *all,
-                                       size_t nall, size_t keep, uint64_t per, size_t *n)
+                                       size_t nall, size_t keep, uint64_t per, int under, size_t *n)
 {
     keep = nall < keep ? nall : keep;
     struct model_step_hot *hot = keep ? malloc(keep * sizeof *hot) : NULL;
     if (keep && !hot)
         report_oom();
     for (size_t i = 0; i < keep; i++)
-        hot[i] = (struct model_step_hot){hot_text(p, all[i].func),
-                                         all[i].caller_ns ? hot_text(p, all[i].caller)
-                                                          : report_strdup(""),
-                                         all[i].self_ns / per, 0};
+        hot[i] = (struct model_step_hot){
+            hot_text(p, all[i].func), hot_caller_text(p, &all[i], under), all[i].self_ns / per, 0};
     *n = keep;
     return hot;
+}
+
+/* steps.rare_after(_ns): func's outermost calls on the step thread that start after the
+ * last step's end. */
+static void hot_rare_after(struct model_process *p, uint32_t func)
+{
+    struct model_steps *st = &p->steps;
+    st->rare_after = st->rare_after_ns = 0;
+    if (!st->nsteps)
+        return;
+    uint64_t last_end = st->steps[st->nsteps - 1].end_ns;
+    size_t n = 0, *order = malloc((p->py.nspan_list + 1) * sizeof *order);
+    if (!order)
+        report_oom();
+    for (size_t i = 0; i < p->py.nspan_list; i++) {
+        const struct model_py_span *sp = &p->py.span_list[i];
+        const struct model_py_node *node = model_python_node(p, sp->node);
+        if (sp->tid == st->tid && node && node->func == func &&
+            model_ticks_to_monotonic_ns(p, sp->start) >= last_end)
+            order[n++] = i;
+    }
+    hot_sorting = p->py.span_list;
+    qsort(order, n, sizeof *order, hot_span_cmp);
+    hot_sorting = NULL;
+    uint64_t inside_until = 0;
+    for (size_t k = 0; k < n; k++) {
+        const struct model_py_span *sp = &p->py.span_list[order[k]];
+        if (sp->end <= inside_until)
+            continue; /* a recursive call inside the last one counted */
+        inside_until = sp->end;
+        st->rare_after++;
+        st->rare_after_ns +=
+            model_ticks_to_monotonic_ns(p, sp->end) - model_ticks_to_monotonic_ns(p, sp->start);
+    }
+    free(order);
 }
 
 /* steps.rare_hot: of all[0, nall) (the steady steps' functions, whole time), the one with
@@ -298,6 +380,7 @@ static uint32_t hot_rare(struct model_process *p, const struct hot_func *all, si
     st->rare_hot[0] = (struct model_step_hot){hot_text(p, rare->func), report_strdup(""),
                                               rare->self_ns, rare->steps};
     st->nrare_hot = 1;
+    hot_rare_after(p, rare->func);
     return rare->func;
 }
 
@@ -519,18 +602,18 @@ void model_steps_hot(struct model_process *p)
     uint64_t per = st->nsteps - warm;
     struct hot_func *all;
     size_t nall = hot_rank(p, st->tid, lo, hi, HOT_ALL, 0, NULL, &all);
-    st->hot = hot_keep(p, all, nall, MODEL_STEPS_HOT, per, &st->nhot);
+    st->hot = hot_keep(p, all, nall, MODEL_STEPS_HOT, per, 1, &st->nhot);
     free(all);
     uint32_t rare = hot_slow(p, warm);
     if (rare) /* what takes the periodic work's time: its second entry */
         hot_rare_inside(p, lo, hi, rare);
     nall = hot_rank(p, st->tid, lo, hi, HOT_DATA, 0, NULL, &all);
-    st->data_hot = hot_keep(p, all, nall, MODEL_STEPS_DATA_HOT, per, &st->ndata_hot);
+    st->data_hot = hot_keep(p, all, nall, MODEL_STEPS_DATA_HOT, per, 1, &st->ndata_hot);
     st->loader = hot_loader(p, all, nall);
     free(all);
     uint64_t rare_other = 0; /* the periodic work is said apart */
     nall = hot_rank(p, st->tid, lo, hi, HOT_OTHER, rare, &rare_other, &all);
-    st->other_hot = hot_keep(p, all, nall, MODEL_STEPS_OTHER_HOT, per, &st->nother_hot);
+    st->other_hot = hot_keep(p, all, nall, MODEL_STEPS_OTHER_HOT, per, 1, &st->nother_hot);
     st->rare_other_ns = rare_other / per;
     free(all);
     uint64_t imports;
@@ -539,7 +622,7 @@ void model_steps_hot(struct model_process *p)
         st->startup_import_ns = imports;
     nall = hot_rank(p, tid, model_start_monotonic_ns(p), st->steps[0].start_ns, HOT_NO_IMPORTS, 0,
                     NULL, &all);
-    st->startup_hot = hot_keep(p, all, nall, MODEL_STEPS_STARTUP_HOT, 1, &st->nstartup_hot);
+    st->startup_hot = hot_keep(p, all, nall, MODEL_STEPS_STARTUP_HOT, 1, 0, &st->nstartup_hot);
     free(all);
 }
 
@@ -615,7 +698,7 @@ void model_steps_worker_hot(struct model_process *p)
     free(imported);
     if (nall)
         qsort(all, nall, sizeof *all, hot_cmp);
-    p->steps.worker_hot = hot_keep(p, all, nall, 1, 1, &p->steps.nworker_hot);
+    p->steps.worker_hot = hot_keep(p, all, nall, 1, 1, 0, &p->steps.nworker_hot);
     if (p->steps.nworker_hot) {
         p->steps.worker_hot[0].step = busy;
         hot_worker_caller(p, &all[0], &p->steps.worker_hot[0]);

@@ -26,7 +26,8 @@ const char summary_file_suffix[] = ".summary";
 
 #define SUMMARY_FILE_MAGIC "PRFSUMM\n"
 #define SUMMARY_FILE_END "PRFSEND\n"
-/* 12: the optimizer steps per step (steps.per_step: a loop stepping several per batch),
+/* 13: the periodic work's calls after the last step (steps.rare_after, rare_after_ns);
+ * 12: the optimizer steps per step (steps.per_step: a loop stepping several per batch),
  * the startup's thread (steps.startup_tid), a DataLoader worker's function
  * (steps.worker_hot), whether the first step's start is inferred (steps.first_inferred);
  * 11: the functions inside the steady steps' data loading (steps.data_hot) and the one
@@ -40,8 +41,8 @@ const char summary_file_suffix[] = ".summary";
  * 5: whether each Python function ran outside imports (pystats_func.outside_imports);
  * 4: the training steps behind their length, read when a view asks for every step
  * (summary_file_read_steps); 3: the trace's identity after the version
- * (summary_file_bound). 11 and older are not read (their trace is). */
-#define SUMMARY_FILE_VERSION 12
+ * (summary_file_bound). 12 and older are not read (their trace is). */
+#define SUMMARY_FILE_VERSION 13
 #define SUMMARY_FILE_MAX (1ull << 32) /* 4 GiB: more is not a summary */
 
 typedef struct summary_codec sf_codec;

@@ -730,6 +730,8 @@ static void sf_steps(sf_codec *c, struct model_process *p)
     sf_steps_hot(c, &st->other_hot, &st->nother_hot, MODEL_STEPS_OTHER_HOT);
     sf_steps_hot(c, &st->worker_hot, &st->nworker_hot, 1);
     summary_codec_u64(c, &st->rare_other_ns);
+    summary_codec_u64(c, &st->rare_after);
+    summary_codec_u64(c, &st->rare_after_ns);
     summary_codec_u8(c, &st->loader);
     if (c->reading && st->loader > MODEL_STEPS_LOADER_WORKERS)
         summary_codec_fail(c, "an unknown DataLoader kind");

@@ -157,7 +157,7 @@ static void comm_tables_ranks(FILE *out, const struct comm_report *r)
         else
             fputs(" (the longest step)", out);
         fprintf(out,
-                ": against the median rank, compute %s, data loading %s, host syncs %s, "
+                ": against the ranks' median, compute %s, data loading %s, host syncs %s, "
                 "idle %s",
                 c, d, y, i);
         if (w->why)

@@ -184,6 +184,59 @@ static void findings_step_gpu(struct findings *f, const struct findings_step *m)
                  "kernels, copies and sets keep it busy %s per step of %s", busy, step);
 }
 
+/* The slow steps' title and evidence: the slowest step, and when there are more of them
+ * (steady steps of T(STEP_OUTLIER_RATIO) times the median or more), how many, their share
+ * of the steps' time, and their numbers: a pattern (every 7th step: long sequences, an
+ * evaluation) reads differently from a one-off. */
+static void findings_slow_steps(struct finding *x, const struct steps_stats *st, const char *mx,
+                                const char *med)
+{
+    const struct model_steps *m = &st->p->steps;
+    size_t n = 0, shown = 0;
+    uint64_t slow_ns = 0, gap = 0, last = 0;
+    int regular = 1;
+    char numbers[256] = "";
+    for (size_t i = 0; i < m->nsteps; i++) {
+        const struct model_step *k = &m->steps[i];
+        uint64_t ns = k->end_ns - k->start_ns;
+        if (i < st->warmup || k->number < st->first_number || k->number > st->last_number ||
+            (double)ns < T(STEP_OUTLIER_RATIO) * (double)st->median_ns)
+            continue;
+        if (n >= 2 && k->number - last != gap)
+            regular = 0;
+        gap = n ? k->number - last : 0;
+        last = k->number;
+        slow_ns += ns;
+        size_t used = strlen(numbers);
+        if (++n <= 8)
+            snprintf(numbers + used, sizeof numbers - used, "%s%llu", n > 1 ? ", " : "",
+                     (unsigned long long)k->number);
+        else if (!shown++)
+            snprintf(numbers + used, sizeof numbers - used, ", ...");
+    }
+    double ratio = (double)st->max_ns / (double)st->median_ns;
+    if (n < 2) {
+        findings_set(x->title, sizeof x->title, "slow steps: step %llu takes %.1fx the median",
+                     (unsigned long long)st->max_number, ratio);
+        findings_set(x->evidence, sizeof x->evidence,
+                     "%s against a median of %s (the Training steps section names its cause)", mx,
+                     med);
+        return;
+    }
+    char every[48] = "";
+    if (regular && n >= 3)
+        snprintf(every, sizeof every, ", every %llu steps", (unsigned long long)gap);
+    findings_set(x->title, sizeof x->title,
+                 "slow steps: %zu of %zu steps take %gx the median or more%s, %.0f%% of the "
+                 "steps' time",
+                 n, st->counted, T(STEP_OUTLIER_RATIO), every,
+                 100 * findings_share(slow_ns, st->total_ns));
+    findings_set(x->evidence, sizeof x->evidence,
+                 "steps %s; the slowest, step %llu, takes %s (%.1fx the median of %s; the "
+                 "Training steps section names the slowest ones' causes)",
+                 numbers, (unsigned long long)st->max_number, mx, ratio, med);
+}
+
 /* One process's own findings: its steady steps. */
 static void findings_steps_process(struct findings *f, const struct steps_stats *st)
 {
@@ -238,6 +291,17 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
                      "periodic work: %.0f%% of the steady steps' time is one function, run in "
                      "%llu of %zu steps",
                      100 * rare_share, (unsigned long long)rare->step, st->counted);
+        const struct model_steps *ms = &st->p->steps;
+        if (ms->rare_after) { /* the loop's last one, after its last optimizer step */
+            char after[32];
+            format_ns((double)ms->rare_after_ns, after, sizeof after);
+            size_t used = strlen(work->title);
+            char times[32] = "once";
+            if (ms->rare_after > 1)
+                snprintf(times, sizeof times, "%llu times", (unsigned long long)ms->rare_after);
+            snprintf(work->title + used, sizeof work->title - used,
+                     " and %s after the last one (%s in the teardown)", times, after);
+        }
         findings_set(work->evidence, sizeof work->evidence,
                      "%s of %s; its time counts in the parts of the steps it runs in (a "
                      "forward it runs, in forward): run it less often, or outside the timed loop",
@@ -272,21 +336,22 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
                                                                            : NULL;
         if (same) {
             size_t used = strlen(same->evidence);
+            uint8_t source = st->p->steps.source;
+            int after_opt =
+                same == work && (source == MODEL_STEPS_OPTIMIZER || source == MODEL_STEPS_PYTHON);
             snprintf(same->evidence + used, sizeof same->evidence - used,
-                     "; %s: step %llu takes %.1fx the median (%s against %s)",
+                     "; %s: step %llu takes %.1fx the median (%s against %s%s)",
                      same == data ? "the slowest steps wait the longest"
                                   : "the steps that run it are the slowest",
                      (unsigned long long)st->max_number, (double)st->max_ns / (double)st->median_ns,
-                     mx, med);
+                     mx, med,
+                     after_opt ? "; a step ends where its optimizer step ends: work after "
+                                 "optimizer.step() counts in the next step"
+                               : "");
         } else {
             struct finding *x =
                 findings_add(f, "slow_steps", (double)st->max_ns / (double)st->median_ns);
-            findings_set(x->title, sizeof x->title, "slow steps: step %llu takes %.1fx the median",
-                         (unsigned long long)st->max_number,
-                         (double)st->max_ns / (double)st->median_ns);
-            findings_set(x->evidence, sizeof x->evidence,
-                         "%s against a median of %s (the Training steps section names its cause)",
-                         mx, med);
+            findings_slow_steps(x, st, mx, med);
             if (h) {
                 char o[32];
                 format_ns((double)h->self_ns, o, sizeof o);
@@ -389,14 +454,7 @@ static void findings_signed_ns(int64_t ns, uint64_t n, char *buf, size_t len)
 static void findings_steps_ranks(struct findings *f, const struct comm_report *r,
                                  const struct summary *s)
 {
-    size_t mid = 0; /* the rank whose exposed communication is nearest the ranks' median */
-    for (size_t k = 1; k < r->nranks; k++) {
-        double d = (double)r->ranks[k].comm_ns - (double)r->comm.median;
-        double best = (double)r->ranks[mid].comm_ns - (double)r->comm.median;
-        if (d * d < best * best)
-            mid = k;
-    }
-    const struct comm_rank_row *k = &r->ranks[mid];
+    const struct comm_rank_row *k = &r->ranks[comm_median_rank(r)];
     uint64_t n = k->steps ? k->steps : 1;
     struct findings_step m = {.step_ns = k->wall_ns / n,
                               .comm_ns = k->comm_total_ns / n,
@@ -407,7 +465,7 @@ static void findings_steps_ranks(struct findings *f, const struct comm_report *r
         m.part_ns[i] = k->part_ns[i] / n;
     /* the rank the others wait for first: their exposed communication is mostly that wait */
     const struct comm_slowest *w = &r->slowest;
-    double wait_share = findings_share((uint64_t)r->wait.median, (uint64_t)r->wall.median);
+    double wait_share = findings_share(k->wait_ns, k->wall_ns); /* the median rank's */
     int waited = w->rank >= 0 && w->why && wait_share >= T(STEP_WAIT_SHARE);
     if (waited) {
         /* the median rank's own wait, beside its own communication; the excess signed, as
@@ -429,12 +487,12 @@ static void findings_steps_ranks(struct findings *f, const struct comm_report *r
         char exposed[32];
         format_ns((double)m.part_ns[MODEL_STEP_COMM], exposed, sizeof exposed);
         findings_set(x->evidence, sizeof x->evidence,
-                     "the median rank waits %s per step in collectives (of %s of communication "
-                     "no compute hides); rank %lld's excess per step over the median rank: "
-                     "compute (forward, backward, optimizer, other ops) %s, data loading %s, "
-                     "host syncs %s, other CPU %s (steps %llu-%llu)",
-                     wait, exposed, (long long)w->rank, c, d, y, i, (unsigned long long)r->step_lo,
-                     (unsigned long long)r->step_hi);
+                     "the median rank (rank %lld) waits %s per step in collectives (of %s of "
+                     "communication no compute hides); rank %lld's excess per step over the "
+                     "ranks' median: compute (forward, backward, optimizer, other ops) %s, data "
+                     "loading %s, host syncs %s, other CPU %s (steps %llu-%llu)",
+                     (long long)k->rank, wait, exposed, (long long)w->rank, c, d, y, i,
+                     (unsigned long long)r->step_lo, (unsigned long long)r->step_hi);
         uint64_t excess = 0, over = 0;
         const int64_t parts[] = {w->compute_ns, w->data_ns, w->sync_ns, w->idle_ns};
         for (size_t k = 0; k < sizeof parts / sizeof *parts; k++)

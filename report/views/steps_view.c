@@ -137,12 +137,21 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
                 startup, tear);
         return;
     }
-    char costs[1024];
+    char costs[1024], after[1024] = "";
     steps_view_startup_costs(st->p, costs, sizeof costs);
+    const struct model_steps *ms = &st->p->steps;
+    if (ms->rare_after && ms->nrare_hot) { /* the periodic work's last call, after the loop */
+        char t[32];
+        steps_view_ms(ms->rare_after_ns, t, sizeof t);
+        snprintf(after, sizeof after, " (%s of it the periodic work %s, %llu call%s)", t,
+                 ms->rare_hot[0].name, (unsigned long long)ms->rare_after,
+                 ms->rare_after == 1 ? "" : "s");
+    }
     fprintf(out,
             "  Startup: %s before the first step (%.0f%% of the process; imports %s%s; its "
-            "flame graph: --flamegraph FILE --phase startup), teardown %s; ",
-            startup, wall ? 100.0 * (double)st->startup_ns / (double)wall : 0.0, imp, costs, tear);
+            "flame graph: --flamegraph FILE --phase startup), teardown %s%s; ",
+            startup, wall ? 100.0 * (double)st->startup_ns / (double)wall : 0.0, imp, costs, tear,
+            after);
     steps_view_cover(out, windows);
     fputc('\n', out);
 }
@@ -224,14 +233,14 @@ static void steps_view_slowest(FILE *out, const struct steps_stats *st)
                 r ? "," : "  Slowest steps:", s->number, d,
                 (double)(s->end_ns - s->start_ns) / (double)st->median_ns);
         if (part >= 0)
-            fprintf(out, ", most in %s +%s", model_step_part_name(part), e);
+            fprintf(out, "; by part most %s +%s", model_step_part_name(part), e);
         const struct model_step_hot *h = steps_view_slow_hot(st->p, s->number);
         if (h) {
             char name[512], caller[512];
             steps_view_short_name(h->name, name, sizeof name);
             steps_view_short_name(h->caller, caller, sizeof caller);
             steps_view_ms(h->self_ns, e, sizeof e);
-            fprintf(out, "; %s%s%s +%s", name, *caller ? " from " : "", caller, e);
+            fprintf(out, "; by function most %s%s%s +%s", name, *caller ? " from " : "", caller, e);
         }
         fputc(')', out);
     }
@@ -274,17 +283,18 @@ int steps_view_ranks_verdict(const struct comm_report *r, char *buf, size_t len)
     if (w->rank < 0 || !w->why)
         return (int)(buf[0] = 0);
     char wait[32];
-    uint64_t per_step = (uint64_t)r->wait.median / (r->steps.median ? r->steps.median : 1);
+    const struct comm_rank_row *mid = &r->ranks[comm_median_rank(r)]; /* as the findings' */
+    uint64_t per_step = mid->wait_ns / (mid->steps ? mid->steps : 1);
     steps_view_ms(per_step, wait, sizeof wait);
     if (!per_step) /* e.g. --step names a part of the iteration with no collective */
         return snprintf(buf, len,
                         "Rank %lld is the slowest; no rank waits for it inside these steps; its "
-                        "excess over the median rank is mostly %s (--rank %lld --python)",
+                        "excess over the ranks' median is mostly %s (--rank %lld --python)",
                         (long long)w->rank, w->why, (long long)w->rank);
     return snprintf(buf, len,
-                    "Rank %lld holds the others: the median rank waits %s per step for it; its "
-                    "excess over the median rank is mostly %s (--rank %lld --python)",
-                    (long long)w->rank, wait, w->why, (long long)w->rank);
+                    "Rank %lld holds the others: the median rank (rank %lld) waits %s per step "
+                    "for it; its excess over the ranks' median is mostly %s (--rank %lld --python)",
+                    (long long)w->rank, (long long)mid->rank, wait, w->why, (long long)w->rank);
 }
 
 /* Over the ranks: one row per rank of its parts per step over the common window. */

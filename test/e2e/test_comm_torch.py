@@ -238,10 +238,17 @@ def test_findings_name_the_step_problem(ddp_out):
     assert "step_comm" not in findings, sorted(findings)
     assert "of communication no compute hides" in waiting["evidence"], waiting
     # one rank's wait inside its own communication (a review found two ranks' medians mixed)
-    wait, comm = re.search(r"the median rank waits ([\d.]+) ms per step in collectives \(of "
-                           r"([\d.]+) ms of communication", waiting["evidence"]).groups()
+    mid, wait, comm = re.search(r"the median rank \(rank (\d+)\) waits ([\d.]+) ms per step in "
+                                r"collectives \(of ([\d.]+) ms of communication",
+                                waiting["evidence"]).groups()
     assert float(wait) <= float(comm), waiting
-    # the excess signed, as --ranks gives it: a part below the median rank's is negative
+    # one median rank on the screen: the title's share, the evidence's wait and the per-rank
+    # table's line are its figures (a review found three: the ranks' medians mixed in two)
+    row = {r["rank"]: r for r in report_json(ddp_out, "--ranks")["ranks"]["rows"]}[int(mid)]
+    assert "they wait %.0f%% of each step" % (100 * row["wait_ns"] / row["wall_ns"]) in \
+        waiting["title"], (waiting["title"], row)
+    assert abs(float(wait) - row["wait_ns"] / row["steps"] / 1e6) < 0.01, (wait, row)
+    # the excess signed, as --ranks gives it: a part below the ranks' median is negative
     assert re.search(r"compute \(forward, backward, optimizer, other ops\) [+-]\d",
                      waiting["evidence"]), waiting
     assert waiting["title"].startswith("rank %d holds the others" % SLOW_RANK), waiting
@@ -254,6 +261,8 @@ def test_findings_name_the_step_problem(ddp_out):
     assert text.index("rank %d holds the others" % SLOW_RANK) < text.index("Training steps:")
     assert text.index("Training steps:") < text.index("Job\n")
     assert "Per rank, mean per step over steps" in text
+    assert "Rank %d holds the others: the median rank (rank %s) waits %s ms per step" % (
+        SLOW_RANK, mid, wait) in text, text[:3000]
     # tensor memory of the steady steps, each rank named; DDP keeps no tensor per step
     mem = text[text.index("PyTorch memory in the steady training steps"):]
     mem = mem[:mem.index("\n\n")]

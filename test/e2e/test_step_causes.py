@@ -55,20 +55,31 @@ def test_slow_steps_name_the_evaluation(run):
     periodic = f["periodic_work"]
     assert periodic["where"].startswith("evaluate (") and \
         "torch_slow_steps.py:" in periodic["where"], periodic
-    # what takes its time: spin(), called from it (so no caller said), nearly all of it
+    # what takes its time: spin(), called from it (so no caller said), most of it
     inside = re.search(r"; inside it: spin \([^)]*torch_slow_steps\.py:\d+\), "
                        r"([\d.]+) ms of its ([\d.]+) ms$", periodic["where"])
-    assert inside and 0.9 <= float(inside.group(1)) / float(inside.group(2)) <= 1, periodic
+    # (most, not all: spin's own calls of time.perf_counter are theirs, a quarter of it
+    # on a machine where the interpreter's loop is fast)
+    assert inside and 0.6 <= float(inside.group(1)) / float(inside.group(2)) <= 1, periodic
     ran = re.search(r"run in (\d+) of (\d+) steps", periodic["title"])
     # (a warm-up step or more may be left out of the steady steps)
     assert ran and int(ran.group(1)) == 2 and STEPS * 3 // 4 <= int(ran.group(2)) <= STEPS, \
         periodic
+    # the third, after the 30th and last optimizer step, is in the teardown: said, so that
+    # the count adds up to the program's 3 (a review found "4 of 49" for 5 evaluations)
+    after = re.search(r"run in 2 of \d+ steps and once after the last one \(([\d.]+) ms in the "
+                      r"teardown\)$", periodic["title"])
+    assert after and 0.8 * 120 <= float(after.group(1)) <= 10 * 120, periodic
+    assert "a step ends where its optimizer step ends" in periodic["evidence"], periodic
     step = int(re.search(r"slowest: step (\d+)", periodic["evidence"]).group(1))
     assert step in (11, 21), periodic  # the steps that hold evaluate()
     assert "slow_steps" not in f, f["slow_steps"]
     text = report(run).stdout
+    assert re.search(r"teardown [\d.]+ m?s \([\d.]+ ms of it the periodic work evaluate \("
+                     r"[^)]*torch_slow_steps\.py:\d+\), 1 call\)", text), text[:3000]
     line = next(l for l in text.splitlines() if l.startswith("  Slowest steps:"))
-    named = re.findall(r"step (\d+) [^;]*; evaluate \(torch_slow_steps\.py:\d+\) \+", line)
+    named = re.findall(r"step (\d+) [^;]*;[^;]*; by function most evaluate "
+                       r"\(torch_slow_steps\.py:\d+\) \+", line)
     assert sorted(int(n) for n in named) == [11, 21], line
 
 
@@ -123,9 +134,53 @@ def test_data_stall_with_workers_names_the_workers_code(tmp_path):
     proc = profile([PYTHON, SCRIPT, str(STEPS), "workers"], out, env=ENV, timeout=300)
     assert "steps %d evals %d" % (STEPS, STEPS // 10) in proc.stdout, proc.stdout
     data = findings_of(out)["step_data"]
-    where = re.match(r"in its 2 DataLoader worker processes: (spin|slow_transform) \(.*"
+    # (spin's calls of time.perf_counter hold nearly as much as spin itself: either is named,
+    # the built-in with spin as its caller)
+    where = re.match(r"in its 2 DataLoader worker processes: (?:<built-in method time\."
+                     r"perf_counter>, called from )?(spin|slow_transform) \(.*"
                      r"torch_slow_steps\.py:\d+\).*, ([\d.]+) ms of the ([\d.]+) ms their main "
                      r"threads ran outside waits$", data["where"])
     assert where and float(where.group(2)) * 4 >= float(where.group(3)), data
     assert "worker processes do not keep up" in data["evidence"], data
     assert findings_of(summaries_only(out, tmp_path))["step_data"] == data
+
+
+BURSTS = """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+torch.set_num_threads(1)
+model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(256, 64), torch.randn(256, 1)
+for i in range(1, 36):
+    opt.zero_grad()
+    # every 7th step runs the model 20 times (no larger tensors: their frees would slow
+    # the next step too)
+    sum(((model(x) - y) ** 2).mean() for _ in range(20 if i % 7 == 0 else 1)).backward()
+    opt.step()
+print("steps", i)
+"""
+
+
+def test_slow_steps_that_recur_are_counted(tmp_path):
+    """Every 7th step runs its model 20 times: the slow-steps finding says how many
+    steps are slow, their share of the steps' time and which (a review found "step 35 takes
+    8.8x the median" alone for 6 such steps, 54 % of the loop: read as a one-off)."""
+    script = tmp_path / "bursts.py"
+    script.write_text(BURSTS)
+    proc = profile([PYTHON, str(script)], tmp_path / "out", env=ENV, timeout=300)
+    assert "steps 35" in proc.stdout, proc.stdout
+    slow = findings_of(tmp_path / "out")["slow_steps"]
+    m = re.match(r"slow steps: (\d+) of (\d+) steps take 2x the median or more(, every 7 steps)?, "
+                 r"(\d+)% of the steps' time$", slow["title"])
+    assert m, slow
+    listed = {int(n) for n in re.match(r"steps ([\d, ]+)[;.]", slow["evidence"]).group(1)
+              .split(", ")}
+    expected = {7, 14, 21, 28, 35}
+    # (a step slowed by the machine's load may join them; then they are no longer regular)
+    assert expected <= listed and int(m.group(1)) == len(listed), (slow, listed)
+    assert bool(m.group(3)) == (listed == expected), slow
+    st = [p for p in report_json(tmp_path / "out")["processes"] if p["steps"]][0]["steps"]
+    steady = st["steps"][st["warmup"]:]
+    share = sum(s["ns"] for s in steady if s["number"] in listed) / sum(s["ns"] for s in steady)
+    assert abs(int(m.group(4)) - 100 * share) <= 1, (slow, share)
