@@ -458,7 +458,7 @@ enum model_step_part {
 };
 
 struct model_step {
-    uint64_t number;           /* ProfilerStep's N; else 1, 2, ... from the first boundary */
+    uint64_t number;           /* ProfilerStep's N (unique: model_steps_find.c); else 1, 2, ... */
     uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC */
     uint64_t part_ns[MODEL_STEP_PART_COUNT]; /* they add up to end_ns - start_ns */
     uint64_t comm_ns; /* communication of any thread in the step (hidden or not) */

@@ -410,8 +410,9 @@ def test_python_table_of_profiler_steps(tmp_path, slow):
     thread cuts its call tree at their starts: the table runs from the first steady step's
     start that holds a cut (the process keeps the cuts at the first 8 boundaries, the 16th,
     the 32nd and the last: after a warm-up of 12 steps the table starts some steps later,
-    and says which) to the last step's start (the tail after the last prof.step() left
-    out); work() runs once in each of those steps (test/workloads/torch_profiler_steps.py)."""
+    and says which) to the last step's end, the start of the scope the last prof.step()
+    opened (the profiler's teardown, no step); work() runs once in each of those steps
+    (test/workloads/torch_profiler_steps.py)."""
     steps = 40 if slow == 3 else 60
     profile([PYTHON, os.path.join(ROOT, "test", "workloads", "torch_profiler_steps.py"),
              str(steps), str(slow)], tmp_path, timeout=300)
@@ -421,7 +422,7 @@ def test_python_table_of_profiler_steps(tmp_path, slow):
     assert cover["part"] == "the steady training steps", cover
     first, last = map(int, re.search(r"steps (\d+)-(\d+)", cover["note"]).groups())
     numbers = [s["number"] for s in st["steps"]]
-    assert first >= numbers[st["warmup"]] and last == numbers[-2], (first, last, numbers)
+    assert first >= numbers[st["warmup"]] and last == numbers[-1], (first, last, numbers)
     kept = set(range(1, 9)) | {16, 32}  # the boundaries cut; step i starts at the (i+1)-th
     if st["warmup"] + 1 not in kept:  # 12 slow steps: the table starts at the 16th
         assert first > numbers[st["warmup"]], (first, numbers[st["warmup"]])
@@ -429,6 +430,36 @@ def test_python_table_of_profiler_steps(tmp_path, slow):
         assert first == numbers[st["warmup"]], (first, numbers[st["warmup"]])
     assert calls["work"] == calls["profile.step"] == last - first + 1, calls
     assert "slow" not in calls, calls
+
+
+def test_profiler_steps_are_the_iterations(tmp_path):
+    """With prof.step() each iteration is one step, numbered as torch numbers them, once
+    each and in order (torch 1.13 names two scopes #0: the one start() opens and the one
+    the first prof.step() opens), from one ProfilerStep#N scope's start to the next's (the
+    profiler's own work inside prof.step() is the iteration's); the scope the last
+    prof.step() opens, closed by the profiler's exit, is its teardown, no step. The
+    operator, Python and memory tables cover exactly the steady steps; the Kineto export
+    keeps each scope's own name (HTA and TensorBoard read them)."""
+    iterations = 12
+    profile([PYTHON, os.path.join(ROOT, "test", "workloads", "torch_profiler_steps.py"),
+             str(iterations), "0"], tmp_path, timeout=300)
+    d = report_json(tmp_path)
+    st = main_steps(tmp_path)
+    assert st["source"].startswith("ProfilerStep"), st["source"]
+    assert [s["number"] for s in st["steps"]] == list(range(iterations)), st["steps"]
+    for a, b in zip(st["steps"], st["steps"][1:]):
+        assert a["start_ns"] + a["ns"] == b["start_ns"], (a, b)
+    steady = st["steps"][st["warmup"]:]
+    assert d["python_cover"]["ns"] == d["ops_cover"]["ns"] == d["torch_memory_cover"]["ns"] == \
+        sum(s["ns"] for s in steady), (d["python_cover"], d["ops_cover"])
+    assert "steps %d-%d" % (steady[0]["number"], iterations - 1) in d["python_cover"]["note"]
+    assert d["ops_cover"]["note"].startswith("%d steps" % len(steady)), d["ops_cover"]
+    report(tmp_path, "--chrome-trace", str(tmp_path / "k.json"))
+    doc = json.load(open(tmp_path / "k.pt.trace.json"))
+    names = [e["name"] for e in doc["traceEvents"]
+             if e.get("name", "").startswith("ProfilerStep")]
+    assert len(names) == iterations + 1 and all(re.fullmatch(r"ProfilerStep#\d+", n)
+                                                for n in names), names
 
 
 def test_operator_table_of_a_lossy_ring_is_the_whole_process(tmp_path):

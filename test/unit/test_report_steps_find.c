@@ -4,6 +4,8 @@
  * fetches (F) and `Optimizer.step#` scopes (O), 100 ticks apart, in the order a pattern
  * string gives them (ticks are ns: no CLOCK record). */
 #include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -100,4 +102,82 @@ Test(report_steps_find, irregular_or_rare_batches_keep_the_optimizer_steps)
     expect("OOOOOOOOOOF", 3, 30, 1);     /* one batch every 11: more than grouped */
     expect("FOOFOOOFOO", 3, 21, 1);      /* groups of 2 and 3 */
     expect("OOOO", 5, 20, 1);            /* no DataLoader */
+}
+
+/* Steps from torch.profiler's ProfilerStep#N scopes: one a scope, numbered[i] naming the
+ * i-th (N as torch wrote it), each 80 ticks long with an Optimizer.step# scope inside when
+ * opt[i] is 'O' (a training phase), the next 100 ticks after it (the 20 between: the
+ * profiler's own work inside prof.step()); then, when tail, a last scope of 2 ticks with no
+ * phase, as the last prof.step() opens and the profiler's exit closes. */
+static struct model_process *load_profiler_steps(const unsigned *numbered, size_t n,
+                                                 const char *opt, int tail)
+{
+    struct trace_build b;
+    char name[32];
+    cr_assert_eq(trace_build_open(&b, path, PROF_TRACE_VERSION, 24, 0), 0);
+    trace_build_meta(&b, "pid", "1");
+    trace_build_string(&b, 1, "Optimizer.step#Adam.step");
+    for (unsigned k = 0; k < 40; k++) {
+        snprintf(name, sizeof name, "ProfilerStep#%u", k);
+        trace_build_string(&b, 10 + k, name);
+    }
+    trace_build_thread(&b, 9);
+    uint64_t t = 1000;
+    for (size_t i = 0; i < n + (tail ? 1 : 0); i++, t += 100) {
+        int last = i == n;
+        unsigned number = last ? numbered[n - 1] + 1 : numbered[i];
+        trace_build_torch_op(&b, 10 + number, t, t + (last ? 2 : 80), -1, 0, MODEL_TORCH_SCOPE_USER,
+                             0, 0);
+        if (!last && opt[i] == 'O')
+            trace_build_torch_op(&b, 1, t + 50, t + 70, -1, 0, MODEL_TORCH_SCOPE_USER, 1, 0);
+    }
+    cr_assert_eq(trace_build_close(&b), 0);
+    return report_test_load(path);
+}
+
+Test(report_steps_find, profiler_steps_are_numbered_once_each_in_order)
+{
+    /* torch 1.13's step() names the scope it opens by the step just ended: #0 twice */
+    static const unsigned torch113[] = {0, 0, 1, 2, 3, 4, 5, 6, 7, 8};
+    static const unsigned torch2[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    const unsigned *runs[] = {torch113, torch2};
+    for (int r = 0; r < 2; r++) {
+        struct model_process *p = load_profiler_steps(runs[r], 10, "OOOOOOOOOO", 1);
+        cr_assert_eq(p->steps.source, MODEL_STEPS_PROFILER_STEP);
+        cr_assert_eq(p->steps.nsteps, 10, "run %d: %zu steps (the teardown's scope is none)", r,
+                     p->steps.nsteps);
+        for (size_t i = 0; i < 10; i++)
+            cr_expect_eq(p->steps.steps[i].number, i, "run %d: step %zu numbered %" PRIu64, r, i,
+                         p->steps.steps[i].number);
+        model_process_free(p);
+    }
+}
+
+Test(report_steps_find, profiler_steps_run_boundary_to_boundary)
+{
+    static const unsigned numbered[] = {0, 1, 2, 3, 4, 5};
+    struct model_process *p = load_profiler_steps(numbered, 6, "OOOOOO", 1);
+    cr_assert_eq(p->steps.nsteps, 6);
+    /* each from its scope's start to the next one's (prof.step()'s own work inside), the
+     * last to the teardown scope's start */
+    for (size_t i = 0; i < 6; i++) {
+        cr_expect_eq(p->steps.steps[i].start_ns, 1000 + 100 * i);
+        cr_expect_eq(p->steps.steps[i].end_ns, 1100 + 100 * i, "step %zu ends at %" PRIu64, i,
+                     p->steps.steps[i].end_ns);
+    }
+    model_process_free(p);
+}
+
+Test(report_steps_find, a_last_profiler_step_that_trains_is_a_step)
+{
+    static const unsigned numbered[] = {0, 1, 2, 3, 4, 5};
+    /* no teardown scope: the last scope trains (prof.step() at an iteration's start) */
+    struct model_process *p = load_profiler_steps(numbered, 6, "OOOOOO", 0);
+    cr_assert_eq(p->steps.nsteps, 6);
+    cr_expect_eq(p->steps.steps[5].end_ns, 1580); /* its own end: no scope after it */
+    model_process_free(p);
+    /* a scope with no training between two that train is a step all the same */
+    p = load_profiler_steps(numbered, 6, "OOO-OO", 1);
+    cr_expect_eq(p->steps.nsteps, 6);
+    model_process_free(p);
 }
