@@ -240,6 +240,11 @@ const char *summary_action_source_name(unsigned source);
 const char *summary_action_source_key(unsigned source);
 
 /* summary_torch.c: the PyTorch operator rows. */
+/* The name an op or a scope is counted under in the operator and actions tables: name, but
+ * torch.profiler's ProfilerStep#N scopes, one a step, all under "ProfilerStep*" as its
+ * key_averages() groups them (the timeline exports keep each one's name). */
+const char *summary_row_name(const char *name);
+#define SUMMARY_PROFILER_STEPS_ROW "ProfilerStep*"
 /* self_cpu, cpu_total, self_cuda, cuda_total, calls, name, and torch's spellings
  * self_cpu_time_total, cpu_time_total, self_cuda_time_total, cuda_time_total, count.
  * 0 and *out set, or -1. */

@@ -14,7 +14,6 @@
 #include "summary.h"
 
 #define SUMMARY_ACTIONS_PL_PREFIX "[pl][profile]"
-#define SUMMARY_ACTIONS_STEP_PREFIX "ProfilerStep#"
 
 const char *summary_action_source_name(unsigned source)
 {
@@ -40,14 +39,16 @@ static void summary_actions_merge(struct summary_gpu *g, struct summary_action_r
 {
     for (size_t i = 0; i < nfrom; i++) {
         size_t k = 0;
+        const char *name = from[i].source == MODEL_ACTION_RECORD_FUNCTION
+                               ? summary_row_name(from[i].name)
+                               : from[i].name;
         /* One row per (source, name): a scope and a range of one name stay apart. */
-        while (k < *n &&
-               ((*rows)[k].source != from[i].source || strcmp((*rows)[k].name, from[i].name)))
+        while (k < *n && ((*rows)[k].source != from[i].source || strcmp((*rows)[k].name, name)))
             k++;
         if (k == *n) {
             *rows = report_grow(*rows, cap, k + 1, sizeof **rows);
-            (*rows)[(*n)++] = (struct summary_action_row){.name = report_strdup(from[i].name),
-                                                          .source = from[i].source};
+            (*rows)[(*n)++] =
+                (struct summary_action_row){.name = report_strdup(name), .source = from[i].source};
         }
         (*rows)[k].calls += from[i].calls;
         (*rows)[k].total_ns += from[i].total_ns;
@@ -134,8 +135,7 @@ static void summary_actions_base(struct summary *s)
     }
     for (size_t k = 0; k < g->nactions; k++)
         if (g->actions[k].source == MODEL_ACTION_RECORD_FUNCTION &&
-            !strncmp(g->actions[k].name, SUMMARY_ACTIONS_STEP_PREFIX,
-                     strlen(SUMMARY_ACTIONS_STEP_PREFIX)))
+            !strcmp(g->actions[k].name, SUMMARY_PROFILER_STEPS_ROW))
             steps += g->actions[k].total_ns;
     g->action_base = lightning  ? SUMMARY_ACTION_BASE_LIGHTNING
                      : training ? SUMMARY_ACTION_BASE_TRAINING

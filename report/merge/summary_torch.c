@@ -50,6 +50,18 @@ const char *summary_op_sort_name(enum summary_op_sort key)
     return "?";
 }
 
+const char *summary_row_name(const char *name)
+{
+    static const char prefix[] = "ProfilerStep#";
+    const size_t n = sizeof prefix - 1;
+    if (!name || strncmp(name, prefix, n) || !name[n])
+        return name;
+    for (const char *c = name + n; *c; c++)
+        if (*c < '0' || *c > '9')
+            return name;
+    return SUMMARY_PROFILER_STEPS_ROW;
+}
+
 /* FNV-1a of the row key, for the index; collisions are probed by comparing the strings. */
 static uint64_t summary_torch_hash(const char *name, const char *shapes)
 {
@@ -113,7 +125,7 @@ void summary_build_torch(struct summary *s, int by_shape)
         t->dev_mem_records += p->torch.dev_mem_records;
         for (size_t k = 0; k < p->torch.nrows; k++) {
             const struct model_torch_row *m = &p->torch.rows[k];
-            const char *name = m->name;
+            const char *name = summary_row_name(m->name);
             if (!name) {
                 snprintf(unknown, sizeof unknown, "(op name #%u)", m->name_sid);
                 name = unknown;

@@ -438,8 +438,9 @@ def test_profiler_steps_are_the_iterations(tmp_path):
     the first prof.step() opens), from one ProfilerStep#N scope's start to the next's (the
     profiler's own work inside prof.step() is the iteration's); the scope the last
     prof.step() opens, closed by the profiler's exit, is its teardown, no step. The
-    operator, Python and memory tables cover exactly the steady steps; the Kineto export
-    keeps each scope's own name (HTA and TensorBoard read them)."""
+    operator, Python and memory tables cover exactly the steady steps; the operator and
+    actions tables hold the scopes as one ProfilerStep* row, as torch's key_averages()
+    does; the Kineto export keeps each scope's own name (HTA and TensorBoard read them)."""
     iterations = 12
     profile([PYTHON, os.path.join(ROOT, "test", "workloads", "torch_profiler_steps.py"),
              str(iterations), "0"], tmp_path, timeout=300)
@@ -454,6 +455,11 @@ def test_profiler_steps_are_the_iterations(tmp_path):
         sum(s["ns"] for s in steady), (d["python_cover"], d["ops_cover"])
     assert "steps %d-%d" % (steady[0]["number"], iterations - 1) in d["python_cover"]["note"]
     assert d["ops_cover"]["note"].startswith("%d steps" % len(steady)), d["ops_cover"]
+    ops = [(o["name"], o["calls"]) for o in d["ops"] if o["name"].startswith("ProfilerStep")]
+    assert ops == [("ProfilerStep*", len(steady))], ops
+    actions = [(a["name"], a["calls"]) for a in d["actions"]
+               if a["name"].startswith("ProfilerStep")]
+    assert actions == [("ProfilerStep*", iterations + 1)], actions  # every scope, teardown's too
     report(tmp_path, "--chrome-trace", str(tmp_path / "k.json"))
     doc = json.load(open(tmp_path / "k.pt.trace.json"))
     names = [e["name"] for e in doc["traceEvents"]
