@@ -81,13 +81,13 @@ struct summary_action_row {
     struct rank_spread over_ranks; /* total time per rank (ranks 0: fewer than two ranks) */
 };
 
-/* The time the actions' percentages are of, the best there is: */
+/* The time the actions' percentages are of, the best there is that holds each action's
+ * whole-process total (summary_actions.c): */
 enum summary_action_base {
     SUMMARY_ACTION_BASE_WALL,      /* the processes' wall time */
     SUMMARY_ACTION_BASE_LIGHTNING, /* first Lightning action's start to the last one's end */
     SUMMARY_ACTION_BASE_STEPS,     /* the ProfilerStep#N scopes (torch.profiler's steps) */
-    SUMMARY_ACTION_BASE_BUILTIN,   /* the built-in loop actions, one inside another once */
-    SUMMARY_ACTION_BASE_TRAINING   /* the training steps: the first's start to the last's end */
+    SUMMARY_ACTION_BASE_BUILTIN    /* the built-in loop actions, one inside another once */
 };
 
 struct summary_gpu {
@@ -112,6 +112,10 @@ struct summary_gpu {
     enum summary_action_base action_base;
     uint64_t action_base_ns;
     size_t action_base_procs; /* the processes whose spans action_base_ns sums (0: not said) */
+    /* The training steps' span (first start to last end), summed over the processes with
+     * steps and without Lightning: said beside a wall-time base, not the base itself */
+    uint64_t action_training_ns;
+    size_t action_training_procs;
     /* "[pl][profile]X" scopes folded into their Lightning action X; kept as rows of their own
      * because their calls differ from X's (the first such name, NULL: none) */
     size_t action_folded, action_unfolded;

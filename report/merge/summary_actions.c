@@ -5,7 +5,8 @@
  * action X: that scope is the same interval, so it is folded into X's row when the calls
  * agree. Percentages are of the training, as Lightning's are of the time its profiler ran:
  * the span of the Lightning actions, else torch.profiler's steps, else the built-in loop
- * actions, else the wall time. */
+ * actions, else the wall time; with training steps and no Lightning, the wall time. Each
+ * row's Total is the whole process's, so a base must hold every call of every action. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,17 +109,33 @@ static void summary_actions_fold(struct summary_gpu *g)
     g->nactions = kept;
 }
 
+/* Whether a process has any action or mark (a summary keeps the actions, not the NVTX
+ * events they came from). */
+static int summary_actions_any(const struct model_process *p)
+{
+    return p->gpu.nnvtx || p->gpu.nactions || p->gpu.nmarks || p->torch.nscopes ||
+           p->torch.nbuiltin;
+}
+
 /* What the percentages are of: the best base some process has, summed over processes: the
- * Trainer's span under Lightning (as its profilers compute them), else the training steps'
- * (report/model/model_steps_find.c), else the ProfilerStep#N scopes', the built-in loop
- * actions', the wall time. */
+ * Trainer's span under Lightning (as its profilers compute them; its actions all lie inside
+ * the fit), else the ProfilerStep#N scopes', the built-in loop actions', the wall time.
+ * A row's Total counts every call of the process, and the per-call times are gone here
+ * (a summary keeps totals): a span of the training steps (model_steps_find.c) would leave
+ * out an evaluation after the last step, the startup's calls, and show a forward at 125 %
+ * of it. So a process with training steps has the wall time, which holds every call of its
+ * thread, and the steps' span is said beside it; so do the ProfilerStep#N scopes' and the
+ * built-in actions' bases, which a forward outside them would exceed as well, give way to
+ * it there (a review found the built-in actions' own time a poor "training" beside the
+ * step breakdown). */
 static void summary_actions_base(struct summary *s)
 {
     struct summary_gpu *g = &s->gpu;
-    uint64_t lightning = 0, training = 0, steps = 0, builtin = 0;
-    size_t fits = 0, trained = 0; /* the processes each base sums */
+    uint64_t lightning = 0, steps = 0, builtin = 0;
+    size_t fits = 0, walls = 0; /* the processes each base sums */
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
+        walls += summary_actions_any(p);
         if (p->gpu.lightning_actions) {
             lightning += p->gpu.lightning_span_ns;
             fits++;
@@ -128,26 +145,28 @@ static void summary_actions_base(struct summary *s)
         builtin += p->torch.builtin_top_ns;
         if (p->steps.nsteps) {
             model_steps_hold(p);
-            training += p->steps.steps[p->steps.nsteps - 1].end_ns - p->steps.steps[0].start_ns;
+            g->action_training_ns +=
+                p->steps.steps[p->steps.nsteps - 1].end_ns - p->steps.steps[0].start_ns;
             model_steps_let_go(p); /* (a summary's: read again when a view asks) */
-            trained++;
+            g->action_training_procs++;
         }
     }
     for (size_t k = 0; k < g->nactions; k++)
         if (g->actions[k].source == MODEL_ACTION_RECORD_FUNCTION &&
             !strcmp(g->actions[k].name, SUMMARY_PROFILER_STEPS_ROW))
             steps += g->actions[k].total_ns;
+    int training = g->action_training_ns > 0;
     g->action_base = lightning  ? SUMMARY_ACTION_BASE_LIGHTNING
-                     : training ? SUMMARY_ACTION_BASE_TRAINING
+                     : training ? SUMMARY_ACTION_BASE_WALL
                      : steps    ? SUMMARY_ACTION_BASE_STEPS
                      : builtin  ? SUMMARY_ACTION_BASE_BUILTIN
                                 : SUMMARY_ACTION_BASE_WALL;
     g->action_base_ns = lightning  ? lightning
-                        : training ? training
+                        : training ? g->action_wall_ns
                         : steps    ? steps
                         : builtin  ? builtin
                                    : g->action_wall_ns;
-    g->action_base_procs = lightning ? fits : training ? trained : 0;
+    g->action_base_procs = lightning ? fits : training ? walls : 0;
 }
 
 void summary_actions_build(struct summary *s)
@@ -158,9 +177,7 @@ void summary_actions_build(struct summary *s)
     rank_table_init(&per_rank, s->procs, s->nprocs);
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
-        /* A summary keeps the actions, not the NVTX events they came from. */
-        if (!p->gpu.nnvtx && !p->gpu.nactions && !p->gpu.nmarks && !p->torch.nscopes &&
-            !p->torch.nbuiltin)
+        if (!summary_actions_any(p))
             continue;
         g->action_wall_ns += p->wall_ns;
         g->action_gpu_ns += p->gpu.kernel_ns;

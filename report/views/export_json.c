@@ -447,7 +447,6 @@ static void export_json_gpu(json_t *root, const struct summary *s, size_t limit)
         [SUMMARY_ACTION_BASE_LIGHTNING] = "lightning_span",
         [SUMMARY_ACTION_BASE_STEPS] = "profiler_steps",
         [SUMMARY_ACTION_BASE_BUILTIN] = "builtin_actions",
-        [SUMMARY_ACTION_BASE_TRAINING] = "training_steps",
     };
     json_object_set_new(root, "actions_percent_of",
                         json_pack("{s:s,s:o,s:o,s:o,s:o}", "base", bases[g->action_base], "ns",
@@ -455,6 +454,9 @@ static void export_json_gpu(json_t *root, const struct summary *s, size_t limit)
                                   export_json_u64(g->action_wall_ns), "folded_scopes",
                                   export_json_u64(g->action_folded), "unfolded_scopes",
                                   export_json_u64(g->action_unfolded)));
+    if (g->action_training_ns) /* said beside the base (summary_actions.c) */
+        json_object_set_new(json_object_get(root, "actions_percent_of"), "training_steps_ns",
+                            export_json_u64(g->action_training_ns));
     a = json_array();
     for (size_t i = 0; i < g->nmarks; i++)
         json_array_append_new(a, json_pack("{s:o,s:o}", "name", export_json_str(g->marks[i].name),

@@ -192,7 +192,7 @@ static void html_tables(FILE *out, const struct summary *s)
     }
     if (s->gpu.nactions) {
         n = s->gpu.nactions < HTML_ROWS ? s->gpu.nactions : HTML_ROWS;
-        char base[200], title[240];
+        char base[320], title[360];
         snprintf(title, sizeof title, "Actions (%% of %s)",
                  tables_actions_base(&s->gpu, base, sizeof base));
         html_table_begin(out, "t-actions", title, n, s->gpu.nactions,

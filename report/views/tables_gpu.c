@@ -296,21 +296,17 @@ void tables_gpu(FILE *out, const struct summary *s, size_t limit)
 #define TABLES_ACTIONS_SECTION_ROWS 200
 
 /* Rows per source, then what the percentages are of: "Actions (114 Lightning actions,
- * 3 record_function scopes; times in seconds, % of the 12.345 s from ...)". */
+ * 3 record_function scopes; times in seconds, % of the 12.345 s from ...)". With training
+ * steps the base is the wall time (summary_actions.c): the steps' span is said beside it,
+ * and that the totals are the whole process's, in the steps or not. */
 const char *tables_actions_base(const struct summary_gpu *g, char *buf, size_t size)
 {
-    char s[32];
+    char s[32], t[32];
     tables_gpu_seconds(s, sizeof s, (double)g->action_base_ns);
     switch (g->action_base) {
     case SUMMARY_ACTION_BASE_LIGHTNING:
         snprintf(buf, size,
                  "the training: the %s s from the first Lightning action's start to the last "
-                 "one's end",
-                 s);
-        break;
-    case SUMMARY_ACTION_BASE_TRAINING:
-        snprintf(buf, size,
-                 "the training: the %s s from the first training step's start to the last "
                  "one's end",
                  s);
         break;
@@ -322,7 +318,15 @@ const char *tables_actions_base(const struct summary_gpu *g, char *buf, size_t s
                  s);
         break;
     default:
-        snprintf(buf, size, "the wall time");
+        if (!g->action_training_ns) {
+            snprintf(buf, size, "the wall time");
+            break;
+        }
+        tables_gpu_seconds(t, sizeof t, (double)g->action_training_ns);
+        snprintf(buf, size,
+                 "the wall time, %s s: the totals count every call, in the training steps or "
+                 "not (the steps take %s s from the first one's start to the last one's end)",
+                 s, t);
         break;
     }
     size_t used = strlen(buf);
@@ -352,7 +356,7 @@ static void tables_actions_title(FILE *out, const struct summary_gpu *g)
     }
     if (!parts)
         fputs("none", out);
-    char base[200];
+    char base[320];
     fprintf(out, "; times in seconds, %% of %s)\n", tables_actions_base(g, base, sizeof base));
 }
 
