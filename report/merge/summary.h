@@ -87,7 +87,8 @@ enum summary_action_base {
     SUMMARY_ACTION_BASE_WALL,      /* the processes' wall time */
     SUMMARY_ACTION_BASE_LIGHTNING, /* first Lightning action's start to the last one's end */
     SUMMARY_ACTION_BASE_STEPS,     /* the ProfilerStep#N scopes (torch.profiler's steps) */
-    SUMMARY_ACTION_BASE_BUILTIN    /* the built-in loop actions, one inside another once */
+    SUMMARY_ACTION_BASE_BUILTIN,   /* the built-in loop actions, one inside another once */
+    SUMMARY_ACTION_BASE_TRAINING   /* the first step's start to steps.actions_end_ns */
 };
 
 struct summary_gpu {
@@ -113,9 +114,12 @@ struct summary_gpu {
     uint64_t action_base_ns;
     size_t action_base_procs; /* the processes whose spans action_base_ns sums (0: not said) */
     /* The training steps' span (first start to last end), summed over the processes with
-     * steps and without Lightning: said beside a wall-time base, not the base itself */
+     * steps and without Lightning: said beside the base */
     uint64_t action_training_ns;
     size_t action_training_procs;
+    /* With the wall time for base despite training steps: the name of a row whose Total
+     * exceeds the training (a call outside it; the row keeps the string); else NULL */
+    const char *action_outside;
     /* "[pl][profile]X" scopes folded into their Lightning action X; kept as rows of their own
      * because their calls differ from X's (the first such name, NULL: none) */
     size_t action_folded, action_unfolded;

@@ -119,19 +119,18 @@ static int summary_actions_any(const struct model_process *p)
 
 /* What the percentages are of: the best base some process has, summed over processes: the
  * Trainer's span under Lightning (as its profilers compute them; its actions all lie inside
- * the fit), else the ProfilerStep#N scopes', the built-in loop actions', the wall time.
+ * the fit), else the training: from the first step's start to the end of the last step or
+ * of a built-in action's call after it (steps.actions_end_ns: the loop's last evaluation),
+ * else the ProfilerStep#N scopes', the built-in loop actions', the wall time.
  * A row's Total counts every call of the process, and the per-call times are gone here
- * (a summary keeps totals): a span of the training steps (model_steps_find.c) would leave
- * out an evaluation after the last step, the startup's calls, and show a forward at 125 %
- * of it. So a process with training steps has the wall time, which holds every call of its
- * thread, and the steps' span is said beside it; so do the ProfilerStep#N scopes' and the
- * built-in actions' bases, which a forward outside them would exceed as well, give way to
- * it there (a review found the built-in actions' own time a poor "training" beside the
- * step breakdown). */
+ * (a summary keeps totals): a base must hold every call. The steps' own span did not (an
+ * evaluation after the last step: a review found forward at 125 % of it); a call before
+ * the first step, or a scope after the training, may still fall outside the training, so
+ * a row whose Total exceeds it gives the wall time instead, the training said beside it. */
 static void summary_actions_base(struct summary *s)
 {
     struct summary_gpu *g = &s->gpu;
-    uint64_t lightning = 0, steps = 0, builtin = 0;
+    uint64_t lightning = 0, steps = 0, builtin = 0, training = 0;
     size_t fits = 0, walls = 0; /* the processes each base sums */
     for (size_t i = 0; i < s->nprocs; i++) {
         const struct model_process *p = s->procs[i];
@@ -145,28 +144,39 @@ static void summary_actions_base(struct summary *s)
         builtin += p->torch.builtin_top_ns;
         if (p->steps.nsteps) {
             model_steps_hold(p);
-            g->action_training_ns +=
-                p->steps.steps[p->steps.nsteps - 1].end_ns - p->steps.steps[0].start_ns;
+            uint64_t first = p->steps.steps[0].start_ns;
+            uint64_t last = p->steps.steps[p->steps.nsteps - 1].end_ns;
+            uint64_t end = p->steps.actions_end_ns > last ? p->steps.actions_end_ns : last;
+            g->action_training_ns += last - first;
+            training += end - first;
             model_steps_let_go(p); /* (a summary's: read again when a view asks) */
             g->action_training_procs++;
         }
     }
-    for (size_t k = 0; k < g->nactions; k++)
+    for (size_t k = 0; k < g->nactions; k++) {
         if (g->actions[k].source == MODEL_ACTION_RECORD_FUNCTION &&
             !strcmp(g->actions[k].name, SUMMARY_PROFILER_STEPS_ROW))
             steps += g->actions[k].total_ns;
-    int training = g->action_training_ns > 0;
-    g->action_base = lightning  ? SUMMARY_ACTION_BASE_LIGHTNING
-                     : training ? SUMMARY_ACTION_BASE_WALL
-                     : steps    ? SUMMARY_ACTION_BASE_STEPS
-                     : builtin  ? SUMMARY_ACTION_BASE_BUILTIN
-                                : SUMMARY_ACTION_BASE_WALL;
-    g->action_base_ns = lightning  ? lightning
-                        : training ? g->action_wall_ns
-                        : steps    ? steps
-                        : builtin  ? builtin
-                                   : g->action_wall_ns;
-    g->action_base_procs = lightning ? fits : training ? walls : 0;
+        if (g->actions[k].total_ns > training)
+            g->action_outside = g->actions[k].name; /* (then not the training's) */
+    }
+    int inside = training && !g->action_outside;
+    int wall = training && !inside; /* the training said beside the wall time */
+    g->action_base = lightning ? SUMMARY_ACTION_BASE_LIGHTNING
+                     : inside  ? SUMMARY_ACTION_BASE_TRAINING
+                     : wall    ? SUMMARY_ACTION_BASE_WALL
+                     : steps   ? SUMMARY_ACTION_BASE_STEPS
+                     : builtin ? SUMMARY_ACTION_BASE_BUILTIN
+                               : SUMMARY_ACTION_BASE_WALL;
+    g->action_base_ns = lightning ? lightning
+                        : inside  ? training
+                        : wall    ? g->action_wall_ns
+                        : steps   ? steps
+                        : builtin ? builtin
+                                  : g->action_wall_ns;
+    g->action_base_procs = lightning ? fits : inside ? g->action_training_procs : wall ? walls : 0;
+    if (!wall)
+        g->action_outside = NULL;
 }
 
 void summary_actions_build(struct summary *s)

@@ -538,6 +538,10 @@ struct model_steps {
      * time: the loop's last evaluation or checkpoint, made after its last optimizer step,
      * is in the teardown. */
     uint64_t rare_after, rare_after_ns;
+    /* The end of the training (CLOCK_MONOTONIC): the last step's, or a built-in loop action's
+     * after it (the loop's last evaluation: its forward), what the Actions' percentages
+     * are of from the first step's start (summary_actions.c). */
+    uint64_t actions_end_ns;
     /* The DataLoader the steady steps wait for (enum model_steps_loader), by the iterator
      * whose calls inside their data loading took the most time. */
     uint8_t loader;

@@ -593,6 +593,24 @@ static uint32_t hot_startup_thread(const struct model_process *p, uint64_t hi, u
     return best;
 }
 
+/* steps.actions_end_ns: the last step's end, or the end of a built-in action's call that
+ * starts after it (a forward of the loop's last evaluation; not the loop's last batch
+ * fetch, the one that ends it, nor the optimizer step's return, a few us after its scope). */
+static void hot_actions_end(struct model_process *p)
+{
+    struct model_steps *st = &p->steps;
+    uint64_t end = st->steps[st->nsteps - 1].end_ns;
+    st->actions_end_ns = end;
+    for (size_t i = 0; i < p->py.nspan_list; i++) {
+        const struct model_py_span *sp = &p->py.span_list[i];
+        const char *action = model_torch_action_of_node(p, sp->node);
+        uint64_t b = model_ticks_to_monotonic_ns(p, sp->end);
+        if (action && strcmp(action, "dataloader_next") && b > st->actions_end_ns &&
+            model_ticks_to_monotonic_ns(p, sp->start) >= end)
+            st->actions_end_ns = b;
+    }
+}
+
 void model_steps_hot(struct model_process *p)
 {
     struct model_steps *st = &p->steps;
@@ -624,6 +642,7 @@ void model_steps_hot(struct model_process *p)
                     NULL, &all);
     st->startup_hot = hot_keep(p, all, nall, MODEL_STEPS_STARTUP_HOT, 1, 0, &st->nstartup_hot);
     free(all);
+    hot_actions_end(p);
 }
 
 /* A thread waiting for work, not working: blocked in a lock (a queue's Condition.wait) or a

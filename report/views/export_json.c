@@ -447,6 +447,7 @@ static void export_json_gpu(json_t *root, const struct summary *s, size_t limit)
         [SUMMARY_ACTION_BASE_LIGHTNING] = "lightning_span",
         [SUMMARY_ACTION_BASE_STEPS] = "profiler_steps",
         [SUMMARY_ACTION_BASE_BUILTIN] = "builtin_actions",
+        [SUMMARY_ACTION_BASE_TRAINING] = "training",
     };
     json_object_set_new(root, "actions_percent_of",
                         json_pack("{s:s,s:o,s:o,s:o,s:o}", "base", bases[g->action_base], "ns",

@@ -297,8 +297,8 @@ void tables_gpu(FILE *out, const struct summary *s, size_t limit)
 
 /* Rows per source, then what the percentages are of: "Actions (114 Lightning actions,
  * 3 record_function scopes; times in seconds, % of the 12.345 s from ...)". With training
- * steps the base is the wall time (summary_actions.c): the steps' span is said beside it,
- * and that the totals are the whole process's, in the steps or not. */
+ * steps, the training (summary_actions.c), or the wall time when an action has calls
+ * outside it: then which, and the steps' span beside it. */
 const char *tables_actions_base(const struct summary_gpu *g, char *buf, size_t size)
 {
     char s[32], t[32];
@@ -317,6 +317,19 @@ const char *tables_actions_base(const struct summary_gpu *g, char *buf, size_t s
         snprintf(buf, size, "the training: the %s s in the built-in loop actions, nested ones once",
                  s);
         break;
+    case SUMMARY_ACTION_BASE_TRAINING:
+        tables_gpu_seconds(t, sizeof t, (double)g->action_training_ns);
+        if (g->action_base_ns == g->action_training_ns)
+            snprintf(buf, size,
+                     "the training: the %s s from the first training step's start to the last "
+                     "one's end",
+                     s);
+        else
+            snprintf(buf, size,
+                     "the training: the %s s from the first training step's start to the end of "
+                     "a loop action after the last one (an evaluation; the steps take %s s)",
+                     s, t);
+        break;
     default:
         if (!g->action_training_ns) {
             snprintf(buf, size, "the wall time");
@@ -324,9 +337,10 @@ const char *tables_actions_base(const struct summary_gpu *g, char *buf, size_t s
         }
         tables_gpu_seconds(t, sizeof t, (double)g->action_training_ns);
         snprintf(buf, size,
-                 "the wall time, %s s: the totals count every call, in the training steps or "
-                 "not (the steps take %s s from the first one's start to the last one's end)",
-                 s, t);
+                 "the wall time, %s s: %s has calls outside the training (the steps take %s s "
+                 "from the first one's start to the last one's end), and the totals count every "
+                 "call",
+                 s, g->action_outside ? g->action_outside : "an action", t);
         break;
     }
     size_t used = strlen(buf);
