@@ -735,14 +735,17 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
 
 size_t comm_median_rank(const struct comm_report *r)
 {
-    size_t mid = 0;
-    for (size_t k = 1; k < r->nranks; k++) {
+    size_t mid = SIZE_MAX;
+    for (size_t k = 0; k < r->nranks; k++) {
+        /* never the rank the others wait for (of two, the lower median would be it) */
+        if (r->nranks > 1 && r->ranks[k].rank == r->slowest.rank)
+            continue;
         double d = (double)r->ranks[k].comm_ns - (double)r->comm.median;
-        double best = (double)r->ranks[mid].comm_ns - (double)r->comm.median;
-        if (d * d < best * best)
+        double best = mid == SIZE_MAX ? 0 : (double)r->ranks[mid].comm_ns - (double)r->comm.median;
+        if (mid == SIZE_MAX || d * d < best * best)
             mid = k;
     }
-    return mid;
+    return mid == SIZE_MAX ? 0 : mid;
 }
 
 void comm_merge_free(struct comm_report *r)

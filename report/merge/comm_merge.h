@@ -142,7 +142,8 @@ void comm_merge_build(struct comm_report *r, const struct summary *s);
 void comm_merge_free(struct comm_report *r);
 /* The median rank, the one every "the median rank waits ..." figure is of: the index in
  * r->ranks (r->nranks > 0) of the rank whose exposed communication is nearest the ranks'
- * median. Its wait and its communication are one rank's, so its wait <= its comm. */
+ * median, the slowest rank (r->slowest) aside. Its wait and its communication are one
+ * rank's, so its wait <= its comm. */
 size_t comm_median_rank(const struct comm_report *r);
 
 /* "allreduce", "broadcast", ... for a kind. */

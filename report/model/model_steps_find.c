@@ -375,15 +375,23 @@ static void steps_profiler_steps(struct model_steps_finder *f, uint32_t tid, str
     uint64_t tail = 0; /* the teardown's start; 0: none */
     if (*n >= 2 && !steps_training_in(f, tid, s[*n - 1].start, s[*n - 1].end)) {
         size_t k = *n - 1;
-        uint64_t *d = malloc(k * sizeof *d);
-        if (!d)
-            report_oom();
-        for (size_t i = 0; i < k; i++)
-            d[i] = s[i].end - s[i].start;
-        qsort(d, k, sizeof *d, steps_u64_cmp);
-        uint64_t median = d[(k + 1) / 2 - 1]; /* nearest rank */
-        free(d);
-        if ((s[k].end - s[k].start) * 4 < median) {
+        /* where the others hold training phases, one without any is the teardown's,
+         * however long (a save, a print after the loop); else only a short one is */
+        int phased = 0;
+        for (size_t i = 0; i < k && !phased; i++)
+            phased = steps_training_in(f, tid, s[i].start, s[i].end);
+        int teardown = phased;
+        if (!phased) {
+            uint64_t *d = malloc(k * sizeof *d);
+            if (!d)
+                report_oom();
+            for (size_t i = 0; i < k; i++)
+                d[i] = s[i].end - s[i].start;
+            qsort(d, k, sizeof *d, steps_u64_cmp);
+            teardown = (s[k].end - s[k].start) * 4 < d[(k + 1) / 2 - 1]; /* nearest rank */
+            free(d);
+        }
+        if (teardown) {
             tail = s[k].start;
             *n = k;
         }

@@ -224,7 +224,7 @@ static void findings_slow_steps(struct finding *x, const struct steps_stats *st,
         return;
     }
     char every[48] = "";
-    if (regular && n >= 3)
+    if (regular && n >= 3 && gap >= 2) /* (consecutive ones are a burst) */
         snprintf(every, sizeof every, ", every %llu steps", (unsigned long long)gap);
     findings_set(x->title, sizeof x->title,
                  "slow steps: %zu of %zu steps take %gx the median or more%s, %.0f%% of the "

@@ -58,7 +58,9 @@ static const char html_script[] =
 void html_table_begin(FILE *out, const char *id, const char *title, size_t shown, size_t total,
                       const char *columns)
 {
-    fprintf(out, "<h3>%s</h3>", title);
+    fputs("<h3>", out); /* a title may hold a program's names (a scope's) */
+    html_text(out, title);
+    fputs("</h3>", out);
     if (shown < total)
         fprintf(out,
                 "<p class=\"note\">the first %zu of %zu rows (profreport prints them "

@@ -336,11 +336,13 @@ const char *tables_actions_base(const struct summary_gpu *g, char *buf, size_t s
             break;
         }
         tables_gpu_seconds(t, sizeof t, (double)g->action_training_ns);
+        char name[96]; /* a program's name: escaped, and cut */
+        format_escape(g->action_outside ? g->action_outside : "an action", name, sizeof name);
         snprintf(buf, size,
-                 "the wall time, %s s: %s has calls outside the training (the steps take %s s "
-                 "from the first one's start to the last one's end), and the totals count every "
-                 "call",
-                 s, g->action_outside ? g->action_outside : "an action", t);
+                 "the wall time, %s s: %s takes more than the training (calls outside it, or on "
+                 "several threads at once; the steps take %s s from the first one's start to the "
+                 "last one's end), and the totals count every call",
+                 s, name, t);
         break;
     }
     size_t used = strlen(buf);

@@ -432,7 +432,8 @@ def test_python_table_of_profiler_steps(tmp_path, slow):
     assert "slow" not in calls, calls
 
 
-def test_profiler_steps_are_the_iterations(tmp_path):
+@pytest.mark.parametrize("tail_ms", [0, 30])
+def test_profiler_steps_are_the_iterations(tmp_path, tail_ms):
     """With prof.step() each iteration is one step, numbered as torch numbers them, once
     each and in order (torch 1.13 names two scopes #0: the one start() opens and the one
     the first prof.step() opens), from one ProfilerStep#N scope's start to the next's (the
@@ -440,10 +441,14 @@ def test_profiler_steps_are_the_iterations(tmp_path):
     prof.step() opens, closed by the profiler's exit, is its teardown, no step. The
     operator, Python and memory tables cover exactly the steady steps; the operator and
     actions tables hold the scopes as one ProfilerStep* row, as torch's key_averages()
-    does; the Kineto export keeps each scope's own name (HTA and TensorBoard read them)."""
+    does; the Kineto export keeps each scope's own name (HTA and TensorBoard read them).
+    With 30 ms of work after the loop (longer than a step) that scope is still the
+    teardown's, and the ProfilerStep* row that counts it leaves the Actions' percentages of
+    the training (a review found a 13th step, a periodic-work finding of it, and the wall
+    time for base)."""
     iterations = 12
     profile([PYTHON, os.path.join(ROOT, "test", "workloads", "torch_profiler_steps.py"),
-             str(iterations), "0"], tmp_path, timeout=300)
+             str(iterations), "0", str(tail_ms)], tmp_path, timeout=300)
     d = report_json(tmp_path)
     st = main_steps(tmp_path)
     assert st["source"].startswith("ProfilerStep"), st["source"]
@@ -460,6 +465,10 @@ def test_profiler_steps_are_the_iterations(tmp_path):
     actions = [(a["name"], a["calls"]) for a in d["actions"]
                if a["name"].startswith("ProfilerStep")]
     assert actions == [("ProfilerStep*", iterations + 1)], actions  # every scope, teardown's too
+    assert d["actions_percent_of"]["base"] == "training", d["actions_percent_of"]
+    # (a step slowed by the machine's load may make a finding; the teardown's never)
+    assert not [f for f in d["findings"] if re.search(r"\bstep %d\b" % iterations,
+                                                      f["title"] + f["evidence"])], d["findings"]
     report(tmp_path, "--chrome-trace", str(tmp_path / "k.json"))
     doc = json.load(open(tmp_path / "k.pt.trace.json"))
     names = [e["name"] for e in doc["traceEvents"]
@@ -605,3 +614,35 @@ def test_startup_of_a_loop_trained_on_a_thread(tmp_path):
     folded = tmp_path / "s.folded"
     report(tmp_path / "t", "--folded", str(folded), "--phase", "startup")
     assert folded_total_us(folded) * 1000 > 0.8 * st["startup_ns"], folded_total_us(folded)
+
+
+HOSTILE_SCOPE_AFTER_STEPS = """
+import time
+import torch
+model = torch.nn.Linear(8, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(4):
+    opt.zero_grad()
+    model(torch.randn(4, 8)).sum().backward()
+    opt.step()
+with torch.autograd.profiler.record_function("<img src=x onerror=alert(1)>\\x1b[31mred"):
+    time.sleep(0.3)
+"""
+
+
+def test_a_scope_outside_the_training_is_named_escaped(tmp_path):
+    """A record_function scope after the loop, longer than the training: the Actions'
+    percentages are of the wall time, and the title names the scope, as data: escaped in
+    the text and in the HTML (a review found its markup and escape sequence written raw)."""
+    script = tmp_path / "scope_after.py"
+    script.write_text(HOSTILE_SCOPE_AFTER_STEPS)
+    profile([PYTHON, str(script)], tmp_path / "run", timeout=300)
+    d = report_json(tmp_path / "run")
+    assert d["actions_percent_of"]["base"] == "wall", d["actions_percent_of"]
+    text = report(tmp_path / "run", "--actions").stdout
+    assert "\x1b" not in text and "<img src=x onerror=alert(1)>\\x1b[31mred takes more than " \
+        "the training" in text, text[:2000]
+    html = tmp_path / "r.html"
+    report(tmp_path / "run", "--html", str(html))
+    page = html.read_text()
+    assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page

@@ -406,3 +406,26 @@ Test(report_comm, clock_offsets_between_hosts_from_collective_exits)
     for (int i = 0; i < 4; i++)
         unlink(host_paths[i]);
 }
+
+/* The median rank the findings and the per-rank table speak of is never the rank the others
+ * wait for: of two ranks the lower median of their communication is the slow one's own (a
+ * review found "rank 1 holds the others: the median rank (rank 1) waits 10.60 us"). */
+Test(report_comm, median_rank_is_not_the_slowest)
+{
+    struct comm_rank_row rows[4] = {{.rank = 0, .comm_ns = 900},
+                                    {.rank = 1, .comm_ns = 100},
+                                    {.rank = 2, .comm_ns = 800},
+                                    {.rank = 3, .comm_ns = 850}};
+    struct comm_report r = {.ranks = rows, .nranks = 2};
+    r.slowest.rank = 1;
+    r.comm.median = 100; /* (the lower median of 100 and 900) */
+    cr_assert_eq(r.ranks[comm_median_rank(&r)].rank, 0);
+    r.nranks = 4;
+    r.comm.median = 800;
+    cr_assert_eq(r.ranks[comm_median_rank(&r)].rank, 2);
+    r.slowest.rank = 2; /* then the nearest of the others */
+    cr_assert_eq(r.ranks[comm_median_rank(&r)].rank, 3);
+    r.slowest.rank = -1; /* none stands out: the nearest of all */
+    r.nranks = 1;
+    cr_assert_eq(comm_median_rank(&r), 0);
+}
