@@ -27,22 +27,31 @@ static int loader_worker_of(const struct model_process *w, const struct model_pr
 }
 
 /* One parent's workers (w[0, n), indices in procs): the function with the most time over
- * them, each worker naming its own busiest. */
+ * them, of those each worker keeps (its busiest few: two workers whose busiest differ by a
+ * few ms still add up over one). */
 static void loader_workers_merge(struct model_process *const *procs, const size_t *w, size_t n,
                                  const struct model_process *parent)
 {
     struct loader_workers x = {parent, n, NULL, NULL, 0, 0};
     for (size_t i = 0; i < n; i++) {
-        const struct model_step_hot *h = procs[w[i]]->steps.worker_hot;
-        x.busy_ns += h->step;
-        uint64_t ns = 0; /* h's function over every worker */
-        for (size_t k = 0; k < n; k++)
-            if (!strcmp(procs[w[k]]->steps.worker_hot[0].name, h->name))
-                ns += procs[w[k]]->steps.worker_hot[0].self_ns;
-        if (ns > x.self_ns) {
-            x.self_ns = ns;
-            x.name = h->name;
-            x.caller = h->caller;
+        const struct model_steps *st = &procs[w[i]]->steps;
+        x.busy_ns += st->worker_hot[0].step;
+        for (size_t j = 0; j < st->nworker_hot; j++) {
+            const struct model_step_hot *h = &st->worker_hot[j];
+            uint64_t ns = 0; /* h's function over every worker */
+            for (size_t k = 0; k < n; k++) {
+                const struct model_steps *other = &procs[w[k]]->steps;
+                for (size_t m = 0; m < other->nworker_hot; m++)
+                    if (!strcmp(other->worker_hot[m].name, h->name)) {
+                        ns += other->worker_hot[m].self_ns;
+                        break;
+                    }
+            }
+            if (ns > x.self_ns) {
+                x.self_ns = ns;
+                x.name = h->name;
+                x.caller = h->caller;
+            }
         }
     }
     x.name = report_strdup(x.name ? x.name : "");

@@ -482,12 +482,21 @@ struct model_step_sync {
 };
 
 #define MODEL_STEPS_PER_BATCH 4
+/* A DataLoader worker's busiest functions kept: workers whose first differs (a builtin
+ * against its caller, within a few ms) still add up over the same one. */
+#define MODEL_STEPS_WORKER_HOT 3
+enum model_steps_group {
+    MODEL_STEPS_GROUP_BATCH,   /* one step per DataLoader batch */
+    MODEL_STEPS_GROUP_BACKWARD /* one step per backward: no forward nor backward between */
+};
 
 struct model_steps {
     uint8_t source; /* enum model_step_source */
     /* Optimizer steps per step: k ≤ MODEL_STEPS_PER_BATCH when a loop steps k optimizers per
-     * DataLoader batch (a GAN's two), its steps then one per batch; else 1. */
+     * DataLoader batch (a GAN's two), its steps then one per batch, or k after one backward
+     * (an encoder's and a head's); else 1. grouped_by: which (enum model_steps_group). */
     uint8_t per_step;
+    uint8_t grouped_by;
     /* Steps from ends (optimizer steps, Lightning's batches) of a process recorded from its
      * start: the first step's start is its first phase span's, no boundary. */
     uint8_t first_inferred;
@@ -524,8 +533,9 @@ struct model_steps {
      * self time inside its calls, with its caller (at most MODEL_STEPS_RARE). */
     struct model_step_hot *rare_hot;
     size_t nrare_hot;
-    /* A DataLoader worker's (no steps): its main thread's function with the most self time,
-     * idle waits aside (model_steps_worker_hot): what data loading waits for. */
+    /* A DataLoader worker's (no steps): its main thread's MODEL_STEPS_WORKER_HOT functions
+     * with the most self time, idle waits aside, most first, the first's step its main
+     * thread's time outside waits (model_steps_worker_hot): what data loading waits for. */
     struct model_step_hot *worker_hot;
     size_t nworker_hot;
     /* Outside the built-in actions in the steady steps (the Python of "other CPU": a

@@ -67,8 +67,12 @@ const char *model_step_source_name(unsigned source)
 const char *model_steps_source_text(const struct model_steps *st, char *buf, size_t size)
 {
     if (st->per_step > 1)
-        snprintf(buf, size, "%s, grouped %u to a step: one step per DataLoader batch",
-                 model_step_source_name(st->source), st->per_step);
+        snprintf(buf, size, "%s, grouped %u to a step: %s", model_step_source_name(st->source),
+                 st->per_step,
+                 st->grouped_by == MODEL_STEPS_GROUP_BACKWARD
+                     ? "the optimizers stepped after one backward (no forward nor backward "
+                       "between them)"
+                     : "one step per DataLoader batch");
     else
         snprintf(buf, size, "%s", model_step_source_name(st->source));
     return buf;

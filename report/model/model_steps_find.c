@@ -318,10 +318,10 @@ static unsigned steps_group_by_batch(struct model_steps_finder *f, uint32_t tid,
 }
 
 /* Whether a training phase of tid (forward, backward, the optimizer; not a batch fetched:
- * the loop's last __next__, the one that ends it, is no training) begins in [a, b). The
- * phase spans are sorted by start. */
-static int steps_training_in(const struct model_steps_finder *f, uint32_t tid, uint64_t a,
-                             uint64_t b)
+ * the loop's last __next__, the one that ends it, is no training; with forward_backward,
+ * only those two) begins in [a, b). The phase spans are sorted by start. */
+static int steps_phase_in(const struct model_steps_finder *f, uint32_t tid, uint64_t a, uint64_t b,
+                          int forward_backward)
 {
     const struct steps_span *ph = f->list[FIND_PHASE];
     size_t lo = 0, hi = f->n[FIND_PHASE];
@@ -333,9 +333,66 @@ static int steps_training_in(const struct model_steps_finder *f, uint32_t tid, u
             hi = mid;
     }
     for (size_t i = lo; i < f->n[FIND_PHASE] && ph[i].start < b; i++)
-        if (ph[i].tid == tid && ph[i].number != MODEL_STEP_DATA)
+        if (ph[i].tid == tid && ph[i].number != MODEL_STEP_DATA &&
+            (!forward_backward || ph[i].number == MODEL_STEP_FORWARD ||
+             ph[i].number == MODEL_STEP_BACKWARD))
             return 1;
     return 0;
+}
+
+static int steps_training_in(const struct model_steps_finder *f, uint32_t tid, uint64_t a,
+                             uint64_t b)
+{
+    return steps_phase_in(f, tid, a, b, 0);
+}
+
+/* Several optimizers stepped after one backward (an encoder's and a head's, each its own
+ * Optimizer.step# scope): between the ends of one iteration's optimizer steps no forward or
+ * backward begins. When that holds of some gaps between ends and not of others (phases
+ * known: a quarter of the gaps hold one at least), and the iterations all step the same
+ * k <= MODEL_STEPS_PER_BATCH optimizers (the first and the last may step fewer), the ends
+ * are grouped k to a step, s keeping each group's last end; returns k (1: kept as they
+ * were). */
+static unsigned steps_group_by_backward(const struct model_steps_finder *f, uint32_t tid,
+                                        struct steps_span *s, size_t *n)
+{
+    if (*n < 4)
+        return 1;
+    unsigned char *closes = malloc(*n); /* closes[i]: end i closes its iteration */
+    if (!closes)
+        report_oom();
+    size_t with = 0;
+    for (size_t i = 0; i + 1 < *n; i++)
+        with += closes[i] = (unsigned char)steps_phase_in(f, tid, s[i].end, s[i + 1].end, 1);
+    closes[*n - 1] = 1;
+    size_t run = 0, groups = 0, k = 0, first = 0, last = 0;
+    int regular = with + 1 < *n && with * 4 >= *n - 1;
+    for (size_t i = 0; i < *n && regular; i++) {
+        run++;
+        if (!closes[i])
+            continue;
+        if (!groups++)
+            first = run;
+        else if (i + 1 < *n && k && run != k)
+            regular = 0;
+        else if (i + 1 < *n)
+            k = run;
+        last = run;
+        run = 0;
+    }
+    if (!k && groups == 2 && first == last)
+        k = first;
+    if (!regular || k < 2 || k > MODEL_STEPS_PER_BATCH || first > k || last > k) {
+        free(closes);
+        return 1;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < *n; i++)
+        if (closes[i])
+            s[kept++] = s[i];
+    *n = kept;
+    free(closes);
+    return (unsigned)k;
 }
 
 static int steps_u64_cmp(const void *a, const void *b)
@@ -351,8 +408,9 @@ static int steps_u64_cmp(const void *a, const void *b)
  *   From a number no larger than the one before on, the later ones are shifted past it (a
  *   second profile() block, again from #0, goes on from the first's numbers).
  * - The last scope, opened by the last prof.step() and closed by the profiler's exit, is
- *   the teardown, no step, when it holds no training phase and lasts under a quarter of the
- *   median of the others (0.03 ms of 38 in a CNN's loop; 15 us of 130 in a tiny one's).
+ *   the teardown, no step, when it holds no training phase and the others do (work after
+ *   the loop: a save, however long), or, phases unknown, when it lasts under a quarter of
+ *   the median of the others (0.03 ms of 38 in a CNN's loop; 15 us of 130 in a tiny one's).
  * - A step runs to the next scope's start, one iteration boundary to boundary: between two
  *   scopes prof.step() does the profiler's own work, which at the end of its schedule's
  *   active span is stopping and parsing torch's trace (100 ms and more), and that time is
@@ -362,8 +420,6 @@ static int steps_u64_cmp(const void *a, const void *b)
 static void steps_profiler_steps(struct model_steps_finder *f, uint32_t tid, struct steps_span *s,
                                  size_t *n)
 {
-    if (f->list[FIND_PHASE])
-        qsort(f->list[FIND_PHASE], f->n[FIND_PHASE], sizeof *f->list[FIND_PHASE], steps_span_cmp);
     uint64_t shift = 0;
     for (size_t i = 0; i < *n; i++) {
         s[i].number += shift;
@@ -492,6 +548,8 @@ void model_steps_finder_end(struct model_steps_finder *f, struct model_steps *st
                  {FIND_OPTIMIZER, 1, 2, MODEL_STEPS_OPTIMIZER},
                  {FIND_LIGHTNING, 1, 2, MODEL_STEPS_LIGHTNING},
                  {FIND_PYTHON, 1, 2, MODEL_STEPS_PYTHON}};
+    if (f->list[FIND_PHASE]) /* (steps_phase_in's order) */
+        qsort(f->list[FIND_PHASE], f->n[FIND_PHASE], sizeof *f->list[FIND_PHASE], steps_span_cmp);
     for (size_t i = 0; i < sizeof order / sizeof order[0] && !st->nsteps; i++) {
         struct steps_span *s = f->list[order[i].list];
         uint32_t tid = 0;
@@ -501,8 +559,14 @@ void model_steps_finder_end(struct model_steps_finder *f, struct model_steps *st
         st->per_step = 1;
         if (order[i].source == MODEL_STEPS_PROFILER_STEP)
             steps_profiler_steps(f, tid, s, &n);
-        if (order[i].source == MODEL_STEPS_OPTIMIZER || order[i].source == MODEL_STEPS_PYTHON)
+        if (order[i].source == MODEL_STEPS_OPTIMIZER || order[i].source == MODEL_STEPS_PYTHON) {
             st->per_step = (uint8_t)steps_group_by_batch(f, tid, s, &n);
+            st->grouped_by = MODEL_STEPS_GROUP_BATCH;
+            if (st->per_step == 1) {
+                st->per_step = (uint8_t)steps_group_by_backward(f, tid, s, &n);
+                st->grouped_by = MODEL_STEPS_GROUP_BACKWARD;
+            }
+        }
         steps_make(st, s, n, order[i].ends,
                    order[i].ends ? steps_first_start(f, tid, s[0].end) : 0);
         st->source = order[i].source;

@@ -666,16 +666,12 @@ static void hot_worker_caller(const struct model_process *p, const struct hot_fu
 {
     if (!top->caller_ns)
         return;
-    const struct model_py_node *named = hot_named_caller(p, &p->py.nodes[top->node]), *own = named;
-    for (int hops = 0; own && hops < 256; hops++) {
-        const struct model_py_func *f = model_python_func(p, own->func);
-        if (f && f->kind == PROF_PY_FUNC_PYTHON && model_torch_own_file(f->file))
-            break;
-        own = own->parent ? model_python_node(p, own->parent) : NULL;
-    }
+    const struct model_py_node *named = hot_named_caller(p, &p->py.nodes[top->node]);
+    struct hot_func own = *top;
+    hot_own_ancestor(p, named, &own);
     char text[1100], frame[1024];
-    model_python_frame(p, (own ? own : named)->func, frame, sizeof frame);
-    snprintf(text, sizeof text, "%s %s", own && own != named ? "under" : "called from", frame);
+    model_python_frame(p, own.under ? own.under - 1 : named->func, frame, sizeof frame);
+    snprintf(text, sizeof text, "%s %s", own.under ? "under" : "called from", frame);
     free(h->caller);
     h->caller = report_strdup(text);
 }
@@ -717,11 +713,12 @@ void model_steps_worker_hot(struct model_process *p)
     free(imported);
     if (nall)
         qsort(all, nall, sizeof *all, hot_cmp);
-    p->steps.worker_hot = hot_keep(p, all, nall, 1, 1, 0, &p->steps.nworker_hot);
-    if (p->steps.nworker_hot) {
+    p->steps.worker_hot =
+        hot_keep(p, all, nall, MODEL_STEPS_WORKER_HOT, 1, 0, &p->steps.nworker_hot);
+    for (size_t i = 0; i < p->steps.nworker_hot; i++)
+        hot_worker_caller(p, &all[i], &p->steps.worker_hot[i]);
+    if (p->steps.nworker_hot)
         p->steps.worker_hot[0].step = busy;
-        hot_worker_caller(p, &all[0], &p->steps.worker_hot[0]);
-    }
     free(all);
 }
 

@@ -716,6 +716,9 @@ static void sf_steps(sf_codec *c, struct model_process *p)
     struct model_steps *st = &p->steps;
     summary_codec_u8(c, &st->source);
     summary_codec_u8(c, &st->per_step);
+    summary_codec_u8(c, &st->grouped_by);
+    if (c->reading && st->grouped_by > MODEL_STEPS_GROUP_BACKWARD)
+        summary_codec_fail(c, "an unknown grouping of optimizer steps");
     summary_codec_u8(c, &st->first_inferred);
     if (c->reading && st->per_step > MODEL_STEPS_PER_BATCH)
         summary_codec_fail(c, "more optimizer steps per step than grouped");
@@ -728,7 +731,7 @@ static void sf_steps(sf_codec *c, struct model_process *p)
     sf_steps_hot(c, &st->slow_hot, &st->nslow_hot, MODEL_STEPS_SLOW);
     sf_steps_hot(c, &st->rare_hot, &st->nrare_hot, MODEL_STEPS_RARE);
     sf_steps_hot(c, &st->other_hot, &st->nother_hot, MODEL_STEPS_OTHER_HOT);
-    sf_steps_hot(c, &st->worker_hot, &st->nworker_hot, 1);
+    sf_steps_hot(c, &st->worker_hot, &st->nworker_hot, MODEL_STEPS_WORKER_HOT);
     summary_codec_u64(c, &st->rare_other_ns);
     summary_codec_u64(c, &st->rare_after);
     summary_codec_u64(c, &st->rare_after_ns);

@@ -27,7 +27,8 @@ static void teardown(void)
 
 TestSuite(report_steps_find, .init = setup, .fini = teardown);
 
-/* pattern: 'F' a batch fetched, 'O' an optimizer step, the whole repeated `times` */
+/* pattern: 'F' a batch fetched, 'O' an optimizer step, 'W' a forward, the whole repeated
+ * `times` */
 static struct model_process *load(const char *pattern, unsigned times)
 {
     struct trace_build b;
@@ -35,12 +36,16 @@ static struct model_process *load(const char *pattern, unsigned times)
     trace_build_meta(&b, "pid", "1");
     trace_build_string(&b, 1, "Optimizer.step#Adam.step");
     trace_build_string(&b, 2, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+    trace_build_string(&b, 3, "DistributedDataParallel.forward");
     trace_build_thread(&b, 9);
     uint64_t t = 1000;
     for (unsigned r = 0; r < times; r++)
         for (const char *c = pattern; *c; c++, t += 100)
-            trace_build_torch_op(&b, *c == 'O' ? 1 : 2, t, t + 40, -1, 0, MODEL_TORCH_SCOPE_USER, 0,
-                                 0);
+            trace_build_torch_op(&b,
+                                 *c == 'O'   ? 1
+                                 : *c == 'W' ? 3
+                                             : 2,
+                                 t, t + 40, -1, 0, MODEL_TORCH_SCOPE_USER, 0, 0);
     cr_assert_eq(trace_build_close(&b), 0);
     return report_test_load(path);
 }
@@ -180,4 +185,23 @@ Test(report_steps_find, a_last_profiler_step_that_trains_is_a_step)
     p = load_profiler_steps(numbered, 6, "OOO-OO", 1);
     cr_expect_eq(p->steps.nsteps, 6);
     model_process_free(p);
+}
+
+/* Without a DataLoader, two optimizers stepped after one backward (no forward between their
+ * ends: an encoder's and a head's) are one step; a review found 119 steps for 60
+ * iterations, every other one 4 ms, and a slow-steps finding of every second step. */
+Test(report_steps_find, optimizers_stepped_after_one_backward_make_one_step)
+{
+    struct model_process *p = load("WOO", 10);
+    cr_assert_eq(p->steps.nsteps, 10);
+    cr_expect_eq(p->steps.per_step, 2);
+    cr_expect_eq(p->steps.grouped_by, MODEL_STEPS_GROUP_BACKWARD);
+    cr_expect_eq(p->steps.steps[1].start_ns, 1240); /* each from the second end to the next */
+    cr_expect_eq(p->steps.steps[1].end_ns, 1540);
+    model_process_free(p);
+    expect("WOOO", 6, 6, 3);
+    expect("WO", 10, 10, 1);   /* one optimizer per forward */
+    expect("WOOWO", 6, 18, 1); /* not the same optimizers every iteration: kept */
+    expect("OO", 10, 20, 1);   /* no forward seen: nothing known, kept */
+    expect("WOWO", 6, 12, 1);  /* gradient accumulation's shape, kept */
 }
