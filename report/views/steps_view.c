@@ -337,7 +337,16 @@ void steps_view_print(FILE *out, const struct summary *s, const struct comm_repo
         } else {
             fputs("; --step NAME names them", out);
         }
-        fputs("); the tables cover the whole process\n\n", out);
+        fputs(")", out);
+        uint64_t lost = 0;
+        for (size_t i = 0; i < s->nprocs; i++)
+            lost += s->procs[i]->lost;
+        if (lost) /* the boundaries may be among them */
+            fprintf(out,
+                    "; %" PRIu64 " events were lost (the ring was full: PROF_RING_KB raises it), "
+                    "step boundaries among them maybe",
+                    lost);
+        fputs("; the tables cover the whole process\n\n", out);
         return;
     }
     struct steps_stats st;

@@ -486,6 +486,11 @@ def test_operator_table_of_a_lossy_ring_is_the_whole_process(tmp_path):
     _, whole = op_calls(tmp_path, "--phase", "all")
     if cover["part"] != "the whole process":  # the ring kept every span after all
         pytest.skip("no op span dropped with a 64 KiB ring: %s" % cover)
+    if not [p for p in report_json(tmp_path)["processes"] if p["steps"]]:
+        # the step scopes were among the dropped (CI saw it once): said where steps are
+        text = report(tmp_path).stdout
+        assert "events were lost (the ring was full: PROF_RING_KB raises it)" in text, text
+        return
     assert "dropped" in cover["note"] and "PROF_RING_KB" in cover["note"], cover
     assert calls == whole
     text = report(tmp_path).stdout
