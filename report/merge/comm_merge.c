@@ -748,6 +748,21 @@ size_t comm_median_rank(const struct comm_report *r)
     return mid == SIZE_MAX ? 0 : mid;
 }
 
+int comm_slowest_holds_others(const struct comm_report *r)
+{
+    const struct comm_slowest *w = &r->slowest;
+    if (w->rank < 0 || !w->why || r->nranks < 2)
+        return 0;
+    const struct comm_rank_row *mid = &r->ranks[comm_median_rank(r)], *slow = NULL;
+    for (size_t k = 0; k < r->nranks && !slow; k++)
+        if (r->ranks[k].rank == w->rank)
+            slow = &r->ranks[k];
+    if (!slow || !mid->steps || !slow->steps)
+        return 0;
+    double own = (double)slow->wait_ns / (double)slow->steps;
+    return 2 * own <= (double)mid->wait_ns / (double)mid->steps;
+}
+
 void comm_merge_free(struct comm_report *r)
 {
     for (size_t i = 0; i < r->nrows; i++) {

@@ -145,6 +145,11 @@ void comm_merge_free(struct comm_report *r);
  * median, the slowest rank (r->slowest) aside. Its wait and its communication are one
  * rank's, so its wait <= its comm. */
 size_t comm_median_rank(const struct comm_report *r);
+/* Whether the slowest rank (r->slowest, with a reason) holds the others: it waits at most
+ * half what the median rank waits per step. When it waits about as long itself, the
+ * others' wait is no one rank's (ranks arriving in turn: a loaded machine, balanced work),
+ * and communication is the finding, not a rank. */
+int comm_slowest_holds_others(const struct comm_report *r);
 
 /* "allreduce", "broadcast", ... for a kind. */
 const char *comm_kind_name(enum comm_kind kind);

@@ -466,7 +466,7 @@ static void findings_steps_ranks(struct findings *f, const struct comm_report *r
     /* the rank the others wait for first: their exposed communication is mostly that wait */
     const struct comm_slowest *w = &r->slowest;
     double wait_share = findings_share(k->wait_ns, k->wall_ns); /* the median rank's */
-    int waited = w->rank >= 0 && w->why && wait_share >= T(STEP_WAIT_SHARE);
+    int waited = comm_slowest_holds_others(r) && wait_share >= T(STEP_WAIT_SHARE);
     if (waited) {
         /* the median rank's own wait, beside its own communication; the excess signed, as
          * the --ranks table gives it */

@@ -291,6 +291,12 @@ int steps_view_ranks_verdict(const struct comm_report *r, char *buf, size_t len)
                         "Rank %lld is the slowest; no rank waits for it inside these steps; its "
                         "excess over the ranks' median is mostly %s (--rank %lld --python)",
                         (long long)w->rank, w->why, (long long)w->rank);
+    if (!comm_slowest_holds_others(r))
+        return snprintf(buf, len,
+                        "No rank holds the others: the median rank (rank %lld) waits %s per step "
+                        "in collectives, and rank %lld, the slowest (its excess over the ranks' "
+                        "median mostly %s), waits more than half as long itself",
+                        (long long)mid->rank, wait, (long long)w->rank, w->why);
     return snprintf(buf, len,
                     "Rank %lld holds the others: the median rank (rank %lld) waits %s per step "
                     "for it; its excess over the ranks' median is mostly %s (--rank %lld --python)",
