@@ -99,6 +99,7 @@ void steps_stats_of(const struct model_process *p, uint64_t lo, uint64_t hi, str
         s->gpu_kernel_ns += step->gpu_kernel_ns;
         s->gpu_copy_ns += step->gpu_copy_ns;
         s->syncs += step->syncs;
+        s->python_ns += step->python_ns;
     }
     qsort(d, s->counted, sizeof *d, steps_u64_cmp);
     s->median_ns = steps_quantile(d, s->counted, 0.5);

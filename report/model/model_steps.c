@@ -303,7 +303,10 @@ static void steps_cpu_segment(struct model_steps *st, struct model_step *step, c
         st->startup_import_ns += b - a;
     if (!step)
         return;
-    step->part_ns[steps_part_at(c)] += b - a;
+    enum model_step_part part = steps_part_at(c);
+    step->part_ns[part] += b - a;
+    if ((part == MODEL_STEP_FORWARD || part == MODEL_STEP_BACKWARD) && !c[STEPS_OPS])
+        step->python_ns += b - a;
     if (c[STEPS_COMM])
         step->comm_ns += b - a;
     if (ev->delta > 0 && ev->label == STEPS_SYNC)

@@ -28,7 +28,8 @@ const char summary_file_suffix[] = ".summary";
 #define SUMMARY_FILE_END "PRFSEND\n"
 /* 13: the periodic work's calls after the last step (steps.rare_after, rare_after_ns),
  * the training's end (steps.actions_end_ns), what grouped optimizer steps (grouped_by), a
- * DataLoader worker's 3 busiest functions (steps.worker_hot: 1 before);
+ * DataLoader worker's 3 busiest functions (steps.worker_hot: 1 before), each step's
+ * Python in forward and backward (model_step.python_ns);
  * 12: the optimizer steps per step (steps.per_step: a loop stepping several per batch),
  * the startup's thread (steps.startup_tid), a DataLoader worker's function
  * (steps.worker_hot), whether the first step's start is inferred (steps.first_inferred);

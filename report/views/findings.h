@@ -45,6 +45,9 @@
       "Python outside the phases: the step's other CPU (outside ops, data loading, forward, "      \
       "backward, optimizer, communication, syncs) takes this share of it")                         \
     X(STEP_GPU_IDLE_SHARE, 0.30, "GPU idle inside the steps: this share of the step time")         \
+    X(STEP_PYTHON_SHARE, 0.25,                                                                     \
+      "Python inside forward and backward: their time outside operators takes this share of "      \
+      "the step")                                                                                  \
     X(STEP_OUTLIER_RATIO, 2.0, "slow steps: a steady step takes this many times the median")       \
     X(PERIODIC_SHARE, 0.10,                                                                        \
       "periodic work: a function run in fewer than half the steady steps takes this share of "     \

@@ -237,6 +237,42 @@ static void findings_slow_steps(struct finding *x, const struct steps_stats *st,
                  numbers, (unsigned long long)st->max_number, mx, ratio, med);
 }
 
+/* Python inside forward and backward: their time outside operators (model_step.python_ns),
+ * where the Python code with the most self time in the steps is (steps.hot: the first that
+ * is not a builtin, whose self time holds the operators it calls). The step breakdown puts
+ * it in forward or backward, and the op table cannot show it: a tokenizer in a forward, an
+ * autograd.Function's backward in Python. */
+static void findings_step_python(struct findings *f, const struct steps_stats *st)
+{
+    double share = findings_share(st->python_ns, st->total_ns);
+    if (share < T(STEP_PYTHON_SHARE) || !st->counted)
+        return;
+    char py[32], step[32];
+    format_ns((double)st->python_ns / (double)st->counted, py, sizeof py);
+    format_ns((double)st->total_ns / (double)st->counted, step, sizeof step);
+    struct finding *x = findings_add(f, "step_python", share);
+    findings_set(x->title, sizeof x->title,
+                 "Python inside forward and backward: %.0f%% of the training step runs no "
+                 "operator",
+                 100 * share);
+    findings_set(x->evidence, sizeof x->evidence,
+                 "%s per step of %s in forward or backward with no PyTorch operator running: "
+                 "Python code (or module call overhead), which the operator table does not show",
+                 py, step);
+    const struct model_steps *ms = &st->p->steps;
+    for (size_t i = 0; i < ms->nhot; i++) {
+        const struct model_step_hot *h = &ms->hot[i];
+        if (h->name[0] == '<') /* a builtin: its self time holds the operators it runs */
+            continue;
+        if (h->self_ns * 4 >= st->python_ns / st->counted) {
+            char t[32];
+            format_ns((double)h->self_ns, t, sizeof t);
+            findings_set(x->where, sizeof x->where, "%s: %s per step of its own code", h->name, t);
+        }
+        break;
+    }
+}
+
 /* One process's own findings: its steady steps. */
 static void findings_steps_process(struct findings *f, const struct steps_stats *st)
 {
@@ -278,6 +314,7 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
                      oh->name, *oh->caller ? ", called from " : "", oh->caller, t);
     }
     findings_step_gpu(f, &m);
+    findings_step_python(f, st);
     /* periodic work (an evaluation, a checkpoint): its share of the steady steps, and the
      * slowest step with it when that step's cause is the same function */
     double rare_share = rare ? findings_share(rare->self_ns, st->total_ns) : 0;

@@ -184,3 +184,55 @@ def test_slow_steps_that_recur_are_counted(tmp_path):
     steady = st["steps"][st["warmup"]:]
     share = sum(s["ns"] for s in steady if s["number"] in listed) / sum(s["ns"] for s in steady)
     assert abs(int(m.group(4)) - 100 * share) <= 1, (slow, share)
+
+
+TOKENIZE_IN_FORWARD = """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+torch.set_num_threads(1)
+WORDS = ["w%d" % i for i in range(500)]
+
+
+class Clf(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.EmbeddingBag(500, 16)
+        self.out = nn.Linear(16, 2)
+
+    def tokenize(self, texts):
+        ids = []
+        for t in texts:
+            for w in t.split():
+                ids.append(WORDS.index(w))
+        return ids
+
+    def forward(self, texts):
+        ids = torch.tensor(self.tokenize(texts))
+        return self.out(self.emb(ids, torch.tensor([0])))
+
+
+model = Clf()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+text = [" ".join(WORDS[(i * 7) % 500] for i in range(300))]
+for step in range(30):
+    opt.zero_grad()
+    model(text).sum().backward()
+    opt.step()
+print("steps", step + 1)
+"""
+
+
+def test_python_inside_forward_is_a_finding(tmp_path):
+    """A forward that spends its time in Python (a tokenizer's loop) and not in operators:
+    the step breakdown says forward, the op table cannot see it; the finding says how much
+    of the step runs no operator and names the function (a review found only the startup
+    finding for a loop whose tokenizer took 84 % of it)."""
+    script = tmp_path / "tok.py"
+    script.write_text(TOKENIZE_IN_FORWARD)
+    proc = profile([PYTHON, str(script)], tmp_path / "out", env=ENV, timeout=300)
+    assert "steps 30" in proc.stdout, proc.stdout
+    f = findings_of(tmp_path / "out")["step_python"]
+    share = int(re.match(r"Python inside forward and backward: (\d+)% of the training step",
+                         f["title"]).group(1))
+    assert share >= 50, f
+    assert f["where"].startswith("Clf.tokenize (") and "tok.py:" in f["where"], f
