@@ -339,8 +339,9 @@ static void hot_rare_after(struct model_process *p, uint32_t func)
             continue; /* a recursive call inside the last one counted */
         inside_until = sp->end;
         st->rare_after++;
-        st->rare_after_ns +=
-            model_ticks_to_monotonic_ns(p, sp->end) - model_ticks_to_monotonic_ns(p, sp->start);
+        uint64_t a = model_ticks_to_monotonic_ns(p, sp->start);
+        uint64_t b = model_ticks_to_monotonic_ns(p, sp->end);
+        st->rare_after_ns += b > a ? b - a : 0; /* (a trace's span, as written) */
     }
     free(order);
 }
