@@ -232,8 +232,8 @@ static void html_steps_draw(FILE *out, const struct steps_stats *st)
     fputs("</svg>", out);
 }
 
-/* Several ranks with steps: the text report's per-rank table, the slowest rank's row in
- * bold, and the line naming it. */
+/* Several ranks with steps: the text report's per-rank table, the row of the rank holding
+ * the others in bold, and the line naming it (or saying none does). */
 static void html_steps_ranks(FILE *out, const struct summary *s)
 {
     size_t ranked = 0;
@@ -247,12 +247,13 @@ static void html_steps_ranks(FILE *out, const struct summary *s)
         char title[512];
         steps_view_ranks_title(&r, title, sizeof title);
         html_table_begin(out, "steps-ranks", title, r.nranks, r.nranks, steps_view_rank_columns);
+        int holds = comm_slowest_holds_others(&r);
         for (size_t i = 0; i < r.nranks; i++) {
             uint64_t ns[STEPS_VIEW_RANK_COLUMNS];
             char cell[STEPS_VIEW_RANK_COLUMNS][32];
             steps_view_rank_cells(&r, i, ns, cell);
             fprintf(out, "<tr%s><td class=\"n\" data-v=\"%lld\">%lld</td>",
-                    r.ranks[i].rank == r.slowest.rank && r.slowest.why
+                    holds && r.ranks[i].rank == r.slowest.rank
                         ? " style=\"font-weight:bold\""
                         : "",
                     (long long)r.ranks[i].rank, (long long)r.ranks[i].rank);
