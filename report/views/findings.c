@@ -717,6 +717,21 @@ void findings_build(struct findings *f, const struct summary *s)
     findings_memory_peak(f, s);
     findings_straggler(f, s);
     findings_overhead(f, s);
+    size_t kept = 0; /* the minor ones last, each group in its order */
+    struct finding *minor = malloc((f->n + 1) * sizeof *minor);
+    if (!minor) {
+        fprintf(stderr, "profreport: out of memory\n");
+        exit(1);
+    }
+    size_t nminor = 0;
+    for (size_t i = 0; i < f->n; i++) {
+        if (f->items[i].minor)
+            minor[nminor++] = f->items[i];
+        else
+            f->items[kept++] = f->items[i];
+    }
+    memcpy(f->items + kept, minor, nminor * sizeof *minor);
+    free(minor);
 }
 
 void findings_free(struct findings *f)

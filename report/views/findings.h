@@ -77,6 +77,9 @@ struct finding {
      * whole-process findings that give way to it; else -1 and NULL */
     long long rank;
     const char *why;
+    /* a one-off (a single slow step) or the startup: listed after the others, which say
+     * what every step pays (findings_build) */
+    int minor;
 };
 
 struct findings {

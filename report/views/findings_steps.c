@@ -216,6 +216,7 @@ static void findings_slow_steps(struct finding *x, const struct steps_stats *st,
     }
     double ratio = (double)st->max_ns / (double)st->median_ns;
     if (n < 2) {
+        x->minor = 1;
         findings_set(x->title, sizeof x->title, "slow steps: step %llu takes %.1fx the median",
                      (unsigned long long)st->max_number, ratio);
         findings_set(x->evidence, sizeof x->evidence,
@@ -410,6 +411,7 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
         format_ns((double)steps_ns, b, sizeof b);
         format_ns((double)st->startup_import_ns, imp, sizeof imp);
         struct finding *x = findings_add(f, "startup", findings_share(st->startup_ns, steps_ns));
+        x->minor = 1;
         findings_set(x->title, sizeof x->title,
                      "startup: %s before the first step, more than the %s of all the steps", a, b);
         char costs[1024];
