@@ -364,6 +364,18 @@ void steps_view_print(FILE *out, const struct summary *s, const struct comm_repo
     for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++)
         if (windows[i] && !strcmp(windows[i], model_window_name(MODEL_WINDOW_ALL)))
             windows[i] = NULL;
+    /* The Python layer keeps its counts at a few step boundaries (1-8, 16, 32, the last):
+     * after a long warm-up its table starts later than the others (a review found the line
+     * saying all three cover the steady steps beside a Python table of steps 17-40) */
+    char py_part[160];
+    if (windows[1] && p->py.window != MODEL_WINDOW_ALL &&
+        (p->py.window_first > st.first_number || p->py.window_last < st.last_number)) {
+        snprintf(py_part, sizeof py_part,
+                 "steps %" PRIu64 "-%" PRIu64 " of them (the Python layer's counts are kept at "
+                 "steps 1-8, 16, 32 and the last)",
+                 p->py.window_first, p->py.window_last);
+        windows[1] = py_part;
+    }
     if (r && r->by_steps && r->nranks > 1) {
         steps_view_head(out, &st, windows);
         fprintf(out, "  (rank %lld's steps above)\n", (long long)p->rank);

@@ -424,10 +424,14 @@ def test_python_table_of_profiler_steps(tmp_path, slow):
     numbers = [s["number"] for s in st["steps"]]
     assert first >= numbers[st["warmup"]] and last == numbers[-1], (first, last, numbers)
     kept = set(range(1, 9)) | {16, 32}  # the boundaries cut; step i starts at the (i+1)-th
+    line = next(l for l in report(tmp_path).stdout.splitlines() if l.startswith("  Startup:"))
     if st["warmup"] + 1 not in kept:  # 12 slow steps: the table starts at the 16th
         assert first > numbers[st["warmup"]], (first, numbers[st["warmup"]])
+        # the Training steps section says so (a review found it claiming the steady steps)
+        assert "the Python table covers steps %d-%d of them" % (first, last) in line, line
     else:
         assert first == numbers[st["warmup"]], (first, numbers[st["warmup"]])
+        assert "operator, Python and tensor memory tables below cover the steady" in line, line
     assert calls["work"] == calls["profile.step"] == last - first + 1, calls
     assert "slow" not in calls, calls
 
