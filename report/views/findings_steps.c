@@ -550,6 +550,17 @@ static void findings_steps_ranks(struct findings *f, const struct comm_report *r
         }
     }
     findings_step_comm(f, &m, waited);
+    /* Python inside forward and backward: the median rank's own steps */
+    for (size_t i = 0; i < s->nprocs; i++)
+        if (s->procs[i]->rank == k->rank && s->procs[i]->steps.nsteps) {
+            const struct model_process *p =
+                steps_main_process((const struct model_process *const *)&s->procs[i], 1);
+            struct steps_stats st;
+            steps_stats_of(p, 0, UINT64_MAX, &st);
+            findings_step_python(f, &st);
+            model_steps_let_go(p); /* (a summary's: read again when a view asks) */
+            break;
+        }
 }
 
 static int findings_steps_ranked(const struct summary *s)

@@ -357,3 +357,51 @@ def test_capture_window_compares_the_same_steps(tmp_path, window):
     else:
         assert all(n[0] > 1 for n in numbers.values()), numbers
     assert "the process's steps " in text
+
+
+DDP_TOKENIZE = """
+import torch, torch.distributed as dist, torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+torch.set_num_threads(1)
+WORDS = ["w%d" % i for i in range(400)]
+
+
+class Clf(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.EmbeddingBag(400, 16)
+        self.out = nn.Linear(16, 2)
+
+    def tokenize(self, text):
+        return [WORDS.index(w) for w in text.split()]
+
+    def forward(self, text):
+        ids = torch.tensor(self.tokenize(text))
+        return self.out(self.emb(ids, torch.tensor([0])))
+
+
+model = DDP(Clf())
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+text = " ".join(WORDS[(i * 7) % 400] for i in range(400))
+for step in range(20):
+    opt.zero_grad()
+    model(text).sum().backward()
+    opt.step()
+print("rank", dist.get_rank(), "steps", step + 1)
+dist.destroy_process_group()
+"""
+
+
+def test_python_inside_forward_over_ranks(tmp_path):
+    """Two balanced ranks whose forward is a tokenizer's Python loop: the median rank's
+    finding says how much of the step runs no operator and names the function."""
+    script = tmp_path / "ddp_tok.py"
+    script.write_text(DDP_TOKENIZE)
+    profile([TORCHRUN, "--nproc_per_node", "2", "--redirects", "2", "--tee", "1", str(script)],
+            tmp_path / "out", timeout=300)
+    findings = {f["kind"]: f for f in report_json(tmp_path / "out")["findings"]}
+    assert "step_python" in findings, sorted(findings)
+    # (3.11 runs the list comprehension as a function of its own: Clf.tokenize.<locals>...)
+    assert findings["step_python"]["where"].startswith("Clf.tokenize"), findings["step_python"]
