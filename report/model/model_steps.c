@@ -21,8 +21,10 @@ enum steps_label {
     STEPS_OPT,
     STEPS_BWD,
     STEPS_FWD,
-    STEPS_IMPORT,   /* importlib, for the startup line */
-    STEPS_PROFILER, /* the profiler's own work (its torch bridge's build): not imports */
+    STEPS_IMPORT,          /* importlib, for the startup line */
+    STEPS_PROFILER,        /* the profiler's own work (its torch bridge's build): not imports */
+    STEPS_CALLBACK,        /* Python called back from the autograd engine: a Function's backward */
+    STEPS_OPS_IN_CALLBACK, /* an operator such a callback runs */
     STEPS_LABEL_COUNT
 };
 
@@ -170,8 +172,63 @@ int model_steps_is_import(const struct model_process *p, uint32_t node)
                  (f->file && strstr(f->file, "importlib._bootstrap")));
 }
 
+static int steps_pair_cmp(const void *x, const void *y)
+{
+    const uint64_t *a = x, *b = y;
+    return a[0] != b[0] ? (a[0] < b[0] ? -1 : 1) : (a[1] > b[1]) - (a[1] < b[1]);
+}
+
+/* tid's Python calls made from C inside backward (an autograd.Function's backward, a tensor
+ * hook: the engine calls them inside the autograd node's operator), outermost ones, by
+ * start (CLOCK_MONOTONIC ns, pairs); their count in *n. */
+static uint64_t (*steps_callbacks(const struct model_process *p, uint32_t tid, size_t *n))[2]
+{
+    uint64_t(*cb)[2] = NULL;
+    size_t cap = 0, k = 0;
+    *n = 0;
+    for (size_t i = 0; i < p->py.nspan_list; i++) {
+        const struct model_py_span *sp = &p->py.span_list[i];
+        const struct model_py_node *node = sp->tid == tid ? model_python_node(p, sp->node) : NULL;
+        const struct model_py_node *up =
+            node && node->parent ? model_python_node(p, node->parent) : NULL;
+        const struct model_py_func *f = node ? model_python_func(p, node->func) : NULL;
+        const struct model_py_func *g = up ? model_python_func(p, up->func) : NULL;
+        const char *action = f ? model_torch_action_of_node(p, sp->node) : NULL;
+        if (!f || !g || f->kind != PROF_PY_FUNC_PYTHON || g->kind != PROF_PY_FUNC_C || !action ||
+            strcmp(action, "backward"))
+            continue;
+        cb = report_grow(cb, &cap, k + 1, sizeof *cb);
+        cb[k][0] = model_ticks_to_monotonic_ns(p, sp->start);
+        cb[k++][1] = model_ticks_to_monotonic_ns(p, sp->end);
+    }
+    if (k)
+        qsort(cb, k, sizeof *cb, steps_pair_cmp);
+    for (size_t i = 0; i < k; i++) /* the outermost: one inside another goes */
+        if (!*n || cb[i][0] >= cb[*n - 1][1])
+            memcpy(cb[(*n)++], cb[i], sizeof *cb);
+    return cb;
+}
+
+/* Whether [a, b) lies inside one of cb[0, n) (sorted, disjoint). */
+static int steps_inside(uint64_t (*cb)[2], size_t n, uint64_t a, uint64_t b)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) { /* the last starting at or before a */
+        size_t mid = lo + (hi - lo) / 2;
+        if (cb[mid][0] <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && b <= cb[lo - 1][1];
+}
+
 static void steps_collect(const struct model_process *p, uint32_t tid, struct steps_events *e)
 {
+    size_t ncb;
+    uint64_t(*cb)[2] = steps_callbacks(p, tid, &ncb);
+    for (size_t i = 0; i < ncb; i++)
+        steps_add(e, cb[i][0], cb[i][1], STEPS_CALLBACK);
     for (size_t i = 0; i < p->torch.nops; i++) {
         const struct model_torch_op *op = &p->torch.ops[i];
         const char *name = steps_op_name(p, op);
@@ -182,9 +239,11 @@ static void steps_collect(const struct model_process *p, uint32_t tid, struct st
         if (op->tid != tid)
             continue;
         int phase = op->scope == MODEL_TORCH_SCOPE_USER ? model_steps_scope_phase(name) : -1;
-        if (op->scope != MODEL_TORCH_SCOPE_USER)
+        if (op->scope != MODEL_TORCH_SCOPE_USER) {
             steps_add(e, a, b, STEPS_OPS);
-        else if (phase >= 0)
+            if (ncb && steps_inside(cb, ncb, a, b))
+                steps_add(e, a, b, STEPS_OPS_IN_CALLBACK);
+        } else if (phase >= 0)
             steps_add(e, a, b,
                       phase == MODEL_STEP_DATA        ? STEPS_DATA
                       : phase == MODEL_STEP_OPTIMIZER ? STEPS_OPT
@@ -211,6 +270,7 @@ static void steps_collect(const struct model_process *p, uint32_t tid, struct st
                       model_ticks_to_monotonic_ns(p, sp->end), (uint8_t)(*slot - 2));
     }
     u64map_free(&labels);
+    free(cb);
     static const uint8_t lightning_label[MODEL_STEP_PART_COUNT] = {
         [MODEL_STEP_DATA] = STEPS_DATA,
         [MODEL_STEP_FORWARD] = STEPS_FWD,
@@ -305,7 +365,9 @@ static void steps_cpu_segment(struct model_steps *st, struct model_step *step, c
         return;
     enum model_step_part part = steps_part_at(c);
     step->part_ns[part] += b - a;
-    if ((part == MODEL_STEP_FORWARD || part == MODEL_STEP_BACKWARD) && !c[STEPS_OPS])
+    /* no operator, or a Python callback's own time inside the operator that called it */
+    if ((part == MODEL_STEP_FORWARD || part == MODEL_STEP_BACKWARD) &&
+        (!c[STEPS_OPS] || (c[STEPS_CALLBACK] && !c[STEPS_OPS_IN_CALLBACK])))
         step->python_ns += b - a;
     if (c[STEPS_COMM])
         step->comm_ns += b - a;

@@ -238,7 +238,8 @@ static void findings_slow_steps(struct finding *x, const struct steps_stats *st,
                  numbers, (unsigned long long)st->max_number, mx, ratio, med);
 }
 
-/* Python inside forward and backward: their time outside operators (model_step.python_ns),
+/* Python inside forward and backward: their time outside operators, or in a Python
+ * callback of the autograd engine outside the operators it runs (model_step.python_ns),
  * where the Python code with the most self time in the steps is (steps.hot: the first that
  * is not a builtin, whose self time holds the operators it calls). The step breakdown puts
  * it in forward or backward, and the op table cannot show it: a tokenizer in a forward, an
@@ -253,12 +254,13 @@ static void findings_step_python(struct findings *f, const struct steps_stats *s
     format_ns((double)st->total_ns / (double)st->counted, step, sizeof step);
     struct finding *x = findings_add(f, "step_python", share);
     findings_set(x->title, sizeof x->title,
-                 "Python inside forward and backward: %.0f%% of the training step runs no "
-                 "operator",
+                 "Python inside forward and backward: %.0f%% of the training step is Python "
+                 "code, not operators",
                  100 * share);
     findings_set(x->evidence, sizeof x->evidence,
-                 "%s per step of %s in forward or backward with no PyTorch operator running: "
-                 "Python code (or module call overhead), which the operator table does not show",
+                 "%s per step of %s in forward or backward runs Python, not PyTorch operators "
+                 "(a Python loop, module call overhead, an autograd.Function's backward): the "
+                 "operator table shows the operators' time",
                  py, step);
     const struct model_steps *ms = &st->p->steps;
     for (size_t i = 0; i < ms->nhot; i++) {

@@ -396,7 +396,7 @@ dist.destroy_process_group()
 
 def test_python_inside_forward_over_ranks(tmp_path):
     """Two balanced ranks whose forward is a tokenizer's Python loop: the median rank's
-    finding says how much of the step runs no operator and names the function."""
+    finding says how much of the step is Python code and names the function."""
     script = tmp_path / "ddp_tok.py"
     script.write_text(DDP_TOKENIZE)
     profile([TORCHRUN, "--nproc_per_node", "2", "--redirects", "2", "--tee", "1", str(script)],

@@ -225,7 +225,7 @@ print("steps", step + 1)
 def test_python_inside_forward_is_a_finding(tmp_path):
     """A forward that spends its time in Python (a tokenizer's loop) and not in operators:
     the step breakdown says forward, the op table cannot see it; the finding says how much
-    of the step runs no operator and names the function (a review found only the startup
+    of the step is Python code and names the function (a review found only the startup
     finding for a loop whose tokenizer took 84 % of it)."""
     script = tmp_path / "tok.py"
     script.write_text(TOKENIZE_IN_FORWARD)
@@ -236,3 +236,49 @@ def test_python_inside_forward_is_a_finding(tmp_path):
                          f["title"]).group(1))
     assert share >= 50, f
     assert f["where"].startswith("Clf.tokenize (") and "tok.py:" in f["where"], f
+
+
+FUNCTION_BACKWARD_IN_PYTHON = """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+torch.set_num_threads(1)
+
+
+class SlowGate(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.clamp(min=0)
+
+    @staticmethod
+    def backward(ctx, grad):
+        n = 0
+        for i in range(60000):  # Python work in the backward, inside the engine
+            n += i % 7
+        return grad * (n > 0)
+
+
+model = nn.Linear(32, 32)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(16, 32)
+for step in range(20):
+    opt.zero_grad()
+    SlowGate.apply(model(x)).sum().backward()
+    opt.step()
+print("steps", step + 1)
+"""
+
+
+def test_python_in_a_function_backward_is_a_finding(tmp_path):
+    """An autograd.Function whose backward loops in Python: the engine calls it inside the
+    autograd node's operator, so the time is an operator's to the op table; the finding
+    counts the callback's time outside the operators it calls and names it (a review found
+    no finding for a Function backward of 58 % of the loop)."""
+    script = tmp_path / "fn.py"
+    script.write_text(FUNCTION_BACKWARD_IN_PYTHON)
+    proc = profile([PYTHON, str(script)], tmp_path / "out", env=ENV, timeout=300)
+    assert "steps 20" in proc.stdout, proc.stdout
+    f = findings_of(tmp_path / "out")["step_python"]
+    share = int(re.match(r"Python inside forward and backward: (\d+)% of the training step",
+                         f["title"]).group(1))
+    assert share >= 50, f
+    assert f["where"].startswith("SlowGate.backward (") and "fn.py:" in f["where"], f
