@@ -760,7 +760,8 @@ int comm_slowest_holds_others(const struct comm_report *r)
     if (!slow || !mid->steps || !slow->steps)
         return 0;
     double own = (double)slow->wait_ns / (double)slow->steps;
-    return 2 * own <= (double)mid->wait_ns / (double)mid->steps;
+    double theirs = (double)mid->wait_ns / (double)mid->steps;
+    return theirs > 0 && 2 * own <= theirs;
 }
 
 void comm_merge_free(struct comm_report *r)

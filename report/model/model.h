@@ -464,9 +464,9 @@ struct model_step {
     uint64_t comm_ns; /* communication of any thread in the step (hidden or not) */
     uint64_t gpu_busy_ns, gpu_kernel_ns, gpu_copy_ns; /* unions over the devices */
     uint64_t syncs; /* host-device syncs that started in the step */
-    /* Of forward and backward, the time no operator ran on the step thread, or a Python
-     * callback of the autograd engine (an autograd.Function's backward) ran outside the
-     * operators it calls: Python (a tokenizer in a forward), the module calls' own */
+    /* Of forward, the time no operator ran on the step thread (a tokenizer in a forward,
+     * the module calls' own); of backward, the time a Python callback of the autograd
+     * engine (an autograd.Function's backward) ran outside the operators it calls */
     uint64_t python_ns;
 };
 

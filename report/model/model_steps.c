@@ -365,9 +365,11 @@ static void steps_cpu_segment(struct model_steps *st, struct model_step *step, c
         return;
     enum model_step_part part = steps_part_at(c);
     step->part_ns[part] += b - a;
-    /* no operator, or a Python callback's own time inside the operator that called it */
-    if ((part == MODEL_STEP_FORWARD || part == MODEL_STEP_BACKWARD) &&
-        (!c[STEPS_OPS] || (c[STEPS_CALLBACK] && !c[STEPS_OPS_IN_CALLBACK])))
+    /* in forward, no operator running; in backward, a Python callback's own time (the gaps
+     * between backward's operators are the engine's C++, and on a GPU its operators run
+     * on the engine's device threads while this one waits) */
+    if ((part == MODEL_STEP_FORWARD && !c[STEPS_OPS]) ||
+        (part == MODEL_STEP_BACKWARD && c[STEPS_CALLBACK] && !c[STEPS_OPS_IN_CALLBACK]))
         step->python_ns += b - a;
     if (c[STEPS_COMM])
         step->comm_ns += b - a;

@@ -244,6 +244,49 @@ static uint64_t steps_first_start(const struct model_steps_finder *f, uint32_t t
     return first;
 }
 
+/* Groups of ends (closes[i]: end i closes its group; the last closes one): their sizes,
+ * size[m] how many groups between the first and the last have m ends (m > MODEL_STEPS_
+ * PER_BATCH: at MODEL_STEPS_PER_BATCH + 1), the first's and the last's in *first, *last,
+ * the groups in *groups; returns the most common size between (the first's when there are
+ * only two groups of one size), and their count in *middle. */
+struct steps_groups {
+    size_t size[MODEL_STEPS_PER_BATCH + 2], first, last, groups, middle;
+};
+
+static size_t steps_group_sizes(const unsigned char *closes, size_t n, struct steps_groups *g)
+{
+    memset(g, 0, sizeof *g);
+    for (size_t i = 0, run = 0; i < n; i++) {
+        run++;
+        if (!closes[i])
+            continue;
+        if (!g->groups++)
+            g->first = run;
+        else if (i + 1 < n)
+            g->size[run < MODEL_STEPS_PER_BATCH + 1 ? run : MODEL_STEPS_PER_BATCH + 1]++;
+        g->last = run;
+        run = 0;
+    }
+    size_t k = 0;
+    for (size_t m = 1; m < MODEL_STEPS_PER_BATCH + 2; m++) {
+        g->middle += g->size[m];
+        if (g->size[m] > g->size[k])
+            k = m;
+    }
+    return !g->middle && g->groups == 2 && g->first == g->last ? g->first : k;
+}
+
+/* s keeps each group's last end (closes[i]), *n their count; frees closes. */
+static void steps_group_keep(unsigned char *closes, struct steps_span *s, size_t *n)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < *n; i++)
+        if (closes[i])
+            s[kept++] = s[i];
+    *n = kept;
+    free(closes);
+}
+
 /* A step is one iteration, not one optimizer step, when the loop steps k optimizers per
  * DataLoader batch (a GAN's discriminator, then its generator): between the ends of a group
  * of k no batch is fetched, before each group one is (two at an epoch's start: the spent
@@ -268,8 +311,8 @@ static unsigned steps_group_by_batch(struct model_steps_finder *f, uint32_t tid,
             d[nd++] = d[i];
     if (nd < 2 || *n < 4)
         return 1;
-    unsigned char *opens = calloc(*n, 1); /* opens[i]: a batch fetched after end i - 1 */
-    if (!opens)
+    unsigned char *closes = calloc(*n, 1); /* closes[i]: a batch fetched after end i */
+    if (!closes)
         report_oom();
     size_t j = 0, single = 0, opened = 0;
     for (size_t i = 1; i < *n; i++) {
@@ -278,42 +321,20 @@ static unsigned steps_group_by_batch(struct model_steps_finder *f, uint32_t tid,
         size_t fetched = 0;
         for (; j < nd && d[j].start <= s[i].end; j++)
             fetched++;
-        opens[i] = fetched > 0;
+        closes[i - 1] = fetched > 0;
         opened += fetched > 0;
         single += fetched == 1;
     }
-    /* the groups' sizes: the first, the last, and how many of each size between */
-    size_t size[MODEL_STEPS_PER_BATCH + 2] = {0}, run = 0, groups = 0, first = 0, last = 0;
-    for (size_t i = 0; i < *n; i++) {
-        run++;
-        if (i + 1 < *n && !opens[i + 1])
-            continue;
-        if (!groups++)
-            first = run;
-        else if (i + 1 < *n)
-            size[run < MODEL_STEPS_PER_BATCH + 1 ? run : MODEL_STEPS_PER_BATCH + 1]++;
-        last = run;
-        run = 0;
-    }
-    size_t k = 0, middle = 0;
-    for (size_t m = 1; m < MODEL_STEPS_PER_BATCH + 2; m++) {
-        middle += size[m];
-        if (size[m] > size[k])
-            k = m;
-    }
-    if (!middle && groups == 2 && first == last)
-        k = first;
-    if (k < 2 || k > MODEL_STEPS_PER_BATCH || size[k] * 10 < middle * 9 || first > k || last > k ||
-        size[k] + (first == k) + (groups > 1 && last == k) < 2 || single * 4 < opened * 3) {
-        free(opens);
+    closes[*n - 1] = 1;
+    struct steps_groups g;
+    size_t k = steps_group_sizes(closes, *n, &g);
+    if (k < 2 || k > MODEL_STEPS_PER_BATCH || g.size[k] * 10 < g.middle * 9 || g.first > k ||
+        g.last > k || g.size[k] + (g.first == k) + (g.groups > 1 && g.last == k) < 2 ||
+        single * 4 < opened * 3) {
+        free(closes);
         return 1;
     }
-    size_t kept = 0;
-    for (size_t i = 0; i < *n; i++)
-        if (i + 1 == *n || opens[i + 1])
-            s[kept++] = s[i];
-    *n = kept;
-    free(opens);
+    steps_group_keep(closes, s, n);
     return (unsigned)k;
 }
 
@@ -349,10 +370,10 @@ static int steps_training_in(const struct model_steps_finder *f, uint32_t tid, u
 /* Several optimizers stepped after one backward (an encoder's and a head's, each its own
  * Optimizer.step# scope): between the ends of one iteration's optimizer steps no forward or
  * backward begins. When that holds of some gaps between ends and not of others (phases
- * known: a quarter of the gaps hold one at least), and the iterations all step the same
- * k <= MODEL_STEPS_PER_BATCH optimizers (the first and the last may step fewer), the ends
- * are grouped k to a step, s keeping each group's last end; returns k (1: kept as they
- * were). */
+ * known: a quarter of the gaps hold one at least), and the iterations step k <=
+ * MODEL_STEPS_PER_BATCH optimizers, 3 in 4 of them exactly k and none more, the ends are
+ * grouped to a step per iteration, s keeping each group's last end; returns k (1: kept as
+ * they were). */
 static unsigned steps_group_by_backward(const struct model_steps_finder *f, uint32_t tid,
                                         struct steps_span *s, size_t *n)
 {
@@ -365,33 +386,20 @@ static unsigned steps_group_by_backward(const struct model_steps_finder *f, uint
     for (size_t i = 0; i + 1 < *n; i++)
         with += closes[i] = (unsigned char)steps_phase_in(f, tid, s[i].end, s[i + 1].end, 1);
     closes[*n - 1] = 1;
-    size_t run = 0, groups = 0, k = 0, first = 0, last = 0;
-    int regular = with + 1 < *n && with * 4 >= *n - 1;
-    for (size_t i = 0; i < *n && regular; i++) {
-        run++;
-        if (!closes[i])
-            continue;
-        if (!groups++)
-            first = run;
-        else if (i + 1 < *n && k && run != k)
-            regular = 0;
-        else if (i + 1 < *n)
-            k = run;
-        last = run;
-        run = 0;
-    }
-    if (!k && groups == 2 && first == last)
-        k = first;
-    if (!regular || k < 2 || k > MODEL_STEPS_PER_BATCH || first > k || last > k) {
+    struct steps_groups g;
+    size_t k = steps_group_sizes(closes, *n, &g);
+    /* k optimizers in 3 iterations of 4 at least, never more (an iteration may step
+     * fewer: GradScaler skipping a step whose gradients overflowed, a head updated now
+     * and then) */
+    int known = with + 1 < *n && with * 4 >= *n - 1, more = 0;
+    for (size_t m = k + 1; m < MODEL_STEPS_PER_BATCH + 2; m++)
+        more += g.size[m] > 0;
+    if (!known || k < 2 || k > MODEL_STEPS_PER_BATCH || more || g.size[k] * 4 < g.middle * 3 ||
+        g.first > k || g.last > k) {
         free(closes);
         return 1;
     }
-    size_t kept = 0;
-    for (size_t i = 0; i < *n; i++)
-        if (closes[i])
-            s[kept++] = s[i];
-    *n = kept;
-    free(closes);
+    steps_group_keep(closes, s, n);
     return (unsigned)k;
 }
 

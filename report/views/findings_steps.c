@@ -238,13 +238,25 @@ static void findings_slow_steps(struct finding *x, const struct steps_stats *st,
                  numbers, (unsigned long long)st->max_number, mx, ratio, med);
 }
 
-/* Python inside forward and backward: their time outside operators, or in a Python
- * callback of the autograd engine outside the operators it runs (model_step.python_ns),
- * where the Python code with the most self time in the steps is (steps.hot: the first that
- * is not a builtin, whose self time holds the operators it calls). The step breakdown puts
- * it in forward or backward, and the op table cannot show it: a tokenizer in a forward, an
- * autograd.Function's backward in Python. */
-static void findings_step_python(struct findings *f, const struct steps_stats *st)
+/* Whether a function's text ("f (path:line)") names one in the program's own files. */
+static int findings_own_function(const char *text)
+{
+    const char *open = strrchr(text, '('), *colon = strrchr(text, ':');
+    if (!open || !colon || colon < open)
+        return 0;
+    char file[1024];
+    snprintf(file, sizeof file, "%.*s", (int)(colon - open - 1), open + 1);
+    return model_torch_own_file(file);
+}
+
+/* Python inside forward and backward: forward's time outside operators, backward's in a
+ * Python callback of the autograd engine outside the operators it runs (model_step.
+ * python_ns), and where: the function of the program's own files with the most self time
+ * in the steps (steps.hot, whose self time holds its calls shorter than PROF_PY_SPAN_US,
+ * short operators among them: said). The step breakdown puts this time in forward or
+ * backward, and the op table cannot show it: a tokenizer in a forward, an
+ * autograd.Function's backward in Python. who: "" or " (median rank)". */
+static void findings_step_python(struct findings *f, const struct steps_stats *st, const char *who)
 {
     double share = findings_share(st->python_ns, st->total_ns);
     if (share < T(STEP_PYTHON_SHARE) || !st->counted)
@@ -254,23 +266,26 @@ static void findings_step_python(struct findings *f, const struct steps_stats *s
     format_ns((double)st->total_ns / (double)st->counted, step, sizeof step);
     struct finding *x = findings_add(f, "step_python", share);
     findings_set(x->title, sizeof x->title,
-                 "Python inside forward and backward: %.0f%% of the training step is Python "
+                 "Python inside forward and backward: %.0f%% of the training step%s is Python "
                  "code, not operators",
-                 100 * share);
+                 100 * share, who);
     findings_set(x->evidence, sizeof x->evidence,
-                 "%s per step of %s in forward or backward runs Python, not PyTorch operators "
-                 "(a Python loop, module call overhead, an autograd.Function's backward): the "
-                 "operator table shows the operators' time",
+                 "%s per step of %s runs Python, not PyTorch operators: in forward outside "
+                 "them (a Python loop, module call overhead), in backward an "
+                 "autograd.Function's Python backward; the operator table shows the operators' "
+                 "time",
                  py, step);
     const struct model_steps *ms = &st->p->steps;
     for (size_t i = 0; i < ms->nhot; i++) {
         const struct model_step_hot *h = &ms->hot[i];
-        if (h->name[0] == '<') /* a builtin: its self time holds the operators it runs */
-            continue;
+        if (!findings_own_function(h->name))
+            continue; /* a builtin's self time holds the operators it runs; a library's too */
         if (h->self_ns * 4 >= st->python_ns / st->counted) {
             char t[32];
             format_ns((double)h->self_ns, t, sizeof t);
-            findings_set(x->where, sizeof x->where, "%s: %s per step of its own code", h->name, t);
+            findings_set(x->where, sizeof x->where,
+                         "%s: %s per step in it (with its calls shorter than PROF_PY_SPAN_US)",
+                         h->name, t);
         }
         break;
     }
@@ -317,7 +332,7 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
                      oh->name, *oh->caller ? ", called from " : "", oh->caller, t);
     }
     findings_step_gpu(f, &m);
-    findings_step_python(f, st);
+    findings_step_python(f, st, "");
     /* periodic work (an evaluation, a checkpoint): its share of the steady steps, and the
      * slowest step with it when that step's cause is the same function */
     double rare_share = rare ? findings_share(rare->self_ns, st->total_ns) : 0;
@@ -559,7 +574,7 @@ static void findings_steps_ranks(struct findings *f, const struct comm_report *r
                 steps_main_process((const struct model_process *const *)&s->procs[i], 1);
             struct steps_stats st;
             steps_stats_of(p, 0, UINT64_MAX, &st);
-            findings_step_python(f, &st);
+            findings_step_python(f, &st, " (median rank)");
             model_steps_let_go(p); /* (a summary's: read again when a view asks) */
             break;
         }

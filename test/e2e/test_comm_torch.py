@@ -384,7 +384,7 @@ class Clf(nn.Module):
 
 model = DDP(Clf())
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
-text = " ".join(WORDS[(i * 7) % 400] for i in range(400))
+text = " ".join(WORDS[(i * 7) % 400] for i in range(3000))
 for step in range(20):
     opt.zero_grad()
     model(text).sum().backward()

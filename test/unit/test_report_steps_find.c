@@ -202,6 +202,9 @@ Test(report_steps_find, optimizers_stepped_after_one_backward_make_one_step)
     expect("WOOO", 6, 6, 3);
     expect("WO", 10, 10, 1);   /* one optimizer per forward */
     expect("WOOWO", 6, 18, 1); /* not the same optimizers every iteration: kept */
+    /* one iteration in 4 skips its second optimizer's step (GradScaler's inf skip): still
+     * one step per iteration (a review found the run back to an optimizer step a step) */
+    expect("WOOWOOWOOWO", 4, 16, 2);
     expect("OO", 10, 20, 1);   /* no forward seen: nothing known, kept */
     expect("WOWO", 6, 12, 1);  /* gradient accumulation's shape, kept */
 }
