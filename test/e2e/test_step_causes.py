@@ -222,22 +222,6 @@ print("steps", step + 1)
 """
 
 
-def test_python_inside_forward_is_a_finding(tmp_path):
-    """A forward that spends its time in Python (a tokenizer's loop) and not in operators:
-    the step breakdown says forward, the op table cannot see it; the finding says how much
-    of the step is Python code and names the function (a review found only the startup
-    finding for a loop whose tokenizer took 84 % of it)."""
-    script = tmp_path / "tok.py"
-    script.write_text(TOKENIZE_IN_FORWARD)
-    proc = profile([PYTHON, str(script)], tmp_path / "out", env=ENV, timeout=300)
-    assert "steps 30" in proc.stdout, proc.stdout
-    f = findings_of(tmp_path / "out")["step_python"]
-    share = int(re.match(r"Python inside forward and backward: (\d+)% of the training step",
-                         f["title"]).group(1))
-    assert share >= 50, f
-    assert f["where"].startswith("Clf.tokenize (") and "tok.py:" in f["where"], f
-
-
 FUNCTION_BACKWARD_IN_PYTHON = """
 import torch, torch.nn as nn
 torch.manual_seed(0)
@@ -268,17 +252,22 @@ print("steps", step + 1)
 """
 
 
-def test_python_in_a_function_backward_is_a_finding(tmp_path):
-    """An autograd.Function whose backward loops in Python: the engine calls it inside the
-    autograd node's operator, so the time is an operator's to the op table; the finding
-    counts the callback's time outside the operators it calls and names it (a review found
-    no finding for a Function backward of 58 % of the loop)."""
-    script = tmp_path / "fn.py"
-    script.write_text(FUNCTION_BACKWARD_IN_PYTHON)
-    proc = profile([PYTHON, str(script)], tmp_path / "out", env=ENV, timeout=300)
-    assert "steps 20" in proc.stdout, proc.stdout
+@pytest.mark.parametrize("script,steps,function", [
+    (TOKENIZE_IN_FORWARD, 30, "Clf.tokenize"),
+    (FUNCTION_BACKWARD_IN_PYTHON, 20, "SlowGate.backward")])
+def test_python_inside_forward_and_backward_is_a_finding(tmp_path, script, steps, function):
+    """A forward that spends its time in a Python loop (a tokenizer's), not in operators:
+    the step breakdown says forward, the op table cannot see it (a review found only the
+    startup finding for a loop whose tokenizer took 84 % of it). An autograd.Function whose
+    backward loops in Python: the engine calls it inside the autograd node's operator, so
+    its time is an operator's to the op table (a review found no finding for one of 58 %
+    of the loop). The finding says how much of the step is Python code and names it."""
+    path = tmp_path / "script.py"
+    path.write_text(script)
+    proc = profile([PYTHON, str(path)], tmp_path / "out", env=ENV, timeout=300)
+    assert "steps %d" % steps in proc.stdout, proc.stdout
     f = findings_of(tmp_path / "out")["step_python"]
     share = int(re.match(r"Python inside forward and backward: (\d+)% of the training step",
                          f["title"]).group(1))
     assert share >= 50, f
-    assert f["where"].startswith("SlowGate.backward (") and "fn.py:" in f["where"], f
+    assert f["where"].startswith(function + " (") and "script.py:" in f["where"], f
