@@ -730,7 +730,8 @@ void findings_build(struct findings *f, const struct summary *s)
         else
             f->items[kept++] = f->items[i];
     }
-    memcpy(f->items + kept, minor, nminor * sizeof *minor);
+    if (nminor) /* (no finding at all: items is NULL) */
+        memcpy(f->items + kept, minor, nminor * sizeof *minor);
     free(minor);
 }
 
