@@ -42,13 +42,16 @@
     X(STEP_DATA_SHARE, 0.10, "data-loading stall: data loading takes this share of the step")      \
     X(STEP_SYNC_SHARE, 0.05, "host syncs: synchronizing takes this share of the step")             \
     X(STEP_OTHER_SHARE, 0.15,                                                                      \
-      "Python outside the phases: the step's other CPU (outside ops, data loading, forward, "      \
-      "backward, optimizer, communication, syncs) takes this share of it")                         \
+      "work outside the phases: the step's other ops and other CPU (outside data loading, "        \
+      "forward, backward, optimizer, communication, syncs) take this share of it")                 \
     X(STEP_GPU_IDLE_SHARE, 0.30, "GPU idle inside the steps: this share of the step time")         \
     X(STEP_PYTHON_SHARE, 0.25,                                                                     \
       "Python inside forward and backward: their time outside operators takes this share of "      \
       "the step")                                                                                  \
     X(STEP_OUTLIER_RATIO, 2.0, "slow steps: a steady step takes this many times the median")       \
+    X(STEP_GROWTH_RATIO, 1.5,                                                                      \
+      "step time grows: the last fifth of the steady steps takes this many times the first "       \
+      "fifth, and no fifth less than the one before")                                              \
     X(PERIODIC_SHARE, 0.10,                                                                        \
       "periodic work: a function run in fewer than half the steady steps takes this share of "     \
       "their time")                                                                                \
@@ -94,7 +97,8 @@ void findings_free(struct findings *f);
 struct finding *findings_add(struct findings *f, const char *kind, double value);
 void findings_set(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* findings_steps.c: the findings in step terms ("step_comm", "waiting_rank", "step_data",
- * "step_sync", "step_other", "step_gpu_idle", "periodic_work", "slow_steps", "startup"). */
+ * "step_sync", "step_other", "step_gpu_idle", "periodic_work", "slow_steps", "step_growth",
+ * "startup"). */
 void findings_steps(struct findings *f, const struct summary *s);
 /* The process whose steady steps findings_steps describes alone (one process with steps,
  * or the main one of a run without ranks), or NULL (several ranks: compared instead). */

@@ -291,6 +291,80 @@ static void findings_step_python(struct findings *f, const struct steps_stats *s
     }
 }
 
+/* Step time that grows through the run (a list of tensors re-summed every step, a graph
+ * kept alive): the counted steps in fifths, the last fifth's mean at least
+ * STEP_GROWTH_RATIO times the first's, no fifth's mean below the one before it (periodic
+ * slow steps spread over every fifth: not a trend). The median then describes a step in
+ * the middle of the run, not a typical one. */
+static void findings_step_growth(struct findings *f, const struct steps_stats *st)
+{
+    const struct model_steps *ms = &st->p->steps;
+    size_t n = st->counted, seen = 0, count[5] = {0};
+    if (n < 10 || !st->median_ns)
+        return;
+    uint64_t sum[5] = {0}, parts[2][MODEL_STEP_PART_COUNT] = {{0}}, numbers[2][2] = {{0}};
+    for (size_t i = st->warmup; i < ms->nsteps; i++) {
+        const struct model_step *s = &ms->steps[i];
+        if (s->number < st->first_number || s->number > st->last_number)
+            continue;
+        size_t q = seen++ * 5 / n; /* 0..4 */
+        count[q]++;
+        sum[q] += s->end_ns - s->start_ns;
+        if (q == 0 || q == 4) { /* the first and last fifths: their numbers and parts */
+            int e = q == 4;
+            numbers[e][0] = numbers[e][0] ? numbers[e][0] : s->number;
+            numbers[e][1] = s->number;
+            for (int j = 0; j < MODEL_STEP_PART_COUNT; j++)
+                parts[e][j] += s->part_ns[j];
+        }
+    }
+    for (int j = 0; j < MODEL_STEP_PART_COUNT; j++) { /* per step */
+        parts[0][j] /= count[0] ? count[0] : 1;
+        parts[1][j] /= count[4] ? count[4] : 1;
+    }
+    double mean[5];
+    char means[192] = "";
+    for (int q = 0; q < 5; q++) {
+        mean[q] = (double)sum[q] / (double)(count[q] ? count[q] : 1);
+        if (q && mean[q] < mean[q - 1])
+            return;
+        char t[32];
+        format_ns(mean[q], t, sizeof t);
+        size_t used = strlen(means);
+        snprintf(means + used, sizeof means - used, "%s%s", q ? ", " : "", t);
+    }
+    if (mean[4] < T(STEP_GROWTH_RATIO) * mean[0])
+        return;
+    char a[32], b[32], med[32], e[32];
+    format_ns(mean[0], a, sizeof a);
+    format_ns(mean[4], b, sizeof b);
+    format_ns((double)st->median_ns, med, sizeof med);
+    struct finding *x = findings_add(f, "step_growth", 1 - mean[0] / mean[4]);
+    findings_set(x->title, sizeof x->title,
+                 "step time grows through the run: steps %llu-%llu take %.1fx steps %llu-%llu "
+                 "(%s against %s per step)",
+                 (unsigned long long)numbers[1][0], (unsigned long long)numbers[1][1],
+                 mean[4] / mean[0], (unsigned long long)numbers[0][0],
+                 (unsigned long long)numbers[0][1], b, a);
+    uint64_t excess;
+    int part = steps_largest_excess(parts[1], parts[0], &excess);
+    format_ns((double)excess, e, sizeof e);
+    findings_set(x->evidence, sizeof x->evidence,
+                 "the mean step of each fifth of the %zu steady steps: %s; by part most %s +%s; "
+                 "something kept from step to step grows (a list of tensors, a graph not "
+                 "detached, a cache), and the median (%s) is a step in the middle of the run",
+                 n, means, part >= 0 ? model_step_part_name(part) : "none", e, med);
+    const struct model_step_hot *h = steps_view_slow_hot(st->p, st->max_number);
+    if (h && st->max_number >= numbers[1][0]) { /* the slowest step is a late one */
+        char o[32];
+        format_ns((double)h->self_ns, o, sizeof o);
+        findings_set(x->where, sizeof x->where,
+                     "%s%s%s: +%s in step %llu, the slowest, over its mean per steady step",
+                     h->name, *h->caller ? ", called from " : "", h->caller, o,
+                     (unsigned long long)st->max_number);
+    }
+}
+
 /* One process's own findings: its steady steps. */
 static void findings_steps_process(struct findings *f, const struct steps_stats *st)
 {
@@ -310,18 +384,31 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
         findings_data_loading(st->p, m.part_ns[MODEL_STEP_DATA], data->evidence,
                               sizeof data->evidence, data->where, sizeof data->where);
     findings_step_part(f, &m, MODEL_STEP_SYNC, "step_sync", T(STEP_SYNC_SHARE), "host syncs");
-    /* Python outside the phases, less the periodic work (said by its own finding) */
+    /* Work outside the phases (ops and Python: a metric, logging, an EMA of the weights),
+     * less the periodic work (said by its own finding). Operators and Python together: an
+     * EMA update is mostly operators, a logging loop mostly Python, and either alone
+     * understated it (an EMA at half the step read 23 %). */
     const struct model_step_hot *rare = st->p->steps.nrare_hot ? st->p->steps.rare_hot : NULL;
     int periodic = rare && findings_share(rare->self_ns, st->total_ns) >= T(PERIODIC_SHARE);
     struct findings_step o = m;
     uint64_t rare_per_step = periodic ? st->p->steps.rare_other_ns : 0;
-    o.part_ns[MODEL_STEP_OTHER] = m.part_ns[MODEL_STEP_OTHER] > rare_per_step
-                                      ? m.part_ns[MODEL_STEP_OTHER] - rare_per_step
-                                      : 0;
+    uint64_t outside = m.part_ns[MODEL_STEP_OTHER] + m.part_ns[MODEL_STEP_OTHER_OPS];
+    o.part_ns[MODEL_STEP_OTHER] = outside > rare_per_step ? outside - rare_per_step : 0;
     struct finding *other = findings_step_part(
         f, &o, MODEL_STEP_OTHER, "step_other", T(STEP_OTHER_SHARE),
-        periodic ? "Python outside the training phases (other CPU, the periodic work aside)"
-                 : "Python outside the training phases (other CPU)");
+        periodic ? "work outside forward, backward, the optimizer and data loading (the "
+                   "periodic work aside)"
+                 : "work outside forward, backward, the optimizer and data loading");
+    if (other) {
+        char ops[32], rest[32];
+        format_ns((double)m.part_ns[MODEL_STEP_OTHER_OPS], ops, sizeof ops);
+        format_ns((double)m.part_ns[MODEL_STEP_OTHER], rest, sizeof rest);
+        size_t used = strlen(other->evidence);
+        snprintf(other->evidence + used, sizeof other->evidence - used,
+                 ": PyTorch operators %s, Python and the rest %s (the loss, metrics, logging, "
+                 "code between the phases)",
+                 ops, rest);
+    }
     const struct model_step_hot *oh = st->p->steps.nother_hot ? st->p->steps.other_hot : NULL;
     if (other && oh && oh->self_ns * 4 >= o.part_ns[MODEL_STEP_OTHER]) {
         char t[32];
@@ -386,9 +473,12 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
         uint64_t excess;
         int part = slow ? steps_largest_excess(slow->part_ns, m.part_ns, &excess) : -1;
         /* the same cause: one finding */
-        struct finding *same = data && part == MODEL_STEP_DATA             ? data
-                               : work && h && !strcmp(h->name, rare->name) ? work
-                                                                           : NULL;
+        /* the periodic work's: the function or what takes its time (its second entry) */
+        int in_work =
+            work && h &&
+            (!strcmp(h->name, rare->name) ||
+             (st->p->steps.nrare_hot > 1 && !strcmp(h->name, st->p->steps.rare_hot[1].name)));
+        struct finding *same = data && part == MODEL_STEP_DATA ? data : in_work ? work : NULL;
         if (same) {
             size_t used = strlen(same->evidence);
             uint8_t source = st->p->steps.source;
@@ -407,6 +497,15 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
             struct finding *x =
                 findings_add(f, "slow_steps", (double)st->max_ns / (double)st->median_ns);
             findings_slow_steps(x, st, mx, med);
+            uint8_t source = st->p->steps.source;
+            if (!x->minor && (source == MODEL_STEPS_OPTIMIZER || source == MODEL_STEPS_PYTHON) &&
+                (part == MODEL_STEP_OTHER || part == MODEL_STEP_OTHER_OPS)) {
+                size_t used = strlen(x->evidence);
+                snprintf(x->evidence + used, sizeof x->evidence - used,
+                         "; their excess is outside the phases, and a step ends where its "
+                         "optimizer step ends: work run after optimizer.step() (a checkpoint "
+                         "save, logging) counts in the step after it");
+            }
             if (h) {
                 char o[32];
                 format_ns((double)h->self_ns, o, sizeof o);
@@ -417,6 +516,7 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
             }
         }
     }
+    findings_step_growth(f, st);
     uint64_t steps_ns = 0;
     for (size_t i = 0; i < st->p->steps.nsteps; i++)
         steps_ns += st->p->steps.steps[i].end_ns - st->p->steps.steps[i].start_ns;
