@@ -88,6 +88,7 @@ enum prof_record_type {
     /* a thread's Python counts taken at training-step boundaries */
     PROF_REC_PY_CUT = 47,       /* one cut: its number and time */
     PROF_REC_PY_CUT_STATS = 48, /* one node's counts at a cut */
+    PROF_REC_TORCH_SCOPE = 49,  /* a record_function scope that marks steps, never dropped */
     PROF_REC_TYPE_COUNT
 };
 
@@ -590,6 +591,38 @@ struct prof_rec_torch_stats {
 };
 _Static_assert(sizeof(struct prof_rec_torch_stats) == 72, "torch stats record");
 _Static_assert(offsetof(struct prof_rec_torch_stats, calls) == 8, "torch stats calls offset");
+
+/* The record_function scopes that mark training steps and their phases (the optimizer's
+ * step and zero_grad, torch.profiler's ProfilerStep#N, the DataLoader's batches, DDP's
+ * forward) are also kept apart from the ring (torch_ops.c): a thread logs each such
+ * USER_SCOPE op it records in its own memory, and the collector writes the log as
+ * TORCH_SCOPE records, after a THREAD record. None is ever dropped, so a report finds the
+ * step boundaries exactly whatever the ring lost; the TORCH_OP spans of the same ops are
+ * the timeline's, and may be dropped. name_sid 0: the thread's log was full from here
+ * (its collector fell far behind), the ring's spans are all there is. */
+static inline int prof_torch_scope_kept(const char *name)
+{
+    static const char *const prefixes[] = {"Optimizer.step#", "Optimizer.zero_grad#",
+                                           "ProfilerStep#", "enumerate(DataLoader)#",
+                                           "DistributedDataParallel.forward"};
+    for (size_t i = 0; name && i < sizeof prefixes / sizeof *prefixes; i++) {
+        size_t n = 0;
+        while (prefixes[i][n] && name[n] == prefixes[i][n])
+            n++;
+        if (!prefixes[i][n])
+            return 1;
+    }
+    return 0;
+}
+
+struct prof_rec_torch_scope {
+    struct prof_record_header h;
+    uint32_t name_sid;
+    uint64_t start; /* ticks */
+    uint64_t end;
+};
+_Static_assert(sizeof(struct prof_rec_torch_scope) == 24, "torch scope record");
+_Static_assert(offsetof(struct prof_rec_torch_scope, start) == 8, "torch scope start offset");
 
 /* ---- Actions ----
  * A named action started or stopped by a framework's own profiler calls, as the program

@@ -5,7 +5,8 @@
  * collector writes as TORCH_NODE / TORCH_STATS records (see trace_format.h): nothing is
  * ever dropped there, whatever the op rate. The timeline comes from one TORCH_OP span per
  * op, written into the thread's ring as space allows (a full ring drops the span, counted
- * as lost; the report says how many spans it kept).
+ * as lost; the report says how many spans it kept). The few scopes that mark training
+ * steps are also logged per thread and written by the collector (TORCH_SCOPE), never lost.
  *
  * Counting follows torch.profiler's key_averages() (torch/autograd/profiler_util.py,
  * EventList._remove_dup_nodes): an op that is the only child of an op of the same name is
@@ -48,6 +49,8 @@
 #define TORCH_TEXT_SLOTS 1024
 #define TORCH_CHUNK_NODES 1024
 #define TORCH_MAX_CHUNKS 1024
+#define TORCH_SCOPE_CHUNK 1024 /* entries of a chunk of a thread's log of step scopes */
+#define TORCH_SCOPE_SLOTS 64   /* how many chunks the collector may fall behind by */
 
 /* Counters of one node: written by the owning thread only, read by the collector, so each
  * is a relaxed atomic; version moves last, after every change. */
@@ -77,6 +80,7 @@ struct torch_frame {
     uint32_t name_sid;
     uint32_t shapes_sid;
     uint8_t scope;
+    uint8_t kept;            /* a USER_SCOPE of the steps: logged when it ends */
     struct torch_node *node; /* NULL: beyond the tree's limits, not counted */
     uint64_t child_ticks;    /* time of the direct children that ended */
     int64_t mem[2], self_mem[2];
@@ -95,6 +99,7 @@ struct torch_text_slot {
     char *text; /* owned */
     uint32_t sid;
     int filtered;
+    int kept; /* a scope name of the steps (prof_torch_scope_kept) */
 };
 
 /* Name pointer -> its text slot: the fast path for operator names, which are static.
@@ -119,6 +124,14 @@ struct torch_thread {
     /* (parent, name, shapes) -> node, open addressing; the owning thread's only. */
     struct torch_node **table;
     uint32_t table_mask, table_used;
+    /* The log of the step scopes that ended (see "the steps' scopes" below): entries
+     * [0, scope_len) are written, in chunks that reuse TORCH_SCOPE_SLOTS slots; the
+     * collector writes them and frees each chunk it has written whole. */
+    struct prof_rec_torch_scope *_Atomic scope_chunks[TORCH_SCOPE_SLOTS];
+    _Atomic uint64_t scope_len;
+    _Atomic int scope_full; /* an entry found no free slot: the log ends there */
+    uint64_t scope_written; /* the collector's */
+    int scope_full_written; /* the collector's */
 };
 
 static __thread struct torch_thread *torch_tls PROF_TLS;
@@ -210,6 +223,7 @@ static const struct torch_text_slot *torch_name(struct torch_thread *tt, const c
         t->text = copy; /* NULL when out of memory: found by neither path, interned again */
         t->sid = sid;
         t->filtered = 0;
+        t->kept = prof_torch_scope_kept(name);
         for (size_t i = 0; i < sizeof torch_filtered_names / sizeof *torch_filtered_names; i++)
             if (strcmp(name, torch_filtered_names[i]) == 0)
                 t->filtered = 1;
@@ -401,6 +415,82 @@ static int torch_step_begin(const struct prof_torch_op_info *op)
     return 0;
 }
 
+/* ---- the steps' scopes ----
+ * The scopes that mark steps (TORCH_SCOPE in trace_format.h) are a handful per step, and
+ * the report's steps are wrong when one is lost (two steps read as one): each is logged
+ * in the thread's memory as well as spanned through its ring, and the collector writes
+ * the log. Only when the collector falls TORCH_SCOPE_SLOTS chunks behind is the log full,
+ * and it ends there (said by a record, the report then uses the spans). */
+static void torch_scope_log(struct torch_thread *tt, const struct torch_frame *f, uint64_t end)
+{
+    if (atomic_load_explicit(&tt->scope_full, memory_order_relaxed))
+        return;
+    uint64_t len = atomic_load_explicit(&tt->scope_len, memory_order_relaxed);
+    struct prof_rec_torch_scope *_Atomic *slot =
+        &tt->scope_chunks[(len / TORCH_SCOPE_CHUNK) % TORCH_SCOPE_SLOTS];
+    /* acquire: a slot the collector emptied is one it has read to the end */
+    struct prof_rec_torch_scope *c = atomic_load_explicit(slot, memory_order_acquire);
+    if (len % TORCH_SCOPE_CHUNK == 0) {
+        void *p = c ? MAP_FAILED
+                    : mmap(NULL, TORCH_SCOPE_CHUNK * sizeof *c, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            atomic_store_explicit(&tt->scope_full, 1, memory_order_release);
+            return;
+        }
+        c = p;
+        atomic_store_explicit(slot, c, memory_order_relaxed); /* published with scope_len */
+    }
+    c[len % TORCH_SCOPE_CHUNK] = (struct prof_rec_torch_scope){
+        {PROF_REC_TORCH_SCOPE, sizeof *c}, f->name_sid, f->start, end};
+    atomic_store_explicit(&tt->scope_len, len + 1, memory_order_release);
+}
+
+/* The collector's: the log's new entries, after the thread's THREAD record. */
+static void torch_scope_drain(struct torch_thread *tt, struct tree_drain_pass *d)
+{
+    /* full before len: the entries before the end are all counted in len */
+    int full = atomic_load_explicit(&tt->scope_full, memory_order_acquire);
+    uint64_t len = atomic_load_explicit(&tt->scope_len, memory_order_acquire);
+    if (tt->scope_written == len && (!full || tt->scope_full_written))
+        return;
+    if (!d->thread_written) {
+        collector_write_thread(d->tid);
+        d->thread_written = 1;
+    }
+    for (uint64_t i = tt->scope_written; i < len; i++) {
+        struct prof_rec_torch_scope *_Atomic *slot =
+            &tt->scope_chunks[(i / TORCH_SCOPE_CHUNK) % TORCH_SCOPE_SLOTS];
+        struct prof_rec_torch_scope *c = atomic_load_explicit(slot, memory_order_relaxed);
+        collector_write(&c[i % TORCH_SCOPE_CHUNK], sizeof *c);
+        /* a chunk written whole: the thread has moved past it for good */
+        if ((i + 1) % TORCH_SCOPE_CHUNK == 0 && !collector_drain_in_signal()) {
+            munmap(c, TORCH_SCOPE_CHUNK * sizeof *c);
+            atomic_store_explicit(slot, NULL, memory_order_release);
+        }
+    }
+    tt->scope_written = len;
+    if (full && !tt->scope_full_written) {
+        struct prof_rec_torch_scope mark = {{PROF_REC_TORCH_SCOPE, sizeof mark}, 0, 0, 0};
+        collector_write(&mark, sizeof mark);
+        tt->scope_full_written = 1;
+    }
+}
+
+static void torch_scope_free(struct torch_thread *tt)
+{
+    for (int i = 0; i < TORCH_SCOPE_SLOTS; i++) {
+        struct prof_rec_torch_scope *c = atomic_load(&tt->scope_chunks[i]);
+        if (c)
+            munmap(c, TORCH_SCOPE_CHUNK * sizeof *c);
+        atomic_store(&tt->scope_chunks[i], NULL);
+    }
+    atomic_store(&tt->scope_len, 0);
+    atomic_store(&tt->scope_full, 0);
+    tt->scope_written = 0;
+    tt->scope_full_written = 0;
+}
+
 /* ---- the hooks ---- */
 
 uint64_t torch_ops_begin(const struct prof_torch_op_info *op)
@@ -426,6 +516,7 @@ uint64_t torch_ops_begin(const struct prof_torch_op_info *op)
     f->sequence_nr = op->sequence_nr;
     f->fwd_thread = op->fwd_thread;
     f->scope = op->scope;
+    f->kept = name && name->kept && op->scope == torch_user_scope;
     f->handle = op->handle;
     f->node = torch_node_find(tt, tt->depth ? tt->stack[tt->depth - 1].node : NULL, f);
     if (!f->node)
@@ -533,6 +624,8 @@ void torch_ops_end(uint64_t handle)
         torch_frame_close(tt, k, end);
     tt->depth = i - 1;
     torch_frame_close(tt, i - 1, end);
+    if (__builtin_expect(tt->stack[i - 1].kept, 0))
+        torch_scope_log(tt, &tt->stack[i - 1], end);
     if (!prof_tls_busy)
         torch_emit(&tt->stack[i - 1], i - 1, end);
 }
@@ -598,6 +691,7 @@ static void torch_drain_thread(void *thread, int fresh)
             n->written_version = version;
         }
     }
+    torch_scope_drain(tt, &d);
     tree_drain_end(&d);
 }
 
@@ -609,6 +703,7 @@ static void torch_free_thread(void *thread)
     for (int i = 0; i < TORCH_TEXT_SLOTS; i++)
         free(tt->texts[i].text);
     free(tt->table);
+    torch_scope_free(tt);
     munmap(tt, sizeof *tt);
 }
 
@@ -653,6 +748,7 @@ static void torch_atfork_child(void)
         return;
     atomic_store(&self->next, NULL);
     self->tid = (uint32_t)syscall(SYS_gettid);
+    torch_scope_free(self); /* the scopes logged so far are the parent's */
     uint32_t count = atomic_load(&self->node_count);
     for (uint32_t i = 0; i < count; i++) {
         struct torch_node *n = torch_node_at(self, i);

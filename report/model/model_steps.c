@@ -11,6 +11,7 @@
 #include "model_steps_find.h"
 #include "model_part.h"
 #include "model_steps_load.h"
+#include "trace_read.h"
 
 /* What covers an instant of the step thread; model_steps_part_at picks the part. */
 enum steps_label {
@@ -422,6 +423,15 @@ static void model_steps_on_api_call(struct model_process *p, const struct model_
     st->syncs[st->nsyncs++] = (struct model_step_sync){call->start, call->end, tid};
 }
 
+static void model_steps_on_scope(struct model_process *p, const struct trace_record *rec,
+                                 uint32_t tid)
+{
+    const struct prof_rec_torch_scope *r = rec->data;
+    struct model_steps *st = &p->steps;
+    st->scopes = report_grow(st->scopes, &st->cap_scopes, st->nscopes + 1, sizeof *st->scopes);
+    st->scopes[st->nscopes++] = (struct model_step_scope){r->name_sid, tid, r->start, r->end};
+}
+
 static int steps_keep_spans; /* model_steps_keep_spans */
 
 void model_steps_keep_spans(int keep)
@@ -445,6 +455,12 @@ static void model_steps_finish(struct model_process *p)
         model_steps_finder_python(f, sp->node, sp->tid, model_ticks_to_monotonic_ns(p, sp->start),
                                   model_ticks_to_monotonic_ns(p, sp->end));
     }
+    for (size_t i = 0; i < st->nscopes; i++) {
+        const struct model_step_scope *s = &st->scopes[i];
+        model_steps_finder_logged_scope(
+            f, s->name_sid ? u64map_get_ptr(&p->strings, s->name_sid) : NULL, s->tid,
+            model_ticks_to_monotonic_ns(p, s->start), model_ticks_to_monotonic_ns(p, s->end));
+    }
     for (size_t i = 0; i < st->nranges; i++) {
         const struct model_step_range *r = &st->ranges[i];
         model_steps_finder_range(f, r->name, r->lightning, r->tid,
@@ -467,6 +483,9 @@ static void model_steps_finish(struct model_process *p)
     free(st->ranges);
     st->ranges = NULL;
     st->nranges = st->cap_ranges = 0;
+    free(st->scopes);
+    st->scopes = NULL;
+    st->nscopes = st->cap_scopes = 0;
     if (!steps_keep_spans) {
         free(p->py.span_list);
         p->py.span_list = NULL;
@@ -555,6 +574,7 @@ static void model_steps_free(struct model_process *p)
     free(p->steps.steps);
     free(p->steps.syncs);
     free(p->steps.ranges);
+    free(p->steps.scopes);
     model_steps_hot_free(p->steps.hot, p->steps.nhot);
     model_steps_hot_free(p->steps.startup_hot, p->steps.nstartup_hot);
     model_steps_hot_free(p->steps.data_hot, p->steps.ndata_hot);
@@ -565,8 +585,13 @@ static void model_steps_free(struct model_process *p)
     memset(&p->steps, 0, sizeof p->steps);
 }
 
+static const struct model_record_handler model_steps_handlers[] = {
+    {PROF_REC_TORCH_SCOPE, model_steps_on_scope},
+};
+
 const struct model_part model_steps_part = {
     .name = "steps",
+    MODEL_PART_HANDLERS(model_steps_handlers),
     .on_api_call = model_steps_on_api_call,
     .finish = model_steps_finish,
     .free = model_steps_free,

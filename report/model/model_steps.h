@@ -64,6 +64,13 @@ struct model_step_range {
     int lightning;
 };
 
+/* A record_function scope that marks steps, from the collector's log of them (TORCH_SCOPE,
+ * never dropped), kept until the steps are made; name_sid 0: a thread's log was full. */
+struct model_step_scope {
+    uint32_t name_sid, tid;
+    uint64_t start, end; /* ticks */
+};
+
 /* A host-device sync of a wrapped call (API_CALL), kept until the steps are made. */
 struct model_step_sync {
     uint64_t start, end; /* ticks */
@@ -100,6 +107,8 @@ struct model_steps {
     size_t nsyncs, cap_syncs;
     struct model_step_range *ranges; /* freed by model_steps_finish */
     size_t nranges, cap_ranges;
+    struct model_step_scope *scopes; /* freed by model_steps_finish */
+    size_t nscopes, cap_scopes;
     /* The step thread's Python functions with the most self time in the steady steps
      * (model_steps_hot.c), most first. */
     struct model_step_hot *hot;

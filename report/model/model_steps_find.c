@@ -8,6 +8,7 @@
 #include "alloc.h"
 #include "model.h"
 #include "model_steps_find.h"
+#include "trace_format.h"
 
 enum {
     FIND_NAMED,
@@ -48,10 +49,19 @@ struct steps_span {
     uint32_t tid;
 };
 
+/* Where a scope that marks steps came from (prof_torch_scope_kept): its span through the
+ * ring, which may have dropped some, or the collector's log, which holds them all. */
+enum { FROM_RING, FROM_LOG, FROM_COUNT };
+
 struct model_steps_finder {
     const struct model_process *p;
     struct steps_span *list[FIND_LISTS];
     size_t n[FIND_LISTS], cap[FIND_LISTS];
+    /* The scopes that mark steps, by origin, until _end takes the log's when it is whole */
+    struct steps_span *from[FROM_COUNT][FIND_LISTS];
+    size_t nfrom[FROM_COUNT][FIND_LISTS], capfrom[FROM_COUNT][FIND_LISTS];
+    int origin; /* where the scope being pushed goes: FROM_*, or -1: list */
+    int logged, log_full;
     struct u64map py_phase; /* node + 1 -> phase + 2 (1: none), STEPS_NAMED_BIT: --step's */
 };
 
@@ -92,6 +102,7 @@ struct model_steps_finder *model_steps_finder_new(const struct model_process *p)
     if (!f)
         report_oom();
     f->p = p;
+    f->origin = -1;
     return f;
 }
 
@@ -100,13 +111,56 @@ static void steps_finder_push(struct model_steps_finder *f, int list, uint64_t s
 {
     if (end < start)
         return;
-    f->list[list] =
-        report_grow(f->list[list], &f->cap[list], f->n[list] + 1, sizeof(struct steps_span));
-    f->list[list][f->n[list]++] = (struct steps_span){start, end, number, tid};
+    struct steps_span **l = f->origin < 0 ? &f->list[list] : &f->from[f->origin][list];
+    size_t *n = f->origin < 0 ? &f->n[list] : &f->nfrom[f->origin][list];
+    size_t *cap = f->origin < 0 ? &f->cap[list] : &f->capfrom[f->origin][list];
+    *l = report_grow(*l, cap, *n + 1, sizeof(struct steps_span));
+    (*l)[(*n)++] = (struct steps_span){start, end, number, tid};
 }
+
+static void steps_finder_scope(struct model_steps_finder *f, const char *name, uint32_t tid,
+                               uint64_t start_ns, uint64_t end_ns);
 
 void model_steps_finder_scope(struct model_steps_finder *f, const char *name, uint32_t tid,
                               uint64_t start_ns, uint64_t end_ns)
+{
+    f->origin = prof_torch_scope_kept(name) ? FROM_RING : -1;
+    steps_finder_scope(f, name, tid, start_ns, end_ns);
+    f->origin = -1;
+}
+
+void model_steps_finder_logged_scope(struct model_steps_finder *f, const char *name, uint32_t tid,
+                                     uint64_t start_ns, uint64_t end_ns)
+{
+    if (!name) {
+        f->log_full = 1;
+        return;
+    }
+    f->logged = 1;
+    f->origin = FROM_LOG;
+    steps_finder_scope(f, name, tid, start_ns, end_ns);
+    f->origin = -1;
+}
+
+/* The scopes that mark steps join the lists: the log's when the process has one and none
+ * was full (the same ops as the spans, all of them), else the spans'. */
+static void steps_finder_take_scopes(struct model_steps_finder *f)
+{
+    int from = f->logged && !f->log_full ? FROM_LOG : FROM_RING;
+    for (int i = 0; i < FIND_LISTS; i++) {
+        f->list[i] = report_grow(f->list[i], &f->cap[i], f->n[i] + f->nfrom[from][i],
+                                 sizeof(struct steps_span));
+        if (f->nfrom[from][i])
+            memcpy(f->list[i] + f->n[i], f->from[from][i],
+                   f->nfrom[from][i] * sizeof(struct steps_span));
+        f->n[i] += f->nfrom[from][i];
+        for (int o = 0; o < FROM_COUNT; o++)
+            free(f->from[o][i]);
+    }
+}
+
+static void steps_finder_scope(struct model_steps_finder *f, const char *name, uint32_t tid,
+                               uint64_t start_ns, uint64_t end_ns)
 {
     if (steps_named(name))
         steps_finder_push(f, FIND_NAMED, start_ns, end_ns, 0, tid);
@@ -556,6 +610,7 @@ void model_steps_finder_end(struct model_steps_finder *f, struct model_steps *st
                  {FIND_OPTIMIZER, 1, 2, MODEL_STEPS_OPTIMIZER},
                  {FIND_LIGHTNING, 1, 2, MODEL_STEPS_LIGHTNING},
                  {FIND_PYTHON, 1, 2, MODEL_STEPS_PYTHON}};
+    steps_finder_take_scopes(f);
     if (f->list[FIND_PHASE]) /* (steps_phase_in's order) */
         qsort(f->list[FIND_PHASE], f->n[FIND_PHASE], sizeof *f->list[FIND_PHASE], steps_span_cmp);
     for (size_t i = 0; i < sizeof order / sizeof order[0] && !st->nsteps; i++) {

@@ -12,6 +12,12 @@ struct model_steps_finder;
 struct model_steps_finder *model_steps_finder_new(const struct model_process *p);
 void model_steps_finder_scope(struct model_steps_finder *f, const char *name, uint32_t tid,
                               uint64_t start_ns, uint64_t end_ns);
+/* A record_function scope that marks steps (prof_torch_scope_kept), from the collector's log
+ * of them (TORCH_SCOPE); name NULL: a thread's log was full from there. Once a process has
+ * such a log and none was full, its scopes of those names are the log's, not the spans'
+ * (model_steps_finder_scope), which the ring may have dropped. */
+void model_steps_finder_logged_scope(struct model_steps_finder *f, const char *name, uint32_t tid,
+                                     uint64_t start_ns, uint64_t end_ns);
 void model_steps_finder_python(struct model_steps_finder *f, uint32_t node, uint32_t tid,
                                uint64_t start_ns, uint64_t end_ns);
 /* An NVTX range or (lightning) a Lightning action. */

@@ -336,6 +336,13 @@ static int timeline_on_record(struct timeline_state *s, const struct trace_recor
         ev.end_ns = model_ticks_to_monotonic_ns(p, sp->end);
         break;
     }
+    case PROF_REC_TORCH_SCOPE: { /* the log's copy of a step scope: for the steps only */
+        const struct prof_rec_torch_scope *sc = rec->data;
+        model_steps_finder_logged_scope(
+            s->steps, sc->name_sid ? timeline_string(p, sc->name_sid) : NULL, s->tid,
+            model_ticks_to_monotonic_ns(p, sc->start), model_ticks_to_monotonic_ns(p, sc->end));
+        return 0;
+    }
     case PROF_REC_TORCH_OP: {
         const struct prof_rec_torch_op *op = rec->data;
         ev.kind = op->scope == MODEL_TORCH_SCOPE_USER ? TIMELINE_SCOPE : TIMELINE_OP;

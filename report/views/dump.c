@@ -366,6 +366,13 @@ static void dump_record(FILE *out, const struct trace_record *rec, struct u64map
         dump_string_field(out, "shapes", op->shapes_sid, strings);
         break;
     }
+    case PROF_REC_TORCH_SCOPE: {
+        const struct prof_rec_torch_scope *sc = rec->data;
+        dump_string_field(out, "name", sc->name_sid, strings);
+        fprintf(out, " start=%" PRIu64 " end=%" PRIu64 "%s", sc->start, sc->end,
+                sc->name_sid ? "" : " (the thread's log was full from here)");
+        break;
+    }
     case PROF_REC_TORCH_NODE: {
         const struct prof_rec_torch_node *n = rec->data;
         fprintf(out, " node=%u parent=%u", n->node_id, n->parent_id);
