@@ -208,3 +208,56 @@ Test(report_steps_find, optimizers_stepped_after_one_backward_make_one_step)
     expect("OO", 10, 20, 1);   /* no forward seen: nothing known, kept */
     expect("WOWO", 6, 12, 1);  /* gradient accumulation's shape, kept */
 }
+
+/* The ring dropped some Optimizer.step# spans (every third of 12): the collector's log of the
+ * step scopes (TORCH_SCOPE) holds them all, and the steps are the log's, one per optimizer
+ * step, none two merged; a log that was full (name 0) leaves the spans' steps; a trace with
+ * no log (older writers) keeps the spans' as before. log: 0 none, 1 whole, 2 full. */
+static struct model_process *load_logged(int log)
+{
+    struct trace_build b;
+    cr_assert_eq(trace_build_open(&b, path, PROF_TRACE_VERSION, 24, 0), 0);
+    trace_build_meta(&b, "pid", "1");
+    trace_build_string(&b, 1, "Optimizer.step#Adam.step");
+    trace_build_thread(&b, 9);
+    for (uint64_t i = 0; i < 12; i++)
+        if (i % 3 != 1)
+            trace_build_torch_op(&b, 1, 1000 + i * 100, 1040 + i * 100, -1, 0,
+                                 MODEL_TORCH_SCOPE_USER, 0, 0);
+    trace_build_lost(&b, 9, 4);
+    if (log) {
+        trace_build_thread(&b, 9);
+        for (uint64_t i = 0; i < 12; i++)
+            trace_build_torch_scope(&b, 1, 1000 + i * 100, 1040 + i * 100);
+        if (log == 2)
+            trace_build_torch_scope(&b, 0, 0, 0);
+    }
+    cr_assert_eq(trace_build_close(&b), 0);
+    return report_test_load(path);
+}
+
+Test(report_steps_find, the_log_of_step_scopes_gives_every_boundary)
+{
+    struct model_process *p = load_logged(1);
+    cr_assert_eq(p->steps.source, MODEL_STEPS_OPTIMIZER);
+    /* 12 ends, 12 steps: the first from its optimizer step's start (a phase before the first
+     * boundary) */
+    cr_assert_eq(p->steps.nsteps, 12);
+    cr_expect_eq(p->steps.steps[0].start_ns, 1000);
+    for (size_t i = 0; i < p->steps.nsteps; i++) {
+        if (i)
+            cr_expect_eq(p->steps.steps[i].start_ns, 940 + i * 100, "step %zu", i);
+        cr_expect_eq(p->steps.steps[i].end_ns, 1040 + i * 100, "step %zu", i);
+        cr_expect_eq(p->steps.steps[i].number, i + 1);
+    }
+    model_process_free(p);
+}
+
+Test(report_steps_find, without_a_whole_log_the_spans_make_the_steps)
+{
+    for (int log = 0; log <= 2; log += 2) {
+        struct model_process *p = load_logged(log);
+        cr_expect_eq(p->steps.nsteps, 8, "log %d: %zu steps", log, p->steps.nsteps);
+        model_process_free(p);
+    }
+}
