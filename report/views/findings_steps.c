@@ -408,6 +408,12 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
                  ": PyTorch operators %s, Python and the rest %s (the loss, metrics, logging, "
                  "code between the phases)",
                  ops, rest);
+        used = strlen(other->evidence);
+        if (st->p->lost) /* a phase whose Python span was dropped counts here */
+            snprintf(other->evidence + used, sizeof other->evidence - used,
+                     "; %llu events were lost (the ring was full: PROF_RING_KB raises it): a "
+                     "forward or backward whose span was among them counts here",
+                     (unsigned long long)st->p->lost);
     }
     const struct model_step_hot *oh = st->p->steps.nother_hot ? st->p->steps.other_hot : NULL;
     if (other && oh && oh->self_ns * 4 >= o.part_ns[MODEL_STEP_OTHER]) {
