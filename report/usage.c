@@ -26,6 +26,8 @@ void report_usage(FILE *out)
           "                    GPU time of the kernels launched inside: NVTX ranges,\n"
           "                    record_function scopes, and forward, backward,\n"
           "                    optimizer_step, dataloader_next from the Python call tree\n"
+          "                    (a forward recomputed inside backward, as activation\n"
+          "                    checkpointing does, is backward's)\n"
           "      --ops         print the PyTorch operators in torch.profiler's\n"
           "                    key_averages() columns (sort: self_cpu (default),\n"
           "                    cpu_total, self_cuda, cuda_total, calls, name; or torch's\n"

@@ -10,10 +10,15 @@
  * as cProfile's cumtime counts a recursion once: a submodule's _call_impl is part of its
  * parent's forward, SGD.step inside the wrapper part of one optimizer step. GPU time: the
  * kernels launched with the counted node or a descendant innermost.
- * forward is the model's: a _call_impl inside the data pipeline (under a dataloader_next
- * node or any function of torch/utils/data: fetch, collate, a Dataset's __getitem__ called
- * from there) is a transform applied to samples, not a forward; nor is any call in a
- * DataLoader worker process (role worker, the last META value). */
+ * forward is the model's, called from the training step: a _call_impl inside the data
+ * pipeline (under a dataloader_next node or any function of torch/utils/data: fetch,
+ * collate, a Dataset's __getitem__ called from there) is a transform applied to samples, not
+ * a forward; nor is any call in a DataLoader worker process (role worker, the last META
+ * value); nor one inside a backward: activation checkpointing's recompute, which runs under
+ * the backward on a CPU and from the autograd engine's callbacks on its device threads on a
+ * GPU (see model_builtin_engine). Its calls and time are backward's, as the steps count them;
+ * counted as forwards too, a checkpointed model read forward 200 calls for 40 steps and the
+ * shares added up to 119 %. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,7 +31,10 @@ enum model_builtin {
     MODEL_BUILTIN_BACKWARD,
     MODEL_BUILTIN_OPTIMIZER_STEP,
     MODEL_BUILTIN_DATALOADER_NEXT,
-    MODEL_BUILTIN_COUNT
+    MODEL_BUILTIN_COUNT,
+    /* No action: Python the autograd engine calls inside a backward (model_builtin_engine).
+     * It opens a backward on the paths below it that counts no call of its own. */
+    MODEL_BUILTIN_ENGINE = MODEL_BUILTIN_COUNT
 };
 
 static const char *const model_builtin_names[MODEL_BUILTIN_COUNT] = {
@@ -78,12 +86,31 @@ static int model_builtin_in_worker(const struct model_process *p)
     return 0;
 }
 
-/* The action a function is, or -1. */
+/* Whether the autograd engine calls f back inside a backward, on the thread that runs the
+ * backward's nodes: the step thread on a CPU (under Tensor.backward), a device thread of the
+ * engine on a GPU, where nothing above it says backward. Two of them recompute forwards
+ * (activation checkpointing): an autograd.Function's backward, which BackwardCFunction.apply
+ * calls (the reentrant checkpoint's CheckpointFunction.backward, DeepSpeed's and Megatron's
+ * alike), and the non-reentrant checkpoint's saved-tensor unpack hook (unpack in torch 1.13,
+ * unpack_hook in 2.x). Function.apply, the forward side of a Function, is another apply of
+ * the same file: the qualified name tells them apart. */
+static int model_builtin_engine(const struct model_py_func *f)
+{
+    if (!strcmp(f->name, "apply"))
+        return model_builtin_eq(f->qualname, "BackwardCFunction.apply") &&
+               model_builtin_in(f, "torch.autograd.function", "torch/autograd/function.py");
+    return model_builtin_prefix(f->name, "unpack") &&
+           model_builtin_in(f, "torch.utils.checkpoint", "torch/utils/checkpoint.py");
+}
+
+/* The action a function is, MODEL_BUILTIN_ENGINE, or -1. */
 static int model_builtin_of(const struct model_py_func *f)
 {
     if (!f || f->kind != PROF_PY_FUNC_PYTHON || !f->name)
         return -1;
     const char *name = f->name;
+    if (model_builtin_engine(f))
+        return MODEL_BUILTIN_ENGINE;
     if (!strcmp(name, "_call_impl") &&
         model_builtin_in(f, "torch.nn.modules.module", "torch/nn/modules/module.py"))
         return MODEL_BUILTIN_FORWARD;
@@ -116,10 +143,11 @@ static int model_builtin_data(const struct model_py_func *f, int action)
 }
 
 /* What the path from the root to a node holds, made from its parent's (top-down: one pass
- * over the nodes, however deep the trees): the outermost node of each action, the
- * outermost action other than forward, and whether the outermost forward-or-data node is
- * a forward (a forward with a data node above it is a transform, no forward). */
-enum { PATH_FD_NONE, PATH_FD_FORWARD, PATH_FD_DATA };
+ * over the nodes, however deep the trees): the outermost node of each action (an engine
+ * callback's for backward), the outermost action other than forward, and which the
+ * outermost forward, backward or data node is: a forward counts only when it is the
+ * forward (one below a data node is a transform, one below a backward a recompute). */
+enum { PATH_FD_NONE, PATH_FD_FORWARD, PATH_FD_DATA, PATH_FD_BACKWARD };
 struct model_builtin_path {
     uint32_t outer[MODEL_BUILTIN_COUNT]; /* node index + 1, 0: none */
     int8_t outermost;                    /* the outermost action, or -1 */
@@ -135,6 +163,8 @@ static void model_builtin_path_of(struct model_builtin_path *x, const struct mod
         *x = *up;
     else
         *x = (struct model_builtin_path){{0}, -1, -1, PATH_FD_NONE, 0};
+    if (action == MODEL_BUILTIN_ENGINE)
+        action = MODEL_BUILTIN_BACKWARD;
     if (action >= 0 && !x->outer[action])
         x->outer[action] = (uint32_t)i + 1;
     if (action >= 0 && x->outermost < 0)
@@ -142,9 +172,10 @@ static void model_builtin_path_of(struct model_builtin_path *x, const struct mod
     if (action >= 0 && action != MODEL_BUILTIN_FORWARD && x->outer_other < 0)
         x->outer_other = (int8_t)action;
     if (x->fd == PATH_FD_NONE)
-        x->fd = action == MODEL_BUILTIN_FORWARD ? PATH_FD_FORWARD
-                : data                          ? PATH_FD_DATA
-                                                : PATH_FD_NONE;
+        x->fd = action == MODEL_BUILTIN_FORWARD    ? PATH_FD_FORWARD
+                : action == MODEL_BUILTIN_BACKWARD ? PATH_FD_BACKWARD
+                : data                             ? PATH_FD_DATA
+                                                   : PATH_FD_NONE;
     x->done = 1;
 }
 
@@ -183,8 +214,9 @@ static struct model_builtin_path *model_builtin_paths(const struct model_process
     return x;
 }
 
-/* The action of a path: the outermost; a forward that is none (a data node above it, or a
- * worker process) gives way to the outermost other action. */
+/* The action of a path: the outermost (backward under an engine callback); a forward that
+ * is none (a data node above it, or a worker process) gives way to the outermost other
+ * action. */
 static int model_builtin_path_action(const struct model_builtin_path *x, int worker)
 {
     if (x->outermost == MODEL_BUILTIN_FORWARD && (x->fd != PATH_FD_FORWARD || worker))
@@ -207,8 +239,8 @@ static struct model_builtin_path *model_builtin_node_actions(struct model_proces
     return path;
 }
 
-/* Each node's function: its action, or -1; whether it is part of the data pipeline. 1
- * when any node has an action. Worked out once per function: many nodes share one. */
+/* Each node's function: its action, MODEL_BUILTIN_ENGINE, or -1; whether it is part of the
+ * data pipeline. 1 when any node has one. Worked out once per function: many nodes share one. */
 static int model_builtin_funcs(const struct model_process *p, int *action, char *data)
 {
     const struct model_python *py = &p->py;
@@ -314,13 +346,15 @@ static void model_torch_actions_finish(struct model_process *p)
             continue;
         /* an ancestor of n runs an action: the outermost is not n */
         int nested = x->outermost >= 0 && x->outer[x->outermost] != i + 1;
-        if (action[i] >= 0 && !nested)
+        /* (an engine callback's time is its backward's, which a thread that waits for it
+         * runs: not a second time) */
+        if (action[i] >= 0 && action[i] < MODEL_BUILTIN_COUNT && !nested)
             top_ns += n->total_ns;
         for (int a = 0; a < MODEL_BUILTIN_COUNT; a++) {
             uint32_t outer = x->outer[a];
             if (!outer || (a == MODEL_BUILTIN_FORWARD && (x->fd != PATH_FD_FORWARD || worker)))
                 continue;
-            if (outer == i + 1) {
+            if (outer == i + 1 && action[i] == a) { /* (an engine callback counts none) */
                 acc[a].calls += n->calls;
                 acc[a].total_ns += n->total_ns;
             }

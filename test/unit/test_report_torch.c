@@ -245,6 +245,31 @@ Test(report_torch, scopes_and_builtin_actions)
     summary_free(&s);
 }
 
+/* Activation checkpointing: the forwards recomputed inside backward (under Tensor.backward
+ * on the step thread, under the autograd engine's callbacks on its own thread) are
+ * backward's calls, time and kernels, not forwards; the reentrant checkpoint's backward
+ * inside is no second backward; Function.apply, a Function's forward side, is no engine
+ * callback (torch_traces.h, torch_trace_ckpt). */
+Test(report_torch, recomputed_forwards_are_backward)
+{
+    cr_assert_eq(torch_trace_ckpt(path), 0);
+    struct summary s;
+    build_n(&s, 1);
+    const struct summary_action_row *f = action_named(&s, "forward");
+    const struct summary_action_row *b = action_named(&s, "backward");
+    const struct summary_action_row *o = action_named(&s, "optimizer_step");
+    cr_assert(f && b && o);
+    cr_expect_eq(f->calls, 3);
+    cr_expect_eq(f->total_ns, 330 * U);
+    cr_expect_eq(f->gpu_ns, 0);
+    cr_expect_eq(b->calls, 2);
+    cr_expect_eq(b->total_ns, 600 * U);
+    cr_expect_eq(b->gpu_ns, 3 * U);
+    cr_expect_eq(o->calls, 2);
+    cr_expect_eq(s.procs[0]->torch.builtin_top_ns, 980 * U);
+    summary_free(&s);
+}
+
 Test(report_torch, torch_units)
 {
     char b[32];
