@@ -4,7 +4,8 @@
 # equals CUPTI's own count for the same run (test/gpu/cupti_count.c, injected in a
 # separate run), cuBLAS/cuBLASLt and cuDNN spans are present, every kernel is tied to a
 # launching call, the torch.cuda.nvtx ranges appear as actions, ops get CUDA time and
-# CUDA memory; the run's summaries report what its traces do; PROF_STEPS with torch's step; a real Lightning fit gives the
+# CUDA memory; the run's summaries report what its traces do; PROF_STEPS with torch's step;
+# activation checkpointing's recomputed forwards count in backward; a real Lightning fit gives the
 # actions its SimpleProfiler records; then the overhead benchmark (test/bench/bench_gpu.py). Without a GPU it says so and exits 0.
 # Every check runs whatever an earlier one did; at the end one table lists every check
 # (ok / FAILED, with its figures and the seconds since the start), then the failed ones.
@@ -88,6 +89,27 @@ if not ok:
     sys.exit("gpu-check: FAILED: PROF_STEPS with torch's step on this Python")
 PYEOF
 if [ $? = 0 ]; then note ok "PROF_STEPS=100-120 window"; else fail "PROF_STEPS window"; fi
+# Activation checkpointing on the GPU: the autograd engine recomputes the blocks' forwards on
+# its device thread, called back from C++ (BackwardCFunction.apply, the saved-tensor unpack
+# hook); they are backward's, so forward, backward and optimizer_step count one call a step.
+for v in reentrant non-reentrant; do
+    "$B/bin/profrun" --no-report -o "$out/ckpt-$v" -- "$PY" test/workloads/torch_checkpoint.py \
+        "$v" 20 cuda > "$out/ckpt-$v.txt" 2>&1 || fail "checkpoint ($v) run"
+    "$B/bin/profreport" --format json "$out/ckpt-$v" > "$out/ckpt-$v.json" ||
+        fail "checkpoint ($v) report"
+    "$PY" - "$out/ckpt-$v.json" 20 <<'PYEOF'
+import json, sys
+rows = {a["name"]: a for a in json.load(open(sys.argv[1]))["actions"] if a["source"] == "builtin"}
+loop = ("forward", "backward", "optimizer_step")
+calls = [rows[n]["calls"] if n in rows else 0 for n in loop]
+share = sum(rows[n]["percent"] for n in loop if n in rows)
+print("gpu-check: checkpointed: forward, backward, optimizer_step calls %s, %.1f %% together"
+      % (calls, share))
+sys.exit(0 if calls == [int(sys.argv[2])] * 3 and share <= 100 else 1)
+PYEOF
+    if [ $? = 0 ]; then note ok "checkpoint ($v): recomputed forwards count in backward"
+    else fail "checkpoint ($v): actions"; fi
+done
 # A real Lightning fit (the GPU machine has Lightning 2.x): its SimpleProfiler's actions
 # are the reference for ours under the default profiler.
 lightning=""
