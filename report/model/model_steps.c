@@ -78,6 +78,12 @@ const char *model_steps_source_text(const struct model_steps *st, char *buf, siz
                      : "one step per DataLoader batch");
     else
         snprintf(buf, size, "%s", model_step_source_name(st->source));
+    size_t used = strlen(buf);
+    if (st->backward_passes > 1 && used < size)
+        snprintf(buf + used, size - used,
+                 "; %u forward and backward passes to a step (gradient accumulation: the "
+                 "per-step figures hold all %u)",
+                 st->backward_passes, st->backward_passes);
     return buf;
 }
 

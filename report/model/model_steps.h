@@ -86,6 +86,8 @@ enum model_steps_group {
     MODEL_STEPS_GROUP_BACKWARD /* one step per backward: no forward nor backward between */
 };
 
+#define MODEL_STEPS_MAX_PASSES 64 /* backward passes per step told (gradient accumulation) */
+
 struct model_steps {
     uint8_t source; /* enum model_step_source */
     /* Optimizer steps per step: k ≤ MODEL_STEPS_PER_BATCH when a loop steps k optimizers per
@@ -93,6 +95,9 @@ struct model_steps {
      * (an encoder's and a head's); else 1. grouped_by: which (enum model_steps_group). */
     uint8_t per_step;
     uint8_t grouped_by;
+    /* Backward passes per step, k > 1 when 3 in 4 steps hold exactly k (gradient
+     * accumulation: k micro-batches per optimizer step); else 1. */
+    uint8_t backward_passes;
     /* Steps from ends (optimizer steps, Lightning's batches) of a process recorded from its
      * start: the first step's start is its first phase span's, no boundary. */
     uint8_t first_inferred;

@@ -457,6 +457,37 @@ static unsigned steps_group_by_backward(const struct model_steps_finder *f, uint
     return (unsigned)k;
 }
 
+/* The backward passes in each of the n steps of s (ends of optimizer steps, the first from
+ * first_start): the outermost backward phases of tid beginning in it (a reentrant
+ * checkpoint's inner backward is inside its backward). k > 1 when 3 in 4 of the steps,
+ * the first and last aside, hold exactly k: gradient accumulation; else 1. */
+static unsigned steps_backward_passes(const struct model_steps_finder *f, uint32_t tid,
+                                      const struct steps_span *s, size_t n, uint64_t first_start)
+{
+    if (n < 4)
+        return 1;
+    const struct steps_span *ph = f->list[FIND_PHASE];
+    size_t count[MODEL_STEPS_MAX_PASSES + 2] = {0}, j = 0;
+    uint64_t outer_end = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t a = i ? s[i - 1].end : first_start, b = s[i].end;
+        size_t k = 0;
+        for (; j < f->n[FIND_PHASE] && ph[j].start < b; j++) {
+            if (ph[j].tid != tid || ph[j].number != MODEL_STEP_BACKWARD || ph[j].start < a ||
+                ph[j].start < outer_end)
+                continue;
+            k++;
+            outer_end = ph[j].end;
+        }
+        if (i && i + 1 < n)
+            count[k < MODEL_STEPS_MAX_PASSES + 1 ? k : MODEL_STEPS_MAX_PASSES + 1]++;
+    }
+    for (unsigned k = 2; k <= MODEL_STEPS_MAX_PASSES; k++)
+        if (count[k] * 4 >= (n - 2) * 3)
+            return k;
+    return 1;
+}
+
 static int steps_u64_cmp(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -630,8 +661,11 @@ void model_steps_finder_end(struct model_steps_finder *f, struct model_steps *st
                 st->grouped_by = MODEL_STEPS_GROUP_BACKWARD;
             }
         }
-        steps_make(st, s, n, order[i].ends,
-                   order[i].ends ? steps_first_start(f, tid, s[0].end) : 0);
+        uint64_t first = order[i].ends ? steps_first_start(f, tid, s[0].end) : 0;
+        st->backward_passes = 1;
+        if (order[i].source == MODEL_STEPS_OPTIMIZER || order[i].source == MODEL_STEPS_PYTHON)
+            st->backward_passes = (uint8_t)steps_backward_passes(f, tid, s, n, first);
+        steps_make(st, s, n, order[i].ends, first);
         st->source = order[i].source;
         st->tid = tid;
     }

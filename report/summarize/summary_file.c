@@ -26,7 +26,8 @@ const char summary_file_suffix[] = ".summary";
 
 #define SUMMARY_FILE_MAGIC "PRFSUMM\n"
 #define SUMMARY_FILE_END "PRFSEND\n"
-/* 13: the periodic work's calls after the last step (steps.rare_after, rare_after_ns),
+/* 14: the backward passes per step (steps.backward_passes: gradient accumulation);
+ * 13: the periodic work's calls after the last step (steps.rare_after, rare_after_ns),
  * the training's end (steps.actions_end_ns), what grouped optimizer steps (grouped_by), a
  * DataLoader worker's 3 busiest functions (steps.worker_hot: 1 before), each step's
  * Python in forward and backward (model_step.python_ns);
@@ -45,7 +46,7 @@ const char summary_file_suffix[] = ".summary";
  * 4: the training steps behind their length, read when a view asks for every step
  * (summary_file_read_steps); 3: the trace's identity after the version
  * (summary_file_bound). 12 and older are not read (their trace is). */
-#define SUMMARY_FILE_VERSION 13
+#define SUMMARY_FILE_VERSION 14
 #define SUMMARY_FILE_MAX (1ull << 32) /* 4 GiB: more is not a summary */
 
 typedef struct summary_codec sf_codec;

@@ -417,6 +417,9 @@ json_t *steps_view_json(const struct model_process *p, const char *mark, uint64_
         json_integer(m->source == MODEL_STEPS_OPTIMIZER || m->source == MODEL_STEPS_PYTHON
                          ? (m->per_step > 1 ? m->per_step : 1)
                          : 0));
+    /* more than 1: gradient accumulation, that many forward and backward passes per step */
+    json_object_set_new(o, "backward_passes_per_step",
+                        json_integer(m->backward_passes > 1 ? m->backward_passes : 1));
     /* --step's name, also when it named no call (the source then says what was used) */
     json_object_set_new(o, "step_name",
                         model_steps_name() ? json_string(model_steps_name()) : json_null());
