@@ -218,6 +218,7 @@ int main(int argc, char **argv)
     enum pystats_sort py_sort = PYSTATS_SORT_CUMTIME;
     const char *sort_arg = NULL;
     size_t limit = 0;
+    int limit_given = 0; /* --limit 0: every row, also where a view keeps fewer by default */
     const char *run_id = NULL;
     int all_runs = 0, python = 0, format_given = 0, all_roles = 0;
     int kernels = 0, gpu = 0, actions = 0; /* --kernels, --gpu, --actions: those tables only */
@@ -360,9 +361,10 @@ int main(int argc, char **argv)
                 return main_bad_usage(c == 'n' ? "--limit wants a number, not '%s'"
                                                : "--folded-depth wants a number, not '%s'",
                                       optarg);
-            if (c == 'n')
+            if (c == 'n') {
                 limit = (size_t)v;
-            else
+                limit_given = 1;
+            } else
                 folded_depth = (size_t)v;
             break;
         }
@@ -709,7 +711,7 @@ int main(int argc, char **argv)
     }
     int rc = 0;
     if (comm_views) {
-        rc = main_print_comm(&s, format, comm_views, limit);
+        rc = main_print_comm(&s, format, comm_views, limit_given && !limit ? SIZE_MAX : limit);
         /* Tables named beside them follow, in the text report only. */
         print = format == MAIN_FORMAT_TEXT && tables;
         if (print)

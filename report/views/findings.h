@@ -74,7 +74,7 @@ struct finding {
     const char *kind;
     char title[160];
     char evidence[640];
-    char where[320];
+    char where[768];
     double value;
     /* waiting_rank's: the rank the others wait for and why (comm_slowest.why), for the
      * whole-process findings that give way to it; else -1 and NULL */
@@ -100,6 +100,8 @@ void findings_set(char *buf, size_t len, const char *fmt, ...) __attribute__((fo
  * "step_sync", "step_other", "step_gpu_idle", "periodic_work", "slow_steps", "step_growth",
  * "startup"). */
 void findings_steps(struct findings *f, const struct summary *s);
+/* Whether two ranks or more have training steps (findings_steps compares them). */
+int findings_steps_ranked(const struct summary *s);
 /* The process whose steady steps findings_steps describes alone (one process with steps,
  * or the main one of a run without ranks), or NULL (several ranks: compared instead). */
 const struct model_process *findings_steps_process_of(const struct summary *s);

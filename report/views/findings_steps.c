@@ -184,6 +184,33 @@ static void findings_step_gpu(struct findings *f, const struct findings_step *m)
                  "kernels, copies and sets keep it busy %s per step of %s", busy, step);
 }
 
+/* Step numbers as a finding lists them: the first 8, then "..."; every, ", every N steps"
+ * when 3 or more are evenly N >= 2 apart (consecutive ones are a burst). */
+struct findings_numbers {
+    size_t n;
+    uint64_t gap, last;
+    int irregular;
+    char text[256], every[48];
+};
+
+static void findings_numbers_add(struct findings_numbers *l, uint64_t number)
+{
+    if (l->n >= 2 && number - l->last != l->gap)
+        l->irregular = 1;
+    l->gap = l->n ? number - l->last : 0;
+    l->last = number;
+    size_t used = strlen(l->text);
+    if (++l->n <= 8)
+        snprintf(l->text + used, sizeof l->text - used, "%s%llu", l->n > 1 ? ", " : "",
+                 (unsigned long long)number);
+    else if (l->n == 9)
+        snprintf(l->text + used, sizeof l->text - used, ", ...");
+    if (!l->irregular && l->n >= 3 && l->gap >= 2)
+        snprintf(l->every, sizeof l->every, ", every %llu steps", (unsigned long long)l->gap);
+    else
+        l->every[0] = '\0';
+}
+
 /* The slow steps' title and evidence: the slowest step, and when there are more of them
  * (steady steps of T(STEP_OUTLIER_RATIO) times the median or more), how many, their share
  * of the steps' time, and their numbers: a pattern (every 7th step: long sequences, an
@@ -192,30 +219,19 @@ static void findings_slow_steps(struct finding *x, const struct steps_stats *st,
                                 const char *med)
 {
     const struct model_steps *m = &st->p->steps;
-    size_t n = 0, shown = 0;
-    uint64_t slow_ns = 0, gap = 0, last = 0;
-    int regular = 1;
-    char numbers[256] = "";
+    struct findings_numbers l = {0};
+    uint64_t slow_ns = 0;
     for (size_t i = 0; i < m->nsteps; i++) {
         const struct model_step *k = &m->steps[i];
         uint64_t ns = k->end_ns - k->start_ns;
         if (i < st->warmup || k->number < st->first_number || k->number > st->last_number ||
             (double)ns < T(STEP_OUTLIER_RATIO) * (double)st->median_ns)
             continue;
-        if (n >= 2 && k->number - last != gap)
-            regular = 0;
-        gap = n ? k->number - last : 0;
-        last = k->number;
+        findings_numbers_add(&l, k->number);
         slow_ns += ns;
-        size_t used = strlen(numbers);
-        if (++n <= 8)
-            snprintf(numbers + used, sizeof numbers - used, "%s%llu", n > 1 ? ", " : "",
-                     (unsigned long long)k->number);
-        else if (!shown++)
-            snprintf(numbers + used, sizeof numbers - used, ", ...");
     }
     double ratio = (double)st->max_ns / (double)st->median_ns;
-    if (n < 2) {
+    if (l.n < 2) {
         x->minor = 1;
         findings_set(x->title, sizeof x->title, "slow steps: step %llu takes %.1fx the median",
                      (unsigned long long)st->max_number, ratio);
@@ -224,18 +240,15 @@ static void findings_slow_steps(struct finding *x, const struct steps_stats *st,
                      med);
         return;
     }
-    char every[48] = "";
-    if (regular && n >= 3 && gap >= 2) /* (consecutive ones are a burst) */
-        snprintf(every, sizeof every, ", every %llu steps", (unsigned long long)gap);
     findings_set(x->title, sizeof x->title,
                  "slow steps: %zu of %zu steps take %gx the median or more%s, %.0f%% of the "
                  "steps' time",
-                 n, st->counted, T(STEP_OUTLIER_RATIO), every,
+                 l.n, st->counted, T(STEP_OUTLIER_RATIO), l.every,
                  100 * findings_share(slow_ns, st->total_ns));
     findings_set(x->evidence, sizeof x->evidence,
                  "steps %s; the slowest, step %llu, takes %s (%.1fx the median of %s; the "
                  "Training steps section names the slowest ones' causes)",
-                 numbers, (unsigned long long)st->max_number, mx, ratio, med);
+                 l.text, (unsigned long long)st->max_number, mx, ratio, med);
 }
 
 /* Whether a function's text ("f (path:line)") names one in the program's own files. */
@@ -612,6 +625,51 @@ static void findings_signed_ns(int64_t ns, uint64_t n, char *buf, size_t len)
     snprintf(buf, len, "%s%s", ns < 0 ? "-" : "+", t);
 }
 
+/* The steps of the median rank (index k of r) that hold its wait: those whose exposed
+ * communication is T(STEP_OUTLIER_RATIO) times its median step's and a quarter of the
+ * longest or more, listed in l, when
+ * they are fewer than half the steps and hold 2/3 of it or more (a rank that holds the
+ * others now and then: an evaluation every 10 steps); *share their part of it. 0: spread. */
+static size_t findings_wait_steps(const struct comm_report *r, const struct summary *s, size_t k,
+                                  struct findings_numbers *l, double *share)
+{
+    const struct model_process *p = NULL;
+    for (size_t i = 0; i < s->nprocs; i++)
+        if (s->procs[i]->rank == r->ranks[k].rank && s->procs[i]->steps.nsteps &&
+            (!p || s->procs[i]->steps.nsteps > p->steps.nsteps))
+            p = s->procs[i];
+    if (!p || !r->step_shift)
+        return 0;
+    model_steps_hold(p);
+    const struct model_steps *st = &p->steps;
+    int64_t lo = (int64_t)r->step_lo - r->step_shift[k],
+            hi = (int64_t)r->step_hi - r->step_shift[k];
+    uint64_t *v = malloc((st->nsteps + 1) * sizeof *v), total = 0;
+    if (!v)
+        report_oom();
+    size_t n = 0;
+    for (size_t i = 0; i < st->nsteps; i++)
+        if ((int64_t)st->steps[i].number >= lo && (int64_t)st->steps[i].number <= hi)
+            total += v[n++] = st->steps[i].part_ns[MODEL_STEP_COMM];
+    qsort(v, n, sizeof *v, findings_u64_cmp);
+    /* (and a quarter of the longest: short waits vary twice over between steps) */
+    double limit = n ? T(STEP_OUTLIER_RATIO) * (double)v[(n - 1) / 2] : 0;
+    limit = n && limit < 0.25 * (double)v[n - 1] ? 0.25 * (double)v[n - 1] : limit;
+    free(v);
+    uint64_t in = 0;
+    for (size_t i = 0; i < st->nsteps && n >= 4; i++) {
+        const struct model_step *x = &st->steps[i];
+        if ((int64_t)x->number >= lo && (int64_t)x->number <= hi &&
+            (double)x->part_ns[MODEL_STEP_COMM] >= limit && x->part_ns[MODEL_STEP_COMM]) {
+            findings_numbers_add(l, (uint64_t)((int64_t)x->number + r->step_shift[k]));
+            in += x->part_ns[MODEL_STEP_COMM];
+        }
+    }
+    model_steps_let_go(p);
+    *share = findings_share(in, total);
+    return l->n * 2 < n && *share >= 2.0 / 3 ? l->n : 0;
+}
+
 /* Several ranks on the same steps: the median rank's step, and the rank it waits for. */
 static void findings_steps_ranks(struct findings *f, const struct comm_report *r,
                                  const struct summary *s)
@@ -641,11 +699,21 @@ static void findings_steps_ranks(struct findings *f, const struct comm_report *r
         struct finding *x = findings_add(f, "waiting_rank", wait_share);
         x->rank = (long long)w->rank;
         x->why = w->why;
-        findings_set(x->title, sizeof x->title,
-                     "rank %lld holds the others: they wait %.0f%% of each step for it, %s",
-                     (long long)w->rank, 100 * wait_share,
-                     !strncmp(w->why, "time outside", 12) ? "outside ops (Python, sleeps, I/O)"
-                                                          : w->why);
+        const char *why =
+            !strncmp(w->why, "time outside", 12) ? "outside ops (Python, sleeps, I/O)" : w->why;
+        struct findings_numbers l = {0};
+        double in_share = 0;
+        size_t few = findings_wait_steps(r, s, comm_median_rank(r), &l, &in_share);
+        if (few)
+            findings_set(x->title, sizeof x->title,
+                         "rank %lld holds the others in %zu of %llu steps%s: they wait %.0f%% "
+                         "of the steps' time for it, %s",
+                         (long long)w->rank, few, (unsigned long long)k->steps, l.every,
+                         100 * wait_share, why);
+        else
+            findings_set(x->title, sizeof x->title,
+                         "rank %lld holds the others: they wait %.0f%% of each step for it, %s",
+                         (long long)w->rank, 100 * wait_share, why);
         char exposed[32];
         format_ns((double)m.part_ns[MODEL_STEP_COMM], exposed, sizeof exposed);
         findings_set(x->evidence, sizeof x->evidence,
@@ -655,6 +723,13 @@ static void findings_steps_ranks(struct findings *f, const struct comm_report *r
                      "loading %s, host syncs %s, other CPU %s (steps %llu-%llu)",
                      (long long)k->rank, wait, exposed, (long long)w->rank, c, d, y, i,
                      (unsigned long long)r->step_lo, (unsigned long long)r->step_hi);
+        if (few) {
+            size_t used = strlen(x->evidence);
+            snprintf(x->evidence + used, sizeof x->evidence - used,
+                     "; steps %s hold %.0f%% of the wait (rank %lld's work there: the "
+                     "Training steps section names it)",
+                     l.text, 100 * in_share, (long long)w->rank);
+        }
         uint64_t excess = 0, over = 0;
         const int64_t parts[] = {w->compute_ns, w->data_ns, w->sync_ns, w->idle_ns};
         for (size_t k = 0; k < sizeof parts / sizeof *parts; k++)
@@ -686,7 +761,7 @@ static void findings_steps_ranks(struct findings *f, const struct comm_report *r
         }
 }
 
-static int findings_steps_ranked(const struct summary *s)
+int findings_steps_ranked(const struct summary *s)
 {
     int ranked = 0;
     for (size_t i = 0; i < s->nprocs; i++)

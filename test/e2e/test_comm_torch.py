@@ -316,6 +316,32 @@ def test_slow_rank_reason(tmp_path, how, why):
         assert "burn (" in default.read_text() and "burn (" not in phases.read_text()
 
 
+def test_a_rank_that_holds_the_others_now_and_then(tmp_path):
+    """Rank 1 evaluates after every 10th optimizer step (400 ms of compute) while the others
+    wait in their next allreduce: the finding says in which steps, not "they wait N% of each
+    step" (a review read that as a cost in every step, and looked for it there). No whole-run
+    straggler finding: it counted the others' allreduce waits inside backward as busy."""
+    script = os.path.join(ROOT, "test", "workloads", "ddp_slow_rank.py")
+    profile([TORCHRUN, "--nproc_per_node", "2", "--redirects", "2", "--tee", "1",
+             script, "35", str(SLOW_RANK), str(SLOW_MS), "evaluate"], tmp_path, timeout=300)
+    findings = {f["kind"]: f for f in report_json(tmp_path)["findings"]}
+    waiting = findings["waiting_rank"]
+    # the evaluations after steps 10, 20, 30 are in the steps that follow (a step ends where
+    # its optimizer step ends)
+    m = re.match(r"rank %d holds the others in 3 of (\d+) steps, every 10 steps: they wait "
+                 r"\d+%% of the steps' time for it, compute$" % SLOW_RANK, waiting["title"])
+    assert m, waiting
+    assert "steps 11, 21, 31 hold " in waiting["evidence"], waiting
+    assert waiting["where"].startswith("burn ("), waiting
+    assert "straggler" not in findings, findings["straggler"]
+    # --limit 0 lists every collective (the text table kept 20, "--limit 0 shows all" under it)
+    text = report(tmp_path, "--stragglers", "--limit", "0").stdout
+    assert "more; --limit 0 shows all" not in text, text
+    rows = report_json(tmp_path, "--stragglers", "--limit", "0")["stragglers"]
+    per_call = text.split(" Call ")[1].splitlines()  # the table of each collective call
+    assert sum(1 for l in per_call if l.lstrip().startswith("gloo:")) == len(rows) > 20, text
+
+
 WINDOWS = {
     # a time window: each rank's first recorded step is whatever iteration it was at
     "time": ({"PROF_DELAY": "4", "PROF_DURATION": "1.5"}, 200),

@@ -6,7 +6,9 @@ DataLoader; the slow rank spends about SLOW_MS more per step, so the others wait
 allreduce. HOW: sleep (before each backward), compute (extra matrix products inside the
 forward), data (its dataset sleeps in __getitem__), sync (before each backward it launches
 SLOW_MS of GPU work and waits for it in cudaStreamSynchronize: the CUDA runtime double,
-test/doubles, must come first in LD_LIBRARY_PATH — it stands in for the GPU). With DDP_SIGNAL_STEPS="A,B" every rank
+test/doubles, must come first in LD_LIBRARY_PATH — it stands in for the GPU), evaluate
+(after every 10th optimizer step it runs evaluate(): 10 x SLOW_MS of matrix products, so the
+others wait for it in those steps only). With DDP_SIGNAL_STEPS="A,B" every rank
 sends itself SIGUSR1 before steps A and B (a PROF_WINDOW_SIGNAL=USR1 window).
 With DDP_STEP_LOG=PREFIX every rank writes PREFIX.rankR: one line per step as it begins,
 "<step index from 0> <realtime ns>".
@@ -41,6 +43,12 @@ def burn(ms):
     end = time.perf_counter() + ms / 1000.0
     while time.perf_counter() < end:
         a = torch.tanh(a @ a)
+
+
+def evaluate(ms):
+    """A periodic evaluation: about ms milliseconds of matrix products."""
+    with torch.no_grad():
+        burn(ms)
 
 
 class DeviceWait:
@@ -99,6 +107,8 @@ def main():
         loss.backward()
         opt.step()
         done += 1
+        if slow and how == "evaluate" and done % 10 == 0:
+            evaluate(slow_ms * 10)
     dist.barrier()
     print("rank %d of %d: %d steps" % (rank, dist.get_world_size(), done), flush=True)
     dist.destroy_process_group()
