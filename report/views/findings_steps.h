@@ -1,0 +1,46 @@
+/* findings_steps.h: what the step findings of one process (findings_steps.c) and of ranks
+ * compared on the same steps (findings_ranks.c) share. */
+#ifndef REPORT_FINDINGS_STEPS_H
+#define REPORT_FINDINGS_STEPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm_merge.h"
+#include "findings.h"
+#include "steps_report.h"
+
+#define T(name) findings_threshold[FINDINGS_##name]
+
+/* part / total, 0 when total is 0. */
+double findings_share(uint64_t part, uint64_t total);
+
+/* The parts of one step (the mean steady step of a process, or of the median rank). */
+struct findings_step {
+    uint64_t step_ns, part_ns[MODEL_STEP_PART_COUNT], comm_ns, wait_ns, gpu_busy_ns;
+    uint64_t syncs_per_step_x100;
+    int has_gpu;
+    const char *who; /* "" or " (median rank)" */
+};
+
+/* Step numbers as a finding lists them: the first 8, then "..."; every, ", every N steps"
+ * when 3 or more are evenly N >= 2 apart (consecutive ones are a burst). */
+struct findings_numbers {
+    size_t n;
+    uint64_t gap, last;
+    int irregular;
+    char text[256], every[48];
+};
+void findings_numbers_add(struct findings_numbers *l, uint64_t number);
+
+/* Exposed communication. waited: a rank the others wait for is already named
+ * (waiting_rank), so only the transfer beyond that wait is a finding of its own. */
+void findings_step_comm(struct findings *f, const struct findings_step *m, int waited);
+/* Python inside forward and backward (step_python), of st's steps; who: "" or " (median
+ * rank)". */
+void findings_step_python(struct findings *f, const struct steps_stats *st, const char *who);
+/* The ranks compared on their common steps (findings_ranks.c): waiting_rank, step_comm,
+ * step_python of the median rank. */
+void findings_steps_ranks(struct findings *f, const struct comm_report *r, const struct summary *s);
+
+#endif
