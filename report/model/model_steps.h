@@ -146,6 +146,13 @@ struct model_steps {
      * self time, per steady step, most first. */
     struct model_step_hot *other_hot;
     size_t nother_hot;
+    /* Where the steady steps' collectives begin on the step thread (calls of at least
+     * PROF_PY_SPAN_US): the innermost function of the program's own files around each (name)
+     * and the library function it called (caller; "" none), by the collectives' time per
+     * steady step, most first (MODEL_STEPS_COMM_HOT): a metric's all_reduce in a logging
+     * function apart from DDP's gradient buckets, under Tensor.backward. */
+    struct model_step_hot *comm_hot;
+    size_t ncomm_hot;
     uint64_t rare_other_ns; /* rare_hot's self time outside the built-in actions, per step */
     /* rare_hot[0]'s outermost calls on the step thread after the last step, and their whole
      * time: the loop's last evaluation or checkpoint, made after its last optimizer step,

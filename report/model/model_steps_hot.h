@@ -33,6 +33,7 @@ struct model_step_hot {
 #define MODEL_STEPS_SLOW 3
 #define MODEL_STEPS_RARE 2
 #define MODEL_STEPS_OTHER_HOT 3
+#define MODEL_STEPS_COMM_HOT 3
 /* model_steps_hot.c: p->steps.hot and startup_hot from the spans of its step thread (steps
  * made). */
 void model_steps_hot(struct model_process *p);

@@ -26,7 +26,8 @@ const char summary_file_suffix[] = ".summary";
 
 #define SUMMARY_FILE_MAGIC "PRFSUMM\n"
 #define SUMMARY_FILE_END "PRFSEND\n"
-/* 14: the backward passes per step (steps.backward_passes: gradient accumulation);
+/* 14: the backward passes per step (steps.backward_passes: gradient accumulation), the
+ * functions under which the steady steps' collectives begin (steps.comm_hot);
  * 13: the periodic work's calls after the last step (steps.rare_after, rare_after_ns),
  * the training's end (steps.actions_end_ns), what grouped optimizer steps (grouped_by), a
  * DataLoader worker's 3 busiest functions (steps.worker_hot: 1 before), each step's

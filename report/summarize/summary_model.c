@@ -735,6 +735,7 @@ static void sf_steps(sf_codec *c, struct model_process *p)
     sf_steps_hot(c, &st->slow_hot, &st->nslow_hot, MODEL_STEPS_SLOW);
     sf_steps_hot(c, &st->rare_hot, &st->nrare_hot, MODEL_STEPS_RARE);
     sf_steps_hot(c, &st->other_hot, &st->nother_hot, MODEL_STEPS_OTHER_HOT);
+    sf_steps_hot(c, &st->comm_hot, &st->ncomm_hot, MODEL_STEPS_COMM_HOT);
     sf_steps_hot(c, &st->worker_hot, &st->nworker_hot, MODEL_STEPS_WORKER_HOT);
     summary_codec_u64(c, &st->rare_other_ns);
     summary_codec_u64(c, &st->rare_after);

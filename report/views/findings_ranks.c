@@ -14,6 +14,17 @@
 #include "model_steps_load.h"
 #include "steps_report.h"
 
+/* The process of rank whose steps describe it: the one with the most steps; NULL: none. */
+static const struct model_process *findings_rank_process(const struct summary *s, long long rank)
+{
+    const struct model_process *p = NULL;
+    for (size_t i = 0; i < s->nprocs; i++)
+        if (s->procs[i]->rank == rank && s->procs[i]->steps.nsteps &&
+            (!p || s->procs[i]->steps.nsteps > p->steps.nsteps))
+            p = s->procs[i];
+    return p;
+}
+
 static int findings_u64_cmp(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -38,14 +49,10 @@ static uint64_t findings_hot_of(const struct model_process *p, const char *name)
 static const struct model_step_hot *findings_hot(const struct summary *s, long long rank,
                                                  uint64_t excess_ns, uint64_t *over_ns)
 {
-    const struct model_process *slow = NULL; /* the rank's process with the most steps */
+    const struct model_process *slow = findings_rank_process(s, rank);
     size_t nothers = 0;
-    for (size_t i = 0; i < s->nprocs; i++) {
-        const struct model_process *p = s->procs[i];
-        if (p->rank == rank && p->steps.nsteps && (!slow || p->steps.nsteps > slow->steps.nsteps))
-            slow = p;
-        nothers += p->rank >= 0 && p->rank != rank && p->steps.nsteps;
-    }
+    for (size_t i = 0; i < s->nprocs; i++)
+        nothers += s->procs[i]->rank >= 0 && s->procs[i]->rank != rank && s->procs[i]->steps.nsteps;
     if (!slow || !nothers)
         return NULL;
     uint64_t *v = malloc(nothers * sizeof *v);
@@ -88,11 +95,7 @@ static void findings_signed_ns(int64_t ns, uint64_t n, char *buf, size_t len)
 static size_t findings_wait_steps(const struct comm_report *r, const struct summary *s, size_t k,
                                   struct findings_numbers *l, double *share)
 {
-    const struct model_process *p = NULL;
-    for (size_t i = 0; i < s->nprocs; i++)
-        if (s->procs[i]->rank == r->ranks[k].rank && s->procs[i]->steps.nsteps &&
-            (!p || s->procs[i]->steps.nsteps > p->steps.nsteps))
-            p = s->procs[i];
+    const struct model_process *p = findings_rank_process(s, r->ranks[k].rank);
     if (!p || !r->step_shift)
         return 0;
     model_steps_hold(p);
@@ -201,16 +204,12 @@ void findings_steps_ranks(struct findings *f, const struct comm_report *r, const
                          (long long)w->rank);
         }
     }
-    findings_step_comm(f, &m, waited);
-    /* Python inside forward and backward: the median rank's own steps */
-    for (size_t i = 0; i < s->nprocs; i++)
-        if (s->procs[i]->rank == k->rank && s->procs[i]->steps.nsteps) {
-            const struct model_process *p =
-                steps_main_process((const struct model_process *const *)&s->procs[i], 1);
-            struct steps_stats st;
-            steps_stats_of(p, 0, UINT64_MAX, &st);
-            findings_step_python(f, &st, " (median rank)");
-            model_steps_let_go(p); /* (a summary's: read again when a view asks) */
-            break;
-        }
+    const struct model_process *median = findings_rank_process(s, k->rank);
+    findings_step_comm(f, &m, waited, median);
+    if (median) { /* Python inside forward and backward: the median rank's own steps */
+        struct steps_stats st;
+        steps_stats_of(median, 0, UINT64_MAX, &st);
+        findings_step_python(f, &st, " (median rank)");
+        model_steps_let_go(median); /* (a summary's: read again when a view asks) */
+    }
 }

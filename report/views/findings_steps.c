@@ -25,7 +25,8 @@ double findings_share(uint64_t part, uint64_t total)
 
 /* Exposed communication. waited: a rank the others wait for is already named
  * (waiting_rank), so only the transfer beyond that wait is a finding of its own. */
-void findings_step_comm(struct findings *f, const struct findings_step *m, int waited)
+void findings_step_comm(struct findings *f, const struct findings_step *m, int waited,
+                        const struct model_process *p)
 {
     double share = findings_share(m->part_ns[MODEL_STEP_COMM], m->step_ns);
     uint64_t transfer =
@@ -46,6 +47,20 @@ void findings_step_comm(struct findings *f, const struct findings_step *m, int w
                  "%s per step of %s exposed (%s in communication in all); %s of it waiting for "
                  "other ranks to arrive, the rest transfer",
                  exposed, step, all, wait);
+    /* where the collectives begin: a metric's all_reduce apart from DDP's gradients */
+    const struct model_steps *st = p ? &p->steps : NULL;
+    size_t used = 0;
+    for (size_t i = 0; st && i < st->ncomm_hot; i++) {
+        const struct model_step_hot *h = &st->comm_hot[i];
+        if (h->self_ns * 10 < m->comm_ns)
+            break; /* (under a tenth of the communication) */
+        char t[32];
+        format_ns((double)h->self_ns, t, sizeof t);
+        used +=
+            (size_t)snprintf(x->where + used, used < sizeof x->where ? sizeof x->where - used : 0,
+                             "%s%s%s%s: %s per step", i ? "; " : "collectives begun in ", h->name,
+                             *h->caller ? " calling " : "", h->caller, t);
+    }
 }
 
 static struct finding *findings_step_part(struct findings *f, const struct findings_step *m,
@@ -373,7 +388,7 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
                               .who = ""};
     for (int k = 0; k < MODEL_STEP_PART_COUNT; k++)
         m.part_ns[k] = st->part_ns[k] / n;
-    findings_step_comm(f, &m, 0);
+    findings_step_comm(f, &m, 0, st->p);
     struct finding *data = findings_step_part(f, &m, MODEL_STEP_DATA, "step_data",
                                               T(STEP_DATA_SHARE), "data-loading stall");
     if (data)

@@ -34,8 +34,10 @@ struct findings_numbers {
 void findings_numbers_add(struct findings_numbers *l, uint64_t number);
 
 /* Exposed communication. waited: a rank the others wait for is already named
- * (waiting_rank), so only the transfer beyond that wait is a finding of its own. */
-void findings_step_comm(struct findings *f, const struct findings_step *m, int waited);
+ * (waiting_rank), so only the transfer beyond that wait is a finding of its own. where: the
+ * functions of p's step thread the collectives begin under (steps.comm_hot; p NULL: none). */
+void findings_step_comm(struct findings *f, const struct findings_step *m, int waited,
+                        const struct model_process *p);
 /* Python inside forward and backward (step_python), of st's steps; who: "" or " (median
  * rank)". */
 void findings_step_python(struct findings *f, const struct steps_stats *st, const char *who);

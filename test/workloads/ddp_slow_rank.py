@@ -8,7 +8,8 @@ forward), data (its dataset sleeps in __getitem__), sync (before each backward i
 SLOW_MS of GPU work and waits for it in cudaStreamSynchronize: the CUDA runtime double,
 test/doubles, must come first in LD_LIBRARY_PATH — it stands in for the GPU), evaluate
 (after every 10th optimizer step it runs evaluate(): 10 x SLOW_MS of matrix products, so the
-others wait for it in those steps only). With DDP_SIGNAL_STEPS="A,B" every rank
+others wait for it in those steps only), metric (every rank, after each optimizer step,
+all_reduces its loss 20 times in log_metrics() for logging: balanced, no slow rank). With DDP_SIGNAL_STEPS="A,B" every rank
 sends itself SIGUSR1 before steps A and B (a PROF_WINDOW_SIGNAL=USR1 window).
 With DDP_STEP_LOG=PREFIX every rank writes PREFIX.rankR: one line per step as it begins,
 "<step index from 0> <realtime ns>".
@@ -43,6 +44,15 @@ def burn(ms):
     end = time.perf_counter() + ms / 1000.0
     while time.perf_counter() < end:
         a = torch.tanh(a @ a)
+
+
+def log_metrics(loss):
+    """A metric averaged over the ranks for logging, the way many loops do it (20 times over,
+    so that it outweighs the model's own gradients)."""
+    m = loss.detach().reshape(1)
+    for _ in range(20):
+        dist.all_reduce(m)
+    return m.item()
 
 
 def evaluate(ms):
@@ -109,8 +119,13 @@ def main():
         done += 1
         if slow and how == "evaluate" and done % 10 == 0:
             evaluate(slow_ms * 10)
+        if how == "metric":
+            log_metrics(loss)
     dist.barrier()
     print("rank %d of %d: %d steps" % (rank, dist.get_world_size(), done), flush=True)
+    # torch 1.13's gloo can hang in destroy_process_group right after many small
+    # collectives (the metric mode hung there every time); a pause before it does not
+    time.sleep(0.5)
     dist.destroy_process_group()
 
 
