@@ -67,7 +67,19 @@ static int hot_cmp(const void *a, const void *b)
     return x->func < y->func ? -1 : x->func > y->func;
 }
 
-static char *hot_text(const struct model_process *p, uint32_t func_id)
+size_t model_steps_spans_in_order(const struct model_process *p, uint32_t tid, size_t *order)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < p->py.nspan_list; i++)
+        if (p->py.span_list[i].tid == tid)
+            order[n++] = i;
+    hot_sorting = p->py.span_list;
+    qsort(order, n, sizeof *order, hot_span_cmp);
+    hot_sorting = NULL;
+    return n;
+}
+
+char *model_steps_hot_text(const struct model_process *p, uint32_t func_id)
 {
     char buf[1024];
     model_python_frame(p, func_id, buf, sizeof buf);
@@ -181,12 +193,7 @@ static size_t hot_rank(const struct model_process *p, uint32_t tid, uint64_t lo,
     uint8_t *marked = calloc(p->py.nspan_list + 1, 1);
     if (!order || !stack || !self || !marked)
         report_oom();
-    for (size_t i = 0; i < p->py.nspan_list; i++)
-        if (p->py.span_list[i].tid == tid)
-            order[n++] = i;
-    hot_sorting = p->py.span_list;
-    qsort(order, n, sizeof *order, hot_span_cmp);
-    hot_sorting = NULL;
+    n = model_steps_spans_in_order(p, tid, order);
     for (size_t k = 0; k < n; k++) {
         const struct model_py_span *sp = &p->py.span_list[order[k]];
         uint64_t a = model_ticks_to_monotonic_ns(p, sp->start);
@@ -304,8 +311,9 @@ static struct model_step_hot *hot_keep(const struct model_process *p, const stru
     if (keep && !hot)
         report_oom();
     for (size_t i = 0; i < keep; i++)
-        hot[i] = (struct model_step_hot){
-            hot_text(p, all[i].func), hot_caller_text(p, &all[i], under), all[i].self_ns / per, 0};
+        hot[i] =
+            (struct model_step_hot){model_steps_hot_text(p, all[i].func),
+                                    hot_caller_text(p, &all[i], under), all[i].self_ns / per, 0};
     *n = keep;
     return hot;
 }
@@ -378,8 +386,8 @@ static uint32_t hot_rare(struct model_process *p, const struct hot_func *all, si
     st->rare_hot = malloc(sizeof *st->rare_hot);
     if (!st->rare_hot)
         report_oom();
-    st->rare_hot[0] = (struct model_step_hot){hot_text(p, rare->func), report_strdup(""),
-                                              rare->self_ns, rare->steps};
+    st->rare_hot[0] = (struct model_step_hot){model_steps_hot_text(p, rare->func),
+                                              report_strdup(""), rare->self_ns, rare->steps};
     st->nrare_hot = 1;
     hot_rare_after(p, rare->func);
     return rare->func;
@@ -402,8 +410,8 @@ static void hot_rare_inside(struct model_process *p, uint64_t lo, uint64_t hi, u
         uint64_t self =
             in[0].self_ns < st->rare_hot[0].self_ns ? in[0].self_ns : st->rare_hot[0].self_ns;
         st->rare_hot[1] = (struct model_step_hot){
-            hot_text(p, in[0].func),
-            in[0].caller_ns ? hot_text(p, in[0].caller) : report_strdup(""), self, 0};
+            model_steps_hot_text(p, in[0].func),
+            in[0].caller_ns ? model_steps_hot_text(p, in[0].caller) : report_strdup(""), self, 0};
         st->nrare_hot = 2;
     }
     free(in);
@@ -507,8 +515,8 @@ static uint32_t hot_slow(struct model_process *p, size_t warm)
         const struct hot_func *top = hot_culprit(p, in, nin, all, &at, per, &top_over);
         if (top) {
             struct model_step_hot *h = &st->slow_hot[st->nslow_hot++];
-            *h = (struct model_step_hot){hot_text(p, top->func),
-                                         top->caller_ns ? hot_text(p, top->caller)
+            *h = (struct model_step_hot){model_steps_hot_text(p, top->func),
+                                         top->caller_ns ? model_steps_hot_text(p, top->caller)
                                                         : report_strdup(""),
                                          top_over, st->steps[best].number};
         }
@@ -594,117 +602,6 @@ static uint32_t hot_startup_thread(const struct model_process *p, uint64_t hi, u
     return best;
 }
 
-static int hot_u64_pair_cmp(const void *a, const void *b)
-{
-    const uint64_t *x = a, *y = b;
-    return x[0] < y[0] ? -1 : x[0] > y[0];
-}
-
-/* Whether a Python function of the program's own files (not a library's, not a builtin). */
-static int hot_own(const struct model_process *p, uint32_t func)
-{
-    const struct model_py_func *f = model_python_func(p, func);
-    return f && f->kind == PROF_PY_FUNC_PYTHON && model_torch_own_file(f->file);
-}
-
-struct hot_comm_row {
-    uint32_t own, api; /* func ids + 1; 0: none */
-    uint64_t ns;
-};
-
-static int hot_comm_cmp(const void *a, const void *b)
-{
-    const struct hot_comm_row *x = a, *y = b;
-    if (x->ns != y->ns)
-        return x->ns > y->ns ? -1 : 1;
-    return x->own != y->own ? (x->own < y->own ? -1 : 1) : (x->api > y->api) - (x->api < y->api);
-}
-
-/* steps.comm_hot: each collective of the steady steps [lo, hi) (its start in them) goes to
- * the innermost call of the program's own files around its start on the step thread, and
- * the library function that call made on the way (the API: all_reduce, Tensor.backward
- * for DDP's gradient buckets), with its time up to hi; with no such call, to the innermost
- * call. Collectives of any thread: a backend's work on its own thread began from the
- * step thread's op. */
-static void hot_comm(struct model_process *p, uint64_t lo, uint64_t hi, uint64_t per)
-{
-    size_t n = 0, nc = 0, top = 0;
-    size_t *order = malloc((p->py.nspan_list + 1) * sizeof *order);
-    size_t *stack = malloc((p->py.nspan_list + 1) * sizeof *stack);
-    uint64_t(*calls)[2] = malloc((p->comm.ncalls + 1) * sizeof *calls); /* start, end */
-    if (!order || !stack || !calls)
-        report_oom();
-    int64_t off = p->comm.realtime_offset_ns;
-    for (size_t i = 0; i < p->comm.ncalls; i++) {
-        const struct model_comm_call *c = &p->comm.calls[i];
-        uint64_t a = c->start_ns - (uint64_t)off, b = c->end_ns - (uint64_t)off;
-        if (!c->setup && a >= lo && a < hi && b > a) {
-            calls[nc][0] = a;
-            calls[nc++][1] = b < hi ? b : hi;
-        }
-    }
-    qsort(calls, nc, sizeof *calls, hot_u64_pair_cmp);
-    for (size_t i = 0; i < p->py.nspan_list; i++)
-        if (p->py.span_list[i].tid == p->steps.tid)
-            order[n++] = i;
-    hot_sorting = p->py.span_list;
-    qsort(order, n, sizeof *order, hot_span_cmp);
-    hot_sorting = NULL;
-    struct u64map index; /* (own << 32 | api) -> row + 1 */
-    u64map_init(&index);
-    struct hot_comm_row *rows = NULL;
-    size_t nrows = 0, cap = 0, k = 0;
-    for (size_t i = 0; i < nc; i++) {
-        for (; k < n &&
-               model_ticks_to_monotonic_ns(p, p->py.span_list[order[k]].start) <= calls[i][0];
-             k++) { /* the calls begun by then, innermost on top */
-            while (top && p->py.span_list[stack[top - 1]].end < p->py.span_list[order[k]].end)
-                top--;
-            stack[top++] = order[k];
-        }
-        while (top &&
-               model_ticks_to_monotonic_ns(p, p->py.span_list[stack[top - 1]].end) <= calls[i][0])
-            top--;
-        uint32_t own = 0, api = 0;
-        for (size_t j = top; j-- > 0 && !own;) {
-            const struct model_py_node *node = model_python_node(p, p->py.span_list[stack[j]].node);
-            if (node && hot_own(p, node->func))
-                own = node->func + 1;
-            else if (node)
-                api = node->func + 1; /* (the outermost library call below own's) */
-        }
-        if (!own && !api)
-            continue;
-        uint64_t *slot = u64map_slot(&index, (uint64_t)own << 32 | api);
-        if (!slot)
-            report_oom();
-        if (!*slot) {
-            rows = report_grow(rows, &cap, nrows + 1, sizeof *rows);
-            rows[nrows] = (struct hot_comm_row){own, api, 0};
-            *slot = ++nrows;
-        }
-        rows[*slot - 1].ns += calls[i][1] - calls[i][0];
-    }
-    u64map_free(&index);
-    if (nrows)
-        qsort(rows, nrows, sizeof *rows, hot_comm_cmp);
-    struct model_steps *st = &p->steps;
-    st->ncomm_hot = nrows < MODEL_STEPS_COMM_HOT ? nrows : MODEL_STEPS_COMM_HOT;
-    st->comm_hot = st->ncomm_hot ? malloc(st->ncomm_hot * sizeof *st->comm_hot) : NULL;
-    if (st->ncomm_hot && !st->comm_hot)
-        report_oom();
-    for (size_t i = 0; i < st->ncomm_hot; i++) { /* "own (file:line)", the API it called */
-        const struct hot_comm_row *r = &rows[i];
-        st->comm_hot[i] = (struct model_step_hot){
-            hot_text(p, (r->own ? r->own : r->api) - 1),
-            r->own && r->api ? hot_text(p, r->api - 1) : report_strdup(""), r->ns / per, 0};
-    }
-    free(rows);
-    free(order);
-    free(stack);
-    free(calls);
-}
-
 /* steps.actions_end_ns: the last step's end, or the end of a built-in action's call that
  * starts after it (a forward of the loop's last evaluation; not the loop's last batch
  * fetch, the one that ends it, nor the optimizer step's return, a few us after its scope). */
@@ -746,7 +643,7 @@ void model_steps_hot(struct model_process *p)
     st->other_hot = hot_keep(p, all, nall, MODEL_STEPS_OTHER_HOT, per, 1, &st->nother_hot);
     st->rare_other_ns = rare_other / per;
     free(all);
-    hot_comm(p, lo, hi, per);
+    model_steps_comm_hot(p, lo, hi, per);
     uint64_t imports;
     uint32_t tid = st->startup_tid = hot_startup_thread(p, st->steps[0].start_ns, &imports);
     if (tid != st->tid) /* (the step thread's were summed with its parts) */

@@ -34,6 +34,13 @@ struct model_step_hot {
 #define MODEL_STEPS_RARE 2
 #define MODEL_STEPS_OTHER_HOT 3
 #define MODEL_STEPS_COMM_HOT 3
+/* model_steps_comm.c: p->steps.comm_hot of the steady steps [lo, hi), per of them. */
+void model_steps_comm_hot(struct model_process *p, uint64_t lo, uint64_t hi, uint64_t per);
+/* The indexes of p's Python spans of thread tid into order (room for all), by start, an
+ * outer call before the calls inside it; their count. */
+size_t model_steps_spans_in_order(const struct model_process *p, uint32_t tid, size_t *order);
+/* "qualname (file:line)" of a function, or a builtin's name; owned by the caller. */
+char *model_steps_hot_text(const struct model_process *p, uint32_t func_id);
 /* model_steps_hot.c: p->steps.hot and startup_hot from the spans of its step thread (steps
  * made). */
 void model_steps_hot(struct model_process *p);
