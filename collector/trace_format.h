@@ -600,6 +600,17 @@ _Static_assert(offsetof(struct prof_rec_torch_stats, calls) == 8, "torch stats c
  * step boundaries exactly whatever the ring lost; the TORCH_OP spans of the same ops are
  * the timeline's, and may be dropped. name_sid 0: the thread's log was full from here
  * (its collector fell far behind), the ring's spans are all there is. */
+/* torch.nn.functional's losses (" name " each): the training steps count their calls as
+ * forward, as a loss module's call is a module's (nn.CrossEntropyLoss()), and the preload
+ * spans each call (python_phase_classify). A loss computed outside model() with F.* had
+ * been "work outside forward, backward and the optimizer". */
+#define PROF_PY_FUNCTIONAL_LOSSES                                                                  \
+    " cross_entropy nll_loss mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy "     \
+    "binary_cross_entropy_with_logits kl_div poisson_nll_loss gaussian_nll_loss "                  \
+    "margin_ranking_loss hinge_embedding_loss multilabel_margin_loss soft_margin_loss "            \
+    "multilabel_soft_margin_loss cosine_embedding_loss multi_margin_loss triplet_margin_loss "     \
+    "triplet_margin_with_distance_loss ctc_loss "
+
 static inline int prof_torch_scope_kept(const char *name)
 {
     static const char *const prefixes[] = {"Optimizer.step#", "Optimizer.zero_grad#",

@@ -60,7 +60,8 @@ void python_phase_classify(uint32_t func_id, py_object *code, const char *path)
                   {"torch/_tensor.py", " backward "},
                   {"torch/autograd/__init__.py", " backward "},
                   {"torch/utils/data/dataloader.py", " __next__ "},
-                  {"torch/optim/", " step wrapper zero_grad "}};
+                  {"torch/optim/", " step wrapper zero_grad "},
+                  {"torch/nn/functional.py", PROF_PY_FUNCTIONAL_LOSSES}};
     size_t len = strlen(path), i = 0;
     for (; i < sizeof phases / sizeof *phases; i++) {
         size_t k = strlen(phases[i].file);

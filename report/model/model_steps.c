@@ -527,11 +527,13 @@ size_t model_steps_warmup(const struct model_steps *st, double *ratio)
     if (ref <= 0)
         return inferred;
     *ratio = (double)(st->steps[0].end_ns - st->steps[0].start_ns) / ref;
-    size_t w = 0;
-    while (w < n / 4 &&
+    /* after an inferred first step (left out anyway) too: work after the first optimizer
+     * steps (a warm-up's own) lands in the steps after them, the first one's is short */
+    size_t w = inferred;
+    while (w < n / 4 + inferred &&
            (double)(st->steps[w].end_ns - st->steps[w].start_ns) > MODEL_STEPS_WARMUP_RATIO * ref)
         w++;
-    return w ? w : inferred;
+    return w;
 }
 
 static model_steps_loader steps_loader;

@@ -32,7 +32,8 @@ enum model_step_source {
 
 enum model_step_part {
     MODEL_STEP_DATA,      /* waiting for the next batch (DataLoader's __next__) */
-    MODEL_STEP_FORWARD,   /* the model's forward (Module._call_impl outside data loading) */
+    MODEL_STEP_FORWARD,   /* the model's forward (Module._call_impl outside data loading), and
+                             a torch.nn.functional loss (PROF_PY_FUNCTIONAL_LOSSES) */
     MODEL_STEP_BACKWARD,  /* Tensor.backward, torch.autograd.backward */
     MODEL_STEP_OPTIMIZER, /* Optimizer.step, zero_grad */
     MODEL_STEP_OTHER_OPS, /* PyTorch ops outside those phases */

@@ -67,6 +67,12 @@ struct model_steps_finder {
 
 #define STEPS_NAMED_BIT 0x100u
 
+static int steps_ends_with(const char *s, const char *end)
+{
+    size_t n = strlen(s), k = strlen(end);
+    return n >= k && !strcmp(s + n - k, end);
+}
+
 static int steps_prefix(const char *s, const char *prefix)
 {
     return s && !strncmp(s, prefix, strlen(prefix));
@@ -93,6 +99,16 @@ int model_steps_python_phase(const struct model_process *p, uint32_t node)
     for (int i = 0; a && i < 4; i++)
         if (!strcmp(a, actions[i]))
             return parts[i];
+    /* a torch.nn.functional loss: forward, as a loss module's call */
+    const struct model_py_node *n = a ? NULL : model_python_node(p, node);
+    const struct model_py_func *f = n ? model_python_func(p, n->func) : NULL;
+    char key[64];
+    if (f && f->kind == PROF_PY_FUNC_PYTHON && f->name && f->file &&
+        strlen(f->name) + 3 <= sizeof key && steps_ends_with(f->file, "torch/nn/functional.py")) {
+        snprintf(key, sizeof key, " %s ", f->name);
+        if (strstr(PROF_PY_FUNCTIONAL_LOSSES, key))
+            return MODEL_STEP_FORWARD;
+    }
     return -1;
 }
 

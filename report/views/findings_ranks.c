@@ -25,12 +25,6 @@ static const struct model_process *findings_rank_process(const struct summary *s
     return p;
 }
 
-static int findings_u64_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* A function's self time per steady step in p: its entry, else at most the smallest p kept
  * (p keeps its MODEL_STEPS_HOT largest; fewer: every function it has). */
 static uint64_t findings_hot_of(const struct model_process *p, const char *name)
@@ -184,8 +178,12 @@ void findings_steps_ranks(struct findings *f, const struct comm_report *r, const
             size_t used = strlen(x->evidence);
             snprintf(x->evidence + used, sizeof x->evidence - used,
                      "; steps %s hold %.0f%% of the wait (rank %lld's work there: the "
-                     "Training steps section names it)",
-                     l.text, 100 * in_share, (long long)w->rank);
+                     "Training steps section names it%s)",
+                     l.text, 100 * in_share, (long long)w->rank,
+                     r->step_source == MODEL_STEPS_OPTIMIZER || r->step_source == MODEL_STEPS_PYTHON
+                         ? "; a step ends where its optimizer step ends: work after "
+                           "optimizer.step() counts in the next step"
+                         : "");
         }
         uint64_t excess = 0, over = 0;
         const int64_t parts[] = {w->compute_ns, w->data_ns, w->sync_ns, w->idle_ns};

@@ -12,6 +12,8 @@
 
 #define T(name) findings_threshold[FINDINGS_##name]
 
+/* qsort's order of uint64_t values, ascending. */
+int findings_u64_cmp(const void *a, const void *b);
 /* part / total, 0 when total is 0. */
 double findings_share(uint64_t part, uint64_t total);
 

@@ -92,7 +92,7 @@ static void html_steps_summary(FILE *out, const struct steps_stats *st)
     format_ns((double)st->startup_ns, startup, sizeof startup);
     format_ns((double)st->startup_import_ns, imp, sizeof imp);
     const struct model_process *p = st->p;
-    char costs[1024], source[160];
+    char costs[1024], source[384];
     steps_view_startup_costs(p, costs, sizeof costs);
     fprintf(out,
             "<p class=\"note\">%s %lld: %zu steady steps of %zu (%s; %zu warm-up left out); "
@@ -119,6 +119,12 @@ static void html_steps_summary(FILE *out, const struct steps_stats *st)
         x += w;
     }
     fputs("</svg>\n", out);
+    if (p->lost) /* as the text report's Where a step's time goes */
+        fprintf(out,
+                "<p class=\"note\">%" PRIu64 " events were lost (the ring was full: PROF_RING_KB "
+                "raises it): a forward, backward or optimizer step whose span was among them "
+                "counts as other CPU or other ops here; no finding is made of those parts.</p>\n",
+                p->lost);
 }
 
 /* An axis label of ns on an axis up to top ns, in one unit for the whole axis: s from 1 s,

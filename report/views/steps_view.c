@@ -90,7 +90,7 @@ static void steps_view_cover(FILE *out, const char *const *windows)
 
 static void steps_view_head(FILE *out, const struct steps_stats *st, const char *const *windows)
 {
-    char med[32], p90[32], mx[32], startup[32], imp[32], tear[32], source[160];
+    char med[32], p90[32], mx[32], startup[32], imp[32], tear[32], source[384];
     fprintf(out, "Training steps: %zu steady of %zu, from %s", st->counted, st->nsteps,
             model_steps_source_text(&st->p->steps, source, sizeof source));
     if (model_steps_name()) {
@@ -170,6 +170,12 @@ static void steps_view_parts(FILE *out, const struct steps_stats *st, uint64_t w
         text_table_row(&t, model_step_part_name(k), v, sh);
     }
     text_table_end(out, &t);
+    if (st->p->lost) /* the phases are spans through the ring (the boundaries are not) */
+        fprintf(out,
+                "  (%" PRIu64 " events were lost (the ring was full: PROF_RING_KB raises it): a "
+                "forward, backward or optimizer step whose span was among them counts as other "
+                "CPU or other ops here; no finding is made of those parts)\n",
+                st->p->lost);
     if (st->comm_ns) {
         char all[32], exposed[32], wait[32];
         steps_view_ms(st->comm_ns / n, all, sizeof all);
