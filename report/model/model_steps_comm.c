@@ -22,7 +22,8 @@ static int comm_hot_own(const struct model_process *p, uint32_t func)
 
 struct comm_hot_row {
     uint32_t own, api; /* func ids + 1; 0: none */
-    uint64_t ns;
+    uint64_t ns;       /* the union of its collectives' times (DDP's buckets overlap) */
+    uint64_t end;      /* the latest end so far (the collectives come by start) */
 };
 
 static int comm_hot_row_cmp(const void *a, const void *b)
@@ -88,10 +89,15 @@ void model_steps_comm_hot(struct model_process *p, uint64_t lo, uint64_t hi, uin
             report_oom();
         if (!*slot) {
             rows = report_grow(rows, &cap, nrows + 1, sizeof *rows);
-            rows[nrows] = (struct comm_hot_row){own, api, 0};
+            rows[nrows] = (struct comm_hot_row){own, api, 0, 0};
             *slot = ++nrows;
         }
-        rows[*slot - 1].ns += calls[i][1] - calls[i][0];
+        struct comm_hot_row *row = &rows[*slot - 1];
+        uint64_t from = calls[i][0] > row->end ? calls[i][0] : row->end;
+        if (calls[i][1] > from) {
+            row->ns += calls[i][1] - from;
+            row->end = calls[i][1];
+        }
     }
     u64map_free(&index);
     if (nrows)

@@ -112,6 +112,17 @@ int model_steps_python_phase(const struct model_process *p, uint32_t node)
     return -1;
 }
 
+uint64_t model_steps_named_calls(const struct model_process *p)
+{
+    uint64_t calls = 0;
+    for (size_t i = 0; steps_name && i < p->py.nnodes; i++) {
+        const struct model_py_func *fn = model_python_func(p, p->py.nodes[i].func);
+        if (fn && (steps_named(fn->name) || steps_named(fn->qualname)))
+            calls += p->py.nodes[i].calls;
+    }
+    return calls;
+}
+
 struct model_steps_finder *model_steps_finder_new(const struct model_process *p)
 {
     struct model_steps_finder *f = calloc(1, sizeof *f);
@@ -679,7 +690,9 @@ void model_steps_finder_end(struct model_steps_finder *f, struct model_steps *st
         }
         uint64_t first = order[i].ends ? steps_first_start(f, tid, s[0].end) : 0;
         st->backward_passes = 1;
-        if (order[i].source == MODEL_STEPS_OPTIMIZER || order[i].source == MODEL_STEPS_PYTHON)
+        /* (several optimizers a step: a GAN's three backwards for two are no accumulation) */
+        if ((order[i].source == MODEL_STEPS_OPTIMIZER || order[i].source == MODEL_STEPS_PYTHON) &&
+            st->per_step == 1)
             st->backward_passes = (uint8_t)steps_backward_passes(f, tid, s, n, first);
         steps_make(st, s, n, order[i].ends, first);
         st->source = order[i].source;

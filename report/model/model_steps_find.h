@@ -30,6 +30,9 @@ void model_steps_finder_end(struct model_steps_finder *f, struct model_steps *st
  * record_function scope or a Python node is, or -1. */
 int model_steps_scope_phase(const char *name);
 int model_steps_python_phase(const struct model_process *p, uint32_t node);
+/* The calls of the Python functions --step names in p's call tree (counted whatever their
+ * length: a step needs a call's span, of at least PROF_PY_SPAN_US). */
+uint64_t model_steps_named_calls(const struct model_process *p);
 /* The phase of a Lightning action (its batch fetch, training_step, backward, optimizer_step
  * and zero_grad), or -1. */
 int model_steps_lightning_phase(const char *name);

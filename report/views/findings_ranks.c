@@ -122,6 +122,37 @@ static size_t findings_wait_steps(const struct comm_report *r, const struct summ
     return l->n * 2 < n && *share >= 2.0 / 3 ? l->n : 0;
 }
 
+/* The rank with the most periodic work (an evaluation or a checkpoint on rank 0 alone),
+ * unless it is the rank the others wait for (waiting_rank names its function): a review's
+ * 4-rank job whose rank 0 saved a checkpoint every 10 steps read only "communication". */
+static void findings_ranks_periodic(struct findings *f, const struct comm_report *r,
+                                    const struct summary *s, long long named)
+{
+    const struct model_process *best = NULL;
+    double best_share = 0;
+    for (size_t k = 0; k < r->nranks; k++) {
+        const struct model_process *p = findings_rank_process(s, r->ranks[k].rank);
+        if (!p || !p->steps.nrare_hot || r->ranks[k].rank == named)
+            continue;
+        struct steps_stats st;
+        steps_stats_of(p, 0, UINT64_MAX, &st);
+        model_steps_let_go(p);
+        double share = findings_share(p->steps.rare_hot[0].self_ns, st.total_ns);
+        if (share > best_share) {
+            best = p;
+            best_share = share;
+        }
+    }
+    if (!best)
+        return;
+    struct steps_stats st;
+    steps_stats_of(best, 0, UINT64_MAX, &st);
+    char who[48];
+    snprintf(who, sizeof who, " on rank %lld", (long long)best->rank);
+    findings_periodic(f, &st, who);
+    model_steps_let_go(best);
+}
+
 /* Several ranks on the same steps: the median rank's step, and the rank it waits for. */
 void findings_steps_ranks(struct findings *f, const struct comm_report *r, const struct summary *s)
 {
@@ -131,6 +162,7 @@ void findings_steps_ranks(struct findings *f, const struct comm_report *r, const
                               .comm_ns = k->comm_total_ns / n,
                               .wait_ns = k->wait_ns / n,
                               .gpu_busy_ns = k->gpu_busy_ns / n,
+                              .wait_known = 1,
                               .who = " (median rank)"};
     for (int i = 0; i < MODEL_STEP_PART_COUNT; i++)
         m.part_ns[i] = k->part_ns[i] / n;
@@ -202,6 +234,7 @@ void findings_steps_ranks(struct findings *f, const struct comm_report *r, const
                          (long long)w->rank);
         }
     }
+    findings_ranks_periodic(f, r, s, waited ? (long long)w->rank : -1);
     const struct model_process *median = findings_rank_process(s, k->rank);
     findings_step_comm(f, &m, waited, median);
     if (median) { /* Python inside forward and backward: the median rank's own steps */

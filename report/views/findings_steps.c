@@ -49,10 +49,17 @@ void findings_step_comm(struct findings *f, const struct findings_step *m, int w
     findings_set(x->title, sizeof x->title,
                  "communication: %.0f%% of the training step%s is communication no compute hides",
                  100 * share, m->who);
-    findings_set(x->evidence, sizeof x->evidence,
-                 "%s per step of %s exposed (%s in communication in all); %s of it waiting for "
-                 "other ranks to arrive, the rest transfer",
-                 exposed, step, all, wait);
+    if (m->wait_known)
+        findings_set(x->evidence, sizeof x->evidence,
+                     "%s per step of %s exposed (%s in communication in all); %s of it waiting "
+                     "for other ranks to arrive, the rest transfer",
+                     exposed, step, all, wait);
+    else /* one rank read (--rank N), or one process: its wait needs the others' traces */
+        findings_set(x->evidence, sizeof x->evidence,
+                     "%s per step of %s exposed (%s in communication in all); how much of it is "
+                     "waiting for other ranks needs their traces (without --rank the ranks are "
+                     "compared, and a rank the others wait for is named)",
+                     exposed, step, all);
     /* where the collectives begin: a metric's all_reduce apart from DDP's gradients */
     const struct model_steps *st = p ? &p->steps : NULL;
     size_t used = 0;
@@ -115,8 +122,8 @@ static void findings_data_loading(const struct model_process *p, uint64_t data_n
         format_ns((double)w->self_ns, t, sizeof t);
         format_ns((double)w->busy_ns, all, sizeof all);
         snprintf(where, where_len,
-                 "in its %zu DataLoader worker process%s: %s%s%s, %s of the %s their main "
-                 "threads ran outside waits",
+                 "in its %zu DataLoader worker process%s: %s%s%s, %s of self time (its own "
+                 "code, not what it calls) of the %s their main threads ran outside waits",
                  w->workers, w->workers == 1 ? "" : "es", w->name, *w->caller ? ", " : "",
                  w->caller, t, all);
         return;
@@ -392,6 +399,49 @@ static void findings_step_growth(struct findings *f, const struct steps_stats *s
     }
 }
 
+struct finding *findings_periodic(struct findings *f, const struct steps_stats *st, const char *who)
+{
+    const struct model_step_hot *rare = st->p->steps.nrare_hot ? st->p->steps.rare_hot : NULL;
+    double rare_share = rare ? findings_share(rare->self_ns, st->total_ns) : 0;
+    if (!rare || rare_share < T(PERIODIC_SHARE))
+        return NULL;
+    char t[32], all[32];
+    format_ns((double)rare->self_ns, t, sizeof t);
+    format_ns((double)st->total_ns, all, sizeof all);
+    struct finding *work = findings_add(f, "periodic_work", rare_share);
+    findings_set(work->title, sizeof work->title,
+                 "periodic work%s: %.0f%% of the steady steps' time is one function, run in "
+                 "%llu of %zu steps",
+                 who, 100 * rare_share, (unsigned long long)rare->step, st->counted);
+    const struct model_steps *ms = &st->p->steps;
+    if (ms->rare_after) { /* the loop's last one, after its last optimizer step */
+        char after[32];
+        format_ns((double)ms->rare_after_ns, after, sizeof after);
+        size_t used = strlen(work->title);
+        char times[32] = "once";
+        if (ms->rare_after > 1)
+            snprintf(times, sizeof times, "%llu times", (unsigned long long)ms->rare_after);
+        snprintf(work->title + used, sizeof work->title - used,
+                 " and %s after the last one (%s in the teardown)", times, after);
+    }
+    findings_set(work->evidence, sizeof work->evidence,
+                 "%s of %s; its time counts in the parts of the steps it runs in (a "
+                 "forward it runs, in forward): run it less often, or outside the timed loop",
+                 t, all);
+    if (st->p->steps.nrare_hot > 1) { /* what takes its time */
+        const struct model_step_hot *in = &st->p->steps.rare_hot[1];
+        int own = !*in->caller || !strcmp(in->caller, rare->name); /* called from it */
+        char it[32];
+        format_ns((double)in->self_ns, it, sizeof it);
+        findings_set(work->where, sizeof work->where, "%s; inside it: %s%s%s, %s of its %s",
+                     rare->name, in->name, own ? "" : ", called from ", own ? "" : in->caller, it,
+                     t);
+    } else {
+        findings_set(work->where, sizeof work->where, "%s", rare->name);
+    }
+    return work;
+}
+
 /* One process's own findings: its steady steps. */
 static void findings_steps_process(struct findings *f, const struct steps_stats *st)
 {
@@ -454,44 +504,7 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
     findings_step_python(f, st, "");
     /* periodic work (an evaluation, a checkpoint): its share of the steady steps, and the
      * slowest step with it when that step's cause is the same function */
-    double rare_share = rare ? findings_share(rare->self_ns, st->total_ns) : 0;
-    struct finding *work = NULL;
-    if (periodic) {
-        char t[32], all[32];
-        format_ns((double)rare->self_ns, t, sizeof t);
-        format_ns((double)st->total_ns, all, sizeof all);
-        work = findings_add(f, "periodic_work", rare_share);
-        findings_set(work->title, sizeof work->title,
-                     "periodic work: %.0f%% of the steady steps' time is one function, run in "
-                     "%llu of %zu steps",
-                     100 * rare_share, (unsigned long long)rare->step, st->counted);
-        const struct model_steps *ms = &st->p->steps;
-        if (ms->rare_after) { /* the loop's last one, after its last optimizer step */
-            char after[32];
-            format_ns((double)ms->rare_after_ns, after, sizeof after);
-            size_t used = strlen(work->title);
-            char times[32] = "once";
-            if (ms->rare_after > 1)
-                snprintf(times, sizeof times, "%llu times", (unsigned long long)ms->rare_after);
-            snprintf(work->title + used, sizeof work->title - used,
-                     " and %s after the last one (%s in the teardown)", times, after);
-        }
-        findings_set(work->evidence, sizeof work->evidence,
-                     "%s of %s; its time counts in the parts of the steps it runs in (a "
-                     "forward it runs, in forward): run it less often, or outside the timed loop",
-                     t, all);
-        if (st->p->steps.nrare_hot > 1) { /* what takes its time */
-            const struct model_step_hot *in = &st->p->steps.rare_hot[1];
-            int own = !*in->caller || !strcmp(in->caller, rare->name); /* called from it */
-            char it[32];
-            format_ns((double)in->self_ns, it, sizeof it);
-            findings_set(work->where, sizeof work->where, "%s; inside it: %s%s%s, %s of its %s",
-                         rare->name, in->name, own ? "" : ", called from ", own ? "" : in->caller,
-                         it, t);
-        } else {
-            findings_set(work->where, sizeof work->where, "%s", rare->name);
-        }
-    }
+    struct finding *work = periodic ? findings_periodic(f, st, "") : NULL;
     if (st->median_ns && (double)st->max_ns >= T(STEP_OUTLIER_RATIO) * (double)st->median_ns) {
         char mx[32], med[32];
         format_ns((double)st->max_ns, mx, sizeof mx);

@@ -22,6 +22,7 @@ struct findings_step {
     uint64_t step_ns, part_ns[MODEL_STEP_PART_COUNT], comm_ns, wait_ns, gpu_busy_ns;
     uint64_t syncs_per_step_x100;
     int has_gpu;
+    int wait_known;  /* wait_ns: ranks were compared (one rank alone cannot tell its wait) */
     const char *who; /* "" or " (median rank)" */
 };
 
@@ -43,6 +44,10 @@ void findings_step_comm(struct findings *f, const struct findings_step *m, int w
 /* Python inside forward and backward (step_python), of st's steps; who: "" or " (median
  * rank)". */
 void findings_step_python(struct findings *f, const struct steps_stats *st, const char *who);
+/* Periodic work (an evaluation, a checkpoint) of st's process: its share of the steady
+ * steps (periodic_work; who: "" or " on rank R"), or NULL when under PERIODIC_SHARE. */
+struct finding *findings_periodic(struct findings *f, const struct steps_stats *st,
+                                  const char *who);
 /* The ranks compared on their common steps (findings_ranks.c): waiting_rank, step_comm,
  * step_python of the median rank. */
 void findings_steps_ranks(struct findings *f, const struct comm_report *r, const struct summary *s);

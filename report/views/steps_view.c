@@ -10,6 +10,7 @@
 #include "export.h"
 #include "format.h"
 #include "steps_report.h"
+#include "model_steps_find.h"
 #include "steps_view.h"
 #include "tables.h"
 #include "text_table.h"
@@ -88,6 +89,18 @@ static void steps_view_cover(FILE *out, const char *const *windows)
           out);
 }
 
+/* Why --step's name made no step: no call, or only calls too short to have spans. */
+static void steps_view_no_call(FILE *out, uint64_t calls)
+{
+    if (calls)
+        fprintf(out,
+                "' named %" PRIu64 " calls, each shorter than PROF_PY_SPAN_US: a step needs a "
+                "call's span (PROF_PY_SPAN_US=0 records every call's)",
+                calls);
+    else
+        fputs("' named no call", out);
+}
+
 static void steps_view_head(FILE *out, const struct steps_stats *st, const char *const *windows)
 {
     char med[32], p90[32], mx[32], startup[32], imp[32], tear[32], source[384];
@@ -96,7 +109,12 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
     if (model_steps_name()) {
         fputs(st->p->steps.source == MODEL_STEPS_NAMED ? " '" : " (--step '", out);
         format_fputs_escaped(out, model_steps_name());
-        fputs(st->p->steps.source == MODEL_STEPS_NAMED ? "'" : "' named no call)", out);
+        if (st->p->steps.source == MODEL_STEPS_NAMED)
+            fputs("'", out);
+        else {
+            steps_view_no_call(out, model_steps_named_calls(st->p));
+            fputc(')', out);
+        }
     }
     if (st->warmup == 1 && st->warmup_ratio <= STEPS_WARMUP_RATIO) {
         fputs("; the first step left out (it starts before any step boundary, where no "
@@ -157,7 +175,8 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
 }
 
 /* One process: its parts per step. */
-static void steps_view_parts(FILE *out, const struct steps_stats *st, uint64_t wait_ns)
+/* wait_ns: the process's wait for other ranks, when ranks were compared (known) */
+static void steps_view_parts(FILE *out, const struct steps_stats *st, uint64_t wait_ns, int known)
 {
     fprintf(out, "  Where a step's time goes (mean per steady step; the parts add up to it):\n");
     struct text_table t;
@@ -181,10 +200,17 @@ static void steps_view_parts(FILE *out, const struct steps_stats *st, uint64_t w
         steps_view_ms(st->comm_ns / n, all, sizeof all);
         steps_view_ms(st->part_ns[MODEL_STEP_COMM] / n, exposed, sizeof exposed);
         steps_view_ms(wait_ns / n, wait, sizeof wait);
-        fprintf(out,
-                "  Communication: %s per step in all, %s of it not hidden behind ops; waiting "
-                "for other ranks %s per step\n",
-                all, exposed, wait);
+        if (known)
+            fprintf(out,
+                    "  Communication: %s per step in all, %s of it not hidden behind ops; waiting "
+                    "for other ranks %s per step\n",
+                    all, exposed, wait);
+        else /* (a wait is the time before the last rank arrived: other ranks' traces) */
+            fprintf(out,
+                    "  Communication: %s per step in all, %s of it not hidden behind ops; how much "
+                    "is waiting for other ranks needs their traces (without --rank they are "
+                    "compared)\n",
+                    all, exposed);
     }
     if (st->has_gpu) {
         char b[16], k[16], c[16];
@@ -345,7 +371,10 @@ void steps_view_print(FILE *out, const struct summary *s, const struct comm_repo
         if (model_steps_name()) {
             fputs("; --step '", out);
             format_fputs_escaped(out, model_steps_name());
-            fputs("' named no call", out);
+            uint64_t calls = 0; /* (no process has steps: every one's) */
+            for (size_t i = 0; i < s->nprocs; i++)
+                calls += model_steps_named_calls(s->procs[i]);
+            steps_view_no_call(out, calls);
         } else {
             fputs("; --step NAME names them", out);
         }
@@ -387,9 +416,8 @@ void steps_view_print(FILE *out, const struct summary *s, const struct comm_repo
         fprintf(out, "  (rank %lld's steps above)\n", (long long)p->rank);
         steps_view_ranks(out, r);
     } else {
-        uint64_t wait = r && r->nranks == 1 ? r->ranks[0].wait_ns : 0;
         steps_view_head(out, &st, windows);
-        steps_view_parts(out, &st, wait);
+        steps_view_parts(out, &st, 0, 0);
         steps_view_slowest(out, &st);
     }
     fputc('\n', out);

@@ -71,6 +71,14 @@ def test_slow_rank_is_the_straggler(ddp_out):
     assert "Slowest rank: %d (last at" % SLOW_RANK in report(ddp_out, "--ranks").stdout
 
 
+def test_one_rank_does_not_say_its_wait(ddp_out):
+    """--rank N reads one rank: its wait for the others (the time before the last rank
+    arrived) needs their traces; it was said as 0 ns waiting, the rest "transfer"."""
+    text = report(ddp_out, "--rank", "0").stdout
+    assert "0 ns of it waiting" not in text and "waiting for other ranks 0 ns" not in text, text
+    assert "how much is waiting for other ranks needs their traces" in text, text
+
+
 def test_ops_table_for_one_rank(ddp_out):
     # every step (the steady ones leave out each rank's first, whose start is inferred)
     all_ops = report(ddp_out, "--ops", "--phase", "steps").stdout
@@ -332,6 +340,8 @@ def test_a_rank_that_holds_the_others_now_and_then(tmp_path):
                  r"\d+%% of the steps' time for it, compute$" % SLOW_RANK, waiting["title"])
     assert m, waiting
     assert "steps 11, 21, 31 hold " in waiting["evidence"], waiting
+    # its evaluation is the rank's waiting_rank finding, not again a periodic one
+    assert "periodic_work" not in findings, findings["periodic_work"]
     assert waiting["where"].startswith("burn ("), waiting
     assert "straggler" not in findings, findings["straggler"]
     # --limit 0 lists every collective (the text table kept 20, "--limit 0 shows all" under it)
@@ -358,6 +368,12 @@ def test_communication_names_where_its_collectives_begin(tmp_path):
     m = re.match(r"collectives begun in log_metrics \(.*?\) calling all_reduce \(.*?\): "
                  r"([\d.]+) (us|ms) per step", where)
     assert m, comm
+    # each place's time is the union of its collectives': together no more than all of them
+    unit = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
+    total = sum(float(v) * unit[u] for v, u in re.findall(r"\): ([\d.]+) (ns|us|ms|s) per step",
+                                                           where))
+    m = re.search(r"\(([\d.]+) (ns|us|ms|s) in communication in all\)", comm["evidence"])
+    assert m and total <= float(m.group(1)) * unit[m.group(2)] * 1.001, comm
 
 
 WINDOWS = {

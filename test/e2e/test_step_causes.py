@@ -138,7 +138,8 @@ def test_data_stall_with_workers_names_the_workers_code(tmp_path):
     # the built-in with spin as its caller)
     where = re.match(r"in its 2 DataLoader worker processes: (?:<built-in method time\."
                      r"perf_counter>, called from )?(spin|slow_transform) \(.*"
-                     r"torch_slow_steps\.py:\d+\).*, ([\d.]+) ms of the ([\d.]+) ms their main "
+                     r"torch_slow_steps\.py:\d+\).*, ([\d.]+) ms of self time \(its own code, not "
+                     r"what it calls\) of the ([\d.]+) ms their main "
                      r"threads ran outside waits$", data["where"])
     assert where and float(where.group(2)) * 4 >= float(where.group(3)), data
     assert "worker processes do not keep up" in data["evidence"], data

@@ -512,6 +512,8 @@ def test_two_optimizers_per_batch_make_one_step(tmp_path):
     assert "iterations %d optimizer_steps %d" % (iterations, 2 * iterations) in r.stdout
     st = main_steps(tmp_path / "gan")
     assert st["count"] == iterations and st["optimizer_steps_per_step"] == 2, st
+    # its backwards feed two optimizers: no gradient accumulation
+    assert st["backward_passes_per_step"] == 1, st
     assert [s["number"] for s in st["steps"]] == list(range(1, iterations + 1))
     for s in st["steps"][1:]:  # each steps both: two backwards and the optimizer
         assert s["parts_ns"]["data loading"] > 0 and s["parts_ns"]["optimizer"] > 0, s
