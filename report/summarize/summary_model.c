@@ -722,10 +722,9 @@ static void sf_steps(sf_codec *c, struct model_process *p)
         summary_codec_fail(c, "an unknown grouping of optimizer steps");
     summary_codec_u8(c, &st->first_inferred);
     summary_codec_u8(c, &st->backward_passes);
-    if (c->reading && st->backward_passes > MODEL_STEPS_MAX_PASSES)
-        summary_codec_fail(c, "more backward passes per step than told");
-    if (c->reading && st->per_step > MODEL_STEPS_PER_BATCH)
-        summary_codec_fail(c, "more optimizer steps per step than grouped");
+    if (c->reading &&
+        (st->per_step > MODEL_STEPS_PER_BATCH || st->backward_passes > MODEL_STEPS_MAX_PASSES))
+        summary_codec_fail(c, "more optimizer steps or backward passes per step than told");
     summary_codec_u32(c, &st->tid);
     summary_codec_u32(c, &st->startup_tid);
     summary_codec_u64(c, &st->startup_import_ns);
