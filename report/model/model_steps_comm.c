@@ -109,10 +109,13 @@ void model_steps_comm_hot(struct model_process *p, uint64_t lo, uint64_t hi, uin
         report_oom();
     for (size_t i = 0; i < st->ncomm_hot; i++) { /* "own (file:line)", the API it called */
         const struct comm_hot_row *r = &rows[i];
+        /* own with no API: the library call under it was shorter than a span (a short
+         * all_reduce's, beside its long ones' row) */
+        char *api = r->own && r->api ? model_steps_hot_text(p, r->api - 1)
+                    : r->own ? report_strdup("(a library call shorter than PROF_PY_SPAN_US)")
+                             : report_strdup("");
         st->comm_hot[i] = (struct model_step_hot){
-            model_steps_hot_text(p, (r->own ? r->own : r->api) - 1),
-            r->own && r->api ? model_steps_hot_text(p, r->api - 1) : report_strdup(""), r->ns / per,
-            0};
+            model_steps_hot_text(p, (r->own ? r->own : r->api) - 1), api, r->ns / per, 0};
     }
     free(rows);
     free(order);

@@ -72,7 +72,10 @@ void findings_step_comm(struct findings *f, const struct findings_step *m, int w
         used +=
             (size_t)snprintf(x->where + used, used < sizeof x->where ? sizeof x->where - used : 0,
                              "%s%s%s%s: %s per step", i ? "; " : "collectives begun in ", h->name,
-                             *h->caller ? " calling " : "", h->caller, t);
+                             *h->caller == '(' ? " "
+                             : *h->caller      ? " calling "
+                                               : "",
+                             h->caller, t);
     }
 }
 
