@@ -37,9 +37,9 @@ static int comm_hot_row_cmp(const void *a, const void *b)
 /* steps.comm_hot: each collective of the steady steps [lo, hi) (its start in them) goes to
  * the innermost call of the program's own files around its start on the step thread, and
  * the library function that call made on the way (the API: all_reduce, Tensor.backward
- * for DDP's gradient buckets), with its time up to hi; with no such call, to the innermost
- * call. Collectives of any thread: a backend's work on its own thread began from the
- * step thread's op. */
+ * for DDP's gradient buckets), with its time up to hi; with no such call, to the outermost
+ * call around it. Collectives of any thread: a backend's work on its own thread began from
+ * the step thread's op. */
 void model_steps_comm_hot(struct model_process *p, uint64_t lo, uint64_t hi, uint64_t per)
 {
     size_t n = 0, nc = 0, top = 0;
