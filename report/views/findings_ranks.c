@@ -212,10 +212,7 @@ void findings_steps_ranks(struct findings *f, const struct comm_report *r, const
                      "; steps %s hold %.0f%% of the wait (rank %lld's work there: the "
                      "Training steps section names it%s)",
                      l.text, 100 * in_share, (long long)w->rank,
-                     r->step_source == MODEL_STEPS_OPTIMIZER || r->step_source == MODEL_STEPS_PYTHON
-                         ? "; a step ends where its optimizer step ends: work after "
-                           "optimizer.step() counts in the next step"
-                         : "");
+                     findings_after_step(r->step_source));
         }
         uint64_t excess = 0, over = 0;
         const int64_t parts[] = {w->compute_ns, w->data_ns, w->sync_ns, w->idle_ns};

@@ -24,6 +24,14 @@ int findings_u64_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+const char *findings_after_step(uint8_t source)
+{
+    return source == MODEL_STEPS_OPTIMIZER || source == MODEL_STEPS_PYTHON
+               ? "; a step ends where its optimizer step ends: work after optimizer.step() (a "
+                 "checkpoint save, an evaluation, logging) counts in the next step"
+               : "";
+}
+
 double findings_share(uint64_t part, uint64_t total)
 {
     return total ? (double)part / (double)total : 0.0;
@@ -490,7 +498,7 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
         format_ns((double)m.part_ns[MODEL_STEP_OTHER], rest, sizeof rest);
         size_t used = strlen(other->evidence);
         snprintf(other->evidence + used, sizeof other->evidence - used,
-                 ": PyTorch operators %s, Python and the rest %s (the loss, metrics, logging, "
+                 ": PyTorch operators %s, Python and the rest %s (metrics, logging, an EMA, "
                  "code between the phases)",
                  ops, rest);
     }
@@ -529,30 +537,20 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
         struct finding *same = data && part == MODEL_STEP_DATA ? data : in_work ? work : NULL;
         if (same) {
             size_t used = strlen(same->evidence);
-            uint8_t source = st->p->steps.source;
-            int after_opt =
-                same == work && (source == MODEL_STEPS_OPTIMIZER || source == MODEL_STEPS_PYTHON);
             snprintf(same->evidence + used, sizeof same->evidence - used,
                      "; %s: step %llu takes %.1fx the median (%s against %s%s)",
                      same == data ? "the slowest steps wait the longest"
                                   : "the steps that run it are the slowest",
                      (unsigned long long)st->max_number, (double)st->max_ns / (double)st->median_ns,
-                     mx, med,
-                     after_opt ? "; a step ends where its optimizer step ends: work after "
-                                 "optimizer.step() counts in the next step"
-                               : "");
+                     mx, med, same == work ? findings_after_step(st->p->steps.source) : "");
         } else {
             struct finding *x =
                 findings_add(f, "slow_steps", (double)st->max_ns / (double)st->median_ns);
             findings_slow_steps(x, st, mx, med);
-            uint8_t source = st->p->steps.source;
-            if (!x->minor && (source == MODEL_STEPS_OPTIMIZER || source == MODEL_STEPS_PYTHON) &&
-                (part == MODEL_STEP_OTHER || part == MODEL_STEP_OTHER_OPS)) {
-                size_t used = strlen(x->evidence);
-                snprintf(x->evidence + used, sizeof x->evidence - used,
-                         "; their excess is outside the phases, and a step ends where its "
-                         "optimizer step ends: work run after optimizer.step() (a checkpoint "
-                         "save, logging) counts in the step after it");
+            if (!x->minor && (part == MODEL_STEP_OTHER || part == MODEL_STEP_OTHER_OPS)) {
+                size_t used = strlen(x->evidence); /* (their excess is outside the phases) */
+                snprintf(x->evidence + used, sizeof x->evidence - used, "%s",
+                         findings_after_step(st->p->steps.source));
             }
             if (h) {
                 char o[32];

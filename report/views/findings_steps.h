@@ -14,6 +14,9 @@
 
 /* qsort's order of uint64_t values, ascending. */
 int findings_u64_cmp(const void *a, const void *b);
+/* "; a step ends where its optimizer step ends: work after optimizer.step() ..." for steps
+ * from optimizer steps (source: enum model_step_source), else "". */
+const char *findings_after_step(uint8_t source);
 /* part / total, 0 when total is 0. */
 double findings_share(uint64_t part, uint64_t total);
 
