@@ -61,7 +61,9 @@ void python_phase_classify(uint32_t func_id, py_object *code, const char *path)
                   {"torch/autograd/__init__.py", " backward "},
                   {"torch/utils/data/dataloader.py", " __next__ "},
                   {"torch/optim/", " step wrapper zero_grad "},
-                  {"torch/nn/functional.py", PROF_PY_FUNCTIONAL_LOSSES}};
+                  {"torch/nn/functional.py", PROF_PY_FUNCTIONAL_LOSSES},
+                  /* no_grad and inference_mode: evaluation (report/model/model_steps_eval.c) */
+                  {"torch/autograd/grad_mode.py", " __enter__ __exit__ "}};
     size_t len = strlen(path), i = 0;
     for (; i < sizeof phases / sizeof *phases; i++) {
         size_t k = strlen(phases[i].file);

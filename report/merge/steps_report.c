@@ -100,6 +100,8 @@ void steps_stats_of(const struct model_process *p, uint64_t lo, uint64_t hi, str
         s->gpu_copy_ns += step->gpu_copy_ns;
         s->syncs += step->syncs;
         s->python_ns += step->python_ns;
+        s->eval_ns += step->eval_ns;
+        s->eval_steps += step->eval_ns > 0;
     }
     qsort(d, s->counted, sizeof *d, steps_u64_cmp);
     s->median_ns = steps_quantile(d, s->counted, 0.5);

@@ -27,6 +27,8 @@ struct steps_stats {
     uint64_t part_ns[MODEL_STEP_PART_COUNT]; /* summed over the counted steps */
     uint64_t comm_ns, gpu_busy_ns, gpu_kernel_ns, gpu_copy_ns, syncs;
     uint64_t python_ns; /* of forward and backward, outside operators (model_step) */
+    uint64_t eval_ns;   /* evaluation inside the steps (model_step), and its steps */
+    size_t eval_steps;
     uint64_t startup_ns, teardown_ns, startup_import_ns;
     int has_gpu; /* the process ran GPU work */
 };

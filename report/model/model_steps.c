@@ -26,6 +26,7 @@ enum steps_label {
     STEPS_PROFILER,        /* the profiler's own work (its torch bridge's build): not imports */
     STEPS_CALLBACK,        /* Python called back from the autograd engine: a Function's backward */
     STEPS_OPS_IN_CALLBACK, /* an operator such a callback runs */
+    STEPS_EVAL,            /* an evaluation inside the steps (steps.evals) */
     STEPS_LABEL_COUNT
 };
 
@@ -236,6 +237,8 @@ static void steps_collect(const struct model_process *p, uint32_t tid, struct st
     uint64_t(*cb)[2] = steps_callbacks(p, tid, &ncb);
     for (size_t i = 0; i < ncb; i++)
         steps_add(e, cb[i][0], cb[i][1], STEPS_CALLBACK);
+    for (size_t i = 0; i < p->steps.nevals; i++)
+        steps_add(e, p->steps.evals[i][0], p->steps.evals[i][1], STEPS_EVAL);
     for (size_t i = 0; i < p->torch.nops; i++) {
         const struct model_torch_op *op = &p->torch.ops[i];
         const char *name = steps_op_name(p, op);
@@ -310,9 +313,19 @@ static void steps_collect(const struct model_process *p, uint32_t tid, struct st
     }
 }
 
+/* Whether an instant is an evaluation's: inside one, in no backward nor optimizer step. */
+static int steps_evaluating(const uint32_t *c)
+{
+    return c[STEPS_EVAL] && !c[STEPS_BWD] && !c[STEPS_OPT];
+}
+
 /* The part an instant goes to, from the labels covering it (model.h). */
 static enum model_step_part steps_part_at(const uint32_t *c)
 {
+    if (steps_evaluating(c)) /* work outside the training's */
+        return c[STEPS_OPS]    ? MODEL_STEP_OTHER_OPS
+               : c[STEPS_COMM] ? MODEL_STEP_COMM
+                               : MODEL_STEP_OTHER;
     if (c[STEPS_DATA])
         return MODEL_STEP_DATA;
     if (c[STEPS_SYNC])
@@ -372,6 +385,8 @@ static void steps_cpu_segment(struct model_steps *st, struct model_step *step, c
         return;
     enum model_step_part part = steps_part_at(c);
     step->part_ns[part] += b - a;
+    if (steps_evaluating(c))
+        step->eval_ns += b - a;
     /* in forward, no operator running; in backward, a Python callback's own time (the gaps
      * between backward's operators are the engine's C++, and on a GPU its operators run
      * on the engine's device threads while this one waits) */
@@ -475,6 +490,7 @@ static void model_steps_finish(struct model_process *p)
     }
     model_steps_finder_end(f, st);
     if (st->nsteps) {
+        model_steps_evals(p);
         struct steps_events e = {0};
         steps_collect(p, st->tid, &e);
         steps_walk(st, &e, STEPS_LABEL_COUNT, steps_cpu_segment);
@@ -483,6 +499,9 @@ static void model_steps_finish(struct model_process *p)
         model_steps_hot(p);
     }
     model_steps_worker_hot(p);
+    free(st->evals);
+    st->evals = NULL;
+    st->nevals = 0;
     free(st->syncs);
     st->syncs = NULL;
     st->nsyncs = st->cap_syncs = 0;
@@ -513,7 +532,7 @@ size_t model_steps_warmup(const struct model_steps *st, double *ratio)
      * for every table to cover the same steps (of 2 steps at least). */
     size_t inferred = st->first_inferred && n >= 2;
     *ratio = 0;
-    if (n < 4)
+    if (n < 4 || st->opened_late)
         return inferred;
     size_t half = n - n / 2;
     uint64_t *d = malloc(half * sizeof *d);

@@ -54,6 +54,8 @@ struct model_step {
      * the module calls' own); of backward, the time a Python callback of the autograd
      * engine (an autograd.Function's backward) ran outside the operators it calls */
     uint64_t python_ns;
+    /* Of other ops, other CPU and communication, the evaluation's (steps.evals) */
+    uint64_t eval_ns;
 };
 
 /* An NVTX range or a Lightning action that may make or open steps (model_nvtx.c keeps
@@ -102,6 +104,9 @@ struct model_steps {
     /* Steps from ends (optimizer steps, Lightning's batches) of a process recorded from its
      * start: the first step's start is its first phase span's, no boundary. */
     uint8_t first_inferred;
+    /* The recording opened after the process's first steps (a capture window opened at a
+     * step's end, or after optimizer steps it counted): its first steps are no warm-up. */
+    uint8_t opened_late;
     uint32_t tid; /* the step thread */
     /* the startup's thread: whose Python calls cover the most time before the first step
      * (model_steps_hot.c), the main one when a loop trains on another */
@@ -166,9 +171,18 @@ struct model_steps {
     /* The DataLoader the steady steps wait for (enum model_steps_loader), by the iterator
      * whose calls inside their data loading took the most time. */
     uint8_t loader;
+    /* Evaluation inside the steps (model_steps_eval.c): the step thread's regions under
+     * torch.no_grad() or torch.inference_mode() that run a forward, in at most half the
+     * steps (CLOCK_MONOTONIC ns, in time order); made and freed by model_steps_finish. */
+    uint64_t (*evals)[2];
+    size_t nevals;
 };
 
 #include "model_steps_hot.h" /* the Python functions the steps name (model_steps_hot.c) */
+
+/* model_steps_eval.c: p->steps.evals (steps found); whether [start_ns, end_ns] lies in one. */
+void model_steps_evals(struct model_process *p);
+int model_steps_in_eval(const struct model_steps *st, uint64_t start_ns, uint64_t end_ns);
 
 /* What a step is, for every process read after: the calls named so (an NVTX range, a
  * Lightning action, a record_function scope, or a Python function by name or qualified
@@ -185,8 +199,9 @@ void model_steps_keep_spans(int keep);
 int model_steps_numbered(const struct model_process *p);
 
 /* Warm-up: the leading steps slower than MODEL_STEPS_WARMUP_RATIO times the median of the
- * later half of the steps, at most a quarter of them (none of fewer than 4 steps), and the
- * first at least when its start is inferred (first_inferred); *ratio: the first step's
+ * later half of the steps, at most a quarter of them (none of fewer than 4 steps, none when
+ * the recording opened late: st->opened_late), and the first at least when its start is
+ * inferred (first_inferred); *ratio: the first step's
  * time over that median (0 when none). st->steps must be held. */
 #define MODEL_STEPS_WARMUP_RATIO 1.5
 size_t model_steps_warmup(const struct model_steps *st, double *ratio);

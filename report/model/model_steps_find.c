@@ -634,6 +634,25 @@ static int steps_before_window(const struct model_process *p, uint64_t *before)
     return 1;
 }
 
+/* Whether the recording opened after the process's first steps: its first window opened
+ * at the end of a step after the first, after optimizer steps it counted, or by an attach
+ * (to a process under way: the steps after it are not the program's warm-up). */
+static int steps_opened_late(const struct model_process *p)
+{
+    for (size_t i = 0; i < p->nmeta; i++) {
+        if (strcmp(p->meta[i].key, "window_open"))
+            continue;
+        unsigned long long at, n;
+        char why[16];
+        long value;
+        int got = sscanf(p->meta[i].value, "%llu %15s %ld %llu", &at, why, &value, &n);
+        if (got == 4)
+            return n > 0;
+        return got == 3 && (!strcmp(why, "attach") || (!strcmp(why, "step") && value > 0));
+    }
+    return 0;
+}
+
 /* Whether the optimizer steps' steps are numbered as the process's, from *before steps
  * begun before the recording opened: optimizer steps the window counted, whole
  * iterations of st->per_step of them. */
@@ -704,6 +723,7 @@ void model_steps_finder_end(struct model_steps_finder *f, struct model_steps *st
             st->steps[i].number += before;
     if (!st->nsteps)
         st->source = MODEL_STEPS_NONE;
+    st->opened_late = (uint8_t)steps_opened_late(f->p);
     const char *window = model_meta_get(f->p, "window");
     if (window && *window) /* it opened at a step boundary, or cut into a step: said */
         st->first_inferred = 0;

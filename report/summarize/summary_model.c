@@ -226,7 +226,6 @@ void summary_model_kernel_counts(sf_codec *c, struct model_gpu_kernel *k)
 }
 
 /* ---- Python: the functions the GPU rows and the memory peaks name ---- */
-
 static void sf_py_func(sf_codec *c, struct model_process *p, struct model_py_func *f)
 {
     summary_codec_u32(c, &f->id);
@@ -390,7 +389,6 @@ static void sf_python(sf_codec *c, struct model_process *p)
 }
 
 /* ---- GPU, NVTX and actions ---- */
-
 static void sf_actions(sf_codec *c, struct model_action **arr, size_t *n)
 {
     summary_codec_count(c, n, 6);
@@ -530,7 +528,6 @@ static void sf_gpu(sf_codec *c, struct model_process *p)
 }
 
 /* ---- PyTorch ---- */
-
 /* What the process's own memory counters added (model_torch_take_totals). */
 static void sf_torch_memory_exact(sf_codec *c, struct model_torch_memory *m)
 {
@@ -620,7 +617,6 @@ static void sf_torch(sf_codec *c, struct model_process *p)
 }
 
 /* ---- communication: every call, for the cross-rank matching ---- */
-
 void summary_model_comm(sf_codec *c, struct model_comm *m)
 {
     m->names = summary_codec_vector(c, m->names, &m->nnames, 1, sizeof *m->names);
@@ -693,6 +689,7 @@ void summary_model_step_list(sf_codec *c, struct model_step **steps, size_t *n)
         summary_codec_u64(c, &s->gpu_copy_ns);
         summary_codec_u64(c, &s->syncs);
         summary_codec_u64(c, &s->python_ns);
+        summary_codec_u64(c, &s->eval_ns);
     }
 }
 
@@ -721,6 +718,7 @@ static void sf_steps(sf_codec *c, struct model_process *p)
     if (c->reading && st->grouped_by > MODEL_STEPS_GROUP_BACKWARD)
         summary_codec_fail(c, "an unknown grouping of optimizer steps");
     summary_codec_u8(c, &st->first_inferred);
+    summary_codec_u8(c, &st->opened_late);
     summary_codec_u8(c, &st->backward_passes);
     if (c->reading &&
         (st->per_step > MODEL_STEPS_PER_BATCH || st->backward_passes > MODEL_STEPS_MAX_PASSES))

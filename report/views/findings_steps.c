@@ -410,6 +410,17 @@ static void findings_step_growth(struct findings *f, const struct steps_stats *s
     }
 }
 
+/* Whether name is function's, or a comprehension, lambda or generator expression of it
+ * ("validate.<locals>.<listcomp> (f.py:9)" of "validate (f.py:6)"): names as the steps
+ * keep them, "qualname (file:line)". */
+static int findings_same_function(const char *name, const char *function)
+{
+    const char *paren = strstr(function, " (");
+    size_t q = paren ? (size_t)(paren - function) : strlen(function);
+    return !strcmp(name, function) ||
+           (!strncmp(name, function, q) && !strncmp(name + q, ".<locals>.<", 11));
+}
+
 struct finding *findings_periodic(struct findings *f, const struct steps_stats *st, const char *who)
 {
     const struct model_step_hot *rare = st->p->steps.nrare_hot ? st->p->steps.rare_hot : NULL;
@@ -437,7 +448,8 @@ struct finding *findings_periodic(struct findings *f, const struct steps_stats *
     }
     findings_set(work->evidence, sizeof work->evidence,
                  "%s of %s; its time counts in the parts of the steps it runs in (a "
-                 "forward it runs, in forward): run it less often, or outside the timed loop",
+                 "forward it runs, in forward; under torch.no_grad() or torch.inference_mode(), "
+                 "in other ops): run it less often, or outside the timed loop",
                  t, all);
     if (st->p->steps.nrare_hot > 1) { /* what takes its time */
         const struct model_step_hot *in = &st->p->steps.rare_hot[1];
@@ -482,6 +494,10 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
     uint64_t rare_per_step = periodic ? st->p->steps.rare_other_ns : 0;
     uint64_t outside = m.part_ns[MODEL_STEP_OTHER] + m.part_ns[MODEL_STEP_OTHER_OPS];
     o.part_ns[MODEL_STEP_OTHER] = outside > rare_per_step ? outside - rare_per_step : 0;
+    /* an evaluation inside the steps (no_grad forwards in some steps, steps.evals) outside
+     * the periodic function's: most of that work, it names the finding */
+    uint64_t eval = periodic ? 0 : st->eval_ns / n;
+    int evaluates = eval && eval * 2 >= o.part_ns[MODEL_STEP_OTHER];
     /* not when events were lost: a forward, backward or optimizer step whose span was among
      * them counts here (a review's busy loop at a 64 KB ring read 66 % for 22 %) */
     struct finding *other =
@@ -489,18 +505,27 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
             ? NULL
             : findings_step_part(
                   f, &o, MODEL_STEP_OTHER, "step_other", T(STEP_OTHER_SHARE),
-                  periodic ? "work outside forward, backward, the optimizer and data loading (the "
-                             "periodic work aside)"
-                           : "work outside forward, backward, the optimizer and data loading");
+                  evaluates  ? "evaluation inside the training steps, outside forward, backward, "
+                               "the optimizer and data loading"
+                  : periodic ? "work outside forward, backward, the optimizer and data loading "
+                               "(the periodic work aside)"
+                             : "work outside forward, backward, the optimizer and data loading");
     if (other) {
-        char ops[32], rest[32];
+        char ops[32], rest[32], ev[32];
         format_ns((double)m.part_ns[MODEL_STEP_OTHER_OPS], ops, sizeof ops);
         format_ns((double)m.part_ns[MODEL_STEP_OTHER], rest, sizeof rest);
+        format_ns((double)eval, ev, sizeof ev);
         size_t used = strlen(other->evidence);
         snprintf(other->evidence + used, sizeof other->evidence - used,
-                 ": PyTorch operators %s, Python and the rest %s (metrics, logging, an EMA, "
-                 "code between the phases)",
-                 ops, rest);
+                 ": PyTorch operators %s, Python and the rest %s%s", ops, rest,
+                 evaluates ? "" : " (metrics, logging, an EMA, code between the phases)");
+        used = strlen(other->evidence);
+        if (eval)
+            snprintf(other->evidence + used, sizeof other->evidence - used,
+                     "; of it %s per step is evaluation, in %zu of %zu steps: the model run "
+                     "under torch.no_grad() or torch.inference_mode() between two optimizer "
+                     "steps%s",
+                     ev, st->eval_steps, st->counted, findings_after_step(st->p->steps.source));
     }
     const struct model_step_hot *oh = st->p->steps.nother_hot ? st->p->steps.other_hot : NULL;
     if (other && oh && oh->self_ns * 4 >= o.part_ns[MODEL_STEP_OTHER]) {
@@ -532,9 +557,15 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
         /* the periodic work's: the function or what takes its time (its second entry) */
         int in_work =
             work && h &&
-            (!strcmp(h->name, rare->name) ||
+            (findings_same_function(h->name, rare->name) ||
              (st->p->steps.nrare_hot > 1 && !strcmp(h->name, st->p->steps.rare_hot[1].name)));
-        struct finding *same = data && part == MODEL_STEP_DATA ? data : in_work ? work : NULL;
+        /* or the evaluation's, when it is most of the slowest step's excess */
+        int in_eval = evaluates && other && slow && slow->eval_ns * 2 >= excess &&
+                      (part == MODEL_STEP_OTHER || part == MODEL_STEP_OTHER_OPS);
+        struct finding *same = data && part == MODEL_STEP_DATA ? data
+                               : in_work                       ? work
+                               : in_eval                       ? other
+                                                               : NULL;
         if (same) {
             size_t used = strlen(same->evidence);
             snprintf(same->evidence + used, sizeof same->evidence - used,

@@ -128,6 +128,8 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
                 "; %zu warm-up step%s left out (slower than %.1fx the median of the later "
                 "steps; the first %.1fx)",
                 st->warmup, st->warmup == 1 ? "" : "s", STEPS_WARMUP_RATIO, st->warmup_ratio);
+    else if (st->p->steps.opened_late)
+        fputs("; no warm-up step (the recording opened after the process's first steps)", out);
     else
         fprintf(out, "; no warm-up step (none slower than %.1fx the median of the later steps)",
                 STEPS_WARMUP_RATIO);
@@ -493,6 +495,8 @@ json_t *steps_view_json(const struct model_process *p, const char *mark, uint64_
         json_object_set_new(j, "ns", steps_view_json_u64(s->end_ns - s->start_ns));
         json_object_set_new(j, "parts_ns", steps_view_json_parts(s->part_ns, 1));
         json_object_set_new(j, "comm_ns", steps_view_json_u64(s->comm_ns));
+        /* (of other ops, other CPU and communication: an evaluation under no_grad) */
+        json_object_set_new(j, "eval_ns", steps_view_json_u64(s->eval_ns));
         json_object_set_new(j, "gpu_busy_ns", steps_view_json_u64(s->gpu_busy_ns));
         json_object_set_new(j, "syncs", steps_view_json_u64(s->syncs));
         json_object_set_new(j, "warmup", json_boolean(i < st.warmup));
@@ -582,6 +586,7 @@ int steps_view_json_every(FILE *out, const struct model_process *p, uint64_t war
         steps_view_put(&b, "},", 2);
         steps_view_json_line(&b, d);
         steps_view_json_key_u64(&b, d, "\"comm_ns\"", s->comm_ns, 0);
+        steps_view_json_key_u64(&b, d, "\"eval_ns\"", s->eval_ns, 0);
         steps_view_json_key_u64(&b, d, "\"gpu_busy_ns\"", s->gpu_busy_ns, 0);
         steps_view_json_key_u64(&b, d, "\"syncs\"", s->syncs, 0);
         if (i < warmup)

@@ -109,6 +109,59 @@ Test(report_steps_find, irregular_or_rare_batches_keep_the_optimizer_steps)
     expect("OOOO", 5, 20, 1);            /* no DataLoader */
 }
 
+/* Ten steps of a batch and an optimizer step each, the first 5x as long as the others,
+ * in a trace whose capture window opened as window_open says (NULL: no window). */
+static struct model_process *load_slow_first(const char *window, const char *window_open)
+{
+    struct trace_build b;
+    cr_assert_eq(trace_build_open(&b, path, PROF_TRACE_VERSION, 24, 0), 0);
+    trace_build_meta(&b, "pid", "1");
+    if (window) {
+        trace_build_meta(&b, "window", window);
+        trace_build_meta(&b, "window_open", window_open);
+    }
+    trace_build_string(&b, 1, "Optimizer.step#Adam.step");
+    trace_build_string(&b, 2, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+    trace_build_thread(&b, 9);
+    for (uint64_t k = 0, t = 1000; k < 10; k++) {
+        uint64_t len = k ? 100 : 500;
+        trace_build_torch_op(&b, 2, t, t + 10, -1, 0, MODEL_TORCH_SCOPE_USER, 0, 0);
+        trace_build_torch_op(&b, 1, t + len - 40, t + len - 10, -1, 0, MODEL_TORCH_SCOPE_USER, 0,
+                             0);
+        t += len;
+    }
+    cr_assert_eq(trace_build_close(&b), 0);
+    return report_test_load(path);
+}
+
+static size_t warmup_of(const char *window, const char *window_open, int late)
+{
+    struct model_process *p = load_slow_first(window, window_open);
+    cr_assert_eq(p->steps.nsteps, 10, "%s", window_open ? window_open : "no window");
+    cr_expect_eq(p->steps.opened_late, late, "%s", window_open ? window_open : "no window");
+    double ratio;
+    size_t w = model_steps_warmup(&p->steps, &ratio);
+    model_process_free(p);
+    return w;
+}
+
+Test(report_steps_find, a_recording_opened_after_the_first_steps_has_no_warm_up)
+{
+    /* from the start: the slow first step is the program's warm-up (without a window its
+     * start is inferred: left out whatever its time) */
+    cr_expect_eq(warmup_of(NULL, NULL, 0), 1);
+    cr_expect_eq(warmup_of("start", "5 start 0", 0), 1);
+    cr_expect_eq(warmup_of("steps", "5 step 0 0", 0), 1);
+    /* profrun attach at a step's end, PROF_STEPS after 8 steps, a window that counted them:
+     * the process warmed up before; its first recorded steps are steady */
+    cr_expect_eq(warmup_of("attach", "5 step 9", 1), 0);
+    cr_expect_eq(warmup_of("steps", "5 step 8 8", 1), 0);
+    cr_expect_eq(warmup_of("time", "5 time 2000 40", 1), 0);
+    cr_expect_eq(warmup_of("attach", "5 attach 1234", 1), 0);
+    /* a time window that opened before any optimizer step */
+    cr_expect_eq(warmup_of("time", "5 time 2000 0", 0), 1);
+}
+
 /* Steps from torch.profiler's ProfilerStep#N scopes: one a scope, numbered[i] naming the
  * i-th (N as torch wrote it), each 80 ticks long with an Optimizer.step# scope inside when
  * opt[i] is 'O' (a training phase), the next 100 ticks after it (the 20 between: the
