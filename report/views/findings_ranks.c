@@ -153,6 +153,45 @@ static void findings_ranks_periodic(struct findings *f, const struct comm_report
     model_steps_let_go(best);
 }
 
+/* The evaluation of a rank's steps lo..hi (steps.evals): per step, and the steps holding
+ * one in *steps. */
+static uint64_t findings_eval_of(const struct model_process *p, uint64_t lo, uint64_t hi,
+                                 size_t *steps)
+{
+    struct steps_stats st;
+    steps_stats_of(p, lo, hi, &st);
+    model_steps_let_go(p);
+    *steps = st.eval_steps;
+    return st.counted ? st.eval_ns / st.counted : 0;
+}
+
+/* The rank the others wait for evaluates in its steps (rank 0 alone, every N steps) and
+ * the median rank does not: when that is most of its compute excess, x's evidence says so
+ * (a review's job read "compute", where linear under <module>). */
+static void findings_rank_eval(struct finding *x, const struct comm_report *r,
+                               const struct summary *s, long long median,
+                               const struct comm_slowest *w)
+{
+    const struct model_process *slow = findings_rank_process(s, (long long)w->rank);
+    const struct model_process *mid = findings_rank_process(s, median);
+    size_t steps, mid_steps;
+    uint64_t eval = slow ? findings_eval_of(slow, r->step_lo, r->step_hi, &steps) : 0;
+    uint64_t theirs = eval && mid ? findings_eval_of(mid, r->step_lo, r->step_hi, &mid_steps) : 0;
+    uint64_t n = r->step_hi >= r->step_lo ? r->step_hi - r->step_lo + 1 : 1;
+    if (!eval || w->compute_ns <= 0 ||
+        (eval - (theirs < eval ? theirs : eval)) * 2 < (uint64_t)w->compute_ns / n)
+        return;
+    char t[32], m[32];
+    format_ns((double)eval, t, sizeof t);
+    format_ns((double)theirs, m, sizeof m);
+    size_t used = strlen(x->evidence);
+    snprintf(x->evidence + used, sizeof x->evidence - used,
+             "; its compute is evaluation: %s per step, in %zu of the %llu steps (the model run "
+             "under torch.no_grad() or torch.inference_mode() between two optimizer steps; the "
+             "median rank's %s)",
+             t, steps, (unsigned long long)n, m);
+}
+
 /* Several ranks on the same steps: the median rank's step, and the rank it waits for. */
 void findings_steps_ranks(struct findings *f, const struct comm_report *r, const struct summary *s)
 {
@@ -214,6 +253,7 @@ void findings_steps_ranks(struct findings *f, const struct comm_report *r, const
                      l.text, 100 * in_share, (long long)w->rank,
                      findings_after_step(r->step_source));
         }
+        findings_rank_eval(x, r, s, k->rank, w);
         uint64_t excess = 0, over = 0;
         const int64_t parts[] = {w->compute_ns, w->data_ns, w->sync_ns, w->idle_ns};
         for (size_t k = 0; k < sizeof parts / sizeof *parts; k++)

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "export.h"
+#include "findings.h"
 #include "format.h"
 #include "steps_report.h"
 #include "model_steps_find.h"
@@ -160,7 +161,10 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
     char costs[1024], after[1024] = "";
     steps_view_startup_costs(st->p, costs, sizeof costs);
     const struct model_steps *ms = &st->p->steps;
-    if (ms->rare_after && ms->nrare_hot) { /* the periodic work's last call, after the loop */
+    /* the periodic work's last call, after the loop, when periodic_work would say it */
+    if (ms->rare_after && ms->nrare_hot &&
+        (double)ms->rare_hot[0].self_ns >=
+            findings_threshold[FINDINGS_PERIODIC_SHARE] * (double)st->total_ns) {
         char t[32];
         steps_view_ms(ms->rare_after_ns, t, sizeof t);
         snprintf(after, sizeof after, " (%s of it the periodic work %s, %llu call%s)", t,

@@ -4,9 +4,13 @@ as the step's forward: "forward 70 %" of a loop whose own forward took a quarter
 slow steps blamed on Linear.forward. A forward under no_grad in a minority of the steps is
 evaluation: work outside forward, backward, the optimizer and data loading, said as such.
 A forward under no_grad in every step (a distillation teacher, a frozen backbone) stays
-forward. Each script prints its own ground truth."""
+forward. In a DDP job whose rank 0 alone evaluates, the
+others wait for it: the waiting_rank finding says that rank 0's compute is evaluation.
+Each script prints its own ground truth."""
 import os
 import re
+import shutil
+import socket
 import subprocess
 
 import pytest
@@ -136,3 +140,49 @@ def test_a_teachers_forward_under_no_grad_in_every_step_stays_forward(tmp_path):
     mean = st["mean_parts_ns"]
     assert mean["forward"] > 0.5 * sum(mean.values()), mean  # the teacher is most of it
     assert "step_other" not in f, f["step_other"]
+
+
+# 4 gloo ranks; rank 0 alone evaluates every 10 steps (the others wait in the next allreduce)
+DDP = """
+import time, torch, torch.nn as nn, torch.distributed as dist
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+torch.set_num_threads(1)
+model = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 10))
+ddp = nn.parallel.DistributedDataParallel(model)
+opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+val = torch.randn(2048, 128)
+x, y = torch.randn(32, 128), torch.randint(0, 10, (32,))
+for i in range(60):
+    opt.zero_grad()
+    nn.functional.cross_entropy(ddp(x), y).backward()
+    opt.step()
+    if rank == 0 and i % 10 == 9:
+        with torch.no_grad():
+            for k in range(0, 2048, 32):
+                model(val[k:k + 32])
+print("rank", rank, "steps", i + 1, flush=True)
+dist.barrier()
+time.sleep(0.5)  # torch 1.13's gloo can hang in destroy_process_group right after a barrier
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.skipif(not shutil.which("torchrun"), reason="no torchrun")
+def test_the_rank_that_evaluates_alone_is_named_with_its_evaluation(tmp_path):
+    path = tmp_path / "ddp.py"
+    path.write_text(DDP)
+    with socket.socket() as s:  # not torchrun's 29500, which another job may hold
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = profile(["torchrun", "--redirects", "2", "--tee", "1", "--nproc_per_node", "4",
+                    "--master_port", str(port), str(path)], tmp_path / "out", env=ENV,
+                   timeout=300)
+    assert proc.stdout.count("steps 60") == 4, proc.stdout
+    f = {x["kind"]: x for x in report_json(tmp_path / "out")["findings"]}
+    wait = f["waiting_rank"]
+    assert wait["title"].startswith("rank 0 holds the others"), wait
+    m = re.search(r"its compute is evaluation: [\d.]+ m?s per step, in (\d+) of the (\d+) steps "
+                  r".*the median rank's 0 ns\)", wait["evidence"])
+    assert m and 5 <= int(m.group(1)) <= 6 and int(m.group(2)) >= 55, wait
