@@ -113,16 +113,8 @@ void steps_stats_of(const struct model_process *p, uint64_t lo, uint64_t hi, str
 const struct model_step *steps_at(const struct model_process *p, uint64_t t)
 {
     model_steps_hold(p);
-    const struct model_steps *st = &p->steps;
-    size_t a = 0, b = st->nsteps;
-    while (a < b) { /* the first step ending after t */
-        size_t m = a + (b - a) / 2;
-        if (st->steps[m].end_ns <= t)
-            a = m + 1;
-        else
-            b = m;
-    }
-    return a < st->nsteps && st->steps[a].start_ns <= t ? &st->steps[a] : NULL;
+    size_t i = model_steps_index_at(&p->steps, t);
+    return i == SIZE_MAX ? NULL : &p->steps.steps[i];
 }
 
 /* The step of p whose end is nearest t (CLOCK_MONOTONIC). */

@@ -524,6 +524,20 @@ static int model_steps_u64_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+size_t model_steps_index_at(const struct model_steps *st, uint64_t t)
+{
+    size_t a = 0, b = st->nsteps;
+    while (a < b) { /* the first step starting after t */
+        size_t m = a + (b - a) / 2;
+        if (st->steps[m].start_ns <= t)
+            a = m + 1;
+        else
+            b = m;
+    }
+    /* between two steps (named steps leave gaps): in none */
+    return a && t < st->steps[a - 1].end_ns ? a - 1 : SIZE_MAX;
+}
+
 size_t model_steps_warmup(const struct model_steps *st, double *ratio)
 {
     size_t n = st->nsteps;

@@ -180,6 +180,9 @@ struct model_steps {
 
 #include "model_steps_hot.h" /* the Python functions the steps name (model_steps_hot.c) */
 
+/* The index of the step of st holding t (CLOCK_MONOTONIC ns); SIZE_MAX: none. */
+size_t model_steps_index_at(const struct model_steps *st, uint64_t t);
+
 /* model_steps_eval.c: p->steps.evals (steps found); whether [start_ns, end_ns] lies in one. */
 void model_steps_evals(struct model_process *p);
 int model_steps_in_eval(const struct model_steps *st, uint64_t start_ns, uint64_t end_ns);

@@ -95,20 +95,6 @@ static size_t eval_holding(uint64_t (*r)[2], size_t n, uint64_t t)
     return lo > 0 && t < r[lo - 1][1] ? lo - 1 : n;
 }
 
-/* The index of the step holding t, or st->nsteps. */
-static size_t eval_step_of(const struct model_steps *st, uint64_t t)
-{
-    size_t lo = 0, hi = st->nsteps;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (st->steps[mid].start_ns <= t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo > 0 && t < st->steps[lo - 1].end_ns ? lo - 1 : st->nsteps;
-}
-
 /* Marks the regions a forward begins in (with[i] = 1). */
 static void eval_mark_forwards(const struct model_process *p, uint32_t tid, uint64_t (*r)[2],
                                size_t n, uint8_t *with)
@@ -156,8 +142,8 @@ void model_steps_evals(struct model_process *p)
     for (size_t i = 0; i < n; i++) {
         if (!with[i])
             continue;
-        size_t s = eval_step_of(st, r[i][0]);
-        if (s < st->nsteps && !stepped[s]++)
+        size_t s = model_steps_index_at(st, r[i][0]);
+        if (s != SIZE_MAX && !stepped[s]++)
             steps++;
         memmove(r[kept++], r[i], sizeof *r);
     }

@@ -90,17 +90,7 @@ char *model_steps_hot_text(const struct model_process *p, uint32_t func_id)
 static size_t hot_step_of(const struct model_steps *st, uint64_t ticks,
                           const struct model_process *p)
 {
-    uint64_t t = model_ticks_to_monotonic_ns(p, ticks);
-    size_t a = 0, b = st->nsteps;
-    while (a < b) {
-        size_t m = a + (b - a) / 2;
-        if (st->steps[m].start_ns <= t)
-            a = m + 1;
-        else
-            b = m;
-    }
-    /* between two steps (named steps leave gaps): in none */
-    return a && t < st->steps[a - 1].end_ns ? a - 1 : SIZE_MAX;
+    return model_steps_index_at(st, model_ticks_to_monotonic_ns(p, ticks));
 }
 
 /* The node's nearest caller that is a named function, not a comprehension, generator
