@@ -4,9 +4,9 @@
  * the step's forward. The Python layer keeps the spans of those context managers'
  * __enter__ and __exit__ (python_phase_classify); a region runs from an outermost
  * __enter__'s end to its __exit__'s start on the step thread, and counts as evaluation
- * when a forward (a Module call, a loss, DDP's forward scope) begins inside it and such
- * regions come in at most half the steps. A no_grad forward in most steps is training
- * work: a frozen backbone's, a distillation teacher's. */
+ * when a forward (a Module call, a loss, DDP's forward scope) begins inside it, it lies
+ * inside one step, and such regions come in at most half the steps. A no_grad forward in most steps
+ * is training work: a frozen backbone's, a distillation teacher's. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,14 +56,23 @@ static size_t eval_regions(const struct model_process *p, uint32_t tid, uint64_t
 {
     struct eval_edge *e = NULL;
     size_t n = 0, cap = 0;
+    struct u64map edges = {0}; /* node + 1 -> its edge + 2 */
     for (size_t i = 0; i < p->py.nspan_list; i++) {
         const struct model_py_span *sp = &p->py.span_list[i];
-        int d = sp->tid == tid ? eval_edge_of(p, sp->node) : 0;
+        if (sp->tid != tid)
+            continue;
+        uint64_t *slot = u64map_slot(&edges, (uint64_t)sp->node + 1);
+        if (!slot)
+            report_oom();
+        if (!*slot)
+            *slot = (uint64_t)(eval_edge_of(p, sp->node) + 2);
+        int d = (int)*slot - 2;
         if (!d)
             continue;
         e = report_grow(e, &cap, n + 1, sizeof *e);
         e[n++] = (struct eval_edge){model_ticks_to_monotonic_ns(p, d > 0 ? sp->end : sp->start), d};
     }
+    u64map_free(&edges);
     if (n)
         qsort(e, n, sizeof *e, eval_edge_cmp);
     uint64_t(*r)[2] = NULL;
@@ -137,13 +146,16 @@ void model_steps_evals(struct model_process *p)
     uint8_t *with = calloc(n + 1, 1), *stepped = calloc(st->nsteps + 1, 1);
     if (!with || !stepped)
         report_oom();
-    eval_mark_forwards(p, st->tid, r, n, with);
+    if (n)
+        eval_mark_forwards(p, st->tid, r, n, with);
     size_t kept = 0, steps = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!with[i])
-            continue;
+        /* inside one step: one across a step's end holds an optimizer step (or lost the
+         * __exit__ that closed it: events the ring dropped) */
         size_t s = model_steps_index_at(st, r[i][0]);
-        if (s != SIZE_MAX && !stepped[s]++)
+        if (!with[i] || s == SIZE_MAX || s != model_steps_index_at(st, r[i][1] - 1))
+            continue;
+        if (!stepped[s]++)
             steps++;
         memmove(r[kept++], r[i], sizeof *r);
     }

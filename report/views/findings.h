@@ -73,7 +73,7 @@ extern const double findings_threshold[FINDINGS_THRESHOLD_COUNT];
 struct finding {
     const char *kind;
     char title[160];
-    char evidence[640];
+    char evidence[1024];
     char where[768];
     double value;
     /* waiting_rank's: the rank the others wait for and why (comm_slowest.why), for the

@@ -186,9 +186,8 @@ static void findings_rank_eval(struct finding *x, const struct comm_report *r,
     format_ns((double)theirs, m, sizeof m);
     size_t used = strlen(x->evidence);
     snprintf(x->evidence + used, sizeof x->evidence - used,
-             "; its compute is evaluation: %s per step, in %zu of the %llu steps (the model run "
-             "under torch.no_grad() or torch.inference_mode() between two optimizer steps; the "
-             "median rank's %s)",
+             "; its compute is evaluation: %s per step, in %zu of the %llu steps (its model "
+             "under torch.no_grad(); the median rank's %s)",
              t, steps, (unsigned long long)n, m);
 }
 

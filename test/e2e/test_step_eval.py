@@ -152,7 +152,7 @@ torch.set_num_threads(1)
 model = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 10))
 ddp = nn.parallel.DistributedDataParallel(model)
 opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
-val = torch.randn(2048, 128)
+val = torch.randn(8192, 128)
 x, y = torch.randn(32, 128), torch.randint(0, 10, (32,))
 for i in range(60):
     opt.zero_grad()
@@ -160,7 +160,7 @@ for i in range(60):
     opt.step()
     if rank == 0 and i % 10 == 9:
         with torch.no_grad():
-            for k in range(0, 2048, 32):
+            for k in range(0, 8192, 32):
                 model(val[k:k + 32])
 print("rank", rank, "steps", i + 1, flush=True)
 dist.barrier()
