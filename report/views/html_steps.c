@@ -119,6 +119,13 @@ static void html_steps_summary(FILE *out, const struct steps_stats *st)
         x += w;
     }
     fputs("</svg>\n", out);
+    char eval[512];
+    steps_view_eval_note(st, eval, sizeof eval);
+    if (*eval) {
+        fputs("<p class=\"note\">", out);
+        html_text(out, eval);
+        fputs(".</p>\n", out);
+    }
     if (p->lost) /* as the text report's Where a step's time goes */
         fprintf(out,
                 "<p class=\"note\">%" PRIu64 " events were lost (the ring was full: PROF_RING_KB "

@@ -57,6 +57,20 @@ void steps_view_startup_costs(const struct model_process *p, char *buf, size_t l
     }
 }
 
+void steps_view_eval_note(const struct steps_stats *st, char *buf, size_t len)
+{
+    *buf = 0;
+    if (!st->eval_ns)
+        return;
+    char t[32];
+    format_ns((double)st->eval_ns / (double)(st->counted ? st->counted : 1), t, sizeof t);
+    snprintf(buf, len,
+             "evaluation inside the steps: %s per step of other ops, other CPU and "
+             "communication, in %zu of the %zu steps (the model run under torch.no_grad() or "
+             "torch.inference_mode() between two optimizer steps: no part of forward)",
+             t, st->eval_steps, st->counted);
+}
+
 /* What the tables cover: windows[i], the part of tables[i] when not the whole process ("the
  * steady training steps"); NULL: the whole process. Tables of one part are named together:
  * "the operator, Python, tensor memory and CUDA API and kernel tables below cover the steady
@@ -195,6 +209,10 @@ static void steps_view_parts(FILE *out, const struct steps_stats *st, uint64_t w
         text_table_row(&t, model_step_part_name(k), v, sh);
     }
     text_table_end(out, &t);
+    char eval[512];
+    steps_view_eval_note(st, eval, sizeof eval);
+    if (*eval)
+        fprintf(out, "  (%s)\n", eval);
     if (st->p->lost) /* the phases are spans through the ring (the boundaries are not) */
         fprintf(out,
                 "  (%" PRIu64 " events were lost (the ring was full: PROF_RING_KB raises it): a "

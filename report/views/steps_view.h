@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include "comm_merge.h"
+#include "steps_report.h"
 #include "summary.h"
 
 /* The "Training steps" section, then a blank line; r: the ranks (NULL: not built). */
@@ -21,6 +22,9 @@ int steps_view_json_every(FILE *out, const struct model_process *p, uint64_t war
 /* The startup's largest costs outside imports, "; outside imports: init_process_group
  * (distributed_c10d.py:633) 437.12 ms, ..." (files by their base name); "" without any. */
 void steps_view_startup_costs(const struct model_process *p, char *buf, size_t len);
+/* The evaluation inside the steps of st (model_step.eval_ns), said under the parts: "" when
+ * none. */
+void steps_view_eval_note(const struct steps_stats *st, char *buf, size_t len);
 /* The per-rank table of the ranks compared by steps (r->by_steps): its title ("Per rank,
  * mean per step over steps 2-40"), its columns (text_table.h's form), each rank's cells
  * (ns: the rank, then the figures in ns), and the line under it naming the rank that holds

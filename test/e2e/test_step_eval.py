@@ -121,6 +121,12 @@ def test_an_inline_evaluation_is_no_forward(tmp_path):
     assert "slow_steps" not in f and "the steps that run it are the slowest" in other["evidence"]
     text = report(tmp_path / "out").stdout
     assert "* evaluation inside the training steps" in text.split("Training steps:")[0], text
+    # said under the parts, in the text and the HTML
+    parts = text.split("Where a step's time goes")[1].split("Slowest steps")[0]
+    assert re.search(r"\(evaluation inside the steps: [\d.]+ m?s per step of other ops, other "
+                     r"CPU and communication, in \d+ of the %d steps" % st["steady"], parts), parts
+    report(tmp_path / "out", "--html", str(tmp_path / "r.html"))
+    assert "evaluation inside the steps: " in (tmp_path / "r.html").read_text()
 
 
 def test_a_decorated_evaluation_is_named_by_the_programs_function(tmp_path):
