@@ -538,6 +538,13 @@ size_t model_steps_index_at(const struct model_steps *st, uint64_t t)
     return a && t < st->steps[a - 1].end_ns ? a - 1 : SIZE_MAX;
 }
 
+/* A step's time, its evaluation (model_step.eval_ns) aside: no warm-up's. */
+static uint64_t steps_training_ns(const struct model_step *s)
+{
+    uint64_t d = s->end_ns - s->start_ns;
+    return d > s->eval_ns ? d - s->eval_ns : 0;
+}
+
 size_t model_steps_warmup(const struct model_steps *st, double *ratio)
 {
     size_t n = st->nsteps;
@@ -553,18 +560,18 @@ size_t model_steps_warmup(const struct model_steps *st, double *ratio)
     if (!d)
         report_oom();
     for (size_t i = 0; i < half; i++)
-        d[i] = st->steps[n / 2 + i].end_ns - st->steps[n / 2 + i].start_ns;
+        d[i] = steps_training_ns(&st->steps[n / 2 + i]);
     qsort(d, half, sizeof *d, model_steps_u64_cmp);
     double ref = (double)d[(half + 1) / 2 - 1]; /* the median, nearest rank */
     free(d);
     if (ref <= 0)
         return inferred;
-    *ratio = (double)(st->steps[0].end_ns - st->steps[0].start_ns) / ref;
+    *ratio = (double)steps_training_ns(&st->steps[0]) / ref;
     /* after an inferred first step (left out anyway) too: work after the first optimizer
      * steps (a warm-up's own) lands in the steps after them, the first one's is short */
     size_t w = inferred;
     while (w < n / 4 + inferred &&
-           (double)(st->steps[w].end_ns - st->steps[w].start_ns) > MODEL_STEPS_WARMUP_RATIO * ref)
+           (double)steps_training_ns(&st->steps[w]) > MODEL_STEPS_WARMUP_RATIO * ref)
         w++;
     return w;
 }

@@ -172,8 +172,9 @@ struct model_steps {
      * whose calls inside their data loading took the most time. */
     uint8_t loader;
     /* Evaluation inside the steps (model_steps_eval.c): the step thread's regions under
-     * torch.no_grad() or torch.inference_mode() that run a forward, in at most half the
-     * steps (CLOCK_MONOTONIC ns, in time order); made and freed by model_steps_finish. */
+     * torch.no_grad() or torch.inference_mode() that run a forward, those of one call path
+     * in at most a quarter of the steps (CLOCK_MONOTONIC ns, in time order); made and freed
+     * by model_steps_finish. */
     uint64_t (*evals)[2];
     size_t nevals;
 };
@@ -202,10 +203,10 @@ void model_steps_keep_spans(int keep);
 int model_steps_numbered(const struct model_process *p);
 
 /* Warm-up: the leading steps slower than MODEL_STEPS_WARMUP_RATIO times the median of the
- * later half of the steps, at most a quarter of them (none of fewer than 4 steps, none when
- * the recording opened late: st->opened_late), and the first at least when its start is
- * inferred (first_inferred); *ratio: the first step's
- * time over that median (0 when none). st->steps must be held. */
+ * later half of the steps (their times less their evaluation, model_step.eval_ns), at most
+ * a quarter of them (none of fewer than 4 steps, none when the recording opened late:
+ * st->opened_late), and the first at least when its start is inferred (first_inferred);
+ * *ratio: the first step's time over that median (0 when none). st->steps must be held. */
 #define MODEL_STEPS_WARMUP_RATIO 1.5
 size_t model_steps_warmup(const struct model_steps *st, double *ratio);
 

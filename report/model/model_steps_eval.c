@@ -5,8 +5,10 @@
  * __enter__ and __exit__ (python_phase_classify); a region runs from an outermost
  * __enter__'s end to its __exit__'s start on the step thread, and counts as evaluation
  * when a forward (a Module call, a loss, DDP's forward scope) begins inside it, it lies
- * inside one step, and such regions come in at most half the steps. A no_grad forward in most steps
- * is training work: a frozen backbone's, a distillation teacher's. */
+ * inside one step, and the regions opened from the same place (the __enter__'s call path)
+ * come in at most a quarter of the steps. A no_grad forward in more steps is training work:
+ * a frozen backbone's, a distillation teacher's, a GAN's generator for its discriminator
+ * (every other step when its two optimizer steps are two steps). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +18,8 @@
 
 struct eval_edge {
     uint64_t t;
-    int delta; /* +1 an __enter__ ended, -1 an __exit__ began */
+    int delta;     /* +1 an __enter__ ended, -1 an __exit__ began */
+    uint32_t node; /* the call's node */
 };
 
 static int eval_edge_cmp(const void *a, const void *b)
@@ -51,8 +54,10 @@ static int eval_edge_of(const struct model_process *p, uint32_t node)
                : 0;
 }
 
-/* The regions of thread tid, disjoint, in time order (pairs of CLOCK_MONOTONIC ns). */
-static size_t eval_regions(const struct model_process *p, uint32_t tid, uint64_t (**out)[2])
+/* The regions of thread tid, disjoint, in time order (pairs of CLOCK_MONOTONIC ns), and
+ * the node of the __enter__ that opened each (*sites). */
+static size_t eval_regions(const struct model_process *p, uint32_t tid, uint64_t (**out)[2],
+                           uint32_t **sites)
 {
     struct eval_edge *e = NULL;
     size_t n = 0, cap = 0;
@@ -70,23 +75,28 @@ static size_t eval_regions(const struct model_process *p, uint32_t tid, uint64_t
         if (!d)
             continue;
         e = report_grow(e, &cap, n + 1, sizeof *e);
-        e[n++] = (struct eval_edge){model_ticks_to_monotonic_ns(p, d > 0 ? sp->end : sp->start), d};
+        e[n++] = (struct eval_edge){model_ticks_to_monotonic_ns(p, d > 0 ? sp->end : sp->start), d,
+                                    sp->node};
     }
     u64map_free(&edges);
     if (n)
         qsort(e, n, sizeof *e, eval_edge_cmp);
     uint64_t(*r)[2] = NULL;
-    size_t nr = 0, rcap = 0;
+    uint32_t *site = NULL;
+    size_t nr = 0, rcap = 0, scap = 0;
     int depth = 0;
     for (size_t i = 0; i < n; i++) {
         if (e[i].delta > 0 && depth++ == 0) {
             r = report_grow(r, &rcap, nr + 1, sizeof *r);
+            site = report_grow(site, &scap, nr + 1, sizeof *site);
             r[nr][0] = e[i].t;
+            site[nr] = e[i].node;
         } else if (e[i].delta < 0 && depth > 0 && --depth == 0)
             r[nr++][1] = e[i].t;
     }
     free(e);
     *out = r;
+    *sites = site;
     return nr; /* (one never closed is left out) */
 }
 
@@ -138,36 +148,65 @@ static void eval_mark_forwards(const struct model_process *p, uint32_t tid, uint
     }
 }
 
+/* The steps holding the regions of each site (node + 1 -> count), each step once. */
+static void eval_count_steps(const struct model_steps *st, uint64_t (*r)[2], const uint32_t *site,
+                             size_t n, struct u64map *steps)
+{
+    struct u64map last = {0}; /* node + 1 -> the last step counted + 1 (regions in order) */
+    for (size_t i = 0; i < n; i++) {
+        uint64_t *c = u64map_slot(steps, (uint64_t)site[i] + 1);
+        uint64_t *l = u64map_slot(&last, (uint64_t)site[i] + 1);
+        if (!c || !l)
+            report_oom();
+        size_t s = model_steps_index_at(st, r[i][0]);
+        if (*l != s + 1)
+            (*c)++;
+        *l = s + 1;
+    }
+    u64map_free(&last);
+}
+
 void model_steps_evals(struct model_process *p)
 {
     struct model_steps *st = &p->steps;
     uint64_t(*r)[2] = NULL;
-    size_t n = st->nsteps ? eval_regions(p, st->tid, &r) : 0;
-    uint8_t *with = calloc(n + 1, 1), *stepped = calloc(st->nsteps + 1, 1);
-    if (!with || !stepped)
+    uint32_t *site = NULL;
+    size_t n = st->nsteps ? eval_regions(p, st->tid, &r, &site) : 0;
+    uint8_t *with = calloc(n + 1, 1);
+    if (!with)
         report_oom();
     if (n)
         eval_mark_forwards(p, st->tid, r, n, with);
-    size_t kept = 0, steps = 0;
+    size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
         /* inside one step: one across a step's end holds an optimizer step (or lost the
          * __exit__ that closed it: events the ring dropped) */
         size_t s = model_steps_index_at(st, r[i][0]);
         if (!with[i] || s == SIZE_MAX || s != model_steps_index_at(st, r[i][1] - 1))
             continue;
-        if (!stepped[s]++)
-            steps++;
-        memmove(r[kept++], r[i], sizeof *r);
+        memmove(r[kept], r[i], sizeof *r);
+        site[kept++] = site[i];
     }
     free(with);
-    free(stepped);
-    if (!kept || steps * 2 > st->nsteps) { /* none, or in most steps: the training's own */
+    /* by site (the __enter__'s call path: a teacher's in the loop, validate()'s), those in
+     * at most a quarter of the steps: in more, the training's own (a teacher every step, a
+     * GAN's generator every other step when its two optimizer steps are two steps) */
+    struct u64map steps = {0};
+    eval_count_steps(st, r, site, kept, &steps);
+    size_t evals = 0;
+    for (size_t i = 0; i < kept; i++) {
+        const uint64_t *c = u64map_find(&steps, (uint64_t)site[i] + 1);
+        if (*c * 4 <= st->nsteps)
+            memmove(r[evals++], r[i], sizeof *r);
+    }
+    u64map_free(&steps);
+    free(site);
+    if (!evals) {
         free(r);
         r = NULL;
-        kept = 0;
     }
     st->evals = r;
-    st->nevals = kept;
+    st->nevals = evals;
 }
 
 int model_steps_in_eval(const struct model_steps *st, uint64_t start_ns, uint64_t end_ns)

@@ -634,23 +634,44 @@ static int steps_before_window(const struct model_process *p, uint64_t *before)
     return 1;
 }
 
+/* The first window_open META of p: why it opened ("start", "step", "time", "signal",
+ * "parent", "attach"), its value in *value and the optimizer steps counted before it in *n
+ * (*counted 0: none); NULL without a window. */
+static const char *steps_first_open(const struct model_process *p, long *value,
+                                    unsigned long long *n, int *counted)
+{
+    static char why[16];
+    for (size_t i = 0; i < p->nmeta; i++) {
+        if (strcmp(p->meta[i].key, "window_open"))
+            continue;
+        unsigned long long at;
+        int got = sscanf(p->meta[i].value, "%llu %15s %ld %llu", &at, why, value, n);
+        *counted = got == 4;
+        return got >= 3 ? why : NULL;
+    }
+    return NULL;
+}
+
+static const char *steps_first_opening(const struct model_process *p)
+{
+    long value;
+    unsigned long long n;
+    int counted;
+    return steps_first_open(p, &value, &n, &counted);
+}
+
 /* Whether the recording opened after the process's first steps: its first window opened
  * at the end of a step after the first, after optimizer steps it counted, or by an attach
  * (to a process under way: the steps after it are not the program's warm-up). */
 static int steps_opened_late(const struct model_process *p)
 {
-    for (size_t i = 0; i < p->nmeta; i++) {
-        if (strcmp(p->meta[i].key, "window_open"))
-            continue;
-        unsigned long long at, n;
-        char why[16];
-        long value;
-        int got = sscanf(p->meta[i].value, "%llu %15s %ld %llu", &at, why, &value, &n);
-        if (got == 4)
-            return n > 0;
-        return got == 3 && (!strcmp(why, "attach") || (!strcmp(why, "step") && value > 0));
-    }
-    return 0;
+    long value;
+    unsigned long long n;
+    int counted;
+    const char *why = steps_first_open(p, &value, &n, &counted);
+    if (!why || counted)
+        return why && n > 0;
+    return !strcmp(why, "attach") || (!strcmp(why, "step") && value > 0);
 }
 
 /* Whether the optimizer steps' steps are numbered as the process's, from *before steps
@@ -724,8 +745,10 @@ void model_steps_finder_end(struct model_steps_finder *f, struct model_steps *st
     if (!st->nsteps)
         st->source = MODEL_STEPS_NONE;
     st->opened_late = (uint8_t)steps_opened_late(f->p);
-    const char *window = model_meta_get(f->p, "window");
-    if (window && *window) /* it opened at a step boundary, or cut into a step: said */
+    /* a window opened at a step boundary (a step's end, the start): its first step is whole;
+     * one opened by time, a signal or an attach cut into a step, left out as inferred */
+    const char *why = steps_first_opening(f->p);
+    if (why && (!strcmp(why, "step") || !strcmp(why, "start")))
         st->first_inferred = 0;
     for (int i = 0; i < FIND_LISTS; i++)
         free(f->list[i]);

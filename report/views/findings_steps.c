@@ -359,11 +359,15 @@ static void findings_step_growth(struct findings *f, const struct steps_stats *s
                 parts[e][j] += s->part_ns[j];
         }
     }
-    double med[5];
+    double med[5], first_p75 = 0, last_p25 = 0;
     char meds[192] = "";
     for (size_t q = 0, at = 0; q < 5; at += count[q++]) {
         qsort(ns + at, count[q], sizeof *ns, findings_u64_cmp);
         med[q] = count[q] ? (double)ns[at + (count[q] - 1) / 2] : 0;
+        if (q == 0 && count[q]) /* quartiles, nearest rank */
+            first_p75 = (double)ns[at + (3 * count[q] + 3) / 4 - 1];
+        if (q == 4 && count[q])
+            last_p25 = (double)ns[at + (count[q] + 3) / 4 - 1];
         char t[32];
         format_ns(med[q], t, sizeof t);
         size_t used = strlen(meds);
@@ -373,7 +377,9 @@ static void findings_step_growth(struct findings *f, const struct steps_stats *s
     for (int q = 1; q < 5; q++)
         if (med[q] < 0.9 * med[q - 1] || !count[q])
             return;
-    if (!med[0] || med[4] < T(STEP_GROWTH_RATIO) * med[0])
+    /* and apart: the last fifth's lower quartile above the first's upper one (steps of two
+     * lengths, an evaluation in every other one, move a fifth's median by their mix) */
+    if (!med[0] || med[4] < T(STEP_GROWTH_RATIO) * med[0] || last_p25 <= first_p75)
         return;
     for (int j = 0; j < MODEL_STEP_PART_COUNT; j++) { /* per step */
         parts[0][j] /= count[0];

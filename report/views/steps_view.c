@@ -138,7 +138,13 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
         if (st->warmup_ratio > 0)
             fprintf(out, "; %.1fx the median of the later steps", st->warmup_ratio);
         fputc(')', out);
-    } else if (st->warmup)
+    } else if (st->warmup > 1 && st->p->steps.first_inferred) /* (its ratio is the first's) */
+        fprintf(out,
+                "; the first step left out (it starts before any step boundary, where no table "
+                "can start) and %zu warm-up step%s after it (slower than %.1fx the median of "
+                "the later steps)",
+                st->warmup - 1, st->warmup == 2 ? "" : "s", STEPS_WARMUP_RATIO);
+    else if (st->warmup)
         fprintf(out,
                 "; %zu warm-up step%s left out (slower than %.1fx the median of the later "
                 "steps; the first %.1fx)",

@@ -104,7 +104,7 @@ def test_an_inline_evaluation_is_no_forward(tmp_path):
     assert other["title"].startswith("evaluation inside the training steps, outside forward, "
                                      "backward, the optimizer and data loading: "), other
     assert abs(other["value"] - share) <= 0.12, (other, share)
-    assert re.search(r"of it [\d.]+ m?s per step is evaluation, in %d of %d steps" %
+    assert re.search(r"of it [\d.]+ [mu]?s per step is evaluation, in %d of %d steps" %
                      (len([n for n in evals if n > st["warmup"] + 1 and n <= 60]), st["steady"]),
                      other["evidence"]), (other, evals, st["warmup"])
     # the steps that evaluate: their evaluation is outside forward, and they are the slowest
@@ -123,7 +123,7 @@ def test_an_inline_evaluation_is_no_forward(tmp_path):
     assert "* evaluation inside the training steps" in text.split("Training steps:")[0], text
     # said under the parts, in the text and the HTML
     parts = text.split("Where a step's time goes")[1].split("Slowest steps")[0]
-    assert re.search(r"\(evaluation inside the steps: [\d.]+ m?s per step of other ops, other "
+    assert re.search(r"\(evaluation inside the steps: [\d.]+ [mu]?s per step of other ops, other "
                      r"CPU and communication, in \d+ of the %d steps" % st["steady"], parts), parts
     report(tmp_path / "out", "--html", str(tmp_path / "r.html"))
     assert "evaluation inside the steps: " in (tmp_path / "r.html").read_text()
@@ -189,6 +189,6 @@ def test_the_rank_that_evaluates_alone_is_named_with_its_evaluation(tmp_path):
     f = {x["kind"]: x for x in report_json(tmp_path / "out")["findings"]}
     wait = f["waiting_rank"]
     assert wait["title"].startswith("rank 0 holds the others"), wait
-    m = re.search(r"its compute is evaluation: [\d.]+ m?s per step, in (\d+) of the (\d+) steps "
+    m = re.search(r"its compute is evaluation: [\d.]+ [mu]?s per step, in (\d+) of the (\d+) steps "
                   r".*the median rank's 0 ns\)", wait["evidence"])
     assert m and 5 <= int(m.group(1)) <= 6 and int(m.group(2)) >= 55, wait
