@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "steps_report.h"
 #include "tables.h"
 #include "text_table.h"
 
@@ -400,6 +401,25 @@ static void tables_actions_notes(FILE *out, const struct summary_gpu *g)
     }
 }
 
+/* The built-in forward counts the model's calls from the loop, an evaluation's too (the
+ * call trees cannot tell them apart); the Training steps' parts leave the evaluation out of
+ * forward (model_steps_eval.c): said when the steps' process evaluates. */
+static void tables_actions_eval_note(FILE *out, const struct summary *s)
+{
+    const struct model_process *p =
+        steps_main_process((const struct model_process *const *)s->procs, s->nprocs);
+    if (!p)
+        return;
+    struct steps_stats st;
+    steps_stats_of(p, 0, UINT64_MAX, &st);
+    model_steps_let_go(p);
+    if (st.eval_ns)
+        fputs("  (forward counts every model call from the loop, the evaluation's under "
+              "torch.no_grad() too; the Training steps section counts the evaluation apart, "
+              "as other ops)\n",
+              out);
+}
+
 static void tables_actions_table(FILE *out, const struct summary *s, size_t limit, const char *more)
 {
     const struct summary_gpu *g = &s->gpu;
@@ -431,6 +451,7 @@ static void tables_actions_table(FILE *out, const struct summary *s, size_t limi
     if (limit && g->nactions > limit)
         fprintf(out, "  (%zu more not shown; %s)\n", g->nactions - limit, more);
     tables_actions_notes(out, g);
+    tables_actions_eval_note(out, s);
 }
 
 void tables_actions(FILE *out, const struct summary *s, size_t limit)

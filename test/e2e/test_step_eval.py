@@ -127,6 +127,8 @@ def test_an_inline_evaluation_is_no_forward(tmp_path):
     parts = text.split("Where a step's time goes")[1].split("Slowest steps")[0]
     assert re.search(r"\(evaluation inside the steps: [\d.]+ [mu]?s per step of other ops, other "
                      r"CPU and communication, in \d+ of the %d steps" % st["steady"], parts), parts
+    # the Actions' forward, read off the call trees, counts the evaluation's calls: said
+    assert "(forward counts every model call from the loop, the evaluation's" in text, text
     report(tmp_path / "out", "--html", str(tmp_path / "r.html"))
     assert "evaluation inside the steps: " in (tmp_path / "r.html").read_text()
 
@@ -148,6 +150,7 @@ def test_a_teachers_forward_under_no_grad_in_every_step_stays_forward(tmp_path):
     mean = st["mean_parts_ns"]
     assert mean["forward"] > 0.5 * sum(mean.values()), mean  # the teacher is most of it
     assert "step_other" not in f, f["step_other"]
+    assert "forward counts every model call" not in report(tmp_path / "out").stdout
 
 
 # 4 gloo ranks; rank 0 alone evaluates every 10 steps (the others wait in the next allreduce)
