@@ -164,6 +164,10 @@ struct model_steps {
      * time: the loop's last evaluation or checkpoint, made after its last optimizer step,
      * is in the teardown. */
     uint64_t rare_after, rare_after_ns;
+    /* After the last step, the evaluation regions of the call paths that evaluate inside the
+     * steps (model_steps_eval.c): their time, the loop's last evaluation (an inline one,
+     * which rare_after cannot name) */
+    uint64_t eval_after_ns;
     /* The end of the training (CLOCK_MONOTONIC): the last step's, or a built-in loop action's
      * after it (the loop's last evaluation: its forward), what the Actions' percentages
      * are of from the first step's start (summary_actions.c). */

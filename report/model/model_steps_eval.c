@@ -148,12 +148,15 @@ static void eval_mark_forwards(const struct model_process *p, uint32_t tid, uint
     }
 }
 
-/* The steps holding the regions of each site (node + 1 -> count), each step once. */
+/* The steps holding the regions of each site (node + 1 -> count), each step once; those
+ * after the last step (in[i] 2) count none. */
 static void eval_count_steps(const struct model_steps *st, uint64_t (*r)[2], const uint32_t *site,
-                             size_t n, struct u64map *steps)
+                             const uint8_t *in, size_t n, struct u64map *steps)
 {
     struct u64map last = {0}; /* node + 1 -> the last step counted + 1 (regions in order) */
     for (size_t i = 0; i < n; i++) {
+        if (in[i] != 1)
+            continue;
         uint64_t *c = u64map_slot(steps, (uint64_t)site[i] + 1);
         uint64_t *l = u64map_slot(&last, (uint64_t)site[i] + 1);
         if (!c || !l)
@@ -178,28 +181,36 @@ void model_steps_evals(struct model_process *p)
     if (n)
         eval_mark_forwards(p, st->tid, r, n, with);
     size_t kept = 0;
+    uint64_t last_end = st->nsteps ? st->steps[st->nsteps - 1].end_ns : 0;
     for (size_t i = 0; i < n; i++) {
         /* inside one step: one across a step's end holds an optimizer step (or lost the
-         * __exit__ that closed it: events the ring dropped) */
+         * __exit__ that closed it: events the ring dropped); after the last: kept apart */
         size_t s = model_steps_index_at(st, r[i][0]);
-        if (!with[i] || s == SIZE_MAX || s != model_steps_index_at(st, r[i][1] - 1))
+        int after = r[i][0] >= last_end;
+        if (!with[i] || (!after && (s == SIZE_MAX || s != model_steps_index_at(st, r[i][1] - 1))))
             continue;
         memmove(r[kept], r[i], sizeof *r);
+        with[kept] = (uint8_t)(after ? 2 : 1);
         site[kept++] = site[i];
     }
-    free(with);
     /* by site (the __enter__'s call path: a teacher's in the loop, validate()'s), those in
      * at most a quarter of the steps: in more, the training's own (a teacher every step, a
      * GAN's generator every other step when its two optimizer steps are two steps) */
     struct u64map steps = {0};
-    eval_count_steps(st, r, site, kept, &steps);
+    eval_count_steps(st, r, site, with, kept, &steps);
     size_t evals = 0;
+    st->eval_after_ns = 0;
     for (size_t i = 0; i < kept; i++) {
         const uint64_t *c = u64map_find(&steps, (uint64_t)site[i] + 1);
-        if (*c * 4 <= st->nsteps)
+        if (!c || !*c || *c * 4 > st->nsteps)
+            continue;
+        if (with[i] == 2) /* after the last step, of a call path that evaluates in them */
+            st->eval_after_ns += r[i][1] - r[i][0];
+        else
             memmove(r[evals++], r[i], sizeof *r);
     }
     u64map_free(&steps);
+    free(with);
     free(site);
     if (!evals) {
         free(r);

@@ -27,7 +27,8 @@ const char summary_file_suffix[] = ".summary";
 #define SUMMARY_FILE_MAGIC "PRFSUMM\n"
 #define SUMMARY_FILE_END "PRFSEND\n"
 /* 15: whether the recording opened after the process's first steps (steps.opened_late),
- * each step's evaluation (model_step.eval_ns);
+ * each step's evaluation (model_step.eval_ns) and the one after the last step
+ * (steps.eval_after_ns);
  * 14: the backward passes per step (steps.backward_passes: gradient accumulation), the
  * functions under which the steady steps' collectives begin (steps.comm_hot);
  * 13: the periodic work's calls after the last step (steps.rare_after, rare_after_ns),

@@ -737,6 +737,7 @@ static void sf_steps(sf_codec *c, struct model_process *p)
     summary_codec_u64(c, &st->rare_other_ns);
     summary_codec_u64(c, &st->rare_after);
     summary_codec_u64(c, &st->rare_after_ns);
+    summary_codec_u64(c, &st->eval_after_ns);
     summary_codec_u64(c, &st->actions_end_ns);
     summary_codec_u8(c, &st->loader);
     if (c->reading && st->loader > MODEL_STEPS_LOADER_WORKERS)

@@ -190,6 +190,13 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
         snprintf(after, sizeof after, " (%s of it the periodic work %s, %llu call%s)", t,
                  ms->rare_hot[0].name, (unsigned long long)ms->rare_after,
                  ms->rare_after == 1 ? "" : "s");
+    } else if (ms->eval_after_ns) { /* an inline evaluation, after the loop */
+        char t[32];
+        steps_view_ms(ms->eval_after_ns, t, sizeof t);
+        snprintf(after, sizeof after,
+                 " (%s of it evaluation: the model under torch.no_grad() or "
+                 "torch.inference_mode(), as inside the steps)",
+                 t);
     }
     fprintf(out,
             "  Startup: %s before the first step (%.0f%% of the process; imports %s%s; its "

@@ -127,6 +127,9 @@ def test_an_inline_evaluation_is_no_forward(tmp_path):
     parts = text.split("Where a step's time goes")[1].split("Slowest steps")[0]
     assert re.search(r"\(evaluation inside the steps: [\d.]+ [mu]?s per step of other ops, other "
                      r"CPU and communication, in \d+ of the %d steps" % st["steady"], parts), parts
+    # the last evaluation, after the last optimizer step, is in the teardown: said there
+    assert re.search(r"teardown [\d.]+ m?s \([\d.]+ m?s of it evaluation: the model under "
+                     r"torch.no_grad\(\)", text), text
     # the Actions' forward, read off the call trees, counts the evaluation's calls: said
     assert "(forward counts every model call from the loop, the evaluation's" in text, text
     report(tmp_path / "out", "--html", str(tmp_path / "r.html"))
