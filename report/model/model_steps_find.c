@@ -652,14 +652,6 @@ static const char *steps_first_open(const struct model_process *p, long *value,
     return NULL;
 }
 
-static const char *steps_first_opening(const struct model_process *p)
-{
-    long value;
-    unsigned long long n;
-    int counted;
-    return steps_first_open(p, &value, &n, &counted);
-}
-
 /* Whether the recording opened after the process's first steps: its first window opened
  * at the end of a step after the first, after optimizer steps it counted, or by an attach
  * (to a process under way: the steps after it are not the program's warm-up). */
@@ -745,10 +737,10 @@ void model_steps_finder_end(struct model_steps_finder *f, struct model_steps *st
     if (!st->nsteps)
         st->source = MODEL_STEPS_NONE;
     st->opened_late = (uint8_t)steps_opened_late(f->p);
-    /* a window opened at a step boundary (a step's end, the start): its first step is whole;
-     * one opened by time, a signal or an attach cut into a step, left out as inferred */
-    const char *why = steps_first_opening(f->p);
-    if (why && (!strcmp(why, "step") || !strcmp(why, "start")))
+    /* a window's first step begins at a step boundary, or where the window cut into a step:
+     * said; kept in the tables, whose counts are then the window's (an attach --duration) */
+    const char *window = model_meta_get(f->p, "window");
+    if (window && *window)
         st->first_inferred = 0;
     for (int i = 0; i < FIND_LISTS; i++)
         free(f->list[i]);
