@@ -634,36 +634,23 @@ static int steps_before_window(const struct model_process *p, uint64_t *before)
     return 1;
 }
 
-/* The first window_open META of p: why it opened ("start", "step", "time", "signal",
- * "parent", "attach"), its value in *value and the optimizer steps counted before it in *n
- * (*counted 0: none); NULL without a window. */
-static const char *steps_first_open(const struct model_process *p, long *value,
-                                    unsigned long long *n, int *counted)
-{
-    static char why[16];
-    for (size_t i = 0; i < p->nmeta; i++) {
-        if (strcmp(p->meta[i].key, "window_open"))
-            continue;
-        unsigned long long at;
-        int got = sscanf(p->meta[i].value, "%llu %15s %ld %llu", &at, why, value, n);
-        *counted = got == 4;
-        return got >= 3 ? why : NULL;
-    }
-    return NULL;
-}
-
 /* Whether the recording opened after the process's first steps: its first window opened
  * at the end of a step after the first, after optimizer steps it counted, or by an attach
  * (to a process under way: the steps after it are not the program's warm-up). */
 static int steps_opened_late(const struct model_process *p)
 {
-    long value;
-    unsigned long long n;
-    int counted;
-    const char *why = steps_first_open(p, &value, &n, &counted);
-    if (!why || counted)
-        return why && n > 0;
-    return !strcmp(why, "attach") || (!strcmp(why, "step") && value > 0);
+    for (size_t i = 0; i < p->nmeta; i++) {
+        if (strcmp(p->meta[i].key, "window_open"))
+            continue;
+        unsigned long long at, n;
+        char why[16];
+        long value;
+        int got = sscanf(p->meta[i].value, "%llu %15s %ld %llu", &at, why, &value, &n);
+        if (got == 4)
+            return n > 0;
+        return got == 3 && (!strcmp(why, "attach") || (!strcmp(why, "step") && value > 0));
+    }
+    return 0;
 }
 
 /* Whether the optimizer steps' steps are numbered as the process's, from *before steps
