@@ -10,6 +10,7 @@
 #include "comm_clock.h"
 #include "comm_match.h"
 #include "comm_pair.h"
+#include "comm_window.h"
 #include "format.h"
 #include "summary_file.h"
 
@@ -27,11 +28,6 @@ static int comm_merge_symmetric_kind(enum comm_kind k)
 }
 
 /* ---- ranks ---- */
-
-struct comm_merge_rank {
-    const struct model_process **procs;
-    size_t nprocs, cap;
-};
 
 /* The calls of one rank's processes: their own, or read from their summaries for as long
  * as the rank is being merged; as collectives (comm_pair.h), and as recorded (raw: the
@@ -156,134 +152,6 @@ static void comm_merge_slowest(struct comm_report *r)
         w->why = "time outside ops and communication (Python, sleeps, I/O)";
 }
 
-/* Whether some process recorded under a capture window (META window): its trace starts at
- * any iteration, so collectives are matched across ranks by time, and steps too unless
- * each rank's are numbered as its process's (model_steps_numbered). */
-static int comm_merge_windowed(const struct summary *s)
-{
-    for (size_t i = 0; i < s->nprocs; i++) {
-        const char *w = model_meta_get(s->procs[i], "window");
-        if (w && *w)
-            return 1;
-    }
-    return 0;
-}
-
-/* The window of steps every rank has in its steady state (comm_merge.h), when each rank
- * has steps (with --step: calls of that name on each rank's step thread; else the calls
- * of the action of that name are counted, comm_merge_rank_times). */
-static void comm_merge_step_window(struct comm_report *r, const struct comm_merge_rank *ranks,
-                                   const size_t *rank_host, int windowed)
-{
-    if (r->nranks < 1)
-        return;
-    const struct model_process **mains = malloc(r->nranks * sizeof *mains);
-    int64_t *offset = malloc(r->nranks * sizeof *offset);
-    r->step_shift = calloc(r->nranks, sizeof *r->step_shift);
-    if (!mains || !offset || !r->step_shift)
-        report_oom();
-    for (size_t k = 0; k < r->nranks; k++) {
-        mains[k] = steps_main_process(ranks[k].procs, ranks[k].nprocs);
-        offset[k] = r->hosts[rank_host[k]].offset_ns;
-        /* --step names no call of a rank's steps: its calls are counted as an action's */
-        if (r->step_name && (!mains[k] || mains[k]->steps.source != MODEL_STEPS_NAMED))
-            mains[k] = NULL;
-    }
-    /* Under a window, by number when every rank's steps are numbered as its process's */
-    int by_time = 0;
-    for (size_t k = 0; k < r->nranks && windowed; k++)
-        by_time |= mains[k] && !model_steps_numbered(mains[k]);
-    r->by_steps = steps_window_of(mains, offset, r->nranks, by_time, r->step_shift, &r->step_lo,
-                                  &r->step_hi, &r->steps_unequal);
-    r->steps_by_time = by_time;
-    if (r->by_steps)
-        r->step_source = mains[0]->steps.source;
-    free(mains);
-    free(offset);
-}
-
-/* A rank's time over the window's steps (comm_merge.h). */
-static void comm_merge_rank_steps(struct comm_report *r, size_t k,
-                                  const struct comm_merge_rank *rank)
-{
-    struct comm_rank_row *row = &r->ranks[k];
-    const struct model_process *p = steps_main_process(rank->procs, rank->nprocs);
-    struct steps_stats st;
-    steps_stats_of(p, (uint64_t)((int64_t)r->step_lo - r->step_shift[k]),
-                   (uint64_t)((int64_t)r->step_hi - r->step_shift[k]), &st);
-    memcpy(row->part_ns, st.part_ns, sizeof row->part_ns);
-    row->wall_ns = st.total_ns;
-    row->steps = st.counted;
-    row->step_ns = st.mean_ns;
-    row->compute_ns = steps_compute_ns(&st);
-    row->comm_ns = st.part_ns[MODEL_STEP_COMM];
-    row->data_ns = st.part_ns[MODEL_STEP_DATA];
-    row->sync_ns = st.part_ns[MODEL_STEP_SYNC];
-    row->idle_ns = st.part_ns[MODEL_STEP_OTHER];
-    row->comm_total_ns = st.comm_ns;
-    row->gpu_busy_ns = st.gpu_busy_ns;
-}
-
-/* Whether each of a rank's matched calls (in comm_match_number's order; start + offset:
- * CLOCK_REALTIME of its host) is in one of the window's steps of rank k, one bit each. */
-struct comm_merge_in_window {
-    uint8_t *bits;
-    size_t n;
-};
-
-static void comm_merge_in_window_fill(struct comm_merge_in_window *w, const struct comm_report *r,
-                                      size_t k, const struct comm_merge_rank *rank,
-                                      const struct comm_match_call *mc, size_t n, uint64_t offset)
-{
-    w->n = n;
-    w->bits = calloc(n / 8 + 1, 1);
-    if (!w->bits)
-        report_oom();
-    const struct model_process *p = steps_main_process(rank->procs, rank->nprocs);
-    if (!p)
-        return;
-    model_steps_hold(p);
-    const struct model_step *steps = p->steps.steps;
-    size_t nsteps = p->steps.nsteps, sorted = 1, a = 0;
-    uint64_t before = 0;
-    while (sorted < nsteps && steps[sorted - 1].end_ns <= steps[sorted].end_ns)
-        sorted++;
-    /* Steps end in order and each collective's calls come in time order: a call's step is
-     * found from the last one's on, as steps_at finds it by halves (else asked of it). */
-    for (size_t i = 0; i < n; i++) {
-        uint64_t t = mc[i].start + offset - (uint64_t)p->comm.realtime_offset_ns;
-        const struct model_step *at;
-        if (sorted < nsteps) {
-            at = steps_at(p, t);
-        } else {
-            if (i == 0 || t < before)
-                a = 0;
-            before = t;
-            while (a < nsteps && steps[a].end_ns <= t)
-                a++;
-            at = a < nsteps && steps[a].start_ns <= t ? &steps[a] : NULL;
-        }
-        int64_t number = at ? (int64_t)at->number + r->step_shift[k] : 0;
-        if (at && number >= (int64_t)r->step_lo && number <= (int64_t)r->step_hi)
-            w->bits[i / 8] |= (uint8_t)(1u << (i % 8));
-    }
-}
-
-/* The i-th call's bit; one beyond the first pass's calls (a summary changed since) asks. */
-static int comm_merge_in_window_at(const struct comm_merge_in_window *w, size_t i,
-                                   const struct comm_report *r, size_t k,
-                                   const struct comm_merge_rank *rank,
-                                   const struct comm_match_call *call, uint64_t offset)
-{
-    if (i < w->n)
-        return (w->bits[i / 8] >> (i % 8)) & 1;
-    struct comm_merge_in_window one;
-    comm_merge_in_window_fill(&one, r, k, rank, call, 1, offset);
-    int in = one.bits[0] & 1;
-    free(one.bits);
-    return in;
-}
-
 static void comm_merge_rank_times(struct comm_rank_row *row, const struct comm_merge_rank *r,
                                   const struct comm_merge_calls *calls, const char *step_name)
 {
@@ -330,12 +198,66 @@ struct comm_merge_cell {
     uint64_t last, late_ns; /* operations it arrived last at, its lateness */
 };
 
-/* Per operation matched on two ranks or more: the last rank, its lateness, the
- * straggler row. */
+/* A list of spans (comm_pair.h), reused rank after rank. */
+struct comm_merge_spans {
+    struct comm_span *s;
+    size_t n, cap;
+};
+
+static void comm_merge_span(struct comm_merge_spans *l, uint64_t start, uint64_t end, size_t row)
+{
+    l->s = report_grow(l->s, &l->cap, l->n + 1, sizeof *l->s);
+    l->s[l->n++] = (struct comm_span){start, end, row};
+}
+
+/* The time l's spans cover in each of n rows, overlaps once: a new array (free it). */
+static uint64_t *comm_merge_cover(struct comm_merge_spans *l, size_t n)
+{
+    uint64_t *by_row = calloc(n + 1, sizeof *by_row);
+    if (!by_row)
+        report_oom();
+    comm_spans_cover(l->s, l->n, by_row);
+    return by_row;
+}
+
+/* Rank k's time (wait 0) or wait (1) in each row: the time its spans cover, overlaps once.
+ * DDP's gradient buckets run at once on two gloo threads: summed, a 15 s loop whose
+ * allreduces covered 5.4 s read 10.5 s of allreduce. */
+static void comm_merge_cover_cells(struct comm_report *r, struct comm_merge_spans *l,
+                                   struct comm_merge_cell *cells, size_t k, int wait)
+{
+    uint64_t *by_row = comm_merge_cover(l, r->nrows);
+    for (size_t row = 0; row < r->nrows; row++) {
+        struct comm_merge_cell *cell = &cells[row * r->nranks + k];
+        *(wait ? &cell->wait_ns : &cell->time_ns) = by_row[row];
+        *(wait ? &r->rows[row].wait_ns : &r->rows[row].time_ns) += by_row[row];
+    }
+    free(by_row);
+}
+
+/* A rank's wait for the others over the window: the time its collectives covered before
+ * the last rank arrived, overlaps once, less the part of their time that its own work hid
+ * (with steps, comm is the part no op hides): a bucket queued early in a backward waits
+ * for the others while the rank computes the rest. At most its communication time. */
+static uint64_t comm_merge_rank_wait(const struct comm_rank_row *row,
+                                     struct comm_merge_spans *calls, struct comm_merge_spans *waits)
+{
+    uint64_t covered = 0, waited = 0;
+    comm_spans_cover(calls->s, calls->n, &covered);
+    comm_spans_cover(waits->s, waits->n, &waited);
+    uint64_t hidden = covered > row->comm_ns ? covered - row->comm_ns : 0;
+    uint64_t wait = waited > hidden ? waited - hidden : 0;
+    return wait < row->comm_ns ? wait : row->comm_ns;
+}
+
+/* Per operation matched on two ranks or more: the last rank, its lateness (the time from
+ * the other ranks' arrival to its own; a rank late at two buckets at once is late once),
+ * the straggler row. */
 static void comm_merge_operations(struct comm_report *r, struct comm_match *m,
                                   struct comm_merge_cell *cells)
 {
     size_t cap = 0;
+    struct comm_merge_spans in_cells = {0}, in_run = {0}, in_window = {0};
     for (size_t i = 0; i < m->nops; i++) {
         const struct comm_match_op *op = &m->ops[i];
         if (op->nranks < 2)
@@ -345,14 +267,13 @@ static void comm_merge_operations(struct comm_report *r, struct comm_match *m,
         struct comm_rank_row *late = &r->ranks[op->last_rank];
         /* Ranks that arrive together: none of them was last. */
         if (late_ns) {
-            struct comm_merge_cell *cell = &cells[op->row * r->nranks + op->last_rank];
-            cell->last++;
-            cell->late_ns += late_ns;
+            cells[op->row * r->nranks + op->last_rank].last++;
+            comm_merge_span(&in_cells, op->before, op->last, op->row * r->nranks + op->last_rank);
             late->run_last_arrivals++;
-            late->run_late_ns += late_ns;
+            comm_merge_span(&in_run, op->before, op->last, op->last_rank);
             if (!op->outside) {
                 late->last_arrivals++;
-                late->late_ns += late_ns;
+                comm_merge_span(&in_window, op->before, op->last, op->last_rank);
             }
         }
         r->stragglers = report_grow(r->stragglers, &cap, r->nstragglers + 1, sizeof *r->stragglers);
@@ -368,6 +289,21 @@ static void comm_merge_operations(struct comm_report *r, struct comm_match *m,
             .start_ns = op->first,
         };
     }
+    uint64_t *by_cell = comm_merge_cover(&in_cells, r->nrows * r->nranks);
+    uint64_t *by_run = comm_merge_cover(&in_run, r->nranks);
+    uint64_t *by_window = comm_merge_cover(&in_window, r->nranks);
+    for (size_t i = 0; i < r->nrows * r->nranks; i++)
+        cells[i].late_ns = by_cell[i];
+    for (size_t k = 0; k < r->nranks; k++) {
+        r->ranks[k].run_late_ns = by_run[k];
+        r->ranks[k].late_ns = by_window[k];
+    }
+    free(by_cell);
+    free(by_run);
+    free(by_window);
+    free(in_cells.s);
+    free(in_run.s);
+    free(in_window.s);
 }
 
 /* The GPU time of the kernels NCCL calls launched (model_gpu.c gives it to the library call
@@ -536,8 +472,8 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
     }
     if (r->nhosts > 1)
         comm_merge_clocks(r, ranks, rank_host, &cap_rows);
-    int windowed = comm_merge_windowed(s);
-    comm_merge_step_window(r, ranks, rank_host, windowed);
+    int windowed = comm_window_recorded(s);
+    comm_window_steps(r, ranks, rank_host, windowed);
     /* Two passes over each rank's calls, one rank at a time (a summary's are read then and
      * let go): the first fills the rows, the per-rank cells and the operations; the second
      * gives each matched call its wait, once every rank's arrival is known. */
@@ -545,11 +481,12 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
     size_t ncells = 0;
     struct comm_match match;
     comm_match_init(&match);
+    struct comm_merge_spans spans = {0}, window_spans = {0}, window_waits = {0};
     struct comm_match_call *ref = NULL; /* windowed: the first rank's calls */
     size_t nref = 0;
     /* by steps: whether each matched call of a rank is in the window's steps, found on
      * the first pass while the rank's steps are read, used by the second */
-    struct comm_merge_in_window *in_window = calloc(r->nranks + 1, sizeof *in_window);
+    struct comm_window_calls *in_window = calloc(r->nranks + 1, sizeof *in_window);
     if (!in_window)
         report_oom();
     for (int pass = 0; pass < 2; pass++) {
@@ -559,7 +496,7 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
             if (pass == 0) {
                 comm_merge_rank_times(&r->ranks[k], &ranks[k], &calls, s->step_name);
                 if (r->by_steps)
-                    comm_merge_rank_steps(r, k, &ranks[k]);
+                    comm_window_rank_steps(r, k, &ranks[k]);
                 for (size_t i = 0; i < calls.n; i++)
                     comm_merge_calls_row(r, &cap_rows, &calls, calls.calls[i]);
                 if (ncells < r->nrows * r->nranks) { /* new rows: their cells */
@@ -569,20 +506,19 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
                     memset(cells + ncells, 0, (r->nrows * r->nranks - ncells) * sizeof *cells);
                     ncells = r->nrows * r->nranks;
                 }
+                spans.n = 0;
                 for (size_t i = 0; i < calls.n; i++) {
                     const struct model_comm_call *call = calls.calls[i];
                     size_t row = comm_merge_calls_row(r, &cap_rows, &calls, call);
                     struct comm_row *cr = &r->rows[row];
-                    struct comm_merge_cell *cell = &cells[row * r->nranks + k];
-                    uint64_t dur = call->end_ns - call->start_ns;
-                    cell->calls++;
-                    cell->time_ns += dur;
+                    cells[row * r->nranks + k].calls++;
                     cr->calls++;
-                    cr->time_ns += dur;
                     cr->bytes += call->bytes;
                     if (call->comm_size > cr->comm_size)
                         cr->comm_size = call->comm_size;
+                    comm_merge_span(&spans, call->start_ns, call->end_ns, row);
                 }
+                comm_merge_cover_cells(r, &spans, cells, k, 0);
             }
             struct comm_match_call *mc = NULL;
             size_t nmc =
@@ -598,8 +534,9 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
                 comm_match_align(mc, nmc, ref, nref);
             }
             if (pass == 0 && r->by_steps)
-                comm_merge_in_window_fill(&in_window[k], r, k, &ranks[k], mc, nmc,
-                                          (uint64_t)r->hosts[rank_host[k]].offset_ns);
+                comm_window_fill(&in_window[k], r, k, &ranks[k], mc, nmc,
+                                 (uint64_t)r->hosts[rank_host[k]].offset_ns);
+            spans.n = window_spans.n = window_waits.n = 0;
             for (size_t i = 0; i < nmc; i++) {
                 struct comm_match_op *op = comm_match_op(&match, &mc[i], pass == 0);
                 if (pass == 0) {
@@ -612,15 +549,20 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
                 uint64_t wait = op->last - mc[i].start;
                 if (wait > dur)
                     wait = dur;
-                cells[mc[i].row * r->nranks + k].wait_ns += wait;
-                int in = !r->by_steps ||
-                         comm_merge_in_window_at(&in_window[k], i, r, k, &ranks[k], &mc[i],
-                                                 (uint64_t)r->hosts[rank_host[k]].offset_ns);
-                if (in)
-                    r->ranks[k].wait_ns += wait;
-                else if (k == op->last_rank)
+                comm_merge_span(&spans, mc[i].start, mc[i].start + wait, mc[i].row);
+                int in = !r->by_steps || comm_window_at(&in_window[k], i, r, k, &ranks[k], &mc[i],
+                                                        (uint64_t)r->hosts[rank_host[k]].offset_ns);
+                if (in) {
+                    comm_merge_span(&window_spans, mc[i].start, mc[i].end, 0);
+                    comm_merge_span(&window_waits, mc[i].start, mc[i].start + wait, 0);
+                } else if (k == op->last_rank) {
                     op->outside = 1; /* its lateness is not the steps' */
-                r->rows[mc[i].row].wait_ns += wait;
+                }
+            }
+            if (pass == 1) {
+                comm_merge_cover_cells(r, &spans, cells, k, 1);
+                r->ranks[k].wait_ns =
+                    comm_merge_rank_wait(&r->ranks[k], &window_spans, &window_waits);
             }
             free(mc);
             comm_merge_calls_free(&calls);
@@ -628,13 +570,10 @@ void comm_merge_build(struct comm_report *r, const struct summary *s)
                 model_steps_let_go(ranks[k].procs[i]);
         }
     }
-    /* A torch.distributed collective waits from its dispatcher op's start (comm_pair.h),
-     * through time its records may not cover, and with steps comm is the part no op hides:
-     * the wait is never more than the communication time. */
-    for (size_t k = 0; k < r->nranks; k++)
-        if (r->ranks[k].wait_ns > r->ranks[k].comm_ns)
-            r->ranks[k].wait_ns = r->ranks[k].comm_ns;
     free(ref);
+    free(spans.s);
+    free(window_spans.s);
+    free(window_waits.s);
     for (size_t k = 0; k < r->nranks; k++)
         free(in_window[k].bits);
     free(in_window);

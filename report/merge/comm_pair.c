@@ -158,44 +158,50 @@ struct model_comm_call *comm_pair_collectives(const struct model_comm_call *call
     return out;
 }
 
-struct comm_pair_interval {
-    uint64_t start, end;
-};
-
-static int comm_pair_interval_cmp(const void *a, const void *b)
+static int comm_span_cmp(const void *a, const void *b)
 {
-    const struct comm_pair_interval *x = a, *y = b;
+    const struct comm_span *x = a, *y = b;
+    if (x->row != y->row)
+        return x->row < y->row ? -1 : 1;
     return x->start < y->start ? -1 : x->start > y->start;
+}
+
+void comm_spans_cover(struct comm_span *s, size_t n, uint64_t *by_row)
+{
+    if (!n)
+        return;
+    size_t sorted = 1; /* calls come in time order: most often nothing to sort */
+    while (sorted < n && comm_span_cmp(&s[sorted - 1], &s[sorted]) <= 0)
+        sorted++;
+    if (sorted < n)
+        qsort(s, n, sizeof *s, comm_span_cmp);
+    uint64_t a = s[0].start, e = s[0].end;
+    for (size_t i = 1; i <= n; i++) {
+        if (i < n && s[i].row == s[i - 1].row && s[i].start <= e) {
+            if (s[i].end > e)
+                e = s[i].end;
+            continue;
+        }
+        by_row[s[i - 1].row] += e > a ? e - a : 0;
+        if (i < n) {
+            a = s[i].start;
+            e = s[i].end;
+        }
+    }
 }
 
 uint64_t comm_pair_covered_ns(const struct model_comm_call *const *calls, size_t ncalls)
 {
     size_t n = 0, cap = 0;
-    struct comm_pair_interval *iv = NULL;
+    struct comm_span *iv = NULL;
     for (size_t i = 0; i < ncalls; i++) {
         if (calls[i]->setup)
             continue;
         iv = report_grow(iv, &cap, n + 1, sizeof *iv);
-        iv[n++] = (struct comm_pair_interval){calls[i]->start_ns, calls[i]->end_ns};
+        iv[n++] = (struct comm_span){calls[i]->start_ns, calls[i]->end_ns, 0};
     }
-    if (!n)
-        return 0;
-    size_t sorted = 1; /* calls come in time order: most often nothing to sort */
-    while (sorted < n && iv[sorted - 1].start <= iv[sorted].start)
-        sorted++;
-    if (sorted < n)
-        qsort(iv, n, sizeof *iv, comm_pair_interval_cmp);
-    uint64_t total = 0, s = iv[0].start, e = iv[0].end;
-    for (size_t i = 1; i < n; i++) {
-        if (iv[i].start > e) {
-            total += e - s;
-            s = iv[i].start;
-            e = iv[i].end;
-        } else if (iv[i].end > e) {
-            e = iv[i].end;
-        }
-    }
-    total += e - s;
+    uint64_t total = 0;
+    comm_spans_cover(iv, n, &total);
     free(iv);
     return total;
 }

@@ -34,6 +34,14 @@
  * (free it) whose names point where the calls' do. */
 struct model_comm_call *comm_pair_collectives(const struct model_comm_call *calls, size_t ncalls,
                                               size_t *n);
+/* A span of time of some row (a collective's name, a rank: the caller's). */
+struct comm_span {
+    uint64_t start, end;
+    size_t row;
+};
+/* Adds to by_row[row] the time the spans of each row cover, overlaps once (DDP's gradient
+ * buckets run at once on two threads): sorts s by row, then start. */
+void comm_spans_cover(struct comm_span *s, size_t n, uint64_t *by_row);
 /* The time calls cover, setup left out, overlaps once. */
 uint64_t comm_pair_covered_ns(const struct model_comm_call *const *calls, size_t n);
 /* One process's communication: its collectives and the time its calls cover (setup calls

@@ -171,7 +171,8 @@ static void comm_tables_ranks(FILE *out, const struct comm_report *r)
 
 static void comm_tables_comm(FILE *out, const struct comm_report *r, size_t limit)
 {
-    fprintf(out, "Communication (calls, bytes and time summed over the ranks; busBw as "
+    fprintf(out, "Communication (calls, bytes and time summed over the ranks; a rank's time "
+                 "is the time its calls cover, calls at once counted once; busBw as "
                  "nccl-tests defines it, over the GPU time of the call's kernels when it "
                  "launched any, else over the call's time; wait = time in the call before the "
                  "last rank arrived; min / median / max of the time per rank)\n");

@@ -450,3 +450,67 @@ Test(report_comm, a_slowest_rank_that_waits_as_long_holds_no_one)
     rows[1].wait_ns = 5;
     cr_assert_not(comm_slowest_holds_others(&r));
 }
+
+/* Two ranks whose two allreduces run at once, each on its own thread, as DDP's gradient
+ * buckets do on gloo's threads: rank 0 arrives at 10000 and 20000, rank 1 at 50000 and
+ * 65000; they end at 60000 and 70000 on both. */
+static void write_bucket_rank(int r)
+{
+    static const uint64_t arrive[2][2] = {{10000, 20000}, {50000, 65000}};
+    static const uint64_t leave[2] = {60000, 70000};
+    struct trace_build b;
+    cr_assert_eq(trace_build_open(&b, paths[r], PROF_TRACE_VERSION, 24, 0), 0);
+    char v[32];
+    snprintf(v, sizeof v, "%d", r);
+    trace_build_meta(&b, "rank", v);
+    trace_build_meta(&b, "pid", v);
+    trace_build_meta(&b, "host", "node1");
+    trace_build_meta(&b, "run_id", "run");
+    trace_build_meta(&b, "start_monotonic_ns", "1000000");
+    trace_build_meta(&b, "start_realtime_ns", "5001000000");
+    trace_build_api_name(&b, 1283, PROF_CAT_COMM, "MPI_Allreduce",
+                         "bytes,count,comm,comm_size,comm_rank");
+    for (int k = 0; k < 2; k++) {
+        trace_build_thread(&b, 100 + (uint32_t)(10 * r + k));
+        trace_build_call(&b, 1283, 0, arrive[r][k], leave[k], 5, 8000ull, 1000ull, 0x400000000ull,
+                         2ull, (uint64_t)r);
+    }
+    trace_build_end(&b, 400000, 0, 0);
+    cr_assert_eq(trace_build_close(&b), 0);
+}
+
+Test(report_comm, collectives_at_once_count_their_time_once)
+{
+    struct model_process *procs[2];
+    for (int r = 0; r < 2; r++) {
+        write_bucket_rank(r);
+        procs[r] = report_test_load(paths[r]);
+    }
+    struct model_process **list = malloc(2 * sizeof *list);
+    cr_assert_not_null(list);
+    memcpy(list, procs, sizeof procs);
+    struct summary s;
+    summary_build(&s, list, 2);
+    struct comm_report r;
+    comm_merge_build(&r, &s);
+    const struct comm_row *ar = row_named(&r, "MPI_Allreduce");
+    cr_assert_eq(ar->matched, 2);
+    /* rank 0 is in an allreduce from 10000 to 70000 (summed: 50000 + 50000), rank 1 from
+     * 50000 to 60000 and 65000 to 70000 */
+    cr_assert_eq(ar->per_rank[0].time_ns, 60000);
+    cr_assert_eq(ar->per_rank[1].time_ns, 15000);
+    cr_assert_eq(ar->time_ns, 75000);
+    /* rank 0 waits from 10000 to 50000 and from 20000 to 65000: 55000 (summed: 85000) */
+    cr_assert_eq(ar->per_rank[0].wait_ns, 55000);
+    cr_assert_eq(ar->per_rank[1].wait_ns, 0);
+    cr_assert_eq(ar->wait_ns, 55000);
+    cr_assert_eq(r.ranks[0].comm_ns, 60000);
+    cr_assert_eq(r.ranks[0].wait_ns, 55000);
+    /* rank 1 is late from rank 0's arrivals to its own, once: 55000 (summed: 85000) */
+    cr_assert_eq(r.ranks[1].last_arrivals, 2);
+    cr_assert_eq(r.ranks[1].late_ns, 55000);
+    cr_assert_eq(r.ranks[1].run_late_ns, 55000);
+    cr_assert_eq(r.ranks[0].late_ns, 0);
+    comm_merge_free(&r);
+    summary_free(&s);
+}
