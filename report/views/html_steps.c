@@ -153,8 +153,21 @@ static void html_steps_axis_label(double ns, double top, char *buf, size_t len)
     snprintf(buf, len, "%s %s", num, unit);
 }
 
-/* One process: a column per step (grouped when there are more than the width takes), its
- * height the step's time on the axis, stacked by part; the GPU busy share beneath. */
+/* The longest of steps [first, last) of m. */
+static size_t html_steps_longest(const struct model_steps *m, size_t first, size_t last)
+{
+    size_t at = first;
+    for (size_t k = first + 1; k < last; k++)
+        if (m->steps[k].end_ns - m->steps[k].start_ns >
+            m->steps[at].end_ns - m->steps[at].start_ns)
+            at = k;
+    return at;
+}
+
+/* One process: a column per step, its height the step's time on the axis, stacked by part;
+ * the GPU busy share beneath. More steps than the width takes: a column per few steps, the
+ * longest of them drawn (a sum of three read as a step three times as long, and hid the
+ * slow ones). */
 static void html_steps_draw(FILE *out, const struct steps_stats *st)
 {
     const struct model_steps *m = &st->p->steps;
@@ -165,11 +178,9 @@ static void html_steps_draw(FILE *out, const struct steps_stats *st)
      * labelled with its time */
     uint64_t top = 0;
     for (int steady = 1; steady >= 0 && !top; steady--)
-        for (size_t c = 0; c < cols; c++) {
-            uint64_t len = 0;
-            for (size_t k = c * group; k < (c + 1) * group && k < n; k++)
-                len += m->steps[k].end_ns - m->steps[k].start_ns;
-            if (!steady || c * group >= st->warmup)
+        for (size_t k = 0; k < n; k++) {
+            uint64_t len = m->steps[k].end_ns - m->steps[k].start_ns;
+            if (!steady || k >= st->warmup)
                 top = len > top ? len : top;
         }
     if (!top)
@@ -188,31 +199,27 @@ static void html_steps_draw(FILE *out, const struct steps_stats *st)
                 left - 4, y, y, left - 6, y + 3, label);
     }
     for (size_t c = 0; c < cols; c++) {
-        uint64_t ns[MODEL_STEP_PART_COUNT] = {0}, len = 0, kernel = 0, busy = 0;
         size_t first = c * group, last = first + group < n ? first + group : n;
-        for (size_t k = first; k < last; k++) {
-            const struct model_step *s = &m->steps[k];
-            len += s->end_ns - s->start_ns;
-            for (int i = 0; i < MODEL_STEP_PART_COUNT; i++)
-                ns[i] += s->part_ns[i];
-            kernel += s->gpu_kernel_ns;
-            busy += s->gpu_busy_ns;
-        }
-        int warm = first < st->warmup;
-        int slow = !warm && st->median_ns &&
-                   (double)len / (double)(last - first) >= 2.0 * (double)st->median_ns;
+        const struct model_step *s = &m->steps[html_steps_longest(m, first, last)];
+        const uint64_t *ns = s->part_ns;
+        uint64_t len = s->end_ns - s->start_ns, kernel = s->gpu_kernel_ns, busy = s->gpu_busy_ns;
+        int warm = (size_t)(s - m->steps) < st->warmup;
+        int slow = !warm && st->median_ns && (double)len >= 2.0 * (double)st->median_ns;
         char t[32];
         format_ns((double)len, t, sizeof t);
         double x = left + (double)c * cw;
         fprintf(out,
                 "<g class=\"step\" data-step=\"%zu\" data-ns=\"%" PRIu64 "\" data-data=\"%" PRIu64
                 "\" data-forward=\"%" PRIu64 "\" data-backward=\"%" PRIu64
-                "\" data-optimizer=\"%" PRIu64 "\" data-gpu=\"%" PRIu64 "\"%s><title>step%s %" PRIu64
-                "%s: %s%s%s",
-                first, len, ns[MODEL_STEP_DATA], ns[MODEL_STEP_FORWARD], ns[MODEL_STEP_BACKWARD],
-                ns[MODEL_STEP_OPTIMIZER], kernel, warm ? " opacity=\"0.45\"" : "",
-                group > 1 ? "s" : "", m->steps[first].number, group > 1 ? "+" : "", t,
-                warm ? " (warm-up)" : "", slow ? " (slow: 2x the median or more)" : "");
+                "\" data-optimizer=\"%" PRIu64 "\" data-gpu=\"%" PRIu64 "\"%s><title>step %" PRIu64
+                ": %s%s%s",
+                (size_t)(s - m->steps), len, ns[MODEL_STEP_DATA], ns[MODEL_STEP_FORWARD],
+                ns[MODEL_STEP_BACKWARD], ns[MODEL_STEP_OPTIMIZER], kernel,
+                warm ? " opacity=\"0.45\"" : "", s->number, t, warm ? " (warm-up)" : "",
+                slow ? " (slow: 2x the median or more)" : "");
+        if (last - first > 1)
+            fprintf(out, " (the longest of steps %" PRIu64 "-%" PRIu64 ")", m->steps[first].number,
+                    m->steps[last - 1].number);
         for (int i = 0; i < MODEL_STEP_PART_COUNT; i++)
             if (ns[i])
                 fprintf(out, "; %s %.1f%%", model_step_part_name(i),
@@ -297,8 +304,9 @@ void html_steps(FILE *out, const struct summary *s)
             fputs("<section id=\"steps\"><h2>Training steps</h2>\n<p class=\"note\">A step is "
                   "one training iteration, boundary to boundary; its time is split without "
                   "overlap on the thread that runs the steps (the parts add up to the step). "
-                  "The bar is the mean steady step; the chart a column per step, its height "
-                  "the step's time, warm-up steps faded, slow steps (2x the median or more) "
+                  "The bar is the mean steady step; the chart a column per step (past 300 steps, "
+                  "per few steps: the longest of them), its height the step's time, warm-up "
+                  "steps faded, slow steps (2x the median or more) "
                   "marked &#9650;, beneath it the GPU busy share (darker: busier).</p>\n",
                   out);
             html_steps_legend(out);
