@@ -49,7 +49,7 @@ void steps_view_startup_costs(const struct model_process *p, char *buf, size_t l
         steps_view_short_name(h->caller, caller, sizeof caller);
         format_ns((double)h->self_ns, ns, sizeof ns);
         int n =
-            snprintf(buf + used, len - used, "%s%s%s%s %s", i ? ", " : "; outside imports: ", name,
+            snprintf(buf + used, len - used, "%s%s%s%s %s", i ? ", " : "; outside imports, by self time: ", name,
                      *caller ? " from " : "", caller, ns);
         if (n < 0)
             break;

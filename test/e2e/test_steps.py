@@ -69,7 +69,7 @@ def test_first_screen(run):
     for part in ("data loading", "forward", "backward", "optimizer", "other CPU"):
         assert "\n  %s " % part in head, part
     assert "startup:" in head  # a short run: the startup finding says so
-    assert "; outside imports: " in head  # with its largest costs beside the imports
+    assert "; outside imports, by self time: " in head  # with its largest costs beside the imports
 
 
 def test_html_steps_section(run, tmp_path):
