@@ -582,6 +582,9 @@ const struct model_py_func *model_python_func(const struct model_process *p, uin
 /* A function as the flame graphs and findings name it: "qualname (file:line)", a builtin's
  * name; snprintf's return (the full length). */
 int model_python_frame(const struct model_process *p, uint32_t func_id, char *buf, size_t len);
+/* As model_python_frame, for a finding's where: a module's top level has no line ("<module>
+ * (train.py)": its line 1 is no place in it). */
+int model_python_place(const struct model_process *p, uint32_t func_id, char *buf, size_t len);
 /* The node of an id, or NULL. */
 const struct model_py_node *model_python_node(const struct model_process *p, uint32_t node_id);
 const char *model_py_gap_reason_name(uint32_t reason);

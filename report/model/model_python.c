@@ -229,6 +229,14 @@ int model_python_frame(const struct model_process *p, uint32_t func_id, char *bu
                     f->file ? f->file : "?", f->line);
 }
 
+int model_python_place(const struct model_process *p, uint32_t func_id, char *buf, size_t len)
+{
+    const struct model_py_func *f = model_python_func(p, func_id);
+    if (f && f->kind != PROF_PY_FUNC_C && f->qualname && !strcmp(f->qualname, "<module>"))
+        return snprintf(buf, len, "<module> (%s)", f->file ? f->file : "?");
+    return model_python_frame(p, func_id, buf, len);
+}
+
 const struct model_py_node *model_python_node(const struct model_process *p, uint32_t node_id)
 {
     uint64_t v = idmap_get(&p->py.node_index, node_id);

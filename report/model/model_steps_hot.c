@@ -82,7 +82,7 @@ size_t model_steps_spans_in_order(const struct model_process *p, uint32_t tid, s
 char *model_steps_hot_text(const struct model_process *p, uint32_t func_id)
 {
     char buf[1024];
-    model_python_frame(p, func_id, buf, sizeof buf);
+    model_python_place(p, func_id, buf, sizeof buf);
     return report_strdup(buf);
 }
 
@@ -280,15 +280,15 @@ static char *hot_caller_text(const struct model_process *p, const struct hot_fun
     if (!h->caller_ns)
         return report_strdup("");
     char buf[3072], frame[1024];
-    model_python_frame(p, h->caller, buf, sizeof buf);
+    model_python_place(p, h->caller, buf, sizeof buf);
     if (under && h->under) {
         size_t used = strlen(buf);
         if (h->entry != h->caller + 1) {
-            model_python_frame(p, h->entry - 1, frame, sizeof frame);
+            model_python_place(p, h->entry - 1, frame, sizeof frame);
             snprintf(buf + used, sizeof buf - used, " under %s", frame);
             used = strlen(buf);
         }
-        model_python_frame(p, h->under - 1, frame, sizeof frame);
+        model_python_place(p, h->under - 1, frame, sizeof frame);
         snprintf(buf + used, sizeof buf - used, ", called from %s", frame);
     }
     return report_strdup(buf);
@@ -683,7 +683,7 @@ static void hot_worker_caller(const struct model_process *p, const struct hot_fu
     struct hot_func own = *top;
     hot_own_ancestor(p, named, &own);
     char text[1100], frame[1024];
-    model_python_frame(p, own.under ? own.under - 1 : named->func, frame, sizeof frame);
+    model_python_place(p, own.under ? own.under - 1 : named->func, frame, sizeof frame);
     snprintf(text, sizeof text, "%s %s", own.under ? "under" : "called from", frame);
     free(h->caller);
     h->caller = report_strdup(text);

@@ -52,11 +52,8 @@ static void findings_py_place(const struct model_process *p, uint32_t node_id, c
 {
     buf[0] = 0;
     const struct model_py_node *n = model_python_node(p, node_id);
-    const struct model_py_func *fn = n ? model_python_func(p, n->func) : NULL;
-    if (!fn)
-        return;
-    const char *name = fn->qualname && *fn->qualname ? fn->qualname : fn->name ? fn->name : "?";
-    snprintf(buf, len, "%s (%s:%u)", name, fn->file ? fn->file : "?", fn->line);
+    if (n && model_python_func(p, n->func))
+        model_python_place(p, n->func, buf, len);
 }
 
 /* "rank 2 (pid 17)", or "pid 17" without a rank; in_parens: "rank 2, pid 17" (a title's
@@ -525,14 +522,9 @@ static void findings_memory_peak(struct findings *f, const struct summary *s)
 static const char *findings_func_place(const struct model_process *p, uint32_t func, char *buf,
                                        size_t len)
 {
-    const struct model_py_func *fn = model_python_func(p, func);
     buf[0] = 0;
-    if (fn)
-        snprintf(buf, len, "%s (%s:%u)",
-                 fn->qualname && *fn->qualname ? fn->qualname
-                 : fn->name                    ? fn->name
-                                               : "?",
-                 fn->file ? fn->file : "?", fn->line);
+    if (model_python_func(p, func))
+        model_python_place(p, func, buf, len);
     return buf;
 }
 

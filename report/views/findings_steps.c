@@ -276,9 +276,11 @@ static void findings_slow_steps(struct finding *x, const struct steps_stats *st,
 /* Whether a function's text ("f (path:line)") names one in the program's own files. */
 static int findings_own_function(const char *text)
 {
-    const char *open = strrchr(text, '('), *colon = strrchr(text, ':');
-    if (!open || !colon || colon < open)
+    const char *open = strrchr(text, '('), *colon = strrchr(text, ':'), *close = strrchr(text, ')');
+    if (!open || !close || close < open)
         return 0;
+    if (!colon || colon < open) /* "<module> (train.py)" */
+        colon = close;
     char file[1024];
     snprintf(file, sizeof file, "%.*s", (int)(colon - open - 1), open + 1);
     return model_torch_own_file(file);
