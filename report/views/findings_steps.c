@@ -329,6 +329,23 @@ void findings_step_python(struct findings *f, const struct steps_stats *st, cons
     }
 }
 
+/* Whether p's tensor memory is known not to grow over the steady steps: each device's part
+ * made (no record lost) and grown by less than MEMORY_GROWTH_BYTES after the first step. */
+static int findings_memory_flat(const struct model_process *p)
+{
+    int known = 0;
+    for (size_t d = 0; d <= p->torch.ndevices; d++) {
+        const struct model_torch_memory *m = d ? &p->torch.devices[d - 1] : &p->torch.memory;
+        if (!m->any)
+            continue;
+        if (m->part.window == MODEL_WINDOW_ALL || m->part.steps < 3 ||
+            model_torch_memory_growth(&m->part) >= (int64_t)T(MEMORY_GROWTH_BYTES))
+            return 0;
+        known = 1;
+    }
+    return known;
+}
+
 /* Step time that grows through the run (a list of tensors re-summed every step, a graph
  * kept alive, a batch size ramped up): the counted steps in fifths, the last fifth's median
  * step at least STEP_GROWTH_RATIO times the first's, none below 0.9 times the one before.
@@ -401,12 +418,20 @@ static void findings_step_growth(struct findings *f, const struct steps_stats *s
     uint64_t excess;
     int part = steps_largest_excess(parts[1], parts[0], &excess);
     format_ns((double)excess, e, sizeof e);
+    /* tensor memory that does not grow: more work per step, not something kept (a review's
+     * reinforcement-learning loop, whose episodes grew as its policy learnt, read as a leak) */
+    int flat = findings_memory_flat(st->p);
     findings_set(x->evidence, sizeof x->evidence,
                  "the median step of each fifth of the %zu steady steps: %s; by part most %s +%s; "
-                 "something kept from step to step may grow (a list of tensors, a graph not "
-                 "detached, a cache), or the work per step (a batch size or sequence length "
-                 "ramped up); the median of all (%s) is a step in the middle of the run",
-                 n, meds, part >= 0 ? model_step_part_name(part) : "none", e, all);
+                 "%s; the median of all (%s) is a step in the middle of the run",
+                 n, meds, part >= 0 ? model_step_part_name(part) : "none", e,
+                 flat ? "tensor memory does not grow: the work per step does (more calls per "
+                        "step: longer episodes or sequences, a batch size ramped up, a growing "
+                        "Python structure walked every step)"
+                      : "something kept from step to step may grow (a list of tensors, a graph "
+                        "not detached, a cache), or the work per step (a batch size or sequence "
+                        "length ramped up)",
+                 all);
     const struct model_step_hot *h = steps_view_slow_hot(st->p, st->max_number);
     if (h && st->max_number >= numbers[1][0]) { /* the slowest step is a late one */
         char o[32];

@@ -125,6 +125,42 @@ def test_step_time_that_grows_is_a_finding(tmp_path):
     assert grow["where"].startswith("smoothed_loss ("), grow
 
 
+EPISODES = """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+torch.set_num_threads(1)
+policy = nn.Linear(8, 2)
+opt = torch.optim.SGD(policy.parameters(), lr=0.01)
+
+
+def env_step(t):
+    return sum(range(200)) + t
+
+
+for i in range(60):
+    # the episode grows as the policy learns: more environment steps per update
+    reward = sum(env_step(t) for t in range(50 + 20 * i))
+    opt.zero_grad()
+    policy(torch.randn(16, 8)).sum().backward()
+    opt.step()
+print("updates", i + 1)
+"""
+
+
+def test_step_time_that_grows_with_the_work_is_no_leak(tmp_path):
+    """A reinforcement-learning loop whose episodes grow keeps no tensor: its step growth
+    says the work per step grows, not that something is kept (a review's read as a leak)."""
+    script = tmp_path / "episodes.py"
+    script.write_text(EPISODES)
+    proc = profile([PYTHON, str(script)], tmp_path / "out", env=ENV, timeout=300)
+    assert "updates 60" in proc.stdout, proc.stdout
+    f = findings_of(tmp_path / "out")
+    grow = f["step_growth"]
+    assert "tensor memory does not grow: the work per step does" in grow["evidence"], grow
+    assert "something kept" not in grow["evidence"], grow
+    assert "memory_growth" not in f, f["memory_growth"]
+
+
 ACCUM = """
 import torch, torch.nn as nn
 torch.manual_seed(0)
