@@ -115,7 +115,7 @@ void model_steps_comm_hot(struct model_process *p, uint64_t lo, uint64_t hi, uin
                     : r->own ? report_strdup("(a library call shorter than PROF_PY_SPAN_US)")
                              : report_strdup("");
         st->comm_hot[i] = (struct model_step_hot){
-            model_steps_hot_text(p, (r->own ? r->own : r->api) - 1), api, r->ns / per, 0};
+            model_steps_hot_text(p, (r->own ? r->own : r->api) - 1), api, r->ns / per, 0, 0};
     }
     free(rows);
     free(order);

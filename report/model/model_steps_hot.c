@@ -306,7 +306,7 @@ static struct model_step_hot *hot_keep(const struct model_process *p, const stru
     for (size_t i = 0; i < keep; i++)
         hot[i] =
             (struct model_step_hot){model_steps_hot_text(p, all[i].func),
-                                    hot_caller_text(p, &all[i], under), all[i].self_ns / per, 0};
+                                    hot_caller_text(p, &all[i], under), all[i].self_ns / per, 0, 0};
     *n = keep;
     return hot;
 }
@@ -390,7 +390,7 @@ static uint32_t hot_rare(struct model_process *p, const struct hot_func *all, si
     if (!st->rare_hot)
         report_oom();
     st->rare_hot[0] = (struct model_step_hot){model_steps_hot_text(p, rare->func),
-                                              report_strdup(""), rare->self_ns, rare->steps};
+                                              report_strdup(""), rare->self_ns, rare->steps, 0};
     st->nrare_hot = 1;
     hot_rare_after(p, rare->func);
     return rare->func;
@@ -414,7 +414,8 @@ static void hot_rare_inside(struct model_process *p, uint64_t lo, uint64_t hi, u
             in[0].self_ns < st->rare_hot[0].self_ns ? in[0].self_ns : st->rare_hot[0].self_ns;
         st->rare_hot[1] = (struct model_step_hot){
             model_steps_hot_text(p, in[0].func),
-            in[0].caller_ns ? model_steps_hot_text(p, in[0].caller) : report_strdup(""), self, 0};
+            in[0].caller_ns ? model_steps_hot_text(p, in[0].caller) : report_strdup(""), self, 0,
+            0};
         st->nrare_hot = 2;
     }
     free(in);
@@ -521,7 +522,7 @@ static uint32_t hot_slow(struct model_process *p, size_t warm)
             *h = (struct model_step_hot){model_steps_hot_text(p, top->func),
                                          top->caller_ns ? model_steps_hot_text(p, top->caller)
                                                         : report_strdup(""),
-                                         top_over, st->steps[best].number};
+                                         top_over, st->steps[best].number, 0};
         }
         free(in);
     }
@@ -623,6 +624,40 @@ static void hot_actions_end(struct model_process *p)
     }
 }
 
+/* steps.hot's comprehensions, lambdas and generator expressions: the function each is
+ * written in (caller) and that function's whole time per steady step (outer_ns), from its
+ * calls of at least PROF_PY_SPAN_US; only when that holds the comprehension's own time (a
+ * review's finding named a list comprehension alone, and the third of its function's time
+ * in a torch.tensor it called went unseen). all: the ranking st->hot was kept from. */
+static void hot_outer(struct model_process *p, const struct hot_func *all, uint64_t lo, uint64_t hi,
+                      uint64_t per)
+{
+    struct model_steps *st = &p->steps;
+    struct hot_func *in = NULL;
+    size_t nin = 0;
+    for (size_t i = 0; i < st->nhot; i++) {
+        const struct model_py_func *f = model_python_func(p, all[i].func);
+        const char *q = f && f->qualname ? f->qualname : "", *locals = strstr(q, ".<locals>.<");
+        const struct model_py_node *outer = NULL;
+        for (size_t k = 0; locals && k < p->py.nnodes && !outer; k++)
+            if (p->py.nodes[k].func == all[i].func)
+                outer = hot_named_caller(p, &p->py.nodes[k]);
+        const struct model_py_func *of = outer ? model_python_func(p, outer->func) : NULL;
+        size_t n = locals ? (size_t)(locals - q) : 0;
+        if (!of || !of->qualname || strlen(of->qualname) != n || strncmp(of->qualname, q, n))
+            continue; /* not the function it is written in (a builtin it was passed to) */
+        if (!in)
+            nin = hot_rank(p, st->tid, lo, hi, HOT_INCLUSIVE, 0, NULL, &in);
+        for (size_t k = 0; k < nin; k++)
+            if (in[k].func == outer->func && in[k].self_ns / per >= st->hot[i].self_ns) {
+                free(st->hot[i].caller);
+                st->hot[i].caller = model_steps_hot_text(p, outer->func);
+                st->hot[i].outer_ns = in[k].self_ns / per;
+            }
+    }
+    free(in);
+}
+
 void model_steps_hot(struct model_process *p)
 {
     struct model_steps *st = &p->steps;
@@ -633,6 +668,7 @@ void model_steps_hot(struct model_process *p)
     struct hot_func *all;
     size_t nall = hot_rank(p, st->tid, lo, hi, HOT_ALL, 0, NULL, &all);
     st->hot = hot_keep(p, all, nall, MODEL_STEPS_HOT, per, 1, &st->nhot);
+    hot_outer(p, all, lo, hi, per);
     free(all);
     uint32_t rare = hot_slow(p, warm);
     if (rare) /* what takes the periodic work's time: its second entry */

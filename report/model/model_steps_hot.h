@@ -26,6 +26,9 @@ struct model_step_hot {
     /* slow_hot's: the step's number; rare_hot's: its steps; worker_hot's: the self time of
      * every function it counts (its main thread's, outside waits and imports); else 0 */
     uint64_t step;
+    /* hot's comprehension, lambda or generator expression: the time per step of the function
+     * it is written in (then caller), its whole calls; else 0 */
+    uint64_t outer_ns;
 };
 #define MODEL_STEPS_HOT 8
 #define MODEL_STEPS_STARTUP_HOT 3

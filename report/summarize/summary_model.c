@@ -704,6 +704,7 @@ static void sf_steps_hot(sf_codec *c, struct model_step_hot **hot, size_t *n, si
         sf_text(c, &(*hot)[i].caller);
         summary_codec_u64(c, &(*hot)[i].self_ns);
         summary_codec_u64(c, &(*hot)[i].step);
+        summary_codec_u64(c, &(*hot)[i].outer_ns);
     }
 }
 

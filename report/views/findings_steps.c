@@ -319,11 +319,19 @@ void findings_step_python(struct findings *f, const struct steps_stats *st, cons
         if (!findings_own_function(h->name))
             continue; /* a builtin's self time holds the operators it runs; a library's too */
         if (h->self_ns * 4 >= st->python_ns / st->counted) {
-            char t[32];
+            char t[32], outer[32];
             format_ns((double)h->self_ns, t, sizeof t);
-            findings_set(x->where, sizeof x->where,
-                         "%s: %s per step in it (with its calls shorter than PROF_PY_SPAN_US)",
-                         h->name, t);
+            format_ns((double)h->outer_ns, outer, sizeof outer);
+            if (h->outer_ns) /* a comprehension: named with the function it is written in */
+                findings_set(x->where, sizeof x->where,
+                             "%s: %s per step in it, %s of it in %s (with its calls shorter "
+                             "than PROF_PY_SPAN_US)",
+                             h->caller, outer, t, h->name);
+            else
+                findings_set(x->where, sizeof x->where,
+                             "%s: %s per step in it (with its calls shorter than "
+                             "PROF_PY_SPAN_US)",
+                             h->name, t);
         }
         break;
     }

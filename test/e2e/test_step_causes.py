@@ -272,3 +272,59 @@ def test_python_inside_forward_and_backward_is_a_finding(tmp_path, script, steps
                          f["title"]).group(1))
     assert share >= 50, f
     assert f["where"].startswith(function + " (") and "script.py:" in f["where"], f
+
+
+MASK_IN_FORWARD = """
+import time, torch, torch.nn as nn
+torch.manual_seed(0)
+torch.set_num_threads(1)
+spent = 0.0
+
+
+def build_mask(ids):
+    global spent
+    t = time.perf_counter()
+    rows = [[a <= b for b in range(len(seq))] for seq in ids.tolist() for a in range(len(seq))]
+    m = torch.tensor(rows)  # most of the function, outside the comprehension
+    spent += time.perf_counter() - t
+    return m
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(48, 48)
+
+    def forward(self, x, ids):
+        return self.lin(x).sum() + build_mask(ids).sum() * 0
+
+
+model = Net()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, ids = torch.randn(4, 48), torch.zeros(8, 96, dtype=torch.long)
+for step in range(30):
+    opt.zero_grad()
+    model(x, ids).backward()
+    opt.step()
+print("steps", step + 1, "mask ms per step %.3f" % (spent / (step + 1) * 1e3))
+"""
+
+
+def test_python_in_a_comprehension_names_its_function(tmp_path):
+    """The Python of a step is most in a list comprehension: the finding names the function
+    it is written in, with that function's whole time per step, and the comprehension's
+    share of it (a review's named the comprehension alone, and the third of the function's
+    time in a torch.tensor it called went unseen)."""
+    path = tmp_path / "script.py"
+    path.write_text(MASK_IN_FORWARD)
+    proc = profile([PYTHON, str(path)], tmp_path / "out", env=ENV, timeout=300)
+    gt = float(re.search(r"mask ms per step ([\d.]+)", proc.stdout).group(1))
+    f = findings_of(tmp_path / "out")["step_python"]
+    m = re.match(r"build_mask \(.*script\.py:8\): ([\d.]+) (us|ms) per step in it, ([\d.]+) "
+                 r"(us|ms) of it in build_mask\.<locals>\.<listcomp> \(.*script\.py:11\)",
+                 f["where"])
+    assert m, f
+    unit = {"us": 1e-3, "ms": 1.0}
+    whole, comp = float(m.group(1)) * unit[m.group(2)], float(m.group(3)) * unit[m.group(4)]
+    # the steady steps' mean against the script's mean over every step (the first one too)
+    assert abs(whole - gt) <= 0.15 * gt and comp < whole, (f, gt)
