@@ -131,6 +131,9 @@ def test_one_collective_counted_once(ddp_out, tmp_path):
     assert 0.5 < slowest["late_ns"] / (STEPS * SLOW_MS * 1e6) < 1.5, slowest
     proc = [p for p in report_json(ddp_out)["processes"] if p.get("rank") == SLOW_RANK][0]
     assert slowest["late_ns"] < sum(s["ns"] for s in proc["steps"]["steps"]), slowest
+    # the Actions table's gloo: scopes are summed over calls that may overlap: said
+    assert "(a process group's work scopes (gloo:, nccl:, ...) run on the backend's threads" \
+        in report(ddp_out).stdout
     html = tmp_path / "r.html"
     report(ddp_out, "--html", str(html))
     lines = re.findall(r"communication: [^<]* in (\d+) calls \(([\d.]+)% of wall\)",
