@@ -68,6 +68,24 @@ Test(report_comm, kinds_and_bus_bandwidth_factors)
  *   call 2: every rank at 200000
  * each ending at 50000 / 140000 / 201000 on every rank; a barrier that rank 2 never makes,
  * and a send, which is not matched. */
+/* Opens rank r's trace at paths[r]: its META (rank, pid, host node1, run "run", clocks with
+ * its monotonic start skew ns late) and MPI_Allreduce's name. */
+static void open_rank(struct trace_build *b, int r, uint64_t skew)
+{
+    cr_assert_eq(trace_build_open(b, paths[r], PROF_TRACE_VERSION, 24, 0), 0);
+    char v[32];
+    snprintf(v, sizeof v, "%d", r);
+    trace_build_meta(b, "rank", v);
+    trace_build_meta(b, "pid", v);
+    trace_build_meta(b, "host", "node1");
+    trace_build_meta(b, "run_id", "run");
+    snprintf(v, sizeof v, "%llu", (unsigned long long)(1000000 + skew));
+    trace_build_meta(b, "start_monotonic_ns", v);
+    trace_build_meta(b, "start_realtime_ns", "5001000000");
+    trace_build_api_name(b, 1283, PROF_CAT_COMM, "MPI_Allreduce",
+                         "bytes,count,comm,comm_size,comm_rank");
+}
+
 static void write_rank(int r)
 {
     static const uint64_t arrive[3][RANKS] = {
@@ -75,18 +93,7 @@ static void write_rank(int r)
     static const uint64_t leave[3] = {50000, 140000, 201000};
     uint64_t skew = 1000u * (uint64_t)r;
     struct trace_build b;
-    cr_assert_eq(trace_build_open(&b, paths[r], PROF_TRACE_VERSION, 24, 0), 0);
-    char v[32];
-    snprintf(v, sizeof v, "%d", r);
-    trace_build_meta(&b, "rank", v);
-    trace_build_meta(&b, "pid", v);
-    trace_build_meta(&b, "host", "node1");
-    trace_build_meta(&b, "run_id", "run");
-    snprintf(v, sizeof v, "%llu", (unsigned long long)(1000000 + skew));
-    trace_build_meta(&b, "start_monotonic_ns", v);
-    trace_build_meta(&b, "start_realtime_ns", "5001000000");
-    trace_build_api_name(&b, 1283, PROF_CAT_COMM, "MPI_Allreduce",
-                         "bytes,count,comm,comm_size,comm_rank");
+    open_rank(&b, r, skew);
     trace_build_api_name(&b, 1296, PROF_CAT_COMM, "MPI_Barrier", "bytes,comm,comm_size,comm_rank");
     trace_build_api_name(&b, 1297, PROF_CAT_COMM, "MPI_Send",
                          "bytes,count,peer,tag,comm,comm_size,comm_rank");
@@ -459,17 +466,7 @@ static void write_bucket_rank(int r)
     static const uint64_t arrive[2][2] = {{10000, 20000}, {50000, 65000}};
     static const uint64_t leave[2] = {60000, 70000};
     struct trace_build b;
-    cr_assert_eq(trace_build_open(&b, paths[r], PROF_TRACE_VERSION, 24, 0), 0);
-    char v[32];
-    snprintf(v, sizeof v, "%d", r);
-    trace_build_meta(&b, "rank", v);
-    trace_build_meta(&b, "pid", v);
-    trace_build_meta(&b, "host", "node1");
-    trace_build_meta(&b, "run_id", "run");
-    trace_build_meta(&b, "start_monotonic_ns", "1000000");
-    trace_build_meta(&b, "start_realtime_ns", "5001000000");
-    trace_build_api_name(&b, 1283, PROF_CAT_COMM, "MPI_Allreduce",
-                         "bytes,count,comm,comm_size,comm_rank");
+    open_rank(&b, r, 0);
     for (int k = 0; k < 2; k++) {
         trace_build_thread(&b, 100 + (uint32_t)(10 * r + k));
         trace_build_call(&b, 1283, 0, arrive[r][k], leave[k], 5, 8000ull, 1000ull, 0x400000000ull,
