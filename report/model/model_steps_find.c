@@ -495,13 +495,15 @@ static unsigned steps_backward_passes(const struct model_steps_finder *f, uint32
         return 1;
     const struct steps_span *ph = f->list[FIND_PHASE];
     size_t count[MODEL_STEPS_MAX_PASSES + 2] = {0}, j = 0;
-    uint64_t outer_end = 0;
+    uint64_t outer_end = 0, step_end = 0; /* (an optimizer step's closure: no accumulation) */
     for (size_t i = 0; i < n; i++) {
         uint64_t a = i ? s[i - 1].end : first_start, b = s[i].end;
         size_t k = 0;
         for (; j < f->n[FIND_PHASE] && ph[j].start < b; j++) {
+            if (ph[j].tid == tid && ph[j].number == MODEL_STEP_OPTIMIZER && ph[j].end > step_end)
+                step_end = ph[j].end;
             if (ph[j].tid != tid || ph[j].number != MODEL_STEP_BACKWARD || ph[j].start < a ||
-                ph[j].start < outer_end)
+                ph[j].start < outer_end || ph[j].start < step_end)
                 continue;
             k++;
             outer_end = ph[j].end;

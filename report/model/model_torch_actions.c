@@ -216,10 +216,20 @@ static struct model_builtin_path *model_builtin_paths(const struct model_process
 
 /* The action of a path: the outermost (backward under an engine callback); a forward that
  * is none (a data node above it, or a worker process) gives way to the outermost other
- * action. */
+ * action; under an optimizer step, its closure's backward and forward (LBFGS, Lightning's
+ * automatic optimization: optimizer.step(closure) runs them inside the step; counted as the
+ * optimizer's, a review's closure loop read 100 % optimizer, forward and backward 0, for
+ * the 97 % they took). */
 static int model_builtin_path_action(const struct model_builtin_path *x, int worker)
 {
-    if (x->outermost == MODEL_BUILTIN_FORWARD && (x->fd != PATH_FD_FORWARD || worker))
+    int forward = x->fd == PATH_FD_FORWARD && !worker;
+    if (x->outermost == MODEL_BUILTIN_OPTIMIZER_STEP) {
+        if (x->outer[MODEL_BUILTIN_BACKWARD])
+            return MODEL_BUILTIN_BACKWARD;
+        if (x->outer[MODEL_BUILTIN_FORWARD] && forward)
+            return MODEL_BUILTIN_FORWARD;
+    }
+    if (x->outermost == MODEL_BUILTIN_FORWARD && !forward)
         return x->outer_other;
     return x->outermost;
 }

@@ -189,3 +189,55 @@ def test_gradient_accumulation_is_said(tmp_path):
     assert st["count"] == 20 and st["backward_passes_per_step"] == 3, st
     text = report(out).stdout
     assert "3 forward and backward passes to a step (gradient accumulation" in text, text
+
+
+CLOSURE = """
+import sys, time, torch, torch.nn as nn
+torch.manual_seed(0)
+torch.set_num_threads(1)
+model = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 4))
+lbfgs = sys.argv[1] == "lbfgs"
+opt = (torch.optim.LBFGS(model.parameters(), lr=0.1, max_iter=3) if lbfgs
+       else torch.optim.SGD(model.parameters(), lr=0.01))
+x, y = torch.randn(64, 128), torch.randn(64, 4)
+inside = 0.0
+
+
+def closure():
+    global inside
+    t = time.perf_counter()
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    inside += time.perf_counter() - t
+    return loss
+
+
+t0 = time.perf_counter()
+for i in range(40):
+    opt.step(closure)
+print("steps", i + 1, "closure share %.3f" % (inside / (time.perf_counter() - t0)))
+"""
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "lbfgs"])
+def test_an_optimizer_closure_is_forward_and_backward(tmp_path, optimizer):
+    """optimizer.step(closure) (LBFGS, Lightning's automatic optimization) runs the forward
+    and backward inside the optimizer's step: they are the step's forward and backward, not
+    the optimizer's (a review's closure loops read optimizer 100 %, forward and backward 0),
+    and LBFGS's three evaluations a step are no gradient accumulation."""
+    script = tmp_path / "closure.py"
+    script.write_text(CLOSURE)
+    out = tmp_path / "out"
+    proc = profile([PYTHON, str(script), optimizer], out, env=ENV, timeout=300)
+    share = float(re.search(r"closure share ([\d.]+)", proc.stdout).group(1))
+    st = [p for p in report_json(out)["processes"] if p["steps"]][0]["steps"]
+    assert st["count"] == 40 and st["backward_passes_per_step"] == 1, st
+    steady = [s for s in st["steps"] if not s.get("warmup")]
+    parts = {k: sum(s["parts_ns"][k] for s in steady) for k in steady[0]["parts_ns"]}
+    total = sum(s["ns"] for s in steady)
+    fb = (parts["forward"] + parts["backward"]) / total
+    assert parts["forward"] > 0 and parts["backward"] > 0, parts
+    # the closure's timer holds its zero_grad too (the optimizer's, to the report)
+    assert abs(fb - share) <= 0.1 and parts["optimizer"] / total < 1 - fb + 0.05, (parts, share)
+    assert "gradient accumulation" not in report(out).stdout
