@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "hashmap.h"
@@ -29,10 +30,46 @@ static int loader_worker_of(const struct model_process *w, const struct model_pr
 /* One parent's workers (w[0, n), indices in procs): the function with the most time over
  * them, of those each worker keeps (its busiest few: two workers whose busiest differ by a
  * few ms still add up over one). */
+static int loader_edge_cmp(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b; /* (time, 1 start / 0 end): an end before a start */
+    return x[0] != y[0] ? (x[0] < y[0] ? -1 : 1) : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* The most of workers w[0, n) alive at once: from each one's fork (its proc_start_ticks,
+ * /proc's clock ticks since boot: a forked worker's other times start at its parent's
+ * start) to its end; 0: not known. */
+static size_t loader_at_once(struct model_process *const *procs, const size_t *w, size_t n)
+{
+    long hz = sysconf(_SC_CLK_TCK);
+    uint64_t(*edge)[2] = malloc((2 * n + 1) * sizeof *edge);
+    if (!edge)
+        report_oom();
+    for (size_t i = 0; i < n; i++) {
+        const char *ticks = model_meta_get(procs[w[i]], "proc_start_ticks");
+        if (!ticks || hz <= 0) {
+            free(edge);
+            return 0;
+        }
+        edge[2 * i][0] = strtoull(ticks, NULL, 10) * (1000000000ull / (uint64_t)hz);
+        edge[2 * i][1] = 1;
+        edge[2 * i + 1][0] = procs[w[i]]->wall_end_ns;
+        edge[2 * i + 1][1] = 0;
+    }
+    qsort(edge, 2 * n, sizeof *edge, loader_edge_cmp);
+    size_t alive = 0, most = 0;
+    for (size_t i = 0; i < 2 * n; i++) {
+        alive = edge[i][1] ? alive + 1 : alive ? alive - 1 : 0;
+        most = alive > most ? alive : most;
+    }
+    free(edge);
+    return most;
+}
+
 static void loader_workers_merge(struct model_process *const *procs, const size_t *w, size_t n,
                                  const struct model_process *parent)
 {
-    struct loader_workers x = {parent, n, NULL, NULL, 0, 0};
+    struct loader_workers x = {parent, n, loader_at_once(procs, w, n), NULL, NULL, 0, 0};
     for (size_t i = 0; i < n; i++) {
         const struct model_steps *st = &procs[w[i]]->steps;
         x.busy_ns += st->worker_hot[0].step;

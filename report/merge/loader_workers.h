@@ -11,6 +11,8 @@
 struct loader_workers {
     const struct model_process *parent;
     size_t workers; /* its DataLoader worker processes */
+    size_t at_once; /* the most of them alive at once: fewer than workers, they were started
+                     * again (every epoch, without persistent_workers) */
     /* the function with the most self time over them, each its main thread's busiest
      * (steps.worker_hot: "time.sleep", "Dataset.__getitem__ (data.py:9)"), with its caller
      * ("called from X", "under X" or ""), that time; and the self time of every function

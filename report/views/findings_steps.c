@@ -115,10 +115,22 @@ static void findings_data_loading(const struct model_process *p, uint64_t data_n
 {
     uint8_t loader = p->steps.loader;
     size_t used = strlen(evidence);
+    /* With workers the step thread only waits: the work is in them. */
+    const struct loader_workers *w = loader_workers_of(p);
     if (loader == MODEL_STEPS_LOADER_SINGLE)
         snprintf(evidence + used, evidence_len - used,
                  "; the DataLoader loads every batch in this process (num_workers=0): "
                  "DataLoader(num_workers=N) moves that work to N worker processes");
+    else if (loader == MODEL_STEPS_LOADER_WORKERS && w && w->at_once &&
+             w->workers >= 2 * w->at_once)
+        /* (a review's 8 epochs started 16 workers, 2 at a time: each epoch's first batch
+         * waited 590 ms for them, the others 1 ms) */
+        snprintf(evidence + used, evidence_len - used,
+                 "; the DataLoader starts its workers again every epoch (%zu worker processes, "
+                 "%zu at a time: persistent_workers=False, the default), and each epoch's "
+                 "first batches wait for them to start: DataLoader(persistent_workers=True) "
+                 "keeps them; else more workers (num_workers), or less work per sample",
+                 w->workers, w->at_once);
     else if (loader == MODEL_STEPS_LOADER_WORKERS)
         snprintf(evidence + used, evidence_len - used,
                  "; the DataLoader's worker processes do not keep up: more workers "
@@ -126,15 +138,14 @@ static void findings_data_loading(const struct model_process *p, uint64_t data_n
     else
         snprintf(evidence + used, evidence_len - used,
                  "; DataLoader workers (num_workers) or prefetching would hide it");
-    /* With workers the step thread only waits: the work is in them. */
-    const struct loader_workers *w = loader_workers_of(p);
     if (loader == MODEL_STEPS_LOADER_WORKERS && w && w->self_ns * 4 >= w->busy_ns) {
         char t[32], all[32];
         format_ns((double)w->self_ns, t, sizeof t);
         format_ns((double)w->busy_ns, all, sizeof all);
         snprintf(where, where_len,
                  "in its %zu DataLoader worker process%s: %s%s%s, %s of self time (its own "
-                 "code, not what it calls) of the %s their main threads ran outside waits",
+                 "code, not what it calls) of the %s their main threads ran outside idle waits (a "
+                 "queue lock, a poll)",
                  w->workers, w->workers == 1 ? "" : "es", w->name, *w->caller ? ", " : "",
                  w->caller, t, all);
         return;
