@@ -241,3 +241,37 @@ def test_an_optimizer_closure_is_forward_and_backward(tmp_path, optimizer):
     # the closure's timer holds its zero_grad too (the optimizer's, to the report)
     assert abs(fb - share) <= 0.1 and parts["optimizer"] / total < 1 - fb + 0.05, (parts, share)
     assert "gradient accumulation" not in report(out).stdout
+
+
+JUMP = """
+import time, torch, torch.nn as nn
+torch.manual_seed(0)
+torch.set_num_threads(1)
+model = nn.Linear(64, 4)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(32, 64), torch.randn(32, 4)
+for i in range(60):
+    opt.zero_grad()
+    ((model(x) - y) ** 2).mean().backward()
+    opt.step()
+    if i >= 30:  # from the 31st step on, something else takes the CPU too
+        time.sleep(0.004)
+print("steps", i + 1)
+"""
+
+
+def test_step_time_that_changes_once_is_a_jump(tmp_path):
+    """Steps that slow down once (a background thread started, a schedule changed) are no
+    growth through the run: the finding says where the time changed (a review's GIL-bound
+    thread, started at step 151, read as growth and as more work per step)."""
+    script = tmp_path / "jump.py"
+    script.write_text(JUMP)
+    proc = profile([PYTHON, str(script)], tmp_path / "out", env=ENV, timeout=300)
+    assert "steps 60" in proc.stdout, proc.stdout
+    f = findings_of(tmp_path / "out")
+    assert "step_growth" not in f, f["step_growth"]
+    jump = f["step_jump"]
+    # the first sleep follows the 31st optimizer step: it is in step 32 (a step ends where
+    # its optimizer step ends)
+    assert jump["title"].startswith("step time jumps at step 32: "), jump
+    assert "it changed once, not gradually" in jump["evidence"], jump
