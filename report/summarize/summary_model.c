@@ -36,8 +36,7 @@ void summary_model_sid(sf_codec *c, struct model_process *p, uint32_t *sid, cons
         *text = have;
 }
 
-/* A string the model never leaves NULL: a damaged summary's NULL reads as "". */
-static void sf_text(sf_codec *c, char **s)
+void summary_model_text(sf_codec *c, char **s)
 {
     summary_codec_str(c, s);
     if (c->reading && !*s)
@@ -50,7 +49,7 @@ static void sf_strings(sf_codec *c, char ***arr, size_t *n)
     if (c->reading)
         *arr = summary_codec_array(c, *n, sizeof **arr);
     for (size_t i = 0; i < *n; i++)
-        sf_text(c, &(*arr)[i]);
+        summary_model_text(c, &(*arr)[i]);
 }
 
 static void sf_mem_stats(sf_codec *c, struct model_mem_stats *m)
@@ -68,7 +67,7 @@ static void sf_api(sf_codec *c, struct model_api *a)
     summary_codec_int(c, &a->defined);
     summary_codec_u16(c, &a->id);
     summary_codec_u8(c, &a->category);
-    sf_text(c, &a->name);
+    summary_model_text(c, &a->name);
     summary_codec_int(c, &a->is_set_device);
     summary_codec_u64(c, &a->calls);
     summary_codec_u64(c, &a->errors);
@@ -90,7 +89,7 @@ static void sf_api(sf_codec *c, struct model_api *a)
 static void sf_kernel(sf_codec *c, struct model_kernel *k)
 {
     summary_codec_u64(c, &k->func);
-    sf_text(c, &k->name);
+    summary_model_text(c, &k->name);
     summary_codec_u64(c, &k->launches);
     summary_codec_u64(c, &k->errors);
     summary_codec_u64(c, &k->ticks);
@@ -111,8 +110,8 @@ static void sf_core(sf_codec *c, struct model_process *p)
     summary_codec_str(c, &p->stop_warning);
     p->meta = summary_codec_vector(c, p->meta, &p->nmeta, 2, sizeof *p->meta);
     for (size_t i = 0; i < p->nmeta; i++) {
-        sf_text(c, &p->meta[i].key);
-        sf_text(c, &p->meta[i].value);
+        summary_model_text(c, &p->meta[i].key);
+        summary_model_text(c, &p->meta[i].value);
     }
     summary_codec_i64(c, &p->pid);
     summary_codec_i64(c, &p->ppid);
@@ -396,7 +395,7 @@ static void sf_actions(sf_codec *c, struct model_action **arr, size_t *n)
         *arr = summary_codec_array(c, *n, sizeof **arr);
     for (size_t i = 0; i < *n; i++) {
         struct model_action *a = &(*arr)[i];
-        sf_text(c, &a->name);
+        summary_model_text(c, &a->name);
         summary_codec_u64(c, &a->calls);
         summary_codec_u64(c, &a->total_ns);
         summary_codec_u64(c, &a->gpu_ns);
@@ -416,7 +415,7 @@ static void sf_gpu(sf_codec *c, struct model_process *p)
     for (size_t i = 0; i < g->nkernels; i++) {
         struct model_gpu_kernel *k = &g->kernels[i];
         summary_codec_u32(c, &k->name_sid);
-        sf_text(c, &k->name);
+        summary_model_text(c, &k->name);
         summary_model_kernel_counts(c, k);
         if (c->reading) {
             uint64_t *slot = u64map_slot(&g->kernel_index, k->name_sid);
@@ -452,7 +451,7 @@ static void sf_gpu(sf_codec *c, struct model_process *p)
         struct model_gpu_api *a = &g->apis[i];
         summary_codec_u16(c, &a->domain);
         summary_codec_u16(c, &a->cbid);
-        sf_text(c, &a->name);
+        summary_model_text(c, &a->name);
         summary_codec_u64(c, &a->calls);
         summary_codec_u64(c, &a->total_ticks);
         summary_codec_u64(c, &a->max_ticks);
@@ -471,7 +470,7 @@ static void sf_gpu(sf_codec *c, struct model_process *p)
     for (size_t i = 0; i < g->ndevices; i++) {
         struct model_gpu_device *d = &g->devices[i];
         summary_codec_u32(c, &d->device);
-        sf_text(c, &d->name);
+        summary_model_text(c, &d->name);
         summary_codec_u64(c, &d->global_memory_bytes);
         summary_codec_u32(c, &d->sm_count);
         summary_codec_u32(c, &d->core_clock_khz);
@@ -625,7 +624,7 @@ void summary_model_comm(sf_codec *c, struct model_comm *m)
     struct u64map index; /* writing: name pointer -> index + 1 */
     u64map_init(&index);
     for (size_t i = 0; i < m->nnames; i++) {
-        sf_text(c, &m->names[i]);
+        summary_model_text(c, &m->names[i]);
         uint64_t *slot = c->reading ? NULL : u64map_slot(&index, (uintptr_t)m->names[i]);
         if (!c->reading && !slot)
             report_oom();
@@ -673,102 +672,6 @@ void summary_model_comm(sf_codec *c, struct model_comm *m)
     u64map_free(&index);
 }
 
-void summary_model_step_list(sf_codec *c, struct model_step **steps, size_t *n)
-{
-    *steps = summary_codec_vector(c, *steps, n, 4 + MODEL_STEP_PART_COUNT, sizeof **steps);
-    for (size_t i = 0; i < *n && !c->bad; i++) {
-        struct model_step *s = &(*steps)[i];
-        summary_codec_u64(c, &s->number);
-        summary_codec_u64(c, &s->start_ns);
-        summary_codec_u64(c, &s->end_ns);
-        for (int k = 0; k < MODEL_STEP_PART_COUNT; k++)
-            summary_codec_u64(c, &s->part_ns[k]);
-        summary_codec_u64(c, &s->comm_ns);
-        summary_codec_u64(c, &s->gpu_busy_ns);
-        summary_codec_u64(c, &s->gpu_kernel_ns);
-        summary_codec_u64(c, &s->gpu_copy_ns);
-        summary_codec_u64(c, &s->syncs);
-        summary_codec_u64(c, &s->python_ns);
-        summary_codec_u64(c, &s->eval_ns);
-    }
-}
-
-/* The functions with the most self time in the steady steps, or in the startup. */
-static void sf_steps_hot(sf_codec *c, struct model_step_hot **hot, size_t *n, size_t most)
-{
-    *hot = summary_codec_vector(c, *hot, n, 4, sizeof **hot);
-    if (c->reading && *n > most)
-        summary_codec_fail(c, "too many functions of the steps");
-    for (size_t i = 0; i < *n && !c->bad; i++) {
-        sf_text(c, &(*hot)[i].name);
-        sf_text(c, &(*hot)[i].caller);
-        summary_codec_u64(c, &(*hot)[i].self_ns);
-        summary_codec_u64(c, &(*hot)[i].step);
-        summary_codec_u64(c, &(*hot)[i].outer_ns);
-    }
-}
-
-/* The steps' thread and count, then the steps behind their length: a reader skips them
- * (p->summary_steps_offset) until a view asks for every step (model_steps_hold). */
-static void sf_steps(sf_codec *c, struct model_process *p)
-{
-    struct model_steps *st = &p->steps;
-    summary_codec_u8(c, &st->source);
-    summary_codec_u8(c, &st->per_step);
-    summary_codec_u8(c, &st->grouped_by);
-    if (c->reading && st->grouped_by > MODEL_STEPS_GROUP_BACKWARD)
-        summary_codec_fail(c, "an unknown grouping of optimizer steps");
-    summary_codec_u8(c, &st->first_inferred);
-    summary_codec_u8(c, &st->opened_late);
-    summary_codec_u8(c, &st->backward_passes);
-    if (c->reading &&
-        (st->per_step > MODEL_STEPS_PER_BATCH || st->backward_passes > MODEL_STEPS_MAX_PASSES))
-        summary_codec_fail(c, "more optimizer steps or backward passes per step than told");
-    summary_codec_u32(c, &st->tid);
-    summary_codec_u32(c, &st->startup_tid);
-    summary_codec_u64(c, &st->startup_import_ns);
-    sf_steps_hot(c, &st->hot, &st->nhot, MODEL_STEPS_HOT);
-    sf_steps_hot(c, &st->startup_hot, &st->nstartup_hot, MODEL_STEPS_STARTUP_HOT);
-    sf_steps_hot(c, &st->data_hot, &st->ndata_hot, MODEL_STEPS_DATA_HOT);
-    sf_steps_hot(c, &st->slow_hot, &st->nslow_hot, MODEL_STEPS_SLOW);
-    sf_steps_hot(c, &st->rare_hot, &st->nrare_hot, MODEL_STEPS_RARE);
-    sf_steps_hot(c, &st->other_hot, &st->nother_hot, MODEL_STEPS_OTHER_HOT);
-    sf_steps_hot(c, &st->comm_hot, &st->ncomm_hot, MODEL_STEPS_COMM_HOT);
-    sf_steps_hot(c, &st->worker_hot, &st->nworker_hot, MODEL_STEPS_WORKER_HOT);
-    summary_codec_u64(c, &st->rare_other_ns);
-    summary_codec_u64(c, &st->rare_after);
-    summary_codec_u64(c, &st->rare_after_ns);
-    summary_codec_u64(c, &st->eval_after_ns);
-    summary_codec_u64(c, &st->actions_end_ns);
-    summary_codec_u8(c, &st->loader);
-    if (c->reading && st->loader > MODEL_STEPS_LOADER_WORKERS)
-        summary_codec_fail(c, "an unknown DataLoader kind");
-    summary_codec_size(c, &st->nsteps);
-    size_t len = 0;
-    if (!c->reading) {
-        model_steps_hold(p);
-        sf_codec list;
-        summary_codec_writer(&list);
-        size_t n = st->nsteps;
-        summary_model_step_list(&list, &st->steps, &n);
-        len = list.len;
-        summary_codec_size(c, &len);
-        summary_codec_bytes(c, list.buf, list.len);
-        free(list.buf);
-        return;
-    }
-    summary_codec_size(c, &len);
-    if (!c->bad && (len > c->len - c->pos || st->nsteps > len))
-        summary_codec_fail(c, "cut off in the training steps");
-    if (c->bad) {
-        st->nsteps = 0;
-        return;
-    }
-    st->steps = NULL;
-    p->summary_steps_offset = c->pos;
-    c->pos += len;
-}
-
 void summary_model_process(sf_codec *c, struct model_process *p)
 {
     sf_core(c, p);
@@ -776,7 +679,7 @@ void summary_model_process(sf_codec *c, struct model_process *p)
     sf_gpu(c, p);
     summary_model_gpu_part(c, p);
     sf_torch(c, p);
-    sf_steps(c, p);
+    summary_model_steps(c, p);
     summary_codec_i64(c, &p->comm.realtime_offset_ns);
     /* The calls, behind their length: a reader skips them until the merge asks. */
     size_t len = 0;

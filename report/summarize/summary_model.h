@@ -12,6 +12,11 @@
  * PyTorch, then its communication calls behind their length (a reader skips them and
  * keeps their offset in p->summary_comm_offset). */
 void summary_model_process(struct summary_codec *c, struct model_process *p);
+/* A string the model never leaves NULL: a damaged summary's NULL reads as "". */
+void summary_model_text(struct summary_codec *c, char **s);
+/* summary_steps.c: the process's steps part, the steps behind their length (a reader skips
+ * them and keeps their offset in p->summary_steps_offset). */
+void summary_model_steps(struct summary_codec *c, struct model_process *p);
 /* A process's steps (the section read when a view asks for every step, n of them). */
 void summary_model_step_list(struct summary_codec *c, struct model_step **steps, size_t *n);
 /* The communication calls (the section read when the merge asks). */
