@@ -630,6 +630,7 @@ static void model_steps_free(struct model_process *p)
     model_steps_hot_free(p->steps.rare_hot, p->steps.nrare_hot);
     model_steps_hot_free(p->steps.other_hot, p->steps.nother_hot);
     model_steps_hot_free(p->steps.comm_hot, p->steps.ncomm_hot);
+    model_steps_hot_free(p->steps.thread_hot, p->steps.nthread_hot);
     model_steps_hot_free(p->steps.worker_hot, p->steps.nworker_hot);
     memset(&p->steps, 0, sizeof p->steps);
 }

@@ -159,6 +159,12 @@ struct model_steps {
      * function apart from DDP's gradient buckets, under Tensor.backward. */
     struct model_step_hot *comm_hot;
     size_t ncomm_hot;
+    /* The thread besides the step thread that runs the most Python in the steady steps
+     * (model_steps_threads.c): its function of the program's own files with the most time
+     * there, or its busiest (name), its Python and builtins outside idle waits and sleeps
+     * per steady step (self_ns), its thread id (step); none when it runs none. */
+    struct model_step_hot *thread_hot;
+    size_t nthread_hot;
     uint64_t rare_other_ns; /* rare_hot's self time outside the built-in actions, per step */
     /* rare_hot[0]'s outermost calls on the step thread after the last step, and their whole
      * time: the loop's last evaluation or checkpoint, made after its last optimizer step,

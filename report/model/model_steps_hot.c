@@ -691,12 +691,11 @@ void model_steps_hot(struct model_process *p)
                     NULL, &all);
     st->startup_hot = hot_keep(p, all, nall, MODEL_STEPS_STARTUP_HOT, 1, 0, &st->nstartup_hot);
     free(all);
+    model_steps_threads(p, lo, hi, per);
     hot_actions_end(p);
 }
 
-/* A thread waiting for work, not working: blocked in a lock (a queue's Condition.wait) or a
- * poll (a worker's index queue get). */
-static int hot_waits(const struct model_py_func *f)
+int model_steps_idle_wait(const struct model_py_func *f)
 {
     static const char *const waits[] = {"'_thread.lock'", "'_thread.RLock'", "select.poll",
                                         "select.epoll", "select.select"};
@@ -746,7 +745,8 @@ void model_steps_worker_hot(struct model_process *p)
         imported[i] = (parent && parent < n && imported[parent - p->py.nodes]) ||
                       model_steps_is_import(p, n->id);
         const struct model_py_func *f = model_python_func(p, n->func);
-        if ((int64_t)n->tid != p->pid || !n->self_ns || !f || hot_waits(f) || imported[i])
+        if ((int64_t)n->tid != p->pid || !n->self_ns || !f || model_steps_idle_wait(f) ||
+            imported[i])
             continue;
         struct hot_func *h = hot_row(&all, &nall, &cap, &at, n->func);
         h->self_ns += n->self_ns;

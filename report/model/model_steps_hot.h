@@ -37,6 +37,7 @@ struct model_step_hot {
 #define MODEL_STEPS_RARE 2
 #define MODEL_STEPS_OTHER_HOT 3
 #define MODEL_STEPS_COMM_HOT 3
+#define MODEL_STEPS_THREAD_HOT 1
 /* model_steps_comm.c: p->steps.comm_hot of the steady steps [lo, hi), per of them. */
 void model_steps_comm_hot(struct model_process *p, uint64_t lo, uint64_t hi, uint64_t per);
 /* The indexes of p's Python spans of thread tid into order (room for all), by start, an
@@ -50,6 +51,12 @@ void model_steps_hot(struct model_process *p);
 /* p->steps.worker_hot when p is a DataLoader worker process (META role worker, worker_kind
  * dataloader). */
 void model_steps_worker_hot(struct model_process *p);
+/* A thread waiting for work, not working: blocked in a lock (a queue's Condition.wait) or a
+ * poll (a worker's index queue get). */
+int model_steps_idle_wait(const struct model_py_func *f);
+/* model_steps_threads.c: p->steps.thread_hot, the thread besides the step thread that runs
+ * the most Python in the steady steps [lo, hi), per of them. */
+void model_steps_threads(struct model_process *p, uint64_t lo, uint64_t hi, uint64_t per);
 /* Whether a Python call-tree node runs Python's import machinery (importlib). */
 int model_steps_is_import(const struct model_process *p, uint32_t node);
 void model_steps_hot_free(struct model_step_hot *hot, size_t n);

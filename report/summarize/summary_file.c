@@ -26,7 +26,8 @@ const char summary_file_suffix[] = ".summary";
 
 #define SUMMARY_FILE_MAGIC "PRFSUMM\n"
 #define SUMMARY_FILE_END "PRFSEND\n"
-/* 16: a hot comprehension's function and its time (model_step_hot.outer_ns);
+/* 16: a hot comprehension's function and its time (model_step_hot.outer_ns), the thread
+ * besides the step thread that runs the most Python in the steps (steps.thread_hot);
  * 15: whether the recording opened after the process's first steps (steps.opened_late),
  * each step's evaluation (model_step.eval_ns) and the one after the last step
  * (steps.eval_after_ns);

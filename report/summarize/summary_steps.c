@@ -71,6 +71,7 @@ void summary_model_steps(sf_codec *c, struct model_process *p)
     sf_steps_hot(c, &st->other_hot, &st->nother_hot, MODEL_STEPS_OTHER_HOT);
     sf_steps_hot(c, &st->comm_hot, &st->ncomm_hot, MODEL_STEPS_COMM_HOT);
     sf_steps_hot(c, &st->worker_hot, &st->nworker_hot, MODEL_STEPS_WORKER_HOT);
+    sf_steps_hot(c, &st->thread_hot, &st->nthread_hot, MODEL_STEPS_THREAD_HOT);
     summary_codec_u64(c, &st->rare_other_ns);
     summary_codec_u64(c, &st->rare_after);
     summary_codec_u64(c, &st->rare_after_ns);

@@ -348,189 +348,33 @@ void findings_step_python(struct findings *f, const struct steps_stats *st, cons
     }
 }
 
-/* Whether p's tensor memory is known not to grow over the steady steps: each device's part
- * made (no record lost) and grown by less than MEMORY_GROWTH_BYTES after the first step. */
-static int findings_memory_flat(const struct model_process *p)
-{
-    int known = 0;
-    for (size_t d = 0; d <= p->torch.ndevices; d++) {
-        const struct model_torch_memory *m = d ? &p->torch.devices[d - 1] : &p->torch.memory;
-        if (!m->any)
-            continue;
-        if (m->part.window == MODEL_WINDOW_ALL || m->part.steps < 3 ||
-            model_torch_memory_growth(&m->part) >= (int64_t)T(MEMORY_GROWTH_BYTES))
-            return 0;
-        known = 1;
-    }
-    return known;
-}
-
-/* The median of v[0, n) (sorted here). */
-static double findings_median_of(uint64_t *v, size_t n)
-{
-    qsort(v, n, sizeof *v, findings_u64_cmp);
-    return n ? (double)v[(n - 1) / 2] : 0;
-}
-
-/* The number of the steady step at which step time changed once, or 0: the split that
- * leaves the fewest steps on the wrong side of the midpoint of lo and hi (the first and
- * last fifths' medians), when the tenth of the steps just before it is still at lo's level
- * and the tenth just after already at hi's (a ramp crosses the midpoint too, slowly). */
-static uint64_t findings_step_jump_at(const struct steps_stats *st, double lo, double hi)
+/* A thread besides the step thread that runs Python in the steps (steps.thread_hot): Python
+ * runs one thread at a time, and the training thread waits for its turns (a review's
+ * background JSON logger made the steps 9x slower and no finding named it). */
+static void findings_step_thread(struct findings *f, const struct steps_stats *st, const char *who)
 {
     const struct model_steps *ms = &st->p->steps;
-    size_t n = 0, above = 0, above_before = 0, best = SIZE_MAX, at = 0;
-    uint64_t *ns = malloc((st->counted + 1) * sizeof *ns);
-    uint64_t *win = malloc((st->counted + 1) * sizeof *win);
-    uint64_t *number = malloc((st->counted + 1) * sizeof *number);
-    if (!ns || !win || !number)
-        report_oom();
-    for (size_t i = st->warmup; i < ms->nsteps && n < st->counted; i++) {
-        const struct model_step *s = &ms->steps[i];
-        if (s->number < st->first_number || s->number > st->last_number)
-            continue;
-        number[n] = s->number;
-        ns[n] = s->end_ns - s->start_ns;
-        above += (double)ns[n++] >= (lo + hi) / 2;
-    }
-    for (size_t k = 0; k < n; k++) {
-        size_t wrong = above_before + (n - k) - (above - above_before);
-        if (wrong < best) {
-            best = wrong;
-            at = k;
-        }
-        above_before += (double)ns[k] >= (lo + hi) / 2;
-    }
-    size_t w = n / 10 > 3 ? n / 10 : 3;
-    uint64_t jump = 0;
-    if (at >= w && at + w <= n) {
-        memcpy(win, ns + at - w, w * sizeof *win);
-        double before = findings_median_of(win, w);
-        memcpy(win, ns + at, w * sizeof *win);
-        double after = findings_median_of(win, w);
-        if (before <= lo + (hi - lo) / 5 && after >= hi - (hi - lo) / 5)
-            jump = number[at];
-    }
-    free(ns);
-    free(win);
-    free(number);
-    return jump;
-}
-
-/* Step time that grows through the run (a list of tensors re-summed every step, a graph
- * kept alive, a batch size ramped up): the counted steps in fifths, the last fifth's median
- * step at least STEP_GROWTH_RATIO times the first's, none below 0.9 times the one before.
- * Medians, not means: periodic slow steps, spread over every fifth, are no trend, and a
- * loaded machine's stalls in one fifth do not hide one (a review's real leak read 13.23,
- * 12.47, 14.16, 17.13, 20.17 ms by means). The median of all then describes a step in the
- * middle of the run, not a typical one. */
-static void findings_step_growth(struct findings *f, const struct steps_stats *st)
-{
-    const struct model_steps *ms = &st->p->steps;
-    size_t n = st->counted, seen = 0, count[5] = {0};
-    if (n < 10 || !st->median_ns)
+    const struct model_step_hot *h = ms->nthread_hot ? ms->thread_hot : NULL;
+    uint64_t n = st->counted ? st->counted : 1;
+    double share = h ? findings_share(h->self_ns * n, st->total_ns) : 0;
+    if (share < T(STEP_THREAD_SHARE))
         return;
-    uint64_t *ns = malloc(n * sizeof *ns), parts[2][MODEL_STEP_PART_COUNT] = {{0}};
-    uint64_t numbers[2][2] = {{0}};
-    if (!ns)
-        report_oom();
-    for (size_t i = st->warmup; i < ms->nsteps && seen < n; i++) {
-        const struct model_step *s = &ms->steps[i];
-        if (s->number < st->first_number || s->number > st->last_number)
-            continue;
-        size_t q = seen * 5 / n; /* 0..4, in step order */
-        ns[seen++] = s->end_ns - s->start_ns;
-        count[q]++;
-        if (q == 0 || q == 4) { /* the first and last fifths: their numbers and parts */
-            int e = q == 4;
-            numbers[e][0] = numbers[e][0] ? numbers[e][0] : s->number;
-            numbers[e][1] = s->number;
-            for (int j = 0; j < MODEL_STEP_PART_COUNT; j++)
-                parts[e][j] += s->part_ns[j];
-        }
-    }
-    double med[5], first_p75 = 0, last_p25 = 0;
-    char meds[192] = "";
-    for (size_t q = 0, at = 0; q < 5; at += count[q++]) {
-        qsort(ns + at, count[q], sizeof *ns, findings_u64_cmp);
-        med[q] = count[q] ? (double)ns[at + (count[q] - 1) / 2] : 0;
-        if (q == 0 && count[q]) /* quartiles, nearest rank */
-            first_p75 = (double)ns[at + (3 * count[q] + 3) / 4 - 1];
-        if (q == 4 && count[q])
-            last_p25 = (double)ns[at + (count[q] + 3) / 4 - 1];
-        char t[32];
-        format_ns(med[q], t, sizeof t);
-        size_t used = strlen(meds);
-        snprintf(meds + used, sizeof meds - used, "%s%s", q ? ", " : "", t);
-    }
-    free(ns);
-    /* the time changed once (a review's background thread, started at step 151, read as
-     * growth and as more work per step); the early steps' settling may be slower still */
-    uint64_t jump = med[0] && med[4] >= T(STEP_GROWTH_RATIO) * med[0]
-                        ? findings_step_jump_at(st, med[0], med[4])
-                        : 0;
-    for (int q = 1; q < 5 && !jump; q++)
-        if (med[q] < 0.9 * med[q - 1] || !count[q])
-            return;
-    /* and apart: the last fifth's lower quartile above the first's upper one (steps of two
-     * lengths, an evaluation in every other one, move a fifth's median by their mix) */
-    if (!jump && (!med[0] || med[4] < T(STEP_GROWTH_RATIO) * med[0] || last_p25 <= first_p75))
-        return;
-    for (int j = 0; j < MODEL_STEP_PART_COUNT; j++) { /* per step */
-        parts[0][j] /= count[0];
-        parts[1][j] /= count[4];
-    }
-    char a[32], b[32], all[32], e[32];
-    format_ns(med[0], a, sizeof a);
-    format_ns(med[4], b, sizeof b);
-    format_ns((double)st->median_ns, all, sizeof all);
-    struct finding *x = findings_add(f, jump ? "step_jump" : "step_growth", 1 - med[0] / med[4]);
-    if (jump)
-        findings_set(x->title, sizeof x->title,
-                     "step time jumps at step %llu: the steps from it take %.1fx those before "
-                     "(%s against %s, the last and first fifths' medians)",
-                     (unsigned long long)jump, med[4] / med[0], b, a);
-    else
-        findings_set(x->title, sizeof x->title,
-                     "step time grows through the run: steps %llu-%llu take %.1fx steps "
-                     "%llu-%llu (%s against %s, medians)",
-                     (unsigned long long)numbers[1][0], (unsigned long long)numbers[1][1],
-                     med[4] / med[0], (unsigned long long)numbers[0][0],
-                     (unsigned long long)numbers[0][1], b, a);
-    uint64_t excess;
-    int part = steps_largest_excess(parts[1], parts[0], &excess);
-    format_ns((double)excess, e, sizeof e);
-    /* tensor memory that does not grow: more work per step, not something kept (a review's
-     * reinforcement-learning loop, whose episodes grew as its policy learnt, read as a leak) */
-    int flat = findings_memory_flat(st->p);
+    char t[32], step[32];
+    format_ns((double)h->self_ns, t, sizeof t);
+    format_ns((double)st->total_ns / (double)n, step, sizeof step);
+    struct finding *x = findings_add(f, "step_thread", share);
+    findings_set(x->title, sizeof x->title,
+                 "another thread runs Python during the training steps%s: %s per step, %.0f%% of "
+                 "the step time",
+                 who, t, 100 * share);
     findings_set(x->evidence, sizeof x->evidence,
-                 "the median step of each fifth of the %zu steady steps: %s; by part most %s +%s; "
-                 "%s; the median of all (%s) is a step in the middle of the run",
-                 n, meds, part >= 0 ? model_step_part_name(part) : "none", e,
-                 jump   ? "it changed once, not gradually: something began then (another thread "
-                          "or process competing for the CPU or the GIL, a schedule that changed "
-                          "the batch, the sequences or the model)"
-                 : flat ? "tensor memory does not grow: the work per step does (more calls per "
-                          "step: longer episodes or sequences, a batch size ramped up, a "
-                          "growing Python structure walked every step)"
-                        : "something kept from step to step may grow (a list of tensors, a "
-                          "graph not detached, a cache), or the work per step (a batch size or "
-                          "sequence length ramped up)",
-                 all);
-    /* the slowest step of the last fifth (one stall earlier may be the slowest of all) */
-    const struct model_step_hot *h = NULL;
-    for (size_t i = 0; i < st->p->steps.nslow_hot && !h; i++)
-        if (st->p->steps.slow_hot[i].step >= numbers[1][0])
-            h = &st->p->steps.slow_hot[i];
-    if (h) {
-        char o[32];
-        format_ns((double)h->self_ns, o, sizeof o);
-        findings_set(x->where, sizeof x->where,
-                     "%s%s%s: +%s in step %llu, the slowest%s, over its mean per steady step",
-                     h->name, *h->caller ? ", called from " : "", h->caller, o,
-                     (unsigned long long)h->step,
-                     h->step == st->max_number ? "" : " of the last fifth");
-    }
+                 "thread %llu runs Python and builtins (idle waits and sleeps aside) %s per steady "
+                 "step of %s; Python runs one thread at a time (the GIL): while it runs, the "
+                 "training thread's Python and operator calls wait, and the step's parts hold "
+                 "that wait where it falls; move the work to another process, do less of it, or "
+                 "run it between the steps",
+                 (unsigned long long)h->step, t, step);
+    findings_set(x->where, sizeof x->where, "%s: the thread's own outermost function", h->name);
 }
 
 /* Whether name is function's, or a comprehension, lambda or generator expression of it
@@ -661,6 +505,7 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
     }
     findings_step_gpu(f, &m);
     findings_step_python(f, st, "");
+    findings_step_thread(f, st, "");
     /* periodic work (an evaluation, a checkpoint): its share of the steady steps, and the
      * slowest step with it when that step's cause is the same function */
     struct finding *work = periodic ? findings_periodic(f, st, "") : NULL;

@@ -47,6 +47,9 @@ void findings_step_comm(struct findings *f, const struct findings_step *m, int w
 /* Python inside forward and backward (step_python), of st's steps; who: "" or " (median
  * rank)". */
 void findings_step_python(struct findings *f, const struct steps_stats *st, const char *who);
+/* findings_growth.c: step time that grows through the run (step_growth), or that changed
+ * once (step_jump), over st's steady steps. */
+void findings_step_growth(struct findings *f, const struct steps_stats *st);
 /* Periodic work (an evaluation, a checkpoint) of st's process: its share of the steady
  * steps (periodic_work; who: "" or " on rank R"), or NULL when under PERIODIC_SHARE. */
 struct finding *findings_periodic(struct findings *f, const struct steps_stats *st,

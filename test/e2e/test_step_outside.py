@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, profile, report, report_json
+from conftest import BUILD, profile, report, report_json, summaries_only
 
 PYTHON = "/usr/bin/python3"
 # a ring 16x the default: under a loaded machine's stalls the collector may fall behind,
@@ -275,3 +275,54 @@ def test_step_time_that_changes_once_is_a_jump(tmp_path):
     # its optimizer step ends)
     assert jump["title"].startswith("step time jumps at step 32: "), jump
     assert "it changed once, not gradually" in jump["evidence"], jump
+
+
+THREAD = """
+import json, threading, time, torch, torch.nn as nn
+torch.manual_seed(0)
+torch.set_num_threads(1)
+model = nn.Linear(64, 4)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(32, 64), torch.randn(32, 4)
+done = threading.Event()
+busy = 0.0
+
+
+def metrics_logger():
+    global busy
+    record = {"k%d" % i: list(range(50)) for i in range(200)}
+    while not done.is_set():
+        t = time.perf_counter()
+        json.loads(json.dumps(record))  # holds the GIL
+        busy += time.perf_counter() - t
+        time.sleep(0.001)
+
+
+threading.Thread(target=metrics_logger, daemon=True).start()
+t0 = time.perf_counter()
+for i in range(200):
+    opt.zero_grad()
+    ((model(x) - y) ** 2).mean().backward()
+    opt.step()
+loop = time.perf_counter() - t0
+done.set()
+print("steps", i + 1, "thread share %.3f" % (busy / loop))
+"""
+
+
+def test_another_thread_running_python_is_a_finding(tmp_path):
+    """A thread beside the training loop that runs Python (a metrics logger, a tokenizer)
+    takes the training thread's turns at the GIL: the finding names it, with its Python time
+    per step (a review's background JSON logger made the steps 9x slower and showed nowhere:
+    only its step time growing, read as more work per step)."""
+    script = tmp_path / "thread.py"
+    script.write_text(THREAD)
+    proc = profile([PYTHON, str(script)], tmp_path / "out", env=ENV, timeout=300)
+    share = float(re.search(r"thread share ([\d.]+)", proc.stdout).group(1))
+    f = findings_of(tmp_path / "out")
+    th = f["step_thread"]
+    assert th["title"].startswith("another thread runs Python during the training steps: "), th
+    assert th["where"].startswith("metrics_logger ("), th
+    # its time over the steady steps against the script's over its whole loop
+    assert abs(th["value"] - share) <= 0.15, (th, share)
+    assert findings_of(summaries_only(tmp_path / "out", tmp_path))["step_thread"] == th
