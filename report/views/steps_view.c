@@ -309,7 +309,7 @@ static void steps_view_slowest(FILE *out, const struct steps_stats *st)
             steps_view_short_name(h->name, name, sizeof name);
             steps_view_short_name(h->caller, caller, sizeof caller);
             steps_view_ms(h->self_ns, e, sizeof e);
-            fprintf(out, "; by function most %s%s%s +%s", name, *caller ? " from " : "", caller, e);
+            fprintf(out, "; its function %s%s%s +%s", name, *caller ? " from " : "", caller, e);
         }
         fputc(')', out);
     }

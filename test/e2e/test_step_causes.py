@@ -78,7 +78,7 @@ def test_slow_steps_name_the_evaluation(run):
     assert re.search(r"teardown [\d.]+ m?s \([\d.]+ ms of it the periodic work evaluate \("
                      r"[^)]*torch_slow_steps\.py:\d+\), 1 call\)", text), text[:3000]
     line = next(l for l in text.splitlines() if l.startswith("  Slowest steps:"))
-    named = re.findall(r"step (\d+) [^;]*;[^;]*; by function most evaluate "
+    named = re.findall(r"step (\d+) [^;]*;[^;]*; its function evaluate "
                        r"\(torch_slow_steps\.py:\d+\) \+", line)
     assert sorted(int(n) for n in named) == [11, 21], line
 
