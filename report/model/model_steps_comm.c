@@ -22,8 +22,7 @@ static int comm_hot_own(const struct model_process *p, uint32_t func)
 
 struct comm_hot_row {
     uint32_t own, api; /* func ids + 1; 0: none */
-    uint64_t ns;       /* the union of its collectives' times (DDP's buckets overlap) */
-    uint64_t end;      /* the latest end so far (the collectives come by start) */
+    uint64_t ns;       /* its collectives' time not covered by an earlier-begun one */
 };
 
 static int comm_hot_row_cmp(const void *a, const void *b)
@@ -39,7 +38,9 @@ static int comm_hot_row_cmp(const void *a, const void *b)
  * the library function that call made on the way (the API: all_reduce, Tensor.backward
  * for DDP's gradient buckets), with its time up to hi; with no such call, to the outermost
  * call around it. Collectives of any thread: a backend's work on its own thread began from
- * the step thread's op. */
+ * the step thread's op. Time that collectives running at once cover counts once, with the
+ * one begun first (DDP's buckets overlap each other and a metric's all_reduce), so the
+ * rows add up to no more than the communication's time. */
 void model_steps_comm_hot(struct model_process *p, uint64_t lo, uint64_t hi, uint64_t per)
 {
     size_t n = 0, nc = 0, top = 0;
@@ -63,6 +64,7 @@ void model_steps_comm_hot(struct model_process *p, uint64_t lo, uint64_t hi, uin
     u64map_init(&index);
     struct comm_hot_row *rows = NULL;
     size_t nrows = 0, cap = 0, k = 0;
+    uint64_t covered = 0; /* the latest end so far (the collectives come by start) */
     for (size_t i = 0; i < nc; i++) {
         for (; k < n &&
                model_ticks_to_monotonic_ns(p, p->py.span_list[order[k]].start) <= calls[i][0];
@@ -89,14 +91,14 @@ void model_steps_comm_hot(struct model_process *p, uint64_t lo, uint64_t hi, uin
             report_oom();
         if (!*slot) {
             rows = report_grow(rows, &cap, nrows + 1, sizeof *rows);
-            rows[nrows] = (struct comm_hot_row){own, api, 0, 0};
+            rows[nrows] = (struct comm_hot_row){own, api, 0};
             *slot = ++nrows;
         }
         struct comm_hot_row *row = &rows[*slot - 1];
-        uint64_t from = calls[i][0] > row->end ? calls[i][0] : row->end;
+        uint64_t from = calls[i][0] > covered ? calls[i][0] : covered;
         if (calls[i][1] > from) {
             row->ns += calls[i][1] - from;
-            row->end = calls[i][1];
+            covered = calls[i][1];
         }
     }
     u64map_free(&index);

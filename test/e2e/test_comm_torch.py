@@ -371,7 +371,8 @@ def test_communication_names_where_its_collectives_begin(tmp_path):
     m = re.match(r"collectives begun in log_metrics \(.*?\) calling all_reduce \(.*?\): "
                  r"([\d.]+) (us|ms) per step", where)
     assert m, comm
-    # each place's time is the union of its collectives': together no more than all of them
+    # time collectives at once cover counts once, with the first begun: the places add up
+    # to no more than all of them
     unit = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
     total = sum(float(v) * unit[u] for v, u in re.findall(r"\): ([\d.]+) (ns|us|ms|s) per step",
                                                            where))
