@@ -10,7 +10,9 @@
  *
  * The first row that names a rank wins (torchrun's RANK before Slurm's SLURM_PROCID, which
  * under `srun torchrun` numbers the agents); size and local rank come from that row, or
- * from the next one that has them.
+ * from the next one that has them. With no row, a plain process that calls
+ * torch.distributed's init_process_group(rank=R, world_size=W) is rank R from then on
+ * (torch.multiprocessing.spawn's ranks: job_rank_from_program).
  *
  * Roles. A launcher is told by its program, not its environment: mpirun, mpiexec,
  * orterun, prterun, orted, prted, mpiexec.hydra, hydra_pmi_proxy, srun, slurmstepd, and
@@ -242,6 +244,16 @@ static void job_write_role(const struct job_identity *j)
 
 /* Set (release) once the role changed after job_identify; the next drain writes it. */
 static _Atomic int job_role_changed;
+static int job_rank_by_program; /* job_rank_from_program set the rank */
+
+/* A rank the program named: into the trace after the preamble's (readers take the last). */
+static void job_write_program_rank(const struct job_identity *j)
+{
+    job_write_meta_long("rank", j->rank);
+    if (j->world_size >= 0)
+        job_write_meta_long("world_size", j->world_size);
+    job_write_meta("rank_from", j->rank_from);
+}
 
 static void job_drain(int fresh, int last)
 {
@@ -252,15 +264,19 @@ static void job_drain(int fresh, int last)
     if (!fresh) {
         if (changed)
             job_write_role(j);
+        if (changed && job_rank_by_program)
+            job_write_program_rank(j);
         return;
     }
     char host[256] = "";
     gethostname(host, sizeof host - 1);
     job_write_role(j);
+    if (job_rank_by_program)
+        job_write_program_rank(j);
     job_write_meta("node", host);
     if (j->role == JOB_ROLE_LAUNCHER)
         job_write_meta("launcher", j->launcher);
-    if (j->rank_from[0])
+    if (j->rank_from[0] && !job_rank_by_program)
         job_write_meta("rank_from", j->rank_from);
     if (j->node_rank >= 0)
         job_write_meta_long("node_rank", j->node_rank);
@@ -285,6 +301,21 @@ void job_mark_dataloader_worker(void)
     job_id_self.role = JOB_ROLE_WORKER;
     job_id_self.worker_kind = "dataloader";
     /* Release: the drain that sees the flag sees the role. */
+    atomic_store_explicit(&job_role_changed, 1, memory_order_release);
+}
+
+void job_rank_from_program(long rank, long world_size)
+{
+    struct job_identity *j = &job_id_self;
+    if (rank < 0 || j->rank >= 0 || j->role != JOB_ROLE_PROCESS)
+        return; /* a launcher's rank stands; a worker stays its rank's */
+    j->rank = rank;
+    if (j->world_size < 0 && world_size > 0)
+        j->world_size = world_size;
+    j->rank_from = "init_process_group";
+    j->role = JOB_ROLE_RANK;
+    job_rank_by_program = 1;
+    /* Release: the drain that sees the flag sees the rank. */
     atomic_store_explicit(&job_role_changed, 1, memory_order_release);
 }
 

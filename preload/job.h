@@ -21,7 +21,8 @@ struct job_identity {
     long rank, local_rank, world_size; /* -1 when unknown; a worker keeps its rank's */
     long node_rank;                    /* GROUP_RANK, SLURM_NODEID; -1 when unknown */
     long restart;                      /* TORCHELASTIC_RESTART_COUNT; -1 when unknown */
-    const char *rank_from;             /* the variable the rank came from, or "" */
+    const char *rank_from;             /* the variable the rank came from, or "" (or
+                                          "init_process_group": job_rank_from_program) */
     const char *launcher;              /* for a launcher: which one ("torchrun", ...) */
     const char *worker_kind;           /* for a worker known as such: "dataloader" */
     char job_id[160];                  /* "slurm-12.0", "torchelastic-…", "ompi-…", or "" */
@@ -43,5 +44,9 @@ const char *job_role_name(enum job_role role);
 /* This process is a DataLoader worker (the Python layer saw it about to run torch's
  * _worker_loop): role worker, written again at the next drain. Any thread. */
 void job_mark_dataloader_worker(void);
+/* The program named this process's rank itself (torch.distributed's init_process_group,
+ * under torch.multiprocessing.spawn): a plain process with no rank from a launcher becomes
+ * that rank, written again at the next drain. Negative values: nothing. Any thread. */
+void job_rank_from_program(long rank, long world_size);
 
 #endif

@@ -155,7 +155,10 @@ int python_func_known(const void *key);
 
 /* python_actions.c: Lightning's profiler calls as actions. Classifies a Python function
  * when it is named (its code object and file): 0, or enum prof_action_kind when its calls
- * start or stop the action its first argument names. */
+ * start or stop the action its first argument names, or PY_ACTION_DIST_INIT for
+ * torch.distributed's init_process_group (its rank argument names the process's rank when
+ * no launcher's variable did: job_rank_from_program). */
+#define PY_ACTION_DIST_INIT 3
 void python_action_classify(uint32_t func_id, py_object *code, const char *path);
 int python_func_action(uint32_t func_id);
 /* The same for the functions of torch's training phases (a module's call, backward, an
@@ -165,7 +168,8 @@ int python_func_action(uint32_t func_id);
 void python_phase_classify(uint32_t func_id, py_object *code, const char *path);
 int python_func_phase(uint32_t func_id);
 /* A call of such a function began at now (frame: its frame, NULL in a sys.monitoring
- * callback, which runs in it): one ACTION record with the name. */
+ * callback, which runs in it): one ACTION record with the name (init_process_group: the
+ * rank, recording or not). */
 void python_action_called(int kind, py_object *frame, uint64_t now);
 
 /* python_dataloader.c: whether this process is a DataLoader worker (job.h). At attach,

@@ -3,7 +3,10 @@
  * start(name) and stop(name) — PassThroughProfiler's empty methods unless the user chose a
  * profiler. The start and stop methods defined in Lightning's profilers package are
  * recognised when their code is first named; each call then writes an ACTION record with
- * the name it was given (read from the frame's first argument after self). */
+ * the name it was given (read from the frame's first argument after self).
+ *
+ * The same way, torch.distributed's init_process_group: its rank and world_size arguments
+ * name the process's rank when no launcher's variable did (job_rank_from_program). */
 #define _GNU_SOURCE
 #include <stdatomic.h>
 #include <stdio.h>
@@ -12,6 +15,7 @@
 #include "clock.h"
 #include "collector.h"
 #include "emit.h"
+#include "job.h"
 #include "python.h"
 
 #define PY_ACTION_FUNCS 32 /* start/stop of every profiler class Lightning ships, twice over */
@@ -26,16 +30,23 @@ static int py_naction_funcs; /* under the GIL */
 static const char *const py_action_dirs[] = {"/lightning/pytorch/profilers/",
                                              "/pytorch_lightning/profilers/"};
 
+/* torch.distributed's init_process_group: a program that starts its own ranks
+ * (torch.multiprocessing.spawn) gives each its rank there, in no variable. */
+static const char py_dist_file[] = "torch/distributed/distributed_c10d.py";
+
 void python_action_classify(uint32_t func_id, py_object *code, const char *path)
 {
     int in_dir = 0;
     for (size_t i = 0; i < sizeof py_action_dirs / sizeof *py_action_dirs; i++)
         in_dir |= strstr(path, py_action_dirs[i]) != NULL;
-    if (!in_dir || py_naction_funcs == PY_ACTION_FUNCS)
+    size_t len = strlen(path), k = sizeof py_dist_file - 1;
+    int dist = len >= k && !strcmp(path + len - k, py_dist_file);
+    if ((!in_dir && !dist) || py_naction_funcs == PY_ACTION_FUNCS)
         return;
     py_object *name = py.GetAttrString(code, "co_name");
     const char *s = name ? py.AsUTF8(name) : NULL;
     int kind = !s                    ? 0
+               : dist                ? (!strcmp(s, "init_process_group") ? PY_ACTION_DIST_INIT : 0)
                : !strcmp(s, "start") ? PROF_ACTION_START
                : !strcmp(s, "stop")  ? PROF_ACTION_STOP
                                      : 0;
@@ -125,17 +136,37 @@ static uint32_t py_action_name(py_object *frame)
     return sid;
 }
 
+/* The int the frame's local variable name holds, else -1. */
+static long py_local_long(py_object *frame, const char *name)
+{
+    py_object *locals = py.GetAttrString(frame, "f_locals"); /* a dict, or 3.13's proxy */
+    py_object *key = locals ? py.UnicodeFromString(name) : NULL;
+    py_object *value = key ? py.ObjectGetItem(locals, key) : NULL;
+    long n = value ? py.AsLong(value) : -1;
+    if (value)
+        py.DecRef(value);
+    if (key)
+        py.DecRef(key);
+    if (locals)
+        py.DecRef(locals);
+    py.ErrClear();
+    return n;
+}
+
 void python_action_called(int kind, py_object *frame, uint64_t now)
 {
     struct prof_thread *t = emit_thread();
-    if (!t || !atomic_load_explicit(&prof_recording, memory_order_relaxed))
+    int dist = kind == PY_ACTION_DIST_INIT; /* who this process is: recording or not */
+    if (!dist && (!t || !atomic_load_explicit(&prof_recording, memory_order_relaxed)))
         return;
     /* The program may be between raising and catching an exception: keep it intact. */
     py_object *et, *ev, *etb;
     py.ErrFetch(&et, &ev, &etb);
     if (!frame)
         frame = py.EvalGetFrame(); /* borrowed */
-    uint32_t sid = frame ? py_action_name(frame) : 0;
+    uint32_t sid = frame && !dist ? py_action_name(frame) : 0;
+    if (frame && dist) /* rank=-1 (env://): a launcher's variables name it */
+        job_rank_from_program(py_local_long(frame, "rank"), py_local_long(frame, "world_size"));
     py.ErrClear();
     py.ErrRestore(et, ev, etb);
     if (!sid)

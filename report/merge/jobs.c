@@ -173,6 +173,38 @@ static int jobs_left_out(const struct model_process *p, long restart, const char
     return 0;
 }
 
+/* Whether p is a plain process on the host of a rank and the parent of one (the ranks
+ * torch.multiprocessing.spawn started, which name their rank in init_process_group). */
+static int jobs_started_ranks(struct model_process *const *procs, size_t n,
+                              const struct model_process *p)
+{
+    if (strcmp(jobs_role(p), "process") || p->pid < 0)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (procs[i]->ppid == p->pid && !strcmp(jobs_role(procs[i]), "rank") &&
+            !strcmp(procs[i]->host ? procs[i]->host : "", p->host ? p->host : ""))
+            return 1;
+    return 0;
+}
+
+/* starter[i]: procs[i] started ranks itself, or is a plain child of one that did
+ * (multiprocessing's resource tracker): the job's launcher, left out like torchrun's. */
+static char *jobs_starters(struct model_process *const *procs, size_t n)
+{
+    char *starter = jobs_xcalloc(n, 1);
+    for (size_t i = 0; i < n; i++)
+        starter[i] = (char)jobs_started_ranks(procs, n, procs[i]);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n && !starter[i]; j++)
+            starter[i] = starter[j] == 1 && procs[i]->ppid == procs[j]->pid &&
+                                 !strcmp(jobs_role(procs[i]), "process") &&
+                                 !strcmp(procs[i]->host ? procs[i]->host : "",
+                                         procs[j]->host ? procs[j]->host : "")
+                             ? 2
+                             : 0;
+    return starter;
+}
+
 static void jobs_filter_roles(struct model_process **procs, size_t *n, int all_roles,
                               struct jobs_report *r)
 {
@@ -183,16 +215,19 @@ static void jobs_filter_roles(struct model_process **procs, size_t *n, int all_r
             restart = k;
     }
     r->restart = restart;
-    size_t launchers = 0, workers = 0, loaders = 0, earlier = 0, kept = 0;
+    size_t launchers = 0, workers = 0, loaders = 0, earlier = 0, starters = 0, kept = 0;
     char names[256] = "";
     loader_workers_note(procs, *n); /* (the findings name their work) */
+    char *starter = jobs_starters(procs, *n);
     for (size_t i = 0; i < *n; i++) {
-        const char *why;
-        if (!jobs_left_out(procs[i], restart, &why)) {
+        const char *why = "starter";
+        if (!starter[i] && !jobs_left_out(procs[i], restart, &why)) {
             procs[kept++] = procs[i];
             continue;
         }
-        if (!strcmp(why, "launcher")) {
+        if (starter[i]) {
+            starters++;
+        } else if (!strcmp(why, "launcher")) {
             launchers++;
             const char *name = jobs_meta(procs[i], "launcher");
             if (name && !strstr(names, name) && strlen(names) + strlen(name) + 3 < sizeof names) {
@@ -215,12 +250,21 @@ static void jobs_filter_roles(struct model_process **procs, size_t *n, int all_r
             model_process_free(procs[i]);
     }
     *n = kept;
+    free(starter);
     if (all_roles)
         return; /* nothing was left out */
     char buf[512];
     if (launchers) {
         snprintf(buf, sizeof buf, "%zu launcher process%s (%s)", launchers,
                  launchers == 1 ? "" : "es", names[0] ? names : "?");
+        jobs_append(&r->left_out, buf);
+    }
+    if (starters) {
+        snprintf(buf, sizeof buf,
+                 "%zu process%s that started the ranks (their parent%s: "
+                 "torch.multiprocessing.spawn or the like)",
+                 starters, starters == 1 ? "" : "es",
+                 starters == 1 ? "" : " and its other children");
         jobs_append(&r->left_out, buf);
     }
     if (loaders) {

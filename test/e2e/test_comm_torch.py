@@ -355,6 +355,33 @@ def test_a_rank_that_holds_the_others_now_and_then(tmp_path):
     assert sum(1 for l in per_call if l.lstrip().startswith("gloo:")) == len(rows) > 20, text
 
 
+def test_ranks_started_by_multiprocessing_spawn(tmp_path):
+    """torch.multiprocessing.spawn's ranks have no launcher's variables: each is named by
+    the rank it gave init_process_group, the slow one is named for its sleep, and the parent
+    that started them (and multiprocessing's resource tracker) is left out like torchrun's
+    agent (a review's spawn job read as 4 "ranks" 0-3, the real ones 2 and 3, slow for
+    "compute")."""
+    script = os.path.join(ROOT, "test", "workloads", "ddp_slow_rank.py")
+    profile([PYTHON, script, "--spawn", "2", str(STEPS), str(SLOW_RANK), str(SLOW_MS)], tmp_path,
+            timeout=300)
+    ranks = check_accounting(tmp_path)
+    rows = {r["rank"]: r for r in ranks["rows"]}
+    assert sorted(rows) == [0, 1], rows
+    assert ranks["slowest"]["rank"] == SLOW_RANK, ranks["slowest"]
+    assert ranks["slowest"]["why"].startswith("time outside ops and communication"), ranks
+    fast = rows[1 - SLOW_RANK]
+    assert fast["wait_ns"] > fast["steps"] * SLOW_MS * 1e6 * 0.5, fast
+    text = report(tmp_path).stdout
+    assert "Left out: " in text and " that started the ranks (their parent" in text, text
+    assert "rank %d holds the others" % SLOW_RANK in text, text
+    # the traces say where the rank came from
+    for f in trace_files(tmp_path):
+        dump = subprocess.run([build_path("bin", "profreport"), "dump", f], capture_output=True,
+                              text=True).stdout
+        if 'META role="rank"' in dump:
+            assert 'META rank_from="init_process_group"' in dump, f
+
+
 def test_communication_names_where_its_collectives_begin(tmp_path):
     """Every rank all_reduces a logging metric 20 times a step besides DDP's gradients: the
     communication finding names the function of the program that begins most of it, and the

@@ -1,7 +1,9 @@
 """DDP training on CPU (gloo) in which one rank is slower: for the cluster views.
 
 Run under torchrun: torchrun --nproc-per-node 4 ddp_slow_rank.py [STEPS [SLOW_RANK [SLOW_MS [HOW]]]]
-(defaults 20, 1, 30, sleep). Every rank trains the same small MLP on its own batch from a
+(defaults 20, 1, 30, sleep), or started by torch.multiprocessing.spawn with no launcher:
+python3 ddp_slow_rank.py --spawn N [STEPS ...] (N ranks, told their rank in
+init_process_group alone, MASTER_ADDR/MASTER_PORT 127.0.0.1:29500 unless set). Every rank trains the same small MLP on its own batch from a
 DataLoader; the slow rank spends about SLOW_MS more per step, so the others wait for it in
 allreduce. HOW: sleep (before each backward), compute (extra matrix products inside the
 forward), data (its dataset sleeps in __getitem__), sync (before each backward it launches
@@ -80,12 +82,16 @@ class DeviceWait:
         assert self.rt.cudaStreamSynchronize(None) == 0
 
 
-def main():
-    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 20
-    slow_rank = int(sys.argv[2]) if len(sys.argv) > 2 else 1
-    slow_ms = float(sys.argv[3]) if len(sys.argv) > 3 else 30.0
-    how = sys.argv[4] if len(sys.argv) > 4 else "sleep"
-    dist.init_process_group("gloo")
+def main(spawned_rank=None, world=None, args=None):
+    args = sys.argv[1:] if args is None else args
+    steps = int(args[0]) if len(args) > 0 else 20
+    slow_rank = int(args[1]) if len(args) > 1 else 1
+    slow_ms = float(args[2]) if len(args) > 2 else 30.0
+    how = args[3] if len(args) > 3 else "sleep"
+    if spawned_rank is None:
+        dist.init_process_group("gloo")
+    else:
+        dist.init_process_group("gloo", rank=spawned_rank, world_size=world)
     rank = dist.get_rank()
     torch.manual_seed(rank)
     torch.set_num_threads(1)
@@ -130,4 +136,11 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--spawn"]:
+        import torch.multiprocessing
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29500")
+        n = int(sys.argv[2])
+        torch.multiprocessing.spawn(main, args=(n, sys.argv[3:]), nprocs=n)
+    else:
+        main()
