@@ -27,7 +27,8 @@ struct model_step_hot {
      * every function it counts (its main thread's, outside waits and imports); else 0 */
     uint64_t step;
     /* hot's comprehension, lambda or generator expression: the time per step of the function
-     * it is written in (then caller), its whole calls; else 0 */
+     * it is written in (then caller), its whole calls; data_hot's: its own whole calls' time
+     * per step, when more than self_ns; else 0 */
     uint64_t outer_ns;
 };
 #define MODEL_STEPS_HOT 8

@@ -154,11 +154,18 @@ static void findings_data_loading(const struct model_process *p, uint64_t data_n
     if (!h || loader == MODEL_STEPS_LOADER_WORKERS || !data_ns || h->self_ns * 4 < data_ns ||
         h->self_ns > data_ns + data_ns / 10)
         return; /* (data_hot and the part are measured apart: within 10 %) */
-    char t[32], d[32];
+    char t[32], d[32], whole[32];
     format_ns((double)h->self_ns, t, sizeof t);
     format_ns((double)data_ns, d, sizeof d);
-    snprintf(where, where_len, "%s%s%s: %s per step of the %s of data loading", h->name,
-             *h->caller ? ", called from " : "", h->caller, t, d);
+    format_ns((double)h->outer_ns, whole, sizeof whole);
+    if (h->outer_ns && h->outer_ns <= data_ns + data_ns / 10)
+        snprintf(where, where_len,
+                 "%s%s%s: %s per step with what it calls (%s in its own code) of the %s of "
+                 "data loading",
+                 h->name, *h->caller ? ", called from " : "", h->caller, whole, t, d);
+    else
+        snprintf(where, where_len, "%s%s%s: %s per step in its own code of the %s of data loading",
+                 h->name, *h->caller ? ", called from " : "", h->caller, t, d);
 }
 
 static const struct model_action *findings_builtin(const struct model_process *p, const char *name)
