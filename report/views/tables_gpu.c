@@ -328,7 +328,8 @@ const char *tables_actions_base(const struct summary_gpu *g, char *buf, size_t s
         else
             snprintf(buf, size,
                      "the training: the %s s from the first training step's start to the end of "
-                     "a loop action after the last one (an evaluation; the steps take %s s)",
+                     "a loop action after the last one (a forward or backward after the last "
+                     "optimizer step, such as an evaluation; the steps take %s s)",
                      s, t);
         break;
     default:

@@ -597,7 +597,8 @@ def test_action_shares_are_of_the_training_steps(tmp_path):
     assert sum(rows[n]["percent"] for n in loop if n in rows) <= 100, rows
     assert abs(forward["percent"] - 100 * forward["total_s"] * 1e9 / base["ns"]) < 1e-3
     phrase = "%% of the training: the %.6f s from the first training step's start to the end " \
-        "of a loop action after the last one (an evaluation; the steps take %.6f s)" % (
+        "of a loop action after the last one (a forward or backward after the last optimizer " \
+        "step, such as an evaluation; the steps take %.6f s)" % (
             base["ns"] / 1e9, span / 1e9)
     text = report(out, "--actions").stdout
     assert phrase in text, text
