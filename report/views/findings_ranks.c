@@ -228,12 +228,13 @@ void findings_steps_ranks(struct findings *f, const struct comm_report *r, const
         if (few)
             findings_set(x->title, sizeof x->title,
                          "rank %lld holds the others in %zu of %llu steps%s: they wait %.0f%% "
-                         "of the steps' time for it, %s",
+                         "of the steps' time for it; its excess: %s",
                          (long long)w->rank, few, (unsigned long long)k->steps, l.every,
                          100 * wait_share, why);
         else
             findings_set(x->title, sizeof x->title,
-                         "rank %lld holds the others: they wait %.0f%% of each step for it, %s",
+                         "rank %lld holds the others: they wait %.0f%% of each step for it; its "
+                         "excess: %s",
                          (long long)w->rank, 100 * wait_share, why);
         char exposed[32];
         format_ns((double)m.part_ns[MODEL_STEP_COMM], exposed, sizeof exposed);

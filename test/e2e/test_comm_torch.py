@@ -340,7 +340,7 @@ def test_a_rank_that_holds_the_others_now_and_then(tmp_path):
     # the evaluations after steps 10, 20, 30 are in the steps that follow (a step ends where
     # its optimizer step ends)
     m = re.match(r"rank %d holds the others in 3 of (\d+) steps, every 10 steps: they wait "
-                 r"\d+%% of the steps' time for it, compute$" % SLOW_RANK, waiting["title"])
+                 r"\d+%% of the steps' time for it; its excess: compute$" % SLOW_RANK, waiting["title"])
     assert m, waiting
     assert "steps 11, 21, 31 hold " in waiting["evidence"], waiting
     # its evaluation is the rank's waiting_rank finding, not again a periodic one
