@@ -89,6 +89,7 @@ enum prof_record_type {
     PROF_REC_PY_CUT = 47,       /* one cut: its number and time */
     PROF_REC_PY_CUT_STATS = 48, /* one node's counts at a cut */
     PROF_REC_TORCH_SCOPE = 49,  /* a record_function scope that marks steps, never dropped */
+    PROF_REC_PY_GC = 50,        /* one collection of Python's garbage collector */
     PROF_REC_TYPE_COUNT
 };
 
@@ -634,6 +635,19 @@ struct prof_rec_torch_scope {
 };
 _Static_assert(sizeof(struct prof_rec_torch_scope) == 24, "torch scope record");
 _Static_assert(offsetof(struct prof_rec_torch_scope, start) == 8, "torch scope start offset");
+
+/* ---- Python's garbage collector ----
+ * One collection, from gc.callbacks (start and stop, on the thread whose allocation set it
+ * off, under the GIL): its pause is that thread's, inside whatever call was running. */
+struct prof_rec_py_gc {
+    struct prof_record_header h;
+    uint16_t generation; /* the oldest generation collected: 0, 1, 2 */
+    uint16_t reserved;
+    uint64_t start; /* ticks */
+    uint64_t end;
+    uint64_t collected; /* unreachable objects found */
+};
+_Static_assert(sizeof(struct prof_rec_py_gc) == 32, "python gc record");
 
 /* ---- Actions ----
  * A named action started or stopped by a framework's own profiler calls, as the program

@@ -172,6 +172,9 @@ int python_func_phase(uint32_t func_id);
  * rank, recording or not). */
 void python_action_called(int kind, py_object *frame, uint64_t now);
 
+/* python_gc.c: Python's garbage collections as PY_GC records (gc.callbacks). At attach. */
+void python_gc_attach(void);
+
 /* python_dataloader.c: whether this process is a DataLoader worker (job.h). At attach,
  * before our function is in place: an os.register_at_fork child hook that looks at what a
  * forked child is about to run. From the audit hook: a spawned child unpickling torch's

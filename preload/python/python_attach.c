@@ -264,6 +264,7 @@ static void py_attach(void)
     py_attached = 1;
     py_main_tid = (uint32_t)gettid();
     python_dataloader_attach();
+    python_gc_attach();
     char version[64];
     snprintf(version, sizeof version, "%.40s", py.GetVersion());
     version[strcspn(version, " ")] = '\0';

@@ -453,6 +453,34 @@ static void model_steps_on_scope(struct model_process *p, const struct trace_rec
     st->scopes[st->nscopes++] = (struct model_step_scope){r->name_sid, tid, r->start, r->end};
 }
 
+/* steps.actions_end_ns: the last step's end, or the end of a built-in action's call that
+ * starts after it (a forward of the loop's last evaluation; not the loop's last batch
+ * fetch, the one that ends it, nor the optimizer step's return, a few us after its scope). */
+static void steps_actions_end(struct model_process *p)
+{
+    struct model_steps *st = &p->steps;
+    uint64_t end = st->steps[st->nsteps - 1].end_ns;
+    st->actions_end_ns = end;
+    for (size_t i = 0; i < p->py.nspan_list; i++) {
+        const struct model_py_span *sp = &p->py.span_list[i];
+        const char *action = model_torch_action_of_node(p, sp->node);
+        uint64_t b = model_ticks_to_monotonic_ns(p, sp->end);
+        if (action && strcmp(action, "dataloader_next") && b > st->actions_end_ns &&
+            model_ticks_to_monotonic_ns(p, sp->start) >= end)
+            st->actions_end_ns = b;
+    }
+}
+
+static void model_steps_on_gc(struct model_process *p, const struct trace_record *rec, uint32_t tid)
+{
+    const struct prof_rec_py_gc *r = rec->data;
+    struct model_steps *st = &p->steps;
+    if (r->end < r->start)
+        return;
+    st->gcs = report_grow(st->gcs, &st->cap_gcs, st->ngcs + 1, sizeof *st->gcs);
+    st->gcs[st->ngcs++] = (struct model_step_gc){r->start, r->end, tid, r->generation};
+}
+
 static int steps_keep_spans; /* model_steps_keep_spans */
 
 void model_steps_keep_spans(int keep)
@@ -497,6 +525,7 @@ static void model_steps_finish(struct model_process *p)
         free(e.ev);
         steps_gpu(p);
         model_steps_hot(p);
+        steps_actions_end(p);
     }
     model_steps_worker_hot(p);
     free(st->evals);
@@ -623,6 +652,7 @@ static void model_steps_free(struct model_process *p)
     free(p->steps.syncs);
     free(p->steps.ranges);
     free(p->steps.scopes);
+    free(p->steps.gcs);
     model_steps_hot_free(p->steps.hot, p->steps.nhot);
     model_steps_hot_free(p->steps.startup_hot, p->steps.nstartup_hot);
     model_steps_hot_free(p->steps.data_hot, p->steps.ndata_hot);
@@ -637,6 +667,7 @@ static void model_steps_free(struct model_process *p)
 
 static const struct model_record_handler model_steps_handlers[] = {
     {PROF_REC_TORCH_SCOPE, model_steps_on_scope},
+    {PROF_REC_PY_GC, model_steps_on_gc},
 };
 
 const struct model_part model_steps_part = {

@@ -74,6 +74,13 @@ struct model_step_scope {
     uint64_t start, end; /* ticks */
 };
 
+/* A collection of Python's garbage collector (PY_GC): the pause of thread tid. */
+struct model_step_gc {
+    uint64_t start, end; /* ticks */
+    uint32_t tid;
+    uint16_t generation;
+};
+
 /* A host-device sync of a wrapped call (API_CALL), kept until the steps are made. */
 struct model_step_sync {
     uint64_t start, end; /* ticks */
@@ -120,6 +127,8 @@ struct model_steps {
     size_t nranges, cap_ranges;
     struct model_step_scope *scopes; /* freed by model_steps_finish */
     size_t nscopes, cap_scopes;
+    struct model_step_gc *gcs; /* in the order read (each thread's in time) */
+    size_t ngcs, cap_gcs;
     /* The step thread's Python functions with the most self time in the steady steps
      * (model_steps_hot.c), most first. */
     struct model_step_hot *hot;

@@ -15,6 +15,7 @@
 
 #include "alloc.h"
 #include "model.h"
+#include "model_steps_hot.h"
 
 static const struct model_py_span *hot_sorting;
 
@@ -497,6 +498,9 @@ static uint32_t hot_slow(struct model_process *p, size_t warm)
     st->slow_hot = calloc(MODEL_STEPS_SLOW, sizeof *st->slow_hot);
     if (!st->slow_hot)
         report_oom();
+    uint64_t gc_mean = model_steps_gc_in(p, st->tid, st->steps[warm].start_ns,
+                                         st->steps[st->nsteps - 1].end_ns, NULL) /
+                       per;
     size_t taken[MODEL_STEPS_SLOW];
     for (size_t r = 0; r < MODEL_STEPS_SLOW; r++) {
         size_t best = SIZE_MAX;
@@ -517,7 +521,17 @@ static uint32_t hot_slow(struct model_process *p, size_t warm)
                               HOT_INCLUSIVE, 0, NULL, &in);
         uint64_t top_over = 0;
         const struct hot_func *top = hot_culprit(p, in, nin, all, &at, per, &top_over);
-        if (top) {
+        /* a collection's pause is the function's that allocated then: said as the GC's
+         * when it holds half that function's excess */
+        int gen;
+        uint64_t gc =
+            model_steps_gc_in(p, st->tid, st->steps[best].start_ns, st->steps[best].end_ns, &gen);
+        if (gc > gc_mean && (gc - gc_mean) * 2 >= top_over) {
+            char name[64];
+            snprintf(name, sizeof name, MODEL_STEPS_GC_NAME " (generation %d)", gen);
+            st->slow_hot[st->nslow_hot++] = (struct model_step_hot){
+                report_strdup(name), report_strdup(""), gc - gc_mean, st->steps[best].number, 0};
+        } else if (top) {
             struct model_step_hot *h = &st->slow_hot[st->nslow_hot++];
             *h = (struct model_step_hot){model_steps_hot_text(p, top->func),
                                          top->caller_ns ? model_steps_hot_text(p, top->caller)
@@ -604,24 +618,6 @@ static uint32_t hot_startup_thread(const struct model_process *p, uint64_t hi, u
     }
     free(order);
     return best;
-}
-
-/* steps.actions_end_ns: the last step's end, or the end of a built-in action's call that
- * starts after it (a forward of the loop's last evaluation; not the loop's last batch
- * fetch, the one that ends it, nor the optimizer step's return, a few us after its scope). */
-static void hot_actions_end(struct model_process *p)
-{
-    struct model_steps *st = &p->steps;
-    uint64_t end = st->steps[st->nsteps - 1].end_ns;
-    st->actions_end_ns = end;
-    for (size_t i = 0; i < p->py.nspan_list; i++) {
-        const struct model_py_span *sp = &p->py.span_list[i];
-        const char *action = model_torch_action_of_node(p, sp->node);
-        uint64_t b = model_ticks_to_monotonic_ns(p, sp->end);
-        if (action && strcmp(action, "dataloader_next") && b > st->actions_end_ns &&
-            model_ticks_to_monotonic_ns(p, sp->start) >= end)
-            st->actions_end_ns = b;
-    }
 }
 
 /* steps.hot's comprehensions, lambdas and generator expressions: the function each is
@@ -711,7 +707,6 @@ void model_steps_hot(struct model_process *p)
     st->startup_hot = hot_keep(p, all, nall, MODEL_STEPS_STARTUP_HOT, 1, 0, &st->nstartup_hot);
     free(all);
     model_steps_threads(p, lo, hi, per);
-    hot_actions_end(p);
 }
 
 int model_steps_idle_wait(const struct model_py_func *f)

@@ -55,6 +55,14 @@ void model_steps_worker_hot(struct model_process *p);
 /* A thread waiting for work, not working: blocked in a lock (a queue's Condition.wait) or a
  * poll (a worker's index queue get). */
 int model_steps_idle_wait(const struct model_py_func *f);
+/* A slow step's entry (slow_hot) whose time went to Python's garbage collector: its name
+ * begins so, "(generation N)" after it. */
+#define MODEL_STEPS_GC_NAME "Python's garbage collection"
+/* model_steps_gc.c: the time Python's garbage collections paused thread tid inside [a, b)
+ * (monotonic ns), and in *generation (when not NULL) the oldest generation they collected,
+ * -1 when none. */
+uint64_t model_steps_gc_in(const struct model_process *p, uint32_t tid, uint64_t a, uint64_t b,
+                           int *generation);
 /* model_steps_threads.c: p->steps.thread_hot, the thread besides the step thread that runs
  * the most Python in the steady steps [lo, hi), per of them. */
 void model_steps_threads(struct model_process *p, uint64_t lo, uint64_t hi, uint64_t per);

@@ -73,6 +73,7 @@ static const uint16_t trace_min_sizes[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_PY_CUT] = sizeof(struct prof_rec_py_cut),
     [PROF_REC_PY_CUT_STATS] = sizeof(struct prof_rec_py_cut_stats),
     [PROF_REC_TORCH_SCOPE] = sizeof(struct prof_rec_torch_scope),
+    [PROF_REC_PY_GC] = sizeof(struct prof_rec_py_gc),
 };
 
 static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
@@ -119,6 +120,7 @@ static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_PY_CUT] = "PY_CUT",
     [PROF_REC_PY_CUT_STATS] = "PY_CUT_STATS",
     [PROF_REC_TORCH_SCOPE] = "TORCH_SCOPE",
+    [PROF_REC_PY_GC] = "PY_GC",
 };
 
 uint16_t trace_record_min_size(uint16_t type)

@@ -366,6 +366,12 @@ static void dump_record(FILE *out, const struct trace_record *rec, struct u64map
         dump_string_field(out, "shapes", op->shapes_sid, strings);
         break;
     }
+    case PROF_REC_PY_GC: {
+        const struct prof_rec_py_gc *gc = rec->data;
+        fprintf(out, " generation=%u start=%" PRIu64 " end=%" PRIu64 " collected=%" PRIu64,
+                gc->generation, gc->start, gc->end, gc->collected);
+        break;
+    }
     case PROF_REC_TORCH_SCOPE: {
         const struct prof_rec_torch_scope *sc = rec->data;
         dump_string_field(out, "name", sc->name_sid, strings);

@@ -14,6 +14,7 @@
 #include "findings.h"
 #include "findings_steps.h"
 #include "format.h"
+#include "model_steps_hot.h"
 #include "model_steps_load.h"
 #include "steps_report.h"
 #include "steps_view.h"
@@ -562,9 +563,14 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
                 char o[32];
                 format_ns((double)h->self_ns, o, sizeof o);
                 findings_set(x->where, sizeof x->where,
-                             "%s%s%s: +%s in step %llu over its mean per steady step", h->name,
+                             "%s%s%s: +%s in step %llu over its mean per steady step%s", h->name,
                              *h->caller ? ", called from " : "", h->caller, o,
-                             (unsigned long long)st->max_number);
+                             (unsigned long long)st->max_number,
+                             strncmp(h->name, MODEL_STEPS_GC_NAME, strlen(MODEL_STEPS_GC_NAME))
+                                 ? ""
+                                 : " (a collection pauses the thread that allocated; one of "
+                                   "generation 2 walks every object alive: gc.freeze() after "
+                                   "the set-up keeps those out of later collections)");
             }
         }
     }

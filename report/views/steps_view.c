@@ -12,6 +12,7 @@
 #include "format.h"
 #include "steps_report.h"
 #include "model_steps_find.h"
+#include "model_steps_hot.h"
 #include "steps_view.h"
 #include "tables.h"
 #include "text_table.h"
@@ -309,7 +310,9 @@ static void steps_view_slowest(FILE *out, const struct steps_stats *st)
             steps_view_short_name(h->name, name, sizeof name);
             steps_view_short_name(h->caller, caller, sizeof caller);
             steps_view_ms(h->self_ns, e, sizeof e);
-            fprintf(out, "; its function %s%s%s +%s", name, *caller ? " from " : "", caller, e);
+            int gc = !strncmp(h->name, MODEL_STEPS_GC_NAME, strlen(MODEL_STEPS_GC_NAME));
+            fprintf(out, "; its %s %s%s%s +%s", gc ? "cause" : "function", name,
+                    *caller ? " from " : "", caller, e);
         }
         fputc(')', out);
     }
