@@ -185,6 +185,7 @@ static void html_steps_draw(FILE *out, const struct steps_stats *st)
         }
     if (!top)
         return;
+    double label_end = 0; /* the right edge of the last cut column's label */
     /* the axis: 0, half and the top */
     fprintf(out, "<svg class=\"steps\" width=\"900\" height=\"%.0f\" data-steps=\"%zu\">", H + 36,
             n);
@@ -236,8 +237,10 @@ static void html_steps_draw(FILE *out, const struct steps_stats *st)
             fprintf(out, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"/>",
                     x, y, cw * 0.9, h, html_part_color[i]);
         }
-        if (len > top) /* cut at the axis's top */
+        if (len > top && x >= label_end) { /* cut at the axis's top; labels never overlap */
             fprintf(out, "<text x=\"%.2f\" y=\"9\" font-size=\"9\">%s</text>", x, t);
+            label_end = x + 5.5 * (double)strlen(t) + 3; /* (font-size 9: about 5.5 px a char) */
+        }
         if (slow)
             fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"10\" fill=\"#c00\">&#9650;</text>",
                     x, y > 12 ? y - 2 : 12);
