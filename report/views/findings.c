@@ -748,8 +748,10 @@ const struct finding *findings_find(const struct findings *f, const char *kind)
 
 void findings_print(FILE *out, const struct findings *f)
 {
-    if (!f->n)
+    if (!f->n) { /* (one line, as the HTML page's: the analysis ran) */
+        fputs("Findings: nothing crossed a threshold in what these traces hold\n\n", out);
         return;
+    }
     fputs("Findings\n", out);
     for (size_t i = 0; i < f->n; i++) {
         const struct finding *x = &f->items[i];
