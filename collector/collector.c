@@ -45,9 +45,8 @@ static uint64_t collector_init_ticks, collector_init_mono, collector_init_real;
 static struct preamble_api_table collector_api_tables[COLLECTOR_MAX_API_TABLES];
 static int collector_api_table_count;
 
-/* Threads push themselves at the head with a CAS; only the drain-lock holder unlinks,
- * and only nodes that are not the head, so pushers and the unlinker never write the
- * same pointer. */
+/* Threads push themselves at the head with a CAS; only the drain-lock holder unlinks, and
+ * only nodes that are not the head, so pushers and the unlinker never write the same one. */
 #define COLLECTOR_MAX_SOURCES 8
 static void (*collector_sources[COLLECTOR_MAX_SOURCES])(int fresh, int last);
 static _Atomic int collector_source_count; /* released after the slot is filled */
@@ -256,6 +255,7 @@ struct prof_thread *collector_thread_register(void)
     }
     struct prof_thread *t = block;
     ring_init(&t->ring, (uint8_t *)block + header, collector_cfg.ring_bytes);
+    ring_keep(&t->ring, collector_cfg.ring_bytes / COLLECTOR_RING_KEPT_PART);
     t->tid = (uint32_t)collector_gettid();
     prctl(PR_GET_NAME, t->name, 0, 0, 0);
     struct prof_thread *head = atomic_load(&collector_threads);
@@ -490,6 +490,10 @@ static uint64_t collector_drain(enum collector_drain_mode mode)
                 struct prof_rec_lost rec = {{PROF_REC_LOST, sizeof rec}, t->tid, lost};
                 writer_append(&rec, sizeof rec);
                 collector_lost += lost;
+                struct prof_rec_lost_kept k = {
+                    {PROF_REC_LOST_KEPT, sizeof k}, t->tid, ring_take_dropped_kept(&t->ring)};
+                if (k.count)
+                    writer_append(&k, sizeof k);
             }
         }
         /* Every pass, not only when `lost` grew: the producer counts the drop in the

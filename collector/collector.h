@@ -11,6 +11,9 @@
 #include "ring.h"
 
 #define PROF_TLS __attribute__((tls_model("initial-exec")))
+/* A thread's ring keeps 1/32 of its room for the records a report needs whole (a training
+ * phase's span: ring_reserve_kept), taken when the rest is full. */
+#define COLLECTOR_RING_KEPT_PART 32
 
 /* Per-API sums of the calls a full ring dropped: written by the owning thread only,
  * read by the collector (relaxed: each field is a single-writer counter). */

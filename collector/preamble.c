@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "collector.h"
 #include "trace_format.h"
 #include "writer.h"
 
@@ -116,6 +117,8 @@ void preamble_write(const struct preamble_info *in)
     preamble_write_meta_long("start_monotonic_ns", (long long)in->mono);
     preamble_write_meta("clock", prof_clock_tsc ? "tsc" : "monotonic");
     preamble_write_meta_long("ring_bytes", (long long)in->cfg->ring_bytes);
+    preamble_write_meta_long("ring_kept_bytes",
+                             (long long)(in->cfg->ring_bytes / COLLECTOR_RING_KEPT_PART));
     for (int t = 0; t < in->ntables; t++) {
         for (size_t i = 0; i < in->tables[t].count; i++) {
             const struct prof_api_desc *d = &in->tables[t].table[i];

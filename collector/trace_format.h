@@ -90,6 +90,7 @@ enum prof_record_type {
     PROF_REC_PY_CUT_STATS = 48, /* one node's counts at a cut */
     PROF_REC_TORCH_SCOPE = 49,  /* a record_function scope that marks steps, never dropped */
     PROF_REC_PY_GC = 50,        /* one collection of Python's garbage collector */
+    PROF_REC_LOST_KEPT = 51,    /* of a LOST record's events, the kept ones (phase spans) */
     PROF_REC_TYPE_COUNT
 };
 
@@ -184,6 +185,16 @@ struct prof_rec_lost {
     uint64_t count; /* events dropped since the previous LOST record of this thread */
 };
 _Static_assert(sizeof(struct prof_rec_lost) == 16, "lost record");
+
+/* Follows a LOST record: how many of its events were ones the ring keeps room for (a
+ * training phase's span, ring_reserve_kept) — 0 of them when no such record follows.
+ * The room kept is META ring_kept_bytes. */
+struct prof_rec_lost_kept {
+    struct prof_record_header h;
+    uint32_t tid;
+    uint64_t count;
+};
+_Static_assert(sizeof(struct prof_rec_lost_kept) == 16, "lost kept record");
 
 /* What dropped API_CALL records held, summed per API and thread, so that call counts,
  * errors and total time stay exact when the timeline loses records. Counts since the

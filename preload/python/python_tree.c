@@ -24,16 +24,6 @@
 _Atomic uint64_t python_tree_open;
 int py_frame_layout_checked, py_frame_layout_direct;
 
-static inline void py_stack_opened(struct py_thread *pt)
-{
-    unsigned cur = atomic_load(&window_closings);
-    uint64_t w = atomic_load(&python_tree_open), v;
-    do
-        v = (uint32_t)(w >> 32) == cur ? w + 1 : ((uint64_t)cur << 32) | 1;
-    while (!atomic_compare_exchange_weak(&python_tree_open, &w, v));
-    pt->epoch = cur;
-}
-
 /* Outside the capture window: step-function calls under way in this thread. */
 static __thread uint32_t py_closed_step_depth PROF_TLS;
 
@@ -256,14 +246,17 @@ static int py_phase_below(const struct py_thread *pt)
     return 0;
 }
 
-/* A span of a call: while recording, or (window_edge) one that ended at the window's
- * closing. */
-static void py_emit_span(struct py_node *n, uint64_t start, uint64_t end, int window_edge)
+/* A span of a call: while recording, or (PY_SPAN_EDGE) one that ended at the window's
+ * closing; PY_SPAN_KEPT: a phase's outermost call, in the ring's kept room if need be. */
+enum { PY_SPAN_EDGE = 1, PY_SPAN_KEPT = 2 };
+static void py_emit_span(struct py_node *n, uint64_t start, uint64_t end, int how)
 {
     struct prof_thread *t = emit_thread();
-    if (!t || (!window_edge && !atomic_load_explicit(&prof_recording, memory_order_relaxed)))
+    if (!t ||
+        (!(how & PY_SPAN_EDGE) && !atomic_load_explicit(&prof_recording, memory_order_relaxed)))
         return;
-    struct prof_rec_py_span *rec = ring_reserve(&t->ring, sizeof *rec);
+    struct prof_rec_py_span *rec = how & PY_SPAN_KEPT ? ring_reserve_kept(&t->ring, sizeof *rec)
+                                                      : ring_reserve(&t->ring, sizeof *rec);
     if (!rec)
         return; /* counted as lost; the tree keeps the call */
     rec->h.type = PROF_REC_PY_SPAN;
@@ -310,8 +303,9 @@ py_leave(struct py_thread *pt, const void *tag, int kind, py_object *obj, uint64
         pt->stack[pt->depth - 1].child += dt;
     else
         py_stack_emptied(pt);
-    if (dt >= py_span_threshold() ||
-        (__builtin_expect(n->action & PY_NODE_PHASE, 0) && !py_phase_below(pt)))
+    if (__builtin_expect(n->action & PY_NODE_PHASE, 0) && !py_phase_below(pt))
+        py_emit_span(n, f->start, now, PY_SPAN_KEPT); /* (however short) */
+    else if (dt >= py_span_threshold())
         py_emit_span(n, f->start, now, 0);
     if (__builtin_expect(n->action & PY_NODE_STEP, 0) && pt->step_depth && !--pt->step_depth)
         window_step_done(); /* may close the window */
@@ -337,7 +331,7 @@ void python_tree_close_at_edge(struct py_thread *pt)
         if (d)
             pt->stack[d - 1].child += dt;
         if (dt >= py_span_threshold())
-            py_emit_span(f->node, f->start, f->start + dt, 1);
+            py_emit_span(f->node, f->start, f->start + dt, PY_SPAN_EDGE);
     }
     if (pt == py_tls) /* (another thread's step frames are not followed) */
         py_closed_step_depth += pt->step_depth;

@@ -110,6 +110,17 @@ static inline void py_stack_emptied(struct py_thread *pt)
         ;
 }
 
+/* This thread's stack turned non-empty: counted in the current epoch. */
+static inline void py_stack_opened(struct py_thread *pt)
+{
+    unsigned cur = atomic_load(&window_closings);
+    uint64_t w = atomic_load(&python_tree_open), v;
+    do
+        v = (uint32_t)(w >> 32) == cur ? w + 1 : ((uint64_t)cur << 32) | 1;
+    while (!atomic_compare_exchange_weak(&python_tree_open, &w, v));
+    pt->epoch = cur;
+}
+
 /* Frames entered before the window's latest closing are on this thread's stack. */
 static inline int py_stack_stale(const struct py_thread *pt)
 {

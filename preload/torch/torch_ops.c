@@ -543,7 +543,11 @@ static void torch_emit(const struct torch_frame *f, uint32_t depth, uint64_t end
         return;
     if (__builtin_expect(!atomic_load_explicit(&prof_collector_running, memory_order_relaxed), 0))
         collector_resume();
-    struct prof_rec_torch_op *rec = ring_reserve(&t->ring, sizeof *rec);
+    /* a record_function scope (an optimizer step: a training phase) may use the room the
+     * ring keeps (ring_keep) */
+    struct prof_rec_torch_op *rec = f->scope == torch_user_scope
+                                        ? ring_reserve_kept(&t->ring, sizeof *rec)
+                                        : ring_reserve(&t->ring, sizeof *rec);
     if (!rec)
         return; /* counted by the ring; the tree keeps the op */
     rec->h.type = PROF_REC_TORCH_OP;

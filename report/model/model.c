@@ -457,6 +457,13 @@ static void model_on_clock(struct model_process *p, const struct trace_record *r
     p->nclocks++;
 }
 
+static void model_on_lost_kept(struct model_process *p, const struct trace_record *rec,
+                               uint32_t tid)
+{
+    (void)tid;
+    p->lost_kept += ((const struct prof_rec_lost_kept *)rec->data)->count;
+}
+
 static void model_on_lost(struct model_process *p, const struct trace_record *rec, uint32_t tid)
 {
     (void)tid;
@@ -517,6 +524,7 @@ static const struct model_record_handler model_core_handlers[] = {
     {PROF_REC_THREAD_NAME, model_on_thread_name},
     {PROF_REC_CLOCK, model_on_clock},
     {PROF_REC_LOST, model_on_lost},
+    {PROF_REC_LOST_KEPT, model_on_lost_kept},
     {PROF_REC_API_CALL, model_on_api_call},
     {PROF_REC_LOST_CALLS, model_on_lost_calls},
     {PROF_REC_SYMBOL, model_on_symbol},

@@ -477,6 +477,7 @@ struct model_process {
     size_t nwarnings;
 
     uint64_t lost;       /* sum of LOST records */
+    uint64_t lost_kept;  /* of them, the kept ones (LOST_KEPT: training phases' spans) */
     uint64_t lost_calls; /* sum of LOST_CALLS records: dropped calls still in the API sums */
     uint64_t end_lost;   /* END's events_lost */
 

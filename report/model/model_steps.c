@@ -483,6 +483,11 @@ static void model_steps_on_gc(struct model_process *p, const struct trace_record
 
 static int steps_keep_spans; /* model_steps_keep_spans */
 
+int model_steps_phases_whole(const struct model_process *p)
+{
+    return !p->lost || (model_meta_get(p, "ring_kept_bytes") && !p->lost_kept);
+}
+
 void model_steps_keep_spans(int keep)
 {
     steps_keep_spans = keep;

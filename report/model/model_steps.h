@@ -215,6 +215,10 @@ const char *model_steps_name(void);
 /* Keep each process's Python spans (py.span_list) after its steps are made, for the
  * flame graph of the startup (--phase startup); else they are freed then. */
 void model_steps_keep_spans(int keep);
+/* Whether every training phase's span of p is in its trace: nothing was lost, or the ring
+ * kept room for them (META ring_kept_bytes) and none of them was dropped (lost_kept). The
+ * parts of the steps are then whole, operators lost aside (other ops read as other CPU). */
+int model_steps_phases_whole(const struct model_process *p);
 
 /* Whether p's step numbers are the process's own, so that ranks' steps match by number:
  * no capture window, torch.profiler's ProfilerStep#N, or optimizer steps counted before

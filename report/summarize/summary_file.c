@@ -26,7 +26,9 @@ const char summary_file_suffix[] = ".summary";
 
 #define SUMMARY_FILE_MAGIC "PRFSUMM\n"
 #define SUMMARY_FILE_END "PRFSEND\n"
-/* 16: a hot comprehension's function and its time (model_step_hot.outer_ns), the thread
+/* 17: the training phases' spans a full ring dropped (lost_kept), the data-loading
+ * functions' whole time (data_hot's outer_ns);
+ * 16: a hot comprehension's function and its time (model_step_hot.outer_ns), the thread
  * besides the step thread that runs the most Python in the steps (steps.thread_hot);
  * 15: whether the recording opened after the process's first steps (steps.opened_late),
  * each step's evaluation (model_step.eval_ns) and the one after the last step
@@ -52,7 +54,7 @@ const char summary_file_suffix[] = ".summary";
  * 4: the training steps behind their length, read when a view asks for every step
  * (summary_file_read_steps); 3: the trace's identity after the version
  * (summary_file_bound). 12 and older are not read (their trace is). */
-#define SUMMARY_FILE_VERSION 16
+#define SUMMARY_FILE_VERSION 17
 #define SUMMARY_FILE_MAX (1ull << 32) /* 4 GiB: more is not a summary */
 
 typedef struct summary_codec sf_codec;

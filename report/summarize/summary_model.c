@@ -203,6 +203,7 @@ static void sf_core(sf_codec *c, struct model_process *p)
     sf_strings(c, &p->notes, &p->nnotes);
     sf_strings(c, &p->warnings, &p->nwarnings);
     summary_codec_u64(c, &p->lost);
+    summary_codec_u64(c, &p->lost_kept);
     summary_codec_u64(c, &p->lost_calls);
     summary_codec_u64(c, &p->end_lost);
     summary_codec_int(c, &p->cpu_seen);

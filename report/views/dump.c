@@ -280,6 +280,12 @@ static void dump_record(FILE *out, const struct trace_record *rec, struct u64map
         fprintf(out, " tid=%u count=%" PRIu64, l->tid, l->count);
         break;
     }
+    case PROF_REC_LOST_KEPT: {
+        const struct prof_rec_lost_kept *l = rec->data;
+        fprintf(out, " tid=%u count=%" PRIu64 " (of the LOST before it: phase spans)", l->tid,
+                l->count);
+        break;
+    }
     case PROF_REC_API_CALL:
         dump_api_call(out, rec, apis);
         break;

@@ -473,10 +473,11 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
      * the periodic function's: most of that work, it names the finding */
     uint64_t eval = periodic ? 0 : st->eval_ns / n;
     int evaluates = eval && eval * 2 >= o.part_ns[MODEL_STEP_OTHER];
-    /* not when events were lost: a forward, backward or optimizer step whose span was among
-     * them counts here (a review's busy loop at a 64 KB ring read 66 % for 22 %) */
+    /* not when a phase's span was lost: a forward, backward or optimizer step whose span was
+     * dropped counts here (a review's busy loop at a 64 KB ring read 66 % for 22 %); the
+     * ring keeps room for them (model_steps_phases_whole) */
     struct finding *other =
-        st->p->lost
+        !model_steps_phases_whole(st->p)
             ? NULL
             : findings_step_part(
                   f, &o, MODEL_STEP_OTHER, "step_other", T(STEP_OTHER_SHARE),
@@ -492,8 +493,9 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
         format_ns((double)eval, ev, sizeof ev);
         size_t used = strlen(other->evidence);
         snprintf(other->evidence + used, sizeof other->evidence - used,
-                 ": PyTorch operators %s, Python and the rest %s%s", ops, rest,
-                 evaluates ? "" : " (metrics, logging, an EMA, code between the phases)");
+                 ": PyTorch operators %s, Python and the rest %s%s%s", ops, rest,
+                 evaluates ? "" : " (metrics, logging, an EMA, code between the phases)",
+                 st->p->lost ? " (events were lost: operators among them count as the rest)" : "");
         used = strlen(other->evidence);
         if (eval)
             snprintf(other->evidence + used, sizeof other->evidence - used,

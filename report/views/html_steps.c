@@ -127,12 +127,13 @@ static void html_steps_summary(FILE *out, const struct steps_stats *st)
         html_text(out, eval);
         fputs(".</p>\n", out);
     }
-    if (p->lost) /* as the text report's Where a step's time goes */
-        fprintf(out,
-                "<p class=\"note\">%" PRIu64 " events were lost (the ring was full: PROF_RING_KB "
-                "raises it): a forward, backward or optimizer step whose span was among them "
-                "counts as other CPU or other ops here; no finding is made of those parts.</p>\n",
-                p->lost);
+    char lost[512];
+    steps_view_lost_note(p, lost, sizeof lost);
+    if (*lost) { /* as the text report's Where a step's time goes */
+        fputs("<p class=\"note\">", out);
+        html_text(out, lost);
+        fputs(".</p>\n", out);
+    }
 }
 
 /* An axis label of ns on an axis up to top ns, in one unit for the whole axis: s from 1 s,

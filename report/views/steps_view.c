@@ -208,6 +208,25 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
     fputc('\n', out);
 }
 
+void steps_view_lost_note(const struct model_process *p, char *buf, size_t len)
+{
+    *buf = '\0';
+    if (!p->lost)
+        return;
+    if (model_steps_phases_whole(p)) /* (the ring keeps room for the phases' spans) */
+        snprintf(buf, len,
+                 "%" PRIu64 " events were lost (the ring was full: PROF_RING_KB raises it), "
+                 "none of the phases' spans: the parts are whole, but a lost operator's time "
+                 "counts as other CPU here, not other ops",
+                 p->lost);
+    else /* the phases are spans through the ring (the boundaries are not) */
+        snprintf(buf, len,
+                 "%" PRIu64 " events were lost (the ring was full: PROF_RING_KB raises it): a "
+                 "forward, backward or optimizer step whose span was among them counts as "
+                 "other CPU or other ops here; no finding is made of those parts",
+                 p->lost);
+}
+
 /* One process: its parts per step. */
 /* wait_ns: the process's wait for other ranks, when ranks were compared (known) */
 static void steps_view_parts(FILE *out, const struct steps_stats *st, uint64_t wait_ns, int known)
@@ -227,12 +246,10 @@ static void steps_view_parts(FILE *out, const struct steps_stats *st, uint64_t w
     steps_view_eval_note(st, eval, sizeof eval);
     if (*eval)
         fprintf(out, "  (%s)\n", eval);
-    if (st->p->lost) /* the phases are spans through the ring (the boundaries are not) */
-        fprintf(out,
-                "  (%" PRIu64 " events were lost (the ring was full: PROF_RING_KB raises it): a "
-                "forward, backward or optimizer step whose span was among them counts as other "
-                "CPU or other ops here; no finding is made of those parts)\n",
-                st->p->lost);
+    char lost[512];
+    steps_view_lost_note(st->p, lost, sizeof lost);
+    if (*lost)
+        fprintf(out, "  (%s)\n", lost);
     if (st->comm_ns) {
         char all[32], exposed[32], wait[32];
         steps_view_ms(st->comm_ns / n, all, sizeof all);

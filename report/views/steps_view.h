@@ -25,6 +25,9 @@ void steps_view_startup_costs(const struct model_process *p, char *buf, size_t l
 /* The evaluation inside the steps of st (model_step.eval_ns), said under the parts: "" when
  * none. */
 void steps_view_eval_note(const struct steps_stats *st, char *buf, size_t len);
+/* What events p lost do to its steps' parts ("" when none were lost), for the text and
+ * the HTML page. */
+void steps_view_lost_note(const struct model_process *p, char *buf, size_t len);
 /* The per-rank table of the ranks compared by steps (r->by_steps): its title ("Per rank,
  * mean per step over steps 2-40"), its columns (text_table.h's form), each rank's cells
  * (ns: the rank, then the figures in ns), and the line under it naming the rank that holds

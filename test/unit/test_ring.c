@@ -117,6 +117,55 @@ Test(ring, full_ring_drops_and_counts)
     ring_teardown();
 }
 
+/* Puts one 24-byte record through reserve (ring_reserve or ring_reserve_kept); whether
+ * it went in. */
+static int put_with(void *(*reserve)(struct prof_ring *, uint32_t), uint32_t payload)
+{
+    struct prof_record_header *h = reserve(&ring, 24);
+    if (!h)
+        return 0;
+    h->type = PROF_REC_API_CALL;
+    h->size = 24;
+    ((uint32_t *)h)[1] = payload;
+    ring_commit(&ring);
+    return 1;
+}
+
+static void *reserve_plain(struct prof_ring *r, uint32_t size)
+{
+    return ring_reserve(r, size);
+}
+
+static void *reserve_kept(struct prof_ring *r, uint32_t size)
+{
+    return ring_reserve_kept(r, size);
+}
+
+Test(ring, kept_room_takes_the_kept_records_when_the_rest_is_full)
+{
+    ring_setup(512);
+    ring_keep(&ring, 128); /* 384 bytes for all: 16 records; 128 more for the kept: 5 */
+    uint32_t n = 0;
+    while (put_with(reserve_plain, n))
+        n++;
+    cr_assert_eq(n, 384 / 24, "plain records stored: %u", n);
+    cr_assert_eq(ring_take_dropped(&ring), 1);
+    uint32_t kept = 0;
+    while (put_with(reserve_kept, n + kept))
+        kept++;
+    cr_assert_eq(kept, (512 - 384) / 24, "kept records stored: %u", kept);
+    /* a plain record still finds no room; the kept one that failed is counted as both */
+    cr_assert_eq(put_with(reserve_plain, 0), 0);
+    cr_assert_eq(ring_take_dropped(&ring), 2);
+    cr_assert_eq(ring_take_dropped_kept(&ring), 1);
+    cr_assert_eq(ring_take_dropped_kept(&ring), 0, "kept drops are reported once");
+    uint32_t next = 0;
+    cr_assert_eq(drain_records(&next), (int)(n + kept));
+    /* drained: plain records go in again, up to the kept room */
+    cr_assert(put_with(reserve_plain, next));
+    ring_teardown();
+}
+
 Test(ring, reservation_that_needs_a_pad_counts_the_pad_against_space)
 {
     ring_setup(128);
