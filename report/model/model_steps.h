@@ -129,6 +129,10 @@ struct model_steps {
     size_t nscopes, cap_scopes;
     struct model_step_gc *gcs; /* in the order read (each thread's in time) */
     size_t ngcs, cap_gcs;
+    /* The step thread's garbage collections in the steady steps (model_steps_gc.c): their
+     * pauses per steady step, how many, how many of generation 2, the longest and the
+     * number of its step */
+    uint64_t gc_ns, gc_count, gc_full, gc_max_ns, gc_max_number;
     /* The step thread's Python functions with the most self time in the steady steps
      * (model_steps_hot.c), most first. */
     struct model_step_hot *hot;

@@ -1,8 +1,32 @@
 /* model_steps_gc: the pauses of Python's garbage collector (PY_GC records, steps.gcs) inside
  * a stretch of a thread, so that a slow step whose time went to a collection is said to be
  * the collector's, not the function that allocated at that moment. */
+#include <stdint.h>
+
 #include "model.h"
 #include "model_steps_hot.h"
+
+void model_steps_gc_totals(struct model_process *p, size_t warm)
+{
+    struct model_steps *st = &p->steps;
+    uint64_t lo = st->steps[warm].start_ns, hi = st->steps[st->nsteps - 1].end_ns;
+    for (size_t i = 0; i < st->ngcs; i++) {
+        const struct model_step_gc *g = &st->gcs[i];
+        uint64_t s = model_ticks_to_monotonic_ns(p, g->start);
+        uint64_t e = model_ticks_to_monotonic_ns(p, g->end);
+        if (g->tid != st->tid || s < lo || s >= hi || e < s)
+            continue; /* (a pause begun in the steady steps counts whole) */
+        st->gc_ns += e - s;
+        st->gc_count++;
+        st->gc_full += g->generation >= 2;
+        size_t k = model_steps_index_at(st, s);
+        if (e - s > st->gc_max_ns && k != SIZE_MAX) {
+            st->gc_max_ns = e - s;
+            st->gc_max_number = st->steps[k].number;
+        }
+    }
+    st->gc_ns /= st->nsteps - warm;
+}
 
 uint64_t model_steps_gc_in(const struct model_process *p, uint32_t tid, uint64_t a, uint64_t b,
                            int *generation)

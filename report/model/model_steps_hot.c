@@ -707,6 +707,7 @@ void model_steps_hot(struct model_process *p)
     st->startup_hot = hot_keep(p, all, nall, MODEL_STEPS_STARTUP_HOT, 1, 0, &st->nstartup_hot);
     free(all);
     model_steps_threads(p, lo, hi, per);
+    model_steps_gc_totals(p, warm);
 }
 
 int model_steps_idle_wait(const struct model_py_func *f)

@@ -63,6 +63,8 @@ int model_steps_idle_wait(const struct model_py_func *f);
  * -1 when none. */
 uint64_t model_steps_gc_in(const struct model_process *p, uint32_t tid, uint64_t a, uint64_t b,
                            int *generation);
+/* steps.gc_*: the step thread's collections begun in the steady steps (from index warm). */
+void model_steps_gc_totals(struct model_process *p, size_t warm);
 /* model_steps_threads.c: p->steps.thread_hot, the thread besides the step thread that runs
  * the most Python in the steady steps [lo, hi), per of them. */
 void model_steps_threads(struct model_process *p, uint64_t lo, uint64_t hi, uint64_t per);

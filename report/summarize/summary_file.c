@@ -27,7 +27,7 @@ const char summary_file_suffix[] = ".summary";
 #define SUMMARY_FILE_MAGIC "PRFSUMM\n"
 #define SUMMARY_FILE_END "PRFSEND\n"
 /* 17: the training phases' spans a full ring dropped (lost_kept), the data-loading
- * functions' whole time (data_hot's outer_ns);
+ * functions' whole time (data_hot's outer_ns), the steps' garbage collections (gc_*);
  * 16: a hot comprehension's function and its time (model_step_hot.outer_ns), the thread
  * besides the step thread that runs the most Python in the steps (steps.thread_hot);
  * 15: whether the recording opened after the process's first steps (steps.opened_late),

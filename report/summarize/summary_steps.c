@@ -77,6 +77,11 @@ void summary_model_steps(sf_codec *c, struct model_process *p)
     summary_codec_u64(c, &st->rare_after_ns);
     summary_codec_u64(c, &st->eval_after_ns);
     summary_codec_u64(c, &st->actions_end_ns);
+    summary_codec_u64(c, &st->gc_ns);
+    summary_codec_u64(c, &st->gc_count);
+    summary_codec_u64(c, &st->gc_full);
+    summary_codec_u64(c, &st->gc_max_ns);
+    summary_codec_u64(c, &st->gc_max_number);
     summary_codec_u8(c, &st->loader);
     if (c->reading && st->loader > MODEL_STEPS_LOADER_WORKERS)
         summary_codec_fail(c, "an unknown DataLoader kind");

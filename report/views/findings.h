@@ -51,6 +51,8 @@
     X(STEP_THREAD_SHARE, 0.10,                                                                     \
       "another thread's Python: a thread besides the step thread runs Python this share of the "   \
       "step")                                                                                      \
+    X(STEP_GC_SHARE, 0.05,                                                                         \
+      "garbage collection: Python's collector pauses the step thread this share of the step")      \
     X(STEP_OUTLIER_RATIO, 2.0, "slow steps: a steady step takes this many times the median")       \
     X(STEP_GROWTH_RATIO, 1.5,                                                                      \
       "step time grows: the last fifth of the steady steps takes this many times the first "       \

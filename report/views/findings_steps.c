@@ -192,23 +192,33 @@ void findings_dataloader(struct findings *f, const struct summary *s)
         const struct model_action *a = findings_builtin(p, "dataloader_next");
         if (!a || !p->wall_ns || p == said || (waiting_rank >= 0 && p->rank == waiting_rank))
             continue;
-        double share = (double)a->total_ns / (double)p->wall_ns;
-        if (share < T(DATALOADER_SHARE))
-            continue;
-        char who[96], total[32], wall[32], mean[32];
-        format_ns((double)a->total_ns, total, sizeof total);
-        format_ns((double)p->wall_ns, wall, sizeof wall);
-        format_ns(a->calls ? (double)a->total_ns / (double)a->calls : 0, mean, sizeof mean);
-        struct finding *x = findings_add(f, "dataloader", share);
-        findings_set(x->title, sizeof x->title,
-                     "waiting for the DataLoader %.1f %% of the time (%s)", 100.0 * share,
-                     findings_proc_name(p, 1, who, sizeof who));
-        findings_set(x->evidence, sizeof x->evidence,
-                     "%" PRIu64 " batches waited %s of %s wall time, %s each", a->calls, total,
-                     wall, mean);
         struct steps_stats st; /* data_hot is per steady step: so is the part it is held to */
         steps_stats_of(p, 0, UINT64_MAX, &st);
         model_steps_let_go(p); /* (read again from a summary if asked) */
+        /* with steady steps, their data loading (a review's spawned ranks waited 1.66 s for
+         * their workers to start in the first step, then 2.4 ms a step: "45.8 %") */
+        double share = st.counted ? findings_share(st.part_ns[MODEL_STEP_DATA], st.total_ns)
+                                  : (double)a->total_ns / (double)p->wall_ns;
+        if (share < T(DATALOADER_SHARE))
+            continue;
+        char who[96], total[32], wall[32], mean[32];
+        format_ns((double)(st.counted ? st.part_ns[MODEL_STEP_DATA] / st.counted : a->total_ns),
+                  total, sizeof total);
+        format_ns((double)(st.counted ? st.total_ns / st.counted : p->wall_ns), wall, sizeof wall);
+        format_ns(a->calls ? (double)a->total_ns / (double)a->calls : 0, mean, sizeof mean);
+        struct finding *x = findings_add(f, "dataloader", share);
+        findings_set(x->title, sizeof x->title, "waiting for the DataLoader %.1f %% of the %s (%s)",
+                     100.0 * share, st.counted ? "steady steps" : "time",
+                     findings_proc_name(p, 1, who, sizeof who));
+        if (st.counted)
+            findings_set(x->evidence, sizeof x->evidence,
+                         "%s per steady step of %s waiting for batches (%" PRIu64
+                         " batches in all, %s each)",
+                         total, wall, a->calls, mean);
+        else
+            findings_set(x->evidence, sizeof x->evidence,
+                         "%" PRIu64 " batches waited %s of %s wall time, %s each", a->calls, total,
+                         wall, mean);
         findings_data_loading(p, st.counted ? st.part_ns[MODEL_STEP_DATA] / st.counted : 0,
                               x->evidence, sizeof x->evidence, x->where, sizeof x->where);
         if (!x->where[0])
@@ -441,6 +451,32 @@ struct finding *findings_periodic(struct findings *f, const struct steps_stats *
 }
 
 /* One process's own findings: its steady steps. */
+void findings_step_startup(struct findings *f, const struct steps_stats *st, const char *who)
+{
+    uint64_t steps_ns = 0;
+    for (size_t i = 0; i < st->p->steps.nsteps; i++)
+        steps_ns += st->p->steps.steps[i].end_ns - st->p->steps.steps[i].start_ns;
+    const char *window = model_meta_get(st->p, "window");
+    if (steps_ns && !(window && *window) &&
+        (double)st->startup_ns >= T(STARTUP_RATIO) * (double)steps_ns) {
+        char a[32], b[32], imp[32];
+        format_ns((double)st->startup_ns, a, sizeof a);
+        format_ns((double)steps_ns, b, sizeof b);
+        format_ns((double)st->startup_import_ns, imp, sizeof imp);
+        struct finding *x = findings_add(f, "startup", findings_share(st->startup_ns, steps_ns));
+        x->minor = 1;
+        findings_set(x->title, sizeof x->title,
+                     "startup%s: %s before the first step, more than the %s of all the steps", who,
+                     a, b);
+        char costs[1024];
+        steps_view_startup_costs(st->p, costs, sizeof costs);
+        findings_set(x->evidence, sizeof x->evidence,
+                     "imports take %s of it%s; short runs measure mostly startup: profile more "
+                     "steps, or read the steps' figures (Training steps)",
+                     imp, costs);
+    }
+}
+
 static void findings_steps_process(struct findings *f, const struct steps_stats *st)
 {
     uint64_t n = st->counted ? st->counted : 1;
@@ -496,6 +532,10 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
                  ": PyTorch operators %s, Python and the rest %s%s%s", ops, rest,
                  evaluates ? "" : " (metrics, logging, an EMA, code between the phases)",
                  st->p->lost ? " (events were lost: operators among them count as the rest)" : "");
+        used = strlen(other->evidence); /* (its pauses fall in the phases and out of them) */
+        if (findings_share(st->p->steps.gc_ns, st->mean_ns) >= T(STEP_GC_SHARE))
+            snprintf(other->evidence + used, sizeof other->evidence - used,
+                     "; Python's garbage collection pauses some of it (step_gc)");
         used = strlen(other->evidence);
         if (eval)
             snprintf(other->evidence + used, sizeof other->evidence - used,
@@ -577,27 +617,8 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
         }
     }
     findings_step_growth(f, st);
-    uint64_t steps_ns = 0;
-    for (size_t i = 0; i < st->p->steps.nsteps; i++)
-        steps_ns += st->p->steps.steps[i].end_ns - st->p->steps.steps[i].start_ns;
-    const char *window = model_meta_get(st->p, "window");
-    if (steps_ns && !(window && *window) &&
-        (double)st->startup_ns >= T(STARTUP_RATIO) * (double)steps_ns) {
-        char a[32], b[32], imp[32];
-        format_ns((double)st->startup_ns, a, sizeof a);
-        format_ns((double)steps_ns, b, sizeof b);
-        format_ns((double)st->startup_import_ns, imp, sizeof imp);
-        struct finding *x = findings_add(f, "startup", findings_share(st->startup_ns, steps_ns));
-        x->minor = 1;
-        findings_set(x->title, sizeof x->title,
-                     "startup: %s before the first step, more than the %s of all the steps", a, b);
-        char costs[1024];
-        steps_view_startup_costs(st->p, costs, sizeof costs);
-        findings_set(x->evidence, sizeof x->evidence,
-                     "imports take %s of it%s; short runs measure mostly startup: profile more "
-                     "steps, or read the steps' figures (Training steps)",
-                     imp, costs);
-    }
+    findings_step_gc(f, st);
+    findings_step_startup(f, st, "");
 }
 
 int findings_steps_ranked(const struct summary *s)

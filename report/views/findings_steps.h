@@ -50,6 +50,12 @@ void findings_step_python(struct findings *f, const struct steps_stats *st, cons
 /* findings_growth.c: step time that grows through the run (step_growth), or that changed
  * once (step_jump), over st's steady steps. */
 void findings_step_growth(struct findings *f, const struct steps_stats *st);
+/* findings_gc.c: Python's garbage collections pausing the step thread (step_gc), in st's
+ * steady steps. */
+void findings_step_gc(struct findings *f, const struct steps_stats *st);
+/* The startup of st's process when it exceeds all its steps' time (startup; who: "" or
+ * " (median rank)"); its steps' findings say it last. */
+void findings_step_startup(struct findings *f, const struct steps_stats *st, const char *who);
 /* Periodic work (an evaluation, a checkpoint) of st's process: its share of the steady
  * steps (periodic_work; who: "" or " on rank R"), or NULL when under PERIODIC_SHARE. */
 struct finding *findings_periodic(struct findings *f, const struct steps_stats *st,

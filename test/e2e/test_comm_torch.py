@@ -363,7 +363,7 @@ def test_ranks_started_by_multiprocessing_spawn(tmp_path):
     "compute")."""
     script = os.path.join(ROOT, "test", "workloads", "ddp_slow_rank.py")
     profile([PYTHON, script, "--spawn", "2", str(STEPS), str(SLOW_RANK), str(SLOW_MS)], tmp_path,
-            timeout=300)
+            timeout=300, env={"DDP_WORKERS": "2"})
     ranks = check_accounting(tmp_path)
     rows = {r["rank"]: r for r in ranks["rows"]}
     assert sorted(rows) == [0, 1], rows
@@ -373,7 +373,12 @@ def test_ranks_started_by_multiprocessing_spawn(tmp_path):
     assert fast["wait_ns"] > fast["steps"] * SLOW_MS * 1e6 * 0.5, fast
     text = report(tmp_path).stdout
     assert "Left out: " in text and " that started the ranks (their parent" in text, text
+    assert "4 DataLoader worker processes" in text, text
     assert "rank %d holds the others" % SLOW_RANK in text, text
+    # the workers' start in each rank's first step is no stall of the steady steps (a
+    # review's spawned ranks read "waiting for the DataLoader 45.8 %")
+    kinds = [f["kind"] for f in report_json(tmp_path)["findings"]]
+    assert "dataloader" not in kinds and "step_data" not in kinds, kinds
     # the traces say where the rank came from
     for f in trace_files(tmp_path):
         dump = subprocess.run([build_path("bin", "profreport"), "dump", f], capture_output=True,

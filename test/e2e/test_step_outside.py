@@ -407,6 +407,13 @@ def test_a_garbage_collection_pause_is_said_as_one(tmp_path):
                  r"its mean per steady step \(.*gc\.freeze\(\)", slow["where"])
     assert m and 0.5 * pause * 1e3 < float(m.group(1)) <= pause * 1e3 * 1.05, (pause, slow)
     assert "its cause Python's garbage collection (generation 2) +" in report(out).stdout
+    # the collections in all: one full one, here most of their time
+    gc = findings_of(out)["step_gc"]
+    m = re.search(r"^([\d.]+) (us|ms) per step in (\d+) collections over the steady steps, 1 of "
+                  r"them full \(generation 2\); the longest ([\d.]+) ms, in step 32\. ",
+                  gc["evidence"])
+    assert m and 0.5 * pause * 1e3 < float(m.group(4)) <= pause * 1e3 * 1.05, (pause, gc)
+    assert "gc.freeze()" in gc["evidence"], gc
     # the same from summaries
     assert findings_of(summaries_only(out, tmp_path))["slow_steps"]["where"] == slow["where"]
     # the pause is no call: the function that set it off keeps its own count

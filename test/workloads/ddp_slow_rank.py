@@ -13,6 +13,7 @@ test/doubles, must come first in LD_LIBRARY_PATH — it stands in for the GPU), 
 others wait for it in those steps only), metric (every rank, after each optimizer step,
 all_reduces its loss 20 times in log_metrics() for logging: balanced, no slow rank). With DDP_SIGNAL_STEPS="A,B" every rank
 sends itself SIGUSR1 before steps A and B (a PROF_WINDOW_SIGNAL=USR1 window).
+With DDP_WORKERS=N each rank's DataLoader has N worker processes.
 With DDP_STEP_LOG=PREFIX every rank writes PREFIX.rankR: one line per step as it begins,
 "<step index from 0> <realtime ns>".
 Prints one line per rank with its step count.
@@ -100,7 +101,8 @@ def main(spawned_rank=None, world=None, args=None):
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
     slow = rank == slow_rank
     data = torch.utils.data.DataLoader(Batches(steps, slow_ms / 1000.0 if slow and how == "data" else 0),
-                                       batch_size=None)
+                                       batch_size=None,
+                                       num_workers=int(os.environ.get("DDP_WORKERS", "0")))
     device_wait = DeviceWait(slow_ms) if slow and how == "sync" else None
     signal_steps = [int(v) for v in os.environ.get("DDP_SIGNAL_STEPS", "").split(",") if v]
     done = 0
