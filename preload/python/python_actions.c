@@ -143,12 +143,9 @@ static long py_local_long(py_object *frame, const char *name)
     py_object *key = locals ? py.UnicodeFromString(name) : NULL;
     py_object *value = key ? py.ObjectGetItem(locals, key) : NULL;
     long n = value ? py.AsLong(value) : -1;
-    if (value)
-        py.DecRef(value);
-    if (key)
-        py.DecRef(key);
-    if (locals)
-        py.DecRef(locals);
+    py_xdecref(value);
+    py_xdecref(key);
+    py_xdecref(locals);
     py.ErrClear();
     return n;
 }

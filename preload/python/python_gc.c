@@ -67,14 +67,10 @@ void python_gc_attach(void)
     py_object *callbacks = gc ? py.GetAttrString(gc, "callbacks") : NULL;
     py_object *fn = callbacks ? py.CFunctionNewEx(&gc_def, NULL, NULL) : NULL;
     py_object *r = fn ? py.ObjectCallMethod(callbacks, "append", "O", fn) : NULL;
-    if (r)
-        py.DecRef(r);
-    if (fn)
-        py.DecRef(fn);
-    if (callbacks)
-        py.DecRef(callbacks);
-    if (gc)
-        py.DecRef(gc);
+    py_xdecref(r);
+    py_xdecref(fn);
+    py_xdecref(callbacks);
+    py_xdecref(gc);
     if (!loaded && modules && py.DictDelItemString)
         py.DictDelItemString(modules, "gc");
     py.ErrClear();

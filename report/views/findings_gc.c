@@ -5,7 +5,7 @@
 #include "findings_steps.h"
 #include "format.h"
 
-void findings_step_gc(struct findings *f, const struct steps_stats *st)
+void findings_step_gc(struct findings *f, const struct steps_stats *st, const char *who)
 {
     const struct model_steps *ms = &st->p->steps;
     double share = findings_share(ms->gc_ns, st->mean_ns);
@@ -17,8 +17,8 @@ void findings_step_gc(struct findings *f, const struct steps_stats *st)
     struct finding *x = findings_add(f, "step_gc", share);
     findings_set(x->title, sizeof x->title,
                  "garbage collection: Python's collector pauses the training thread %.0f%% of "
-                 "the step",
-                 100 * share);
+                 "the step%s",
+                 100 * share, who);
     findings_set(x->evidence, sizeof x->evidence,
                  "%s per step in %llu collections over the steady steps, %llu of them full "
                  "(generation 2); the longest %s, in step %llu. A collection pauses the thread "

@@ -278,7 +278,7 @@ void findings_steps_ranks(struct findings *f, const struct comm_report *r, const
         struct steps_stats st;
         steps_stats_of(median, 0, UINT64_MAX, &st);
         findings_step_python(f, &st, " (median rank)");
-        findings_step_gc(f, &st);
+        findings_step_gc(f, &st, " (median rank)");
         /* (a review's 4 ranks: 4.2 s of startup each, 0.7 s of steps) */
         findings_step_startup(f, &st, " (median rank)");
         model_steps_let_go(median); /* (a summary's: read again when a view asks) */

@@ -617,7 +617,7 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
         }
     }
     findings_step_growth(f, st);
-    findings_step_gc(f, st);
+    findings_step_gc(f, st, "");
     findings_step_startup(f, st, "");
 }
 

@@ -51,8 +51,8 @@ void findings_step_python(struct findings *f, const struct steps_stats *st, cons
  * once (step_jump), over st's steady steps. */
 void findings_step_growth(struct findings *f, const struct steps_stats *st);
 /* findings_gc.c: Python's garbage collections pausing the step thread (step_gc), in st's
- * steady steps. */
-void findings_step_gc(struct findings *f, const struct steps_stats *st);
+ * steady steps; who: "" or " (median rank)". */
+void findings_step_gc(struct findings *f, const struct steps_stats *st, const char *who);
 /* The startup of st's process when it exceeds all its steps' time (startup; who: "" or
  * " (median rank)"); its steps' findings say it last. */
 void findings_step_startup(struct findings *f, const struct steps_stats *st, const char *who);
