@@ -495,6 +495,7 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
         findings_data_loading(st->p, m.part_ns[MODEL_STEP_DATA], data->evidence,
                               sizeof data->evidence, data->where, sizeof data->where);
     findings_step_part(f, &m, MODEL_STEP_SYNC, "step_sync", T(STEP_SYNC_SHARE), "host syncs");
+    findings_step_gc(f, st, ""); /* (before the parts it pauses: the cause first) */
     /* Work outside the phases (ops and Python: a metric, logging, an EMA of the weights),
      * less the periodic work (said by its own finding). Operators and Python together: an
      * EMA update is mostly operators, a logging loop mostly Python, and either alone
@@ -617,7 +618,6 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
         }
     }
     findings_step_growth(f, st);
-    findings_step_gc(f, st, "");
     findings_step_startup(f, st, "");
 }
 
