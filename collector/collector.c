@@ -255,7 +255,7 @@ struct prof_thread *collector_thread_register(void)
     }
     struct prof_thread *t = block;
     ring_init(&t->ring, (uint8_t *)block + header, collector_cfg.ring_bytes);
-    ring_keep(&t->ring, collector_cfg.ring_bytes / COLLECTOR_RING_KEPT_PART);
+    ring_keep(&t->ring, collector_ring_kept(collector_cfg.ring_bytes));
     t->tid = (uint32_t)collector_gettid();
     prctl(PR_GET_NAME, t->name, 0, 0, 0);
     struct prof_thread *head = atomic_load(&collector_threads);

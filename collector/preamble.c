@@ -118,7 +118,7 @@ void preamble_write(const struct preamble_info *in)
     preamble_write_meta("clock", prof_clock_tsc ? "tsc" : "monotonic");
     preamble_write_meta_long("ring_bytes", (long long)in->cfg->ring_bytes);
     preamble_write_meta_long("ring_kept_bytes",
-                             (long long)(in->cfg->ring_bytes / COLLECTOR_RING_KEPT_PART));
+                             (long long)collector_ring_kept(in->cfg->ring_bytes));
     for (int t = 0; t < in->ntables; t++) {
         for (size_t i = 0; i < in->tables[t].count; i++) {
             const struct prof_api_desc *d = &in->tables[t].table[i];

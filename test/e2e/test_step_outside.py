@@ -116,11 +116,14 @@ def test_work_outside_the_phases_with_a_tiny_ring(tmp_path):
                    timeout=300)
     share = float(re.search(r"ema share ([\d.]+)", proc.stdout).group(1))
     rep = report_json(tmp_path / "out")
+    text = report(tmp_path / "out").stdout
+    if "no finding is made of those parts" in text:  # said, and no finding: as it should be
+        assert "step_other" not in {f["kind"] for f in rep["findings"]}, rep["findings"]
+        pytest.skip("the collector was held up longer than the ring's kept room covers")
     other = {f["kind"]: f for f in rep["findings"]}["step_other"]
     assert abs(other["value"] - share) <= 0.12, (other, share)
     assert other["where"].startswith("ema_update ("), other
     lost = sum(p["lost"] for p in rep["processes"])
-    text = report(tmp_path / "out").stdout
     if lost:  # (a machine fast enough to drain even this ring loses nothing)
         assert "operators among them count as the rest" in other["evidence"], other
         assert "none of the phases' spans: the parts are whole" in text, text
