@@ -479,14 +479,12 @@ static const struct hot_func *hot_culprit(const struct model_process *p, const s
  * files (not torch's, the standard library's), then the innermost of those within 10 % of
  * their class's largest excess (the least whole time: of wrappers around the same work,
  * the one that does it); slowest first. Returns the periodic work's function (hot_rare),
- * or 0. */
-static uint32_t hot_slow(struct model_process *p, size_t warm)
+ * or 0. all: the steady steps' ranking by whole calls (HOT_INCLUSIVE). */
+static uint32_t hot_slow(struct model_process *p, size_t warm, const struct hot_func *all,
+                         size_t nall)
 {
     struct model_steps *st = &p->steps;
     uint64_t per = st->nsteps - warm;
-    struct hot_func *all;
-    size_t nall = hot_rank(p, st->tid, st->steps[warm].start_ns, st->steps[st->nsteps - 1].end_ns,
-                           HOT_INCLUSIVE, 0, NULL, &all);
     struct u64map at; /* func id -> its index in all + 1 */
     u64map_init(&at);
     for (size_t i = 0; i < nall; i++) {
@@ -541,9 +539,7 @@ static uint32_t hot_slow(struct model_process *p, size_t warm)
         free(in);
     }
     u64map_free(&at);
-    uint32_t rare = hot_rare(p, all, nall, per);
-    free(all);
-    return rare;
+    return hot_rare(p, all, nall, per);
 }
 
 /* The DataLoader iterator whose calls took the most time in all[0, nall) (data loading's
@@ -624,13 +620,12 @@ static uint32_t hot_startup_thread(const struct model_process *p, uint64_t hi, u
  * written in (caller) and that function's whole time per steady step (outer_ns), from its
  * calls of at least PROF_PY_SPAN_US; only when that holds the comprehension's own time (a
  * review's finding named a list comprehension alone, and the third of its function's time
- * in a torch.tensor it called went unseen). all: the ranking st->hot was kept from. */
-static void hot_outer(struct model_process *p, const struct hot_func *all, uint64_t lo, uint64_t hi,
-                      uint64_t per)
+ * in a torch.tensor it called went unseen). all: the ranking st->hot was kept from; in:
+ * the ranking by whole calls (HOT_INCLUSIVE). */
+static void hot_outer(struct model_process *p, const struct hot_func *all,
+                      const struct hot_func *in, size_t nin, uint64_t per)
 {
     struct model_steps *st = &p->steps;
-    struct hot_func *in = NULL;
-    size_t nin = 0;
     for (size_t i = 0; i < st->nhot; i++) {
         const struct model_py_func *f = model_python_func(p, all[i].func);
         const char *q = f && f->qualname ? f->qualname : "", *locals = strstr(q, ".<locals>.<");
@@ -642,8 +637,6 @@ static void hot_outer(struct model_process *p, const struct hot_func *all, uint6
         size_t n = locals ? (size_t)(locals - q) : 0;
         if (!of || !of->qualname || strlen(of->qualname) != n || strncmp(of->qualname, q, n))
             continue; /* not the function it is written in (a builtin it was passed to) */
-        if (!in)
-            nin = hot_rank(p, st->tid, lo, hi, HOT_INCLUSIVE, 0, NULL, &in);
         for (size_t k = 0; k < nin; k++)
             if (in[k].func == outer->func && in[k].self_ns / per >= st->hot[i].self_ns) {
                 free(st->hot[i].caller);
@@ -651,25 +644,19 @@ static void hot_outer(struct model_process *p, const struct hot_func *all, uint6
                 st->hot[i].outer_ns = in[k].self_ns / per;
             }
     }
-    free(in);
 }
 
 /* steps.data_hot's whole calls' time per steady step (outer_ns), when more than their self
  * time (a review's collate_fn read 2.72 ms of its 3.89, its torch.tensor calls apart).
- * all: the ranking data_hot was kept from. */
-static void hot_data_whole(struct model_process *p, const struct hot_func *all, uint64_t lo,
-                           uint64_t hi, uint64_t per)
+ * all: the ranking data_hot was kept from; in: the ranking by whole calls (HOT_INCLUSIVE). */
+static void hot_data_whole(struct model_process *p, const struct hot_func *all,
+                           const struct hot_func *in, size_t nin, uint64_t per)
 {
     struct model_steps *st = &p->steps;
-    if (!st->ndata_hot)
-        return;
-    struct hot_func *in = NULL;
-    size_t nin = hot_rank(p, st->tid, lo, hi, HOT_INCLUSIVE, 0, NULL, &in);
     for (size_t i = 0; i < st->ndata_hot; i++)
         for (size_t k = 0; k < nin; k++)
             if (in[k].func == all[i].func && in[k].self_ns / per > st->data_hot[i].self_ns)
                 st->data_hot[i].outer_ns = in[k].self_ns / per;
-    free(in);
 }
 
 void model_steps_hot(struct model_process *p)
@@ -682,14 +669,17 @@ void model_steps_hot(struct model_process *p)
     struct hot_func *all;
     size_t nall = hot_rank(p, st->tid, lo, hi, HOT_ALL, 0, NULL, &all);
     st->hot = hot_keep(p, all, nall, MODEL_STEPS_HOT, per, 1, &st->nhot);
-    hot_outer(p, all, lo, hi, per);
+    struct hot_func *whole; /* each function's whole calls: read by three of the rankings */
+    size_t nwhole = hot_rank(p, st->tid, lo, hi, HOT_INCLUSIVE, 0, NULL, &whole);
+    hot_outer(p, all, whole, nwhole, per);
     free(all);
-    uint32_t rare = hot_slow(p, warm);
+    uint32_t rare = hot_slow(p, warm, whole, nwhole);
     if (rare) /* what takes the periodic work's time: its second entry */
         hot_rare_inside(p, lo, hi, rare);
     nall = hot_rank(p, st->tid, lo, hi, HOT_DATA, 0, NULL, &all);
     st->data_hot = hot_keep(p, all, nall, MODEL_STEPS_DATA_HOT, per, 1, &st->ndata_hot);
-    hot_data_whole(p, all, lo, hi, per);
+    hot_data_whole(p, all, whole, nwhole, per);
+    free(whole);
     st->loader = hot_loader(p, all, nall);
     free(all);
     uint64_t rare_other = 0; /* the periodic work is said apart */

@@ -534,7 +534,7 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
                  evaluates ? "" : " (metrics, logging, an EMA, code between the phases)",
                  st->p->lost ? " (events were lost: operators among them count as the rest)" : "");
         used = strlen(other->evidence); /* (its pauses fall in the phases and out of them) */
-        if (findings_share(st->p->steps.gc_ns, st->mean_ns) >= T(STEP_GC_SHARE))
+        if (findings_find(f, "step_gc")) /* (made before this one) */
             snprintf(other->evidence + used, sizeof other->evidence - used,
                      "; Python's garbage collection pauses some of it (step_gc)");
         used = strlen(other->evidence);
