@@ -572,6 +572,25 @@ size_t model_steps_index_at(const struct model_steps *st, uint64_t t)
     return a && t < st->steps[a - 1].end_ns ? a - 1 : SIZE_MAX;
 }
 
+uint64_t model_steps_inside(const struct model_steps *st, size_t from, uint64_t a, uint64_t b)
+{
+    size_t lo = from, hi = st->nsteps;
+    while (lo < hi) { /* the first step ending after a */
+        size_t m = lo + (hi - lo) / 2;
+        if (st->steps[m].end_ns <= a)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    uint64_t in = 0;
+    for (size_t k = lo; k < st->nsteps && st->steps[k].start_ns < b; k++) {
+        uint64_t s = st->steps[k].start_ns > a ? st->steps[k].start_ns : a;
+        uint64_t e = st->steps[k].end_ns < b ? st->steps[k].end_ns : b;
+        in += e > s ? e - s : 0;
+    }
+    return in;
+}
+
 /* A step's time, its evaluation (model_step.eval_ns) aside: no warm-up's. */
 static uint64_t steps_training_ns(const struct model_step *s)
 {

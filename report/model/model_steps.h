@@ -207,6 +207,11 @@ struct model_steps {
 /* The index of the step of st holding t (CLOCK_MONOTONIC ns); SIZE_MAX: none. */
 size_t model_steps_index_at(const struct model_steps *st, uint64_t t);
 
+/* The time of [a, b) (CLOCK_MONOTONIC ns) inside the steps of st from index `from` on:
+ * named steps leave gaps (--step forward), and a call across them counts its time in the
+ * steps alone; steps that follow each other make it [a, b) clipped to them. */
+uint64_t model_steps_inside(const struct model_steps *st, size_t from, uint64_t a, uint64_t b);
+
 /* model_steps_eval.c: p->steps.evals (steps found); whether [start_ns, end_ns] lies in one. */
 void model_steps_evals(struct model_process *p);
 int model_steps_in_eval(const struct model_steps *st, uint64_t start_ns, uint64_t end_ns);

@@ -33,16 +33,18 @@ static int comm_hot_row_cmp(const void *a, const void *b)
     return x->own != y->own ? (x->own < y->own ? -1 : 1) : (x->api > y->api) - (x->api < y->api);
 }
 
-/* steps.comm_hot: each collective of the steady steps [lo, hi) (its start in them) goes to
+/* steps.comm_hot: each collective of the steady steps (its start in one of them) goes to
  * the innermost call of the program's own files around its start on the step thread, and
  * the library function that call made on the way (the API: all_reduce, Tensor.backward
- * for DDP's gradient buckets), with its time up to hi; with no such call, to the outermost
- * call around it. Collectives of any thread: a backend's work on its own thread began from
- * the step thread's op. Time that collectives running at once cover counts once, with the
- * one begun first (DDP's buckets overlap each other and a metric's all_reduce), so the
- * rows add up to no more than the communication's time. */
-void model_steps_comm_hot(struct model_process *p, uint64_t lo, uint64_t hi, uint64_t per)
+ * for DDP's gradient buckets), with its time up to the last one's end; with no such call, to the
+ * outermost call around it. Collectives of any thread: a backend's work on its own thread began
+ * from the step thread's op. Time that collectives running at once cover counts once, with the one
+ * begun first (DDP's buckets overlap each other and a metric's all_reduce), so the rows add up to
+ * no more than the communication's time. */
+void model_steps_comm_hot(struct model_process *p, size_t warm, uint64_t per)
 {
+    struct model_steps *st = &p->steps;
+    uint64_t lo = st->steps[warm].start_ns, hi = st->steps[st->nsteps - 1].end_ns;
     size_t n = 0, nc = 0, top = 0;
     size_t *order = malloc((p->py.nspan_list + 1) * sizeof *order);
     size_t *stack = malloc((p->py.nspan_list + 1) * sizeof *stack);
@@ -53,7 +55,8 @@ void model_steps_comm_hot(struct model_process *p, uint64_t lo, uint64_t hi, uin
     for (size_t i = 0; i < p->comm.ncalls; i++) {
         const struct model_comm_call *c = &p->comm.calls[i];
         uint64_t a = c->start_ns - (uint64_t)off, b = c->end_ns - (uint64_t)off;
-        if (!c->setup && a >= lo && a < hi && b > a) {
+        size_t in = a >= lo && a < hi ? model_steps_index_at(st, a) : SIZE_MAX; /* (gaps) */
+        if (!c->setup && in != SIZE_MAX && b > a) {
             calls[nc][0] = a;
             calls[nc++][1] = b < hi ? b : hi;
         }
@@ -104,7 +107,6 @@ void model_steps_comm_hot(struct model_process *p, uint64_t lo, uint64_t hi, uin
     u64map_free(&index);
     if (nrows)
         qsort(rows, nrows, sizeof *rows, comm_hot_row_cmp);
-    struct model_steps *st = &p->steps;
     st->ncomm_hot = nrows < MODEL_STEPS_COMM_HOT ? nrows : MODEL_STEPS_COMM_HOT;
     st->comm_hot = st->ncomm_hot ? malloc(st->ncomm_hot * sizeof *st->comm_hot) : NULL;
     if (st->ncomm_hot && !st->comm_hot)

@@ -14,13 +14,13 @@ void model_steps_gc_totals(struct model_process *p, size_t warm)
         const struct model_step_gc *g = &st->gcs[i];
         uint64_t s = model_ticks_to_monotonic_ns(p, g->start);
         uint64_t e = model_ticks_to_monotonic_ns(p, g->end);
-        if (g->tid != st->tid || s < lo || s >= hi || e < s)
+        size_t k = s >= lo && s < hi ? model_steps_index_at(st, s) : SIZE_MAX; /* (gaps) */
+        if (g->tid != st->tid || k == SIZE_MAX || e < s)
             continue; /* (a pause begun in the steady steps counts whole) */
         st->gc_ns += e - s;
         st->gc_count++;
         st->gc_full += g->generation >= 2;
-        size_t k = model_steps_index_at(st, s);
-        if (e - s > st->gc_max_ns && k != SIZE_MAX) {
+        if (e - s > st->gc_max_ns) {
             st->gc_max_ns = e - s;
             st->gc_max_number = st->steps[k].number;
         }

@@ -173,7 +173,7 @@ static int hot_marks(const struct model_process *p, uint32_t node, enum hot_call
  * left out with what it ran, its self time outside the built-in actions added to
  * *skipped_ns (may be NULL otherwise); HOT_UNDER: skip's calls alone. */
 static size_t hot_rank(const struct model_process *p, uint32_t tid, uint64_t lo, uint64_t hi,
-                       enum hot_calls calls, uint32_t skip, uint64_t *skipped_ns,
+                       size_t from, enum hot_calls calls, uint32_t skip, uint64_t *skipped_ns,
                        struct hot_func **out)
 {
     const struct model_steps *st = &p->steps;
@@ -191,7 +191,9 @@ static size_t hot_rank(const struct model_process *p, uint32_t tid, uint64_t lo,
         uint64_t b = model_ticks_to_monotonic_ns(p, sp->end);
         a = a > lo ? a : lo;
         b = b < hi ? b : hi;
-        uint64_t in = b > a ? b - a : 0; /* the call's time inside [lo, hi] */
+        /* the call's time inside [lo, hi], and in the steps from `from` on (named steps
+         * leave gaps: --step forward's calls, a sleep between them) */
+        uint64_t in = from == SIZE_MAX ? (b > a ? b - a : 0) : model_steps_inside(st, from, a, b);
         while (top && !(p->py.span_list[stack[top - 1]].end >= sp->end))
             top--;
         self[order[k]] = in;
@@ -400,11 +402,12 @@ static uint32_t hot_rare(struct model_process *p, const struct hot_func *all, si
 /* steps.rare_hot[1]: inside the periodic work's calls (rare, rare_hot[0]) in [lo, hi], the
  * function with the most self time, when it is another and holds >= 1/4 of the work's
  * time (time.sleep in a metric inside validate()). */
-static void hot_rare_inside(struct model_process *p, uint64_t lo, uint64_t hi, uint32_t rare)
+static void hot_rare_inside(struct model_process *p, size_t warm, uint32_t rare)
 {
     struct model_steps *st = &p->steps;
     struct hot_func *in;
-    size_t n = hot_rank(p, st->tid, lo, hi, HOT_UNDER, rare, NULL, &in);
+    size_t n = hot_rank(p, st->tid, st->steps[warm].start_ns, st->steps[st->nsteps - 1].end_ns,
+                        warm, HOT_UNDER, rare, NULL, &in);
     if (n && in[0].func != rare && in[0].self_ns * 4 >= st->rare_hot[0].self_ns) {
         struct model_step_hot *grown = realloc(st->rare_hot, 2 * sizeof *grown);
         if (!grown)
@@ -516,7 +519,7 @@ static uint32_t hot_slow(struct model_process *p, size_t warm, const struct hot_
         taken[r] = best;
         struct hot_func *in;
         size_t nin = hot_rank(p, st->tid, st->steps[best].start_ns, st->steps[best].end_ns,
-                              HOT_INCLUSIVE, 0, NULL, &in);
+                              SIZE_MAX, HOT_INCLUSIVE, 0, NULL, &in);
         uint64_t top_over = 0;
         const struct hot_func *top = hot_culprit(p, in, nin, all, &at, per, &top_over);
         /* a collection's pause is the function's that allocated then: said as the GC's
@@ -667,36 +670,36 @@ void model_steps_hot(struct model_process *p)
     uint64_t lo = st->steps[warm].start_ns, hi = st->steps[st->nsteps - 1].end_ns;
     uint64_t per = st->nsteps - warm;
     struct hot_func *all;
-    size_t nall = hot_rank(p, st->tid, lo, hi, HOT_ALL, 0, NULL, &all);
+    size_t nall = hot_rank(p, st->tid, lo, hi, warm, HOT_ALL, 0, NULL, &all);
     st->hot = hot_keep(p, all, nall, MODEL_STEPS_HOT, per, 1, &st->nhot);
     struct hot_func *whole; /* each function's whole calls: read by three of the rankings */
-    size_t nwhole = hot_rank(p, st->tid, lo, hi, HOT_INCLUSIVE, 0, NULL, &whole);
+    size_t nwhole = hot_rank(p, st->tid, lo, hi, warm, HOT_INCLUSIVE, 0, NULL, &whole);
     hot_outer(p, all, whole, nwhole, per);
     free(all);
     uint32_t rare = hot_slow(p, warm, whole, nwhole);
     if (rare) /* what takes the periodic work's time: its second entry */
-        hot_rare_inside(p, lo, hi, rare);
-    nall = hot_rank(p, st->tid, lo, hi, HOT_DATA, 0, NULL, &all);
+        hot_rare_inside(p, warm, rare);
+    nall = hot_rank(p, st->tid, lo, hi, warm, HOT_DATA, 0, NULL, &all);
     st->data_hot = hot_keep(p, all, nall, MODEL_STEPS_DATA_HOT, per, 1, &st->ndata_hot);
     hot_data_whole(p, all, whole, nwhole, per);
     free(whole);
     st->loader = hot_loader(p, all, nall);
     free(all);
     uint64_t rare_other = 0; /* the periodic work is said apart */
-    nall = hot_rank(p, st->tid, lo, hi, HOT_OTHER, rare, &rare_other, &all);
+    nall = hot_rank(p, st->tid, lo, hi, warm, HOT_OTHER, rare, &rare_other, &all);
     st->other_hot = hot_keep(p, all, nall, MODEL_STEPS_OTHER_HOT, per, 1, &st->nother_hot);
     st->rare_other_ns = rare_other / per;
     free(all);
-    model_steps_comm_hot(p, lo, hi, per);
+    model_steps_comm_hot(p, warm, per);
     uint64_t imports;
     uint32_t tid = st->startup_tid = hot_startup_thread(p, st->steps[0].start_ns, &imports);
     if (tid != st->tid) /* (the step thread's were summed with its parts) */
         st->startup_import_ns = imports;
-    nall = hot_rank(p, tid, model_start_monotonic_ns(p), st->steps[0].start_ns, HOT_NO_IMPORTS, 0,
-                    NULL, &all);
+    nall = hot_rank(p, tid, model_start_monotonic_ns(p), st->steps[0].start_ns, SIZE_MAX,
+                    HOT_NO_IMPORTS, 0, NULL, &all);
     st->startup_hot = hot_keep(p, all, nall, MODEL_STEPS_STARTUP_HOT, 1, 0, &st->nstartup_hot);
     free(all);
-    model_steps_threads(p, lo, hi, per);
+    model_steps_threads(p, warm, per);
     model_steps_gc_totals(p, warm);
 }
 

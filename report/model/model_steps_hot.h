@@ -40,7 +40,7 @@ struct model_step_hot {
 #define MODEL_STEPS_COMM_HOT 3
 #define MODEL_STEPS_THREAD_HOT 1
 /* model_steps_comm.c: p->steps.comm_hot of the steady steps [lo, hi), per of them. */
-void model_steps_comm_hot(struct model_process *p, uint64_t lo, uint64_t hi, uint64_t per);
+void model_steps_comm_hot(struct model_process *p, size_t warm, uint64_t per);
 /* The indexes of p's Python spans of thread tid into order (room for all), by start, an
  * outer call before the calls inside it; their count. */
 size_t model_steps_spans_in_order(const struct model_process *p, uint32_t tid, size_t *order);
@@ -67,7 +67,7 @@ uint64_t model_steps_gc_in(const struct model_process *p, uint32_t tid, uint64_t
 void model_steps_gc_totals(struct model_process *p, size_t warm);
 /* model_steps_threads.c: p->steps.thread_hot, the thread besides the step thread that runs
  * the most Python in the steady steps [lo, hi), per of them. */
-void model_steps_threads(struct model_process *p, uint64_t lo, uint64_t hi, uint64_t per);
+void model_steps_threads(struct model_process *p, size_t warm, uint64_t per);
 /* Whether a Python call-tree node runs Python's import machinery (importlib). */
 int model_steps_is_import(const struct model_process *p, uint32_t node);
 void model_steps_hot_free(struct model_step_hot *hot, size_t n);

@@ -21,7 +21,7 @@ static int threads_gives_up(const struct model_py_func *f)
 
 struct threads_open {
     size_t span;
-    uint64_t len, children; /* its time in [lo, hi), its callees' there */
+    uint64_t len, children; /* its time in the steady steps, its callees' there */
 };
 
 /* The outermost function of the program's own files above node, itself included; else the
@@ -38,11 +38,11 @@ static uint32_t threads_name(const struct model_process *p, const struct model_p
     return name;
 }
 
-/* One thread's Python time in [lo, hi) outside calls that give the GIL up, and the name of
- * its work (*name, a func id + 1): the outermost function of the program's own files above
- * its call with the most self time (a thread's target may still run at the end: no span of
- * its own), else that call's function; 0: none. */
-static uint64_t threads_busy(const struct model_process *p, uint32_t tid, uint64_t lo, uint64_t hi,
+/* One thread's Python time in the steady steps (from index warm on) outside calls that give the GIL
+ * up, and the name of its work (*name, a func id + 1): the outermost function of the program's own
+ * files above its call with the most self time (a thread's target may still run at the end: no span
+ * of its own), else that call's function; 0: none. */
+static uint64_t threads_busy(const struct model_process *p, uint32_t tid, size_t warm,
                              size_t *order, struct threads_open *stack, uint32_t *name)
 {
     size_t n = model_steps_spans_in_order(p, tid, order), top = 0;
@@ -79,16 +79,15 @@ static uint64_t threads_busy(const struct model_process *p, uint32_t tid, uint64
         }
         uint64_t a = model_ticks_to_monotonic_ns(p, sp->start);
         uint64_t b = model_ticks_to_monotonic_ns(p, sp->end);
-        a = a < lo ? lo : a;
-        b = b > hi ? hi : b;
-        stack[top++] = (struct threads_open){order[k], b > a ? b - a : 0, 0};
+        stack[top++] =
+            (struct threads_open){order[k], model_steps_inside(&p->steps, warm, a, b), 0};
     }
     u64map_free(&self);
     *name = busiest ? threads_name(p, busiest) + 1 : 0;
     return busy;
 }
 
-void model_steps_threads(struct model_process *p, uint64_t lo, uint64_t hi, uint64_t per)
+void model_steps_threads(struct model_process *p, size_t warm, uint64_t per)
 {
     struct model_steps *st = &p->steps;
     size_t *order = malloc((p->py.nspan_list + 1) * sizeof *order);
@@ -110,7 +109,7 @@ void model_steps_threads(struct model_process *p, uint64_t lo, uint64_t hi, uint
             continue;
         *slot = 1;
         uint32_t name;
-        uint64_t busy = threads_busy(p, tid, lo, hi, order, stack, &name);
+        uint64_t busy = threads_busy(p, tid, warm, order, stack, &name);
         if (busy > best && name) {
             best = busy;
             best_tid = tid;

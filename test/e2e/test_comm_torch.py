@@ -224,7 +224,7 @@ def test_step_name_over_ranks(ddp_out):
     broadcast that waits for the slow rank): the same arithmetic, the slow rank (it sleeps
     outside the forward) no longer named for the others' wait, and the text says none
     waits. (When the second step is no warm-up one, its broadcast is in the steady steps:
-    the wait may be that much more.)"""
+    the wait may be that much more, and the slow rank holds the others in that step.)"""
     step = ("--step", "DistributedDataParallel.forward")
     ranks = check_accounting(ddp_out, *step)
     counts = {r["steps"] for r in ranks["rows"]}
@@ -238,7 +238,14 @@ def test_step_name_over_ranks(ddp_out):
         assert r["wait_ns"] < r["wall_ns"] * 0.2 + rebuild, (r, rebuild)
     text = report(ddp_out, "--step", "DistributedDataParallel.forward").stdout
     assert "each call of the --step name 'DistributedDataParallel.forward'" in text
-    assert "holds the others" not in text
+    rebuilt = any(s["number"] == 2 for st in procs.values() for s in st["steps"][st["warmup"]:])
+    if rebuilt and "holds the others" in text:  # (a CI run's: the broadcast, and only it)
+        assert "holds the others in 1 of" in text and "steps 2 hold 100% of the wait" in text
+    else:
+        assert "holds the others" not in text
+    # its sleep lies between the steps: no figure of the steps holds it (the CI run's finding
+    # named it, "+36.70 ms per step", for steps of 0.6 ms)
+    assert "time.sleep>, called from main" not in text
 
 
 def test_findings_name_the_step_problem(ddp_out):

@@ -101,7 +101,8 @@ def test_work_outside_the_phases_counts_its_operators(tmp_path):
     # the whole EMA, its operators included (its own timer holds the step's edges too)
     assert abs(other["value"] - share) <= 0.12, (other, share)
     assert "PyTorch operators" in other["evidence"], other
-    assert other["where"].startswith("ema_update ("), other
+    # ema_update, or under load its in-place op, slow enough to be a span, called from it
+    assert re.match(r"(.*, called from )?ema_update \(", other["where"]), other
     assert "step_growth" not in f, f["step_growth"]  # a steady loop does not grow
 
 
@@ -122,7 +123,8 @@ def test_work_outside_the_phases_with_a_tiny_ring(tmp_path):
         pytest.skip("the collector was held up longer than the ring's kept room covers")
     other = {f["kind"]: f for f in rep["findings"]}["step_other"]
     assert abs(other["value"] - share) <= 0.12, (other, share)
-    assert other["where"].startswith("ema_update ("), other
+    # ema_update, or under load its in-place op, slow enough to be a span, called from it
+    assert re.match(r"(.*, called from )?ema_update \(", other["where"]), other
     lost = sum(p["lost"] for p in rep["processes"])
     if lost:  # (a machine fast enough to drain even this ring loses nothing)
         assert "operators among them count as the rest" in other["evidence"], other
