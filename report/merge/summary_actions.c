@@ -119,8 +119,9 @@ static int summary_actions_any(const struct model_process *p)
 
 /* What the percentages are of: the best base some process has, summed over processes: the
  * Trainer's span under Lightning (as its profilers compute them; its actions all lie inside
- * the fit), else the training: from the first step's start to the end of the last step or
- * of a built-in action's call after it (steps.actions_end_ns: the loop's last evaluation),
+ * the fit), else the training: the steps' span, widened to the NVTX ranges' and scopes'
+ * calls across its edges and to a built-in action's call after it (steps.actions_start_ns,
+ * actions_end_ns: a range around each iteration, the loop's last evaluation),
  * else the ProfilerStep#N scopes', the built-in loop actions', the wall time.
  * A row's Total counts every call of the process, and the per-call times are gone here
  * (a summary keeps totals): a base must hold every call. The steps' own span did not (an
@@ -146,9 +147,10 @@ static void summary_actions_base(struct summary *s)
             model_steps_hold(p);
             uint64_t first = p->steps.steps[0].start_ns;
             uint64_t last = p->steps.steps[p->steps.nsteps - 1].end_ns;
+            uint64_t start = p->steps.actions_start_ns < first ? p->steps.actions_start_ns : first;
             uint64_t end = p->steps.actions_end_ns > last ? p->steps.actions_end_ns : last;
             g->action_training_ns += last - first;
-            training += end - first;
+            training += end - start;
             model_steps_let_go(p); /* (a summary's: read again when a view asks) */
             g->action_training_procs++;
         }

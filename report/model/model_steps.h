@@ -187,10 +187,12 @@ struct model_steps {
      * steps (model_steps_eval.c): their time, the loop's last evaluation (an inline one,
      * which rare_after cannot name) */
     uint64_t eval_after_ns;
-    /* The end of the training (CLOCK_MONOTONIC): the last step's, or a built-in loop action's
-     * after it (the loop's last evaluation: its forward), what the Actions' percentages
-     * are of from the first step's start (summary_actions.c). */
-    uint64_t actions_end_ns;
+    /* The training (CLOCK_MONOTONIC), what the Actions' percentages are of
+     * (summary_actions.c): from the first step's start, or that of an NVTX range or
+     * record_function scope's call around it (a range around each iteration, pushed a few
+     * us before the step begins), to the last step's end, or the end of such a call, or of
+     * a built-in loop action's after it (the loop's last evaluation: its forward). */
+    uint64_t actions_start_ns, actions_end_ns;
     /* The DataLoader the steady steps wait for (enum model_steps_loader), by the iterator
      * whose calls inside their data loading took the most time. */
     uint8_t loader;

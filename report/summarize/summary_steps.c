@@ -76,6 +76,7 @@ void summary_model_steps(sf_codec *c, struct model_process *p)
     summary_codec_u64(c, &st->rare_after);
     summary_codec_u64(c, &st->rare_after_ns);
     summary_codec_u64(c, &st->eval_after_ns);
+    summary_codec_u64(c, &st->actions_start_ns);
     summary_codec_u64(c, &st->actions_end_ns);
     summary_codec_u64(c, &st->gc_ns);
     summary_codec_u64(c, &st->gc_count);

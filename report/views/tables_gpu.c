@@ -327,9 +327,10 @@ const char *tables_actions_base(const struct summary_gpu *g, char *buf, size_t s
                      s);
         else
             snprintf(buf, size,
-                     "the training: the %s s from the first training step's start to the end of "
-                     "a loop action after the last one (a forward or backward after the last "
-                     "optimizer step, such as an evaluation; the steps take %s s)",
+                     "the training: the %s s from the first training step's start to the last "
+                     "one's end, with the actions' calls across them (a range around each step; "
+                     "a forward or backward after the last optimizer step, such as an "
+                     "evaluation; the steps take %s s)",
                      s, t);
         break;
     default:
