@@ -47,7 +47,7 @@ static const struct model_step_hot *findings_hot(const struct summary *s, long l
     size_t nothers = 0;
     for (size_t i = 0; i < s->nprocs; i++)
         nothers += s->procs[i]->rank >= 0 && s->procs[i]->rank != rank && s->procs[i]->steps.nsteps;
-    if (!slow || !nothers)
+    if (!slow || !nothers || !excess_ns) /* (none inside the steps: --step's gaps hold it) */
         return NULL;
     uint64_t *v = malloc(nothers * sizeof *v);
     if (!v)
@@ -258,7 +258,9 @@ void findings_steps_ranks(struct findings *f, const struct comm_report *r, const
         const int64_t parts[] = {w->compute_ns, w->data_ns, w->sync_ns, w->idle_ns};
         for (size_t k = 0; k < sizeof parts / sizeof *parts; k++)
             excess += parts[k] > 0 ? (uint64_t)parts[k] / n : 0;
-        const struct model_step_hot *hot = findings_hot(s, (long long)w->rank, excess, &over);
+        int between = !strncmp(w->why, "time between", 12); /* (--step's gaps) */
+        const struct model_step_hot *hot =
+            between ? NULL : findings_hot(s, (long long)w->rank, excess, &over);
         if (hot) {
             char o[32];
             format_ns((double)over, o, sizeof o);
@@ -266,6 +268,11 @@ void findings_steps_ranks(struct findings *f, const struct comm_report *r, const
                          "%s%s%s: +%s per step on rank %lld (profreport DIR --rank %lld --python)",
                          hot->name, *hot->caller ? ", called from " : "", hot->caller, o,
                          (long long)w->rank, (long long)w->rank);
+        } else if (between) { /* its time between the --step name's calls */
+            findings_set(x->where, sizeof x->where,
+                         "profreport DIR --rank %lld --python, without --step (its whole "
+                         "iterations)",
+                         (long long)w->rank);
         } else {
             findings_set(x->where, sizeof x->where, "profreport DIR --rank %lld --python",
                          (long long)w->rank);

@@ -248,6 +248,18 @@ def test_step_name_over_ranks(ddp_out):
     assert "time.sleep>, called from main" not in text
 
 
+def test_step_name_with_the_wait_inside_and_the_excess_between(ddp_out):
+    """--step Tensor.backward: the fast ranks wait inside the steps (backward's allreduce) for
+    the slow rank, which sleeps before its backward, between the steps: it is named, for its
+    time between them (no rank was named, and the where was a function of 91 us)."""
+    text = report(ddp_out, "--step", "Tensor.backward").stdout
+    findings = text[:text.index("\nTraining steps")]
+    assert "rank %d holds the others: they wait" % SLOW_RANK in findings, findings
+    assert "its excess: time between the steps (outside the --step name's calls)" in findings
+    assert "where: profreport DIR --rank %d --python, without --step" % SLOW_RANK in findings
+    assert "Rank %d holds the others" % SLOW_RANK in text
+
+
 def test_findings_name_the_step_problem(ddp_out):
     findings = {f["kind"]: f for f in report_json(ddp_out)["findings"]}
     waiting = findings["waiting_rank"]
