@@ -92,16 +92,18 @@ static void html_steps_summary(FILE *out, const struct steps_stats *st)
     format_ns((double)st->startup_ns, startup, sizeof startup);
     format_ns((double)st->startup_import_ns, imp, sizeof imp);
     const struct model_process *p = st->p;
-    char costs[1024], source[384];
+    char costs[1024], source[384], left[384];
     steps_view_startup_costs(p, costs, sizeof costs);
-    fprintf(
-        out,
-        "<p class=\"note\">%s %lld: %zu steady steps of %zu (%s; the first %zu left out: warm-up); "
-        "step time median %s, p90 %s, max %s (step %" PRIu64 "). Startup %s before the "
-        "first step (imports %s",
-        p->rank >= 0 ? "rank" : "pid", (long long)(p->rank >= 0 ? p->rank : p->pid), st->counted,
-        st->nsteps, model_steps_source_text(&p->steps, source, sizeof source), st->warmup, med, p90,
-        mx, st->max_number, startup, imp);
+    fprintf(out, "<p class=\"note\">%s %lld: %zu steady steps of %zu (",
+            p->rank >= 0 ? "rank" : "pid", (long long)(p->rank >= 0 ? p->rank : p->pid),
+            st->counted, st->nsteps);
+    html_text(out, model_steps_source_text(&p->steps, source, sizeof source));
+    fputs("; ", out);
+    html_text(out, steps_view_left_out(st, left, sizeof left));
+    fprintf(out,
+            "); step time median %s, p90 %s, max %s (step %" PRIu64 "). Startup %s before the "
+            "first step (imports %s",
+            med, p90, mx, st->max_number, startup, imp);
     html_text(out, costs);
     fputs(") is left out of the steps.</p>\n", out);
     fputs("<svg class=\"stepbar\" width=\"900\" height=\"22\">", out);

@@ -117,6 +117,36 @@ static void steps_view_no_call(FILE *out, uint64_t calls)
         fputs("' named no call", out);
 }
 
+const char *steps_view_left_out(const struct steps_stats *st, char *buf, size_t len)
+{
+    if (st->warmup == 1 && st->warmup_ratio <= STEPS_WARMUP_RATIO) {
+        size_t n = (size_t)snprintf(buf, len,
+                                    "the first step left out (it starts before any step boundary, "
+                                    "where no table can start: every table covers the same steps");
+        if (st->warmup_ratio > 0 && n < len)
+            n += (size_t)snprintf(buf + n, len - n, "; %.1fx the median of the later steps",
+                                  st->warmup_ratio);
+        if (n < len)
+            snprintf(buf + n, len - n, ")");
+    } else if (st->warmup > 1 && st->p->steps.first_inferred) /* (its ratio is the first's) */
+        snprintf(buf, len,
+                 "the first step left out (it starts before any step boundary, where no table "
+                 "can start) and %zu warm-up step%s after it (slower than %.1fx the median of "
+                 "the later steps)",
+                 st->warmup - 1, st->warmup == 2 ? "" : "s", STEPS_WARMUP_RATIO);
+    else if (st->warmup)
+        snprintf(buf, len,
+                 "%zu warm-up step%s left out (slower than %.1fx the median of the later "
+                 "steps; the first %.1fx)",
+                 st->warmup, st->warmup == 1 ? "" : "s", STEPS_WARMUP_RATIO, st->warmup_ratio);
+    else if (st->p->steps.opened_late)
+        snprintf(buf, len, "no warm-up step (the recording opened after the process's first steps)");
+    else
+        snprintf(buf, len, "no warm-up step (none slower than %.1fx the median of the later steps)",
+                 STEPS_WARMUP_RATIO);
+    return buf;
+}
+
 static void steps_view_head(FILE *out, const struct steps_stats *st, const char *const *windows)
 {
     char med[32], p90[32], mx[32], startup[32], imp[32], tear[32], source[384];
@@ -132,29 +162,8 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
             fputc(')', out);
         }
     }
-    if (st->warmup == 1 && st->warmup_ratio <= STEPS_WARMUP_RATIO) {
-        fputs("; the first step left out (it starts before any step boundary, where no "
-              "table can start: every table covers the same steps",
-              out);
-        if (st->warmup_ratio > 0)
-            fprintf(out, "; %.1fx the median of the later steps", st->warmup_ratio);
-        fputc(')', out);
-    } else if (st->warmup > 1 && st->p->steps.first_inferred) /* (its ratio is the first's) */
-        fprintf(out,
-                "; the first step left out (it starts before any step boundary, where no table "
-                "can start) and %zu warm-up step%s after it (slower than %.1fx the median of "
-                "the later steps)",
-                st->warmup - 1, st->warmup == 2 ? "" : "s", STEPS_WARMUP_RATIO);
-    else if (st->warmup)
-        fprintf(out,
-                "; %zu warm-up step%s left out (slower than %.1fx the median of the later "
-                "steps; the first %.1fx)",
-                st->warmup, st->warmup == 1 ? "" : "s", STEPS_WARMUP_RATIO, st->warmup_ratio);
-    else if (st->p->steps.opened_late)
-        fputs("; no warm-up step (the recording opened after the process's first steps)", out);
-    else
-        fprintf(out, "; no warm-up step (none slower than %.1fx the median of the later steps)",
-                STEPS_WARMUP_RATIO);
+    char left[384];
+    fprintf(out, "; %s", steps_view_left_out(st, left, sizeof left));
     fputc('\n', out);
     steps_view_ms(st->median_ns, med, sizeof med);
     steps_view_ms(st->p90_ns, p90, sizeof p90);

@@ -22,6 +22,10 @@ int steps_view_json_every(FILE *out, const struct model_process *p, uint64_t war
 /* The startup's largest costs outside imports, "; outside imports: init_process_group
  * (distributed_c10d.py:633) 437.12 ms, ..." (files by their base name); "" without any. */
 void steps_view_startup_costs(const struct model_process *p, char *buf, size_t len);
+/* Which steps were left out of the steady ones and why, in buf: "2 warm-up steps left out
+ * (slower than 1.5x ...)", "the first step left out (it starts before any step boundary
+ * ...)", "no warm-up step (...)"; the text's Training steps line and the HTML's say it. */
+const char *steps_view_left_out(const struct steps_stats *st, char *buf, size_t len);
 /* The evaluation inside the steps of st (model_step.eval_ns), said under the parts: "" when
  * none. */
 void steps_view_eval_note(const struct steps_stats *st, char *buf, size_t len);

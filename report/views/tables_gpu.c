@@ -403,23 +403,40 @@ static void tables_actions_notes(FILE *out, const struct summary_gpu *g)
     }
 }
 
-/* The built-in forward counts the model's calls from the loop, an evaluation's too (the
- * call trees cannot tell them apart); the Training steps' parts leave the evaluation out of
- * forward (model_steps_eval.c): said when the steps' process evaluates. */
-static void tables_actions_eval_note(FILE *out, const struct summary *s)
+/* The built-in forward's calls: every module call the loop makes outside another, a loss
+ * module's (nn.CrossEntropyLoss()) of its own and an evaluation's too (the call trees cannot
+ * tell them apart): said when it counts two or more a backward pass (a review's loop read
+ * 80 forward calls of half their time for 40 model calls), or when the steps' process
+ * evaluates, which the Training steps' parts leave out of forward (model_steps_eval.c). */
+static void tables_actions_forward_note(FILE *out, const struct summary *s)
 {
+    const struct summary_gpu *g = &s->gpu;
+    uint64_t forward = 0, backward = 0;
+    for (size_t k = 0; k < g->nactions; k++)
+        if (g->actions[k].source == MODEL_ACTION_BUILTIN) {
+            if (!strcmp(g->actions[k].name, "forward"))
+                forward = g->actions[k].calls;
+            else if (!strcmp(g->actions[k].name, "backward"))
+                backward = g->actions[k].calls;
+        }
     const struct model_process *p =
         steps_main_process((const struct model_process *const *)s->procs, s->nprocs);
-    if (!p)
-        return;
-    struct steps_stats st;
-    steps_stats_of(p, 0, UINT64_MAX, &st);
-    model_steps_let_go(p);
-    if (st.eval_ns)
-        fputs("  (forward counts every model call from the loop, the evaluation's under "
-              "torch.no_grad() too; the Training steps section counts the evaluation apart, "
-              "as other ops)\n",
-              out);
+    struct steps_stats st = {0};
+    if (p) {
+        steps_stats_of(p, 0, UINT64_MAX, &st);
+        model_steps_let_go(p);
+    }
+    const char *eval = st.eval_ns ? "; an evaluation's under torch.no_grad() too, which the "
+                                    "Training steps section counts apart, as other ops"
+                                  : "";
+    if (backward && forward >= 2 * backward)
+        fprintf(out,
+                "  (forward counts every module call the loop makes outside another: %" PRIu64
+                " calls for %" PRIu64 " backward passes; a loss module's (nn.CrossEntropyLoss()) "
+                "is a call of its own%s)\n",
+                forward, backward, eval);
+    else if (*eval)
+        fprintf(out, "  (forward counts every model call from the loop%s)\n", eval);
 }
 
 /* A process group's work spans (gloo:all_reduce, nccl:..., mpi:..., ucc:...) run on the
@@ -473,7 +490,7 @@ static void tables_actions_table(FILE *out, const struct summary *s, size_t limi
         fprintf(out, "  (%zu more not shown; %s)\n", g->nactions - limit, more);
     tables_actions_notes(out, g);
     tables_actions_comm_note(out, g);
-    tables_actions_eval_note(out, s);
+    tables_actions_forward_note(out, s);
 }
 
 void tables_actions(FILE *out, const struct summary *s, size_t limit)

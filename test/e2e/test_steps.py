@@ -5,6 +5,7 @@ phases (--phase all: the whole process) and the same figures from summaries."""
 import json
 import os
 import re
+from html import escape as html_escape
 import subprocess
 
 import pytest
@@ -86,6 +87,11 @@ def test_html_steps_section(run, tmp_path):
                                                 html)]
     for (x0, t0), (x1, _) in zip(cut, cut[1:]):
         assert x1 >= x0 + 5.5 * len(t0), cut
+    # which steps were left out and why, as the text says it (a review's HTML said "the first
+    # 1 left out: warm-up" of a step the text left out for starting before any boundary)
+    line = next(l for l in report(run).stdout.splitlines() if l.startswith("Training steps: "))
+    left = line[line.index("; ") + 2:]
+    assert "; " + html_escape(left).replace("&#x27;", "'") + "); step time median" in html, left
 
 
 def test_flame_graph_of_the_steps(run, tmp_path):
@@ -657,6 +663,33 @@ def test_action_shares_with_a_scope_around_the_steps(tmp_path):
     # the summaries keep the widened start
     d2 = report_json(summaries_only(out, tmp_path))
     assert d2["actions_percent_of"] == base, d2["actions_percent_of"]
+
+
+LOSS_MODULE = """
+import torch
+model = torch.nn.Linear(8, 2)
+loss_fn = torch.nn.CrossEntropyLoss()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(4, 8), torch.tensor([0, 1, 1, 0])
+for _ in range(25):
+    opt.zero_grad()
+    loss_fn(model(x), y).backward()
+    opt.step()
+"""
+
+
+def test_a_loss_module_is_said_among_the_forward_calls(tmp_path):
+    """A loss module's call is a forward call of its own: 50 for 25 model calls, said under
+    the Actions table (a review read half the forward's mean time as the model's)."""
+    script = tmp_path / "loss_module.py"
+    script.write_text(LOSS_MODULE)
+    out = tmp_path / "run"
+    profile([PYTHON, str(script)], out, timeout=300)
+    rows = {a["name"]: a for a in report_json(out)["actions"] if a["source"] == "builtin"}
+    assert rows["forward"]["calls"] == 50 and rows["backward"]["calls"] == 25, rows
+    text = report(out, "--actions").stdout
+    assert "(forward counts every module call the loop makes outside another: 50 calls for 25 " \
+        "backward passes; a loss module's (nn.CrossEntropyLoss()) is a call of its own)" in text
 
 
 def test_startup_of_a_loop_trained_on_a_thread(tmp_path):
