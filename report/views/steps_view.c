@@ -184,7 +184,16 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
                                                                       : "the first is 1");
         else
             fputs("steps numbered from the first recorded", out);
-        fprintf(out, " recorded inside it only; %s before its first step, %s after its last\n",
+        /* a window opened by time, signal or attach cuts into a step (PROF_STEPS opens at a
+         * step's end): the first step counted is that step's part inside it */
+        const char *open = model_meta_get(st->p, "window_open");
+        char why[16] = "";
+        if (open && sscanf(open, "%*u %15s", why) != 1)
+            why[0] = 0;
+        fprintf(out, " recorded inside it only%s; %s before its first step, %s after its last\n",
+                *why && strcmp(why, "step") ? " (the first began before the window opened: "
+                                              "its part inside it counts)"
+                                            : "",
                 startup, tear);
         return;
     }

@@ -64,6 +64,7 @@ def test_steps_100_to_120_of_300_record_exactly_21_steps(tmp_path):
     assert meta_records(path, "window_steps") == ["21"]
     text = report(out).stdout
     assert "Capture window: steps 100-120 (optimizer step)" in text
+    assert "the first began before the window opened" not in text  # (it opens at a step's end)
     steps = [p["steps"] for p in rep["processes"] if p.get("steps")][0]
     assert [x["number"] for x in steps["steps"]] == list(range(101, 122))  # from 1, not 0
     assert "recorded: 21 steps, 1 interval" in text
