@@ -600,6 +600,13 @@ size_t model_steps_index_at(const struct model_steps *st, uint64_t t)
     return a && t < st->steps[a - 1].end_ns ? a - 1 : SIZE_MAX;
 }
 
+char *model_steps_hot_text(const struct model_process *p, uint32_t func_id)
+{
+    char buf[1024];
+    model_python_place(p, func_id, buf, sizeof buf);
+    return report_strdup(buf);
+}
+
 uint64_t model_steps_inside(const struct model_steps *st, size_t from, uint64_t a, uint64_t b)
 {
     size_t lo = from, hi = st->nsteps;

@@ -1,14 +1,11 @@
-/* model_steps_hot: where the step thread's time goes in the steady steps, by Python
- * function: each call's time inside the steady steps minus that of the calls it made
- * (calls of at least PROF_PY_SPAN_US, the spans: a shorter call's time is its caller's),
- * summed per function; the MODEL_STEPS_HOT largest are kept, per steady step. The
- * findings name the function that makes a slow rank slow from them. The same inside data
- * loading (calls under a dataloader_next call: the batches the step thread waits for),
- * the MODEL_STEPS_DATA_HOT largest per steady step, and outside the built-in actions
- * (the Python of the "other CPU" part), the MODEL_STEPS_OTHER_HOT largest; for each of the
- * MODEL_STEPS_SLOW slowest steady steps, the function whose time in it exceeds its mean per steady
- * step the most (an evaluation, a checkpoint); and for the startup before the first step, imports
- * left out (their time is the imports' line), the MODEL_STEPS_STARTUP_HOT largest, in all. */
+/* model_steps_hot: where the step thread's time goes in the steady steps (time inside the
+ * steps alone), by Python function: each call's time minus that of the calls it made (calls
+ * of at least PROF_PY_SPAN_US: a shorter call's time is its caller's), summed per function,
+ * the MODEL_STEPS_HOT largest per steady step (the findings name a slow rank's function from
+ * them); the same inside data loading (MODEL_STEPS_DATA_HOT) and outside the built-in actions
+ * (MODEL_STEPS_OTHER_HOT: "other CPU"); for each of the MODEL_STEPS_SLOW slowest steps, the
+ * function whose time in it exceeds its mean the most (an evaluation, a checkpoint); for the
+ * startup, imports left out, the MODEL_STEPS_STARTUP_HOT largest. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,19 +39,29 @@ struct hot_func {
     uint32_t under;     /* that call's nearest caller in the program's own files, when the
                            caller is not in them (torch.save's _save): func id + 1; 0: none */
     uint32_t entry;     /* with under: the function it called on the way (torch.save) + 1 */
+    uint64_t key;       /* its row's (hot_key) */
 };
 
-/* FUNC's row in ALL (grown as needed; INDEX maps func id + 1 -> row + 1), added empty
+/* A row's key: func id + 1, and by whole calls (HOT_INCLUSIVE) a builtin's caller's + 1 << 32:
+ * a slow step's time.sleep is its caller's (three callers' summed read "+50.91 ms from
+ * load_part", whose own was 20 ms). */
+static uint64_t hot_key(uint32_t func, const struct model_py_node *builtin_caller)
+{
+    return (uint64_t)func + 1 +
+           (builtin_caller ? (uint64_t)builtin_caller->func + 1 : 0) * (1ull << 32);
+}
+
+/* KEY's row of FUNC in ALL (grown as needed; INDEX maps the key -> row + 1), added empty
  * the first time. */
 static struct hot_func *hot_row(struct hot_func **all, size_t *nall, size_t *cap,
-                                struct u64map *index, uint32_t func)
+                                struct u64map *index, uint32_t func, uint64_t key)
 {
-    uint64_t *slot = u64map_slot(index, (uint64_t)func + 1);
+    uint64_t *slot = u64map_slot(index, key);
     if (!slot)
         report_oom();
     if (!*slot) {
         *all = report_grow(*all, cap, *nall + 1, sizeof **all);
-        (*all)[*nall] = (struct hot_func){.func = func};
+        (*all)[*nall] = (struct hot_func){.func = func, .key = key};
         *slot = ++*nall;
     }
     return &(*all)[*slot - 1];
@@ -78,13 +85,6 @@ size_t model_steps_spans_in_order(const struct model_process *p, uint32_t tid, s
     qsort(order, n, sizeof *order, hot_span_cmp);
     hot_sorting = NULL;
     return n;
-}
-
-char *model_steps_hot_text(const struct model_process *p, uint32_t func_id)
-{
-    char buf[1024];
-    model_python_place(p, func_id, buf, sizeof buf);
-    return report_strdup(buf);
 }
 
 /* The index of the step holding ticks; SIZE_MAX: none. */
@@ -229,7 +229,7 @@ static size_t hot_rank(const struct model_process *p, uint32_t tid, uint64_t lo,
         }
         stack[top++] = order[k];
     }
-    struct u64map index; /* func id + 1 -> index + 1 */
+    struct u64map index; /* hot_key -> index + 1 */
     u64map_init(&index);
     struct hot_func *all = NULL;
     size_t nall = 0, cap = 0;
@@ -240,15 +240,6 @@ static size_t hot_rank(const struct model_process *p, uint32_t tid, uint64_t lo,
             *skipped_ns += self[i];
         if (!node || !self[i] || (marked[i] != 0) != (calls == HOT_DATA || calls == HOT_UNDER))
             continue;
-        struct hot_func *h = hot_row(&all, &nall, &cap, &index, node->func);
-        h->self_ns += self[i];
-        if (calls == HOT_INCLUSIVE) { /* spans in start order: their steps never go back */
-            size_t step = hot_step_of(st, p->py.span_list[i].start, p);
-            if (step + 1 != h->last_step) {
-                h->steps++;
-                h->last_step = step + 1;
-            }
-        }
         /* the caller in the call tree (one shorter than a span has none of its own): a
          * builtin's, and inside data loading any function's (a helper of the dataset's) */
         const struct model_py_func *f = model_python_func(p, node->func);
@@ -258,6 +249,17 @@ static size_t hot_rank(const struct model_process *p, uint32_t tid, uint64_t lo,
                                                  node->parent
                                              ? hot_named_caller(p, node)
                                              : NULL;
+        int by_caller = calls == HOT_INCLUSIVE && f && f->kind == PROF_PY_FUNC_C;
+        struct hot_func *h = hot_row(&all, &nall, &cap, &index, node->func,
+                                     hot_key(node->func, by_caller ? up : NULL));
+        h->self_ns += self[i];
+        if (calls == HOT_INCLUSIVE) { /* spans in start order: their steps never go back */
+            size_t step = hot_step_of(st, p->py.span_list[i].start, p);
+            if (step + 1 != h->last_step) {
+                h->steps++;
+                h->last_step = step + 1;
+            }
+        }
         if (up && self[i] > h->caller_ns) {
             h->caller = up->func;
             h->caller_ns = self[i];
@@ -438,7 +440,8 @@ static int hot_class(const struct model_process *p, const struct hot_func *stead
  * -> index in all + 1), its excess in *over; NULL: none exceeds its mean. */
 static const struct hot_func *hot_culprit(const struct model_process *p, const struct hot_func *in,
                                           size_t nin, const struct hot_func *all,
-                                          const struct u64map *at, uint64_t per, uint64_t *over)
+                                          const struct u64map *at, uint64_t per, uint64_t step_ns,
+                                          uint64_t *over)
 {
     uint64_t *excess = malloc((nin + 1) * sizeof *excess);
     int *cls = malloc((nin + 1) * sizeof *cls);
@@ -446,10 +449,12 @@ static const struct hot_func *hot_culprit(const struct model_process *p, const s
         report_oom();
     uint64_t most = 0;
     for (size_t i = 0; i < nin; i++) {
-        const uint64_t *k = u64map_find(at, in[i].func);
+        const uint64_t *k = u64map_find(at, in[i].key);
         const struct hot_func *steady = k ? &all[*k - 1] : NULL;
         uint64_t avg = steady ? steady->self_ns / per : 0;
-        excess[i] = in[i].self_ns > avg ? in[i].self_ns - avg : 0;
+        /* a call as long as the step is the step (--step one_iter's own function): it
+         * explains nothing (a review's step 6.6 ms over the median read one_iter +17.36 ms) */
+        excess[i] = in[i].self_ns > avg && in[i].self_ns < step_ns ? in[i].self_ns - avg : 0;
         cls[i] = hot_class(p, steady, in[i].func, per);
         most = excess[i] > most ? excess[i] : most;
     }
@@ -488,10 +493,10 @@ static uint32_t hot_slow(struct model_process *p, size_t warm, const struct hot_
 {
     struct model_steps *st = &p->steps;
     uint64_t per = st->nsteps - warm;
-    struct u64map at; /* func id -> its index in all + 1 */
+    struct u64map at; /* hot_key -> its index in all + 1 */
     u64map_init(&at);
     for (size_t i = 0; i < nall; i++) {
-        uint64_t *slot = u64map_slot(&at, all[i].func);
+        uint64_t *slot = u64map_slot(&at, all[i].key);
         if (!slot)
             report_oom();
         *slot = i + 1;
@@ -521,7 +526,9 @@ static uint32_t hot_slow(struct model_process *p, size_t warm, const struct hot_
         size_t nin = hot_rank(p, st->tid, st->steps[best].start_ns, st->steps[best].end_ns,
                               SIZE_MAX, HOT_INCLUSIVE, 0, NULL, &in);
         uint64_t top_over = 0;
-        const struct hot_func *top = hot_culprit(p, in, nin, all, &at, per, &top_over);
+        const struct hot_func *top =
+            hot_culprit(p, in, nin, all, &at, per,
+                        st->steps[best].end_ns - st->steps[best].start_ns, &top_over);
         /* a collection's pause is the function's that allocated then: said as the GC's
          * when it holds half that function's excess */
         int gen;
@@ -756,7 +763,7 @@ void model_steps_worker_hot(struct model_process *p)
         if ((int64_t)n->tid != p->pid || !n->self_ns || !f || model_steps_idle_wait(f) ||
             imported[i])
             continue;
-        struct hot_func *h = hot_row(&all, &nall, &cap, &at, n->func);
+        struct hot_func *h = hot_row(&all, &nall, &cap, &at, n->func, hot_key(n->func, NULL));
         h->self_ns += n->self_ns;
         busy += n->self_ns;
         const struct model_py_node *up = n->parent ? hot_named_caller(p, n) : NULL;

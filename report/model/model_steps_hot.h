@@ -39,7 +39,7 @@ struct model_step_hot {
 #define MODEL_STEPS_OTHER_HOT 3
 #define MODEL_STEPS_COMM_HOT 3
 #define MODEL_STEPS_THREAD_HOT 1
-/* model_steps_comm.c: p->steps.comm_hot of the steady steps [lo, hi), per of them. */
+/* model_steps_comm.c: p->steps.comm_hot of the steady steps from index warm on, per of them. */
 void model_steps_comm_hot(struct model_process *p, size_t warm, uint64_t per);
 /* The indexes of p's Python spans of thread tid into order (room for all), by start, an
  * outer call before the calls inside it; their count. */
