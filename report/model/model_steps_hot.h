@@ -66,7 +66,7 @@ uint64_t model_steps_gc_in(const struct model_process *p, uint32_t tid, uint64_t
 /* steps.gc_*: the step thread's collections begun in the steady steps (from index warm). */
 void model_steps_gc_totals(struct model_process *p, size_t warm);
 /* model_steps_threads.c: p->steps.thread_hot, the thread besides the step thread that runs
- * the most Python in the steady steps [lo, hi), per of them. */
+ * the most Python in the steady steps (from index warm on), per of them. */
 void model_steps_threads(struct model_process *p, size_t warm, uint64_t per);
 /* Whether a Python call-tree node runs Python's import machinery (importlib). */
 int model_steps_is_import(const struct model_process *p, uint32_t node);
