@@ -78,7 +78,8 @@ static void comm_tables_ranks(FILE *out, const struct comm_report *r)
     if (r->by_steps) {
         fprintf(out,
                 "Ranks (%zu; on steps %" PRIu64 "-%" PRIu64 ", the steady steps every rank has%s; "
-                "wall = their time, compute = forward + backward + optimizer + other ops, comm "
+                "wall = their time, step mean = wall / steps, compute = forward + backward + "
+                "optimizer + other ops, comm "
                 "= communication no op of the step thread hides, wait = the part of it before "
                 "the last rank arrived, idle = the rest outside data loading and host syncs: "
                 "wall = compute + comm + data + syncs + idle)\n",
@@ -105,7 +106,7 @@ static void comm_tables_ranks(FILE *out, const struct comm_report *r)
         return;
     }
     struct text_table t;
-    text_table_begin(&t, ">Rank|<Host|>Wall|>Steps|>Step time|>Compute|>Comm|>Wait|>Data|"
+    text_table_begin(&t, ">Rank|<Host|>Wall|>Steps|>Step mean|>Compute|>Comm|>Wait|>Data|"
                          ">Syncs|>Idle|>Last at|>Late by");
     for (size_t i = 0; i < r->nranks; i++) {
         const struct comm_rank_row *k = &r->ranks[i];
@@ -134,7 +135,7 @@ static void comm_tables_ranks(FILE *out, const struct comm_report *r)
     text_table_begin(&t, "<Column|>Min|>Median|>Max|>Rank at max");
     comm_tables_spread_row(&t, "wall", &r->wall, 0);
     comm_tables_spread_row(&t, "steps", &r->steps, 1);
-    comm_tables_spread_row(&t, "step time", &r->step, 0);
+    comm_tables_spread_row(&t, "step mean", &r->step, 0);
     comm_tables_spread_row(&t, "compute", &r->compute, 0);
     comm_tables_spread_row(&t, "comm", &r->comm, 0);
     comm_tables_spread_row(&t, "wait", &r->wait, 0);

@@ -205,6 +205,7 @@ def check_accounting(out, *args):
     header = next(l for l in text.splitlines() if l.lstrip().startswith("Rank "))
     for column in ("Compute", "Comm", "Data", "Syncs", "Idle"):  # each row can be checked
         assert column in header.split(), header
+    assert "Step mean" in header and "step mean = wall / steps" in text  # (it read "Step time")
     return ranks
 
 
