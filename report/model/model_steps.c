@@ -586,16 +586,23 @@ static int model_steps_u64_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The first step from index lo on that starts (by_end: ends) after t; nsteps: none. */
+static size_t steps_first_after(const struct model_steps *st, size_t lo, uint64_t t, int by_end)
+{
+    size_t hi = st->nsteps;
+    while (lo < hi) {
+        size_t m = lo + (hi - lo) / 2;
+        if ((by_end ? st->steps[m].end_ns : st->steps[m].start_ns) <= t)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
+}
+
 size_t model_steps_index_at(const struct model_steps *st, uint64_t t)
 {
-    size_t a = 0, b = st->nsteps;
-    while (a < b) { /* the first step starting after t */
-        size_t m = a + (b - a) / 2;
-        if (st->steps[m].start_ns <= t)
-            a = m + 1;
-        else
-            b = m;
-    }
+    size_t a = steps_first_after(st, 0, t, 0);
     /* between two steps (named steps leave gaps): in none */
     return a && t < st->steps[a - 1].end_ns ? a - 1 : SIZE_MAX;
 }
@@ -609,16 +616,9 @@ char *model_steps_hot_text(const struct model_process *p, uint32_t func_id)
 
 uint64_t model_steps_inside(const struct model_steps *st, size_t from, uint64_t a, uint64_t b)
 {
-    size_t lo = from, hi = st->nsteps;
-    while (lo < hi) { /* the first step ending after a */
-        size_t m = lo + (hi - lo) / 2;
-        if (st->steps[m].end_ns <= a)
-            lo = m + 1;
-        else
-            hi = m;
-    }
     uint64_t in = 0;
-    for (size_t k = lo; k < st->nsteps && st->steps[k].start_ns < b; k++) {
+    for (size_t k = steps_first_after(st, from, a, 1); k < st->nsteps && st->steps[k].start_ns < b;
+         k++) {
         uint64_t s = st->steps[k].start_ns > a ? st->steps[k].start_ns : a;
         uint64_t e = st->steps[k].end_ns < b ? st->steps[k].end_ns : b;
         in += e > s ? e - s : 0;
