@@ -183,13 +183,14 @@ static struct model_action *model_nvtx_row(struct model_nvtx_acc *acc,
 }
 
 /* A range (or, from an ACTION record, a Lightning action) into its row; kept for the steps
- * when they may use it (model.h). */
+ * when they may use it (model.h), and when outer (no range of its thread around it, or a
+ * START/END range) for the training the Actions' shares are of (steps.actions_start_ns). */
 static void model_nvtx_range(struct model_nvtx_acc *acc, struct model_process *p,
                              const struct model_nvtx_index *x, const struct model_nvtx_event *open,
-                             uint64_t end, int any)
+                             uint64_t end, int any, int outer)
 {
     struct model_action *a = model_nvtx_row(acc, p, open->name_sid, open->domain_sid);
-    if (model_steps_range_wanted(a->name, open->action)) {
+    if (model_steps_range_wanted(a->name, open->action) || (outer && !open->action)) {
         struct model_steps *st = &p->steps;
         st->ranges = report_grow(st->ranges, &st->cap_ranges, st->nranges + 1, sizeof *st->ranges);
         st->ranges[st->nranges++] =
@@ -241,7 +242,7 @@ static void model_nvtx_actions(struct model_nvtx_acc *acc, struct model_process 
             nopen++;
         } else if (*slot) {
             size_t s = *slot - 1;
-            model_nvtx_range(acc, p, x, ev[s], ev[i]->ticks, 1);
+            model_nvtx_range(acc, p, x, ev[s], ev[i]->ticks, 1, 0);
             first = ev[s]->ticks < first ? ev[s]->ticks : first;
             last = ev[i]->ticks > last ? ev[i]->ticks : last;
             *slot = below[s];
@@ -319,9 +320,10 @@ static void model_nvtx_finish(struct model_process *p)
                                                 .name_sid = e->name_sid,
                                                 .domain_sid = e->domain_sid,
                                                 .kind = PROF_NVTX_PUSH};
-                model_nvtx_range(&ranges, p, &x, &open, e->ticks, 0);
+                model_nvtx_range(&ranges, p, &x, &open, e->ticks, 0, top == 0);
             } else if (top) {
-                model_nvtx_range(&ranges, p, &x, stack[--top], e->ticks, 0);
+                top--;
+                model_nvtx_range(&ranges, p, &x, stack[top], e->ticks, 0, top == 0);
             } else {
                 g->nvtx_unmatched++;
             }
@@ -350,7 +352,7 @@ static void model_nvtx_finish(struct model_process *p)
             g->nvtx_unmatched++;
             continue;
         }
-        model_nvtx_range(&ranges, p, &x, &g->nvtx[*v - 1], e->ticks, 1);
+        model_nvtx_range(&ranges, p, &x, &g->nvtx[*v - 1], e->ticks, 1, 1);
         u64map_remove(&started, e->id);
     }
     g->nvtx_unclosed += started.count;
