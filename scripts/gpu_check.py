@@ -58,6 +58,21 @@ check(len(steps) == 1 and steps[0]["count"] == 20 and
       all(sum(x["parts_ns"].values()) == x["ns"] and x["gpu_busy_ns"] > 0 for x in steps[0]["steps"]),
       "20 training steps, their parts adding up, GPU busy in each: %s"
       % ([(x["number"], x["ns"], x["gpu_busy_ns"]) for x in steps[0]["steps"][:3]] if steps else None))
+# the CPU-ops finding, when made, is the steady steps' ratio: their ops' self CPU against
+# their kernels (an H200 run read 228.7 x, its whole process's, for 7.7 x in its steps)
+cpu_ops = [f for f in report.get("findings", []) if f["kind"] == "cpu_ops"]
+self_cpu = sum(o["self_cpu_ns"] for o in ops)
+kernel_ns = sum(k["total_ns"] for k in report.get("gpu_kernels", []))
+ratio = self_cpu / kernel_ns if kernel_ns else 0
+check(all(abs(f["value"] - ratio) <= 0.01 * ratio and "the steady training steps" in f["evidence"]
+          for f in cpu_ops),
+      "CPU-ops finding of the steady steps: %s (their ratio %.1f)"
+      % ([round(f["value"], 1) for f in cpu_ops] or "none", ratio))
+# the Actions' shares are of the training, an NVTX range around each step in it
+base = report.get("actions_percent_of", {})
+check(base.get("base") == "training" and 90 <= actions.get("train_step", {}).get("percent", 0) <= 100,
+      "Actions of the training: base %s, train_step %s %%"
+      % (base.get("base"), actions.get("train_step", {}).get("percent")))
 if len(sys.argv) > 5:  # a real Lightning fit: ours against its SimpleProfiler's
     lightning = json.load(open(sys.argv[3]))
     want = json.load(open(sys.argv[4]))

@@ -439,19 +439,25 @@ static void findings_pageable(struct findings *f, const struct summary *s)
                  calls, b, t, rate);
 }
 
-/* CPU-bound: PyTorch ops' self CPU time against the GPU's kernel time. */
+/* CPU-bound: PyTorch ops' self CPU time against the GPU's kernel time: of the part both
+ * tables cover (the steady steps), else of the whole processes (an H200 run's 228.7 x was
+ * its whole process's, startup and CUDA set-up in it, beside its steps' 7.7 x). */
 static void findings_cpu_ops(struct findings *f, const struct summary *s)
 {
-    uint64_t self_cpu = 0; /* of the whole processes, as the kernels' time */
-    for (size_t i = 0; i < s->nprocs; i++) {
+    char tnote[512], gnote[512];
+    const char *tw = tables_torch_window(s, tnote, sizeof tnote);
+    const char *gw = tables_gpu_window(s, gnote, sizeof gnote);
+    int part = tw && gw && !strcmp(tw, gw);
+    uint64_t self_cpu = 0, kernel_ns = part ? s->gpu.kernel_ns : 0;
+    for (size_t k = 0; part && k < s->torch.nrows; k++)
+        self_cpu += s->torch.rows[k].self_cpu_ns;
+    for (size_t i = 0; !part && i < s->nprocs; i++) {
         size_t n;
         const struct model_torch_row *rows = model_torch_whole_rows(&s->procs[i]->torch, &n);
         for (size_t k = 0; k < n; k++)
             self_cpu += rows[k].self_cpu_ns;
-    }
-    uint64_t kernel_ns = 0; /* the whole processes' too (the table's may be a part's) */
-    for (size_t i = 0; i < s->nprocs; i++)
         kernel_ns += s->procs[i]->gpu.kernel_ns;
+    }
     if (!s->torch.nrows || !kernel_ns || !self_cpu)
         return;
     double ratio = (double)self_cpu / (double)kernel_ns;
@@ -465,15 +471,14 @@ static void findings_cpu_ops(struct findings *f, const struct summary *s)
     format_ns((double)self_cpu, cpu, sizeof cpu);
     format_ns((double)kernel_ns, gpu, sizeof gpu);
     format_ns((double)top->self_cpu_ns, tcpu, sizeof tcpu);
-    char note[512];
-    const char *window = tables_torch_window(s, note, sizeof note);
     struct finding *x = findings_add(f, "cpu_ops", ratio);
     findings_set(x->title, sizeof x->title,
                  "CPU ops dominate a GPU job: %.1f x the GPU kernel time", ratio);
     findings_set(x->evidence, sizeof x->evidence,
-                 "PyTorch ops' self CPU time %s against %s of GPU kernels", cpu, gpu);
+                 "PyTorch ops' self CPU time %s against %s of GPU kernels%s%s", cpu, gpu,
+                 part ? " in " : " (the whole process)", part ? tw : "");
     findings_set(x->where, sizeof x->where, "op %s: %s self CPU in %" PRIu64 " calls%s%s",
-                 top->name, tcpu, top->calls, window ? " in " : "", window ? window : "");
+                 top->name, tcpu, top->calls, tw ? " in " : "", tw ? tw : "");
 }
 
 /* Memory peak near capacity: a CUDA device's peak reserved (else live) tensor bytes against
