@@ -4,6 +4,7 @@ CUPTI) launches fill 5 times with a grid of 4 in its startup, twice with a grid 
 of its N train_step NVTX ranges (with one cudaMemset and one cudaDeviceSynchronize), and once
 with a grid of 4 after them. Every expectation comes from the fixture's source."""
 import os
+import re
 import shutil
 
 import pytest
@@ -102,3 +103,18 @@ def test_whole_process_findings_give_way_to_the_steps(run_dir):
     assert "step_sync" in kinds  # one cudaDeviceSynchronize per step: most of its time
     every = report_json(run_dir, "--step", "train_step", "--phase", "all")["findings"]
     assert "gpu_idle" in [f["kind"] for f in every]
+
+
+def test_an_idle_gpu_says_what_the_step_does_instead(tmp_path):
+    """Steps whose host sleeps 20 ms after their kernels: the GPU idles, and the finding says
+    where the step's time goes instead and what shortens it (an H200 run's said only how
+    busy the GPU was)."""
+    out = tmp_path / "out"
+    proc = profile([APP, "6", "20000"], out, env={"LD_LIBRARY_PATH": DOUBLES})
+    assert proc.stdout == "cuda_steps: 6 steps, 0 failed calls\n"
+    found = {f["kind"]: f for f in report_json(out, "--step", "train_step")["findings"]}
+    idle = found["step_gpu_idle"]
+    assert idle["value"] > 0.9, idle
+    assert re.search(r"; the step's largest part is other CPU, 2\d\.\d\d ms per step: the host's "
+                     r"work outside the model's phases \(Python, I/O, sleeps\) keeps the GPU "
+                     r"waiting$", idle["evidence"]), idle
