@@ -119,7 +119,8 @@ static void steps_view_no_call(FILE *out, uint64_t calls)
 
 const char *steps_view_left_out(const struct steps_stats *st, char *buf, size_t len)
 {
-    if (st->warmup == 1 && st->warmup_ratio <= STEPS_WARMUP_RATIO) {
+    int inferred = st->p->steps.first_inferred && st->nsteps >= 2; /* (model_steps_warmup) */
+    if (st->warmup == 1 && (inferred || st->warmup_ratio <= STEPS_WARMUP_RATIO)) {
         size_t n = (size_t)snprintf(buf, len,
                                     "the first step left out (it starts before any step boundary, "
                                     "where no table can start: every table covers the same steps");
@@ -128,7 +129,7 @@ const char *steps_view_left_out(const struct steps_stats *st, char *buf, size_t 
                                   st->warmup_ratio);
         if (n < len)
             snprintf(buf + n, len - n, ")");
-    } else if (st->warmup > 1 && st->p->steps.first_inferred) /* (its ratio is the first's) */
+    } else if (st->warmup > 1 && inferred) /* (its ratio is the first's) */
         snprintf(buf, len,
                  "the first step left out (it starts before any step boundary, where no table "
                  "can start) and %zu warm-up step%s after it (slower than %.1fx the median of "

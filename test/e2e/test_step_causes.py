@@ -137,6 +137,40 @@ def test_a_slow_named_step_is_not_blamed_on_its_own_function(tmp_path):
     assert "its function one_iter" not in slowest, slowest
 
 
+METRIC_FROM_THE_FIRST = """
+import time
+import torch
+model = torch.nn.Linear(64, 64)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x = torch.randn(32, 64)
+def slow_metric():
+    t = time.perf_counter()
+    while time.perf_counter() - t < 0.04:
+        pass
+for i in range(40):
+    opt.zero_grad()
+    model(x).sum().backward()
+    opt.step()
+    if i % 5 == 0:  # from the first iteration: its first call lands in step 2
+        slow_metric()
+    time.sleep(0.004)
+"""
+
+
+def test_periodic_work_from_the_first_step_is_no_warm_up(tmp_path):
+    """Work every 5 steps from the first: the step its first call lands in is as slow as
+    the later ones that run it, so it is no warm-up step, and the finding counts its 8
+    calls (a review's read 7 of 8, the first left out as warm-up)."""
+    script = tmp_path / "metric.py"
+    script.write_text(METRIC_FROM_THE_FIRST)
+    profile([PYTHON, str(script)], tmp_path / "out", env=ENV, timeout=300)
+    found = findings_of(tmp_path / "out")
+    assert "run in 8 of" in found["periodic_work"]["title"], found["periodic_work"]
+    text = report(tmp_path / "out").stdout
+    line = next(l for l in text.splitlines() if l.startswith("Training steps: "))
+    assert "warm-up step" not in line and "the first step left out" in line, line
+
+
 def test_python_outside_the_phases_names_the_generator(tmp_path):
     """Batches from a Python generator (no DataLoader): their collate is the step's other
     CPU, named with its caller."""
