@@ -64,7 +64,8 @@ cpu_ops = [f for f in report.get("findings", []) if f["kind"] == "cpu_ops"]
 self_cpu = sum(o["self_cpu_ns"] for o in ops)
 kernel_ns = sum(k["total_ns"] for k in report.get("gpu_kernels", []))
 ratio = self_cpu / kernel_ns if kernel_ns else 0
-check(all(abs(f["value"] - ratio) <= 0.01 * ratio and "the steady training steps" in f["evidence"]
+check(bool(cpu_ops) == (ratio >= 2.0) and  # (CPU_OPS_RATIO)
+      all(abs(f["value"] - ratio) <= 0.01 * ratio and "the steady training steps" in f["evidence"]
           for f in cpu_ops),
       "CPU-ops finding of the steady steps: %s (their ratio %.1f)"
       % ([round(f["value"], 1) for f in cpu_ops] or "none", ratio))

@@ -633,19 +633,24 @@ static uint64_t steps_training_ns(const struct model_step *s)
     return d > s->eval_ns ? d - s->eval_ns : 0;
 }
 
-/* Whether step i's slowness recurs after the steps a warm-up may hold (from index after
- * on): two later steps as slow as it, within a factor of 2, are periodic work (a metric
- * every 5 steps from the first), not a warm-up (a review's first call of it was left out
- * with its step, and the finding counted 7 of 8). */
-static int steps_recurs(const struct model_steps *st, size_t i, size_t after, double ref)
+/* Whether step i's slowness recurs after the steps a warm-up may hold: two later slow steps
+ * (later[0, nlater)) as slow as it within a factor of 2, on its spacing (the gap between them
+ * divides their distance from it), are periodic work (a metric every 5 steps from the
+ * first), not a warm-up (a review's first call of it was left out with its step, and the
+ * finding counted 7 of 8). */
+static int steps_recurs(const struct model_steps *st, size_t i, const size_t *later, size_t nlater)
 {
     double d = (double)steps_training_ns(&st->steps[i]);
-    size_t like = 0;
-    for (size_t k = after; k < st->nsteps && like < 2; k++) {
-        double e = (double)steps_training_ns(&st->steps[k]);
-        like += e > MODEL_STEPS_WARMUP_RATIO * ref && e * 2 >= d && e <= d * 2;
+    size_t prev = SIZE_MAX;
+    for (size_t j = 0; j < nlater; j++) {
+        double e = (double)steps_training_ns(&st->steps[later[j]]);
+        if (e * 2 < d || e > d * 2)
+            continue;
+        if (prev != SIZE_MAX && (prev - i) % (later[j] - prev) == 0)
+            return 1;
+        prev = later[j];
     }
-    return like >= 2;
+    return 0;
 }
 
 size_t model_steps_warmup(const struct model_steps *st, double *ratio)
@@ -672,10 +677,14 @@ size_t model_steps_warmup(const struct model_steps *st, double *ratio)
     *ratio = (double)steps_training_ns(&st->steps[0]) / ref;
     /* after an inferred first step (left out anyway) too: work after the first optimizer
      * steps (a warm-up's own) lands in the steps after them, the first one's is short */
+    size_t later[64], nlater = 0; /* the first slow steps after those a warm-up may hold */
+    for (size_t k = n / 4 + inferred; k < n && nlater < sizeof later / sizeof *later; k++)
+        if ((double)steps_training_ns(&st->steps[k]) > MODEL_STEPS_WARMUP_RATIO * ref)
+            later[nlater++] = k;
     size_t w = inferred;
     while (w < n / 4 + inferred &&
            (double)steps_training_ns(&st->steps[w]) > MODEL_STEPS_WARMUP_RATIO * ref &&
-           !steps_recurs(st, w, n / 4 + inferred, ref))
+           !steps_recurs(st, w, later, nlater))
         w++;
     return w;
 }

@@ -56,9 +56,9 @@ void model_steps_comm_hot(struct model_process *p, size_t warm, uint64_t per)
         const struct model_comm_call *c = &p->comm.calls[i];
         uint64_t a = c->start_ns - (uint64_t)off, b = c->end_ns - (uint64_t)off;
         size_t in = a >= lo && a < hi ? model_steps_index_at(st, a) : SIZE_MAX; /* (gaps) */
-        if (!c->setup && in != SIZE_MAX && b > a) {
+        if (!c->setup && in != SIZE_MAX && b > a) { /* its time in the steps (gaps left out) */
             calls[nc][0] = a;
-            calls[nc++][1] = b < hi ? b : hi;
+            calls[nc++][1] = a + model_steps_inside(st, warm, a, b);
         }
     }
     qsort(calls, nc, sizeof *calls, comm_hot_call_cmp);

@@ -504,9 +504,7 @@ static uint32_t hot_slow(struct model_process *p, size_t warm, const struct hot_
     st->slow_hot = calloc(MODEL_STEPS_SLOW, sizeof *st->slow_hot);
     if (!st->slow_hot)
         report_oom();
-    uint64_t gc_mean = model_steps_gc_in(p, st->tid, st->steps[warm].start_ns,
-                                         st->steps[st->nsteps - 1].end_ns, NULL) /
-                       per;
+    uint64_t gc_mean = st->gc_ns; /* (model_steps_gc_totals: inside the steps alone) */
     size_t taken[MODEL_STEPS_SLOW];
     for (size_t r = 0; r < MODEL_STEPS_SLOW; r++) {
         size_t best = SIZE_MAX;
@@ -683,6 +681,7 @@ void model_steps_hot(struct model_process *p)
     size_t nwhole = hot_rank(p, st->tid, lo, hi, warm, HOT_INCLUSIVE, 0, NULL, &whole);
     hot_outer(p, all, whole, nwhole, per);
     free(all);
+    model_steps_gc_totals(p, warm); /* (before hot_slow, which reads its mean) */
     uint32_t rare = hot_slow(p, warm, whole, nwhole);
     if (rare) /* what takes the periodic work's time: its second entry */
         hot_rare_inside(p, warm, rare);
@@ -707,7 +706,6 @@ void model_steps_hot(struct model_process *p)
     st->startup_hot = hot_keep(p, all, nall, MODEL_STEPS_STARTUP_HOT, 1, 0, &st->nstartup_hot);
     free(all);
     model_steps_threads(p, warm, per);
-    model_steps_gc_totals(p, warm);
 }
 
 int model_steps_idle_wait(const struct model_py_func *f)

@@ -447,7 +447,7 @@ static void findings_cpu_ops(struct findings *f, const struct summary *s)
     char tnote[512], gnote[512];
     const char *tw = tables_torch_window(s, tnote, sizeof tnote);
     const char *gw = tables_gpu_window(s, gnote, sizeof gnote);
-    int part = tw && gw && !strcmp(tw, gw);
+    int part = tw && gw && !strcmp(tw, gw) && !strcmp(tnote, gnote); /* (in every process) */
     uint64_t self_cpu = 0, kernel_ns = part ? s->gpu.kernel_ns : 0;
     for (size_t k = 0; part && k < s->torch.nrows; k++)
         self_cpu += s->torch.rows[k].self_cpu_ns;

@@ -185,11 +185,12 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
                                                                       : "the first is 1");
         else
             fputs("steps numbered from the first recorded", out);
-        /* a window opened by time, signal or attach cuts into a step (PROF_STEPS opens at a
-         * step's end): the first step counted is that step's part inside it */
+        /* a window opened by time, signal or attach after the first steps cuts into one
+         * (PROF_STEPS opens at a step's end; one open from the start or before the first
+         * step cuts none): the first step counted is that step's part inside it */
         const char *open = model_meta_get(st->p, "window_open");
         char why[16] = "";
-        if (open && sscanf(open, "%*u %15s", why) != 1)
+        if (!open || sscanf(open, "%*u %15s", why) != 1 || !st->p->steps.opened_late)
             why[0] = 0;
         fprintf(out, " recorded inside it only%s; %s before its first step, %s after its last\n",
                 *why && strcmp(why, "step") ? " (the first began before the window opened: "

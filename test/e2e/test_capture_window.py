@@ -159,6 +159,8 @@ def test_window_open_from_the_start_goes_quiet_after_its_last_step(tmp_path):
     module_row = [f for f in rep["python"] if f["qualname"] == "<module>"
                   and f["file"] == LOOP][0]
     assert 0 < main_row["cumtime_ns"] <= module_row["cumtime_ns"]
+    # open from the start: no step was cut by its opening
+    assert "the first began before the window opened" not in report(out).stdout
 
 
 @needs_torch
