@@ -187,8 +187,10 @@ static int steps_pair_cmp(const void *x, const void *y)
 }
 
 /* tid's Python calls made from C inside backward (an autograd.Function's backward, a tensor
- * hook: the engine calls them inside the autograd node's operator), outermost ones, by
- * start (CLOCK_MONOTONIC ns, pairs); their count in *n. */
+ * hook: the engine calls them inside the autograd node's operator) and inside forward (an
+ * autograd.Function's forward, which Function.apply calls inside the Function's operator:
+ * review B's SleepFn read its Python backward as Python and its Python forward as an
+ * operator), outermost ones, by start (CLOCK_MONOTONIC ns, pairs); their count in *n. */
 static uint64_t (*steps_callbacks(const struct model_process *p, uint32_t tid, size_t *n))[2]
 {
     uint64_t(*cb)[2] = NULL;
@@ -203,7 +205,7 @@ static uint64_t (*steps_callbacks(const struct model_process *p, uint32_t tid, s
         const struct model_py_func *g = up ? model_python_func(p, up->func) : NULL;
         const char *action = f ? model_torch_action_of_node(p, sp->node) : NULL;
         if (!f || !g || f->kind != PROF_PY_FUNC_PYTHON || g->kind != PROF_PY_FUNC_C || !action ||
-            strcmp(action, "backward"))
+            (strcmp(action, "backward") && strcmp(action, "forward")))
             continue;
         cb = report_grow(cb, &cap, k + 1, sizeof *cb);
         cb[k][0] = model_ticks_to_monotonic_ns(p, sp->start);
@@ -387,11 +389,13 @@ static void steps_cpu_segment(struct model_steps *st, struct model_step *step, c
     step->part_ns[part] += b - a;
     if (steps_evaluating(c))
         step->eval_ns += b - a;
-    /* in forward, no operator running; in backward, a Python callback's own time (the gaps
-     * between backward's operators are the engine's C++, and on a GPU its operators run
+    /* in forward, no operator running, or a callback's own time (an autograd.Function's
+     * Python forward, inside its operator); in backward, a Python callback's own time (the
+     * gaps between backward's operators are the engine's C++, and on a GPU its operators run
      * on the engine's device threads while this one waits) */
-    if ((part == MODEL_STEP_FORWARD && !c[STEPS_OPS]) ||
-        (part == MODEL_STEP_BACKWARD && c[STEPS_CALLBACK] && !c[STEPS_OPS_IN_CALLBACK]))
+    int callback = c[STEPS_CALLBACK] && !c[STEPS_OPS_IN_CALLBACK];
+    if ((part == MODEL_STEP_FORWARD && (!c[STEPS_OPS] || callback)) ||
+        (part == MODEL_STEP_BACKWARD && callback))
         step->python_ns += b - a;
     if (c[STEPS_COMM])
         step->comm_ns += b - a;
@@ -462,11 +466,18 @@ static void model_steps_on_scope(struct model_process *p, const struct trace_rec
  * ends it, nor the optimizer step's return, a few us after its scope). ProfilerStep#N
  * scopes are steps (or the teardown's, after them), and Lightning's actions a base of
  * their own. */
-static void steps_actions_widen(struct model_steps *st, const char *name, uint64_t a, uint64_t b)
+static void steps_actions_widen(struct model_process *p, const char *name, uint64_t start,
+                                uint64_t end)
 {
+    struct model_steps *st = &p->steps;
     uint64_t first = st->steps[0].start_ns, last = st->steps[st->nsteps - 1].end_ns;
+    uint64_t a = model_ticks_to_monotonic_ns(p, start), b = model_ticks_to_monotonic_ns(p, end);
     if (b <= first || a >= last || !name || !strncmp(name, "ProfilerStep#", 13))
         return;
+    /* its end as far as its Total counts (converted as a duration: a few ns more, under
+     * load, than the converted end, and a scope round the loop read 1 ns over the span) */
+    uint64_t d = model_ticks_to_ns(p, end > start ? end - start : 0);
+    b = a + d > b ? a + d : b;
     st->actions_start_ns = a < st->actions_start_ns ? a : st->actions_start_ns;
     st->actions_end_ns = b > st->actions_end_ns ? b : st->actions_end_ns;
 }
@@ -488,14 +499,12 @@ static void steps_actions_span(struct model_process *p)
     for (size_t i = 0; i < p->torch.nops; i++) {
         const struct model_torch_op *op = &p->torch.ops[i];
         if (op->scope == MODEL_TORCH_SCOPE_USER)
-            steps_actions_widen(st, steps_op_name(p, op), model_ticks_to_monotonic_ns(p, op->start),
-                                model_ticks_to_monotonic_ns(p, op->end));
+            steps_actions_widen(p, steps_op_name(p, op), op->start, op->end);
     }
     for (size_t i = 0; i < st->nranges; i++) {
         const struct model_step_range *r = &st->ranges[i];
         if (!r->lightning)
-            steps_actions_widen(st, r->name, model_ticks_to_monotonic_ns(p, r->start),
-                                model_ticks_to_monotonic_ns(p, r->end));
+            steps_actions_widen(p, r->name, r->start, r->end);
     }
 }
 

@@ -358,9 +358,9 @@ void findings_step_python(struct findings *f, const struct steps_stats *st, cons
                  100 * share, who);
     findings_set(x->evidence, sizeof x->evidence,
                  "%s per step of %s runs Python, not PyTorch operators: in forward outside "
-                 "them (a Python loop, module call overhead), in backward an "
-                 "autograd.Function's Python backward; the operator table shows the operators' "
-                 "time",
+                 "them (a Python loop, module call overhead) or in an autograd.Function's "
+                 "Python forward, in backward its Python backward; the operator table shows "
+                 "the operators' time (a Function's operator holds its Python too)",
                  py, step);
     const struct model_steps *ms = &st->p->steps;
     for (size_t i = 0; i < ms->nhot; i++) {

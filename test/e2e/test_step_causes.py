@@ -328,9 +328,53 @@ print("steps", step + 1)
 """
 
 
+# an autograd.Function whose forward loops in Python, called from the model's forward:
+# Function.apply runs it inside the Function's operator, as the engine runs a backward inside
+# the node's (review B's SleepFn read its Python backward as Python, its forward as an
+# operator)
+FUNCTION_FORWARD_IN_PYTHON = """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+torch.set_num_threads(1)
+
+
+class SlowGate(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        n = 0
+        for i in range(60000):  # Python work in the forward, inside the Function's operator
+            n += i % 7
+        return x.clamp(min=0) * (n > 0)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(32, 32)
+
+    def forward(self, x):
+        return SlowGate.apply(self.lin(x))
+
+
+model = Net()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(16, 32)
+for step in range(20):
+    opt.zero_grad()
+    model(x).sum().backward()
+    opt.step()
+print("steps", step + 1)
+"""
+
+
 @pytest.mark.parametrize("script,steps,function", [
     (TOKENIZE_IN_FORWARD, 30, "Clf.tokenize"),
-    (FUNCTION_BACKWARD_IN_PYTHON, 20, "SlowGate.backward")])
+    (FUNCTION_BACKWARD_IN_PYTHON, 20, "SlowGate.backward"),
+    (FUNCTION_FORWARD_IN_PYTHON, 20, "SlowGate.forward")])
 def test_python_inside_forward_and_backward_is_a_finding(tmp_path, script, steps, function):
     """A forward that spends its time in a Python loop (a tokenizer's), not in operators:
     the step breakdown says forward, the op table cannot see it (a review found only the
