@@ -298,57 +298,30 @@ print("steps", step + 1)
 """
 
 
-FUNCTION_BACKWARD_IN_PYTHON = """
+# An autograd.Function that loops in Python in its backward (the engine calls it inside the
+# autograd node's operator) or in its forward (Function.apply calls it inside the Function's
+# operator: review B's SleepFn read its Python backward as Python, its forward as an operator)
+SLOW_GATE = """
 import torch, torch.nn as nn
 torch.manual_seed(0)
 torch.set_num_threads(1)
+WHERE = "%s"
 
 
 class SlowGate(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
-        return x.clamp(min=0)
-
-    @staticmethod
-    def backward(ctx, grad):
-        n = 0
-        for i in range(60000):  # Python work in the backward, inside the engine
-            n += i % 7
-        return grad * (n > 0)
-
-
-model = nn.Linear(32, 32)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-x = torch.randn(16, 32)
-for step in range(20):
-    opt.zero_grad()
-    SlowGate.apply(model(x)).sum().backward()
-    opt.step()
-print("steps", step + 1)
-"""
-
-
-# an autograd.Function whose forward loops in Python, called from the model's forward:
-# Function.apply runs it inside the Function's operator, as the engine runs a backward inside
-# the node's (review B's SleepFn read its Python backward as Python, its forward as an
-# operator)
-FUNCTION_FORWARD_IN_PYTHON = """
-import torch, torch.nn as nn
-torch.manual_seed(0)
-torch.set_num_threads(1)
-
-
-class SlowGate(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        n = 0
-        for i in range(60000):  # Python work in the forward, inside the Function's operator
-            n += i % 7
+        n = 1
+        for i in range(60000 if WHERE == "forward" else 0):  # inside the Function's operator
+            n += i %% 7
         return x.clamp(min=0) * (n > 0)
 
     @staticmethod
     def backward(ctx, grad):
-        return grad
+        n = 1
+        for i in range(60000 if WHERE == "backward" else 0):  # inside the engine
+            n += i %% 7
+        return grad * (n > 0)
 
 
 class Net(nn.Module):
@@ -373,8 +346,8 @@ print("steps", step + 1)
 
 @pytest.mark.parametrize("script,steps,function", [
     (TOKENIZE_IN_FORWARD, 30, "Clf.tokenize"),
-    (FUNCTION_BACKWARD_IN_PYTHON, 20, "SlowGate.backward"),
-    (FUNCTION_FORWARD_IN_PYTHON, 20, "SlowGate.forward")])
+    (SLOW_GATE % "backward", 20, "SlowGate.backward"),
+    (SLOW_GATE % "forward", 20, "SlowGate.forward")])
 def test_python_inside_forward_and_backward_is_a_finding(tmp_path, script, steps, function):
     """A forward that spends its time in a Python loop (a tokenizer's), not in operators:
     the step breakdown says forward, the op table cannot see it (a review found only the
