@@ -159,7 +159,7 @@ static void comm_merge_slowest(struct comm_report *r)
         uint64_t excess = 0;
         for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
             excess += parts[i] > 0 ? (uint64_t)parts[i] : 0;
-        if (excess * 2 < r->ranks[comm_median_rank(r)].wait_ns)
+        if ((w->between = excess * 2 < r->ranks[comm_median_rank(r)].wait_ns))
             w->why = "time between the steps (outside the --step name's calls)";
     }
 }

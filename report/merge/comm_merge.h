@@ -95,6 +95,7 @@ struct comm_slowest {
     uint64_t late_ns, last_arrivals;
     int64_t compute_ns, data_ns, sync_ns, idle_ns; /* its value minus the ranks' median */
     const char *why;
+    int between; /* why: its time between named steps (--step), none inside them to speak of */
 };
 
 /* One matched operation (--stragglers). */

@@ -258,9 +258,8 @@ void findings_steps_ranks(struct findings *f, const struct comm_report *r, const
         const int64_t parts[] = {w->compute_ns, w->data_ns, w->sync_ns, w->idle_ns};
         for (size_t k = 0; k < sizeof parts / sizeof *parts; k++)
             excess += parts[k] > 0 ? (uint64_t)parts[k] / n : 0;
-        int between = !strncmp(w->why, "time between", 12); /* (--step's gaps) */
         const struct model_step_hot *hot =
-            between ? NULL : findings_hot(s, (long long)w->rank, excess, &over);
+            w->between ? NULL : findings_hot(s, (long long)w->rank, excess, &over);
         if (hot) {
             char o[32];
             format_ns((double)over, o, sizeof o);
@@ -268,7 +267,7 @@ void findings_steps_ranks(struct findings *f, const struct comm_report *r, const
                          "%s%s%s: +%s per step on rank %lld (profreport DIR --rank %lld --python)",
                          hot->name, *hot->caller ? ", called from " : "", hot->caller, o,
                          (long long)w->rank, (long long)w->rank);
-        } else if (between) { /* its time between the --step name's calls */
+        } else if (w->between) { /* its time between the --step name's calls */
             findings_set(x->where, sizeof x->where,
                          "profreport DIR --rank %lld --python, without --step (its whole "
                          "iterations)",

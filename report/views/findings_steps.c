@@ -470,7 +470,6 @@ struct finding *findings_periodic(struct findings *f, const struct steps_stats *
     return work;
 }
 
-/* One process's own findings: its steady steps. */
 void findings_step_startup(struct findings *f, const struct steps_stats *st, const char *who)
 {
     uint64_t steps_ns = 0;
@@ -497,6 +496,7 @@ void findings_step_startup(struct findings *f, const struct steps_stats *st, con
     }
 }
 
+/* One process's own findings: its steady steps. */
 static void findings_steps_process(struct findings *f, const struct steps_stats *st)
 {
     uint64_t n = st->counted ? st->counted : 1;

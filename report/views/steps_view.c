@@ -189,13 +189,11 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
          * (PROF_STEPS opens at a step's end; one open from the start or before the first
          * step cuts none): the first step counted is that step's part inside it */
         const char *open = model_meta_get(st->p, "window_open");
-        char why[16] = "";
-        if (!open || sscanf(open, "%*u %15s", why) != 1 || !st->p->steps.opened_late)
-            why[0] = 0;
+        char why[16];
+        int cut = st->p->steps.opened_late && open && sscanf(open, "%*u %15s", why) == 1 &&
+                  strcmp(why, "step");
         fprintf(out, " recorded inside it only%s; %s before its first step, %s after its last\n",
-                *why && strcmp(why, "step") ? " (the first began before the window opened: "
-                                              "its part inside it counts)"
-                                            : "",
+                cut ? " (the first began before the window opened: its part inside it counts)" : "",
                 startup, tear);
         return;
     }
