@@ -123,9 +123,11 @@ def test_work_outside_the_phases_with_a_tiny_ring(tmp_path):
         pytest.skip("the collector was held up longer than the ring's kept room covers")
     other = {f["kind"]: f for f in rep["findings"]}["step_other"]
     assert abs(other["value"] - share) <= 0.12, (other, share)
-    # ema_update, or under load its in-place op, slow enough to be a span, called from it
-    assert re.match(r"(.*, called from )?ema_update \(", other["where"]), other
     lost = sum(p["lost"] for p in rep["processes"])
+    # ema_update, or under load its in-place op, slow enough to be a span, called from it;
+    # no where when the full ring dropped its spans too (a CI run's: said below)
+    if other["where"] or not lost:
+        assert re.match(r"(.*, called from )?ema_update \(", other["where"]), other
     if lost:  # (a machine fast enough to drain even this ring loses nothing)
         assert "operators among them count as the rest" in other["evidence"], other
         assert "none of the phases' spans: the parts are whole" in text, text
