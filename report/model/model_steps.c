@@ -186,11 +186,12 @@ static int steps_pair_cmp(const void *x, const void *y)
     return a[0] != b[0] ? (a[0] < b[0] ? -1 : 1) : (a[1] > b[1]) - (a[1] < b[1]);
 }
 
-/* tid's Python calls made from C inside backward (an autograd.Function's backward, a tensor
- * hook: the engine calls them inside the autograd node's operator) and inside forward (an
- * autograd.Function's forward, which Function.apply calls inside the Function's operator:
- * review B's SleepFn read its Python backward as Python and its Python forward as an
- * operator), outermost ones, by start (CLOCK_MONOTONIC ns, pairs); their count in *n. */
+/* tid's Python calls made from C (an autograd.Function's backward, a tensor hook: the engine
+ * calls them inside the autograd node's operator; an autograd.Function's forward, which
+ * Function.apply calls inside the Function's operator, in the model's forward or at the
+ * loop's top level: review B's SleepFn read its Python backward as Python and its Python
+ * forward as an operator), outermost ones, by start (CLOCK_MONOTONIC ns, pairs); their count
+ * in *n. Inside an operator, their time but their own operators' is Python. */
 static uint64_t (*steps_callbacks(const struct model_process *p, uint32_t tid, size_t *n))[2]
 {
     uint64_t(*cb)[2] = NULL;
@@ -203,9 +204,7 @@ static uint64_t (*steps_callbacks(const struct model_process *p, uint32_t tid, s
             node && node->parent ? model_python_node(p, node->parent) : NULL;
         const struct model_py_func *f = node ? model_python_func(p, node->func) : NULL;
         const struct model_py_func *g = up ? model_python_func(p, up->func) : NULL;
-        const char *action = f ? model_torch_action_of_node(p, sp->node) : NULL;
-        if (!f || !g || f->kind != PROF_PY_FUNC_PYTHON || g->kind != PROF_PY_FUNC_C || !action ||
-            (strcmp(action, "backward") && strcmp(action, "forward")))
+        if (!f || !g || f->kind != PROF_PY_FUNC_PYTHON || g->kind != PROF_PY_FUNC_C)
             continue;
         cb = report_grow(cb, &cap, k + 1, sizeof *cb);
         cb[k][0] = model_ticks_to_monotonic_ns(p, sp->start);
@@ -321,11 +320,18 @@ static int steps_evaluating(const uint32_t *c)
     return c[STEPS_EVAL] && !c[STEPS_BWD] && !c[STEPS_OPT];
 }
 
+/* Whether an instant runs an operator: one covers it, and no Python callback inside it
+ * without an operator of its own (the callback's own time is Python). */
+static int steps_in_op(const uint32_t *c)
+{
+    return c[STEPS_OPS] && !(c[STEPS_CALLBACK] && !c[STEPS_OPS_IN_CALLBACK]);
+}
+
 /* The part an instant goes to, from the labels covering it (model.h). */
 static enum model_step_part steps_part_at(const uint32_t *c)
 {
     if (steps_evaluating(c)) /* work outside the training's */
-        return c[STEPS_OPS]    ? MODEL_STEP_OTHER_OPS
+        return steps_in_op(c)  ? MODEL_STEP_OTHER_OPS
                : c[STEPS_COMM] ? MODEL_STEP_COMM
                                : MODEL_STEP_OTHER;
     if (c[STEPS_DATA])
@@ -339,7 +345,7 @@ static enum model_step_part steps_part_at(const uint32_t *c)
                                  : c[STEPS_FWD] ? MODEL_STEP_FORWARD
                                  : c[STEPS_OPT] ? MODEL_STEP_OPTIMIZER
                                                 : MODEL_STEP_PART_COUNT;
-    if (c[STEPS_OPS])
+    if (steps_in_op(c))
         return phase == MODEL_STEP_PART_COUNT ? MODEL_STEP_OTHER_OPS : phase;
     if (c[STEPS_COMM])
         return MODEL_STEP_COMM;
@@ -393,9 +399,8 @@ static void steps_cpu_segment(struct model_steps *st, struct model_step *step, c
      * Python forward, inside its operator); in backward, a Python callback's own time (the
      * gaps between backward's operators are the engine's C++, and on a GPU its operators run
      * on the engine's device threads while this one waits) */
-    int callback = c[STEPS_CALLBACK] && !c[STEPS_OPS_IN_CALLBACK];
-    if ((part == MODEL_STEP_FORWARD && (!c[STEPS_OPS] || callback)) ||
-        (part == MODEL_STEP_BACKWARD && callback))
+    if ((part == MODEL_STEP_FORWARD && !steps_in_op(c)) ||
+        (part == MODEL_STEP_BACKWARD && c[STEPS_CALLBACK] && !c[STEPS_OPS_IN_CALLBACK]))
         step->python_ns += b - a;
     if (c[STEPS_COMM])
         step->comm_ns += b - a;

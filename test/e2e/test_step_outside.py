@@ -426,3 +426,62 @@ def test_a_garbage_collection_pause_is_said_as_one(tmp_path):
     # the pause is no call: the function that set it off keeps its own count
     rows = [r for r in report_json(out, "--python")["python"] if r["name"] == "tidy_up"]
     assert len(rows) == 1 and rows[0]["ncalls"] == 1, rows
+
+
+GATE_OUTSIDE = """
+import time, torch, torch.nn as nn
+torch.manual_seed(0)
+torch.set_num_threads(1)
+spent = total = 0.0
+
+
+class SlowGate(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        global spent
+        t = time.perf_counter()
+        n = 1
+        for i in range(60000):  # Python, inside the Function's operator
+            n += i % 7
+        spent += time.perf_counter() - t
+        return x.clamp(min=0) * (n > 0)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+model = nn.Linear(32, 32)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(16, 32)
+for i in range(20):
+    t0 = time.perf_counter()
+    opt.zero_grad()
+    y = SlowGate.apply(model(x))  # at the loop's top level, not in a module's forward
+    y.sum().backward()
+    opt.step()
+    total += time.perf_counter() - t0
+print("steps", i + 1, "gate share %.3f" % (spent / total))
+"""
+
+
+def text_ns(text):
+    v, unit = re.match(r"([\d.]+) (ns|us|ms|s)$", text).groups()
+    return float(v) * {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[unit]
+
+
+def test_a_function_applied_outside_the_model_is_python_not_an_operator(tmp_path):
+    """An autograd.Function applied at the loop's top level whose forward loops in Python:
+    Function.apply runs it inside the Function's operator, so the op table counts it as the
+    operator's self time; the step's split said "PyTorch operators 2.48 ms, Python and the
+    rest 15.34 us" of a 2.49 ms per step that was all Python. Its own time is Python."""
+    script = tmp_path / "gate.py"
+    script.write_text(GATE_OUTSIDE)
+    proc = profile([PYTHON, str(script)], tmp_path / "out", env=ENV, timeout=300)
+    share = float(re.search(r"gate share ([\d.]+)", proc.stdout).group(1))
+    other = findings_of(tmp_path / "out")["step_other"]
+    assert abs(other["value"] - share) <= 0.12, (other, share)
+    ops, rest = re.search(r"PyTorch operators ([\d.]+ \w+), Python and the rest ([\d.]+ \w+)",
+                          other["evidence"]).groups()
+    assert text_ns(rest) > 10 * text_ns(ops), other
+    assert other["where"].startswith("SlowGate.forward ("), other
