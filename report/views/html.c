@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "findings.h"
 #include "flame.h"
 #include "format.h"
@@ -109,6 +110,31 @@ static void html_td_mem(FILE *out, int64_t bytes)
     char t[32];
     tables_torch_memory(bytes, t, sizeof t);
     fprintf(out, "<td class=\"n\" data-v=\"%" PRId64 "\">%s</td>", bytes, t);
+}
+
+/* The text report's notes under the actions table (the forward's calls, folded scopes), a
+ * paragraph each. */
+static void html_actions_notes(FILE *out, const struct summary *s)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m)
+        report_oom();
+    tables_actions_all_notes(m, s);
+    fclose(m);
+    for (char *line = buf, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = 0;
+        line += strspn(line, " ");
+        if (*line) {
+            fputs("<p class=\"note\">", out);
+            html_text(out, line);
+            fputs("</p>\n", out);
+        }
+    }
+    free(buf);
 }
 
 static void html_findings(FILE *out, const struct summary *s)
@@ -212,6 +238,7 @@ static void html_tables(FILE *out, const struct summary *s)
             fputs("</tr>\n", out);
         }
         fputs("</tbody></table>\n", out);
+        html_actions_notes(out, s);
     }
     if (s->torch.nrows) {
         n = s->torch.nrows < HTML_ROWS ? s->torch.nrows : HTML_ROWS;

@@ -38,6 +38,9 @@ void tables_gpu(FILE *out, const struct summary *s, size_t limit);
  * NVTX ranges as Lightning's SimpleProfiler shows actions (with a Source column; % of the
  * training, summary_actions.c), and NVTX marks. */
 void tables_actions(FILE *out, const struct summary *s, size_t limit);
+/* What the actions table folded, kept apart or counts its own way, a line "  (...)" each
+ * (the text and HTML reports). */
+void tables_actions_all_notes(FILE *out, const struct summary *s);
 /* The actions table in the default report (every row, up to 200, unless limit), when there
  * are actions. */
 void tables_actions_section(FILE *out, const struct summary *s, size_t limit);

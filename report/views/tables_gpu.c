@@ -427,7 +427,7 @@ static void tables_actions_forward_note(FILE *out, const struct summary *s)
         model_steps_let_go(p);
     }
     const char *eval = st.eval_ns ? "; an evaluation's under torch.no_grad() too, which the "
-                                    "Training steps section counts apart, as other ops"
+                                    "Training steps section counts apart, outside forward"
                                   : "";
     if (backward && forward >= 2 * backward)
         fprintf(out,
@@ -456,6 +456,13 @@ static void tables_actions_comm_note(FILE *out, const struct summary_gpu *g)
                       out);
                 return;
             }
+}
+
+void tables_actions_all_notes(FILE *out, const struct summary *s)
+{
+    tables_actions_notes(out, &s->gpu);
+    tables_actions_comm_note(out, &s->gpu);
+    tables_actions_forward_note(out, s);
 }
 
 static void tables_actions_table(FILE *out, const struct summary *s, size_t limit, const char *more)
@@ -488,9 +495,7 @@ static void tables_actions_table(FILE *out, const struct summary *s, size_t limi
     text_table_end(out, &t);
     if (limit && g->nactions > limit)
         fprintf(out, "  (%zu more not shown; %s)\n", g->nactions - limit, more);
-    tables_actions_notes(out, g);
-    tables_actions_comm_note(out, g);
-    tables_actions_forward_note(out, s);
+    tables_actions_all_notes(out, s);
 }
 
 void tables_actions(FILE *out, const struct summary *s, size_t limit)

@@ -134,7 +134,12 @@ def test_an_inline_evaluation_is_no_forward(tmp_path):
     assert re.search(r"\(forward counts every (model|module) call .*; an evaluation's under "
                      r"torch.no_grad\(\) too", text), text
     report(tmp_path / "out", "--html", str(tmp_path / "r.html"))
-    assert "evaluation inside the steps: " in (tmp_path / "r.html").read_text()
+    page = (tmp_path / "r.html").read_text()
+    assert "evaluation inside the steps: " in page
+    # the Actions table's notes are the HTML's too (they were the text's alone)
+    actions = page.split('id="t-actions"')[1].split("<h3>")[0]
+    assert re.search(r'<p class="note">\(forward counts every (model|module) call .*; an '
+                     r"evaluation's under torch.no_grad\(\) too", actions), actions[-800:]
 
 
 def test_a_decorated_evaluation_is_named_by_the_programs_function(tmp_path):
