@@ -127,6 +127,25 @@ if "$PY" -c "import lightning.pytorch" 2>/dev/null || "$PY" -c "import pytorch_l
 else
     fail "no Lightning for $PY: Lightning's action names not checked"
 fi
+# Attach (issue 21) to a CUDA training loop started without profrun: the CUDA calls made
+# through GOT entries bound before the attach, CUPTI's callbacks and activity enabled at
+# attach; --steps 50 records 50 steps, as many kernels each as the profiled run's steady
+# steps, and the loop runs on to its end.
+"$PY" test/workloads/gpu_train.py 1000000 "$out/attach.stop" > "$out/attach_target.txt" 2>&1 &
+tpid=$!
+n=0
+while ! grep -q '^ready' "$out/attach_target.txt" && [ $n -lt 240 ] && kill -0 $tpid 2>/dev/null; do
+    sleep 0.5
+    n=$((n + 1))
+done
+step "profrun attach --steps 50 to a CUDA loop" timeout 300 "$B/bin/profrun" attach --no-report \
+    -o "$out/attach" --steps 50 "$tpid"
+touch "$out/attach.stop"
+wait "$tpid"
+trc=$?
+"$B/bin/profreport" --format json --phase all "$out/attach" > "$out/attach.json" ||
+    fail "attach report"
+export GPU_CHECK_ATTACH="$out/attach.json $trc $out/attach_target.txt"
 # shellcheck disable=SC2086
 "$PY" scripts/gpu_check.py "$out/report.json" "$(cat "$out/cupti_count" 2>/dev/null || echo -1)" \
     $lightning || failed="$failed report-checks"

@@ -74,6 +74,27 @@ base = report.get("actions_percent_of", {})
 check(base.get("base") == "training" and 90 <= actions.get("train_step", {}).get("percent", 0) <= 100,
       "Actions of the training: base %s, train_step %s %%"
       % (base.get("base"), actions.get("train_step", {}).get("percent")))
+if os.environ.get("GPU_CHECK_ATTACH"):  # profrun attach --steps 50 to gpu_train.py
+    path, rc, target = os.environ["GPU_CHECK_ATTACH"].split(" ")
+    att = json.load(open(path)) if os.path.getsize(path) else {}
+    printed = open(target).read()
+    check(rc == "0" and "loss " in printed,
+          "the attached CUDA loop ran on to its end: exit %s, %r" % (rc, printed[-60:]))
+    ast = [p["steps"] for p in att.get("processes", []) if p.get("steps")]
+    check(len(ast) == 1 and ast[0]["count"] == 50,
+          "attach --steps 50: %s steps recorded" % (ast[0]["count"] if ast else None))
+    nsteady = steps[0]["steady"] if steps else 0
+    per_step = steady / nsteady if nsteady else 0
+    got = sum(k["calls"] for k in att.get("gpu_kernels", []))
+    check(per_step and got == 50 * per_step,
+          "kernels in the attach's 50 steps %d == 50 x %.2f, the profiled run's per steady step"
+          % (got, per_step))
+    launches = sum(a["calls"] for a in att.get("api", []) if a["name"] == "cudaLaunchKernel")
+    check(launches > 0, "CUDA runtime calls after attach (GOT rebound): cudaLaunchKernel %d"
+          % launches)
+    check(att.get("gpu_unattributed_kernels", -1) == 0,
+          "every kernel after attach tied to its launching call (unattributed: %s)"
+          % att.get("gpu_unattributed_kernels"))
 if len(sys.argv) > 5:  # a real Lightning fit: ours against its SimpleProfiler's
     lightning = json.load(open(sys.argv[3]))
     want = json.load(open(sys.argv[4]))
