@@ -102,6 +102,7 @@ void steps_stats_of(const struct model_process *p, uint64_t lo, uint64_t hi, str
         s->python_ns += step->python_ns;
         s->eval_ns += step->eval_ns;
         s->eval_steps += step->eval_ns > 0;
+        s->recompute_ns += step->recompute_ns;
     }
     qsort(d, s->counted, sizeof *d, steps_u64_cmp);
     s->median_ns = steps_quantile(d, s->counted, 0.5);

@@ -29,6 +29,7 @@ struct steps_stats {
     uint64_t python_ns; /* of forward and backward, outside operators (model_step) */
     uint64_t eval_ns;   /* evaluation inside the steps (model_step), and its steps */
     size_t eval_steps;
+    uint64_t recompute_ns; /* backward's recomputed forward (model_step) */
     uint64_t startup_ns, teardown_ns, startup_import_ns;
     int has_gpu; /* the process ran GPU work */
 };

@@ -153,6 +153,8 @@ struct model_python {
     struct model_py_span *span_list; /* freed by model_steps_finish (model_steps_keep_spans) */
     int8_t *node_action; /* per node (as nodes): its built-in action (model_torch_actions.c),
                           * -1: none; made at the end of the Python part */
+    uint8_t *node_recompute; /* per node: 1 when a forward call under a backward's (activation
+                              * checkpointing recomputing), made with node_action */
     struct model_builtin_memo *builtin_memo; /* model_torch_actions.c, until its part ends */
     size_t nspan_list, cap_span_list;
     struct model_py_func *funcs;
@@ -634,6 +636,9 @@ const struct model_py_func *model_torch_py_own_func_at(const struct model_proces
 /* Whether a Python file is the program's own, as model_torch_py_own_func_at says. */
 int model_torch_own_file(const char *file);
 const char *model_torch_action_of_node(const struct model_process *p, uint32_t node_id);
+/* Whether a node is a forward call under a backward's: activation checkpointing
+ * recomputing it (its action is backward). */
+int model_torch_node_recomputes(const struct model_process *p, uint32_t node_id);
 /* Makes py.node_action, which model_torch_action_of_node reads: one pass over the nodes,
  * each path from its parent's (however deep the trees). Keeps its work in py.builtin_memo
  * for the actions table, which frees it (or model_torch_node_actions_free). */

@@ -197,6 +197,7 @@ static void model_python_free(struct model_process *p)
     model_torch_node_actions_free(p);
     free(py->span_list);
     free(py->node_action);
+    free(py->node_recompute);
     free(py->funcs);
     free(py->nodes);
     free(py->gaps);

@@ -167,6 +167,8 @@ static int steps_py_label(const struct model_process *p, uint32_t node)
                                                      [MODEL_STEP_BACKWARD] = STEPS_BWD,
                                                      [MODEL_STEP_OPTIMIZER] = STEPS_OPT};
     int phase = model_steps_python_phase(p, node);
+    if (phase == MODEL_STEP_BACKWARD && model_torch_node_recomputes(p, node))
+        return STEPS_FWD; /* inside a backward's span: backward's, and recomputed */
     if (phase >= 0)
         return label[phase];
     return model_steps_is_import(p, node) ? STEPS_IMPORT : -1;
@@ -395,6 +397,8 @@ static void steps_cpu_segment(struct model_steps *st, struct model_step *step, c
     step->part_ns[part] += b - a;
     if (steps_evaluating(c))
         step->eval_ns += b - a;
+    if (part == MODEL_STEP_BACKWARD && c[STEPS_FWD])
+        step->recompute_ns += b - a;
     /* in forward, no operator running, or a callback's own time (an autograd.Function's
      * Python forward, inside its operator); in backward, a Python callback's own time (the
      * gaps between backward's operators are the engine's C++, and on a GPU its operators run

@@ -56,6 +56,9 @@ struct model_step {
     uint64_t python_ns;
     /* Of other ops, other CPU and communication, the evaluation's (steps.evals) */
     uint64_t eval_ns;
+    /* Of backward, the model's forward calls run inside it on the step thread: activation
+     * checkpointing recomputing them (on a GPU the engine's device thread runs them) */
+    uint64_t recompute_ns;
 };
 
 /* An NVTX range or a Lightning action that may make or open steps (model_nvtx.c keeps

@@ -241,11 +241,19 @@ static struct model_builtin_path *model_builtin_node_actions(struct model_proces
     struct model_builtin_path *path = model_builtin_paths(p, action, data);
     int worker = model_builtin_in_worker(p);
     free(p->py.node_action);
+    free(p->py.node_recompute);
     p->py.node_action = malloc(p->py.nnodes ? p->py.nnodes : 1);
-    if (!p->py.node_action)
+    p->py.node_recompute = malloc(p->py.nnodes ? p->py.nnodes : 1);
+    if (!p->py.node_action || !p->py.node_recompute)
         report_oom();
-    for (size_t i = 0; i < p->py.nnodes; i++)
-        p->py.node_action[i] = (int8_t)model_builtin_path_action(&path[i], worker);
+    for (size_t i = 0; i < p->py.nnodes; i++) {
+        const struct model_builtin_path *x = &path[i];
+        int a = model_builtin_path_action(x, worker);
+        p->py.node_action[i] = (int8_t)a;
+        /* a forward below the path's first backward: recomputed in it */
+        p->py.node_recompute[i] = a == MODEL_BUILTIN_BACKWARD && x->fd == PATH_FD_BACKWARD &&
+                                  x->outer[MODEL_BUILTIN_FORWARD];
+    }
     return path;
 }
 
@@ -329,6 +337,13 @@ const char *model_torch_action_of_node(const struct model_process *p, uint32_t n
         return NULL;
     int a = p->py.node_action[slot - 1];
     return a >= 0 ? model_builtin_names[a] : NULL;
+}
+
+int model_torch_node_recomputes(const struct model_process *p, uint32_t node_id)
+{
+    uint64_t slot = node_id ? idmap_get(&p->py.node_index, node_id) : 0;
+    return slot && p->py.node_recompute && slot - 1 < p->py.nnodes &&
+           p->py.node_recompute[slot - 1];
 }
 
 static void model_torch_actions_finish(struct model_process *p)

@@ -26,6 +26,7 @@ void summary_model_step_list(sf_codec *c, struct model_step **steps, size_t *n)
         summary_codec_u64(c, &s->syncs);
         summary_codec_u64(c, &s->python_ns);
         summary_codec_u64(c, &s->eval_ns);
+        summary_codec_u64(c, &s->recompute_ns);
     }
 }
 

@@ -122,12 +122,14 @@ static void html_steps_summary(FILE *out, const struct steps_stats *st)
         x += w;
     }
     fputs("</svg>\n", out);
-    char eval[512];
-    steps_view_eval_note(st, eval, sizeof eval);
-    if (*eval) {
-        fputs("<p class=\"note\">", out);
-        html_text(out, eval);
-        fputs(".</p>\n", out);
+    char note[512];
+    for (int k = 0; k < 2; k++) { /* as the text report's, under the parts */
+        (k ? steps_view_recompute_note : steps_view_eval_note)(st, note, sizeof note);
+        if (*note) {
+            fputs("<p class=\"note\">", out);
+            html_text(out, note);
+            fputs(".</p>\n", out);
+        }
     }
     char lost[512];
     steps_view_lost_note(p, lost, sizeof lost);

@@ -72,6 +72,21 @@ void steps_view_eval_note(const struct steps_stats *st, char *buf, size_t len)
              t, st->eval_steps, st->counted);
 }
 
+void steps_view_recompute_note(const struct steps_stats *st, char *buf, size_t len)
+{
+    *buf = 0;
+    if (!st->recompute_ns)
+        return;
+    char t[32], b[32];
+    uint64_t n = st->counted ? st->counted : 1;
+    format_ns((double)st->recompute_ns / (double)n, t, sizeof t);
+    format_ns((double)st->part_ns[MODEL_STEP_BACKWARD] / (double)n, b, sizeof b);
+    snprintf(buf, len,
+             "backward recomputes the model's forward: %s per step of its %s (activation "
+             "checkpointing, torch.utils.checkpoint: memory bought with compute)",
+             t, b);
+}
+
 /* What the tables cover: windows[i], the part of tables[i] when not the whole process ("the
  * steady training steps"); NULL: the whole process. Tables of one part are named together:
  * "the operator, Python, tensor memory and CUDA API and kernel tables below cover the steady
@@ -260,10 +275,12 @@ static void steps_view_parts(FILE *out, const struct steps_stats *st, uint64_t w
         text_table_row(&t, model_step_part_name(k), v, sh);
     }
     text_table_end(out, &t);
-    char eval[512];
-    steps_view_eval_note(st, eval, sizeof eval);
-    if (*eval)
-        fprintf(out, "  (%s)\n", eval);
+    char note[512];
+    for (int k = 0; k < 2; k++) {
+        (k ? steps_view_recompute_note : steps_view_eval_note)(st, note, sizeof note);
+        if (*note)
+            fprintf(out, "  (%s)\n", note);
+    }
     char lost[512];
     steps_view_lost_note(st->p, lost, sizeof lost);
     if (*lost)
@@ -570,6 +587,8 @@ json_t *steps_view_json(const struct model_process *p, const char *mark, uint64_
         json_object_set_new(j, "comm_ns", steps_view_json_u64(s->comm_ns));
         /* (of other ops, other CPU and communication: an evaluation under no_grad) */
         json_object_set_new(j, "eval_ns", steps_view_json_u64(s->eval_ns));
+        /* (of backward: forward calls recomputed in it, activation checkpointing) */
+        json_object_set_new(j, "recompute_ns", steps_view_json_u64(s->recompute_ns));
         json_object_set_new(j, "gpu_busy_ns", steps_view_json_u64(s->gpu_busy_ns));
         json_object_set_new(j, "syncs", steps_view_json_u64(s->syncs));
         json_object_set_new(j, "warmup", json_boolean(i < st.warmup));
@@ -660,6 +679,7 @@ int steps_view_json_every(FILE *out, const struct model_process *p, uint64_t war
         steps_view_json_line(&b, d);
         steps_view_json_key_u64(&b, d, "\"comm_ns\"", s->comm_ns, 0);
         steps_view_json_key_u64(&b, d, "\"eval_ns\"", s->eval_ns, 0);
+        steps_view_json_key_u64(&b, d, "\"recompute_ns\"", s->recompute_ns, 0);
         steps_view_json_key_u64(&b, d, "\"gpu_busy_ns\"", s->gpu_busy_ns, 0);
         steps_view_json_key_u64(&b, d, "\"syncs\"", s->syncs, 0);
         if (i < warmup)

@@ -29,6 +29,9 @@ const char *steps_view_left_out(const struct steps_stats *st, char *buf, size_t 
 /* The evaluation inside the steps of st (model_step.eval_ns), said under the parts: "" when
  * none. */
 void steps_view_eval_note(const struct steps_stats *st, char *buf, size_t len);
+/* The model's forward recomputed inside backward (model_step.recompute_ns), said under the
+ * parts: "" when none. */
+void steps_view_recompute_note(const struct steps_stats *st, char *buf, size_t len);
 /* What events p lost do to its steps' parts ("" when none were lost), for the text and
  * the HTML page. */
 void steps_view_lost_note(const struct model_process *p, char *buf, size_t len);

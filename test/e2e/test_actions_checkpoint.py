@@ -3,6 +3,7 @@
 GPU): the checkpointed blocks' forwards run again inside backward, as long as the forward,
 and those recomputed calls are backward's. A review found forward at 200 calls for 40 steps
 and forward + backward at 119 % of the training; the steps' own breakdown was right."""
+import html
 import os
 import re
 import subprocess
@@ -46,6 +47,18 @@ def test_recomputed_forwards_count_in_backward(tmp_path, variant):
     parts = sum(s["parts_ns"]["forward"] for s in steps["steps"][1:])
     per_call = rows["forward"]["total_s"] * 1e9 / STEPS
     assert 0.5 < per_call * (STEPS - 1) / parts < 1.5, (per_call, parts, steps["steps"])
+    # and says how much of backward recomputes them: about the forward (every block
+    # checkpointed), in every step, in the text and the HTML, and from summaries
+    recompute = sum(s["recompute_ns"] for s in steps["steps"][1:])
+    assert all(s["recompute_ns"] > 0 for s in steps["steps"][1:]), steps["steps"]
+    assert 0.5 < recompute / parts < 1.5, (recompute, parts)
+    backward = sum(s["parts_ns"]["backward"] for s in steps["steps"][1:])
+    assert recompute < backward, (recompute, backward)
+    note = r"backward recomputes the model's forward: [\d.]+ m?s per step of its [\d.]+ m?s " \
+        r"\(activation checkpointing"
+    assert re.search(note, report(out).stdout), report(out).stdout
+    report(out, "--html", str(tmp_path / "r.html"))
+    assert re.search(note, html.unescape((tmp_path / "r.html").read_text()))
     # the text table says the same (Mean duration, then Num calls), and a report read
     # from summaries too
     text = report(out, "--actions").stdout
@@ -53,3 +66,5 @@ def test_recomputed_forwards_count_in_backward(tmp_path, variant):
     d2 = report_json(summaries_only(out, tmp_path))
     assert [(a["name"], a["calls"], a["percent"]) for a in d2["actions"]] == \
         [(a["name"], a["calls"], a["percent"]) for a in d["actions"]]
+    steps2 = [p for p in d2["processes"] if p["steps"]][0]["steps"]
+    assert [s["recompute_ns"] for s in steps2["steps"]] == [s["recompute_ns"] for s in steps["steps"]]
