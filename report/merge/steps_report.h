@@ -31,6 +31,9 @@ struct steps_stats {
     size_t eval_steps;
     uint64_t recompute_ns; /* backward's recomputed forward (model_step) */
     uint64_t startup_ns, teardown_ns, startup_import_ns;
+    /* the profiler's own build of its torch bridge before the first step (a first run's:
+     * META torch_bridge_build), taken out of startup_ns */
+    uint64_t profiler_ns;
     int has_gpu; /* the process ran GPU work */
 };
 

@@ -51,6 +51,9 @@ void html_steps_wall_bar(FILE *out, const struct model_process *p)
     fputs("<svg class=\"bar\" width=\"900\" height=\"18\">", out);
     html_steps_segment(out, &x, st.startup_ns, wall, HTML_STARTUP_COLOR,
                        "startup (before the first step)");
+    used += st.profiler_ns;
+    html_steps_segment(out, &x, st.profiler_ns, wall, HTML_TEARDOWN_COLOR,
+                       "the profiler building its torch bridge (a first run's)");
     for (int k = 0; k < MODEL_STEP_PART_COUNT; k++)
         html_steps_segment(out, &x, st.part_ns[k], wall, html_part_color[k],
                            model_step_part_name(k));
@@ -92,8 +95,9 @@ static void html_steps_summary(FILE *out, const struct steps_stats *st)
     format_ns((double)st->startup_ns, startup, sizeof startup);
     format_ns((double)st->startup_import_ns, imp, sizeof imp);
     const struct model_process *p = st->p;
-    char costs[1024], source[384], left[384];
+    char costs[1024], source[384], left[384], build[256];
     steps_view_startup_costs(p, costs, sizeof costs);
+    steps_view_profiler_note(st, build, sizeof build);
     fprintf(out, "<p class=\"note\">%s %lld: %zu steady steps of %zu (",
             p->rank >= 0 ? "rank" : "pid", (long long)(p->rank >= 0 ? p->rank : p->pid),
             st->counted, st->nsteps);
@@ -105,6 +109,7 @@ static void html_steps_summary(FILE *out, const struct steps_stats *st)
             "first step (imports %s",
             med, p90, mx, st->max_number, startup, imp);
     html_text(out, costs);
+    html_text(out, build);
     fputs(") is left out of the steps.</p>\n", out);
     fputs("<svg class=\"stepbar\" width=\"900\" height=\"22\">", out);
     double x = 0;

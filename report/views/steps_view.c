@@ -58,6 +58,19 @@ void steps_view_startup_costs(const struct model_process *p, char *buf, size_t l
     }
 }
 
+void steps_view_profiler_note(const struct steps_stats *st, char *buf, size_t len)
+{
+    *buf = 0;
+    if (!st->profiler_ns)
+        return;
+    char t[32];
+    format_ns((double)st->profiler_ns, t, sizeof t);
+    snprintf(buf, len,
+             "; the profiler's own %s building its torch bridge left out (a first run's: "
+             "`profrun --prepare` builds it beforehand)",
+             t);
+}
+
 void steps_view_eval_note(const struct steps_stats *st, char *buf, size_t len)
 {
     *buf = 0;
@@ -212,8 +225,10 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
                 startup, tear);
         return;
     }
-    char costs[1024], after[1024] = "";
+    char costs[1024], after[1024] = "", build[256];
     steps_view_startup_costs(st->p, costs, sizeof costs);
+    steps_view_profiler_note(st, build, sizeof build);
+    wall -= st->profiler_ns < wall ? st->profiler_ns : wall;
     const struct model_steps *ms = &st->p->steps;
     /* the periodic work's last call, after the loop, when periodic_work would say it */
     if (ms->rare_after && ms->nrare_hot &&
@@ -233,10 +248,10 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
                  t);
     }
     fprintf(out,
-            "  Startup: %s before the first step (%.0f%% of the process; imports %s%s; its "
+            "  Startup: %s before the first step (%.0f%% of the process; imports %s%s%s; its "
             "flame graph: --flamegraph FILE --phase startup), teardown %s%s; ",
-            startup, wall ? 100.0 * (double)st->startup_ns / (double)wall : 0.0, imp, costs, tear,
-            after);
+            startup, wall ? 100.0 * (double)st->startup_ns / (double)wall : 0.0, imp, costs, build,
+            tear, after);
     steps_view_cover(out, windows);
     fputc('\n', out);
 }
@@ -560,6 +575,8 @@ json_t *steps_view_json(const struct model_process *p, const char *mark, uint64_
     json_object_set_new(o, "max_step", steps_view_json_u64(st.max_number));
     json_object_set_new(o, "startup_ns", steps_view_json_u64(st.startup_ns));
     json_object_set_new(o, "startup_import_ns", steps_view_json_u64(st.startup_import_ns));
+    /* (the profiler's torch bridge build, left out of startup_ns) */
+    json_object_set_new(o, "profiler_ns", steps_view_json_u64(st.profiler_ns));
     json_t *top = json_array(); /* the startup's largest costs outside imports */
     for (size_t i = 0; i < p->steps.nstartup_hot; i++) {
         const struct model_step_hot *h = &p->steps.startup_hot[i];

@@ -26,6 +26,9 @@ void steps_view_startup_costs(const struct model_process *p, char *buf, size_t l
  * (slower than 1.5x ...)", "the first step left out (it starts before any step boundary
  * ...)", "no warm-up step (...)"; the text's Training steps line and the HTML's say it. */
 const char *steps_view_left_out(const struct steps_stats *st, char *buf, size_t len);
+/* The profiler's own torch bridge build left out of the startup (steps_stats.profiler_ns):
+ * "; the profiler's own 2.53 s building ..." or "". */
+void steps_view_profiler_note(const struct steps_stats *st, char *buf, size_t len);
 /* The evaluation inside the steps of st (model_step.eval_ns), said under the parts: "" when
  * none. */
 void steps_view_eval_note(const struct steps_stats *st, char *buf, size_t len);
