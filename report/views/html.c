@@ -223,8 +223,10 @@ static void html_tables(FILE *out, const struct summary *s)
         char base[320], title[360];
         snprintf(title, sizeof title, "Actions (%% of %s)",
                  tables_actions_base(&s->gpu, base, sizeof base));
+        int has_gpu = tables_actions_have_gpu(s); /* as the text table */
         html_table_begin(out, "t-actions", title, n, s->gpu.nactions,
-                         "Action|>Calls|>Total|>Mean|>%|>GPU time|Source");
+                         has_gpu ? "Action|>Calls|>Total|>Mean|>%|>GPU time|Source"
+                                 : "Action|>Calls|>Total|>Mean|>%|Source");
         for (size_t i = 0; i < n; i++) {
             const struct summary_action_row *r = &s->gpu.actions[i];
             fputs("<tr>", out);
@@ -233,7 +235,8 @@ static void html_tables(FILE *out, const struct summary *s)
             html_td_ns(out, (double)r->total_ns);
             html_td_ns(out, r->mean_ns);
             html_td_pct(out, r->percent);
-            html_td_ns(out, (double)r->gpu_ns);
+            if (has_gpu)
+                html_td_ns(out, (double)r->gpu_ns);
             html_td_text(out, summary_action_source_name(r->source));
             fputs("</tr>\n", out);
         }

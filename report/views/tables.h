@@ -38,6 +38,8 @@ void tables_gpu(FILE *out, const struct summary *s, size_t limit);
  * NVTX ranges as Lightning's SimpleProfiler shows actions (with a Source column; % of the
  * training, summary_actions.c), and NVTX marks. */
 void tables_actions(FILE *out, const struct summary *s, size_t limit);
+/* Whether the actions table has a GPU time column: the run had GPU work. */
+int tables_actions_have_gpu(const struct summary *s);
 /* What the actions table folded, kept apart or counts its own way, a line "  (...)" each
  * (the text and HTML reports). */
 void tables_actions_all_notes(FILE *out, const struct summary *s);

@@ -458,11 +458,24 @@ static void tables_actions_comm_note(FILE *out, const struct summary_gpu *g)
             }
 }
 
+int tables_actions_have_gpu(const struct summary *s)
+{
+    return s->gpu.action_gpu_ns || tables_torch_has_cuda(s);
+}
+
 void tables_actions_all_notes(FILE *out, const struct summary *s)
 {
     tables_actions_notes(out, &s->gpu);
     tables_actions_comm_note(out, &s->gpu);
     tables_actions_forward_note(out, s);
+}
+
+/* One row of 7 cells; the GPU time (cell 5) left out without GPU work. */
+static void tables_actions_row(struct text_table *t, int has_gpu, const char **cells)
+{
+    if (!has_gpu)
+        cells[5] = cells[6];
+    text_table_row_cells(t, cells);
 }
 
 static void tables_actions_table(FILE *out, const struct summary *s, size_t limit, const char *more)
@@ -475,22 +488,34 @@ static void tables_actions_table(FILE *out, const struct summary *s, size_t limi
         return;
     }
     struct text_table t;
-    text_table_begin(&t, "<Action|>Mean duration (s)|>Num calls|>Total time (s)|>Percentage %|"
-                         ">GPU time (s)|<Source");
+    /* no GPU time column where the run had no GPU work (as the ops table's CUDA columns) */
+    int has_gpu = tables_actions_have_gpu(s);
+    text_table_begin(&t, has_gpu ? "<Action|>Mean duration (s)|>Num calls|>Total time (s)|"
+                                   ">Percentage %|>GPU time (s)|<Source"
+                                 : "<Action|>Mean duration (s)|>Num calls|>Total time (s)|"
+                                   ">Percentage %|<Source");
     uint64_t ncalls = 0;
     for (size_t i = 0; i < g->nactions; i++)
         ncalls += g->actions[i].calls;
-    text_table_row(&t, "Total", "-", tables_gpu_u64(calls, sizeof calls, ncalls),
-                   tables_gpu_seconds(total, sizeof total, (double)g->action_base_ns), "100 %",
-                   tables_gpu_seconds(gpu, sizeof gpu, (double)g->action_gpu_ns), "");
+    const char *total_row[7] = {"Total",
+                                "-",
+                                tables_gpu_u64(calls, sizeof calls, ncalls),
+                                tables_gpu_seconds(total, sizeof total, (double)g->action_base_ns),
+                                "100 %",
+                                tables_gpu_seconds(gpu, sizeof gpu, (double)g->action_gpu_ns),
+                                ""};
+    tables_actions_row(&t, has_gpu, total_row);
     for (size_t i = 0; i < g->nactions && (!limit || i < limit); i++) {
         const struct summary_action_row *r = &g->actions[i];
         snprintf(pct, sizeof pct, "%.3f", r->percent);
-        text_table_row(&t, r->name, tables_gpu_seconds(mean, sizeof mean, r->mean_ns),
-                       tables_gpu_u64(calls, sizeof calls, r->calls),
-                       tables_gpu_seconds(total, sizeof total, (double)r->total_ns), pct,
-                       tables_gpu_seconds(gpu, sizeof gpu, (double)r->gpu_ns),
-                       summary_action_source_name(r->source));
+        const char *row[7] = {r->name,
+                              tables_gpu_seconds(mean, sizeof mean, r->mean_ns),
+                              tables_gpu_u64(calls, sizeof calls, r->calls),
+                              tables_gpu_seconds(total, sizeof total, (double)r->total_ns),
+                              pct,
+                              tables_gpu_seconds(gpu, sizeof gpu, (double)r->gpu_ns),
+                              summary_action_source_name(r->source)};
+        tables_actions_row(&t, has_gpu, row);
     }
     text_table_end(out, &t);
     if (limit && g->nactions > limit)

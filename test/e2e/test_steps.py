@@ -706,6 +706,12 @@ def test_a_loss_module_is_said_among_the_forward_calls(tmp_path):
     text = report(out, "--actions").stdout
     assert "(forward counts every module call the loop makes outside another: 50 calls for 25 " \
         "backward passes; a loss module's (nn.CrossEntropyLoss()) is a call of its own)" in text
+    # a CPU-only run: no GPU time column (a column of zeros), in the text and the HTML
+    header = [l for l in text.splitlines() if l.strip().startswith("Action ")][0]
+    assert header.split()[-3:] == ["Percentage", "%", "Source"], header
+    report(out, "--html", str(out / "r.html"))
+    actions = (out / "r.html").read_text().split('id="t-actions"')[1].split("</thead>")[0]
+    assert "GPU time" not in actions and ">Source<" in actions, actions
 
 
 def test_startup_of_a_loop_trained_on_a_thread(tmp_path):
