@@ -230,7 +230,7 @@ int main(int argc, char **argv)
     enum tables_python_split split = TABLES_PYTHON_MERGED;
     const char *pstats_path = NULL, *folded_path = NULL;
     size_t folded_depth = EXPORT_FOLDED_DEPTH_DEFAULT;
-    double folded_min_share = EXPORT_FOLDED_MIN_SHARE_DEFAULT;
+    double folded_min_share = EXPORT_FOLDED_MIN_SHARE_BOUNDED;
     const char *timeline_path = NULL;                      /* --memory-timeline */
     const char *perfetto_path = NULL, *chrome_path = NULL; /* --perfetto, --chrome-trace */
     unsigned chrome_flags = 0;                             /* --chrome-ns */

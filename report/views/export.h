@@ -37,6 +37,14 @@ void export_pstats_fwrite(FILE *f, const struct pystats *py);
  * 3 frames, besides one per thread: the file is bounded whatever the trace. */
 #define EXPORT_FOLDED_DEPTH_DEFAULT 128
 #define EXPORT_FOLDED_MIN_SHARE_DEFAULT 0.001 /* 0.1 % */
+/* export_folded_write's min_share when none was asked: EXPORT_FOLDED_MIN_SHARE_DEFAULT,
+ * raised (doubled, at most to EXPORT_FOLDED_MIN_SHARE_MOST) until the file is within
+ * EXPORT_FOLDED_TRACE_MULTIPLE times the traces' bytes or EXPORT_FOLDED_SMALL bytes, and
+ * said on stderr: long paths (a 115-deep chain over 400 leaves) wrote 30 x a 306 KB trace. */
+#define EXPORT_FOLDED_MIN_SHARE_BOUNDED (-1.0)
+#define EXPORT_FOLDED_TRACE_MULTIPLE 4
+#define EXPORT_FOLDED_SMALL (1u << 20)
+#define EXPORT_FOLDED_MIN_SHARE_MOST 0.05
 int export_folded_write(const char *path, const struct summary *s, size_t max_depth,
                         double min_share, char *err, size_t errlen);
 void export_folded_fwrite(FILE *f, const struct summary *s, size_t max_depth, double min_share);

@@ -627,10 +627,55 @@ int export_folded_has_steps(const struct summary *s)
     return 0;
 }
 
+static ssize_t folded_count(void *cookie, const char *buf, size_t n)
+{
+    (void)buf;
+    *(uint64_t *)cookie += n;
+    return (ssize_t)n;
+}
+
+/* The bytes export_folded_fwrite would write (0: not known). */
+static uint64_t folded_size(const struct summary *s, size_t max_depth, double min_share)
+{
+    uint64_t n = 0;
+    FILE *f = fopencookie(&n, "w", (cookie_io_functions_t){.write = folded_count});
+    if (!f)
+        return 0;
+    export_folded_fwrite(f, s, max_depth, min_share);
+    fclose(f);
+    return n;
+}
+
+/* min_share EXPORT_FOLDED_MIN_SHARE_BOUNDED: the share that keeps the file bounded. */
+static double folded_bounded_share(const char *path, const struct summary *s, size_t max_depth)
+{
+    uint64_t traces = 0;
+    for (size_t i = 0; i < s->nprocs; i++)
+        traces += s->procs[i]->file_bytes;
+    uint64_t most = EXPORT_FOLDED_TRACE_MULTIPLE * traces, n = 0;
+    most = most > EXPORT_FOLDED_SMALL ? most : EXPORT_FOLDED_SMALL;
+    double share = EXPORT_FOLDED_MIN_SHARE_DEFAULT;
+    while (share < EXPORT_FOLDED_MIN_SHARE_MOST && (n = folded_size(s, max_depth, share)) > most)
+        share *= 2;
+    if (share > EXPORT_FOLDED_MIN_SHARE_DEFAULT) {
+        char b[32];
+        format_bytes(traces, b, sizeof b);
+        format_say(stderr,
+                   "%s: frames under %.2g %% of the time (with all they called) folded into "
+                   "their callers, not %.2g %%, to keep the file within %d x the traces' %s "
+                   "(--folded-min-share sets the share)",
+                   path, 100 * share, 100 * EXPORT_FOLDED_MIN_SHARE_DEFAULT,
+                   EXPORT_FOLDED_TRACE_MULTIPLE, b);
+    }
+    return share;
+}
+
 int export_folded_write(const char *path, const struct summary *s, size_t max_depth,
                         double min_share, char *err, size_t errlen)
 {
     struct out_file x;
+    if (min_share < 0)
+        min_share = folded_bounded_share(path, s, max_depth);
     if (out_file_create(&x, path, 0666, err, errlen) != 0)
         return -1;
     export_folded_fwrite(x.f, s, max_depth, min_share);

@@ -137,3 +137,49 @@ def test_folded_min_share_usage(run):
     r = report(run["out"], "--folded", "/dev/null", "--folded-min-share", "x", check=False)
     assert r.returncode == 2
     assert "--folded-min-share wants a percentage from 0 to 100, not 'x'" in r.stderr
+
+
+LONG_PATHS = """
+import sys
+sys.setrecursionlimit(5000)
+src = "\\n".join("def leaf_worker_function_number_%d():\\n    return sum(range(5000))\\n" % i
+                 for i in range(400))
+g = {}
+exec(compile(src, __file__, "exec"), g)
+LEAVES = [g["leaf_worker_function_number_%d" % i] for i in range(400)]
+
+
+def chain_function_with_a_descriptive_long_name(depth, leaf):
+    if depth == 0:
+        return LEAVES[leaf]()
+    return chain_function_with_a_descriptive_long_name(depth - 1, leaf)
+
+
+for rep in range(20):
+    for leaf in range(400):
+        chain_function_with_a_descriptive_long_name(115, leaf)
+"""
+
+
+def test_folded_of_long_paths_is_bounded(tmp_path):
+    """400 leaves of 0.25 % each under a 115-deep chain: every line holds more than the
+    0.1 % share and repeats a long path, so the default share gave 9.34 MB from a 306 KB
+    trace (a review's). Without --folded-min-share the share is raised until the file is
+    within 4 x the traces (or 1 MB), and said; no time is lost. An asked share is kept."""
+    d = tmp_path / "a_rather_long_directory_name_for_the_project_sources" / "and_a_subpackage"
+    d.mkdir(parents=True)
+    script = d / "long_paths_with_a_long_module_name.py"
+    script.write_text(LONG_PATHS)
+    out = tmp_path / "out"
+    profile(["/usr/bin/python3", str(script)], out)
+    bounded, asked = tmp_path / "b.folded", tmp_path / "a.folded"
+    r = report(out, "--folded", str(bounded))
+    assert os.path.getsize(bounded) <= max(4 * folder_bytes(out), MB), \
+        (os.path.getsize(bounded), folder_bytes(out))
+    assert re.search(r"b\.folded: frames under [\d.]+ % of the time \(with all they called\) "
+                     r"folded into their callers, not 0\.1 %, to keep the file within 4 x the "
+                     r"traces' ", r.stderr), r.stderr
+    report(out, "--folded", str(asked), "--folded-min-share", "0.1")
+    assert os.path.getsize(asked) > 4 * folder_bytes(out), os.path.getsize(asked)
+    assert abs(sum(w for _, w in weights(bounded)) - sum(w for _, w in weights(asked))) <= \
+        len(weights(asked))
