@@ -43,6 +43,11 @@ step "profrun gpu_train.py" "$B/bin/profrun" -o "$out/prof" -- "$PY" test/worklo
 "$B/bin/profreport" --format json --phase all "$out/prof" > "$out/report_all.json" ||
     fail "profreport --format json --phase all"
 export GPU_CHECK_ALL="$out/report_all.json"
+# the Kineto JSON that HTA and the TensorBoard plugin read: deviceProperties from the run's
+# device, kernels with their launch shape and estimated occupancy (checked in gpu_check.py)
+"$B/bin/profreport" --chrome-trace "$out/chrome.json" "$out/prof" > /dev/null ||
+    fail "profreport --chrome-trace"
+export GPU_CHECK_CHROME="$out/chrome.pt.trace.json"
 step "profreport --kernels" "$B/bin/profreport" --kernels --limit 15 "$out/prof"
 step "profreport --gpu" "$B/bin/profreport" --gpu "$out/prof"
 step "profreport --actions" "$B/bin/profreport" --actions "$out/prof"

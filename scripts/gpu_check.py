@@ -74,6 +74,22 @@ base = report.get("actions_percent_of", {})
 check(base.get("base") == "training" and 90 <= actions.get("train_step", {}).get("percent", 0) <= 100,
       "Actions of the training: base %s, train_step %s %%"
       % (base.get("base"), actions.get("train_step", {}).get("percent")))
+if os.environ.get("GPU_CHECK_CHROME"):  # the Kineto JSON of the profiled run
+    path = os.environ["GPU_CHECK_CHROME"]
+    doc = json.load(open(path)) if os.path.exists(path) else {}
+    dev = doc.get("deviceProperties", [])
+    check(len(dev) >= 1 and all(d.get("name") and d.get("numSms", 0) > 0 and
+                                d.get("computeMajor", 0) >= 7 and d.get("totalGlobalMem", 0) > 0
+                                for d in dev),
+          "Chrome export's deviceProperties from the device: %s"
+          % [(d.get("name"), d.get("numSms"), d.get("computeMajor")) for d in dev])
+    ks = [e for e in doc.get("traceEvents", []) if e.get("cat") == "kernel"]
+    shaped = [e for e in ks if all(k in e.get("args", {}) for k in
+                                   ("grid", "block", "registers per thread", "shared memory",
+                                    "est. achieved occupancy %"))]
+    check(ks and len(shaped) == len(ks),
+          "Chrome export's kernels with grid, block, registers, shared memory, occupancy: "
+          "%d of %d (%s)" % (len(shaped), len(ks), (shaped or ks or [{}])[0].get("args")))
 if os.environ.get("GPU_CHECK_ATTACH"):  # profrun attach --steps 50 to gpu_train.py
     path, rc, target = os.environ["GPU_CHECK_ATTACH"].split(" ")
     att = json.load(open(path)) if os.path.getsize(path) else {}
