@@ -63,6 +63,8 @@ const char *model_step_source_name(unsigned source)
         return "Lightning's batches (ends of run_training_batch)";
     case MODEL_STEPS_NAMED:
         return "each call of the --step name";
+    case MODEL_STEPS_BACKWARD:
+        return "backward passes (ends of Tensor.backward calls: no optimizer step seen)";
     default:
         return "none";
     }

@@ -27,7 +27,8 @@ enum model_step_source {
     MODEL_STEPS_OPTIMIZER,     /* ends of Optimizer.step#... record_function scopes */
     MODEL_STEPS_PYTHON,        /* ends of the built-in optimizer_step Python calls */
     MODEL_STEPS_LIGHTNING,     /* ends of Lightning's run_training_batch actions */
-    MODEL_STEPS_NAMED          /* each call of the --step name, as it is */
+    MODEL_STEPS_NAMED,         /* each call of the --step name, as it is */
+    MODEL_STEPS_BACKWARD       /* ends of the built-in backward Python calls (no optimizer) */
 };
 
 enum model_step_part {

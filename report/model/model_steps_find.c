@@ -16,6 +16,7 @@ enum {
     FIND_OPTIMIZER,
     FIND_LIGHTNING,
     FIND_PYTHON,
+    FIND_BACKWARD, /* the built-in backward Python calls (no optimizer: a manual update) */
     FIND_PHASE,
     FIND_DATA, /* DataLoader batches fetched (the phase spans of data loading) */
     FIND_LISTS
@@ -228,6 +229,8 @@ void model_steps_finder_python(struct model_steps_finder *f, uint32_t node, uint
     steps_finder_push(f, FIND_PHASE, start_ns, end_ns, (uint64_t)phase, tid);
     if (phase == MODEL_STEP_OPTIMIZER)
         steps_finder_push(f, FIND_PYTHON, start_ns, end_ns, 0, tid);
+    if (phase == MODEL_STEP_BACKWARD)
+        steps_finder_push(f, FIND_BACKWARD, start_ns, end_ns, 0, tid);
     if (phase == MODEL_STEP_DATA)
         steps_finder_push(f, FIND_DATA, start_ns, end_ns, 0, tid);
 }
@@ -679,7 +682,9 @@ int model_steps_numbered(const struct model_process *p)
 void model_steps_finder_end(struct model_steps_finder *f, struct model_steps *st)
 {
     /* The calls --step names; else ProfilerStep#N scopes; else the ends of the optimizer
-     * step scopes, of Lightning's batches, of the optimizer step calls, two at least */
+     * step scopes, of Lightning's batches, of the optimizer step calls, two at least; else
+     * (no optimizer: pytorch/examples' word_language_model updates its parameters by hand
+     * and read "Training steps: none found") the ends of the backward passes */
     static const struct {
         int list, ends;
         size_t min;
@@ -688,7 +693,8 @@ void model_steps_finder_end(struct model_steps_finder *f, struct model_steps *st
                  {FIND_PROFILER, 0, 1, MODEL_STEPS_PROFILER_STEP},
                  {FIND_OPTIMIZER, 1, 2, MODEL_STEPS_OPTIMIZER},
                  {FIND_LIGHTNING, 1, 2, MODEL_STEPS_LIGHTNING},
-                 {FIND_PYTHON, 1, 2, MODEL_STEPS_PYTHON}};
+                 {FIND_PYTHON, 1, 2, MODEL_STEPS_PYTHON},
+                 {FIND_BACKWARD, 1, 2, MODEL_STEPS_BACKWARD}};
     steps_finder_take_scopes(f);
     if (f->list[FIND_PHASE]) /* (steps_phase_in's order) */
         qsort(f->list[FIND_PHASE], f->n[FIND_PHASE], sizeof *f->list[FIND_PHASE], steps_span_cmp);

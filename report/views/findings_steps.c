@@ -30,6 +30,9 @@ const char *findings_after_step(uint8_t source)
     return source == MODEL_STEPS_OPTIMIZER || source == MODEL_STEPS_PYTHON
                ? "; a step ends where its optimizer step ends: work after optimizer.step() (a "
                  "checkpoint save, an evaluation, logging) counts in the next step"
+           : source == MODEL_STEPS_BACKWARD
+               ? "; a step ends where its backward pass ends: work after loss.backward() (a "
+                 "parameter update by hand, gradient clipping, logging) counts in the next step"
                : "";
 }
 

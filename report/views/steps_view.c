@@ -473,7 +473,7 @@ void steps_view_print(FILE *out, const struct summary *s, const struct comm_repo
     }
     if (!p) {
         fputs("Training steps: none found (no ProfilerStep#N scope, optimizer step scope, "
-              "Lightning batch or optimizer step call",
+              "Lightning batch, optimizer step call or backward pass",
               out);
         if (model_steps_name()) {
             fputs("; --step '", out);

@@ -760,3 +760,46 @@ def test_a_scope_outside_the_training_is_named_escaped(tmp_path):
     report(tmp_path / "run", "--html", str(html))
     page = html.read_text()
     assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+
+
+MANUAL_UPDATE = """
+import time
+import torch
+import torch.nn as nn
+torch.manual_seed(0)
+torch.set_num_threads(1)
+model = nn.Sequential(nn.Linear(64, 256), nn.Tanh(), nn.Linear(256, 64))
+x, y = torch.randn(32, 64), torch.randn(32, 64)
+times = []
+for i in range(30):
+    t0 = time.perf_counter()
+    model.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+    for p in model.parameters():  # word_language_model's update: no optimizer object
+        p.data.add_(p.grad, alpha=-0.01)
+    if i == 20:
+        time.sleep(0.05)
+    times.append(time.perf_counter() - t0)
+print("iterations", len(times), "median_ms %.3f" % (sorted(times)[15] * 1e3))
+"""
+
+
+def test_a_loop_without_an_optimizer_steps_by_its_backward_passes(tmp_path):
+    """pytorch/examples' word_language_model updates its parameters by hand: no optimizer
+    step, and the report said "Training steps: none found". Its steps end where its
+    backward passes end (said), one per iteration; the update counts in the next step."""
+    script = tmp_path / "manual.py"
+    script.write_text(MANUAL_UPDATE)
+    out = tmp_path / "out"
+    got = profile([PYTHON, str(script)], out, timeout=300)
+    median_ms = float(re.search(r"median_ms ([\d.]+)", got.stdout).group(1))
+    steps = [p["steps"] for p in report_json(out)["processes"] if p["steps"]][0]
+    assert steps["source"].startswith("backward passes"), steps["source"]
+    assert steps["count"] == 30, steps["count"]
+    assert 0.5 < steps["median_ns"] / 1e6 / median_ms < 2, (steps["median_ns"], median_ms)
+    text = report(out).stdout
+    assert "from backward passes (ends of Tensor.backward calls: no optimizer step seen)" in text
+    # the sleep after step 21's backward is step 22's (the next), said as such
+    assert "a step ends where its backward pass ends" in text, text
