@@ -8,6 +8,7 @@ DOUBLES_DIR := $(BUILD)/test/doubles
 FAKE_CUDART := $(DOUBLES_DIR)/libcudart.so.13
 FAKE_CUDART_SRC := test/doubles/fake_cudart.c test/doubles/fake_cudart_device.c \
 	test/doubles/fake_cudart_launch.c test/doubles/fake_cudart_api.c
+FAKE_CUDA_DRIVER := $(DOUBLES_DIR)/libcuda.so.1
 FAKE_CUPTI := $(DOUBLES_DIR)/libcupti.so.13
 FAKE_CUPTI_SRC := test/doubles/fake_cupti.c test/doubles/fake_cupti_activity.c
 FAKE_CUPTI_NAMES := $(DOUBLES_DIR)/fake_cupti_names.h
@@ -34,11 +35,18 @@ doubles doubles-check:
 	@echo "$@: no CUDA toolkit at $(CUDA_HOME), test doubles not built"
 endif
 
+# The driver's device queries: the fake runtime needs it (found beside it), as the real one
+# needs the driver.
+$(FAKE_CUDA_DRIVER): test/doubles/fake_cuda_driver.c
+	@mkdir -p $(dir $@)
+	$(CC) $(DOUBLES_CFLAGS) -shared -o $@ $< -Wl,-soname,libcuda.so.1
+
 $(FAKE_CUDART): $(FAKE_CUDART_SRC) test/doubles/fake_cudart.h test/doubles/fake_cudart_api.def \
-		test/doubles/fake_cupti_link.h test/doubles/fake_cudart.map
+		test/doubles/fake_cupti_link.h test/doubles/fake_cudart.map $(FAKE_CUDA_DRIVER)
 	@mkdir -p $(dir $@)
 	$(CC) $(DOUBLES_CFLAGS) -shared -o $@ $(FAKE_CUDART_SRC) -Wl,-soname,libcudart.so.13 \
-		-Wl,--version-script=test/doubles/fake_cudart.map -Wl,-Bsymbolic -ldl
+		-Wl,--version-script=test/doubles/fake_cudart.map -Wl,-Bsymbolic -ldl \
+		-Wl,--no-as-needed $(FAKE_CUDA_DRIVER) -Wl,-rpath,'$$ORIGIN'
 
 # The callback names and result strings, taken from the real CUPTI headers: a runtime or driver
 # cbid's name is its enum name without the CUPTI_*_TRACE_CBID_ prefix, as the real library says.

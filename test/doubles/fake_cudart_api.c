@@ -77,8 +77,12 @@ static void fake_teardown(void)
     fake_do_resource(FAKE_CUPTI_CONTEXT_DESTROY_STARTING, NULL);
 }
 
+/* The primary context is made at the first call: CUPTI hears of it then (when it is
+ * linked by that call; one linked later, as at an attach, does not, as with the real
+ * runtime), and its teardown is registered. */
 static void fake_register_teardown(void)
 {
+    fake_do_resource(FAKE_CUPTI_CONTEXT_CREATED, NULL);
     atexit(fake_teardown);
 }
 

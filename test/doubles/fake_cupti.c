@@ -166,6 +166,7 @@ static void fc_api_exit(struct fake_cupti_call *call, void *result, uint32_t cod
 static void fc_resource(enum fake_cupti_resource what, const void *stream)
 {
     static const CUpti_CallbackIdResource cbids[] = {
+        [FAKE_CUPTI_CONTEXT_CREATED] = CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
         [FAKE_CUPTI_CONTEXT_DESTROY_STARTING] = CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
         [FAKE_CUPTI_STREAM_CREATED] = CUPTI_CBID_RESOURCE_STREAM_CREATED,
         [FAKE_CUPTI_STREAM_DESTROY_STARTING] = CUPTI_CBID_RESOURCE_STREAM_DESTROY_STARTING,

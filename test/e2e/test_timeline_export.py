@@ -539,6 +539,18 @@ def test_chrome_cuda_doubles_kernels_flows_and_the_plugin_overview(tmp_path):
     assert all(step[0] <= e["ts"] and e["ts"] + e["dur"] <= step[1] for e in gpu)
     busy = sum(e["dur"] for e in kernels)
     assert 0 < busy <= step[1] - step[0]
+    # the device as the run's own driver describes it (the driver double's H100, read by
+    # cupti_sub.c at CUPTI's new-context callback): deviceProperties and every kernel's
+    # occupancy (a review found both empty on every doubles run: no libcuda there)
+    assert [(d["id"], d["name"], d["numSms"], d["computeMajor"], d["computeMinor"])
+            for d in doc["deviceProperties"]] == [
+        (0, "NVIDIA H100 80GB HBM3 (test double)", 132, 9, 0)]
+    assert rep["gpu_devices"][0]["global_memory_bytes"] == 85520809984
+    for k in kernels:
+        a = k["args"]
+        blocks = a["grid"][0] * a["grid"][1] * a["grid"][2]
+        assert abs(a["blocks per SM"] - blocks / 132) < 1e-3, a
+        assert 0 <= a["est. achieved occupancy %"] <= 100, a
 
 
 def test_chrome_kernel_occupancy_from_the_device(tmp_path):
