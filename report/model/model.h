@@ -510,6 +510,11 @@ struct model_process {
     int cpu_seen;
     uint64_t cpu_first_ticks, cpu_last_ticks;
     uint64_t wall_start_ns, wall_end_ns, wall_ns;
+
+    /* timeline_load_defs: the correlation ids that have both a CUPTI API call and a GPU
+     * activity in the file, a bit per id (timeline_bits_*): the launch arrows that the
+     * timeline exports may draw. */
+    struct u64map timeline_flows;
 };
 
 /* Reads a whole trace file into a new process model (model_finish included). On an error

@@ -14,15 +14,92 @@
 /* A name key: what kind of source id it is, then the id. */
 #define TIMELINE_KEY(kind, id) ((uint64_t)(kind) << 48 | (uint64_t)(id))
 
+void timeline_bits_add(struct u64map *bits, uint64_t id)
+{
+    uint64_t *word = u64map_slot(bits, id / 64);
+    if (!word)
+        report_oom();
+    *word |= 1ull << (id % 64);
+}
+
+int timeline_bits_has(const struct u64map *bits, uint64_t id)
+{
+    const uint64_t *word = u64map_find(bits, id / 64);
+    return word && (*word >> (id % 64) & 1);
+}
+
+int timeline_bits_once(struct u64map *bits, uint64_t id)
+{
+    if (timeline_bits_has(bits, id))
+        return 0;
+    timeline_bits_add(bits, id);
+    return 1;
+}
+
+int timeline_has_flow(const struct model_process *p, uint32_t correlation)
+{
+    return correlation && timeline_bits_has(&p->timeline_flows, correlation);
+}
+
+/* p->timeline_flows: the ids in both launches and activities. */
+static void timeline_flows_keep(struct model_process *p, struct u64map *launches,
+                                const struct u64map *activities)
+{
+    uint64_t k, v;
+    for (size_t i = 0; u64map_next(launches, &i, &k, &v);) {
+        const uint64_t *a = u64map_find(activities, k);
+        if (a && (v & *a)) {
+            uint64_t *slot = u64map_slot(&p->timeline_flows, k);
+            if (!slot)
+                report_oom();
+            *slot = v & *a;
+        }
+    }
+    u64map_free(launches);
+}
+
+void timeline_flows_prepare(struct model_process *p)
+{
+    if (p->timeline_flows.count || !p->gpu.ncalls || !p->gpu.nops)
+        return; /* timeline_load_defs filled it, or no arrow can be drawn */
+    struct u64map launches, activities;
+    u64map_init(&launches);
+    u64map_init(&activities);
+    for (size_t i = 0; i < p->gpu.ncalls; i++)
+        timeline_bits_add(&launches, p->gpu.calls[i].correlation);
+    for (size_t i = 0; i < p->gpu.nops; i++)
+        timeline_bits_add(&activities, p->gpu.ops[i].correlation);
+    timeline_flows_keep(p, &launches, &activities);
+    u64map_free(&activities);
+}
+
 struct model_process *timeline_load_defs(const char *path, char *err, size_t errlen)
 {
     struct trace_reader *r = trace_reader_open(path, err, errlen);
     if (!r)
         return NULL;
     struct model_process *p = model_process_new(path, trace_reader_header(r)->features);
+    struct u64map launches, activities; /* correlation ids seen: timeline_has_flow */
+    u64map_init(&launches);
+    u64map_init(&activities);
     struct trace_record rec;
     while (trace_reader_next(r, &rec)) {
         switch (rec.type) {
+        case PROF_REC_GPU_API:
+            timeline_bits_add(&launches, ((const struct prof_rec_gpu_api *)rec.data)->correlation);
+            break;
+        case PROF_REC_GPU_KERNEL:
+            timeline_bits_add(&activities,
+                              ((const struct prof_rec_gpu_kernel *)rec.data)->correlation);
+            break;
+        case PROF_REC_GPU_MEMCPY:
+            timeline_bits_add(&activities,
+                              ((const struct prof_rec_gpu_memcpy *)rec.data)->correlation);
+            break;
+        case PROF_REC_GPU_MEMSET:
+            timeline_bits_add(&activities,
+                              ((const struct prof_rec_gpu_memset *)rec.data)->correlation);
+            break;
         case PROF_REC_META:
         case PROF_REC_STRING:
         case PROF_REC_API_NAME:
@@ -49,6 +126,8 @@ struct model_process *timeline_load_defs(const char *path, char *err, size_t err
         model_add_warning(p, "%s", w);
     }
     trace_reader_close(r);
+    timeline_flows_keep(p, &launches, &activities);
+    u64map_free(&activities);
     model_finish(p);
     return p;
 }

@@ -69,6 +69,22 @@ typedef int (*timeline_fn)(void *ctx, const struct timeline_event *ev);
  * message in err when the file cannot be read as a trace. */
 struct model_process *timeline_load_defs(const char *path, char *err, size_t errlen);
 
+/* Sets of 32-bit ids, a bit per id in a u64map from id / 64 to a word: ids that come in
+ * runs (CUPTI's correlation ids count up) cost about a bit each. */
+void timeline_bits_add(struct u64map *bits, uint64_t id);
+int timeline_bits_has(const struct u64map *bits, uint64_t id);
+/* Adds id; 1 when it was not in bits yet. */
+int timeline_bits_once(struct u64map *bits, uint64_t id);
+
+/* 1 when p's file has both a CUPTI API call (the launch) and a GPU activity (kernel, copy,
+ * set) with this correlation id: a launch arrow (flow) is drawn only between the two, so
+ * that none starts without an end — a launch that failed or that made no activity (a
+ * graph launch whose kernels CUPTI did not record) — or ends without a start. */
+int timeline_has_flow(const struct model_process *p, uint32_t correlation);
+/* Fills what timeline_has_flow reads for a model read whole (model_load_file), from its
+ * GPU calls and activities; timeline_load_defs fills it as it reads. */
+void timeline_flows_prepare(struct model_process *p);
+
 /* Reads p->file again and calls fn for each event. 0, or -1 with a message in err (a file
  * that became unreadable, or fn asked to stop). */
 int timeline_stream(const struct model_process *p, timeline_fn fn, void *ctx, char *err,

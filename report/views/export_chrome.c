@@ -41,7 +41,6 @@
 #include "timeline.h"
 
 #define CHROME_OUT (1 << 20)
-#define CHROME_FLOW_SLOTS 4096
 #define CHROME_STEPS_TID 0 /* the training steps' thread in each process */
 
 struct chrome_writer {
@@ -57,9 +56,9 @@ struct chrome_writer {
                               * three doubles per kernel tripled the export's time) */
     uint64_t next_external;
     struct u64map nests; /* tid -> struct chrome_nest *, of the process being written */
-    /* ids of the ac2g flows begun and ended, direct-mapped: one arrow per correlation id
+    /* correlation ids of the ac2g flows begun and ended (timeline_bits): one arrow per id
      * even where CUPTI gives one launch several activities (a graph launch) */
-    uint32_t flow_begun[CHROME_FLOW_SLOTS], flow_ended[CHROME_FLOW_SLOTS];
+    struct u64map flow_begun, flow_ended;
     int cpu_seen;             /* the group has a cpu_op or a ProfilerStep#N (the plugin's CPU) */
     int span_any;             /* an event of the group came: span_lo, span_hi hold */
     int64_t span_lo, span_hi; /* the group's events, ns since base */
@@ -368,17 +367,6 @@ static void chrome_nests_free(struct chrome_writer *w)
     u64map_init(&w->nests);
 }
 
-/* 1 the first time id is seen in slots (direct-mapped: an id comes back only after 4096
- * others took its slot, far past the launch and the activity of one arrow). */
-static int chrome_flow_once(uint32_t *slots, uint32_t id)
-{
-    uint32_t *slot = &slots[id % CHROME_FLOW_SLOTS];
-    if (*slot == id)
-        return 0;
-    *slot = id;
-    return 1;
-}
-
 static void chrome_dim(struct chrome_writer *w, const char *key, uint64_t packed)
 {
     chrome_puts(w, key);
@@ -536,13 +524,11 @@ static int chrome_on_event(void *ctx, const struct timeline_event *ev)
         break;
     }
     chrome_puts(w, "}}");
-    /* An activity ends an arrow only when its launch began one (it comes first in the
-     * file): a flow end without its start is an arrow from nowhere. */
+    /* An arrow only where the file has both the launch and an activity of its correlation
+     * id (timeline_has_flow): none from nowhere, none to nowhere (a failed launch). */
     int launch = ev->kind == TIMELINE_RUNTIME || ev->kind == TIMELINE_DRIVER;
-    uint32_t c = ev->correlation;
-    if (c && ((launch && chrome_flow_once(w->flow_begun, c)) ||
-              (gpu && w->flow_begun[c % CHROME_FLOW_SLOTS] == c &&
-               chrome_flow_once(w->flow_ended, c)))) {
+    if ((launch || gpu) && timeline_has_flow(w->p, ev->correlation) &&
+        timeline_bits_once(launch ? &w->flow_begun : &w->flow_ended, ev->correlation)) {
         chrome_sep(w);
         chrome_puts(w, gpu ? "{\"ph\": \"f\", \"id\": " : "{\"ph\": \"s\", \"id\": ");
         chrome_u64(w, (uint64_t)w->index << 32 | ev->correlation);
@@ -682,8 +668,7 @@ static int chrome_write_group(const char *file, struct model_process *const *pro
             continue;
         w.p = p;
         first = first ? first : p;
-        memset(w.flow_begun, 0, sizeof w.flow_begun);
-        memset(w.flow_ended, 0, sizeof w.flow_ended);
+        timeline_flows_prepare(procs[i]);
         w.offset = chrome_sub(timeline_realtime_offset(p), (int64_t)base);
         char label[512];
         chrome_meta(&w, "process_name", pid_clash_export_pid(p), 0, "name",
@@ -698,6 +683,8 @@ static int chrome_write_group(const char *file, struct model_process *const *pro
         chrome_free_map(&w.shapes);
         chrome_free_map(&w.occupancy); /* its devices are the process's */
         chrome_nests_free(&w);
+        u64map_free(&w.flow_begun);
+        u64map_free(&w.flow_ended);
         w.index++;
     }
     if (rc == 0 && first)

@@ -589,13 +589,12 @@ static int pf_on_event(void *ctx, const struct timeline_event *ev)
         ev->kind == TIMELINE_KERNEL || ev->kind == TIMELINE_MEMCPY || ev->kind == TIMELINE_MEMSET;
     unsigned field = 0;
     uint64_t flow = (uint64_t)(w->proc_index + 1) << 32 | ev->correlation;
-    if (ev->correlation && gpu) {
-        /* an activity ends the arrow its launch began, once; none from nowhere */
-        if (pf_flow_begun(w->launch_begun, flow) && pf_flow_once(w->launch_ended, flow))
-            field = PF_F_EVENT_TERMINATING_FLOW_IDS;
-    } else if (ev->correlation && (ev->kind == TIMELINE_RUNTIME || ev->kind == TIMELINE_DRIVER)) {
-        if (pf_flow_once(w->launch_begun, flow))
-            field = PF_F_EVENT_FLOW_IDS;
+    int launch = ev->kind == TIMELINE_RUNTIME || ev->kind == TIMELINE_DRIVER;
+    if (gpu || launch) {
+        /* one arrow per id, only where the file has both ends: none from or to nowhere */
+        if (timeline_has_flow(w->p, ev->correlation) &&
+            timeline_bits_once(gpu ? &w->launch_ended : &w->launch_begun, ev->correlation))
+            field = gpu ? PF_F_EVENT_TERMINATING_FLOW_IDS : PF_F_EVENT_FLOW_IDS;
     } else if (ev->kind == TIMELINE_OP && ev->sequence_nr >= 0) {
         flow = pf_fwd_flow(w, ev->sequence_nr);
         if (ev->scope == MODEL_TORCH_SCOPE_BACKWARD) {
@@ -673,8 +672,7 @@ int export_perfetto_write(const char *path, struct model_process *const *procs, 
         w.proc_index = i;
         pf_process_track(&w);
         u64map_init(&w.busy);
-        memset(w.launch_begun, 0, sizeof w.launch_begun);
-        memset(w.launch_ended, 0, sizeof w.launch_ended);
+        timeline_flows_prepare(procs[i]);
         memset(w.fwd_begun, 0, sizeof w.fwd_begun);
         memset(w.fwd_ended, 0, sizeof w.fwd_ended);
         rc = timeline_stream(procs[i], pf_on_event, &w, err, errlen);
@@ -682,6 +680,8 @@ int export_perfetto_write(const char *path, struct model_process *const *procs, 
         if (rc == 0)
             pf_busy_write(&w);
         u64map_free(&w.busy);
+        u64map_free(&w.launch_begun);
+        u64map_free(&w.launch_ended);
         pf_tracks_free(&w);
     }
     pf_flush(&w);

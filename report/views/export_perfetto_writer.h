@@ -14,9 +14,9 @@
 /* Interning spaces of a sequence, each numbered from 1. */
 enum pf_space { PF_SPACE_NAME, PF_SPACE_ANNOTATION, PF_SPACE_STRING, PF_SPACE_CATEGORY, PF_SPACES };
 
-/* Flow ids already begun or ended, direct-mapped (an id comes back to its slot only after
- * PF_FLOW_SLOTS others): one start and one end per arrow, though CUPTI may give one launch
- * several activities (a graph launch) and many forward ops share a sequence number. */
+/* Forward -> backward flow ids already begun or ended, direct-mapped (an id comes back to
+ * its slot only after PF_FLOW_SLOTS others): one start and one end per arrow, though many
+ * forward ops share a sequence number. */
 #define PF_FLOW_SLOTS 4096
 
 /* Track keys within one process. */
@@ -60,9 +60,11 @@ struct pf_writer {
     /* GPU busy time per device and PF_BUSY_BIN_NS bin of one process: device << 40 | bin
      * -> kernel ns in it (summed over streams; shown capped at 100 %). */
     struct u64map busy;
-    /* flows of the process being written (pf_flow_once): launch -> activity by correlation
-     * id, forward op -> backward function by sequence number */
-    uint64_t launch_begun[PF_FLOW_SLOTS], launch_ended[PF_FLOW_SLOTS];
+    /* flows of the process being written: launch -> activity by correlation id, where
+     * the file has both (timeline_has_flow; timeline_bits, though CUPTI may give one launch
+     * several activities: a graph launch), forward op -> backward function by sequence
+     * number (pf_flow_once) */
+    struct u64map launch_begun, launch_ended;
     uint64_t fwd_begun[PF_FLOW_SLOTS], fwd_ended[PF_FLOW_SLOTS];
     struct u64map pending; /* tid -> struct pf_pending *: the thread's last forward op */
 };

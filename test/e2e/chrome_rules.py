@@ -56,14 +56,16 @@ def half_overlaps(events):
 
 
 def flow_id_problems(events, cat=None):
-    """Flow ids (ph s/f, of category cat if given) with more than one start or end, or an
-    end that no start opens. Returns (problems, number of complete arrows)."""
+    """Flow ids (ph s/f, of category cat if given) with more than one start or end, an end
+    that no start opens, or a start that no end closes (an arrow to nowhere). Returns
+    (problems, number of complete arrows)."""
     starts, ends = Counter(), Counter()
     for e in events:
         if e.get("ph") in ("s", "f") and (cat is None or e.get("cat") == cat):
             (starts if e["ph"] == "s" else ends)[e["id"]] += 1
     problems = [i for i, n in starts.items() if n > 1] + [i for i, n in ends.items() if n > 1]
     problems += [i for i in ends if i not in starts]
+    problems += [i for i in starts if i not in ends]
     return problems, sum(1 for i in ends if i in starts)
 
 

@@ -146,6 +146,10 @@ def test_perfetto_flows_with_the_cuda_doubles(tmp_path):
     launches = {f: s for s in cpu_slices(tl) for f in s[3]["flows"]}
     assert all(s[3]["ends"] and s[3]["ends"][0] in launches for s in gpu), \
         "a GPU record without the launch that caused it"
+    # no arrow to nowhere: cuda_app's failed launch and its graph launches that made no
+    # GPU record (the doubles write none) begin none
+    ended = {f for s in gpu for f in s[3]["ends"]}
+    assert set(launches) == ended, sorted(launches[f][0] for f in set(launches) - ended)
     assert rep["gpu_unattributed_kernels"] == 0
     kernel_launchers = Counter(launches[s[3]["ends"][0]][0] for s in gpu
                                if not s[0].startswith(("Memcpy", "Memset")))
