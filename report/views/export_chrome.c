@@ -6,7 +6,8 @@
  *    "traceEvents": [ metadata ("M"), spans ("X"), flows ("s"/"f", cat ac2g), memory ("i") ],
  *    "traceName": ..., "displayTimeUnit": "ms", "baseTimeNanoseconds": N}
  * ts and dur are whole microseconds since baseTimeNanoseconds (CLOCK_REALTIME ns when the
- * trace says how its clocks relate, else CLOCK_MONOTONIC): see chrome_round_us. As in
+ * trace says how its clocks relate, else CLOCK_MONOTONIC): see chrome_round_us; with
+ * --chrome-ns multiples of 1/1024 us, exact in doubles (chrome_us). As in
  * Kineto, GPU activities have pid = device and tid = stream; a launch and its kernel share
  * args.correlation and an ac2g flow (one id per arrow). Categories: python_function,
  * cpu_op, user_annotation (record_function, NVTX, Lightning actions), cuda_runtime and
@@ -224,42 +225,56 @@ static int64_t chrome_round_us(int64_t ns)
     return r >= 500 ? q + 1 : q;
 }
 
-/* A time or a duration in ns as microseconds: whole, or with 3 decimals (EXPORT_CHROME_NS). */
-static void chrome_us(struct chrome_writer *w, int64_t ns)
+/* ns on the grid of 1/1024 us (EXPORT_CHROME_NS), rounded to the nearest: finer than a ns,
+ * so distinct instants stay distinct and ordered, each within 0.49 ns of the record. */
+static int64_t chrome_grid(int64_t ns)
 {
-    if (!w->ns) {
-        chrome_i64(w, chrome_round_us(ns));
-        return;
-    }
-    uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
-    char frac[4] = {'.', (char)('0' + a / 100 % 10), (char)('0' + a / 10 % 10),
-                    (char)('0' + a % 10)};
-    if (ns < 0)
-        chrome_put(w, "-", 1);
-    chrome_u64(w, a / 1000);
-    chrome_put(w, frac, 4);
+    __int128 x = (__int128)ns * 256 + 125, q = x / 250; /* round(ns * 1024 / 1000) */
+    return (int64_t)(q * 250 > x ? q - 1 : q);          /* floor for negative ns too */
 }
 
-/* The duration of [lo, hi] (ns since base) as written: the difference of the rounded ends.
- * With ns, readers add ts and dur as doubles: where the 3 decimals of hi - lo would not add
- * up to hi's double exactly (a span clipped to begin where another ends would overlap it
- * by a rounding error, and speedscope nest it wrong), the difference of the two doubles
- * is written instead (exact for the spans of a run: Sterbenz). */
+/* A multiple g of 1/1024 us, written exactly: g / 1024 and up to 10 decimals. */
+static void chrome_grid_put(struct chrome_writer *w, int64_t g)
+{
+    uint64_t a = g < 0 ? (uint64_t)0 - (uint64_t)g : (uint64_t)g;
+    if (g < 0)
+        chrome_put(w, "-", 1);
+    chrome_u64(w, a >> 10);
+    uint64_t frac = (a & 1023) * 9765625; /* the fraction in units of 10^-10 */
+    char digits[11] = {'.'};
+    size_t n = 1;
+    for (uint64_t scale = 1000000000; scale && (n == 1 || frac); scale /= 10) {
+        digits[n++] = (char)('0' + frac / scale);
+        frac %= scale;
+    }
+    chrome_put(w, digits, n);
+}
+
+/* A time in ns as microseconds: whole (chrome_round_us), or with EXPORT_CHROME_NS on the
+ * grid of 1/1024 us (chrome_grid). Readers add and subtract these times as doubles —
+ * speedscope takes each thread's first ts from every ts, then adds dur (its trace-event
+ * importer) — and 3 decimals of us, which no double holds exactly, made that sum land a
+ * span's end past the start of the span that abuts it (ProfilerStep#N and #N+1: 13
+ * mis-ends on a 40-step run). Binary fractions below 2^43 us (101 days from
+ * baseTimeNanoseconds) add and subtract exactly: the end a reader computes is exactly the
+ * next span's start; no duration is shortened to fit. */
+static void chrome_us(struct chrome_writer *w, int64_t ns)
+{
+    if (w->ns)
+        chrome_grid_put(w, chrome_grid(ns));
+    else
+        chrome_i64(w, chrome_round_us(ns));
+}
+
+/* The duration of [lo, hi] (ns since base) as written: the difference of the two instants
+ * as chrome_us writes them, so that ts + dur is the end's own time, exactly. */
 static void chrome_dur(struct chrome_writer *w, int64_t lo, int64_t hi)
 {
     chrome_puts(w, ", \"dur\": ");
-    if (!w->ns) {
+    if (w->ns)
+        chrome_grid_put(w, chrome_sub(chrome_grid(hi), chrome_grid(lo)));
+    else
         chrome_i64(w, chrome_sub(chrome_round_us(hi), chrome_round_us(lo)));
-        return;
-    }
-    double a = (double)lo / 1000, b = (double)hi / 1000;
-    if (a + (double)chrome_sub(hi, lo) / 1000 == b) {
-        chrome_us(w, chrome_sub(hi, lo));
-        return;
-    }
-    char buf[40];
-    snprintf(buf, sizeof buf, "%.17g", b - a);
-    chrome_puts(w, buf);
 }
 
 static int64_t chrome_ts(const struct chrome_writer *w, uint64_t mono_ns)

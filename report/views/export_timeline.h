@@ -28,9 +28,10 @@ int export_perfetto_write(const char *path, struct model_process *const *procs, 
  * it: run.json -> run.rank0.pt.trace.json, run.rank1.pt.trace.json. path an existing folder
  * (or ending in '/'): rank<N>.pt.trace.json (pid<P>...) in it. */
 enum export_chrome_flags {
-    /* times in ns (microseconds with 3 decimals) instead of whole microseconds: what
-     * speedscope's importer needs to keep spans under 1 us apart; HTA's rounding then gives
-     * them a duration of -1 */
+    /* times to the ns (microseconds on a grid of 1/1024 us, binary fractions that a
+     * reader's doubles add exactly) instead of whole microseconds: what speedscope's
+     * importer needs to keep spans under 1 us apart; HTA's rounding then gives them a
+     * duration of -1 */
     EXPORT_CHROME_NS = 1
 };
 int export_chrome_write(const char *path, struct model_process *const *procs, size_t n,

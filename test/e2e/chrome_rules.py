@@ -8,7 +8,10 @@ against them without the readers, which CI cannot fetch.
 - speedscope (src/import/trace-event.ts): X events of one pid/tid become a stack; an event
   that starts inside another and ends after it (a half overlap) mis-nests the rest of the
   thread; a frame is keyed by name and JSON of args, so an args value that changes per
-  call makes each call its own frame. speedscope_mismatches replays its importer's queues.
+  call makes each call its own frame. speedscope_mismatches replays its importer's queues,
+  and its arithmetic: per pid/tid it subtracts the first ts from every ts, then adds dur
+  to that, in doubles (convertToEventQueues), so that a span's end can land past the start
+  of the span that abuts it.
 - TensorBoard's profiler plugin (torch_tb_profiler/profiler/event_parser.py, StepParser):
   with no ProfilerStep#N span its one step runs from the first to the last CPU event of
   categories cpu_op / python / ProfilerStep; with none of these it is (maxsize, -maxsize-1).
@@ -95,16 +98,19 @@ def speedscope_mismatches(events):
     pid/tid, X events sorted by ts then longer first (else file order) give a B queue, their
     ends sorted by time (else that order) an E queue; at equal times B goes first only when
     both fronts have the same key (a zero-length event); an E first looks among the ends of
-    its time for the top frame's key, then its name."""
+    its time for the top frame's key, then its name. Times as it computes them: ts minus the
+    thread's first ts, plus dur, in doubles (Python's floats are the same IEEE doubles)."""
     by_thread = defaultdict(list)
     for e in events:
         if e.get("ph") == "X":
             by_thread[(e["pid"], e["tid"])].append(e)
     bad = 0
     for evs in by_thread.values():
-        xs = sorted(evs, key=lambda e: (e["ts"], -e["dur"]))
-        begins = [(e["ts"], e) for e in xs]
-        ends = [(e["ts"] + e["dur"], e) for e in xs]
+        first = min(e["ts"] for e in evs)
+        rel = {id(e): e["ts"] - first for e in evs}
+        xs = sorted(evs, key=lambda e: (rel[id(e)], -e["dur"]))
+        begins = [(rel[id(e)], e) for e in xs]
+        ends = [(rel[id(e)] + e["dur"], e) for e in xs]
         ends.sort(key=lambda t: t[0])
         b = i = 0
         stack = []
