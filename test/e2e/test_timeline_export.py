@@ -586,3 +586,21 @@ def test_chrome_file_names_for_the_plugin(tmp_path):
     report([t("run")], "--chrome-trace", str(folder))
     assert sorted(os.listdir(tmp_path)) == ["a.pt.trace.json", "b.pt.trace.json", "ranks"]
     assert sorted(os.listdir(folder)) == ["rank0.pt.trace.json", "rank1.pt.trace.json"]
+
+
+def test_help_sends_speedscope_to_chrome_ns():
+    """The default --chrome-trace (whole us) ties many ends and starts, which speedscope's
+    importer mis-pairs (thousands of warnings, a RangeError on a DDP rank): --help names
+    speedscope only with --chrome-ns."""
+    text = subprocess.run([PROFREPORT, "--help"], capture_output=True, text=True,
+                          check=True).stdout
+    entries, cur = {}, None
+    for line in text.splitlines():
+        if line.startswith("      --"):
+            cur = line.split()[0]
+            entries[cur] = ""
+        if cur:
+            entries[cur] += line + "\n"
+    trace = entries["--chrome-trace"]
+    assert "speedscope" not in trace or "--chrome-ns" in trace, trace
+    assert "speedscope" in entries["--chrome-ns"]
