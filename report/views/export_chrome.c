@@ -9,7 +9,8 @@
  * trace says how its clocks relate, else CLOCK_MONOTONIC): see chrome_round_us; with
  * --chrome-ns multiples of 1/1024 us, exact in doubles (chrome_us). As in
  * Kineto, GPU activities have pid = device and tid = stream; a launch and its kernel share
- * args.correlation and an ac2g flow (one id per arrow). Categories: python_function,
+ * args.correlation and an ac2g flow (one id per arrow); a launch is named as HTA looks for
+ * it (chrome_launch_name: __cudaLaunchKernel as cudaLaunchKernel). Categories: python_function,
  * cpu_op, user_annotation (record_function, NVTX, Lightning actions), cuda_runtime and
  * cuda_driver (CUPTI's calls), cuda_api, cuda_library and comm (our wrappers of the runtime,
  * of cuBLAS/cuDNN and of NCCL/MPI: not Kineto's, so its tools skip them), kernel,
@@ -140,8 +141,9 @@ static const char *chrome_name(struct chrome_writer *w, const struct timeline_ev
     uint64_t *slot = u64map_slot(&w->names, ev->name_key);
     if (!slot)
         report_oom();
+    int launch = ev->kind == TIMELINE_RUNTIME || ev->kind == TIMELINE_DRIVER;
     if (!*slot)
-        *slot = (uintptr_t)chrome_quote(ev->name);
+        *slot = (uintptr_t)chrome_quote(launch ? chrome_launch_name(ev->name) : ev->name);
     return (const char *)(uintptr_t)*slot;
 }
 

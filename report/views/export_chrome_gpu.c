@@ -2,6 +2,7 @@
  * kernels' occupancy args estimated from the device's compute capability. */
 #include <jansson.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "alloc.h"
 #include "export_chrome_gpu.h"
@@ -76,6 +77,23 @@ void chrome_occupancy_format(const struct model_process *p, uint32_t device, uin
              ", \"blocks per SM\": %.6g, \"warps per SM\": %.6g, \"est. achieved occupancy %%\": "
              "%.0f",
              per_sm, per_sm * (double)warps, 100.0 * active * (double)warps / (double)sm_warps);
+}
+
+/* The launch calls that HTA finds by name, CUDA's of them: hta/common/trace_symbol_table.py,
+ * get_runtime_launch_events_mask (critical_path_analysis, get_queue_length_summary);
+ * hta/analyzers/cuda_kernel_analysis.py (get_cuda_kernel_launch_stats: the first two). */
+static const char *const chrome_hta_launches[] = {"cudaLaunchKernel", "cudaLaunchKernelExC",
+                                                  "cuLaunchKernel",   "cuLaunchKernelEx",
+                                                  "cudaMemcpyAsync",  "cudaMemsetAsync"};
+
+const char *chrome_launch_name(const char *name)
+{
+    if (name[0] != '_' || name[1] != '_')
+        return name;
+    for (size_t i = 0; i < sizeof chrome_hta_launches / sizeof *chrome_hta_launches; i++)
+        if (!strcmp(name + 2, chrome_hta_launches[i]))
+            return name + 2;
+    return name;
 }
 
 /* The group key of a process: its rank, or its pid (pid_clash_export_pid) when it has

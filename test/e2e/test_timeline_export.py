@@ -27,6 +27,12 @@ GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 KINETO_CATS = {"python_function", "cpu_op", "user_annotation", "cuda_runtime", "cuda_driver",
                "kernel", "gpu_memcpy", "gpu_memset", "ac2g", "cpu_instant_event"}
 OUR_CATS = {"cuda_api", "cuda_library", "comm"}  # our wrappers' calls: not Kineto categories
+# the calls HTA takes for launches: HolisticTraceAnalysis, hta/common/trace_symbol_table.py,
+# TraceSymbolTable.get_runtime_launch_events_mask (its CUDA, ROCm and MTIA names)
+HTA_LAUNCHES = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
+                "cudaMemcpyAsync", "cudaMemsetAsync", "hipLaunchKernel",
+                "hipExtModuleLaunchKernel", "hipMemsetAsync", "hipMemcpyAsync",
+                "hipMemcpyWithStream", "runFunction - job_prep_and_submit_for_execution"}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -536,6 +542,17 @@ def test_chrome_cuda_doubles_kernels_flows_and_the_plugin_overview(tmp_path):
     gpu = [e for e in evs if e.get("cat") in GPU_CATS]
     problems, arrows = flow_id_problems(evs, "ac2g")
     assert problems == [] and arrows == len(gpu) - rep["gpu_unattributed_kernels"] > 0
+    # HTA finds launches by name (critical path, queue length, kernel launch stats): every
+    # runtime call with an arrow to a kernel has a name of its list, though CUPTI 13 names
+    # the runtime's launch __cudaLaunchKernel (kept in our tables); but for the cooperative
+    # launch, of which HTA knows no name (Kineto writes it as CUPTI names it, as we do)
+    kernel_corr = {k["args"]["correlation"] for k in kernels}
+    arrows = {e["id"] & 0xffffffff for e in evs if e.get("ph") == "s"}
+    launchers = Counter(e["name"] for e in evs if e.get("cat") in ("cuda_runtime", "cuda_driver")
+                        and e["args"]["correlation"] in kernel_corr & arrows)
+    assert launchers and set(launchers) - {"cudaLaunchCooperativeKernel"} <= HTA_LAUNCHES, \
+        launchers
+    assert any(r["name"] == "__cudaLaunchKernel" for r in rep["api"]), rep["api"]
     step = plugin_cpu_range(evs)
     assert step is not None
     whole = [e for e in evs if e.get("ph") == "X" and e["name"].startswith("[process] ")]
