@@ -11,7 +11,8 @@
  * tensor bytes per device. A flow goes from each launch (CUPTI API call) to the kernel,
  * copy or set of the same correlation id (runtime or driver call, as CUPTI correlates them),
  * and from a forward op to the backward function autograd made for it: one id per arrow,
- * with one start and one end (pf_flow_once). Every slice has a category (pf_categories),
+ * with one start and one end (pf_flow_once). Every slice has a category (pf_categories;
+ * torch.distributed's ops and process-group spans that of comm, as --comm counts them),
  * and the slices of each track nest (timeline_nest).
  *
  * Size: every track has its own packet sequence, so that its events need no track_uuid
@@ -456,14 +457,20 @@ static void pf_slice(struct pf_writer *w, struct pf_track *t, const struct timel
                          .flow_field = flow_field,
                          .flow = flow};
     pf_time(t, &b, start);
-    b.category_iid = t->category_iid[ev->kind]; /* a lookup per slice: not through iids */
+    /* torch.distributed's ops and process-group work (c10d::, gloo:, nccl:, ...) are
+     * communication, as --comm counts them */
+    uint8_t cat =
+        (ev->kind == TIMELINE_OP || ev->kind == TIMELINE_SCOPE) && model_comm_is_torch_op(ev->name)
+            ? TIMELINE_COMM
+            : ev->kind;
+    b.category_iid = t->category_iid[cat]; /* a lookup per slice: not through iids */
     if (!b.category_iid) {
-        b.category_iid = t->category_iid[ev->kind] = t->next_iid[PF_SPACE_CATEGORY]++;
+        b.category_iid = t->category_iid[cat] = t->next_iid[PF_SPACE_CATEGORY]++;
         Perfetto__Protos__InternedData *d = pf_interned_data(&in);
         in.cat = (Perfetto__Protos__EventCategory)PERFETTO__PROTOS__EVENT_CATEGORY__INIT;
         in.cat.has_iid = 1;
         in.cat.iid = b.category_iid;
-        in.cat.name = (char *)pf_categories[ev->kind];
+        in.cat.name = (char *)pf_categories[cat];
         in.cats[0] = &in.cat;
         d->n_event_categories = 1;
         d->event_categories = in.cats;

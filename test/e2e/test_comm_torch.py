@@ -2,6 +2,7 @@
 `profrun -- torchrun` with one rank made slower (test/workloads/ddp_slow_rank.py). The
 merged report names that rank as the straggler, the other ranks wait longer in allreduce,
 and every rank counts the same steps."""
+import json
 import os
 import re
 import shutil
@@ -10,6 +11,7 @@ import subprocess
 import pytest
 
 from conftest import ROOT, build_path, profile, report, report_json, trace_files
+from timeline_decode import Timeline
 
 PYTHON = "/usr/bin/python3"
 TORCHRUN = shutil.which("torchrun")
@@ -99,6 +101,31 @@ def collectives_made(out, rank):
     (c10d::*, one per call into a process group) over the whole run."""
     ops = report_json(out, "--ops", "--phase", "all", "--rank", str(rank))["ops"]
     return {o["name"]: o["calls"] for o in ops if o["name"].startswith("c10d::")}
+
+
+def test_exports_give_the_collectives_their_categories(ddp_out, tmp_path):
+    """--perfetto puts torch.distributed's ops and gloo's work spans, which --comm counts,
+    in the "comm" category; the Kineto JSON keeps Kineto's own categories for them (the
+    dispatcher's c10d:: op a cpu_op, the process group's gloo: span a user_annotation, as
+    torch.profiler writes them), which HTA and the TensorBoard plugin read."""
+    out = tmp_path / "run.pftrace"
+    report(ddp_out, "--rank", "0", "--perfetto", str(out))
+    tl = Timeline(str(out))
+    cats = {}
+    for u in tl.tracks:
+        if tl.kind(u) == "thread":
+            for s in tl.slices(u):
+                cats.setdefault(s[0], set()).add(tuple(s[3]["categories"]))
+    comm = {n for n in cats if n.startswith(("c10d::", "gloo:"))}
+    assert {"c10d::allreduce_", "gloo:all_reduce", "c10d::barrier"} <= comm, sorted(cats)
+    assert all(cats[n] == {("comm",)} for n in comm), {n: cats[n] for n in comm}
+    assert cats["aten::addmm"] == {("cpu_op",)}
+    report(ddp_out, "--rank", "0", "--chrome-trace", str(tmp_path / "k.json"))
+    with open(tmp_path / "k.pt.trace.json") as f:
+        events = json.load(f)["traceEvents"]
+    kineto = {(e["name"].split(":")[0], e["cat"]) for e in events
+              if e.get("ph") == "X" and e["name"].startswith(("c10d::", "gloo:"))}
+    assert kineto == {("c10d", "cpu_op"), ("gloo", "user_annotation")}, kineto
 
 
 def test_one_collective_counted_once(ddp_out, tmp_path):
