@@ -426,6 +426,7 @@ PROF_EXPORT int prof_attach_start(const char *settings, char *msg, size_t msg_le
     void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     if (cuda) {
         cupti_start();
+        cupti_describe_devices();
         dlclose(cuda);
     }
 #endif

@@ -341,15 +341,13 @@ static void cupti_api_record(uint16_t domain, uint32_t cbid, uint32_t correlatio
     ring_commit(&t->ring);
 }
 
-/* A GPU_DEVICE record for the device of a new context, from the driver API (which the
- * process has loaded by then; nothing here creates a context). Once per device. */
-static void cupti_describe_device(CUcontext ctx)
+static _Atomic uint64_t cupti_described; /* the devices given a GPU_DEVICE record */
+
+/* A GPU_DEVICE record for device dev, from the driver API (which the process has loaded by
+ * then; nothing here creates a context). Once per device. */
+static void cupti_describe_ordinal(uint32_t dev)
 {
-    static _Atomic uint64_t described;
-    uint32_t dev = 0;
-    if (!cupti.GetDeviceId || cupti.GetDeviceId(ctx, &dev) != CUPTI_SUCCESS || dev >= 64)
-        return;
-    if (atomic_fetch_or(&described, 1ull << dev) & (1ull << dev))
+    if (dev >= 64 || atomic_fetch_or(&cupti_described, 1ull << dev) & (1ull << dev))
         return;
     void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     if (!cuda)
@@ -386,6 +384,27 @@ static void cupti_describe_device(CUcontext ctx)
     d->h.type = PROF_REC_GPU_DEVICE;
     d->h.size = (uint16_t)prof_record_align((uint32_t)(sizeof *d + n + 1));
     collector_add_process_record(rec, d->h.size);
+    dlclose(cuda);
+}
+
+/* The device of a new context. */
+static void cupti_describe_device(CUcontext ctx)
+{
+    uint32_t dev = 0;
+    if (cupti.GetDeviceId && cupti.GetDeviceId(ctx, &dev) == CUPTI_SUCCESS)
+        cupti_describe_ordinal(dev);
+}
+
+void cupti_describe_devices(void)
+{
+    void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!cuda)
+        return;
+    int (*count)(int *) = (int (*)(int *))dlsym(cuda, "cuDeviceGetCount");
+    int n = 0;
+    if (count && count(&n) == 0)
+        for (int i = 0; i < n && i < 64; i++)
+            cupti_describe_ordinal((uint32_t)i);
     dlclose(cuda);
 }
 

@@ -6,6 +6,9 @@
 
 /* First use of CUDA seen (a runtime wrapper, or the driver's injection call): subscribe. */
 void cupti_start(void);
+/* A GPU_DEVICE record for each device the driver lists (once each): at an attach, whose
+ * contexts were made before CUPTI could hear of them. */
+void cupti_describe_devices(void);
 extern int cupti_started;
 
 #endif

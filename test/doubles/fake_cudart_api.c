@@ -77,13 +77,36 @@ static void fake_teardown(void)
     fake_do_resource(FAKE_CUPTI_CONTEXT_DESTROY_STARTING, NULL);
 }
 
-/* The primary context is made at the first call: CUPTI hears of it then (when it is
- * linked by that call; one linked later, as at an attach, does not, as with the real
- * runtime), and its teardown is registered. */
 static void fake_register_teardown(void)
 {
-    fake_do_resource(FAKE_CUPTI_CONTEXT_CREATED, NULL);
     atexit(fake_teardown);
+}
+
+/* The primary context is made at the first call that needs one (not a version, error or
+ * device query): a CUPTI linked by then hears of it; one linked later (an attach's) does
+ * not, as with the real runtime. */
+static void fake_context_created(void)
+{
+    fake_do_resource(FAKE_CUPTI_CONTEXT_CREATED, NULL);
+}
+
+static pthread_once_t fake_context_once = PTHREAD_ONCE_INIT;
+
+static int fake_needs_context(uint32_t cbid)
+{
+    switch (cbid) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaRuntimeGetVersion_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaDriverGetVersion_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceCount_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceProperties_v12000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetAttribute_v5000:
+        return 0;
+    default:
+        return 1;
+    }
 }
 
 static pthread_once_t fake_teardown_once = PTHREAD_ONCE_INIT;
@@ -109,6 +132,8 @@ static inline cudaError_t fake_call_exit(const struct fake_cupti_link *cupti,
         struct fake_cupti_call *outer = fake_current_call;                                         \
         const struct fake_cupti_link *cupti = fake_cupti_linked();                                 \
                                                                                                    \
+        if (fake_needs_context(CUPTI_RUNTIME_TRACE_CBID_##cbid))                                   \
+            pthread_once(&fake_context_once, fake_context_created);                                \
         if (cupti) {                                                                               \
             pthread_once(&fake_teardown_once, fake_register_teardown);                             \
             call.symbol = kernel_name;                                                             \

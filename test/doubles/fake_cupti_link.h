@@ -57,7 +57,7 @@ struct fake_cupti_set {
  * cudaDeviceReset and at exit (an atexit handler registered at the first call, as the real
  * runtime's teardown is). */
 enum fake_cupti_resource {
-    FAKE_CUPTI_CONTEXT_CREATED, /* at the first call made while a CUPTI is linked */
+    FAKE_CUPTI_CONTEXT_CREATED, /* at the runtime's first call (to a CUPTI linked by then) */
     FAKE_CUPTI_CONTEXT_DESTROY_STARTING,
     FAKE_CUPTI_STREAM_CREATED,
     FAKE_CUPTI_STREAM_DESTROY_STARTING,

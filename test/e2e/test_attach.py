@@ -581,6 +581,39 @@ def test_attach_records_the_cuda_calls_of_a_running_program(tmp_path):
     assert 0 < counted < made, (counted, made)
 
 
+@needs_cuda
+def test_attach_records_the_kernels_of_a_running_cuda_program(tmp_path):
+    """Issue 21 item 2, the GPU side, on the device doubles (the fake runtime, CUPTI and
+    driver): cuda_steps (test/fixtures/cuda) launching kernels, started without profrun.
+    At attach CUPTI starts (the driver is loaded), the launches go through the rebound
+    wrappers: every kernel in the window is tied to its launch, and the device, whose
+    context CUPTI never heard made, is described from the driver (deviceProperties,
+    occupancy). The program's output is a bare run's."""
+    app = build_path("test", "fixtures", "cuda_steps")
+    env = dict(os.environ, LD_LIBRARY_PATH=build_path("test", "doubles"))
+    bare = subprocess.run([app, "2500", "1000"], capture_output=True, text=True, env=env,
+                          timeout=120)
+    p = subprocess.Popen([app, "2500", "1000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env)
+    try:
+        time.sleep(0.5)
+        got = attach(p.pid, tmp_path / "o", "--duration", "0.5", "--no-report")
+        assert got.returncode == 0, got.stderr
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert (out, p.returncode) == (bare.stdout, bare.returncode), (out, err)
+    rep = report_json(tmp_path / "o")
+    kernels = sum(k["calls"] for k in rep["gpu_kernels"])
+    launches = {r["name"]: r["calls"] for r in rep["api"]}.get("__cudaLaunchKernel", 0)
+    assert kernels > 0 and rep["gpu_unattributed_kernels"] == 0, rep["gpu_kernels"]
+    # (a launch made just before the window closes may have its kernel after it)
+    assert 0 <= launches - kernels <= 2, (launches, kernels)
+    assert [(d["name"], d["sm_count"]) for d in rep["gpu_devices"]] == \
+        [("NVIDIA H100 80GB HBM3 (test double)", 132)]
+
+
 @pytest.mark.parametrize("minor", [8, 9, 10, 11, 12])
 def test_attach_while_the_main_thread_waits_in_an_import_lock(tmp_path, minor):
     """The main thread waits in importlib's module lock (another thread imports the module,
