@@ -279,7 +279,7 @@ void findings_steps_ranks(struct findings *f, const struct comm_report *r, const
     }
     findings_ranks_periodic(f, r, s, waited ? (long long)w->rank : -1);
     const struct model_process *median = findings_rank_process(s, k->rank);
-    findings_step_comm(f, &m, waited, median);
+    findings_step_comm(f, &m, waited ? (long long)w->rank : -1, median);
     if (median) { /* Python inside forward and backward: the median rank's own steps */
         struct steps_stats st;
         steps_stats_of(median, 0, UINT64_MAX, &st);

@@ -41,37 +41,55 @@ double findings_share(uint64_t part, uint64_t total)
     return total ? (double)part / (double)total : 0.0;
 }
 
-/* Exposed communication. waited: a rank the others wait for is already named
- * (waiting_rank), so only the transfer beyond that wait is a finding of its own. */
-void findings_step_comm(struct findings *f, const struct findings_step *m, int waited,
+/* Exposed communication. waited_rank: the rank the others wait for, already named
+ * (waiting_rank), or -1; with one, only the transfer beyond that wait is a finding of its
+ * own, and it is the transfer's share (a review's read "82% of the training step is
+ * communication", 20.46 ms of it the wait for a rank that slept). */
+void findings_step_comm(struct findings *f, const struct findings_step *m, long long waited_rank,
                         const struct model_process *p)
 {
     double share = findings_share(m->part_ns[MODEL_STEP_COMM], m->step_ns);
     uint64_t transfer =
         m->part_ns[MODEL_STEP_COMM] > m->wait_ns ? m->part_ns[MODEL_STEP_COMM] - m->wait_ns : 0;
-    if (share < T(STEP_COMM_SHARE) ||
-        (waited && findings_share(transfer, m->step_ns) < T(STEP_COMM_SHARE)))
+    if (waited_rank >= 0)
+        share = findings_share(transfer, m->step_ns);
+    if (share < T(STEP_COMM_SHARE))
         return;
-    char exposed[32], all[32], wait[32], step[32];
+    char exposed[32], all[32], wait[32], step[32], moved[32];
     format_ns((double)m->part_ns[MODEL_STEP_COMM], exposed, sizeof exposed);
     format_ns((double)m->comm_ns, all, sizeof all);
     format_ns((double)m->wait_ns, wait, sizeof wait);
     format_ns((double)m->step_ns, step, sizeof step);
+    format_ns((double)transfer, moved, sizeof moved);
     struct finding *x = findings_add(f, "step_comm", share);
-    findings_set(x->title, sizeof x->title,
-                 "communication: %.0f%% of the training step%s is communication no compute hides",
-                 100 * share, m->who);
-    if (m->wait_known)
+    if (waited_rank >= 0) {
+        findings_set(x->title, sizeof x->title,
+                     "communication: %.0f%% of the training step%s is transfer no compute "
+                     "hides, besides the wait for rank %lld",
+                     100 * share, m->who, waited_rank);
         findings_set(x->evidence, sizeof x->evidence,
-                     "%s per step of %s exposed (%s in communication in all); %s of it waiting "
-                     "for other ranks to arrive, the rest transfer",
-                     exposed, step, all, wait);
-    else /* one rank read (--rank N), or one process: its wait needs the others' traces */
-        findings_set(x->evidence, sizeof x->evidence,
-                     "%s per step of %s exposed (%s in communication in all); how much of it is "
-                     "waiting for other ranks needs their traces (without --rank the ranks are "
-                     "compared, and a rank the others wait for is named)",
-                     exposed, step, all);
+                     "%s per step of %s exposed (%s in communication in all): %s of it waiting "
+                     "for rank %lld to arrive (the finding on it), the rest, %s, the "
+                     "collectives' own time (their bytes over the backend's bandwidth; ranks "
+                     "that share a machine's cores slow it too)",
+                     exposed, step, all, wait, waited_rank, moved);
+    } else {
+        findings_set(x->title, sizeof x->title,
+                     "communication: %.0f%% of the training step%s is communication no compute "
+                     "hides",
+                     100 * share, m->who);
+        if (m->wait_known)
+            findings_set(x->evidence, sizeof x->evidence,
+                         "%s per step of %s exposed (%s in communication in all); %s of it "
+                         "waiting for other ranks to arrive, the rest transfer",
+                         exposed, step, all, wait);
+        else /* one rank read (--rank N), or one process: its wait needs the others' traces */
+            findings_set(x->evidence, sizeof x->evidence,
+                         "%s per step of %s exposed (%s in communication in all); how much of it "
+                         "is waiting for other ranks needs their traces (without --rank the "
+                         "ranks are compared, and a rank the others wait for is named)",
+                         exposed, step, all);
+    }
     /* where the collectives begin: a metric's all_reduce apart from DDP's gradients */
     const struct model_steps *st = p ? &p->steps : NULL;
     size_t used = 0;
@@ -149,7 +167,8 @@ static void findings_data_loading(const struct model_process *p, uint64_t data_n
         snprintf(where, where_len,
                  "in its %zu DataLoader worker process%s: %s%s%s, %s of self time (its own "
                  "code, not what it calls) of the %s their main threads ran outside idle waits (a "
-                 "queue lock, a poll)",
+                 "queue lock, a poll); the tables, flame graph and exports leave the workers out "
+                 "unless --all-roles",
                  w->workers, w->workers == 1 ? "" : "es", w->name, *w->caller ? ", " : "",
                  w->caller, t, all);
         return;
@@ -511,7 +530,7 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
                               .who = ""};
     for (int k = 0; k < MODEL_STEP_PART_COUNT; k++)
         m.part_ns[k] = st->part_ns[k] / n;
-    findings_step_comm(f, &m, 0, st->p);
+    findings_step_comm(f, &m, -1, st->p);
     struct finding *data = findings_step_part(f, &m, MODEL_STEP_DATA, "step_data",
                                               T(STEP_DATA_SHARE), "data-loading stall");
     if (data)

@@ -39,10 +39,11 @@ struct findings_numbers {
 };
 void findings_numbers_add(struct findings_numbers *l, uint64_t number);
 
-/* Exposed communication. waited: a rank the others wait for is already named
- * (waiting_rank), so only the transfer beyond that wait is a finding of its own. where: the
+/* Exposed communication. waited_rank: the rank the others wait for, already named
+ * (waiting_rank), or -1; with one, only the transfer beyond that wait is a finding of its
+ * own (its share: the transfer's). where: the
  * functions of p's step thread the collectives begin under (steps.comm_hot; p NULL: none). */
-void findings_step_comm(struct findings *f, const struct findings_step *m, int waited,
+void findings_step_comm(struct findings *f, const struct findings_step *m, long long waited_rank,
                         const struct model_process *p);
 /* Python inside forward and backward (step_python), of st's steps; who: "" or " (median
  * rank)". */
