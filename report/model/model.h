@@ -206,7 +206,8 @@ enum model_py_window_miss {
     MODEL_PY_WINDOW_MISS_NO_CUTS,
     MODEL_PY_WINDOW_MISS_DROPPED,
     MODEL_PY_WINDOW_MISS_SUMMARY,
-    MODEL_PY_WINDOW_MISS_FAILED
+    MODEL_PY_WINDOW_MISS_FAILED,
+    MODEL_PY_WINDOW_MISS_BACKWARD /* steps from backward passes: no counts kept at them */
 };
 const char *model_python_window_miss_text(unsigned miss);
 

@@ -57,6 +57,10 @@ const char *model_python_window_miss_text(unsigned miss)
         return "the profiler could not keep the step thread's counts at its steps";
     case MODEL_PY_WINDOW_MISS_SUMMARY:
         return "read from its summary, which holds the steady steps and the whole process only";
+    case MODEL_PY_WINDOW_MISS_BACKWARD:
+        return "its steps end at backward passes (no optimizer), and the process keeps the "
+               "step thread's counts at optimizer steps and ProfilerSteps only; the flame "
+               "graph, from the calls of at least PROF_PY_SPAN_US, covers the steps";
     default:
         return "";
     }
@@ -239,7 +243,8 @@ static void model_py_window_pick(struct model_process *p)
             kb = 0;
     }
     if (!kb) {
-        py->window_miss = MODEL_PY_WINDOW_MISS_NO_CUTS;
+        py->window_miss = st->source == MODEL_STEPS_BACKWARD ? MODEL_PY_WINDOW_MISS_BACKWARD
+                                                             : MODEL_PY_WINDOW_MISS_NO_CUTS;
         return;
     }
     model_py_window_rows(p, tid, ka, kb);

@@ -378,7 +378,7 @@ static void sf_python(sf_codec *c, struct model_process *p)
     summary_codec_u64(c, &steps);
     py->window_steps = (size_t)steps;
     if (c->reading &&
-        (py->window > MODEL_WINDOW_STARTUP || py->window_miss > MODEL_PY_WINDOW_MISS_FAILED))
+        (py->window > MODEL_WINDOW_STARTUP || py->window_miss > MODEL_PY_WINDOW_MISS_BACKWARD))
         summary_codec_fail(c, "bad Python window");
     enum model_window asked = model_torch_window_asked();
     if (c->reading && !c->bad && py->window != asked && py->window != MODEL_WINDOW_ALL) {

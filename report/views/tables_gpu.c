@@ -432,8 +432,8 @@ static void tables_actions_forward_note(FILE *out, const struct summary *s)
     if (backward && forward >= 2 * backward)
         fprintf(out,
                 "  (forward counts every module call the loop makes outside another: %" PRIu64
-                " calls for %" PRIu64 " backward passes; a loss module's (nn.CrossEntropyLoss()) "
-                "is a call of its own%s)\n",
+                " calls for %" PRIu64 " backward passes; a loss that is a module, such as "
+                "nn.CrossEntropyLoss(), is a call of its own too%s)\n",
                 forward, backward, eval);
     else if (*eval)
         fprintf(out, "  (forward counts every model call from the loop%s)\n", eval);

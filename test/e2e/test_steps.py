@@ -705,7 +705,8 @@ def test_a_loss_module_is_said_among_the_forward_calls(tmp_path):
     assert rows["forward"]["calls"] == 50 and rows["backward"]["calls"] == 25, rows
     text = report(out, "--actions").stdout
     assert "(forward counts every module call the loop makes outside another: 50 calls for 25 " \
-        "backward passes; a loss module's (nn.CrossEntropyLoss()) is a call of its own)" in text
+        "backward passes; a loss that is a module, such as nn.CrossEntropyLoss(), is a call of " \
+        "its own too)" in text
     # a CPU-only run: no GPU time column (a column of zeros), in the text and the HTML
     header = [l for l in text.splitlines() if l.strip().startswith("Action ")][0]
     assert header.split()[-3:] == ["Percentage", "%", "Source"], header
@@ -803,3 +804,6 @@ def test_a_loop_without_an_optimizer_steps_by_its_backward_passes(tmp_path):
     assert "from backward passes (ends of Tensor.backward calls: no optimizer step seen)" in text
     # the sleep after step 21's backward is step 22's (the next), said as such
     assert "a step ends where its backward pass ends" in text, text
+    # the Python table covers the whole process, and says why in the terms of these steps
+    assert "(not the steady training steps: its steps end at backward passes (no optimizer)" \
+        in text, text
