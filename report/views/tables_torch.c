@@ -358,8 +358,10 @@ static void tables_torch_memory_part(FILE *out, const struct model_process *p,
     fprintf(out, "live %s at the start, %s at the end (%s%s", a, b, growth > 0 ? "+" : "", d);
     if (q->steps > 1) {
         tables_torch_memory(model_torch_memory_growth(q) / (int64_t)(q->steps - 1), d, sizeof d);
-        fprintf(out, "; %s per step after the first, which grew in %" PRIu64 " of %" PRIu64, d,
-                q->steps_grown, q->steps - 1);
+        fprintf(out,
+                "; after the first step: %s per step, live bytes up in %" PRIu64 " of the %" PRIu64
+                " steps after it",
+                d, q->steps_grown, q->steps - 1);
     }
     fprintf(out, "); peak %s at +%.3f s", peak, (double)q->peak_ns / 1e9);
     if (q->peak_inside)

@@ -79,8 +79,8 @@ def test_the_leak_is_the_first_screen(runs):
     section = text[text.index("PyTorch memory in the steady training steps"):]
     section = section[:section.index("\n\n")]
     n = memory_of(report_json(runs / "leak"))["part"]["steps"]
-    assert "; 250.00 Kb per step after the first, which grew in %d of %d); peak " % (
-        n - 1, n - 1) in section
+    assert "; after the first step: 250.00 Kb per step, live bytes up in %d of the %d steps " \
+        "after it); peak " % (n - 1, n - 1) in section
     assert "grew most after the first step (allocated, not freed): +" in section
     assert "in aten::addmm, from " in section
     assert "\n    the whole process: peak " in section
@@ -88,7 +88,7 @@ def test_the_leak_is_the_first_screen(runs):
         "steps" in text
     fixed = report(runs / "fixed").stdout
     assert "tensor memory grows" not in fixed
-    assert "; 512 b per step after the first, which grew in " in fixed
+    assert "; after the first step: 512 b per step, live bytes up in " in fixed
 
 
 def test_html_shades_the_steps_on_the_memory_curve(runs, tmp_path):
