@@ -146,8 +146,13 @@ done
 step "profrun attach --steps 50 to a CUDA loop" timeout 300 "$B/bin/profrun" attach --no-report \
     -o "$out/attach" --steps 50 "$tpid"
 touch "$out/attach.stop"
+# (the loop ends within a step of the stop file; one that does not is a failure, not a hang
+# of gpu-check: a watchdog kills it after 60 s, its status then 137)
+(sleep 60 && kill -9 "$tpid" 2>/dev/null) &
+watchdog=$!
 wait "$tpid"
 trc=$?
+kill "$watchdog" 2>/dev/null
 "$B/bin/profreport" --format json --phase all "$out/attach" > "$out/attach.json" ||
     fail "attach report"
 export GPU_CHECK_ATTACH="$out/attach.json $trc $out/attach_target.txt"
