@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <sched.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -102,6 +103,9 @@ void preamble_write(const struct preamble_info *in)
     preamble_write_meta_long("ppid", getppid());
     preamble_write_process_start();
     preamble_write_meta("host", host);
+    cpu_set_t cpus; /* the CPUs it may run on: ranks sharing fewer compete for them */
+    if (sched_getaffinity(0, sizeof cpus, &cpus) == 0)
+        preamble_write_meta_long("cpus", CPU_COUNT(&cpus));
     preamble_write_meta("exe", exe);
     for (int i = 0; in->argv && i < in->argc; i++)
         preamble_write_meta("argv", in->argv[i]);

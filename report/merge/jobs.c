@@ -116,6 +116,34 @@ static void jobs_append(char **s, const char *text)
     *s = n;
 }
 
+/* The host whose ranks outnumber its CPUs the most (a review's 4-rank gloo job on 2 cores
+ * read its collectives' slowness as transfer). */
+static void jobs_check_cpus(struct model_process **procs, size_t n, struct jobs_report *r)
+{
+    double worst = 1.0;
+    for (size_t i = 0; i < n; i++) {
+        const char *host = model_meta_get(procs[i], "host");
+        long cpus = jobs_meta_long(procs[i], "cpus");
+        size_t ranks = 0, first = 1;
+        for (size_t k = 0; host && procs[i]->rank >= 0 && cpus > 0 && k < n; k++) {
+            const char *h = model_meta_get(procs[k], "host");
+            if (procs[k]->rank < 0 || !h || strcmp(h, host))
+                continue;
+            first &= k >= i; /* each host once: from its first rank */
+            ranks++;
+            long c = jobs_meta_long(procs[k], "cpus");
+            cpus = c > 0 && c < cpus ? c : cpus;
+        }
+        if (ranks && first && (double)ranks / (double)cpus > worst) {
+            worst = (double)ranks / (double)cpus;
+            free(r->crowded_host);
+            r->crowded_host = report_strdup(host);
+            r->crowded_ranks = ranks;
+            r->crowded_cpus = cpus;
+        }
+    }
+}
+
 static void jobs_check_ranks(struct model_process **procs, size_t n, struct jobs_report *r)
 {
     long world = -1, max_rank = -1;
@@ -445,6 +473,7 @@ int jobs_select(struct model_process **procs, size_t *n, const char *run_id, int
                   r->key, r->nrun_ids, runs);
     jobs_filter_roles(procs, n, all_roles, r);
     jobs_check_ranks(procs, *n, r);
+    jobs_check_cpus(procs, *n, r);
     jobs_collect_windows(procs, *n, r);
     int64_t pid = -1;
     const char *host = "";
@@ -499,6 +528,16 @@ void jobs_print(FILE *out, const struct jobs_report *r)
         fprintf(out, "  Ranks: %zu of world size %ld\n", r->nranks, r->world_size);
     else if (r->nranks)
         fprintf(out, "  Ranks: %zu (no world size given)\n", r->nranks);
+    if (r->crowded_host) {
+        fputs("  CPUs: host ", out);
+        format_fputs_escaped(out, r->crowded_host);
+        fprintf(out,
+                " runs %zu ranks on %ld CPUs: they compete for the cores, so their compute and "
+                "their collectives' own time (a CPU backend's work, the waits' wake-ups) run "
+                "slower than "
+                "with a CPU each\n",
+                r->crowded_ranks, r->crowded_cpus);
+    }
     if (r->restart >= 0)
         fprintf(out, "  Restart attempt: %ld\n", r->restart);
     if (r->left_out)
@@ -519,6 +558,11 @@ void *jobs_json(const struct jobs_report *r)
     json_object_set_new(o, "ranks", json_integer((json_int_t)r->nranks));
     json_object_set_new(o, "restart", r->restart >= 0 ? json_integer(r->restart) : json_null());
     json_object_set_new(o, "left_out", r->left_out ? json_string(r->left_out) : json_null());
+    json_object_set_new(o, "crowded",
+                        r->crowded_host ? json_pack("{s:s,s:I,s:I}", "host", r->crowded_host,
+                                                    "ranks", (json_int_t)r->crowded_ranks, "cpus",
+                                                    (json_int_t)r->crowded_cpus)
+                                        : json_null());
     json_t *w = json_array();
     for (size_t i = 0; i < r->nwindows; i++) {
         const struct jobs_window *x = &r->windows[i];
@@ -542,6 +586,7 @@ void jobs_free(struct jobs_report *r)
     loader_workers_free();
     free(r->key);
     free(r->left_out);
+    free(r->crowded_host);
     for (size_t i = 0; i < r->nwarnings; i++)
         free(r->warnings[i]);
     free(r->warnings);

@@ -34,6 +34,11 @@ struct jobs_report {
     size_t nwarnings;
     struct jobs_window *windows;
     size_t nwindows;
+    /* The host whose ranks outnumber its CPUs the most (META cpus: their affinity), or
+     * NULL: they compete for the cores, compute and collectives alike. */
+    char *crowded_host;
+    size_t crowded_ranks;
+    long crowded_cpus;
 };
 
 /* The role of a process: META role ("rank", "launcher", "worker", "process"); "process"

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 
 import pytest
@@ -47,6 +48,21 @@ def test_ranks_and_steps(ddp_out):
     counted = {rows[r]["steps"] for r in range(RANKS)}
     assert len(counted) == 1 and STEPS * 3 // 4 <= counted.pop() <= STEPS, rows
     assert ranks["over_ranks"]["steps"]["min"] == ranks["over_ranks"]["steps"]["max"]
+
+
+def test_ranks_that_outnumber_the_cpus_are_said(ddp_out):
+    """A review's 4-rank gloo job on 2 cores read its collectives' slowness as transfer: the
+    Job section says when a host runs more ranks than it has CPUs (each trace's META cpus,
+    its affinity), and not otherwise."""
+    cpus = len(os.sched_getaffinity(0))
+    crowded = report_json(ddp_out)["job"]["crowded"]
+    text = report(ddp_out).stdout
+    if RANKS > cpus:
+        assert crowded == {"host": socket.gethostname(), "ranks": RANKS, "cpus": cpus}, crowded
+        assert "\n  CPUs: host %s runs %d ranks on %d CPUs: they compete for the cores" % (
+            socket.gethostname(), RANKS, cpus) in text, text
+    else:
+        assert crowded is None and "\n  CPUs: host " not in text, crowded
 
 
 def test_slow_rank_is_the_straggler(ddp_out):
