@@ -117,31 +117,38 @@ static void jobs_append(char **s, const char *text)
 }
 
 /* The host whose ranks outnumber its CPUs the most (a review's 4-rank gloo job on 2 cores
- * read its collectives' slowness as transfer). */
+ * read its collectives' slowness as transfer). Each rank's host and CPUs read once: the
+ * pairs compared are plain strings (1,024 ranks: a million compares). */
 static void jobs_check_cpus(struct model_process **procs, size_t n, struct jobs_report *r)
 {
+    const char **host = jobs_xcalloc(n ? n : 1, sizeof *host);
+    long *cpus = jobs_xcalloc(n ? n : 1, sizeof *cpus);
+    for (size_t i = 0; i < n; i++)
+        if (procs[i]->rank >= 0) {
+            host[i] = model_meta_get(procs[i], "host");
+            cpus[i] = jobs_meta_long(procs[i], "cpus");
+        }
     double worst = 1.0;
     for (size_t i = 0; i < n; i++) {
-        const char *host = model_meta_get(procs[i], "host");
-        long cpus = jobs_meta_long(procs[i], "cpus");
+        long least = cpus[i];
         size_t ranks = 0, first = 1;
-        for (size_t k = 0; host && procs[i]->rank >= 0 && cpus > 0 && k < n; k++) {
-            const char *h = model_meta_get(procs[k], "host");
-            if (procs[k]->rank < 0 || !h || strcmp(h, host))
+        for (size_t k = 0; host[i] && least > 0 && k < n; k++) {
+            if (!host[k] || strcmp(host[k], host[i]))
                 continue;
             first &= k >= i; /* each host once: from its first rank */
             ranks++;
-            long c = jobs_meta_long(procs[k], "cpus");
-            cpus = c > 0 && c < cpus ? c : cpus;
+            least = cpus[k] > 0 && cpus[k] < least ? cpus[k] : least;
         }
-        if (ranks && first && (double)ranks / (double)cpus > worst) {
-            worst = (double)ranks / (double)cpus;
+        if (ranks && first && (double)ranks / (double)least > worst) {
+            worst = (double)ranks / (double)least;
             free(r->crowded_host);
-            r->crowded_host = report_strdup(host);
+            r->crowded_host = report_strdup(host[i]);
             r->crowded_ranks = ranks;
-            r->crowded_cpus = cpus;
+            r->crowded_cpus = least;
         }
     }
+    free(host);
+    free(cpus);
 }
 
 static void jobs_check_ranks(struct model_process **procs, size_t n, struct jobs_report *r)
