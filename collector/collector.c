@@ -25,8 +25,8 @@
 #define COLLECTOR_MAX_API_TABLES 16
 
 _Atomic int prof_recording;
-/* 1 from init until the final flush or a failure: the file is written while live, even
- * when a capture window has turned prof_recording off. */
+_Atomic uint64_t prof_state_gen = 1;
+/* 1 from init until the final flush or a failure, windows closed or not: the file is written */
 static _Atomic int collector_live;
 /* A capture window that opens by time needs the collector's passes with no event yet. */
 static _Atomic int collector_keep;
@@ -55,9 +55,8 @@ static int collector_sources_fresh = 1;    /* the file is new: sources write eve
 static struct prof_thread *_Atomic collector_threads;
 static pthread_key_t collector_thread_key;
 
-/* The drain lock makes its holder the single consumer of every ring and the only user
- * of the writer. It holds the owner's tid so a signal handler can see it interrupted
- * the owner itself and must not wait. */
+/* The drain lock makes its holder the single consumer of every ring and the writer's only
+ * user. It holds the owner's tid: a signal handler sees it interrupted the owner: no wait. */
 static _Atomic pid_t collector_drain_owner;
 static size_t collector_metalog_offset;
 static uint64_t collector_written, collector_lost;
@@ -147,14 +146,14 @@ void collector_init(const struct collector_config *cfg, int argc, char **argv)
     pthread_key_create(&collector_thread_key, collector_thread_key_destroy);
     ring_half_full_hook = cfg->flush_period_only ? NULL : collector_wake;
     atomic_store(&collector_live, 1);
-    atomic_store(&prof_recording, 1);
+    prof_state_set(&prof_recording, 1);
 }
 
 void collector_set_recording(int on)
 {
     /* Async-signal-safe: atomics only. */
     if (atomic_load(&collector_live))
-        atomic_store(&prof_recording, on ? 1 : 0);
+        prof_state_set(&prof_recording, on ? 1 : 0);
 }
 
 int collector_is_live(void)
@@ -165,7 +164,7 @@ int collector_is_live(void)
 static void collector_turn_off(void)
 {
     atomic_store(&collector_live, 0);
-    atomic_store(&prof_recording, 0);
+    prof_state_set(&prof_recording, 0);
 }
 
 void collector_add_api_table(struct prof_api_desc *table, size_t count)
@@ -212,7 +211,7 @@ static void collector_start_thread(void)
         collector_note("cannot start the collector thread (%s); data is written at exit only",
                        strerror(rc));
     else
-        atomic_store(&prof_collector_running, 1);
+        prof_state_set(&prof_collector_running, 1);
 }
 
 void collector_resume(void)
@@ -236,7 +235,7 @@ static int collector_stop_thread(void)
     atomic_store(&collector_stop, 1);
     collector_wake();
     pthread_join(collector_thread_handle, NULL);
-    atomic_store(&prof_collector_running, 0);
+    prof_state_set(&prof_collector_running, 0);
     atomic_store(&collector_thread_started, 0);
     return 1;
 }
@@ -557,7 +556,7 @@ static void collector_write_thread_names(void)
 }
 
 /* Ticks per second over a short sleep, so that a trace cut off before its later CLOCK
- * records still converts ticks well (the reader prefers the CLOCK records' longer span). */
+ * records converts ticks well (the reader prefers the CLOCK records' longer span). */
 static void collector_measure_tsc(void)
 {
     if (!prof_clock_tsc)
@@ -569,9 +568,10 @@ static void collector_measure_tsc(void)
     clock_sample(&t1, &m1, &r1);
     if (m1 <= m0)
         return;
-    char hz[32];
     double rate = (double)(t1 - t0) * 1e9 / (double)(m1 - m0);
     atomic_store(&prof_clock_hz, (uint64_t)rate);
+    atomic_fetch_add(&prof_state_gen, 1); /* (the Python layer's span threshold in ticks) */
+    char hz[32];
     snprintf(hz, sizeof hz, "%.0f", rate);
     collector_add_meta("tsc_hz", hz);
 }
@@ -669,7 +669,7 @@ static void collector_drain_last(int close)
         }
         collector_check_writer();
         if (close) { /* 2: the thread detaches itself, nobody joins it: the process is ending */
-            atomic_store(&prof_collector_running, 0);
+            prof_state_set(&prof_collector_running, 0);
             atomic_store(&collector_stop, 2);
         }
         collector_drain_unlock();
@@ -685,7 +685,7 @@ void collector_finish(void)
     /* Every process writes its file, even one that recorded no event (a C MPI rank):
      * who it was (rank, host, role) and how long it ran. */
     int was = atomic_exchange(&collector_live, 0);
-    atomic_store(&prof_recording, 0);
+    prof_state_set(&prof_recording, 0);
     if (!was)
         return;
     collector_drain_last(1);
@@ -790,7 +790,7 @@ void collector_atfork_child(void)
     collector_sources_fresh = 1;
     collector_written = collector_lost = 0;
     atomic_store(&collector_thread_started, 0);
-    atomic_store(&prof_collector_running, 0);
+    prof_state_set(&prof_collector_running, 0);
     atomic_store(&collector_stop, 0);
     atomic_store(&collector_open_failed, 0);
     collector_pid = getpid();

@@ -84,6 +84,16 @@ void collector_init(const struct collector_config *cfg, int argc, char **argv);
 void collector_add_api_table(struct prof_api_desc *table, size_t count);
 /* 0 after a fork until the next event starts the collector thread again. */
 extern _Atomic int prof_collector_running;
+/* Moves on after every change of prof_recording and prof_collector_running, and once
+ * prof_clock_hz is measured: a hot path
+ * may check them once and keep the answer while it reads the same generation (the Python
+ * layer's fast paths). Starts at 1. Async-signal-safe, as the stores are. */
+extern _Atomic uint64_t prof_state_gen;
+static inline void prof_state_set(_Atomic int *flag, int value)
+{
+    atomic_store(flag, value);
+    atomic_fetch_add(&prof_state_gen, 1);
+}
 void collector_resume(void);
 /* Registers the calling thread (first event). NULL when not recording. */
 struct prof_thread *collector_thread_register(void);

@@ -161,6 +161,7 @@ void python_gap_end(void)
      * made to agree with the real one; failing that, it starts over empty. */
     if (pt->depth && !pt->overflow && !py_stack_stale(pt)) {
         pt->resync = 1;
+        pt->fast_gen = 0; /* the fast paths wait for it */
     } else if (pt->depth) {
         py_stack_restart(pt);
     }

@@ -36,22 +36,27 @@ struct py_thread *python_tree_self(void)
 struct py_thread *_Atomic python_tree_threads;
 static pthread_key_t py_thread_key;
 static uint64_t py_span_ns;
-static uint64_t py_span_ticks = UINT64_MAX; /* until the tick rate is known */
+static uint64_t py_span_ticks = UINT64_MAX; /* until the tick rate is known or estimated */
+static int py_span_measured;
 
-/* The span threshold in ticks. Before the collector has measured the tick rate, an
+/* The span threshold in ticks. Before the collector has measured the tick rate (20 ms
+ * after it starts; prof_state_gen moves then, so the fast paths come here again), an
  * estimate from the load-time clock sample (a call cannot be that long in the first
  * millisecond anyway). */
 static inline uint64_t py_span_threshold(void)
 {
-    if (__builtin_expect(py_span_ticks != UINT64_MAX, 1))
+    if (__builtin_expect(py_span_measured, 1))
         return py_span_ticks;
     uint64_t hz = atomic_load_explicit(&prof_clock_hz, memory_order_relaxed);
-    if (hz) {
-        py_span_ticks = (uint64_t)((double)py_span_ns * (double)hz / 1e9);
-        return py_span_ticks;
-    }
-    hz = clock_hz_estimate();
-    return hz ? (uint64_t)((double)py_span_ns * (double)hz / 1e9) : UINT64_MAX;
+    py_span_measured = hz != 0;
+    if (!hz)
+        hz = clock_hz_estimate();
+    py_span_ticks = hz ? (uint64_t)((double)py_span_ns * (double)hz / 1e9) : UINT64_MAX;
+    return py_span_ticks;
+}
+uint64_t python_tree_span_threshold(void)
+{
+    return py_span_threshold();
 }
 static uint32_t py_next_node_id = 1; /* under the GIL */
 static int py_noted_limits;
@@ -142,8 +147,8 @@ static struct py_node *py_node_new(struct py_thread *pt, struct py_node *parent,
     return n;
 }
 
-static struct py_node *py_node_find(struct py_thread *pt, struct py_node *parent, const void *key,
-                                    int kind, py_object *obj)
+struct py_node *py_node_find(struct py_thread *pt, struct py_node *parent, const void *key,
+                             int kind, py_object *obj)
 {
     if ((pt->table_used + 1) * 2 > (pt->table ? pt->table_mask + 1 : 0) && py_table_grow(pt) != 0)
         return NULL;
@@ -159,13 +164,7 @@ static struct py_node *py_node_find(struct py_thread *pt, struct py_node *parent
     return n;
 }
 
-static inline void py_add(_Atomic uint64_t *c, uint64_t v)
-{
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
-                          memory_order_relaxed);
-}
-
-static void py_note_limits(void)
+void py_note_limits(void)
 {
     if (!py_noted_limits) {
         py_noted_limits = 1;
@@ -211,12 +210,17 @@ static inline __attribute__((always_inline)) void py_enter(struct py_thread *pt,
     struct py_node **last = parent ? &parent->last_child : &pt->root_last;
     struct py_node *n = *last;
     if (!n || n->key != key) {
-        n = py_node_find(pt, parent, key, kind, obj);
+        struct py_node *prev = n;
+        n = prev && prev->next_call && prev->next_call->key == key
+                ? prev->next_call
+                : py_node_find(pt, parent, key, kind, obj);
         if (!n) {
             pt->overflow++;
             py_note_limits();
             return;
         }
+        if (prev)
+            prev->next_call = n;
         *last = n;
     }
     if (__builtin_expect(n->cut_mark != pt->cuts, 0))
@@ -246,10 +250,7 @@ static int py_phase_below(const struct py_thread *pt)
     return 0;
 }
 
-/* A span of a call: while recording, or (PY_SPAN_EDGE) one that ended at the window's
- * closing; PY_SPAN_KEPT: a phase's outermost call, in the ring's kept room if need be. */
-enum { PY_SPAN_EDGE = 1, PY_SPAN_KEPT = 2 };
-static void py_emit_span(struct py_node *n, uint64_t start, uint64_t end, int how)
+void py_emit_span(struct py_node *n, uint64_t start, uint64_t end, int how)
 {
     struct prof_thread *t = emit_thread();
     if (!t ||
@@ -267,16 +268,6 @@ static void py_emit_span(struct py_node *n, uint64_t start, uint64_t end, int ho
     ring_commit(&t->ring);
 }
 
-static int py_leave_unpaired(struct py_thread *pt, int kind, py_object *obj, uint64_t now);
-
-static inline int py_drifts(const struct py_thread *pt, const void *key)
-{
-    for (uint32_t i = 0; i < pt->drift_used; i++)
-        if (pt->drift[i].key == key)
-            return 1;
-    return 0;
-}
-
 /* A return. paired: the caller knows it pairs with the innermost call (sys.monitoring,
  * 3.12+, reports each frame's start, resume and throw). Otherwise (setprofile) tag is
  * the returning frame object or builtin's PyMethodDef (obj: the frame or builtin): a tag
@@ -291,7 +282,7 @@ py_leave(struct py_thread *pt, const void *tag, int kind, py_object *obj, uint64
     if (!pt->depth)
         return; /* a frame that started before we attached */
     if (!paired && __builtin_expect(pt->stack[pt->depth - 1].tag != tag || pt->drift_used, 0) &&
-        py_leave_unpaired(pt, kind, obj, now))
+        python_tree_leave_unpaired(pt, kind, obj, now))
         return;
     struct py_frame *f = &pt->stack[--pt->depth];
     uint64_t dt = now - f->start;
@@ -381,96 +372,6 @@ static int py_closed_event(py_object *code, py_object *frame, int call)
     return 0;
 }
 
-static int32_t *py_drift_slot(struct py_thread *pt, const void *key)
-{
-    for (uint32_t i = 0; i < pt->drift_used; i++)
-        if (pt->drift[i].key == key)
-            return &pt->drift[i].level;
-    if (pt->drift_used == PY_MAX_DRIFT)
-        return NULL;
-    pt->drift[pt->drift_used] = (struct py_drift){key, 0};
-    return &pt->drift[pt->drift_used++].level;
-}
-
-static void py_drift_add(struct py_thread *pt, const void *key, int32_t d)
-{
-    int32_t *level = py_drift_slot(pt, key);
-    if (!level) {
-        py_note_limits();
-        return;
-    }
-    *level += d;
-    if (*level == 0) { /* back in step: drop the entry */
-        uint32_t i =
-            (uint32_t)(((char *)level - (char *)&pt->drift[0].level) / sizeof pt->drift[0]);
-        pt->drift[i] = pt->drift[--pt->drift_used];
-    }
-}
-
-/* A return that does not pair with the innermost call on our stack (3.11 resumes a
- * coroutine through throw() without a call event, and still reports its return), or the
- * return of a function whose cProfile recursion level has drifted since. cProfile's rule
- * (_lsprof's ptrace_leave_call and Stop): the innermost call ends; if the returning
- * function was ever entered, one call of it is counted with that call's times, as a
- * primitive call when its recursion level (its calls entered minus its returns counted)
- * drops to 0; otherwise nothing is counted. Its level and the ended function's no longer
- * match the frames on the stack: the difference is kept in pt->drift. A call counted
- * against the tree's own rule (recursive when the function is among its callers) goes to a
- * node at the top of the tree: (none, function) for a primitive call, under a second node
- * of the same function for a recursive one. */
-/* 0: the return pairs after all (py_leave goes on), 1: done here. */
-static __attribute__((noinline)) int py_leave_unpaired(struct py_thread *pt, int kind,
-                                                       py_object *obj, uint64_t now)
-{
-    const void *key = kind == PROF_PY_FUNC_PYTHON ? (const void *)py_frame_code(obj)
-                                                  : ((struct py_cfunction *)obj)->m_ml;
-    struct py_frame *f = &pt->stack[pt->depth - 1];
-    struct py_node *ended = f->node;
-    int paired = ended->key == key;
-    if (paired && !py_drifts(pt, key))
-        return 0;
-    /* Never entered: the call ends uncounted. (cProfile asks its own profiler, one per
-     * thread before 3.12; this asks the process: a function entered only in another
-     * thread counts here.) */
-    if (!paired && !python_func_known(key)) {
-        if (!--pt->depth)
-            py_stack_emptied(pt);
-        py_drift_add(pt, ended->key, 1);
-        return 1;
-    }
-    int32_t below = 0; /* frames of the function under the innermost one */
-    for (uint32_t d = 0; d + 1 < pt->depth; d++)
-        below += pt->stack[d].node->key == key;
-    int32_t *drift = py_drift_slot(pt, key);
-    int32_t level = below + paired + (drift ? *drift : 0);
-    int primitive = level == 1;
-    struct py_node *n = ended;
-    if (!paired || primitive != (below == 0)) {
-        struct py_node *top = py_node_find(pt, NULL, key, kind, obj);
-        n = top && !primitive ? py_node_find(pt, top, key, kind, obj) : top;
-    }
-    pt->depth--;
-    uint64_t dt = now - f->start;
-    if (n) {
-        if (n != ended && n->cut_mark != pt->cuts) /* a node not on the stack */
-            python_tree_cut_entered(pt, n);
-        py_add(&n->calls, 1);
-        py_add(&n->total, dt);
-        py_add(&n->self, dt - f->child);
-        if (dt >= py_span_threshold())
-            py_emit_span(n, f->start, now, 0);
-    }
-    if (pt->depth)
-        pt->stack[pt->depth - 1].child += dt;
-    else
-        py_stack_emptied(pt);
-    if (!paired) { /* (drift may move here: it is not used after) */
-        py_drift_add(pt, ended->key, 1);
-        py_drift_add(pt, key, -1);
-    }
-    return 1;
-}
-
 static inline int py_is_cfunction(py_object *o)
 {
     return o && (o->ob_type == py.CFunctionType || o->ob_type == py.CMethodType ||
@@ -497,8 +398,11 @@ static __attribute__((noinline)) int py_profile_closed(py_object *frame, int wha
     }
 }
 
+static inline void py_fast_arm(struct py_thread *pt, uint64_t gen);
+
 static __attribute__((noinline)) int py_profile_slow(py_object *frame, int what, py_object *arg)
 {
+    uint64_t gen = atomic_load(&prof_state_gen);
     if (__builtin_expect(!atomic_load_explicit(&prof_recording, memory_order_relaxed), 0))
         return py_profile_closed(frame, what, arg);
     uint64_t now = prof_clock_ticks();
@@ -527,6 +431,7 @@ static __attribute__((noinline)) int py_profile_slow(py_object *frame, int what,
     default:
         break;
     }
+    py_fast_arm(pt, gen);
     return 0;
 }
 
@@ -559,6 +464,21 @@ static inline int py_fast_ok(const struct py_thread *pt)
 #endif
 }
 
+/* py_fast_ok's answer is kept in the thread until the state it reads moves: the recording,
+ * the collector and the measured tick rate (prof_state_gen, read before them: gen), the
+ * window's closings (each turns the recording off), a resync (python_gaps.c disarms); the
+ * tick counter is set once. The fast paths then test one word. */
+static inline void py_fast_arm(struct py_thread *pt, uint64_t gen)
+{
+    py_span_threshold(); /* (the fast paths read py_span_ticks) */
+    pt->fast_gen = py_fast_ok(pt) ? gen : 0;
+}
+
+static inline int py_fast_armed(const struct py_thread *pt)
+{
+    return pt->fast_gen == atomic_load_explicit(&prof_state_gen, memory_order_relaxed);
+}
+
 /* A call from a frame of ours (depth >= 1) along a path seen last time. */
 static inline int py_fast_enter(struct py_thread *pt, const void *key, uint64_t now,
                                 const void *tag)
@@ -566,17 +486,27 @@ static inline int py_fast_enter(struct py_thread *pt, const void *key, uint64_t 
     uint32_t depth = pt->depth;
     if (__builtin_expect(pt->overflow || !depth || depth == pt->stack_cap, 0))
         return 0;
-    struct py_node *n = pt->stack[depth - 1].node->last_child;
-    if (__builtin_expect(!n || n->key != key || n->action, 0))
+    struct py_node *parent = pt->stack[depth - 1].node;
+    struct py_node *n = parent->last_child;
+    if (__builtin_expect(!n, 0))
         return 0;
-    if (__builtin_expect(n->cut_mark != pt->cuts, 0))
-        python_tree_cut_entered(pt, n); /* its counts until now: those at the last cut */
+    if (__builtin_expect(n->key != key, 0)) { /* the call after it last time? */
+        n = n->next_call;
+        if (!n || n->key != key)
+            return 0;
+        parent->last_child = n;
+    }
+    if (__builtin_expect(n->action, 0))
+        return 0;
     struct py_frame *f = &pt->stack[depth];
     pt->depth = depth + 1;
     f->node = n;
     f->start = now;
     f->child = 0;
     f->tag = tag;
+    /* last, with nothing left to do after it: only this path pays for the call's frame */
+    if (__builtin_expect(n->cut_mark != pt->cuts, 0))
+        python_tree_cut_entered(pt, n); /* its counts until now: those at the last cut */
     return 1;
 }
 
@@ -604,7 +534,7 @@ int python_profile(py_object *obj, py_object *frame, int what, py_object *arg)
 {
     (void)obj;
     struct py_thread *pt = py_tls;
-    if (__builtin_expect(pt && py_fast_ok(pt), 1)) {
+    if (__builtin_expect(pt && py_fast_armed(pt), 1)) {
         uint64_t now = py_fast_ticks();
         if (what == PY_TRACE_CALL) {
             if ((py.minor <= 10 || py_frame_layout_direct) &&
@@ -612,6 +542,14 @@ int python_profile(py_object *obj, py_object *frame, int what, py_object *arg)
                 return 0;
         } else if (what == PY_TRACE_RETURN) {
             if (py_fast_leave(pt, frame, now))
+                return 0;
+        } else if ((what == PY_TRACE_C_CALL || what == PY_TRACE_C_RETURN) && arg &&
+                   (arg->ob_type == py.CFunctionType || arg->ob_type == py.CMethodType)) {
+            /* a builtin (a torch function, a tensor's method): keyed and tagged by its
+             * PyMethodDef, as in py_profile_slow */
+            const void *ml = ((struct py_cfunction *)arg)->m_ml;
+            if (what == PY_TRACE_C_CALL ? py_fast_enter(pt, ml, now, ml)
+                                        : py_fast_leave(pt, ml, now))
                 return 0;
         }
     }
@@ -646,6 +584,7 @@ void python_tree_enter_started(py_object *frame, int profile)
 static __attribute__((noinline)) py_object *py_monitor_enter_slow(py_object *const *args,
                                                                   intptr_t nargs)
 {
+    uint64_t gen = atomic_load(&prof_state_gen);
     if (__builtin_expect(!atomic_load_explicit(&prof_recording, memory_order_relaxed), 0)) {
         if (nargs >= 1)
             py_closed_event(args[0], NULL, 1);
@@ -653,8 +592,10 @@ static __attribute__((noinline)) py_object *py_monitor_enter_slow(py_object *con
     }
     uint64_t now = prof_clock_ticks();
     struct py_thread *pt = py_thread_here();
-    if (pt && nargs >= 1 && !pt->in_gap)
+    if (pt && nargs >= 1 && !pt->in_gap) {
         py_enter(pt, args[0], PROF_PY_FUNC_PYTHON, NULL, now, NULL);
+        py_fast_arm(pt, gen);
+    }
     return py.NoneStruct;
 }
 
@@ -662,7 +603,7 @@ py_object *python_monitor_enter(py_object *self, py_object *const *args, intptr_
 {
     (void)self;
     struct py_thread *pt = py_tls;
-    if (__builtin_expect(pt && nargs >= 1 && !pt->in_gap && py_fast_ok(pt), 1) &&
+    if (__builtin_expect(pt && nargs >= 1 && !pt->in_gap && py_fast_armed(pt), 1) &&
         py_fast_enter(pt, args[0], py_fast_ticks(), NULL))
         return py.NoneStruct;
     return py_monitor_enter_slow(args, nargs);
@@ -672,6 +613,7 @@ py_object *python_monitor_enter(py_object *self, py_object *const *args, intptr_
 static __attribute__((noinline)) py_object *py_monitor_leave_slow(py_object *const *args,
                                                                   intptr_t nargs)
 {
+    uint64_t gen = atomic_load(&prof_state_gen);
     if (__builtin_expect(!atomic_load_explicit(&prof_recording, memory_order_relaxed), 0)) {
         if (nargs >= 1)
             py_closed_event(args[0], NULL, 0);
@@ -679,8 +621,10 @@ static __attribute__((noinline)) py_object *py_monitor_leave_slow(py_object *con
     }
     uint64_t now = prof_clock_ticks();
     struct py_thread *pt = py_thread_here();
-    if (pt && !pt->in_gap)
+    if (pt && !pt->in_gap) {
         py_leave(pt, NULL, PROF_PY_FUNC_PYTHON, NULL, now, 1);
+        py_fast_arm(pt, gen);
+    }
     return py.NoneStruct;
 }
 
@@ -688,7 +632,7 @@ py_object *python_monitor_leave(py_object *self, py_object *const *args, intptr_
 {
     (void)self;
     struct py_thread *pt = py_tls;
-    if (__builtin_expect(pt && !pt->in_gap && py_fast_ok(pt), 1) &&
+    if (__builtin_expect(pt && !pt->in_gap && py_fast_armed(pt), 1) &&
         py_fast_leave(pt, NULL, py_fast_ticks()))
         return py.NoneStruct;
     return py_monitor_leave_slow(args, nargs);

@@ -30,6 +30,9 @@ struct py_node {
     const void *key; /* code object, or PyMethodDef of a builtin */
     struct py_node *parent;
     struct py_node *last_child; /* the child found last: loops call the same one again */
+    /* the sibling called after this node the last time: a loop's body calls the same
+     * sequence of functions again (the owner's; a guess, checked by its key) */
+    struct py_node *next_call;
     _Atomic uint64_t calls, total, self, api_calls, api_ticks;
     uint64_t written_calls, written_api_calls; /* the collector's */
     /* its function starts or stops a Lightning action (python_actions.c), and/or
@@ -41,7 +44,7 @@ struct py_node {
      * more bytes). */
     uint32_t cut_mark;
 };
-_Static_assert(sizeof(struct py_node) == 96, "the cuts' fields fit in the node's padding");
+_Static_assert(sizeof(struct py_node) == 104, "the cuts' fields fit in the node's padding");
 #define PY_NODE_STEP 0x80
 #define PY_NODE_PHASE 0x40 /* a training phase's function (python_func_phase) */
 
@@ -59,6 +62,10 @@ struct py_thread {
     uint32_t depth, overflow;
     uint32_t stack_cap; /* frames that stack holds now */
     struct py_frame *stack;
+    /* the prof_state_gen at which a full path found py_fast_ok true (0: not armed): the
+     * fast paths run while it is current (python_tree.c); beside depth and stack, which
+     * they read too */
+    uint64_t fast_gen;
     struct py_node *root_last; /* last_child of the (virtual) root */
     struct py_node *chunks[PY_MAX_CHUNKS];
     _Atomic uint32_t node_count; /* published: nodes [0, node_count) are initialized */
@@ -150,6 +157,27 @@ void python_tree_close_at_edge(struct py_thread *pt);
 void python_tree_drain(int fresh, int last);
 /* Threads whose tree ended: each makes the collector's next pass a full one. */
 extern _Atomic unsigned python_tree_exits;
+
+/* python_tree.c's, for python_tree_unpaired.c: the node of (parent, key), made if new
+ * (NULL beyond the limits, said once by py_note_limits); a call's span on the timeline
+ * (how: PY_SPAN_EDGE, one that ended at the window's closing; PY_SPAN_KEPT, a phase's
+ * outermost call, in the ring's kept room if need be); the spans' threshold in ticks. */
+struct py_node *py_node_find(struct py_thread *pt, struct py_node *parent, const void *key,
+                             int kind, py_object *obj);
+void py_note_limits(void);
+enum { PY_SPAN_EDGE = 1, PY_SPAN_KEPT = 2 };
+void py_emit_span(struct py_node *n, uint64_t start, uint64_t end, int how);
+uint64_t python_tree_span_threshold(void);
+/* python_tree_unpaired.c: a return that may not pair with the innermost call (see there):
+ * 0 when it pairs after all (the caller goes on), 1 when counted there. */
+int python_tree_leave_unpaired(struct py_thread *pt, int kind, py_object *obj, uint64_t now);
+
+/* A counter only its owner thread writes (the collector reads it). */
+static inline void py_add(_Atomic uint64_t *c, uint64_t v)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
+                          memory_order_relaxed);
+}
 
 /* python_tree_cuts.c. A node is entered for the first time since pt's last cut: its
  * counts now are those at that cut. */
