@@ -41,101 +41,12 @@
 #include "stacks.h"
 #include "settings.h"
 #include "torch_ops.h"
-#include "tree_drain.h"
 #include "window.h"
 
-#define TORCH_MAX_DEPTH 255 /* depth is a u8 in the record */
-#define TORCH_NAME_SLOTS 512
-#define TORCH_TEXT_SLOTS 1024
-#define TORCH_CHUNK_NODES 1024
-#define TORCH_MAX_CHUNKS 1024
-#define TORCH_SCOPE_CHUNK 1024 /* entries of a chunk of a thread's log of step scopes */
-#define TORCH_SCOPE_SLOTS 64   /* how many chunks the collector may fall behind by */
-
-/* Counters of one node: written by the owning thread only, read by the collector, so each
- * is a relaxed atomic; version moves last, after every change. */
-struct torch_node {
-    uint32_t id;
-    uint32_t name_sid, shapes_sid;
-    uint8_t scope;
-    struct torch_node *parent;
-    struct torch_node *last_child; /* the child found last: loops run the same one again */
-    _Atomic uint64_t calls, raw_calls, total, self;
-    _Atomic int64_t mem[2], self_mem[2]; /* [0] CPU, [1] device */
-    _Atomic uint64_t version;
-    uint64_t written_version; /* the collector's */
-};
-
-/* What one ended op adds to its node. */
-struct torch_tally {
-    uint64_t total, self;
-    int64_t mem[2], self_mem[2];
-};
-
-struct torch_frame {
-    uint64_t start;
-    uint64_t handle; /* the RecordFunction's address */
-    int64_t sequence_nr;
-    uint64_t fwd_thread;
-    uint32_t name_sid;
-    uint32_t shapes_sid;
-    uint8_t scope;
-    uint8_t kept;            /* a USER_SCOPE of the steps: logged when it ends */
-    struct torch_node *node; /* NULL: beyond the tree's limits, not counted */
-    uint64_t child_ticks;    /* time of the direct children that ended */
-    int64_t mem[2], self_mem[2];
-    uint32_t children;
-    /* The first child, while it is the only one and has this op's name: counted only if
-     * a second child comes, else folded into this op when it ends. */
-    struct torch_node *pending;
-    struct torch_tally pending_tally;
-};
-
-/* Name text -> string id, by a hash of the text: the names of autograd nodes and
- * record_function scopes are strings made anew for every op (a new pointer each time),
- * which must not cost an interning and a copy per op. */
-struct torch_text_slot {
-    uint64_t hash;
-    char *text; /* owned */
-    uint32_t sid;
-    int filtered;
-    int kept; /* a scope name of the steps (prof_torch_scope_kept) */
-};
-
-/* Name pointer -> its text slot: the fast path for operator names, which are static.
- * The text is compared too: an owned name's memory is reused by later, different names. */
-struct torch_name_slot {
-    const char *ptr;
-    struct torch_text_slot *text;
-};
-
-struct torch_thread {
-    struct torch_thread *_Atomic next;
-    _Atomic int exited;
-    uint32_t tid;
-    uint32_t depth;
-    struct torch_frame stack[TORCH_MAX_DEPTH];
-    struct torch_name_slot names[TORCH_NAME_SLOTS];
-    struct torch_text_slot texts[TORCH_TEXT_SLOTS];
-    struct torch_node *root_last;
-    struct torch_node *chunks[TORCH_MAX_CHUNKS];
-    _Atomic uint32_t node_count; /* published: nodes [0, node_count) are initialized */
-    uint32_t nodes_defined;      /* the collector's: TORCH_NODE records written */
-    /* (parent, name, shapes) -> node, open addressing; the owning thread's only. */
-    struct torch_node **table;
-    uint32_t table_mask, table_used;
-    /* The log of the step scopes that ended (see "the steps' scopes" below): entries
-     * [0, scope_len) are written, in chunks that reuse TORCH_SCOPE_SLOTS slots; the
-     * collector writes them and frees each chunk it has written whole. */
-    struct prof_rec_torch_scope *_Atomic scope_chunks[TORCH_SCOPE_SLOTS];
-    _Atomic uint64_t scope_len;
-    _Atomic int scope_full; /* an entry found no free slot: the log ends there */
-    uint64_t scope_written; /* the collector's */
-    int scope_full_written; /* the collector's */
-};
+#include "torch_ops_tree.h"
 
 static __thread struct torch_thread *torch_tls PROF_TLS;
-static struct torch_thread *_Atomic torch_threads;
+struct torch_thread *_Atomic torch_threads;
 static pthread_key_t torch_thread_key;
 static _Atomic uint32_t torch_next_node_id = 1;
 static _Atomic int torch_noted_limits;
@@ -297,9 +208,14 @@ static struct torch_node *torch_node_find(struct torch_thread *tt, struct torch_
                                           const struct torch_frame *f)
 {
     struct torch_node **last = parent ? &parent->last_child : &tt->root_last;
-    struct torch_node *n = *last;
+    struct torch_node *prev = *last, *n = prev;
     if (n && n->name_sid == f->name_sid && n->shapes_sid == f->shapes_sid)
         return n;
+    if (prev && (n = prev->next_call) && n->name_sid == f->name_sid &&
+        n->shapes_sid == f->shapes_sid) {
+        *last = n;
+        return n;
+    }
     if ((tt->table_used + 1) * 2 > (tt->table ? tt->table_mask + 1 : 0) &&
         torch_table_grow(tt) != 0)
         return NULL;
@@ -311,8 +227,11 @@ static struct torch_node *torch_node_find(struct torch_thread *tt, struct torch_
         tt->table[j] = n;
         tt->table_used++;
     }
-    if (n)
+    if (n) {
+        if (prev)
+            prev->next_call = n;
         *last = n;
+    }
     return n;
 }
 
@@ -444,51 +363,6 @@ static void torch_scope_log(struct torch_thread *tt, const struct torch_frame *f
     c[len % TORCH_SCOPE_CHUNK] = (struct prof_rec_torch_scope){
         {PROF_REC_TORCH_SCOPE, sizeof *c}, f->name_sid, f->start, end};
     atomic_store_explicit(&tt->scope_len, len + 1, memory_order_release);
-}
-
-/* The collector's: the log's new entries, after the thread's THREAD record. */
-static void torch_scope_drain(struct torch_thread *tt, struct tree_drain_pass *d)
-{
-    /* full before len: the entries before the end are all counted in len */
-    int full = atomic_load_explicit(&tt->scope_full, memory_order_acquire);
-    uint64_t len = atomic_load_explicit(&tt->scope_len, memory_order_acquire);
-    if (tt->scope_written == len && (!full || tt->scope_full_written))
-        return;
-    if (!d->thread_written) {
-        collector_write_thread(d->tid);
-        d->thread_written = 1;
-    }
-    for (uint64_t i = tt->scope_written; i < len; i++) {
-        struct prof_rec_torch_scope *_Atomic *slot =
-            &tt->scope_chunks[(i / TORCH_SCOPE_CHUNK) % TORCH_SCOPE_SLOTS];
-        struct prof_rec_torch_scope *c = atomic_load_explicit(slot, memory_order_relaxed);
-        collector_write(&c[i % TORCH_SCOPE_CHUNK], sizeof *c);
-        /* a chunk written whole: the thread has moved past it for good */
-        if ((i + 1) % TORCH_SCOPE_CHUNK == 0 && !collector_drain_in_signal()) {
-            munmap(c, TORCH_SCOPE_CHUNK * sizeof *c);
-            atomic_store_explicit(slot, NULL, memory_order_release);
-        }
-    }
-    tt->scope_written = len;
-    if (full && !tt->scope_full_written) {
-        struct prof_rec_torch_scope mark = {{PROF_REC_TORCH_SCOPE, sizeof mark}, 0, 0, 0};
-        collector_write(&mark, sizeof mark);
-        tt->scope_full_written = 1;
-    }
-}
-
-static void torch_scope_free(struct torch_thread *tt)
-{
-    for (int i = 0; i < TORCH_SCOPE_SLOTS; i++) {
-        struct prof_rec_torch_scope *c = atomic_load(&tt->scope_chunks[i]);
-        if (c)
-            munmap(c, TORCH_SCOPE_CHUNK * sizeof *c);
-        atomic_store(&tt->scope_chunks[i], NULL);
-    }
-    atomic_store(&tt->scope_len, 0);
-    atomic_store(&tt->scope_full, 0);
-    tt->scope_written = 0;
-    tt->scope_full_written = 0;
 }
 
 /* ---- the hooks ---- */
@@ -644,137 +518,10 @@ void torch_ops_memory(int64_t bytes, int device)
     tt->stack[tt->depth - 1].mem[d] += bytes;
 }
 
-/* ---- the collector side ---- */
-
-static struct torch_node *torch_node_at(struct torch_thread *tt, uint32_t i)
-{
-    return &tt->chunks[i / TORCH_CHUNK_NODES][i % TORCH_CHUNK_NODES];
-}
-
-static void torch_drain_thread(void *thread, int fresh)
-{
-    struct torch_thread *tt = thread;
-    struct tree_drain_pass d;
-    tree_drain_begin(&d, tt->tid, atomic_load_explicit(&tt->node_count, memory_order_acquire),
-                     &tt->nodes_defined, fresh);
-    for (uint32_t i = 0; i < d.count; i++) {
-        struct torch_node *n = torch_node_at(tt, i);
-        uint64_t version = atomic_load_explicit(&n->version, memory_order_relaxed);
-        if (fresh)
-            n->written_version = 0;
-        int define;
-        if (!tree_drain_due(&d, i, version != n->written_version, &define))
-            continue;
-        if (define) {
-            struct prof_rec_torch_node rec;
-            memset(&rec, 0, sizeof rec);
-            rec.h.type = PROF_REC_TORCH_NODE;
-            rec.h.size = sizeof rec;
-            rec.node_id = n->id;
-            rec.parent_id = n->parent ? n->parent->id : 0;
-            rec.name_sid = n->name_sid;
-            rec.shapes_sid = n->shapes_sid;
-            rec.scope = n->scope;
-            collector_write(&rec, sizeof rec);
-        }
-        if (version != n->written_version) {
-            struct prof_rec_torch_stats st;
-            memset(&st, 0, sizeof st);
-            st.h.type = PROF_REC_TORCH_STATS;
-            st.h.size = sizeof st;
-            st.node_id = n->id;
-            st.calls = atomic_load_explicit(&n->calls, memory_order_relaxed);
-            st.raw_calls = atomic_load_explicit(&n->raw_calls, memory_order_relaxed);
-            st.total_ticks = atomic_load_explicit(&n->total, memory_order_relaxed);
-            st.self_ticks = atomic_load_explicit(&n->self, memory_order_relaxed);
-            st.cpu_mem = atomic_load_explicit(&n->mem[0], memory_order_relaxed);
-            st.self_cpu_mem = atomic_load_explicit(&n->self_mem[0], memory_order_relaxed);
-            st.dev_mem = atomic_load_explicit(&n->mem[1], memory_order_relaxed);
-            st.self_dev_mem = atomic_load_explicit(&n->self_mem[1], memory_order_relaxed);
-            collector_write(&st, sizeof st);
-            n->written_version = version;
-        }
-    }
-    torch_scope_drain(tt, &d);
-    tree_drain_end(&d);
-}
-
-static void torch_free_thread(void *thread)
-{
-    struct torch_thread *tt = thread;
-    for (uint32_t c = 0; c < TORCH_MAX_CHUNKS && tt->chunks[c]; c++)
-        munmap(tt->chunks[c], TORCH_CHUNK_NODES * sizeof(struct torch_node));
-    for (int i = 0; i < TORCH_TEXT_SLOTS; i++)
-        free(tt->texts[i].text);
-    free(tt->table);
-    torch_scope_free(tt);
-    munmap(tt, sizeof *tt);
-}
-
-static void *torch_thread_next(void *thread)
-{
-    return atomic_load_explicit(&((struct torch_thread *)thread)->next, memory_order_relaxed);
-}
-
-static void torch_thread_set_next(void *thread, void *next)
-{
-    atomic_store_explicit(&((struct torch_thread *)thread)->next, next, memory_order_relaxed);
-}
-
-/* read before the counters: what the thread did last is in them */
-static int torch_thread_ended(void *thread)
-{
-    return atomic_load_explicit(&((struct torch_thread *)thread)->exited, memory_order_acquire);
-}
-
-static void torch_drain(int fresh, int last)
-{
-    (void)last;
-    static const struct tree_drain_list list = {torch_thread_next,  torch_thread_set_next,
-                                                torch_thread_ended, torch_drain_thread,
-                                                torch_free_thread,  NULL};
-    tree_drain_threads(atomic_load(&torch_threads), &list, fresh);
-}
-
-/* In a forked child only the forking thread goes on: its tree restarts at zero (the
- * parent's file has what came before), the other threads' trees are dropped. */
+/* In a forked child only the forking thread goes on (torch_ops_drain.c). */
 static void torch_atfork_child(void)
 {
-    struct torch_thread *self = torch_tls;
-    for (struct torch_thread *tt = atomic_load(&torch_threads); tt;) {
-        struct torch_thread *next = atomic_load_explicit(&tt->next, memory_order_relaxed);
-        if (tt != self)
-            torch_free_thread(tt);
-        tt = next;
-    }
-    atomic_store(&torch_threads, self);
-    if (!self)
-        return;
-    atomic_store(&self->next, NULL);
-    self->tid = (uint32_t)syscall(SYS_gettid);
-    torch_scope_free(self); /* the scopes logged so far are the parent's */
-    uint32_t count = atomic_load(&self->node_count);
-    for (uint32_t i = 0; i < count; i++) {
-        struct torch_node *n = torch_node_at(self, i);
-        atomic_store(&n->calls, 0);
-        atomic_store(&n->raw_calls, 0);
-        atomic_store(&n->total, 0);
-        atomic_store(&n->self, 0);
-        for (int d = 0; d < 2; d++) {
-            atomic_store(&n->mem[d], 0);
-            atomic_store(&n->self_mem[d], 0);
-        }
-    }
-    /* ops still open were entered in the parent: their time so far is the parent's */
-    uint64_t now = prof_clock_ticks();
-    for (uint32_t d = 0; d < self->depth; d++) {
-        struct torch_frame *f = &self->stack[d];
-        f->start = now;
-        f->child_ticks = 0;
-        f->mem[0] = f->mem[1] = f->self_mem[0] = f->self_mem[1] = 0;
-        f->children = 0;
-        f->pending = NULL;
-    }
+    torch_ops_tree_after_fork(torch_tls);
 }
 
 /* stacks_current_torch_op: the innermost op of the thread a signal interrupted. */
@@ -792,5 +539,5 @@ void torch_ops_init(void)
     pthread_key_create(&torch_thread_key, torch_thread_exited);
     pthread_atfork(NULL, NULL, torch_atfork_child);
     collector_add_meta("torch.scheme", "calltree");
-    collector_add_source(torch_drain);
+    collector_add_source(torch_ops_drain);
 }
