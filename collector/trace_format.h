@@ -91,6 +91,7 @@ enum prof_record_type {
     PROF_REC_TORCH_SCOPE = 49,  /* a record_function scope that marks steps, never dropped */
     PROF_REC_PY_GC = 50,        /* one collection of Python's garbage collector */
     PROF_REC_LOST_KEPT = 51,    /* of a LOST record's events, the kept ones (phase spans) */
+    PROF_REC_TORCH_OP_SHORT = 52, /* a TORCH_OP in 32 bytes (most ops): readers widen it */
     PROF_REC_TYPE_COUNT
 };
 
@@ -495,6 +496,23 @@ struct prof_rec_torch_op {
     uint32_t shapes_sid; /* input shapes and dtypes as text when PROF_SHAPES=1; else 0 */
 };
 _Static_assert(sizeof(struct prof_rec_torch_op) == 48, "torch op record");
+
+/* The same op in two thirds of the bytes, written when it fits: no forward thread, an
+ * autograd sequence number within int32, shorter than 2^32 ticks. Readers widen it to a
+ * TORCH_OP (report/read/trace_read.c): the timeline's records are most of a torch job's
+ * trace, and their bytes its collector's cost. */
+struct prof_rec_torch_op_short {
+    struct prof_record_header h;
+    uint32_t name_sid;
+    uint64_t start;    /* ticks */
+    uint32_t duration; /* ticks: end - start */
+    int32_t sequence_nr;
+    uint8_t scope;
+    uint8_t depth;
+    uint16_t reserved;
+    uint32_t shapes_sid;
+};
+_Static_assert(sizeof(struct prof_rec_torch_op_short) == 32, "short torch op record");
 
 /* One CPU tensor allocation (bytes > 0) or free (bytes < 0; 0: a free of a block whose
  * allocation was not seen, which a reader ignores), by c10::alloc_cpu / c10::free_cpu, or

@@ -417,6 +417,18 @@ static void torch_emit(const struct torch_frame *f, uint32_t depth, uint64_t end
         return;
     if (__builtin_expect(!atomic_load_explicit(&prof_collector_running, memory_order_relaxed), 0))
         collector_resume();
+    uint64_t duration = end - f->start;
+    if (!f->fwd_thread && duration <= UINT32_MAX && f->sequence_nr >= INT32_MIN &&
+        f->sequence_nr <= INT32_MAX && f->scope != torch_user_scope) {
+        struct prof_rec_torch_op_short *rec = ring_reserve(&t->ring, sizeof *rec);
+        if (!rec)
+            return; /* counted by the ring; the tree keeps the op */
+        *rec = (struct prof_rec_torch_op_short){
+            {PROF_REC_TORCH_OP_SHORT, sizeof *rec}, f->name_sid, f->start, (uint32_t)duration,
+            (int32_t)f->sequence_nr, f->scope, (uint8_t)depth, 0, f->shapes_sid};
+        ring_commit(&t->ring);
+        return;
+    }
     /* a record_function scope (an optimizer step: a training phase) may use the room the
      * ring keeps (ring_keep) */
     struct prof_rec_torch_op *rec = f->scope == torch_user_scope

@@ -27,6 +27,7 @@ struct trace_reader {
     uint64_t count;
     enum trace_read_stop stop;
     char warning[512];
+    struct prof_rec_torch_op wide; /* the last TORCH_OP_SHORT, widened */
 };
 
 static const uint16_t trace_min_sizes[PROF_REC_TYPE_COUNT] = {
@@ -57,6 +58,7 @@ static const uint16_t trace_min_sizes[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_GPU_DEVICE] = sizeof(struct prof_rec_gpu_device),
     [PROF_REC_NVTX] = sizeof(struct prof_rec_nvtx),
     [PROF_REC_TORCH_OP] = sizeof(struct prof_rec_torch_op),
+    [PROF_REC_TORCH_OP_SHORT] = sizeof(struct prof_rec_torch_op_short),
     [PROF_REC_TORCH_MEM] = sizeof(struct prof_rec_torch_mem),
     [PROF_REC_TORCH_DEV_MEM] = sizeof(struct prof_rec_torch_dev_mem),
     [PROF_REC_ACTION] = sizeof(struct prof_rec_action),
@@ -105,6 +107,7 @@ static const char *const trace_type_names[PROF_REC_TYPE_COUNT] = {
     [PROF_REC_GPU_DEVICE] = "GPU_DEVICE",
     [PROF_REC_NVTX] = "NVTX",
     [PROF_REC_TORCH_OP] = "TORCH_OP",
+    [PROF_REC_TORCH_OP_SHORT] = "TORCH_OP_SHORT",
     [PROF_REC_TORCH_MEM] = "TORCH_MEM",
     [PROF_REC_TORCH_DEV_MEM] = "TORCH_DEV_MEM",
     [PROF_REC_ACTION] = "ACTION",
@@ -313,6 +316,24 @@ void trace_reader_close(struct trace_reader *r)
     free(r);
 }
 
+static void trace_widen_torch_op(struct trace_reader *r, struct trace_record *rec)
+{
+    struct prof_rec_torch_op_short s;
+    memcpy(&s, rec->data, sizeof s);
+    r->wide = (struct prof_rec_torch_op){{PROF_REC_TORCH_OP, sizeof r->wide},
+                                         s.name_sid,
+                                         s.start,
+                                         s.start + s.duration,
+                                         s.sequence_nr,
+                                         0,
+                                         s.scope,
+                                         s.depth,
+                                         0,
+                                         s.shapes_sid};
+    rec->type = PROF_REC_TORCH_OP;
+    rec->data = &r->wide;
+}
+
 int trace_reader_next(struct trace_reader *r, struct trace_record *rec)
 {
     if (r->stop != TRACE_STOP_NONE)
@@ -348,6 +369,8 @@ int trace_reader_next(struct trace_reader *r, struct trace_record *rec)
     rec->type = h.type;
     rec->size = h.size;
     rec->data = (char *)r->buf + r->pos;
+    if (h.type == PROF_REC_TORCH_OP_SHORT) /* every reader sees a TORCH_OP (size: the file's) */
+        trace_widen_torch_op(r, rec);
     r->pos += h.size;
     r->count++;
     return 1;

@@ -7,8 +7,8 @@ test/workloads/torch_reference.py --raw, which wraps it in torch.profiler.profil
 dumps name -> count of every operator event it recorded, before its table folds an op into
 a parent of the same name by microsecond-truncated times (aten::zero_ 69 in its table, 70
 events, on one run here; the table itself is compared in test_torch_exact.py). The
-TORCH_OP records are read straight from the trace files (struct below), not through
-profreport.
+TORCH_OP and TORCH_OP_SHORT records are read straight from the trace files (structs below),
+not through profreport.
 
 The one systematic difference: torch.profiler registers thread-local callbacks, which
 reach only the threads torch itself starts or hands its state to (autograd, at::launch).
@@ -37,9 +37,10 @@ HAVE_TORCH = subprocess.run([PYTHON, "-c", "import torch"], capture_output=True)
 pytestmark = pytest.mark.skipif(not HAVE_TORCH,
                                 reason="no torch for /usr/bin/python3 (Debian's python3-torch)")
 
-REC_META, REC_STRING, REC_THREAD, REC_TORCH_OP = 1, 2, 4, 25
+REC_META, REC_STRING, REC_THREAD, REC_TORCH_OP, REC_TORCH_OP_SHORT = 1, 2, 4, 25, 52
 SCOPE_FUNCTION, SCOPE_BACKWARD, SCOPE_USER = 0, 1, 7
 TORCH_OP = struct.Struct("<IQQqQBBHI")  # after the 4-byte record header
+TORCH_OP_SHORT = struct.Struct("<IQIiBBHI")  # the same op in 32 bytes: duration, no fwd_thread
 
 
 def read_trace(path):
@@ -62,6 +63,10 @@ def read_trace(path):
             tid = struct.unpack_from("<I", data, off + 4)[0]
         elif typ == REC_TORCH_OP:
             raw.append((tid,) + TORCH_OP.unpack_from(data, off + 4))
+        elif typ == REC_TORCH_OP_SHORT:
+            name, start, dur, seq, scope, depth, res, shapes = \
+                TORCH_OP_SHORT.unpack_from(data, off + 4)
+            raw.append((tid, name, start, start + dur, seq, 0, scope, depth, res, shapes))
         off += size
     ops = []
     for tid, name, start, end, seq, fwd, scope, depth, _, shapes in raw:

@@ -240,6 +240,52 @@ Test(report_reader, unknown_type_is_skipped_by_size)
     trace_reader_close(r);
 }
 
+Test(report_reader, short_torch_ops_read_as_torch_ops)
+{
+    /* The writer's 32-byte form of an op, and the 48-byte one where it does not fit (a
+     * forward thread), read alike: every consumer of the reader sees a TORCH_OP. */
+    char err[256];
+    struct trace_build b;
+    cr_assert_eq(trace_build_open(&b, path, PROF_TRACE_VERSION, 24, 0), 0);
+    trace_build_thread(&b, 9);
+    trace_build_torch_op(&b, 3, 1000, 1000 + 0xfffffff0ull, -1, 0, 0, 2, 5);
+    trace_build_torch_op(&b, 4, 50, 70, 7, 1, 1, 0, 0);
+    trace_build_torch_op(&b, 6, 10, 90, 2000000000, 0, 0, 0, 0);
+    unsigned char cut[24] = {PROF_REC_TORCH_OP_SHORT, 0, 24, 0}; /* shorter than the form */
+    trace_build_raw(&b, cut, sizeof cut);
+    cr_assert_eq(trace_build_close(&b), 0);
+    struct trace_reader *r = trace_reader_open(path, err, sizeof err);
+    cr_assert_not_null(r, "%s", err);
+    struct trace_record rec;
+    cr_assert(trace_reader_next(r, &rec)); /* THREAD */
+    cr_assert(trace_reader_next(r, &rec));
+    cr_assert_eq(rec.type, PROF_REC_TORCH_OP);
+    cr_assert_eq(rec.size, 32, "the file's bytes");
+    const struct prof_rec_torch_op *op = rec.data;
+    cr_assert_eq(op->name_sid, 3);
+    cr_assert_eq(op->start, 1000);
+    cr_assert_eq(op->end, 1000 + 0xfffffff0ull);
+    cr_assert_eq(op->sequence_nr, -1);
+    cr_assert_eq(op->fwd_thread, 0);
+    cr_assert_eq(op->depth, 2);
+    cr_assert_eq(op->shapes_sid, 5);
+    cr_assert(trace_reader_next(r, &rec));
+    cr_assert_eq(rec.type, PROF_REC_TORCH_OP);
+    cr_assert_eq(rec.size, 48);
+    op = rec.data;
+    cr_assert_eq(op->fwd_thread, 1);
+    cr_assert_eq(op->sequence_nr, 7);
+    cr_assert_eq(op->scope, 1);
+    cr_assert(trace_reader_next(r, &rec));
+    cr_assert_eq(rec.size, 32);
+    op = rec.data;
+    cr_assert_eq(op->sequence_nr, 2000000000);
+    cr_assert_eq(op->end, 90);
+    cr_assert_not(trace_reader_next(r, &rec));
+    cr_assert_eq(trace_reader_stop(r), TRACE_STOP_CORRUPT);
+    trace_reader_close(r);
+}
+
 Test(report_reader, many_records_cross_buffer_refills)
 {
     char err[256];
