@@ -101,30 +101,43 @@ static uint32_t torch_intern(const char *text)
     return sid;
 }
 
-/* strcmp(a, b) == 0, inline: names are short and compared on every op (a call through
- * the PLT costs more than the loop). */
-static inline int torch_same_text(const char *a, const char *b)
-{
-    while (*a == *b) {
-        if (!*a)
-            return 1;
-        a++;
-        b++;
-    }
-    return 0;
-}
+/* A name's text slot: found by the name's pointer (two ways per set: operator names are
+ * static, and two of them may share a set), else by the text's hash (probing a few slots
+ * from its own, so that two names of one hash set do not evict each other op after op),
+ * else interned and copied into the first free slot of those (its own when all are taken).
+ * The text is compared in both cases: an owned name's memory is reused by later, different
+ * names. (glibc's strcmp: measured cheaper here than an inline loop over long names.) */
+#define TORCH_TEXT_PROBES 8
 
 static const struct torch_text_slot *torch_name(struct torch_thread *tt, const char *name)
 {
     uint64_t h = (uint64_t)(uintptr_t)name * 0x9E3779B97F4A7C15ull;
-    struct torch_name_slot *s = &tt->names[(h >> 40) & (TORCH_NAME_SLOTS - 1)];
-    if (s->ptr == name && s->text->text && torch_same_text(s->text->text, name))
-        return s->text;
-    h = 0xcbf29ce484222325ull; /* FNV-1a of the text */
+    struct torch_name_slot *s = &tt->names[(h >> 40) & (TORCH_NAME_SLOTS - 2)];
+    for (int way = 0; way < 2; way++)
+        if (s[way].ptr == name && s[way].text->text && strcmp(s[way].text->text, name) == 0)
+            return s[way].text;
+    /* FNV-1a of the text, then mixed: its bits 32-39 alone do not depend on the last
+     * character (aten::zeros and aten::zero_ took one slot in turn, op after op) */
+    h = 0xcbf29ce484222325ull;
     for (const char *c = name; *c; c++)
         h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
-    struct torch_text_slot *t = &tt->texts[(h >> 32) & (TORCH_TEXT_SLOTS - 1)];
-    if (!(t->text && t->hash == h && torch_same_text(t->text, name))) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    struct torch_text_slot *t = NULL, *home = &tt->texts[h & (TORCH_TEXT_SLOTS - 1)];
+    for (unsigned i = 0; i < TORCH_TEXT_PROBES && !t; i++) {
+        struct torch_text_slot *c = &tt->texts[(h + i) & (TORCH_TEXT_SLOTS - 1)];
+        if (c->text && c->hash == h && strcmp(c->text, name) == 0)
+            t = c;
+    }
+    if (!t) {
+        for (unsigned i = 0; i < TORCH_TEXT_PROBES && !t; i++) {
+            struct torch_text_slot *c = &tt->texts[(h + i) & (TORCH_TEXT_SLOTS - 1)];
+            if (!c->text)
+                t = c;
+        }
+        if (!t)
+            t = home;
         prof_tls_busy++;
         uint32_t sid = collector_intern(name);
         char *copy = strdup(name);
@@ -139,8 +152,8 @@ static const struct torch_text_slot *torch_name(struct torch_thread *tt, const c
             if (strcmp(name, torch_filtered_names[i]) == 0)
                 t->filtered = 1;
     }
-    s->ptr = name;
-    s->text = t;
+    s[1] = s[0]; /* the set's other way keeps the name found before */
+    s[0] = (struct torch_name_slot){name, t};
     return t;
 }
 
