@@ -204,6 +204,7 @@ static inline __attribute__((always_inline)) void py_enter(struct py_thread *pt,
         if (!pt->overflow)
             py_note_limits();
         pt->overflow++;
+        pt->fast_gen = 0; /* (the fast paths do not look at overflow) */
         return;
     }
     struct py_node *parent = pt->depth ? pt->stack[pt->depth - 1].node : NULL;
@@ -216,6 +217,7 @@ static inline __attribute__((always_inline)) void py_enter(struct py_thread *pt,
                 : py_node_find(pt, parent, key, kind, obj);
         if (!n) {
             pt->overflow++;
+            pt->fast_gen = 0;
             py_note_limits();
             return;
         }
@@ -457,7 +459,8 @@ static inline int py_fast_ok(const struct py_thread *pt)
 #ifdef PROF_CLOCK_HAVE_TSC
     return atomic_load_explicit(&prof_recording, memory_order_relaxed) && prof_clock_tsc &&
            atomic_load_explicit(&prof_collector_running, memory_order_relaxed) &&
-           py_span_ticks != UINT64_MAX && !py_stack_stale(pt) && !pt->resync;
+           py_span_ticks != UINT64_MAX && !py_stack_stale(pt) && !pt->resync && !pt->overflow &&
+           !pt->drift_used;
 #else
     (void)pt;
     return 0;
@@ -466,8 +469,9 @@ static inline int py_fast_ok(const struct py_thread *pt)
 
 /* py_fast_ok's answer is kept in the thread until the state it reads moves: the recording,
  * the collector and the measured tick rate (prof_state_gen, read before them: gen), the
- * window's closings (each turns the recording off), a resync (python_gaps.c disarms); the
- * tick counter is set once. The fast paths then test one word. */
+ * window's closings (each turns the recording off); a resync (python_gaps.c), calls beyond
+ * the limits (py_enter) and drifted recursion levels (python_tree_unpaired.c) disarm the
+ * thread; the tick counter is set once. The fast paths then test one word. */
 static inline void py_fast_arm(struct py_thread *pt, uint64_t gen)
 {
     py_span_threshold(); /* (the fast paths read py_span_ticks) */
@@ -484,7 +488,7 @@ static inline int py_fast_enter(struct py_thread *pt, const void *key, uint64_t 
                                 const void *tag)
 {
     uint32_t depth = pt->depth;
-    if (__builtin_expect(pt->overflow || !depth || depth == pt->stack_cap, 0))
+    if (__builtin_expect(!depth || depth == pt->stack_cap, 0))
         return 0;
     struct py_node *parent = pt->stack[depth - 1].node;
     struct py_node *n = parent->last_child;
@@ -515,7 +519,7 @@ static inline int py_fast_enter(struct py_thread *pt, const void *key, uint64_t 
 static inline int py_fast_leave(struct py_thread *pt, const void *tag, uint64_t now)
 {
     uint32_t depth = pt->depth;
-    if (__builtin_expect(pt->overflow || depth < 2 || pt->drift_used, 0))
+    if (__builtin_expect(depth < 2, 0))
         return 0;
     struct py_frame *f = &pt->stack[depth - 1];
     struct py_node *n = f->node;

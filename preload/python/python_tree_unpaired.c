@@ -22,6 +22,7 @@ static int32_t *py_drift_slot(struct py_thread *pt, const void *key)
     if (pt->drift_used == PY_MAX_DRIFT)
         return NULL;
     pt->drift[pt->drift_used] = (struct py_drift){key, 0};
+    pt->fast_gen = 0; /* the fast paths do not look at the drift */
     return &pt->drift[pt->drift_used++].level;
 }
 
