@@ -11,6 +11,7 @@
 #include "model_steps_find.h"
 #include "model_part.h"
 #include "model_steps_load.h"
+#include "sort_keys.h"
 #include "trace_read.h"
 
 /* What covers an instant of the step thread; model_steps_part_at picks the part. */
@@ -99,54 +100,22 @@ static void steps_add(struct steps_events *e, uint64_t start, uint64_t end, uint
     e->ev[e->n++] = (struct steps_event){end, -1, label};
 }
 
-static int steps_event_before(const struct steps_event *x, const struct steps_event *y)
-{
-    if (x->t != y->t)
-        return x->t < y->t;
-    return x->delta < y->delta; /* ends first: touching intervals do not overlap */
-}
-
-/* Sorts the events by time, ends first, keeping the order of equal ones (as qsort's merge
- * sort did): a stable merge sort without a call per comparison, for the hundreds of
- * thousands of a rank's ops and Python spans. */
+/* Sorts the events by time, ends first (touching intervals do not overlap), keeping the
+ * order of equal ones (as qsort's merge sort did). */
 static void steps_sort(struct steps_event *ev, size_t n)
 {
-    const size_t run = 16;
-    for (size_t lo = 0; lo < n; lo += run) { /* insertion sort of short runs */
-        size_t hi = lo + run < n ? lo + run : n;
-        for (size_t i = lo + 1; i < hi; i++) {
-            struct steps_event x = ev[i];
-            size_t j = i;
-            for (; j > lo && steps_event_before(&x, &ev[j - 1]); j--)
-                ev[j] = ev[j - 1];
-            ev[j] = x;
-        }
-    }
-    if (n <= run)
-        return;
-    struct steps_event *tmp = malloc(n * sizeof *tmp), *k = ev;
-    if (!tmp)
+    struct sort_key *keys = malloc((n + 1) * sizeof *keys);
+    struct steps_event *sorted = malloc((n + 1) * sizeof *sorted);
+    if (!keys || !sorted)
         report_oom();
-    struct steps_event *const buf = tmp;
-    for (size_t width = run; width < n; width *= 2) {
-        for (size_t lo = 0; lo < n; lo += 2 * width) {
-            size_t mid = lo + width < n ? lo + width : n;
-            size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
-            size_t a = lo, b = mid, o = lo;
-            while (a < mid && b < hi)
-                tmp[o++] = steps_event_before(&k[b], &k[a]) ? k[b++] : k[a++];
-            while (a < mid)
-                tmp[o++] = k[a++];
-            while (b < hi)
-                tmp[o++] = k[b++];
-        }
-        struct steps_event *swap = k;
-        k = tmp;
-        tmp = swap;
-    }
-    if (k != ev)
-        memcpy(ev, k, n * sizeof *ev);
-    free(buf);
+    for (size_t i = 0; i < n; i++)
+        keys[i] = (struct sort_key){{ev[i].t, (uint64_t)(ev[i].delta + 128), 0, 0}, i};
+    sort_keys(keys, n, NULL);
+    for (size_t i = 0; i < n; i++)
+        sorted[i] = ev[keys[i].idx];
+    memcpy(ev, sorted, n * sizeof *ev);
+    free(keys);
+    free(sorted);
 }
 
 static int steps_prefix(const char *s, const char *prefix)

@@ -13,19 +13,21 @@
 #include "alloc.h"
 #include "model.h"
 #include "model_steps_hot.h"
+#include "sort_keys.h"
 
-static const struct model_py_span *hot_sorting;
-
-/* By start, the longer first (a caller before the call that starts with it). */
-static int hot_span_cmp(const void *a, const void *b)
+/* order[0, n), indices of p's spans, put in order: by thread when by_thread, then by start,
+ * the longer first (a caller before the call that starts with it). */
+static void hot_spans_sort(const struct model_process *p, size_t *order, size_t n, int by_thread)
 {
-    const struct model_py_span *x = &hot_sorting[*(const size_t *)a];
-    const struct model_py_span *y = &hot_sorting[*(const size_t *)b];
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    if (x->end != y->end)
-        return x->end > y->end ? -1 : 1;
-    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+    struct sort_key *keys = malloc((n + 1) * sizeof *keys);
+    if (!keys)
+        report_oom();
+    for (size_t i = 0; i < n; i++) {
+        const struct model_py_span *sp = &p->py.span_list[order[i]];
+        keys[i] = (struct sort_key){{by_thread ? sp->tid : 0, sp->start, ~sp->end, 0}, order[i]};
+    }
+    sort_keys(keys, n, order);
+    free(keys);
 }
 
 struct hot_func {
@@ -81,9 +83,7 @@ size_t model_steps_spans_in_order(const struct model_process *p, uint32_t tid, s
     for (size_t i = 0; i < p->py.nspan_list; i++)
         if (p->py.span_list[i].tid == tid)
             order[n++] = i;
-    hot_sorting = p->py.span_list;
-    qsort(order, n, sizeof *order, hot_span_cmp);
-    hot_sorting = NULL;
+    hot_spans_sort(p, order, n, 0);
     return n;
 }
 
@@ -335,9 +335,7 @@ static void hot_rare_after(struct model_process *p, uint32_t func)
             model_ticks_to_monotonic_ns(p, sp->start) >= last_end)
             order[n++] = i;
     }
-    hot_sorting = p->py.span_list;
-    qsort(order, n, sizeof *order, hot_span_cmp);
-    hot_sorting = NULL;
+    hot_spans_sort(p, order, n, 0);
     uint64_t inside_until = 0;
     for (size_t k = 0; k < n; k++) {
         const struct model_py_span *sp = &p->py.span_list[order[k]];
@@ -569,15 +567,6 @@ static uint8_t hot_loader(const struct model_process *p, const struct hot_func *
                                            : MODEL_STEPS_LOADER_UNKNOWN;
 }
 
-static int hot_span_thread_cmp(const void *a, const void *b)
-{
-    const struct model_py_span *x = &hot_sorting[*(const size_t *)a];
-    const struct model_py_span *y = &hot_sorting[*(const size_t *)b];
-    if (x->tid != y->tid)
-        return x->tid < y->tid ? -1 : 1;
-    return hot_span_cmp(a, b);
-}
-
 /* The startup's thread: the one whose calls cover the most time before the first step
  * (hi), the step thread on a tie; in *imports the time its importlib calls cover there. A
  * loop trained on another thread has its startup (imports, model set-up) on the main one. */
@@ -589,9 +578,7 @@ static uint32_t hot_startup_thread(const struct model_process *p, uint64_t hi, u
         report_oom();
     for (size_t i = 0; i < n; i++)
         order[i] = i;
-    hot_sorting = p->py.span_list;
-    qsort(order, n, sizeof *order, hot_span_thread_cmp);
-    hot_sorting = NULL;
+    hot_spans_sort(p, order, n, 1);
     uint32_t best = p->steps.tid;
     uint64_t best_ns = 0;
     *imports = 0;

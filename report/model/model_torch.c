@@ -14,6 +14,7 @@
 #include "alloc.h"
 #include "model.h"
 #include "model_part.h"
+#include "sort_keys.h"
 #include "trace_read.h"
 
 const char *model_torch_scope_name(unsigned scope)
@@ -163,26 +164,6 @@ const char *model_torch_device_name(int dev_type, int dev_index, char *buf, size
     else
         snprintf(buf, len, "device type %d:%d", dev_type, dev_index);
     return buf;
-}
-
-/* qsort has no context argument in C11; the reporter is single-threaded. */
-static const struct model_torch_op *model_torch_sorting;
-
-/* By thread, start, the longer first (a parent before the child that starts with it),
- * then the shallower first. */
-static int model_torch_op_cmp(const void *a, const void *b)
-{
-    const struct model_torch_op *x = &model_torch_sorting[*(const size_t *)a];
-    const struct model_torch_op *y = &model_torch_sorting[*(const size_t *)b];
-    if (x->tid != y->tid)
-        return x->tid < y->tid ? -1 : 1;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    if (x->end != y->end)
-        return x->end > y->end ? -1 : 1;
-    if (x->depth != y->depth)
-        return x->depth < y->depth ? -1 : 1;
-    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
 }
 
 static int model_torch_holds(const struct model_torch_op *outer, const struct model_torch_op *in)
@@ -623,13 +604,17 @@ static void model_torch_finish(struct model_process *p)
     if (t->nops) {
         size_t *order = malloc(t->nops * sizeof *order);
         size_t *stack = malloc(t->nops * sizeof *stack);
-        if (!order || !stack)
+        struct sort_key *keys = malloc(t->nops * sizeof *keys);
+        if (!order || !stack || !keys)
             report_oom();
-        for (size_t i = 0; i < t->nops; i++)
-            order[i] = i;
-        model_torch_sorting = t->ops;
-        qsort(order, t->nops, sizeof *order, model_torch_op_cmp);
-        model_torch_sorting = NULL;
+        /* By thread, start, the longer first (a parent before the child that starts with
+         * it), then the shallower first. */
+        for (size_t i = 0; i < t->nops; i++) {
+            const struct model_torch_op *op = &t->ops[i];
+            keys[i] = (struct sort_key){{op->tid, op->start, ~op->end, op->depth}, i};
+        }
+        sort_keys(keys, t->nops, order);
+        free(keys);
         model_torch_nest(t, order, stack);
         model_torch_cuda(p, order, stack);
         model_torch_memory(t, order, stack);

@@ -1,0 +1,57 @@
+/* sort_keys: the order qsort gives with a comparator over the same fields, ties and
+ * descending keys (stored as ~key) included, at every size around the insertion runs. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "sort_keys.h"
+
+struct rec {
+    uint64_t tid, start, end, depth;
+};
+
+static const struct rec *sorting;
+
+static int rec_cmp(const void *a, const void *b)
+{
+    const struct rec *x = &sorting[*(const size_t *)a], *y = &sorting[*(const size_t *)b];
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    if (x->end != y->end)
+        return x->end > y->end ? -1 : 1; /* the longer first */
+    if (x->depth != y->depth)
+        return x->depth < y->depth ? -1 : 1;
+    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+Test(sort_keys, same_order_as_qsort)
+{
+    static const size_t sizes[] = {0, 1, 2, 15, 16, 17, 33, 1000, 4099};
+    srand(7);
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        size_t n = sizes[s];
+        struct rec *r = malloc((n + 1) * sizeof *r);
+        struct sort_key *keys = malloc((n + 1) * sizeof *keys);
+        size_t *want = malloc((n + 1) * sizeof *want), *got = malloc((n + 1) * sizeof *got);
+        cr_assert(r && keys && want && got);
+        for (size_t i = 0; i < n; i++) { /* few distinct values: many ties */
+            r[i] = (struct rec){(uint64_t)(rand() % 3), (uint64_t)(rand() % 5),
+                                (uint64_t)(rand() % 4) + (i % 2 ? UINT64_MAX - 3 : 0),
+                                (uint64_t)(rand() % 2)};
+            keys[i] = (struct sort_key){{r[i].tid, r[i].start, ~r[i].end, r[i].depth}, i};
+            want[i] = i;
+        }
+        sorting = r;
+        qsort(want, n, sizeof *want, rec_cmp);
+        sort_keys(keys, n, got);
+        for (size_t i = 0; i < n; i++) {
+            cr_assert_eq(got[i], want[i], "n %zu, at %zu", n, i);
+            cr_assert_eq(keys[i].idx, want[i]);
+        }
+        free(r);
+        free(keys);
+        free(want);
+        free(got);
+    }
+}
