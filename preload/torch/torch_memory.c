@@ -24,11 +24,14 @@
  * Both are called through the PLT (libc10 included), so exporting their mangled names
  * interposes them. Each call while recording writes a TORCH_MEM record; the size of a
  * free comes from a process-wide pointer -> size table (a free may come on another
- * thread). The table is a fixed mmap'ed open-addressing array under a spinlock:
- * alloc_cpu is rare next to the op that calls it, and nothing here allocates. */
+ * thread). The table is an mmap'ed open-addressing array under a spinlock, sized to the
+ * live blocks (it doubles when three quarters full): a table much larger than the blocks
+ * put each lookup in a cold cache line and page (a 2 MiB one cost more than the rest of
+ * the hook). alloc_cpu is rare next to the op that calls it, and nothing here allocates. */
 
-#define TORCH_DEVICE_CPU 0         /* c10::DeviceType::CPU */
-#define TORCH_MEM_SLOTS (1u << 17) /* 2 MiB; when full, new blocks are not tracked */
+#define TORCH_DEVICE_CPU 0             /* c10::DeviceType::CPU */
+#define TORCH_MEM_MIN_SLOTS (1u << 10) /* 16 KiB */
+#define TORCH_MEM_MAX_SLOTS (1u << 20) /* 16 MiB; when full, new blocks are not tracked */
 
 struct torch_mem_slot {
     uint64_t ptr; /* 0: empty */
@@ -39,9 +42,12 @@ typedef void *(*torch_alloc_cpu_fn)(size_t);
 typedef void (*torch_free_cpu_fn)(void *);
 static _Atomic(torch_alloc_cpu_fn) torch_real_alloc_cpu;
 static _Atomic(torch_free_cpu_fn) torch_real_free_cpu;
-static struct torch_mem_slot *torch_mem_table; /* set by torch_init when enabled */
-static atomic_flag torch_mem_lock = ATOMIC_FLAG_INIT;
+static _Atomic int torch_mem_enabled; /* set by torch_memory_init: the table is there */
+/* Under torch_mem_lock: */
+static struct torch_mem_slot *torch_mem_table;
+static size_t torch_mem_mask; /* slots - 1 */
 static size_t torch_mem_used;
+static atomic_flag torch_mem_lock = ATOMIC_FLAG_INIT;
 
 static void torch_mem_lock_take(void)
 {
@@ -56,18 +62,51 @@ static void torch_mem_lock_give(void)
     atomic_flag_clear_explicit(&torch_mem_lock, memory_order_release);
 }
 
+static struct torch_mem_slot *torch_mem_map(size_t slots)
+{
+    void *t = mmap(NULL, slots * sizeof(struct torch_mem_slot), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return t == MAP_FAILED ? NULL : t;
+}
+
 static size_t torch_mem_home(uint64_t ptr)
 {
-    return (size_t)((ptr * 0x9E3779B97F4A7C15ull) >> 40) & (TORCH_MEM_SLOTS - 1);
+    return (size_t)((ptr * 0x9E3779B97F4A7C15ull) >> 40) & torch_mem_mask;
+}
+
+/* The slot of ptr, or the empty slot where it would go. */
+static size_t torch_mem_find(uint64_t ptr)
+{
+    size_t i = torch_mem_home(ptr);
+    while (torch_mem_table[i].ptr && torch_mem_table[i].ptr != ptr)
+        i = (i + 1) & torch_mem_mask;
+    return i;
+}
+
+/* Twice the slots, every block moved; the table stays as it is when there is no memory. */
+static void torch_mem_grow(void)
+{
+    size_t old_slots = torch_mem_mask + 1;
+    struct torch_mem_slot *old = torch_mem_table, *t = torch_mem_map(old_slots * 2);
+    if (!t)
+        return;
+    torch_mem_table = t;
+    torch_mem_mask = old_slots * 2 - 1;
+    for (size_t i = 0; i < old_slots; i++)
+        if (old[i].ptr)
+            torch_mem_table[torch_mem_find(old[i].ptr)] = old[i];
+    munmap(old, old_slots * sizeof *old);
 }
 
 static void torch_mem_put(uint64_t ptr, uint64_t bytes)
 {
     torch_mem_lock_take();
-    if (torch_mem_used < TORCH_MEM_SLOTS - TORCH_MEM_SLOTS / 8) {
-        size_t i = torch_mem_home(ptr);
-        while (torch_mem_table[i].ptr && torch_mem_table[i].ptr != ptr)
-            i = (i + 1) & (TORCH_MEM_SLOTS - 1);
+    size_t slots = torch_mem_mask + 1;
+    if (torch_mem_used + 1 > slots - slots / 4 && slots < TORCH_MEM_MAX_SLOTS)
+        torch_mem_grow();
+    slots = torch_mem_mask + 1;
+    if (torch_mem_used < slots - slots / 8) {
+        size_t i = torch_mem_find(ptr);
         if (!torch_mem_table[i].ptr)
             torch_mem_used++;
         torch_mem_table[i].ptr = ptr;
@@ -82,15 +121,13 @@ static uint64_t torch_mem_take(uint64_t ptr)
 {
     uint64_t bytes = 0;
     torch_mem_lock_take();
-    size_t i = torch_mem_home(ptr);
-    while (torch_mem_table[i].ptr && torch_mem_table[i].ptr != ptr)
-        i = (i + 1) & (TORCH_MEM_SLOTS - 1);
+    size_t i = torch_mem_find(ptr);
     if (torch_mem_table[i].ptr) {
         bytes = torch_mem_table[i].bytes;
         torch_mem_used--;
         size_t hole = i;
-        for (size_t j = (i + 1) & (TORCH_MEM_SLOTS - 1); torch_mem_table[j].ptr;
-             j = (j + 1) & (TORCH_MEM_SLOTS - 1)) {
+        for (size_t j = (i + 1) & torch_mem_mask; torch_mem_table[j].ptr;
+             j = (j + 1) & torch_mem_mask) {
             size_t home = torch_mem_home(torch_mem_table[j].ptr);
             /* j's entry may move into the hole unless its home lies in (hole, j]. */
             int stays = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
@@ -110,10 +147,7 @@ static uint64_t torch_mem_take(uint64_t ptr)
 static int torch_mem_has(uint64_t ptr)
 {
     torch_mem_lock_take();
-    size_t i = torch_mem_home(ptr);
-    while (torch_mem_table[i].ptr && torch_mem_table[i].ptr != ptr)
-        i = (i + 1) & (TORCH_MEM_SLOTS - 1);
-    int found = torch_mem_table[i].ptr != 0;
+    int found = torch_mem_table[torch_mem_find(ptr)].ptr != 0;
     torch_mem_lock_give();
     return found;
 }
@@ -270,21 +304,26 @@ void torch_memory_after_fork_child(void)
 
 static int torch_mem_on(void)
 {
-    return torch_mem_table && !prof_tls_busy &&
+    return atomic_load_explicit(&torch_mem_enabled, memory_order_relaxed) && !prof_tls_busy &&
            atomic_load_explicit(&prof_recording, memory_order_relaxed);
+}
+
+/* The thread's innermost Python node, which the memory records carry: it reads the
+ * thread's Python state and never allocates. */
+static uint32_t torch_mem_py_node(void)
+{
+    return prof_current_py_node ? prof_current_py_node() : 0;
 }
 
 /* Reserves a record in the calling thread's ring (*ring, to commit it) with its Python
  * node filled in; NULL when not recording or the ring is full (counted by the ring). */
-static void *torch_mem_reserve(uint32_t size, struct prof_ring **ring)
+static void *torch_mem_reserve(uint32_t size, uint32_t node, struct prof_ring **ring)
 {
     struct prof_thread *t = emit_thread();
     if (!t || !atomic_load_explicit(&prof_recording, memory_order_relaxed))
         return NULL;
     if (__builtin_expect(!atomic_load_explicit(&prof_collector_running, memory_order_relaxed), 0))
         collector_resume();
-    /* The Python node first: it reads the thread's Python state and never allocates. */
-    uint32_t node = prof_current_py_node ? prof_current_py_node() : 0;
     struct prof_rec_torch_mem *rec = ring_reserve(&t->ring, size);
     if (rec)
         rec->py_node = node; /* the same offset in both memory records */
@@ -292,16 +331,10 @@ static void *torch_mem_reserve(uint32_t size, struct prof_ring **ring)
     return rec;
 }
 
-/* The thread's innermost Python node (the memory records carry it too). */
-static uint32_t torch_mem_py_node(void)
-{
-    return prof_current_py_node ? prof_current_py_node() : 0;
-}
-
-static void torch_mem_emit(int64_t bytes, uint64_t ptr, uint64_t ticks)
+static void torch_mem_emit(int64_t bytes, uint64_t ptr, uint64_t ticks, uint32_t node)
 {
     struct prof_ring *ring;
-    struct prof_rec_torch_mem *rec = torch_mem_reserve(sizeof *rec, &ring);
+    struct prof_rec_torch_mem *rec = torch_mem_reserve(sizeof *rec, node, &ring);
     if (!rec)
         return;
     rec->h.type = PROF_REC_TORCH_MEM;
@@ -349,9 +382,9 @@ PROF_EXPORT void *_ZN3c109alloc_cpuEm(size_t nbytes)
         torch_mem_put((uint64_t)(uintptr_t)p, nbytes);
         torch_totals_add(TORCH_DEVICE_CPU, -1, (int64_t)nbytes, ticks, 0);
         torch_ops_memory((int64_t)nbytes, 0);
-        torch_mem_emit((int64_t)nbytes, (uint64_t)(uintptr_t)p, ticks);
-        stacks_after_tensor((int64_t)nbytes, (uint64_t)(uintptr_t)p, ticks, torch_mem_py_node(), 0,
-                            -1);
+        uint32_t node = torch_mem_py_node();
+        torch_mem_emit((int64_t)nbytes, (uint64_t)(uintptr_t)p, ticks, node);
+        stacks_after_tensor((int64_t)nbytes, (uint64_t)(uintptr_t)p, ticks, node, 0, -1);
         errno = saved;
     }
     return p;
@@ -361,17 +394,17 @@ PROF_EXPORT void *_ZN3c109alloc_cpuEm(size_t nbytes)
 PROF_EXPORT void _ZN3c108free_cpuEPv(void *data)
 {
     torch_free_cpu_fn real = torch_free_cpu_real();
-    if (data && torch_mem_table) {
+    if (data && atomic_load_explicit(&torch_mem_enabled, memory_order_relaxed)) {
         int saved = errno;
         /* Always forget the block (a later block may reuse the address); record only while
          * recording. */
         uint64_t bytes = torch_mem_take((uint64_t)(uintptr_t)data);
-        if (bytes && torch_mem_on())
-            torch_ops_memory(-(int64_t)bytes, 0);
         if (torch_mem_on()) {
+            if (bytes)
+                torch_ops_memory(-(int64_t)bytes, 0);
             uint64_t ticks = prof_clock_ticks();
             torch_totals_add(TORCH_DEVICE_CPU, -1, -(int64_t)bytes, ticks, 0);
-            torch_mem_emit(-(int64_t)bytes, (uint64_t)(uintptr_t)data, ticks);
+            torch_mem_emit(-(int64_t)bytes, (uint64_t)(uintptr_t)data, ticks, torch_mem_py_node());
             stacks_after_tensor(-(int64_t)bytes, (uint64_t)(uintptr_t)data, ticks, 0, 0, -1);
         }
         errno = saved;
@@ -413,6 +446,7 @@ static void torch_report_record(void *ptr, int64_t bytes, uint64_t allocated, ui
         return;
     int saved = errno;
     uint64_t ticks = prof_clock_ticks();
+    uint32_t node = torch_mem_py_node();
     if (device.type != 0) {
         torch_ops_memory(bytes, 1);
         torch_totals_add(device.type, device.index, bytes, ticks, reserved);
@@ -424,10 +458,10 @@ static void torch_report_record(void *ptr, int64_t bytes, uint64_t allocated, ui
          * report before free_cpu and after alloc_cpu: the block is in the table then.) */
         torch_ops_memory(bytes, 0);
         torch_totals_add(TORCH_DEVICE_CPU, -1, bytes, ticks, 0);
-        torch_mem_emit(bytes, (uint64_t)(uintptr_t)ptr, ticks);
+        torch_mem_emit(bytes, (uint64_t)(uintptr_t)ptr, ticks, node);
     }
     struct prof_ring *ring;
-    struct prof_rec_torch_dev_mem *rec = torch_mem_reserve(sizeof *rec, &ring);
+    struct prof_rec_torch_dev_mem *rec = torch_mem_reserve(sizeof *rec, node, &ring);
     if (rec) {
         rec->h.type = PROF_REC_TORCH_DEV_MEM;
         rec->h.size = sizeof *rec;
@@ -442,8 +476,8 @@ static void torch_report_record(void *ptr, int64_t bytes, uint64_t allocated, ui
         ring_commit(ring);
     }
     if (device.type != 0)
-        stacks_after_tensor(bytes, (uint64_t)(uintptr_t)ptr, ticks, torch_mem_py_node(),
-                            device.type, device.index);
+        stacks_after_tensor(bytes, (uint64_t)(uintptr_t)ptr, ticks, node, device.type,
+                            device.index);
     errno = saved;
 }
 
@@ -465,11 +499,14 @@ TORCH_REPORT_WRAPPER(_ZN3c1027reportMemoryUsageToProfilerEPvlllNS_6DeviceE, torc
 
 void torch_memory_init(void)
 {
-    void *t = mmap(NULL, TORCH_MEM_SLOTS * sizeof(struct torch_mem_slot), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (t == MAP_FAILED)
+    struct torch_mem_slot *t = torch_mem_map(TORCH_MEM_MIN_SLOTS);
+    if (!t)
         return;
     torch_totals_reset();
     collector_add_source(torch_totals_drain);
+    torch_mem_lock_take(); /* published by the lock to the hooks that see it enabled */
     torch_mem_table = t;
+    torch_mem_mask = TORCH_MEM_MIN_SLOTS - 1;
+    torch_mem_lock_give();
+    atomic_store(&torch_mem_enabled, 1);
 }
