@@ -212,7 +212,7 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
                     st->p->steps.source == MODEL_STEPS_PROFILER_STEP ? "ProfilerStep#N's N"
                                                                       : "the first is 1");
         else
-            fputs("steps numbered from the first recorded", out);
+            fputs("steps numbered from its first,", out); /* "... recorded inside it only" */
         /* a window opened by time, signal or attach after the first steps cuts into one
          * (PROF_STEPS opens at a step's end; one open from the start or before the first
          * step cuts none): the first step counted is that step's part inside it */

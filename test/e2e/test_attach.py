@@ -187,6 +187,10 @@ def test_attach_for_steps_to_a_torch_loop_records_exactly_those_steps(tmp_path):
     assert len(opens) == len(closes) == 1
     first, last = int(opens[0].split()[2]), int(closes[0].split()[2])
     assert opens[0].split()[1] == closes[0].split()[1] == "step" and last - first == 49
+    # the library saw no steps before it was loaded: the report numbers them from the window
+    from conftest import report
+    line = [l for l in report(out).stdout.splitlines() if "Capture window (attach)" in l]
+    assert line and "steps numbered from its first, recorded inside it only;" in line[0], line
 
 
 @needs_torch
