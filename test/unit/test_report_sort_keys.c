@@ -55,3 +55,43 @@ Test(sort_keys, same_order_as_qsort)
         free(got);
     }
 }
+
+static const struct sort_pair *pairing;
+
+static int pair_cmp(const void *a, const void *b)
+{
+    const struct sort_pair *x = &pairing[*(const size_t *)a], *y = &pairing[*(const size_t *)b];
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+/* sort_pairs: qsort's order by key with the index last (equal keys keep their order), the
+ * values moved with their keys, at every size around the insertion runs. */
+Test(sort_pairs, same_order_as_qsort)
+{
+    static const size_t sizes[] = {0, 1, 2, 15, 16, 17, 33, 1000, 4099};
+    srand(11);
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        size_t n = sizes[s];
+        struct sort_pair *given = malloc((n + 1) * sizeof *given);
+        struct sort_pair *got = malloc((n + 1) * sizeof *got);
+        size_t *want = malloc((n + 1) * sizeof *want);
+        cr_assert(given && got && want);
+        for (size_t i = 0; i < n; i++) { /* few distinct keys: many ties; the largest too */
+            uint64_t key = (uint64_t)(rand() % 7);
+            given[i] = got[i] = (struct sort_pair){i % 5 ? key : UINT64_MAX - key % 2, i};
+            want[i] = i;
+        }
+        pairing = given;
+        qsort(want, n, sizeof *want, pair_cmp);
+        sort_pairs(got, n);
+        for (size_t i = 0; i < n; i++) {
+            cr_assert_eq(got[i].value, want[i], "n %zu, at %zu", n, i);
+            cr_assert_eq(got[i].key, given[want[i]].key);
+        }
+        free(given);
+        free(got);
+        free(want);
+    }
+}
