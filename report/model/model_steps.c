@@ -95,7 +95,7 @@ static void steps_add(struct steps_events *e, uint64_t start, uint64_t end, uint
 {
     if (end <= start)
         return;
-    e->ev = report_grow(e->ev, &e->cap, e->n + 2, sizeof *e->ev);
+    e->ev = report_grow_raw(e->ev, &e->cap, e->n + 2, sizeof *e->ev);
     e->ev[e->n++] = (struct steps_event){start, +1, label};
     e->ev[e->n++] = (struct steps_event){end, -1, label};
 }

@@ -31,7 +31,7 @@ static void model_torch_on_record(struct model_process *p, const struct trace_re
 {
     const struct prof_rec_torch_op *r = rec->data;
     struct model_torch *t = &p->torch;
-    t->ops = report_grow(t->ops, &t->cap_ops, t->nops + 1, sizeof *t->ops);
+    t->ops = report_grow_raw(t->ops, &t->cap_ops, t->nops + 1, sizeof *t->ops);
     t->ops[t->nops++] = (struct model_torch_op){.start = r->start,
                                                 .end = r->end >= r->start ? r->end : r->start,
                                                 .sequence_nr = r->sequence_nr,
