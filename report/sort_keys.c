@@ -36,6 +36,10 @@ void sort_keys(struct sort_key *keys, size_t n, size_t *order)
                 size_t mid = lo + width < n ? lo + width : n;
                 size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
                 size_t a = lo, b = mid, o = lo;
+                if (b < hi && !sort_key_before(&k[b], &k[b - 1])) { /* in order already */
+                    memcpy(tmp + lo, k + lo, (hi - lo) * sizeof *k);
+                    continue;
+                }
                 while (a < mid && b < hi)
                     tmp[o++] = sort_key_before(&k[b], &k[a]) ? k[b++] : k[a++];
                 while (a < mid)
@@ -81,6 +85,10 @@ void sort_pairs(struct sort_pair *pairs, size_t n)
             size_t mid = lo + width < n ? lo + width : n;
             size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
             size_t a = lo, b = mid, o = lo;
+            if (b < hi && !(k[b].key < k[b - 1].key)) { /* in order already */
+                memcpy(tmp + lo, k + lo, (hi - lo) * sizeof *k);
+                continue;
+            }
             while (a < mid && b < hi)
                 tmp[o++] = k[b].key < k[a].key ? k[b++] : k[a++];
             while (a < mid)

@@ -95,3 +95,46 @@ Test(sort_pairs, same_order_as_qsort)
         free(want);
     }
 }
+
+/* Runs already in order (a merge that copies them whole): sorted, reversed and blockwise
+ * sorted inputs, with ties, give qsort's order to both sorts. */
+Test(sort_keys, inputs_partly_in_order)
+{
+    static const size_t sizes[] = {17, 32, 33, 100, 1000, 4099};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        size_t n = sizes[s];
+        for (int shape = 0; shape < 3; shape++) {
+            struct rec *r = malloc(n * sizeof *r);
+            struct sort_key *keys = malloc(n * sizeof *keys);
+            struct sort_pair *pairs = malloc(n * sizeof *pairs);
+            size_t *want = malloc(n * sizeof *want), *got = malloc(n * sizeof *got);
+            cr_assert(r && keys && pairs && want && got);
+            for (size_t i = 0; i < n; i++) {
+                uint64_t v = shape == 0 ? i / 3 : shape == 1 ? (n - i) / 3 : (i % 64) / 2;
+                r[i] = (struct rec){v % 2, v, v, 0};
+                keys[i] = (struct sort_key){{r[i].tid, r[i].start, ~r[i].end, r[i].depth}, i};
+                pairs[i] = (struct sort_pair){v, i};
+                want[i] = i;
+            }
+            sorting = r;
+            qsort(want, n, sizeof *want, rec_cmp);
+            sort_keys(keys, n, got);
+            for (size_t i = 0; i < n; i++)
+                cr_assert_eq(got[i], want[i], "sort_keys: n %zu, shape %d, at %zu", n, shape, i);
+            for (size_t i = 0; i < n; i++) {
+                r[i] = (struct rec){0, pairs[i].key, UINT64_MAX, 0};
+                want[i] = i;
+            }
+            qsort(want, n, sizeof *want, rec_cmp);
+            sort_pairs(pairs, n);
+            for (size_t i = 0; i < n; i++)
+                cr_assert_eq(pairs[i].value, want[i], "sort_pairs: n %zu, shape %d, at %zu", n,
+                             shape, i);
+            free(r);
+            free(keys);
+            free(pairs);
+            free(want);
+            free(got);
+        }
+    }
+}
