@@ -12,7 +12,7 @@ void report_oom(void)
     exit(1);
 }
 
-void *report_grow(void *ptr, size_t *cap, size_t need, size_t elem)
+void *report_grow_raw(void *ptr, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return ptr;
@@ -22,8 +22,17 @@ void *report_grow(void *ptr, size_t *cap, size_t need, size_t elem)
     void *q = realloc(ptr, n * elem);
     if (!q)
         report_oom();
-    memset((char *)q + *cap * elem, 0, (n - *cap) * elem); /* new slots start zeroed */
     *cap = n;
+    return q;
+}
+
+void *report_grow(void *ptr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return ptr;
+    size_t old = *cap;
+    void *q = report_grow_raw(ptr, cap, need, elem);
+    memset((char *)q + old * elem, 0, (*cap - old) * elem); /* new slots start zeroed */
     return q;
 }
 

@@ -17,4 +17,14 @@ struct sort_key {
  * their indices in that order. */
 void sort_keys(struct sort_key *keys, size_t n, size_t *order);
 
+/* One key and what goes with it: where the order needs one key alone, a record packed in
+ * 16 bytes sorts in place, not through a 40-byte key and a copy back. */
+struct sort_pair {
+    uint64_t key, value;
+};
+
+/* Orders pairs[0, n) by key, those of equal keys in the order given (stable: qsort's
+ * order with the index last); the same merge sort. */
+void sort_pairs(struct sort_pair *pairs, size_t n);
+
 #endif

@@ -16,7 +16,7 @@ static struct model_py_node *model_python_node_get(struct model_python *py, uint
     uint64_t v = idmap_get(&py->node_index, id);
     if (v)
         return &py->nodes[v - 1];
-    py->nodes = report_grow(py->nodes, &py->cap_nodes, py->nnodes + 1, sizeof *py->nodes);
+    py->nodes = report_grow_raw(py->nodes, &py->cap_nodes, py->nnodes + 1, sizeof *py->nodes);
     struct model_py_node *n = &py->nodes[py->nnodes++];
     memset(n, 0, sizeof *n);
     n->id = id;
@@ -79,8 +79,8 @@ static void model_python_on_record(struct model_process *p, const struct trace_r
         const struct prof_rec_py_span *r = rec->data;
         model_cpu_event(p, r->start, r->end);
         py->spans++;
-        py->span_list = report_grow(py->span_list, &py->cap_span_list, py->nspan_list + 1,
-                                    sizeof *py->span_list);
+        py->span_list = report_grow_raw(py->span_list, &py->cap_span_list, py->nspan_list + 1,
+                                        sizeof *py->span_list);
         py->span_list[py->nspan_list++] = (struct model_py_span){
             .start = r->start, .end = r->end, .node = r->node_id, .tid = tid};
         break;

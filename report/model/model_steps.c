@@ -95,15 +95,31 @@ static void steps_add(struct steps_events *e, uint64_t start, uint64_t end, uint
 {
     if (end <= start)
         return;
-    e->ev = report_grow(e->ev, &e->cap, e->n + 2, sizeof *e->ev);
+    e->ev = report_grow_raw(e->ev, &e->cap, e->n + 2, sizeof *e->ev);
     e->ev[e->n++] = (struct steps_event){start, +1, label};
     e->ev[e->n++] = (struct steps_event){end, -1, label};
 }
 
 /* Sorts the events by time, ends first (touching intervals do not overlap), keeping the
- * order of equal ones (as qsort's merge sort did). */
+ * order of equal ones (as qsort's merge sort did). Times below 2^63 (all, in practice) and
+ * the end bit pack into one key: sort_pairs, in place; else keys of two. */
 static void steps_sort(struct steps_event *ev, size_t n)
 {
+    struct sort_pair *pairs = malloc((n + 1) * sizeof *pairs);
+    if (!pairs)
+        report_oom();
+    size_t i = 0;
+    for (; i < n && ev[i].t < (1ull << 63); i++)
+        pairs[i] = (struct sort_pair){ev[i].t << 1 | (ev[i].delta > 0), ev[i].label};
+    if (i == n) {
+        sort_pairs(pairs, n);
+        for (i = 0; i < n; i++)
+            ev[i] = (struct steps_event){pairs[i].key >> 1, pairs[i].key & 1 ? +1 : -1,
+                                         (uint8_t)pairs[i].value};
+        free(pairs);
+        return;
+    }
+    free(pairs);
     struct sort_key *keys = malloc((n + 1) * sizeof *keys);
     struct steps_event *sorted = malloc((n + 1) * sizeof *sorted);
     if (!keys || !sorted)

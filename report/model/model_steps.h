@@ -125,6 +125,9 @@ struct model_steps {
     struct model_step *steps;
     size_t nsteps;
     uint64_t startup_import_ns; /* before the first step: imports (importlib) on the step thread */
+    /* While model_steps_hot runs: the indexes of the Python spans by thread, then start, the
+     * longer first (model_steps_spans_in_order gives a thread's run of it). */
+    size_t *span_order;
     struct model_step_sync *syncs; /* freed by model_steps_finish */
     size_t nsyncs, cap_syncs;
     struct model_step_range *ranges; /* freed by model_steps_finish */

@@ -46,10 +46,9 @@ void model_steps_comm_hot(struct model_process *p, size_t warm, uint64_t per)
     struct model_steps *st = &p->steps;
     uint64_t lo = st->steps[warm].start_ns, hi = st->steps[st->nsteps - 1].end_ns;
     size_t n = 0, nc = 0, top = 0;
-    size_t *order = malloc((p->py.nspan_list + 1) * sizeof *order);
     size_t *stack = malloc((p->py.nspan_list + 1) * sizeof *stack);
     uint64_t(*calls)[2] = malloc((p->comm.ncalls + 1) * sizeof *calls); /* start, end */
-    if (!order || !stack || !calls)
+    if (!stack || !calls)
         report_oom();
     int64_t off = p->comm.realtime_offset_ns;
     for (size_t i = 0; i < p->comm.ncalls; i++) {
@@ -62,7 +61,7 @@ void model_steps_comm_hot(struct model_process *p, size_t warm, uint64_t per)
         }
     }
     qsort(calls, nc, sizeof *calls, comm_hot_call_cmp);
-    n = model_steps_spans_in_order(p, p->steps.tid, order);
+    const size_t *order = model_steps_spans_in_order(p, p->steps.tid, &n);
     struct u64map index; /* (own << 32 | api) -> row + 1 */
     u64map_init(&index);
     struct comm_hot_row *rows = NULL;
@@ -122,7 +121,6 @@ void model_steps_comm_hot(struct model_process *p, size_t warm, uint64_t per)
             model_steps_hot_text(p, (r->own ? r->own : r->api) - 1), api, r->ns / per, 0, 0};
     }
     free(rows);
-    free(order);
     free(stack);
     free(calls);
 }

@@ -77,14 +77,21 @@ static int hot_cmp(const void *a, const void *b)
     return x->func < y->func ? -1 : x->func > y->func;
 }
 
-size_t model_steps_spans_in_order(const struct model_process *p, uint32_t tid, size_t *order)
+const size_t *model_steps_spans_in_order(const struct model_process *p, uint32_t tid, size_t *n)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < p->py.nspan_list; i++)
-        if (p->py.span_list[i].tid == tid)
-            order[n++] = i;
-    hot_spans_sort(p, order, n, 0);
-    return n;
+    const size_t *order = p->steps.span_order;
+    size_t lo = 0, hi = p->py.nspan_list; /* the first of tid's, then the first after them */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->py.span_list[order[mid]].tid < tid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (hi = lo; hi < p->py.nspan_list && p->py.span_list[order[hi]].tid == tid;)
+        hi++;
+    *n = hi - lo;
+    return order + lo;
 }
 
 /* The index of the step holding ticks; SIZE_MAX: none. */
@@ -178,13 +185,12 @@ static size_t hot_rank(const struct model_process *p, uint32_t tid, uint64_t lo,
 {
     const struct model_steps *st = &p->steps;
     size_t n = 0, top = 0;
-    size_t *order = malloc((p->py.nspan_list + 1) * sizeof *order);
     size_t *stack = malloc((p->py.nspan_list + 1) * sizeof *stack);
     uint64_t *self = malloc((p->py.nspan_list + 1) * sizeof *self);
     uint8_t *marked = calloc(p->py.nspan_list + 1, 1);
-    if (!order || !stack || !self || !marked)
+    if (!stack || !self || !marked)
         report_oom();
-    n = model_steps_spans_in_order(p, tid, order);
+    const size_t *order = model_steps_spans_in_order(p, tid, &n);
     for (size_t k = 0; k < n; k++) {
         const struct model_py_span *sp = &p->py.span_list[order[k]];
         uint64_t a = model_ticks_to_monotonic_ns(p, sp->start);
@@ -267,7 +273,6 @@ static size_t hot_rank(const struct model_process *p, uint32_t tid, uint64_t lo,
         }
     }
     u64map_free(&index);
-    free(order);
     free(stack);
     free(self);
     free(marked);
@@ -573,12 +578,7 @@ static uint8_t hot_loader(const struct model_process *p, const struct hot_func *
 static uint32_t hot_startup_thread(const struct model_process *p, uint64_t hi, uint64_t *imports)
 {
     size_t n = p->py.nspan_list;
-    size_t *order = malloc((n + 1) * sizeof *order);
-    if (!order)
-        report_oom();
-    for (size_t i = 0; i < n; i++)
-        order[i] = i;
-    hot_spans_sort(p, order, n, 1);
+    const size_t *order = p->steps.span_order;
     uint32_t best = p->steps.tid;
     uint64_t best_ns = 0;
     *imports = 0;
@@ -607,7 +607,6 @@ static uint32_t hot_startup_thread(const struct model_process *p, uint64_t hi, u
             *imports = imp;
         }
     }
-    free(order);
     return best;
 }
 
@@ -657,6 +656,12 @@ static void hot_data_whole(struct model_process *p, const struct hot_func *all,
 void model_steps_hot(struct model_process *p)
 {
     struct model_steps *st = &p->steps;
+    st->span_order = malloc((p->py.nspan_list + 1) * sizeof *st->span_order);
+    if (!st->span_order)
+        report_oom();
+    for (size_t i = 0; i < p->py.nspan_list; i++)
+        st->span_order[i] = i;
+    hot_spans_sort(p, st->span_order, p->py.nspan_list, 1); /* once, not per ranking */
     double ratio;
     size_t warm = model_steps_warmup(st, &ratio);
     uint64_t lo = st->steps[warm].start_ns, hi = st->steps[st->nsteps - 1].end_ns;
@@ -693,6 +698,8 @@ void model_steps_hot(struct model_process *p)
     st->startup_hot = hot_keep(p, all, nall, MODEL_STEPS_STARTUP_HOT, 1, 0, &st->nstartup_hot);
     free(all);
     model_steps_threads(p, warm, per);
+    free(st->span_order);
+    st->span_order = NULL;
 }
 
 int model_steps_idle_wait(const struct model_py_func *f)

@@ -41,9 +41,10 @@ struct model_step_hot {
 #define MODEL_STEPS_THREAD_HOT 1
 /* model_steps_comm.c: p->steps.comm_hot of the steady steps from index warm on, per of them. */
 void model_steps_comm_hot(struct model_process *p, size_t warm, uint64_t per);
-/* The indexes of p's Python spans of thread tid into order (room for all), by start, an
- * outer call before the calls inside it; their count. */
-size_t model_steps_spans_in_order(const struct model_process *p, uint32_t tid, size_t *order);
+/* The indexes of p's Python spans of thread tid, by start, an outer call before the calls
+ * inside it (*n of them): a run of p->steps.span_order, made by model_steps_hot, so only
+ * while it runs. */
+const size_t *model_steps_spans_in_order(const struct model_process *p, uint32_t tid, size_t *n);
 /* "qualname (file:line)" of a function, or a builtin's name; owned by the caller. */
 char *model_steps_hot_text(const struct model_process *p, uint32_t func_id);
 /* model_steps_hot.c: p->steps.hot and startup_hot from the spans of its step thread (steps

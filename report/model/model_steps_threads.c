@@ -43,9 +43,10 @@ static uint32_t threads_name(const struct model_process *p, const struct model_p
  * files above its call with the most self time (a thread's target may still run at the end: no span
  * of its own), else that call's function; 0: none. */
 static uint64_t threads_busy(const struct model_process *p, uint32_t tid, size_t warm,
-                             size_t *order, struct threads_open *stack, uint32_t *name)
+                             struct threads_open *stack, uint32_t *name)
 {
-    size_t n = model_steps_spans_in_order(p, tid, order), top = 0;
+    size_t n, top = 0;
+    const size_t *order = model_steps_spans_in_order(p, tid, &n);
     uint64_t busy = 0, most = 0;
     const struct model_py_node *busiest = NULL;
     struct u64map self; /* node id + 1 -> self ns */
@@ -90,9 +91,8 @@ static uint64_t threads_busy(const struct model_process *p, uint32_t tid, size_t
 void model_steps_threads(struct model_process *p, size_t warm, uint64_t per)
 {
     struct model_steps *st = &p->steps;
-    size_t *order = malloc((p->py.nspan_list + 1) * sizeof *order);
     struct threads_open *stack = malloc((p->py.nspan_list + 1) * sizeof *stack);
-    if (!order || !stack)
+    if (!stack)
         report_oom();
     struct u64map done; /* tid + 1 */
     u64map_init(&done);
@@ -109,7 +109,7 @@ void model_steps_threads(struct model_process *p, size_t warm, uint64_t per)
             continue;
         *slot = 1;
         uint32_t name;
-        uint64_t busy = threads_busy(p, tid, warm, order, stack, &name);
+        uint64_t busy = threads_busy(p, tid, warm, stack, &name);
         if (busy > best && name) {
             best = busy;
             best_tid = tid;
@@ -117,7 +117,6 @@ void model_steps_threads(struct model_process *p, size_t warm, uint64_t per)
         }
     }
     u64map_free(&done);
-    free(order);
     free(stack);
     if (!best || !per)
         return;

@@ -23,6 +23,7 @@
 #include "hashmap.h"
 #include "model.h"
 #include "model_part.h"
+#include "sort_keys.h"
 
 struct mem_part_site {
     uint32_t op_sid, py_node;
@@ -171,22 +172,6 @@ static void mem_part_one(struct model_process *p, struct model_torch_memory *m, 
     u64map_free(&sites.index);
 }
 
-static const struct model_torch_mem *pair_sorting;
-
-/* By device, address, then time order (the index). */
-static int mem_pair_cmp(const void *a, const void *b)
-{
-    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
-    const struct model_torch_mem *x = &pair_sorting[i], *y = &pair_sorting[j];
-    if (x->dev_type != y->dev_type)
-        return x->dev_type < y->dev_type ? -1 : 1;
-    if (x->dev_index != y->dev_index)
-        return x->dev_index < y->dev_index ? -1 : 1;
-    if (x->ptr != y->ptr)
-        return x->ptr < y->ptr ? -1 : 1;
-    return i < j ? -1 : i > j;
-}
-
 /* Each free's allocation (mems in time order): the latest allocation of its device and
  * address before it, when no free came between (an address allocated again while live
  * lost its free: the later allocation is the block). */
@@ -194,14 +179,17 @@ static void mem_pair(struct model_torch *t)
 {
     if (!t->nmems || t->nmems > UINT32_MAX - 1)
         return;
-    uint32_t *order = malloc(t->nmems * sizeof *order);
-    if (!order)
+    size_t *order = malloc(t->nmems * sizeof *order);
+    struct sort_key *keys = malloc(t->nmems * sizeof *keys);
+    if (!order || !keys)
         report_oom();
-    for (size_t k = 0; k < t->nmems; k++)
-        order[k] = (uint32_t)k;
-    pair_sorting = t->mems;
-    qsort(order, t->nmems, sizeof *order, mem_pair_cmp);
-    pair_sorting = NULL;
+    for (size_t k = 0; k < t->nmems; k++) { /* by device, address, then time (the index) */
+        const struct model_torch_mem *m = &t->mems[k];
+        keys[k] = (struct sort_key){
+            {(uint64_t)(m->dev_type + 128), (uint64_t)(m->dev_index + 128), m->ptr, 0}, k};
+    }
+    sort_keys(keys, t->nmems, order);
+    free(keys);
     uint32_t last = 0; /* index + 1 of the latest live allocation at this address */
     for (size_t k = 0; k < t->nmems; k++) {
         struct model_torch_mem *e = &t->mems[order[k]];
@@ -210,7 +198,7 @@ static void mem_pair(struct model_torch *t)
             prev->dev_index != e->dev_index)
             last = 0;
         if (e->bytes > 0) {
-            last = order[k] + 1;
+            last = (uint32_t)order[k] + 1;
         } else {
             e->pair = last;
             last = 0;

@@ -29,7 +29,7 @@ void summary_codec_fail(struct summary_codec *c, const char *why)
 
 static void summary_codec_put(struct summary_codec *c, const void *p, size_t n)
 {
-    c->buf = report_grow(c->buf, &c->cap, c->len + n, 1);
+    c->buf = report_grow_raw(c->buf, &c->cap, c->len + n, 1);
     memcpy(c->buf + c->len, p, n);
     c->len += n;
 }
