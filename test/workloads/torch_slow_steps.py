@@ -20,11 +20,15 @@ BATCH, SAMPLE_MS, EVAL_EVERY, EVAL_MS = 4, 2.0, 10, 120.0
 
 
 def spin(ms):
+    # the clock read once every 64 turns: a read every turn split the time about evenly
+    # between spin and time.perf_counter (as any profiler that counts every call says), so
+    # which of the two held more, and whether it held a quarter, changed from run to run
     end = time.perf_counter() + ms / 1000
     n = 0
-    while time.perf_counter() < end:
+    while True:
         n += 1
-    return n
+        if n % 64 == 0 and time.perf_counter() >= end:
+            return n
 
 
 def slow_transform(x):
