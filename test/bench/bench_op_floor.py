@@ -121,13 +121,13 @@ def main():
           "(%.3fx), op layer alone %.3f s (%.3fx), everything on %.3f s (%.3fx)"
           % (steps, rounds, best["bare"], best["floor"], r["floor"], best["ops"], r["ops"],
              best["all"], r["all"]))
-    print("op floor: op layer over torch's floor +%.3f (goal <= +0.05); everything on %.3fx "
+    print("op floor: op layer over torch's floor %+.3f (goal <= +0.05); everything on %.3fx "
           "bare (goal <= 1.15)" % (r["ops"] - r["floor"], r["all"]))
     print("op floor: torch's floor with two tick reads per op %.3f s (%.3fx): the clock %+.3f; "
           "op layer over it %+.3f" % (best["clock"], r["clock"], r["clock"] - r["floor"],
                                      r["ops"] - r["clock"]))
     print("op floor: torch's and the Python hook's floors together %.3f s (%.3fx); everything "
-          "on +%.3f over them: ours" % (best["floors"], r["floors"], r["all"] - r["floors"]))
+          "on %+.3f over them: ours" % (best["floors"], r["floors"], r["all"] - r["floors"]))
     if r["floor"] > 1.15:
         print("op floor: torch's floor alone is %.3fx bare: no profiler that counts every op "
               "through RecordFunction can meet 1.15x on this torch and machine" % r["floor"])

@@ -48,24 +48,24 @@ void clock_end(const at::RecordFunction &, at::ObserverContext *)
     clock_sink.store(clock_ticks(), std::memory_order_relaxed);
 }
 
-} // namespace
-
-extern "C" __attribute__((visibility("default"))) int bench_floor_install(void)
+int install(at::RecordFunctionCallback::StartCallback start, at::RecordFunctionCallback::EndCallback end)
 {
     try {
-        at::addGlobalCallback(at::RecordFunctionCallback(floor_start, floor_end).needsInputs(false));
+        at::addGlobalCallback(at::RecordFunctionCallback(start, end).needsInputs(false));
     } catch (...) {
         return -1;
     }
     return 0;
 }
 
+} // namespace
+
+extern "C" __attribute__((visibility("default"))) int bench_floor_install(void)
+{
+    return install(floor_start, floor_end);
+}
+
 extern "C" __attribute__((visibility("default"))) int bench_floor_install_clock(void)
 {
-    try {
-        at::addGlobalCallback(at::RecordFunctionCallback(clock_start, clock_end).needsInputs(false));
-    } catch (...) {
-        return -1;
-    }
-    return 0;
+    return install(clock_start, clock_end);
 }
