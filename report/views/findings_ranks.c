@@ -279,10 +279,11 @@ void findings_steps_ranks(struct findings *f, const struct comm_report *r, const
     }
     findings_ranks_periodic(f, r, s, waited ? (long long)w->rank : -1);
     const struct model_process *median = findings_rank_process(s, k->rank);
+    struct steps_stats st; /* the median rank's own steady steps */
+    steps_stats_of(median, 0, UINT64_MAX, &st);
+    m.places_comm_ns = st.counted ? st.comm_ns / st.counted : 0; /* (its comm_hot's steps) */
     findings_step_comm(f, &m, waited ? (long long)w->rank : -1, median);
     if (median) { /* Python inside forward and backward: the median rank's own steps */
-        struct steps_stats st;
-        steps_stats_of(median, 0, UINT64_MAX, &st);
         findings_step_python(f, &st, " (median rank)");
         findings_step_gc(f, &st, " (median rank)");
         /* (a review's 4 ranks: 4.2 s of startup each, 0.7 s of steps) */

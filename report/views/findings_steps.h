@@ -23,6 +23,9 @@ double findings_share(uint64_t part, uint64_t total);
 /* The parts of one step (the mean steady step of a process, or of the median rank). */
 struct findings_step {
     uint64_t step_ns, part_ns[MODEL_STEP_PART_COUNT], comm_ns, wait_ns, gpu_busy_ns;
+    /* the communication per step over the steps the places where collectives begin were
+     * measured on (the process's own steady steps; the ranks' common steps may differ) */
+    uint64_t places_comm_ns;
     uint64_t syncs_per_step_x100;
     int has_gpu;
     int wait_known;  /* wait_ns: ranks were compared (one rank alone cannot tell its wait) */
