@@ -123,11 +123,14 @@ p.join()
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_pool_terminated_at_once_leaves_readable_traces(tmp_path, method):
     """Pool workers killed by terminate() as they start: each leaves a non-empty trace
-    (a SIGTERM that came while the file was being made left it empty)."""
+    (a SIGTERM that came while the file was being made left it empty). A spawned worker is a
+    new program: one killed before its loader reached libprof.so ran none of its code and
+    leaves no file (seen on a loaded machine: 2 of 4), so spawn counts only the program's."""
     for attempt in range(4):
         out = tmp_path / ("out%d" % attempt)
         profile(["/usr/bin/python3", "-c", POOL, method], out)
         traces = trace_files(out)
-        assert len(traces) >= 5, traces  # the program and its 4 workers (+ spawn's tracker)
+        # the program and its 4 forked workers; spawn: the program (+ its resource tracker)
+        assert len(traces) >= (5 if method == "fork" else 1), traces
         assert all(os.path.getsize(t) > 0 for t in traces), \
             [(t, os.path.getsize(t)) for t in traces]
