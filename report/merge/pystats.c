@@ -212,19 +212,43 @@ void pystats_merge_caller(struct pystats *s, size_t callee, const struct pystats
     d->ct_ns += e->ct_ns;
 }
 
+/* The counts the tables take of node i: the whole process's (row NULL), or a part's
+ * (row[i]: its window row + 1; 0: it did not run in the part). */
+struct pystats_counts {
+    uint64_t calls, total_ns, self_ns, api_calls, api_ns, gpu_kernels, gpu_ns;
+};
+
+static struct pystats_counts pystats_counts_of(const struct model_process *p, const uint32_t *row,
+                                               size_t i)
+{
+    if (!row) {
+        const struct model_py_node *n = &p->py.nodes[i];
+        return (struct pystats_counts){n->calls,  n->total_ns,    n->self_ns, n->api_calls,
+                                       n->api_ns, n->gpu_kernels, n->gpu_ns};
+    }
+    if (!row[i])
+        return (struct pystats_counts){0};
+    const struct model_py_window_row *r = &p->py.window_rows[row[i] - 1];
+    return (struct pystats_counts){r->calls,  r->total_ns,    r->self_ns, r->api_calls,
+                                   r->api_ns, r->gpu_kernels, r->gpu_ns};
+}
+
 /* Whether node i of p is in the forest: defined, of the thread asked, and (counts of a
  * part) run in the part; a node that ran in it has every caller running in it too. */
-static int pystats_node_in(const struct model_process *p, const struct model_py_node *nodes,
-                           size_t i, int64_t tid)
+static int pystats_node_in(const struct model_process *p, const uint32_t *row, size_t i,
+                           int64_t tid)
 {
-    const struct model_py_node *n = &p->py.nodes[i], *c = &nodes[i];
+    const struct model_py_node *n = &p->py.nodes[i];
     if (!n->defined || (tid >= 0 && n->tid != (uint32_t)tid))
         return 0;
-    return nodes == p->py.nodes || c->calls || c->total_ns || c->api_calls;
+    if (!row)
+        return 1;
+    struct pystats_counts c = pystats_counts_of(p, row, i);
+    return c.calls || c.total_ns || c.api_calls;
 }
 
 static void pystats_forest_of(struct pystats_forest *f, const struct model_process *p,
-                              const struct model_py_node *nodes, int64_t tid)
+                              const uint32_t *row, int64_t tid)
 {
     const struct model_python *py = &p->py;
     size_t n = py->nnodes;
@@ -238,11 +262,11 @@ static void pystats_forest_of(struct pystats_forest *f, const struct model_proce
         f->first_child[i] = f->next_sibling[i] = last[i] = SIZE_MAX;
     for (size_t i = 0; i < n; i++) {
         const struct model_py_node *node = &py->nodes[i];
-        if (!pystats_node_in(p, nodes, i, tid))
+        if (!pystats_node_in(p, row, i, tid))
             continue;
         uint64_t pv = node->parent ? idmap_get(&py->node_index, node->parent) : 0;
         size_t parent = pv ? (size_t)pv - 1 : SIZE_MAX;
-        if (parent != SIZE_MAX && (!pystats_node_in(p, nodes, parent, -1) ||
+        if (parent != SIZE_MAX && (!pystats_node_in(p, row, parent, -1) ||
                                    (tid != -1 && py->nodes[parent].tid != node->tid)))
             parent = SIZE_MAX;
         if (parent == SIZE_MAX) {
@@ -261,7 +285,7 @@ static void pystats_forest_of(struct pystats_forest *f, const struct model_proce
 
 void pystats_forest_build(struct pystats_forest *f, const struct model_process *p, int64_t tid)
 {
-    pystats_forest_of(f, p, p->py.nodes, tid);
+    pystats_forest_of(f, p, NULL, tid);
 }
 
 void pystats_forest_free(struct pystats_forest *f)
@@ -274,12 +298,24 @@ void pystats_forest_free(struct pystats_forest *f)
 
 /* What the walk keeps per node of the forest. */
 struct pystats_visit {
-    size_t func;     /* index in s->funcs */
-    size_t parent;   /* node index, SIZE_MAX at a root */
-    int recursive;   /* the node's function is active above it */
-    int pair_active; /* the parent -> node pair of functions is active above it */
+    size_t func;      /* index in s->funcs */
+    size_t parent;    /* node index, SIZE_MAX at a root */
+    size_t same_func; /* the innermost node of its function active above it; SIZE_MAX: none */
+    int recursive;    /* the node's function is active above it */
+    int pair_active;  /* the parent -> node pair of functions is active above it */
     uint64_t sub_api_calls, sub_api_ns;
 };
+
+/* Whether the caller -> callee pair of node i is active above it: some node of its
+ * function active above it (they are chained) called by the function of its caller. */
+static int pystats_pair_active(const struct pystats_visit *v, size_t i)
+{
+    size_t caller = v[v[i].parent].func;
+    for (size_t a = v[i].same_func; a != SIZE_MAX; a = v[a].same_func)
+        if (v[a].parent != SIZE_MAX && v[v[a].parent].func == caller)
+            return 1;
+    return 0;
+}
 
 void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid, int part)
 {
@@ -287,24 +323,14 @@ void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid, 
     if (!py->nnodes)
         return;
     /* A part's counts: the nodes that ran in it, the others 0 (not in the forest). */
-    struct model_py_node *window = NULL;
+    uint32_t *row = NULL;
     if (part && py->window != MODEL_WINDOW_ALL) {
-        window = pystats_alloc(py->nnodes, sizeof *window);
-        for (size_t i = 0; i < py->nwindow_rows; i++) {
-            const struct model_py_window_row *r = &py->window_rows[i];
-            struct model_py_node *w = &window[r->index];
-            w->calls = r->calls;
-            w->total_ns = r->total_ns;
-            w->self_ns = r->self_ns;
-            w->api_calls = r->api_calls;
-            w->api_ns = r->api_ns;
-            w->gpu_kernels = r->gpu_kernels;
-            w->gpu_ns = r->gpu_ns;
-        }
+        row = pystats_alloc(py->nnodes, sizeof *row);
+        for (size_t i = 0; i < py->nwindow_rows; i++)
+            row[py->window_rows[i].index] = (uint32_t)i + 1;
     }
-    const struct model_py_node *nodes = window ? window : py->nodes;
     struct pystats_forest forest;
-    pystats_forest_of(&forest, p, nodes, tid);
+    pystats_forest_of(&forest, p, row, tid);
     struct pystats_visit *v = pystats_alloc(py->nnodes, sizeof *v);
     size_t *gfunc = pystats_alloc(py->nfuncs + 1, sizeof *gfunc); /* process func -> s->funcs */
     for (size_t i = 0; i <= py->nfuncs; i++)
@@ -312,7 +338,7 @@ void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid, 
     for (size_t i = 0; i < py->nnodes; i++) {
         v[i].parent = SIZE_MAX;
         v[i].func = SIZE_MAX;
-        if (!pystats_node_in(p, nodes, i, tid))
+        if (!pystats_node_in(p, row, i, tid))
             continue; /* not in the forest: its function must not make a row */
         uint64_t fv = idmap_get(&py->func_index, py->nodes[i].func);
         size_t local = fv ? (size_t)fv - 1 : py->nfuncs; /* nfuncs: the unknown one */
@@ -322,11 +348,11 @@ void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid, 
     }
     free(gfunc);
 
-    /* Depth-first, with an explicit stack: Python recursion runs thousands deep. The
-     * active counts say what is on the path from the root to the current node. */
+    /* Depth-first, with an explicit stack: Python recursion runs thousands deep. active:
+     * per function, its innermost node on the path from the root to the current node. */
     size_t *active = pystats_alloc(s->nfuncs, sizeof *active);
-    struct u64map pairs;
-    u64map_init(&pairs);
+    for (size_t f = 0; f < s->nfuncs; f++)
+        active[f] = SIZE_MAX;
     size_t cap = 64, top = 0, importing = 0;           /* importer calls on the path */
     size_t *stack = pystats_alloc(cap, sizeof *stack); /* node * 2 + (1: leaving) */
     stack = report_grow(stack, &cap, forest.nroots + 1, sizeof *stack);
@@ -335,19 +361,16 @@ void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid, 
     while (top) {
         size_t e = stack[--top], i = e / 2;
         struct pystats_visit *n = &v[i];
-        const struct model_py_node *node = &nodes[i];
-        uint64_t pair = n->parent != SIZE_MAX ? (uint64_t)v[n->parent].func << 32 | n->func : 0;
+        struct pystats_counts node = pystats_counts_of(p, row, i);
         if (!(e & 1)) { /* entering */
-            n->recursive = active[n->func] > 0;
-            active[n->func]++;
+            n->same_func = active[n->func];
+            n->recursive = n->same_func != SIZE_MAX;
+            /* (a pair is active only where its callee's function is) */
+            n->pair_active = n->recursive && n->parent != SIZE_MAX && pystats_pair_active(v, i);
+            active[n->func] = i;
             importing += s->funcs[n->func].importer;
-            if (n->parent != SIZE_MAX) {
-                uint64_t *c = pystats_slot(&pairs, pair);
-                n->pair_active = *c > 0;
-                ++*c;
-            }
-            n->sub_api_calls = node->api_calls;
-            n->sub_api_ns = node->api_ns;
+            n->sub_api_calls = node.api_calls;
+            n->sub_api_ns = node.api_ns;
             stack = report_grow(stack, &cap, top + 1, sizeof *stack);
             stack[top++] = i * 2 + 1;
             /* Children pushed in reverse so that they are entered in order. */
@@ -364,40 +387,38 @@ void pystats_add(struct pystats *s, const struct model_process *p, int64_t tid, 
             continue;
         }
         /* leaving: the subtree's API sums are complete */
-        active[n->func]--;
+        active[n->func] = n->same_func;
         struct pystats_func *f = &s->funcs[n->func];
         if (f->importer)
             importing--;
         else if (!importing)
             f->outside_imports = 1;
-        f->ncalls += node->calls;
-        f->tottime_ns += node->self_ns;
-        f->gpu_kernels += node->gpu_kernels;
-        f->gpu_ns += node->gpu_ns;
+        f->ncalls += node.calls;
+        f->tottime_ns += node.self_ns;
+        f->gpu_kernels += node.gpu_kernels;
+        f->gpu_ns += node.gpu_ns;
         if (!n->recursive) {
-            f->pcalls += node->calls;
-            f->cumtime_ns += node->total_ns;
+            f->pcalls += node.calls;
+            f->cumtime_ns += node.total_ns;
             f->api_calls += n->sub_api_calls;
             f->api_ns += n->sub_api_ns;
         }
         if (n->parent != SIZE_MAX) {
-            --*pystats_slot(&pairs, pair);
             struct pystats_caller *c = pystats_edge(s, v[n->parent].func, n->func);
-            c->nc += node->calls;
-            c->tt_ns += node->self_ns;
+            c->nc += node.calls;
+            c->tt_ns += node.self_ns;
             if (!n->pair_active) {
-                c->cc += node->calls;
-                c->ct_ns += node->total_ns;
+                c->cc += node.calls;
+                c->ct_ns += node.total_ns;
             }
             v[n->parent].sub_api_calls += n->sub_api_calls;
             v[n->parent].sub_api_ns += n->sub_api_ns;
         }
     }
     free(stack);
-    u64map_free(&pairs);
     free(active);
     free(v);
-    free(window);
+    free(row);
     pystats_forest_free(&forest);
 }
 

@@ -565,30 +565,6 @@ void model_add_record(struct model_process *p, const struct trace_record *rec)
 
 /* ns rounded to u64, saturating: a damaged file can make any tick count or rate, and a
  * double outside [0, 2^64) cast to u64 is undefined. NaN gives 0. */
-static uint64_t model_ns_round(double ns)
-{
-    if (!(ns > 0))
-        return 0;
-    if (ns >= 0x1p64)
-        return UINT64_MAX;
-    return (uint64_t)(ns + 0.5); /* below 2^64 a double is a multiple of 2048 past 2^63 */
-}
-
-uint64_t model_ticks_to_ns(const struct model_process *p, uint64_t ticks)
-{
-    if (p->ns_per_tick == 1.0)
-        return ticks; /* CLOCK_MONOTONIC ticks: exact, even past 2^53 */
-    return model_ns_round((double)ticks * p->ns_per_tick);
-}
-
-uint64_t model_ticks_to_monotonic_ns(const struct model_process *p, uint64_t ticks)
-{
-    if (!(p->features & PROF_FEATURE_TSC_CLOCK) || p->nclocks == 0)
-        return model_ticks_to_ns(p, ticks);
-    double d = ((double)ticks - (double)p->clock_first_ticks) * p->ns_per_tick;
-    return model_ns_round((double)p->clock_first_ns + d);
-}
-
 uint64_t model_monotonic_ns_to_ticks(const struct model_process *p, uint64_t ns)
 {
     if (!(p->features & PROF_FEATURE_TSC_CLOCK) || p->nclocks == 0)

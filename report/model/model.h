@@ -549,10 +549,41 @@ static inline int64_t model_i64_sub(int64_t a, int64_t b)
     return r;
 }
 
+/* A u64 as a double, and a double rounded to the nearest u64 (0 below 0.5 or NaN,
+ * UINT64_MAX from 2^64): below 2^63 through int64, which x86-64 converts in one
+ * instruction, the same values (the reports convert every event's ticks). */
+static inline double model_u64_double(uint64_t v)
+{
+    return v < (1ull << 63) ? (double)(int64_t)v : (double)v;
+}
+
+static inline uint64_t model_ns_round(double ns)
+{
+    if (!(ns > 0))
+        return 0;
+    if (ns < 0x1p63)
+        return (uint64_t)(int64_t)(ns + 0.5); /* ns <= 2^63 - 1024: the sum stays below 2^63 */
+    if (ns >= 0x1p64)
+        return UINT64_MAX;
+    return (uint64_t)(ns + 0.5); /* below 2^64 a double is a multiple of 2048 past 2^63 */
+}
+
 /* Duration in ticks -> ns with the process's clock fit. */
-uint64_t model_ticks_to_ns(const struct model_process *p, uint64_t ticks);
+static inline uint64_t model_ticks_to_ns(const struct model_process *p, uint64_t ticks)
+{
+    if (p->ns_per_tick == 1.0)
+        return ticks; /* CLOCK_MONOTONIC ticks: exact, even past 2^53 */
+    return model_ns_round(model_u64_double(ticks) * p->ns_per_tick);
+}
+
 /* A timestamp in ticks -> CLOCK_MONOTONIC ns (through the first CLOCK record for TSC). */
-uint64_t model_ticks_to_monotonic_ns(const struct model_process *p, uint64_t ticks);
+static inline uint64_t model_ticks_to_monotonic_ns(const struct model_process *p, uint64_t ticks)
+{
+    if (!(p->features & PROF_FEATURE_TSC_CLOCK) || p->nclocks == 0)
+        return model_ticks_to_ns(p, ticks);
+    double d = (model_u64_double(ticks) - model_u64_double(p->clock_first_ticks)) * p->ns_per_tick;
+    return model_ns_round(model_u64_double(p->clock_first_ns) + d);
+}
 /* Its inverse (to within a tick). */
 uint64_t model_monotonic_ns_to_ticks(const struct model_process *p, uint64_t ns);
 /* The process's start in CLOCK_MONOTONIC ns: META start_monotonic_ns, else the first
