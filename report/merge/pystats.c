@@ -218,8 +218,8 @@ struct pystats_counts {
     uint64_t calls, total_ns, self_ns, api_calls, api_ns, gpu_kernels, gpu_ns;
 };
 
-static struct pystats_counts pystats_counts_of(const struct model_process *p, const uint32_t *row,
-                                               size_t i)
+static inline struct pystats_counts pystats_counts_of(const struct model_process *p,
+                                                      const uint32_t *row, size_t i)
 {
     if (!row) {
         const struct model_py_node *n = &p->py.nodes[i];
@@ -235,8 +235,8 @@ static struct pystats_counts pystats_counts_of(const struct model_process *p, co
 
 /* Whether node i of p is in the forest: defined, of the thread asked, and (counts of a
  * part) run in the part; a node that ran in it has every caller running in it too. */
-static int pystats_node_in(const struct model_process *p, const uint32_t *row, size_t i,
-                           int64_t tid)
+static inline int pystats_node_in(const struct model_process *p, const uint32_t *row, size_t i,
+                                  int64_t tid)
 {
     const struct model_py_node *n = &p->py.nodes[i];
     if (!n->defined || (tid >= 0 && n->tid != (uint32_t)tid))
@@ -528,29 +528,45 @@ size_t pystats_threads(const struct model_process *p, struct pystats_thread **ou
         *out = t;
         return py->nthread_totals;
     }
-    struct u64map seen, index; /* tid << 32 | func_id; tid -> index + 1 */
+    /* The functions a thread called: by the func's index in the process (one byte each,
+     * per thread), ids without a PY_FUNC record by tid << 32 | func_id. */
+    struct u64map seen, index; /* tid -> index + 1 */
     u64map_init(&seen);
     u64map_init(&index);
     struct pystats_thread *t = NULL;
-    size_t n = 0, cap = 0;
+    uint8_t **called = NULL;
+    size_t n = 0, cap = 0, cap_called = 0, last = 0; /* last: the thread of the node before */
     for (size_t i = 0; i < py->nnodes; i++) {
         const struct model_py_node *node = &py->nodes[i];
         if (!node->defined)
             continue;
-        uint64_t *slot = pystats_slot(&index, node->tid);
-        if (!*slot) {
-            t = report_grow(t, &cap, n + 1, sizeof *t);
-            t[n] = (struct pystats_thread){.tid = node->tid};
-            *slot = ++n;
+        if (!n || t[last].tid != node->tid) { /* (a thread's nodes mostly come together) */
+            uint64_t *slot = pystats_slot(&index, node->tid);
+            if (!*slot) {
+                t = report_grow(t, &cap, n + 1, sizeof *t);
+                called = report_grow(called, &cap_called, n + 1, sizeof *called);
+                t[n] = (struct pystats_thread){.tid = node->tid};
+                called[n] = pystats_alloc(py->nfuncs, 1);
+                *slot = ++n;
+            }
+            last = *slot - 1;
         }
-        struct pystats_thread *th = &t[*slot - 1];
+        struct pystats_thread *th = &t[last];
         th->calls += node->calls;
-        uint64_t *f = pystats_slot(&seen, (uint64_t)node->tid << 32 | node->func);
-        if (!*f) {
-            *f = 1;
+        uint64_t fv = idmap_get(&py->func_index, node->func);
+        uint8_t *f = fv ? &called[last][fv - 1] : NULL;
+        uint64_t *u = fv ? NULL : pystats_slot(&seen, (uint64_t)node->tid << 32 | node->func);
+        if (f ? !*f : !*u) {
+            if (f)
+                *f = 1;
+            else
+                *u = 1;
             th->functions++;
         }
     }
+    for (size_t k = 0; k < n; k++)
+        free(called[k]);
+    free(called);
     u64map_free(&seen);
     u64map_free(&index);
     if (n)

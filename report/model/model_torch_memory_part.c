@@ -172,6 +172,43 @@ static void mem_part_one(struct model_process *p, struct model_torch_memory *m, 
     u64map_free(&sites.index);
 }
 
+/* order: the mems by device, address, then time (the index). Addresses below 2^48 (every
+ * one a process maps on x86-64 and arm64) pack with the device into one key, sorted as
+ * 16-byte pairs; else keys of three. */
+static void mem_by_address(const struct model_torch *t, size_t *order)
+{
+    size_t k = 0;
+    while (k < t->nmems && t->mems[k].ptr < (1ull << 48))
+        k++;
+    if (k == t->nmems) {
+        struct sort_pair *pairs = malloc(t->nmems * sizeof *pairs);
+        if (!pairs)
+            report_oom();
+        for (k = 0; k < t->nmems; k++) {
+            const struct model_torch_mem *m = &t->mems[k];
+            pairs[k] =
+                (struct sort_pair){(uint64_t)(uint8_t)(m->dev_type + 128) << 56 |
+                                       (uint64_t)(uint8_t)(m->dev_index + 128) << 48 | m->ptr,
+                                   k};
+        }
+        sort_pairs(pairs, t->nmems); /* stable: equal keys in time order */
+        for (k = 0; k < t->nmems; k++)
+            order[k] = (size_t)pairs[k].value;
+        free(pairs);
+        return;
+    }
+    struct sort_key *keys = malloc(t->nmems * sizeof *keys);
+    if (!keys)
+        report_oom();
+    for (k = 0; k < t->nmems; k++) {
+        const struct model_torch_mem *m = &t->mems[k];
+        keys[k] = (struct sort_key){
+            {(uint64_t)(m->dev_type + 128), (uint64_t)(m->dev_index + 128), m->ptr, 0}, k};
+    }
+    sort_keys(keys, t->nmems, order);
+    free(keys);
+}
+
 /* Each free's allocation (mems in time order): the latest allocation of its device and
  * address before it, when no free came between (an address allocated again while live
  * lost its free: the later allocation is the block). */
@@ -180,16 +217,9 @@ static void mem_pair(struct model_torch *t)
     if (!t->nmems || t->nmems > UINT32_MAX - 1)
         return;
     size_t *order = malloc(t->nmems * sizeof *order);
-    struct sort_key *keys = malloc(t->nmems * sizeof *keys);
-    if (!order || !keys)
+    if (!order)
         report_oom();
-    for (size_t k = 0; k < t->nmems; k++) { /* by device, address, then time (the index) */
-        const struct model_torch_mem *m = &t->mems[k];
-        keys[k] = (struct sort_key){
-            {(uint64_t)(m->dev_type + 128), (uint64_t)(m->dev_index + 128), m->ptr, 0}, k};
-    }
-    sort_keys(keys, t->nmems, order);
-    free(keys);
+    mem_by_address(t, order);
     uint32_t last = 0; /* index + 1 of the latest live allocation at this address */
     for (size_t k = 0; k < t->nmems; k++) {
         struct model_torch_mem *e = &t->mems[order[k]];
