@@ -155,6 +155,7 @@ struct model_python {
                           * -1: none; made at the end of the Python part */
     uint8_t *node_recompute; /* per node: 1 when a forward call under a backward's (activation
                               * checkpointing recomputing), made with node_action */
+    int8_t *node_phase;      /* per node: its phase (model_steps_python_phase), made with them */
     struct model_builtin_memo *builtin_memo; /* model_torch_actions.c, until its part ends */
     size_t nspan_list, cap_span_list;
     struct model_py_func *funcs;

@@ -198,6 +198,7 @@ static void model_python_free(struct model_process *p)
     free(py->span_list);
     free(py->node_action);
     free(py->node_recompute);
+    free(py->node_phase);
     free(py->funcs);
     free(py->nodes);
     free(py->gaps);

@@ -90,27 +90,39 @@ int model_steps_scope_phase(const char *name)
     return -1;
 }
 
-int model_steps_python_phase(const struct model_process *p, uint32_t node)
+int model_steps_action_phase(const char *action)
 {
     static const char *const actions[] = {"dataloader_next", "forward", "backward",
                                           "optimizer_step"};
     static const int parts[] = {MODEL_STEP_DATA, MODEL_STEP_FORWARD, MODEL_STEP_BACKWARD,
                                 MODEL_STEP_OPTIMIZER};
-    const char *a = model_torch_action_of_node(p, node);
-    for (int i = 0; a && i < 4; i++)
-        if (!strcmp(a, actions[i]))
+    for (int i = 0; action && i < 4; i++)
+        if (!strcmp(action, actions[i]))
             return parts[i];
-    /* a torch.nn.functional loss: forward, as a loss module's call */
-    const struct model_py_node *n = a ? NULL : model_python_node(p, node);
-    const struct model_py_func *f = n ? model_python_func(p, n->func) : NULL;
-    char key[64];
-    if (f && f->kind == PROF_PY_FUNC_PYTHON && f->name && f->file &&
-        strlen(f->name) + 3 <= sizeof key && steps_ends_with(f->file, "torch/nn/functional.py")) {
-        snprintf(key, sizeof key, " %s ", f->name);
-        if (strstr(PROF_PY_FUNCTIONAL_LOSSES, key))
-            return MODEL_STEP_FORWARD;
-    }
     return -1;
+}
+
+int model_steps_func_is_loss(const struct model_py_func *f)
+{
+    char key[64];
+    if (!f || f->kind != PROF_PY_FUNC_PYTHON || !f->name || !f->file ||
+        strlen(f->name) + 3 > sizeof key || !steps_ends_with(f->file, "torch/nn/functional.py"))
+        return 0;
+    snprintf(key, sizeof key, " %s ", f->name);
+    return strstr(PROF_PY_FUNCTIONAL_LOSSES, key) != NULL;
+}
+
+int model_steps_python_phase(const struct model_process *p, uint32_t node)
+{
+    uint64_t slot = node ? idmap_get(&p->py.node_index, node) : 0;
+    if (p->py.node_phase) /* (made with the nodes' actions) */
+        return slot && slot - 1 < p->py.nnodes ? p->py.node_phase[slot - 1] : -1;
+    const char *a = model_torch_action_of_node(p, node);
+    if (a)
+        return model_steps_action_phase(a);
+    /* a torch.nn.functional loss: forward, as a loss module's call */
+    const struct model_py_node *n = model_python_node(p, node);
+    return n && model_steps_func_is_loss(model_python_func(p, n->func)) ? MODEL_STEP_FORWARD : -1;
 }
 
 uint64_t model_steps_named_calls(const struct model_process *p)

@@ -30,6 +30,11 @@ void model_steps_finder_end(struct model_steps_finder *f, struct model_steps *st
  * record_function scope or a Python node is, or -1. */
 int model_steps_scope_phase(const char *name);
 int model_steps_python_phase(const struct model_process *p, uint32_t node);
+/* The phase of a node whose built-in action is action (model_torch_action_of_node), or -1;
+ * whether a function is a torch.nn.functional loss (its node: forward, as a loss module's
+ * call). model_torch_node_actions keeps each node's phase (py.node_phase) from these. */
+int model_steps_action_phase(const char *action);
+int model_steps_func_is_loss(const struct model_py_func *f);
 /* The calls of the Python functions --step names in p's call tree (counted whatever their
  * length: a step needs a call's span, of at least PROF_PY_SPAN_US). */
 uint64_t model_steps_named_calls(const struct model_process *p);

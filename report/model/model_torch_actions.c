@@ -25,6 +25,7 @@
 #include "alloc.h"
 #include "model.h"
 #include "model_part.h"
+#include "model_steps_find.h"
 
 enum model_builtin {
     MODEL_BUILTIN_FORWARD,
@@ -240,20 +241,32 @@ static struct model_builtin_path *model_builtin_node_actions(struct model_proces
 {
     struct model_builtin_path *path = model_builtin_paths(p, action, data);
     int worker = model_builtin_in_worker(p);
+    const struct model_python *py = &p->py;
     free(p->py.node_action);
     free(p->py.node_recompute);
-    p->py.node_action = malloc(p->py.nnodes ? p->py.nnodes : 1);
-    p->py.node_recompute = malloc(p->py.nnodes ? p->py.nnodes : 1);
-    if (!p->py.node_action || !p->py.node_recompute)
+    free(p->py.node_phase);
+    p->py.node_action = malloc(py->nnodes ? py->nnodes : 1);
+    p->py.node_recompute = malloc(py->nnodes ? py->nnodes : 1);
+    p->py.node_phase = malloc(py->nnodes ? py->nnodes : 1);
+    int8_t *loss = malloc(py->nfuncs + 1); /* per function: a functional loss */
+    if (!py->node_action || !py->node_recompute || !py->node_phase || !loss)
         report_oom();
-    for (size_t i = 0; i < p->py.nnodes; i++) {
+    for (size_t j = 0; j < py->nfuncs; j++)
+        loss[j] = (int8_t)model_steps_func_is_loss(&py->funcs[j]);
+    loss[py->nfuncs] = 0; /* a function without its record */
+    for (size_t i = 0; i < py->nnodes; i++) {
         const struct model_builtin_path *x = &path[i];
         int a = model_builtin_path_action(x, worker);
         p->py.node_action[i] = (int8_t)a;
+        uint64_t fv = idmap_get(&py->func_index, py->nodes[i].func);
+        p->py.node_phase[i] = (int8_t)(a >= 0 ? model_steps_action_phase(model_builtin_names[a])
+                                       : loss[fv ? fv - 1 : py->nfuncs] ? MODEL_STEP_FORWARD
+                                                                        : -1);
         /* a forward below the path's first backward: recomputed in it */
         p->py.node_recompute[i] = a == MODEL_BUILTIN_BACKWARD && x->fd == PATH_FD_BACKWARD &&
                                   x->outer[MODEL_BUILTIN_FORWARD];
     }
+    free(loss);
     return path;
 }
 
