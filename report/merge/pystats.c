@@ -528,14 +528,15 @@ size_t pystats_threads(const struct model_process *p, struct pystats_thread **ou
         *out = t;
         return py->nthread_totals;
     }
-    /* The functions a thread called: by the func's index in the process (one byte each,
-     * per thread), ids without a PY_FUNC record by tid << 32 | func_id. */
+    /* Each node's thread (tix), then the nodes thread by thread, so that one mark per
+     * function (the thread index + 1 that counted it last) tells whether the thread being
+     * counted called it already; ids without a PY_FUNC record by tid << 32 | func_id. */
     struct u64map seen, index; /* tid -> index + 1 */
     u64map_init(&seen);
     u64map_init(&index);
     struct pystats_thread *t = NULL;
-    uint8_t **called = NULL;
-    size_t n = 0, cap = 0, cap_called = 0, last = 0; /* last: the thread of the node before */
+    uint32_t *tix = pystats_alloc(py->nnodes, sizeof *tix);
+    size_t n = 0, cap = 0, last = 0; /* last: the thread of the node before */
     for (size_t i = 0; i < py->nnodes; i++) {
         const struct model_py_node *node = &py->nodes[i];
         if (!node->defined)
@@ -544,29 +545,42 @@ size_t pystats_threads(const struct model_process *p, struct pystats_thread **ou
             uint64_t *slot = pystats_slot(&index, node->tid);
             if (!*slot) {
                 t = report_grow(t, &cap, n + 1, sizeof *t);
-                called = report_grow(called, &cap_called, n + 1, sizeof *called);
                 t[n] = (struct pystats_thread){.tid = node->tid};
-                called[n] = pystats_alloc(py->nfuncs, 1);
                 *slot = ++n;
             }
             last = *slot - 1;
         }
-        struct pystats_thread *th = &t[last];
-        th->calls += node->calls;
-        uint64_t fv = idmap_get(&py->func_index, node->func);
-        uint8_t *f = fv ? &called[last][fv - 1] : NULL;
-        uint64_t *u = fv ? NULL : pystats_slot(&seen, (uint64_t)node->tid << 32 | node->func);
-        if (f ? !*f : !*u) {
-            if (f)
-                *f = 1;
-            else
-                *u = 1;
-            th->functions++;
-        }
+        tix[i] = (uint32_t)last + 1;
+        t[last].calls += node->calls;
     }
-    for (size_t k = 0; k < n; k++)
-        free(called[k]);
-    free(called);
+    size_t *from = pystats_alloc(n + 1, sizeof *from); /* each thread's first in order */
+    uint32_t *order = pystats_alloc(py->nnodes, sizeof *order);
+    uint32_t *mark = pystats_alloc(py->nfuncs, sizeof *mark);
+    for (size_t i = 0; i < py->nnodes; i++)
+        if (tix[i])
+            from[tix[i]]++;
+    for (size_t k = 1; k <= n; k++)
+        from[k] += from[k - 1]; /* from[k]: the end of thread k - 1's nodes, then its start */
+    size_t defined = from[n];
+    for (size_t i = py->nnodes; i-- > 0;)
+        if (tix[i])
+            order[--from[tix[i]]] = (uint32_t)i;
+    for (size_t k = 0; k < defined; k++) {
+        const struct model_py_node *node = &py->nodes[order[k]];
+        uint32_t th = tix[order[k]];
+        uint64_t fv = idmap_get(&py->func_index, node->func);
+        if (fv ? mark[fv - 1] == th : *pystats_slot(&seen, (uint64_t)node->tid << 32 | node->func))
+            continue;
+        if (fv)
+            mark[fv - 1] = th;
+        else
+            *pystats_slot(&seen, (uint64_t)node->tid << 32 | node->func) = 1;
+        t[th - 1].functions++;
+    }
+    free(tix);
+    free(from);
+    free(order);
+    free(mark);
     u64map_free(&seen);
     u64map_free(&index);
     if (n)

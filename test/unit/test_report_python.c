@@ -256,6 +256,88 @@ Test(report_python, mutual_recursion)
     model_process_free(p);
 }
 
+/* x -> f -> y -> f -> x -> f: the last f's pair (x -> f) is active above it through the
+ * first f, found past the f between them (whose caller is y). */
+Test(report_python, recursion_through_other_callers)
+{
+    struct trace_build b;
+    cr_assert_eq(trace_build_open(&b, path, PROF_TRACE_VERSION, 24, 0), 0);
+    trace_build_meta(&b, "pid", "1");
+    trace_build_string(&b, 1, "g.py");
+    trace_build_string(&b, 2, "x");
+    trace_build_string(&b, 3, "f");
+    trace_build_string(&b, 4, "y");
+    for (uint32_t fn = 1; fn <= 3; fn++)
+        trace_build_py_func(&b, fn, fn + 1, fn + 1, 1, 0, fn, PROF_PY_FUNC_PYTHON);
+    trace_build_thread(&b, 1);
+    static const uint32_t func[] = {0, 1, 2, 3, 2, 1, 2}; /* by node: x f y f x f */
+    for (uint32_t i = 1; i <= 6; i++) {
+        trace_build_py_node(&b, i, i - 1, func[i]);
+        trace_build_py_stats(&b, i, 1, 700 - 100 * i, 100, 0, 0);
+    }
+    trace_build_close(&b);
+    struct model_process *p = report_test_load(path);
+    struct pystats s;
+    stats_of(&s, p, -1);
+    const struct pystats_func *x = func_named(&s, "x"), *fn = func_named(&s, "f");
+    cr_assert_eq(fn->ncalls, 3);
+    cr_assert_eq(fn->pcalls, 1);
+    cr_assert_eq(fn->cumtime_ns, 500);
+    const struct pystats_caller *c = caller_named(&s, fn, "x");
+    cr_assert_eq(c->nc, 2);
+    cr_assert_eq(c->cc, 1); /* the last f's pair is active above it */
+    cr_assert_eq(c->ct_ns, 500);
+    cr_assert_eq(c->tt_ns, 200);
+    c = caller_named(&s, fn, "y");
+    cr_assert_eq(c->nc, 1);
+    cr_assert_eq(c->cc, 1); /* f is active above, but called from x there */
+    cr_assert_eq(c->ct_ns, 300);
+    cr_assert_eq(x->ncalls, 2);
+    cr_assert_eq(x->pcalls, 1);
+    c = caller_named(&s, x, "f");
+    cr_assert_eq(c->nc, 1);
+    cr_assert_eq(c->cc, 1);
+    cr_assert_eq(c->ct_ns, 200);
+    pystats_free(&s);
+    model_process_free(p);
+}
+
+/* Two threads whose nodes come interleaved: each counts the functions it called once,
+ * a function without a PY_FUNC record too. */
+Test(report_python, threads_count_their_own_functions)
+{
+    struct trace_build b;
+    cr_assert_eq(trace_build_open(&b, path, PROF_TRACE_VERSION, 24, 0), 0);
+    trace_build_meta(&b, "pid", "1");
+    trace_build_string(&b, 1, "t.py");
+    trace_build_string(&b, 2, "a");
+    trace_build_string(&b, 3, "b");
+    trace_build_py_func(&b, 1, 2, 2, 1, 0, 1, PROF_PY_FUNC_PYTHON);
+    trace_build_py_func(&b, 2, 3, 3, 1, 0, 5, PROF_PY_FUNC_PYTHON);
+    static const struct {
+        uint32_t tid, node, parent, func;
+    } nodes[] = {{7001, 1, 0, 1},  {7002, 2, 0, 1},  {7001, 3, 1, 2},  {7001, 4, 3, 1},
+                 {7002, 5, 2, 77}, {7002, 6, 5, 77}, {7001, 7, 1, 77}, {7002, 8, 2, 2}};
+    for (size_t i = 0; i < sizeof nodes / sizeof *nodes; i++) {
+        trace_build_thread(&b, nodes[i].tid);
+        trace_build_py_node(&b, nodes[i].node, nodes[i].parent, nodes[i].func);
+        trace_build_py_stats(&b, nodes[i].node, nodes[i].node, 10, 10, 0, 0);
+    }
+    trace_build_close(&b);
+    struct model_process *p = report_test_load(path);
+    struct pystats_thread *t;
+    size_t n = pystats_threads(p, &t);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(t[0].tid, 7001);
+    cr_assert_eq(t[0].functions, 3); /* a, b, #77 */
+    cr_assert_eq(t[0].calls, 1 + 3 + 4 + 7);
+    cr_assert_eq(t[1].tid, 7002);
+    cr_assert_eq(t[1].functions, 3); /* a, #77, b */
+    cr_assert_eq(t[1].calls, 2 + 5 + 6 + 8);
+    free(t);
+    model_process_free(p);
+}
+
 /* A recursion 200000 deep: the walk must not use the C stack. */
 Test(report_python, deep_recursion)
 {
