@@ -45,6 +45,31 @@ static const struct pystats_caller *caller_named(const struct pystats *s,
     return NULL;
 }
 
+/* The caller edge name -> f: calls, primitive calls, self and cumulative time. */
+static void expect_caller(const struct pystats *s, const struct pystats_func *f, const char *name,
+                          uint64_t nc, uint64_t cc, uint64_t tt_ns, uint64_t ct_ns)
+{
+    const struct pystats_caller *c = caller_named(s, f, name);
+    cr_assert_not_null(c, "no caller %s of %s", name, f->name);
+    cr_expect_eq(c->nc, nc, "%s -> %s: nc %llu", name, f->name, (unsigned long long)c->nc);
+    cr_expect_eq(c->cc, cc, "%s -> %s: cc %llu", name, f->name, (unsigned long long)c->cc);
+    cr_expect_eq(c->tt_ns, tt_ns, "%s -> %s: tt %llu", name, f->name, (unsigned long long)c->tt_ns);
+    cr_expect_eq(c->ct_ns, ct_ns, "%s -> %s: ct %llu", name, f->name, (unsigned long long)c->ct_ns);
+}
+
+/* A trace at path of pid 1: file "g.py" (string 1), functions 1..n named names[] (strings
+ * 2..n+1, line = the function's id), then thread 1's records. */
+static void build_funcs(struct trace_build *b, const char *const *names, uint32_t n)
+{
+    cr_assert_eq(trace_build_open(b, path, PROF_TRACE_VERSION, 24, 0), 0);
+    trace_build_meta(b, "pid", "1");
+    trace_build_string(b, 1, "g.py");
+    for (uint32_t fn = 1; fn <= n; fn++) {
+        trace_build_string(b, fn + 1, names[fn - 1]);
+        trace_build_py_func(b, fn, fn + 1, fn + 1, 1, 0, fn, PROF_PY_FUNC_PYTHON);
+    }
+}
+
 static void stats_of(struct pystats *s, const struct model_process *p, int64_t tid)
 {
     pystats_init(s);
@@ -260,15 +285,9 @@ Test(report_python, mutual_recursion)
  * first f, found past the f between them (whose caller is y). */
 Test(report_python, recursion_through_other_callers)
 {
+    static const char *const names[] = {"x", "f", "y"};
     struct trace_build b;
-    cr_assert_eq(trace_build_open(&b, path, PROF_TRACE_VERSION, 24, 0), 0);
-    trace_build_meta(&b, "pid", "1");
-    trace_build_string(&b, 1, "g.py");
-    trace_build_string(&b, 2, "x");
-    trace_build_string(&b, 3, "f");
-    trace_build_string(&b, 4, "y");
-    for (uint32_t fn = 1; fn <= 3; fn++)
-        trace_build_py_func(&b, fn, fn + 1, fn + 1, 1, 0, fn, PROF_PY_FUNC_PYTHON);
+    build_funcs(&b, names, 3);
     trace_build_thread(&b, 1);
     static const uint32_t func[] = {0, 1, 2, 3, 2, 1, 2}; /* by node: x f y f x f */
     for (uint32_t i = 1; i <= 6; i++) {
@@ -283,21 +302,11 @@ Test(report_python, recursion_through_other_callers)
     cr_assert_eq(fn->ncalls, 3);
     cr_assert_eq(fn->pcalls, 1);
     cr_assert_eq(fn->cumtime_ns, 500);
-    const struct pystats_caller *c = caller_named(&s, fn, "x");
-    cr_assert_eq(c->nc, 2);
-    cr_assert_eq(c->cc, 1); /* the last f's pair is active above it */
-    cr_assert_eq(c->ct_ns, 500);
-    cr_assert_eq(c->tt_ns, 200);
-    c = caller_named(&s, fn, "y");
-    cr_assert_eq(c->nc, 1);
-    cr_assert_eq(c->cc, 1); /* f is active above, but called from x there */
-    cr_assert_eq(c->ct_ns, 300);
+    expect_caller(&s, fn, "x", 2, 1, 200, 500); /* the last f's pair is active above it */
+    expect_caller(&s, fn, "y", 1, 1, 100, 300); /* f is active above, but called from x */
     cr_assert_eq(x->ncalls, 2);
     cr_assert_eq(x->pcalls, 1);
-    c = caller_named(&s, x, "f");
-    cr_assert_eq(c->nc, 1);
-    cr_assert_eq(c->cc, 1);
-    cr_assert_eq(c->ct_ns, 200);
+    expect_caller(&s, x, "f", 1, 1, 100, 200);
     pystats_free(&s);
     model_process_free(p);
 }
@@ -306,14 +315,9 @@ Test(report_python, recursion_through_other_callers)
  * a function without a PY_FUNC record too. */
 Test(report_python, threads_count_their_own_functions)
 {
+    static const char *const names[] = {"a", "b"};
     struct trace_build b;
-    cr_assert_eq(trace_build_open(&b, path, PROF_TRACE_VERSION, 24, 0), 0);
-    trace_build_meta(&b, "pid", "1");
-    trace_build_string(&b, 1, "t.py");
-    trace_build_string(&b, 2, "a");
-    trace_build_string(&b, 3, "b");
-    trace_build_py_func(&b, 1, 2, 2, 1, 0, 1, PROF_PY_FUNC_PYTHON);
-    trace_build_py_func(&b, 2, 3, 3, 1, 0, 5, PROF_PY_FUNC_PYTHON);
+    build_funcs(&b, names, 2);
     static const struct {
         uint32_t tid, node, parent, func;
     } nodes[] = {{7001, 1, 0, 1},  {7002, 2, 0, 1},  {7001, 3, 1, 2},  {7001, 4, 3, 1},
