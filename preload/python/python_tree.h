@@ -70,6 +70,12 @@ struct py_thread {
     struct py_node *chunks[PY_MAX_CHUNKS];
     _Atomic uint32_t node_count; /* published: nodes [0, node_count) are initialized */
     uint32_t nodes_defined;      /* the collector's: PY_NODE records written */
+    /* The collector's (python_tree_drain.c): the nodes a pass between two full ones reads,
+     * those that changed at the last full pass or were made since (nhot of them; hot_all:
+     * too many to list, every pass reads them all) */
+    uint32_t *hot;
+    uint32_t nhot;
+    int hot_all;
     /* (parent, key) -> node, open addressing; the owning thread's only. */
     struct py_node **table;
     uint32_t table_mask, table_used;

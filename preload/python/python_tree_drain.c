@@ -46,6 +46,56 @@ static struct py_node *py_node_at(struct py_thread *pt, uint32_t i)
 }
 
 static int py_drain_last; /* the pass before the process exits or execs */
+static int py_drain_hot;  /* a pass between full ones: the hot lists only */
+
+#define PY_HOT_MAX 16384 /* listed nodes per thread */
+
+/* Node i, written when new or changed; a node written by a full pass, or made since, goes
+ * on its thread's hot list. */
+static void py_drain_node(struct py_thread *pt, struct tree_drain_pass *d, uint32_t i, int fresh)
+{
+    struct py_node *n = py_node_at(pt, i);
+    uint64_t calls = atomic_load_explicit(&n->calls, memory_order_relaxed);
+    uint64_t api_calls = atomic_load_explicit(&n->api_calls, memory_order_relaxed);
+    if (fresh) {
+        n->written_calls = 0;
+        n->written_api_calls = 0;
+    }
+    int define, changed = calls != n->written_calls || api_calls != n->written_api_calls;
+    if (!tree_drain_due(d, i, changed, &define))
+        return;
+    if (define) {
+        struct prof_rec_py_node rec = {
+            {PROF_REC_PY_NODE, sizeof rec}, n->id, n->parent ? n->parent->id : 0, n->func_id};
+        collector_write(&rec, sizeof rec);
+    }
+    if (changed) {
+        struct prof_rec_py_stats st;
+        memset(&st, 0, sizeof st);
+        st.h.type = PROF_REC_PY_STATS;
+        st.h.size = sizeof st;
+        st.node_id = n->id;
+        st.calls = calls;
+        st.total_ticks = atomic_load_explicit(&n->total, memory_order_relaxed);
+        st.self_ticks = atomic_load_explicit(&n->self, memory_order_relaxed);
+        st.api_calls = api_calls;
+        st.api_ticks = atomic_load_explicit(&n->api_ticks, memory_order_relaxed);
+        collector_write(&st, sizeof st);
+        n->written_calls = calls;
+        n->written_api_calls = api_calls;
+    }
+    if (pt->hot_all || (py_drain_hot && !define))
+        return; /* (a listed node stays listed until the next full pass) */
+    if (!pt->hot && !collector_drain_in_signal()) {
+        void *p = mmap(NULL, PY_HOT_MAX * sizeof *pt->hot, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        pt->hot = p == MAP_FAILED ? NULL : p;
+    }
+    if (pt->hot && pt->nhot < PY_HOT_MAX)
+        pt->hot[pt->nhot++] = i;
+    else
+        pt->hot_all = 1;
+}
 
 static void py_drain_thread(void *thread, int fresh)
 {
@@ -53,37 +103,19 @@ static void py_drain_thread(void *thread, int fresh)
     struct tree_drain_pass d;
     tree_drain_begin(&d, pt->tid, atomic_load_explicit(&pt->node_count, memory_order_acquire),
                      &pt->nodes_defined, fresh);
-    for (uint32_t i = 0; i < d.count; i++) {
-        struct py_node *n = py_node_at(pt, i);
-        uint64_t calls = atomic_load_explicit(&n->calls, memory_order_relaxed);
-        uint64_t api_calls = atomic_load_explicit(&n->api_calls, memory_order_relaxed);
-        if (fresh) {
-            n->written_calls = 0;
-            n->written_api_calls = 0;
-        }
-        int define, changed = calls != n->written_calls || api_calls != n->written_api_calls;
-        if (!tree_drain_due(&d, i, changed, &define))
-            continue;
-        if (define) {
-            struct prof_rec_py_node rec = {
-                {PROF_REC_PY_NODE, sizeof rec}, n->id, n->parent ? n->parent->id : 0, n->func_id};
-            collector_write(&rec, sizeof rec);
-        }
-        if (changed) {
-            struct prof_rec_py_stats st;
-            memset(&st, 0, sizeof st);
-            st.h.type = PROF_REC_PY_STATS;
-            st.h.size = sizeof st;
-            st.node_id = n->id;
-            st.calls = calls;
-            st.total_ticks = atomic_load_explicit(&n->total, memory_order_relaxed);
-            st.self_ticks = atomic_load_explicit(&n->self, memory_order_relaxed);
-            st.api_calls = api_calls;
-            st.api_ticks = atomic_load_explicit(&n->api_ticks, memory_order_relaxed);
-            collector_write(&st, sizeof st);
-            n->written_calls = calls;
-            n->written_api_calls = api_calls;
-        }
+    /* (an ended thread is freed after this pass: all its counts now) */
+    if (py_drain_hot && !fresh && !pt->hot_all &&
+        !atomic_load_explicit(&pt->exited, memory_order_acquire)) {
+        uint32_t listed = pt->nhot, defined = pt->nodes_defined;
+        for (uint32_t k = 0; k < listed; k++)
+            py_drain_node(pt, &d, pt->hot[k], 0);
+        for (uint32_t i = defined; i < d.count; i++)
+            py_drain_node(pt, &d, i, 0);
+    } else {
+        pt->nhot = 0;
+        pt->hot_all = 0;
+        for (uint32_t i = 0; i < d.count; i++)
+            py_drain_node(pt, &d, i, fresh);
     }
     python_tree_cut_drain(pt, py_drain_last);
     tree_drain_end(&d);
@@ -97,6 +129,8 @@ static void py_free_thread(void *thread)
     free(pt->table);
     munmap(pt->stack, (size_t)pt->stack_cap * sizeof *pt->stack);
     python_tree_cut_free(pt);
+    if (pt->hot)
+        munmap(pt->hot, PY_HOT_MAX * sizeof *pt->hot);
     munmap(pt, sizeof *pt);
 }
 
@@ -116,12 +150,15 @@ static int py_thread_exited(void *thread)
     return atomic_load_explicit(&((struct py_thread *)thread)->exited, memory_order_acquire);
 }
 
-/* A pass reads every node of every tree (an import-heavy program has 100,000 of them) to
- * find the counts that moved: it runs in at most PY_DRAIN_SHARE of the time, the next
- * pass waiting for the ones in between to have taken that long (up to PY_DRAIN_WAIT_NS), and
- * always at the last pass, into a fresh file, and once a thread ended. */
-#define PY_DRAIN_SHARE 0.01
-#define PY_DRAIN_WAIT_NS 500000000ull
+/* A full pass reads every node of every tree (an import-heavy program has 100,000 of them,
+ * most never called again) to find the counts that moved: it runs in at most
+ * PY_DRAIN_SHARE of the time, the next one waiting for the ones in between to have taken
+ * that long (up to PY_DRAIN_WAIT_NS), and always at the last pass, into a fresh file, once a
+ * thread ended and in a fatal signal's pass. The passes between read only each thread's
+ * hot list: the nodes that changed at the last full pass and those made since (a training
+ * loop's), so that those counts go out at every pass, the others within PY_DRAIN_WAIT_NS. */
+#define PY_DRAIN_SHARE 0.002
+#define PY_DRAIN_WAIT_NS 2000000000ull
 
 _Atomic unsigned python_tree_exits;
 
@@ -136,14 +173,16 @@ void python_tree_drain(int fresh, int last)
     static unsigned exits_seen;
     unsigned exits = atomic_load_explicit(&python_tree_exits, memory_order_relaxed);
     uint64_t start = clock_monotonic_ns();
-    if (!fresh && !last && exits == exits_seen && start < next_ns)
-        return;
+    py_drain_hot = !fresh && !last && !collector_drain_in_signal() && exits == exits_seen &&
+                   start < next_ns; /* (a fatal signal's pass reads everything) */
     exits_seen = exits;
     py_drain_last = last;
     static const struct tree_drain_list list = {py_thread_next,   py_thread_set_next,
                                                 py_thread_exited, py_drain_thread,
                                                 py_free_thread,   &python_tree_lock};
     tree_drain_threads(atomic_load(&python_tree_threads), &list, fresh);
+    if (py_drain_hot)
+        return;
     uint64_t took = clock_monotonic_ns() - start;
     uint64_t wait = (uint64_t)((double)took * (1.0 / PY_DRAIN_SHARE - 1.0));
     next_ns = start + took + (wait < PY_DRAIN_WAIT_NS ? wait : PY_DRAIN_WAIT_NS);

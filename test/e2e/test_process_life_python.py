@@ -158,3 +158,42 @@ def test_full_disk_leaves_no_empty_files_and_says_so(full_disk, python):
     assert all("No space left on device" in l and "the empty file was removed" in l
                for l in said)
     assert os.listdir(out) == []
+
+
+KILLED_SCRIPT = r"""
+import os, signal, time
+def warm():
+    pass
+def step():
+    pass
+def made_late():
+    pass
+def loop(seconds):
+    t = time.monotonic()
+    while time.monotonic() - t < seconds:
+        for i in range(1000):
+            step()
+warm()
+loop(2.5)  # passes between full ones read the hot nodes only: step's, not warm's
+for i in range(500):
+    warm()  # a node gone cold, called again
+for i in range(300):
+    made_late()  # a node made after the full passes began
+loop(4.5)  # longer than the longest wait for a full pass (2 s)
+print("killing", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_killed_process_keeps_counts_up_to_a_full_pass_before(tmp_path):
+    """SIGKILL leaves the counts the collector's passes wrote: those of the loop's nodes
+    at every pass, of a cold node called again and of a new node by the next full pass
+    (at most 2 s after; the loop after them runs 4.5 s)."""
+    out = tmp_path / "prof"
+    proc = profile(["/usr/bin/python3", "-c", KILLED_SCRIPT], out, check=False)
+    assert proc.returncode == 128 + 9 or proc.returncode == -9, proc.stderr
+    assert proc.stdout == "killing\n"
+    rep = report_json(out, "--python", "--phase", "all")
+    assert py_calls(rep, "warm") == 501
+    assert py_calls(rep, "made_late") == 300
+    assert py_calls(rep, "step") >= 1000
