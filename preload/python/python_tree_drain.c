@@ -100,12 +100,14 @@ static void py_drain_node(struct py_thread *pt, struct tree_drain_pass *d, uint3
 static void py_drain_thread(void *thread, int fresh)
 {
     struct py_thread *pt = thread;
+    /* (an ended thread is freed after this pass: all its counts now) */
+    int hot = py_drain_hot && !fresh && !atomic_load_explicit(&pt->exited, memory_order_acquire);
+    if (hot && pt->hot_all)
+        return; /* too many nodes move to list them: the next full pass writes them */
     struct tree_drain_pass d;
     tree_drain_begin(&d, pt->tid, atomic_load_explicit(&pt->node_count, memory_order_acquire),
                      &pt->nodes_defined, fresh);
-    /* (an ended thread is freed after this pass: all its counts now) */
-    if (py_drain_hot && !fresh && !pt->hot_all &&
-        !atomic_load_explicit(&pt->exited, memory_order_acquire)) {
+    if (hot) {
         uint32_t listed = pt->nhot, defined = pt->nodes_defined;
         for (uint32_t k = 0; k < listed; k++)
             py_drain_node(pt, &d, pt->hot[k], 0);
