@@ -197,3 +197,38 @@ def test_killed_process_keeps_counts_up_to_a_full_pass_before(tmp_path):
     assert py_calls(rep, "warm") == 501
     assert py_calls(rep, "made_late") == 300
     assert py_calls(rep, "step") >= 1000
+
+
+MANY_NODES_SCRIPT = r"""
+import time
+ns = {}
+exec("\n".join("def f%d():\n    pass" % i for i in range(20000)), ns)
+exec("\n".join("def g%d():\n    pass" % i for i in range(5000)), ns)
+funcs = [ns["f%d" % i] for i in range(20000)]
+t = time.monotonic()
+rounds = 0
+while time.monotonic() - t < 2.0 and rounds < 5000:
+    for f in funcs:
+        f()
+    ns["g%d" % rounds]()  # a node made in each round
+    rounds += 1
+print(rounds)
+"""
+
+
+def test_more_moving_nodes_than_a_pass_lists_are_all_counted(tmp_path):
+    """20,000 call paths moving between the collector's full passes: more than a thread's
+    list of the nodes the passes between read; the thread waits for the full passes, and
+    every node, those made on the way too, is defined and counted exactly at the end."""
+    out = tmp_path / "prof"
+    proc = profile(["/usr/bin/python3", "-c", MANY_NODES_SCRIPT], out)
+    rounds = int(proc.stdout)
+    rep = report_json(out, "--python", "--phase", "all", "--limit", "0")
+    rows = [r for r in rep["python"] if r["file"] == "<string>" and r["name"].startswith("f")
+            and r["name"][1:].isdigit()]
+    assert len(rows) == 20000
+    assert all(r["ncalls"] == rounds for r in rows)
+    made = [r for r in rep["python"] if r["file"] == "<string>" and r["name"].startswith("g")
+            and r["name"][1:].isdigit()]
+    assert len(made) == rounds and all(r["ncalls"] == 1 for r in made)
+    assert not [w for w in rep.get("warnings", []) if "no PY_NODE record" in w]
