@@ -63,6 +63,9 @@ static void inputs_load_trace_file(struct report_inputs *in, const char *path)
 {
     char err[512];
     inputs_fold(in); /* before this one is read: one whole model at a time */
+    struct stat st;
+    if (!in->defs_only && stat(path, &st) == 0)
+        report_heap_for_trace((long long)st.st_size);
     struct model_process *p = in->defs_only ? timeline_load_defs(path, err, sizeof err)
                                             : model_load_file(path, err, sizeof err);
     if (p)

@@ -1,7 +1,6 @@
 #include "summarize.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -114,6 +113,7 @@ static int summarize_one(const char *trace)
         format_say(stderr, "%s: cannot read: %s; not summarized", trace, strerror(errno));
         return -1;
     }
+    report_heap_for_trace((long long)id.size);
     struct model_process *p = model_load_file(trace, err, sizeof err);
     if (!p) {
         format_say(stderr, "%s", err);
@@ -127,18 +127,6 @@ static int summarize_one(const char *trace)
     free(out);
     model_process_free(p);
     return rc;
-}
-
-/* A worker reads trace after trace, each model built and freed in turn: its freed memory
- * stays in its heap for the next trace and the next array. By default glibc maps large
- * blocks (a process's nodes, ops, sort buffers) apart and trims the heap's free top, so
- * freed memory went back to the kernel and came back as fresh pages: a worker summarizing
- * 8 copies of a real DDP rank took 1.6 CPU-s, 0.64 with this. Blocks over 32 MB are still
- * mapped apart. */
-static void summarize_keep_memory(void)
-{
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
 static long long summarize_size(const char *path)
@@ -187,7 +175,6 @@ int summarize_run(char *const *paths, int npaths, long jobs, FILE *out)
     for (long w = 0; w < jobs && todo.n; w++) {
         pid_t pid = fork();
         if (pid == 0) {
-            summarize_keep_memory();
             int bad = 0;
             for (size_t i = (size_t)w; i < todo.n; i += (size_t)jobs)
                 bad |= summarize_one(todo.paths[i]) != 0;
