@@ -264,6 +264,7 @@ struct model_gpu_call {
     uint32_t tid, correlation, py_node;
     uint16_t domain, cbid;
     uint32_t lib_api; /* API id + 1 of the innermost library call around it; 0: none */
+    uint32_t api;     /* index + 1 in gpu.apis: its (domain, cbid), found once as it is read */
 };
 
 /* CUPTI's calls by (domain, callback id). */

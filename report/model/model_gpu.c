@@ -12,6 +12,7 @@
 #include "alloc.h"
 #include "model.h"
 #include "model_part.h"
+#include "sort_keys.h"
 #include "trace_read.h"
 
 static uint64_t *model_gpu_slot(struct u64map *m, uint64_t key)
@@ -195,8 +196,8 @@ static void model_gpu_on_call(struct model_process *p, const struct prof_rec_gpu
     uint64_t *slot = model_gpu_slot(&g->call_index, r->correlation);
     if (!*slot) /* a correlation id names one call; a repeat is ignored for attribution */
         *slot = g->ncalls + 1;
-    g->ncalls++;
     struct model_gpu_api *a = model_gpu_api_get(g, r->domain, r->cbid);
+    g->calls[g->ncalls++].api = (uint32_t)(a - g->apis) + 1;
     uint64_t ticks = r->end >= r->start ? r->end - r->start : 0;
     a->calls++;
     a->total_ticks += ticks;
@@ -283,27 +284,44 @@ const struct model_gpu_call *model_gpu_call_of(const struct model_process *p, ui
 
 /* ---- the end of the file ---- */
 
-/* qsort has no context argument in C11; the reporter is single-threaded. */
-static const struct model_gpu *model_gpu_sorting;
-
-/* Spans by thread, start, then the longer first: an outer span precedes what it holds. */
-static int model_gpu_span_cmp(const void *a, const void *b)
+/* The order of keys[0, n) (filled by the caller, each with its index): sort_keys, not
+ * qsort's comparator calls (its merge sort was a tenth of --summarize's samples on
+ * generated GPU ranks). */
+static size_t *model_gpu_order(struct sort_key *keys, size_t n)
 {
-    const struct model_lib_span *x = a, *y = b;
-    if (x->tid != y->tid)
-        return x->tid < y->tid ? -1 : 1;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    return x->end > y->end ? -1 : x->end < y->end;
+    size_t *order = malloc((n + 1) * sizeof *order);
+    if (!order)
+        report_oom();
+    sort_keys(keys, n, order);
+    free(keys);
+    return order;
 }
 
-static int model_gpu_call_cmp(const void *a, const void *b)
+static struct sort_key *model_gpu_keys(size_t n)
 {
-    const struct model_gpu_call *x = &model_gpu_sorting->calls[*(const size_t *)a];
-    const struct model_gpu_call *y = &model_gpu_sorting->calls[*(const size_t *)b];
-    if (x->tid != y->tid)
-        return x->tid < y->tid ? -1 : 1;
-    return x->start < y->start ? -1 : x->start > y->start;
+    struct sort_key *keys = malloc((n + 1) * sizeof *keys);
+    if (!keys)
+        report_oom();
+    return keys;
+}
+
+/* Spans by thread, start, then the longer first: an outer span precedes what it holds. */
+static void model_gpu_spans_sort(struct model_gpu *g)
+{
+    struct sort_key *keys = model_gpu_keys(g->nlib_spans);
+    for (size_t i = 0; i < g->nlib_spans; i++) {
+        const struct model_lib_span *s = &g->lib_spans[i];
+        keys[i] = (struct sort_key){{s->tid, s->start, ~s->end, 0}, i};
+    }
+    size_t *order = model_gpu_order(keys, g->nlib_spans);
+    struct model_lib_span *sorted = malloc((g->nlib_spans + 1) * sizeof *sorted);
+    if (!sorted)
+        report_oom();
+    for (size_t i = 0; i < g->nlib_spans; i++)
+        sorted[i] = g->lib_spans[order[i]];
+    memcpy(g->lib_spans, sorted, g->nlib_spans * sizeof *sorted);
+    free(sorted);
+    free(order);
 }
 
 /* Sets lib_api of every GPU call inside a library call on its thread: one sweep over both,
@@ -312,16 +330,14 @@ static void model_gpu_contain(struct model_gpu *g)
 {
     if (!g->nlib_spans || !g->ncalls)
         return;
-    qsort(g->lib_spans, g->nlib_spans, sizeof *g->lib_spans, model_gpu_span_cmp);
-    size_t *order = malloc(g->ncalls * sizeof *order);
-    size_t *stack = malloc(g->nlib_spans * sizeof *stack);
-    if (!order || !stack)
-        report_oom();
+    model_gpu_spans_sort(g);
+    struct sort_key *keys = model_gpu_keys(g->ncalls); /* calls by thread and start */
     for (size_t i = 0; i < g->ncalls; i++)
-        order[i] = i;
-    model_gpu_sorting = g;
-    qsort(order, g->ncalls, sizeof *order, model_gpu_call_cmp);
-    model_gpu_sorting = NULL;
+        keys[i] = (struct sort_key){{g->calls[i].tid, g->calls[i].start, 0, 0}, i};
+    size_t *order = model_gpu_order(keys, g->ncalls);
+    size_t *stack = malloc(g->nlib_spans * sizeof *stack);
+    if (!stack)
+        report_oom();
     size_t top = 0, next = 0;
     uint32_t tid = 0;
     int have_tid = 0;
@@ -384,24 +400,15 @@ static void model_gpu_attribute(struct model_process *p)
     }
 }
 
-static int model_gpu_op_cmp(const void *a, const void *b)
+/* The GPU operations by device (and stream, by_stream) and start. */
+static size_t *model_gpu_ops_order(const struct model_gpu *g, int by_stream)
 {
-    const struct model_gpu_op *x = &model_gpu_sorting->ops[*(const size_t *)a];
-    const struct model_gpu_op *y = &model_gpu_sorting->ops[*(const size_t *)b];
-    if (x->device != y->device)
-        return x->device < y->device ? -1 : 1;
-    if (x->stream != y->stream)
-        return x->stream < y->stream ? -1 : 1;
-    return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
-}
-
-static int model_gpu_op_device_cmp(const void *a, const void *b)
-{
-    const struct model_gpu_op *x = &model_gpu_sorting->ops[*(const size_t *)a];
-    const struct model_gpu_op *y = &model_gpu_sorting->ops[*(const size_t *)b];
-    if (x->device != y->device)
-        return x->device < y->device ? -1 : 1;
-    return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+    struct sort_key *keys = model_gpu_keys(g->nops);
+    for (size_t i = 0; i < g->nops; i++) {
+        const struct model_gpu_op *op = &g->ops[i];
+        keys[i] = (struct sort_key){{op->device, by_stream ? op->stream : 0, op->start_ns, 0}, i};
+    }
+    return model_gpu_order(keys, g->nops);
 }
 
 static void model_gpu_busy_add(struct model_gpu *g, size_t *cap, uint32_t device, int64_t stream,
@@ -442,19 +449,8 @@ static void model_gpu_utilization(struct model_process *p)
     struct model_gpu *g = &p->gpu;
     if (!g->nops)
         return;
-    size_t *order = malloc(g->nops * sizeof *order), cap = 0;
-    if (!order)
-        report_oom();
-    for (size_t i = 0; i < g->nops; i++)
-        order[i] = i;
-    model_gpu_sorting = g;
-    qsort(order, g->nops, sizeof *order, model_gpu_op_device_cmp);
-    size_t *by_stream = malloc(g->nops * sizeof *by_stream);
-    if (!by_stream)
-        report_oom();
-    memcpy(by_stream, order, g->nops * sizeof *order);
-    qsort(by_stream, g->nops, sizeof *by_stream, model_gpu_op_cmp);
-    model_gpu_sorting = NULL;
+    size_t *order = model_gpu_ops_order(g, 0), cap = 0;
+    size_t *by_stream = model_gpu_ops_order(g, 1);
     size_t s = 0;
     for (size_t i = 0; i < g->nops;) {
         uint32_t dev = g->ops[order[i]].device;

@@ -114,11 +114,8 @@ static void model_gpu_sync_node(const struct model_process *p, struct model_gpu_
         const struct model_gpu_call *call = &p->gpu.calls[c];
         if (!call->py_node)
             continue;
-        const uint64_t *a =
-            u64map_find(&p->gpu.api_index, (uint64_t)call->domain << 16 | call->cbid);
-        if (!a || !*a ||
-            (!model_gpu_is_sync_name(p->gpu.apis[*a - 1].name) &&
-             !model_gpu_is_blocking_copy(p->gpu.apis[*a - 1].name)))
+        if (!call->api || (!model_gpu_is_sync_name(p->gpu.apis[call->api - 1].name) &&
+                           !model_gpu_is_blocking_copy(p->gpu.apis[call->api - 1].name)))
             continue;
         uint64_t *slot = u64map_slot(&by_node, call->py_node);
         if (!slot)

@@ -94,9 +94,9 @@ static void model_gpu_window_calls(struct model_process *p, uint64_t lo, uint64_
     w->cupti = model_gpu_window_calloc(w->ncupti, sizeof *w->cupti);
     for (size_t i = 0; i < g->ncalls; i++) {
         const struct model_gpu_call *c = &g->calls[i];
-        uint64_t *a = u64map_find(&g->api_index, (uint64_t)c->domain << 16 | c->cbid);
-        if (a && model_gpu_window_in(p, c->start, c->end, lo, hi))
-            model_gpu_window_count(&w->cupti[*a - 1], model_ticks_to_ns(p, c->end - c->start), 0);
+        if (c->api && model_gpu_window_in(p, c->start, c->end, lo, hi))
+            model_gpu_window_count(&w->cupti[c->api - 1], model_ticks_to_ns(p, c->end - c->start),
+                                   0);
     }
 }
 

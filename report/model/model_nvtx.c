@@ -15,6 +15,7 @@
 #include "model.h"
 #include "model_steps_find.h"
 #include "model_part.h"
+#include "sort_keys.h"
 #include "trace_read.h"
 
 static void model_nvtx_on_lost(struct model_process *p, const struct trace_record *rec,
@@ -66,18 +67,19 @@ struct model_nvtx_launch {
     uint64_t sum_ns; /* GPU ns of the launches before this one in its sorted list */
 };
 
-static int model_nvtx_launch_cmp(const void *a, const void *b)
+/* launches[0, n) into out by thread (by_thread) and start, ties in the order read. */
+static void model_nvtx_launch_sort(struct model_nvtx_launch *launches, size_t n, int by_thread,
+                                   struct model_nvtx_launch *out)
 {
-    const struct model_nvtx_launch *x = a, *y = b;
-    if (x->tid != y->tid)
-        return x->tid < y->tid ? -1 : 1;
-    return x->start < y->start ? -1 : x->start > y->start;
-}
-
-static int model_nvtx_launch_time_cmp(const void *a, const void *b)
-{
-    const struct model_nvtx_launch *x = a, *y = b;
-    return x->start < y->start ? -1 : x->start > y->start;
+    struct sort_key *keys = malloc((n + 1) * sizeof *keys);
+    if (!keys)
+        report_oom();
+    for (size_t i = 0; i < n; i++)
+        keys[i] = (struct sort_key){{by_thread ? launches[i].tid : 0, launches[i].start, 0, 0}, i};
+    sort_keys(keys, n, NULL);
+    for (size_t i = 0; i < n; i++)
+        out[i] = launches[keys[i].idx];
+    free(keys);
 }
 
 /* The first launch of list[0, n) not before (tid, start) in the list's order. */
@@ -115,21 +117,22 @@ static void model_nvtx_index_build(struct model_nvtx_index *x, const struct mode
 {
     const struct model_gpu *g = &p->gpu;
     x->n = 0;
+    struct model_nvtx_launch *launches = malloc((g->nops + 1) * sizeof *launches);
     x->by_thread = malloc((g->nops + 1) * sizeof *x->by_thread);
     x->by_time = malloc((g->nops + 1) * sizeof *x->by_time);
-    if (!x->by_thread || !x->by_time)
+    if (!launches || !x->by_thread || !x->by_time)
         report_oom();
     for (size_t i = 0; i < g->nops; i++) {
         const struct model_gpu_op *op = &g->ops[i];
         const struct model_gpu_call *c;
         if (op->kind != MODEL_GPU_KERNEL || !(c = model_gpu_call_of(p, op->correlation)))
             continue;
-        x->by_thread[x->n++] = (struct model_nvtx_launch){
+        launches[x->n++] = (struct model_nvtx_launch){
             .start = c->start, .tid = c->tid, .ns = op->end_ns - op->start_ns};
     }
-    memcpy(x->by_time, x->by_thread, x->n * sizeof *x->by_time);
-    qsort(x->by_thread, x->n, sizeof *x->by_thread, model_nvtx_launch_cmp);
-    qsort(x->by_time, x->n, sizeof *x->by_time, model_nvtx_launch_time_cmp);
+    model_nvtx_launch_sort(launches, x->n, 1, x->by_thread);
+    model_nvtx_launch_sort(launches, x->n, 0, x->by_time);
+    free(launches);
     model_nvtx_sums(x->by_thread, x->n);
     model_nvtx_sums(x->by_time, x->n);
 }

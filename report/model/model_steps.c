@@ -285,8 +285,7 @@ static void steps_collect(const struct model_process *p, uint32_t tid, struct st
     }
     for (size_t i = 0; i < p->gpu.ncalls; i++) {
         const struct model_gpu_call *c = &p->gpu.calls[i];
-        uint64_t *a = u64map_find(&p->gpu.api_index, (uint64_t)c->domain << 16 | c->cbid);
-        const char *name = a ? p->gpu.apis[*a - 1].name : NULL;
+        const char *name = c->api ? p->gpu.apis[c->api - 1].name : NULL;
         if (c->tid == tid && (model_gpu_is_sync_name(name) || model_gpu_is_blocking_copy(name)))
             steps_add(e, model_ticks_to_monotonic_ns(p, c->start),
                       model_ticks_to_monotonic_ns(p, c->end), STEPS_SYNC);

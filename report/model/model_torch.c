@@ -202,22 +202,15 @@ struct model_torch_launch {
     uint64_t ns;
 };
 
-static int model_torch_launch_cmp(const void *a, const void *b)
-{
-    const struct model_torch_launch *x = a, *y = b;
-    if (x->tid != y->tid)
-        return x->tid < y->tid ? -1 : 1;
-    return x->start < y->start ? -1 : x->start > y->start;
-}
-
 /* CUDA time: one sweep over the ops and the launches, both sorted by thread and start;
  * the ops open at a launch are on the stack, innermost on top. */
 static void model_torch_cuda(struct model_process *p, const size_t *order, size_t *stack)
 {
     struct model_torch *t = &p->torch;
     const struct model_gpu *g = &p->gpu;
-    struct model_torch_launch *l = malloc((g->nops + 1) * sizeof *l);
-    if (!l)
+    struct model_torch_launch *found = malloc((g->nops + 1) * sizeof *found);
+    struct sort_key *keys = malloc((g->nops + 1) * sizeof *keys);
+    if (!found || !keys)
         report_oom();
     size_t n = 0;
     for (size_t i = 0; i < g->nops; i++) {
@@ -225,9 +218,17 @@ static void model_torch_cuda(struct model_process *p, const size_t *order, size_
         const struct model_gpu_call *c;
         if (op->kind != MODEL_GPU_KERNEL || !(c = model_gpu_call_of(p, op->correlation)))
             continue;
-        l[n++] = (struct model_torch_launch){c->start, c->tid, op->end_ns - op->start_ns};
+        keys[n] = (struct sort_key){{c->tid, c->start, 0, 0}, n};
+        found[n++] = (struct model_torch_launch){c->start, c->tid, op->end_ns - op->start_ns};
     }
-    qsort(l, n, sizeof *l, model_torch_launch_cmp);
+    sort_keys(keys, n, NULL); /* by thread and start */
+    struct model_torch_launch *l = malloc((n + 1) * sizeof *l);
+    if (!l)
+        report_oom();
+    for (size_t k = 0; k < n; k++)
+        l[k] = found[keys[k].idx];
+    free(found);
+    free(keys);
     size_t top = 0, next = 0;
     for (size_t k = 0; k < n; k++) {
         if (k == 0 || l[k].tid != l[k - 1].tid) {
