@@ -365,6 +365,9 @@ struct model_gpu {
     struct model_gpu_call *calls;
     size_t ncalls, cap_calls;
     struct u64map call_index; /* correlation -> index + 1 in calls (the first record) */
+    /* per op, a kernel's launching call (model_gpu_op_call): index + 1 in calls, 0: none;
+     * made by model_gpu_finish, once every call is read */
+    uint32_t *op_call;
     struct model_gpu_api *apis;
     size_t napis, cap_apis;
     struct u64map api_index; /* domain << 16 | cbid -> index + 1 */
@@ -646,7 +649,9 @@ int model_gpu_is_blocking_copy(const char *name);
 uint64_t model_gpu_round_duration(uint64_t ns);
 const char *model_gpu_memory_kind_name(unsigned kind); /* "pageable", "pinned", ... */
 /* The GPU_API record of a correlation id, or NULL. */
-const struct model_gpu_call *model_gpu_call_of(const struct model_process *p, uint32_t correlation);
+/* The call that launched gpu.ops[op], a kernel (by correlation id), or NULL; from the GPU
+ * part's finish on. */
+const struct model_gpu_call *model_gpu_op_call(const struct model_process *p, size_t op);
 /* A CUPTI runtime name without its version tag: "cudaLaunchKernel_v7000" ->
  * "cudaLaunchKernel", into buf. */
 void model_gpu_api_base_name(const char *name, char *buf, size_t len);

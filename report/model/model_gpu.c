@@ -276,10 +276,26 @@ static void model_gpu_on_api_call(struct model_process *p, const struct model_ap
                                 .api = api->id};
 }
 
-const struct model_gpu_call *model_gpu_call_of(const struct model_process *p, uint32_t correlation)
+const struct model_gpu_call *model_gpu_op_call(const struct model_process *p, size_t op)
 {
-    uint64_t *v = u64map_find(&p->gpu.call_index, correlation);
-    return v ? &p->gpu.calls[*v - 1] : NULL;
+    uint32_t c = p->gpu.op_call ? p->gpu.op_call[op] : 0;
+    return c ? &p->gpu.calls[c - 1] : NULL;
+}
+
+/* Each kernel's call, looked up once: five analyses ask for it per kernel (a hash lookup
+ * each was a tenth of --summarize's samples on generated GPU ranks). */
+static void model_gpu_op_calls(struct model_gpu *g)
+{
+    free(g->op_call);
+    g->op_call = malloc((g->nops + 1) * sizeof *g->op_call);
+    if (!g->op_call)
+        report_oom();
+    for (size_t i = 0; i < g->nops; i++) {
+        const struct model_gpu_op *op = &g->ops[i];
+        const uint64_t *v =
+            op->kind == MODEL_GPU_KERNEL ? u64map_find(&g->call_index, op->correlation) : NULL;
+        g->op_call[i] = v ? (uint32_t)*v : 0;
+    }
 }
 
 /* ---- the end of the file ---- */
@@ -379,7 +395,7 @@ static void model_gpu_attribute(struct model_process *p)
         const struct model_gpu_op *op = &g->ops[i];
         if (op->kind != MODEL_GPU_KERNEL)
             continue;
-        const struct model_gpu_call *c = model_gpu_call_of(p, op->correlation);
+        const struct model_gpu_call *c = model_gpu_op_call(p, i);
         if (!c) {
             g->unattributed++;
             continue;
@@ -528,6 +544,7 @@ static void model_gpu_finish(struct model_process *p)
         a->max_ns = model_ticks_to_ns(p, a->max_ticks);
     }
     model_wall_finish(p);
+    model_gpu_op_calls(g);
     model_gpu_contain(g);
     model_gpu_attribute(p);
     model_gpu_utilization(p);
@@ -564,6 +581,7 @@ static void model_gpu_free(struct model_process *p)
     free(g->sets);
     free(g->calls);
     u64map_free(&g->call_index);
+    free(g->op_call);
     for (size_t i = 0; i < g->napis; i++)
         free(g->apis[i].name);
     free(g->apis);

@@ -114,7 +114,7 @@ static void model_gpu_window_kernels(struct model_process *p, uint64_t lo, uint6
         const struct model_gpu_op *op = &g->ops[i];
         if (op->kind != MODEL_GPU_KERNEL || op->row >= w->nkernels)
             continue;
-        const struct model_gpu_call *c = model_gpu_call_of(p, op->correlation);
+        const struct model_gpu_call *c = model_gpu_op_call(p, i);
         uint64_t at = c ? model_ticks_to_monotonic_ns(p, c->start) : op->start_ns;
         if (at < lo || at >= hi)
             continue;

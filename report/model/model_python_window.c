@@ -154,8 +154,7 @@ static void model_py_window_gpu(struct model_process *p, uint32_t tid, uint64_t 
     struct model_python *py = &p->py;
     for (size_t i = 0; i < p->gpu.nops; i++) {
         const struct model_gpu_op *op = &p->gpu.ops[i];
-        const struct model_gpu_call *c =
-            op->kind == MODEL_GPU_KERNEL ? model_gpu_call_of(p, op->correlation) : NULL;
+        const struct model_gpu_call *c = model_gpu_op_call(p, i); /* kernels alone */
         uint64_t nv = c && c->py_node ? idmap_get(&py->node_index, c->py_node) : 0;
         if (!nv || py->nodes[nv - 1].tid != tid)
             continue;
