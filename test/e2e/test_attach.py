@@ -612,8 +612,10 @@ def test_attach_records_the_kernels_of_a_running_cuda_program(tmp_path):
     kernels = sum(k["calls"] for k in rep["gpu_kernels"])
     launches = {r["name"]: r["calls"] for r in rep["api"]}.get("__cudaLaunchKernel", 0)
     assert kernels > 0 and rep["gpu_unattributed_kernels"] == 0, rep["gpu_kernels"]
-    # (a launch made just before the window closes may have its kernel after it)
-    assert 0 <= launches - kernels <= 2, (launches, kernels)
+    # (a launch made just before the window closes may have its kernel after it, and one
+    # under way as it opens may count on one side only: CI saw 859 launches for 860
+    # kernels, none unattributed, the same with the reporter before this session's)
+    assert abs(launches - kernels) <= 2, (launches, kernels)
     assert [(d["name"], d["sm_count"]) for d in rep["gpu_devices"]] == \
         [("NVIDIA H100 80GB HBM3 (test double)", 132)]
 
