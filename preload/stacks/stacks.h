@@ -64,10 +64,12 @@ void stacks_maps_after_fork_child(void);
 
 /* stacks_unwind.c: the signal handler's unwinder. start: 0 when it can be used; context:
  * the frames from a signal's ucontext; refresh: the table of loaded objects it searches,
- * in normal context, when the loader's counters moved. */
+ * in normal context, when the loader's counters moved; stale: a dlclose began since it was
+ * made, or while it was made (then its pages are checked before they are read). */
 int stacks_unwind_start(void);
 int stacks_unwind_context(void *ucontext, void **buf, int max);
 void stacks_unwind_refresh(void);
+int stacks_unwind_stale(void);
 void stacks_unwind_after_fork_child(void);
 
 /* stacks_sample.c: PROF_SAMPLE_HZ, per-thread CPU-time timers and their samples. */

@@ -145,13 +145,17 @@ static int stacks_maps_counters(struct dl_phdr_info *info, size_t size, void *ar
     return 1; /* the counters are the same in every entry */
 }
 
-/* Asks the loader for objects not seen yet (only when its counters moved). */
+/* Asks the loader for objects not seen yet (only when its counters moved), and remakes
+ * the unwinder's table then, or when a dlclose left it to be checked page by page. */
 static void stacks_maps_scan(void)
 {
     unsigned long long c[2] = {0, 0};
     dl_iterate_phdr(stacks_maps_counters, c);
-    if (c[0] == stacks_maps_adds && c[1] == stacks_maps_subs)
+    if (c[0] == stacks_maps_adds && c[1] == stacks_maps_subs) {
+        if (stacks_unwind_stale())
+            stacks_unwind_refresh();
         return;
+    }
     stacks_maps_adds = c[0];
     stacks_maps_subs = c[1];
     dl_iterate_phdr(stacks_maps_one, NULL);

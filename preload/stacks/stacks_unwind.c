@@ -14,8 +14,9 @@
  * collector whenever the loader's counters moved (stacks_maps.c); an unwind holds a count
  * while it uses the current one, and a replaced table is freed only when no unwind is
  * under way. A frame in an object loaded since the last table ends its stack there. Reads
- * inside the table's segments need no check until a dlclose begins (we wrap it); any
- * other page is checked once per unwind (process_vm_readv) before it is read. */
+ * inside the table's segments need no check until a dlclose begins (we wrap it), nor in a
+ * table made while none was under way; any other page is checked once per unwind
+ * (process_vm_readv) before it is read. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -53,7 +54,9 @@ struct stacks_unwind_object {
 
 struct stacks_unwind_table {
     struct stacks_unwind_table *retired_next;
-    uint64_t unloads; /* stacks_unwind_unloads when it was made */
+    /* stacks_unwind_unloads when it was made, or STACKS_UNWIND_UNTRUSTED: made while a
+     * dlclose was under way, it may hold the object that dlclose unmaps */
+    uint64_t unloads;
     size_t n, cap;
     struct stacks_unwind_object o[]; /* by start */
 };
@@ -76,6 +79,7 @@ static struct stacks_unwind_table *stacks_unwind_retired; /* the updater's only 
 /* dlclose calls begun: while it has not moved since the table was made, the table's
  * segments are mapped and readable, and the unwinder reads them without asking */
 static _Atomic uint64_t stacks_unwind_unloads;
+#define STACKS_UNWIND_UNTRUSTED UINT64_MAX
 /* dlclose calls under way: while one is, no unwind starts (its sample has no stack), and
  * the dlclose waits for the unwinds begun before it to end (stacks_unwind_readers), so
  * that no object goes while an unwind reads it. Checking a page and reading it are two
@@ -166,7 +170,13 @@ void stacks_unwind_refresh(void)
     if (!t)
         return;
     t->retired_next = NULL;
-    t->unloads = atomic_load(&stacks_unwind_unloads);
+    /* dlclose raises closing before unloads (seq_cst): a count that holds a dlclose's
+     * raise is read with that dlclose's closing raised, until it has unmapped its object.
+     * Made then, the table may list that object (it is unmapped after this walk; under
+     * ThreadSanitizer a sample taken in the library's destructors is handled after the
+     * dlclose, and read the unmapped code: a crash), so its pages are checked. */
+    uint64_t unloads = atomic_load(&stacks_unwind_unloads);
+    t->unloads = atomic_load(&stacks_unwind_closing) ? STACKS_UNWIND_UNTRUSTED : unloads;
     t->n = 0;
     t->cap = cap;
     dl_iterate_phdr(stacks_unwind_add, &t);
@@ -186,6 +196,14 @@ void stacks_unwind_refresh(void)
             free(stacks_unwind_retired);
             stacks_unwind_retired = next;
         }
+}
+
+/* Whether a dlclose began since the table in use was made (or during it): the updater's
+ * next pass makes a new one, so that its segments are read again without a check. */
+int stacks_unwind_stale(void)
+{
+    const struct stacks_unwind_table *t = atomic_load(&stacks_unwind_current);
+    return t && t->unloads != atomic_load(&stacks_unwind_unloads);
 }
 
 /* ---- the accessors: async-signal-safe, no lock ---- */
@@ -438,8 +456,8 @@ __attribute__((visibility("default"))) int dlclose(void *handle)
         fn = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
         atomic_store_explicit(&real, fn, memory_order_relaxed);
     }
+    atomic_fetch_add(&stacks_unwind_closing, 1); /* first: see stacks_unwind_refresh */
     atomic_fetch_add(&stacks_unwind_unloads, 1);
-    atomic_fetch_add(&stacks_unwind_closing, 1);
     for (int i = 0; i < 20000 && atomic_load(&stacks_unwind_readers) > 0; i++) {
         struct timespec ts = {0, 10000};
         nanosleep(&ts, NULL);

@@ -12,7 +12,11 @@ collector thread (ASan: a hang in its thread registry; TSan: "starting new threa
 multi-threaded fork is not supported"); TSan's own start called our sigaction and
 pthread_setspecific before its state existed (a crash in __tsan_func_entry); the sample
 handler's first unw_backtrace in a thread allocated libunwind's thread-local storage
-(TSan: "signal-unsafe call inside of a signal").
+(TSan: "signal-unsafe call inside of a signal"); the unwinder's table of loaded objects,
+remade while a dlclose ran the library's destructors, still listed the library once it was
+unmapped, and a sample TSan had held until that dlclose returned read its code (SIGSEGV
+without a report, in about one TSan round in ten; test_stacks.py's unload_stale shows it
+without a sanitizer).
 
 The loader's name of an object is read in our dl_iterate_phdr callbacks; TSan's interceptor
 clears the name's characters of their history but not its terminating NUL, so reading the

@@ -5,6 +5,7 @@ the process, symbolized offline with libdw by profreport.
   allocations along known call chains, one through an inlined function and one through a
   stripped library: --stacks NAME names each function with its source line.
 - burn_threads burns 0.7 s and 0.3 s of CPU in two threads: the samples split 70/30.
+- unload_stale samples a frame pointer into a library dlclose has just unmapped.
 - py_mixed_burn.py calls C through ctypes: a sample's path holds the C frames, then the
   Python functions, in call order, on every interpreter.
 """
@@ -245,6 +246,26 @@ def test_sampling_under_malloc_dlopen_fork_threads_and_exit(tmp_path):
     rep = report(out, "--samples", "--all-runs")
     total = int(re.match(r"CPU samples: (\d+)", rep.stdout).group(1))
     assert total > 100, rep.stdout[:200]
+
+
+def test_unwinder_after_a_slow_dlclose(tmp_path):
+    """unload_stale.c: the unwinder's table remade while a dlclose ran the object's
+    destructor, then a frame pointer into the object's code once it was unmapped. Before
+    the fix the program died of SIGSEGV in the sample handler on every run (under
+    ThreadSanitizer, whose handlers run after the interceptor returns, sample_stress did
+    in one round of ten)."""
+    out = tmp_path / "out"
+    lib = os.path.join(FIXTURES, "libslow_fini.so")
+    proc = profile([os.path.join(FIXTURES, "unload_stale"), lib], out,
+                   env={"PROF_SAMPLE_HZ": "1000", "PROF_FLUSH_MS": "1000",
+                        "PROF_RING_WAKE": "0"}, check=False, timeout=60)
+    assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stdout.startswith("unload_stale: unloaded, "), proc.stdout
+    folded = tmp_path / "samples.folded"
+    report(out, "--samples", "--stacks-folded", str(folded))
+    # 0.4 s of CPU at 1000 Hz: the unwinds that followed the frame pointer were taken
+    spun = sum(w for s, w in folded_weights(folded) if s[-1].startswith("spin_with_frame"))
+    assert spun >= 100, folded.read_text()[:2000]
 
 
 def test_samples_by_training_action_and_json(tmp_path):
