@@ -7,6 +7,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
 
 struct sort_key {
     uint64_t k[4]; /* compared in turn; a key wanted descending is stored as ~key */
@@ -16,6 +20,25 @@ struct sort_key {
 /* Orders keys[0, n) (a merge sort of runs sorted by insertion); order, when not NULL, gets
  * their indices in that order. */
 void sort_keys(struct sort_key *keys, size_t n, size_t *order);
+
+/* Orders records[0, n) (each size bytes) into out[0, n) by keys[0, n), which the caller
+ * filled with each record's index (they are sorted too): out may be records itself (then
+ * the records move through a copy). Inline: each caller's size is a constant, so each
+ * record's copy is a few moves, not a call. */
+static inline void sort_records(void *out, const void *records, size_t n, size_t size,
+                                struct sort_key *keys)
+{
+    sort_keys(keys, n, NULL);
+    char *copy = out == records ? malloc(n * size + 1) : NULL, *to = copy ? copy : out;
+    if (out == records && !copy)
+        report_oom();
+    for (size_t i = 0; i < n; i++)
+        memcpy(to + i * size, (const char *)records + keys[i].idx * size, size);
+    if (copy) {
+        memcpy(out, copy, n * size);
+        free(copy);
+    }
+}
 
 /* One key and what goes with it: where the order needs one key alone, a record packed in
  * 16 bytes sorts in place, not through a 40-byte key and a copy back. */

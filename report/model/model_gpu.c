@@ -329,15 +329,8 @@ static void model_gpu_spans_sort(struct model_gpu *g)
         const struct model_lib_span *s = &g->lib_spans[i];
         keys[i] = (struct sort_key){{s->tid, s->start, ~s->end, 0}, i};
     }
-    size_t *order = model_gpu_order(keys, g->nlib_spans);
-    struct model_lib_span *sorted = malloc((g->nlib_spans + 1) * sizeof *sorted);
-    if (!sorted)
-        report_oom();
-    for (size_t i = 0; i < g->nlib_spans; i++)
-        sorted[i] = g->lib_spans[order[i]];
-    memcpy(g->lib_spans, sorted, g->nlib_spans * sizeof *sorted);
-    free(sorted);
-    free(order);
+    sort_records(g->lib_spans, g->lib_spans, g->nlib_spans, sizeof *g->lib_spans, keys);
+    free(keys);
 }
 
 /* Sets lib_api of every GPU call inside a library call on its thread: one sweep over both,

@@ -76,9 +76,7 @@ static void model_nvtx_launch_sort(struct model_nvtx_launch *launches, size_t n,
         report_oom();
     for (size_t i = 0; i < n; i++)
         keys[i] = (struct sort_key){{by_thread ? launches[i].tid : 0, launches[i].start, 0, 0}, i};
-    sort_keys(keys, n, NULL);
-    for (size_t i = 0; i < n; i++)
-        out[i] = launches[keys[i].idx];
+    sort_records(out, launches, n, sizeof *launches, keys);
     free(keys);
 }
 

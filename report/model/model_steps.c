@@ -121,17 +121,12 @@ static void steps_sort(struct steps_event *ev, size_t n)
     }
     free(pairs);
     struct sort_key *keys = malloc((n + 1) * sizeof *keys);
-    struct steps_event *sorted = malloc((n + 1) * sizeof *sorted);
-    if (!keys || !sorted)
+    if (!keys)
         report_oom();
     for (size_t i = 0; i < n; i++)
         keys[i] = (struct sort_key){{ev[i].t, (uint64_t)(ev[i].delta + 128), 0, 0}, i};
-    sort_keys(keys, n, NULL);
-    for (size_t i = 0; i < n; i++)
-        sorted[i] = ev[keys[i].idx];
-    memcpy(ev, sorted, n * sizeof *ev);
+    sort_records(ev, ev, n, sizeof *ev, keys);
     free(keys);
-    free(sorted);
 }
 
 static int steps_prefix(const char *s, const char *prefix)

@@ -221,12 +221,10 @@ static void model_torch_cuda(struct model_process *p, const size_t *order, size_
         keys[n] = (struct sort_key){{c->tid, c->start, 0, 0}, n};
         found[n++] = (struct model_torch_launch){c->start, c->tid, op->end_ns - op->start_ns};
     }
-    sort_keys(keys, n, NULL); /* by thread and start */
     struct model_torch_launch *l = malloc((n + 1) * sizeof *l);
     if (!l)
         report_oom();
-    for (size_t k = 0; k < n; k++)
-        l[k] = found[keys[k].idx];
+    sort_records(l, found, n, sizeof *found, keys); /* by thread and start */
     free(found);
     free(keys);
     size_t top = 0, next = 0;
@@ -263,19 +261,14 @@ static void model_torch_cuda(struct model_process *p, const size_t *order, size_
 static void model_torch_mems_sort(struct model_torch *t, int by_thread)
 {
     struct sort_key *keys = malloc((t->nmems + 1) * sizeof *keys);
-    struct model_torch_mem *sorted = malloc((t->nmems + 1) * sizeof *sorted);
-    if (!keys || !sorted)
+    if (!keys)
         report_oom();
     for (size_t i = 0; i < t->nmems; i++) {
         const struct model_torch_mem *m = &t->mems[i];
         keys[i] = (struct sort_key){{by_thread ? m->tid : 0, m->ticks, m->seq, 0}, i};
     }
-    sort_keys(keys, t->nmems, NULL);
-    for (size_t i = 0; i < t->nmems; i++)
-        sorted[i] = t->mems[keys[i].idx];
-    memcpy(t->mems, sorted, t->nmems * sizeof *sorted);
+    sort_records(t->mems, t->mems, t->nmems, sizeof *t->mems, keys);
     free(keys);
-    free(sorted);
 }
 
 /* Memory, as key_averages counts it: cpu_memory_usage sums the allocations minus the
