@@ -648,9 +648,8 @@ int model_gpu_is_sync_name(const char *name);
 int model_gpu_is_blocking_copy(const char *name);
 uint64_t model_gpu_round_duration(uint64_t ns);
 const char *model_gpu_memory_kind_name(unsigned kind); /* "pageable", "pinned", ... */
-/* The GPU_API record of a correlation id, or NULL. */
-/* The call that launched gpu.ops[op], a kernel (by correlation id), or NULL; from the GPU
- * part's finish on. */
+/* The call that launched gpu.ops[op] when it is a kernel (by correlation id), else NULL;
+ * from the GPU part's finish on. */
 const struct model_gpu_call *model_gpu_op_call(const struct model_process *p, size_t op);
 /* A CUPTI runtime name without its version tag: "cudaLaunchKernel_v7000" ->
  * "cudaLaunchKernel", into buf. */

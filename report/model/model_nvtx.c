@@ -123,7 +123,7 @@ static void model_nvtx_index_build(struct model_nvtx_index *x, const struct mode
     for (size_t i = 0; i < g->nops; i++) {
         const struct model_gpu_op *op = &g->ops[i];
         const struct model_gpu_call *c;
-        if (op->kind != MODEL_GPU_KERNEL || !(c = model_gpu_op_call(p, i)))
+        if (!(c = model_gpu_op_call(p, i))) /* kernels alone */
             continue;
         launches[x->n++] = (struct model_nvtx_launch){
             .start = c->start, .tid = c->tid, .ns = op->end_ns - op->start_ns};

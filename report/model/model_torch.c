@@ -216,7 +216,7 @@ static void model_torch_cuda(struct model_process *p, const size_t *order, size_
     for (size_t i = 0; i < g->nops; i++) {
         const struct model_gpu_op *op = &g->ops[i];
         const struct model_gpu_call *c;
-        if (op->kind != MODEL_GPU_KERNEL || !(c = model_gpu_op_call(p, i)))
+        if (!(c = model_gpu_op_call(p, i))) /* kernels alone */
             continue;
         keys[n] = (struct sort_key){{c->tid, c->start, 0, 0}, n};
         found[n++] = (struct model_torch_launch){c->start, c->tid, op->end_ns - op->start_ns};
