@@ -29,6 +29,8 @@ static inline void sort_records(void *out, const void *records, size_t n, size_t
                                 struct sort_key *keys)
 {
     sort_keys(keys, n, NULL);
+    if (!n)
+        return;
     char *copy = out == records ? malloc(n * size + 1) : NULL, *to = copy ? copy : out;
     if (out == records && !copy)
         report_oom();

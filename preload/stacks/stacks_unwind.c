@@ -198,12 +198,19 @@ void stacks_unwind_refresh(void)
         }
 }
 
-/* Whether a dlclose began since the table in use was made (or during it): the updater's
- * next pass makes a new one, so that its segments are read again without a check. */
+/* Whether table t's segments may be read without a check: no dlclose began since it was
+ * made, nor was one under way then. */
+static inline int stacks_unwind_trusted(const struct stacks_unwind_table *t)
+{
+    return t->unloads == atomic_load_explicit(&stacks_unwind_unloads, memory_order_relaxed);
+}
+
+/* Whether the table in use is not trusted: the updater's next pass makes a new one, so
+ * that its segments are read again without a check. */
 int stacks_unwind_stale(void)
 {
     const struct stacks_unwind_table *t = atomic_load(&stacks_unwind_current);
-    return t && t->unloads != atomic_load(&stacks_unwind_unloads);
+    return t && !stacks_unwind_trusted(t);
 }
 
 /* ---- the accessors: async-signal-safe, no lock ---- */
@@ -275,8 +282,7 @@ static int stacks_page_readable(struct stacks_unwind_arg *u, uintptr_t page)
     for (unsigned i = 0; i < u->ngood && i < STACKS_GOOD_PAGES; i++)
         if (u->good[i] == page)
             return 1;
-    if (u->table->unloads == atomic_load_explicit(&stacks_unwind_unloads, memory_order_relaxed) &&
-        stacks_unwind_segment(u->table, page))
+    if (stacks_unwind_trusted(u->table) && stacks_unwind_segment(u->table, page))
         return 1; /* unwind tables, mostly: the segments of objects still loaded */
     /* a read by the kernel: EFAULT where a read of ours would fault (unmapped, guard
      * pages); where that call is not allowed, msync says at least whether it is mapped */
