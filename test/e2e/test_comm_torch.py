@@ -469,14 +469,17 @@ def test_communication_names_where_its_collectives_begin(tmp_path):
     # time collectives at once cover counts once, with the first begun: the places add up
     # to no more than all of them
     unit = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
-    total = sum(float(v) * unit[u] for v, u in re.findall(r"\): ([\d.]+) (ns|us|ms|s) per step",
-                                                           where))
+    places = re.findall(r"\): ([\d.]+) (ns|us|ms|s) per step", where)
+    total = sum(float(v) * unit[u] for v, u in places)
+    # a figure in us or ms is printed to 2 decimals: the printed parts may exceed the
+    # printed whole by half a last digit each (CI saw places printed 7.39 ms in all of 7.38)
+    rounding = 0.005 * sum(unit[u] for _, u in places)
     # over the steps the places were measured on: the process's own steady steps, said in
     # where when they are not the evidence's (the ranks' common steps)
     m = re.search(r"with ([\d.]+) (ns|us|ms|s) per step in communication in all there$",
                   where) or \
         re.search(r"\(([\d.]+) (ns|us|ms|s) in communication in all\)", comm["evidence"])
-    assert m and total <= float(m.group(1)) * unit[m.group(2)] * 1.001, comm
+    assert m and total <= (float(m.group(1)) + 0.005) * unit[m.group(2)] * 1.001 + rounding, comm
 
 
 WINDOWS = {
