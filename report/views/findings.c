@@ -398,17 +398,24 @@ static void findings_small_kernels(struct findings *f, const struct summary *s)
         for (size_t i = 1; i < s->gpu.nkernels; i++)
             if (s->gpu.kernels[i].calls > top->calls)
                 top = &s->gpu.kernels[i];
-        char note[512];
+        char note[512], kname[512];
+        int shortened = 0; /* the name is the table's, which says so */
+        const char *name = format_kernel_name(top->name, kname, sizeof kname, &shortened);
         const char *part = tables_gpu_window(s, note, sizeof note); /* what the rows cover */
         int whole = !part || !strcmp(part, model_window_name(MODEL_WINDOW_ALL));
-        if (top->nsites)
+        /* a builtin's site has no file (cProfile's "~:0"): its name alone */
+        if (top->nsites && strcmp(top->sites[0].file, "~"))
             findings_set(x->where, sizeof x->where,
                          "%s launched %" PRIu64 " times%s%s, most from "
                          "%s (%s:%u)",
-                         top->name, top->calls, whole ? "" : " in ", whole ? "" : part,
+                         name, top->calls, whole ? "" : " in ", whole ? "" : part,
                          top->sites[0].qualname, top->sites[0].file, top->sites[0].line);
+        else if (top->nsites)
+            findings_set(x->where, sizeof x->where,
+                         "%s launched %" PRIu64 " times%s%s, most from %s", name, top->calls,
+                         whole ? "" : " in ", whole ? "" : part, top->sites[0].qualname);
         else
-            findings_set(x->where, sizeof x->where, "%s launched %" PRIu64 " times%s%s", top->name,
+            findings_set(x->where, sizeof x->where, "%s launched %" PRIu64 " times%s%s", name,
                          top->calls, whole ? "" : " in ", whole ? "" : part);
     }
 }

@@ -170,3 +170,109 @@ void format_mark_cut(char *buf, size_t len, size_t full)
         keep--;
     memcpy(buf + keep, marker, (size_t)m + 1);
 }
+
+size_t format_columns(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xc0) != 0x80;
+    return n;
+}
+
+static int format_ident_char(char c)
+{
+    return c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* The byte offset after the first `cols` characters of s (m bytes). */
+static size_t format_cols_to_bytes(const char *s, size_t m, size_t cols)
+{
+    size_t i = 0, c = 0;
+    for (; i < m; i++)
+        if (((unsigned char)s[i] & 0xc0) != 0x80 && c++ == cols)
+            break;
+    return i;
+}
+
+/* Copies name (n bytes) into s, leaving out "(anonymous namespace)::" and, inside template
+ * arguments, namespace and class qualifiers ("const::" of a lambda in a const member
+ * function stays); returns the bytes written. */
+static size_t format_kernel_unqualify(const char *name, size_t n, char *s)
+{
+    static const char anon[] = "(anonymous namespace)::";
+    size_t m = 0;
+    int angle = 0;
+    for (size_t i = 0; i < n;) {
+        if (n - i >= sizeof anon - 1 && !memcmp(name + i, anon, sizeof anon - 1)) {
+            i += sizeof anon - 1;
+            continue;
+        }
+        if (angle > 0 && format_ident_char(name[i]) &&
+            (i == 0 || !format_ident_char(name[i - 1]))) {
+            size_t e = i;
+            while (e < n && format_ident_char(name[e]))
+                e++;
+            if (e + 1 < n && name[e] == ':' && name[e + 1] == ':' &&
+                !(e - i == 5 && !memcmp(name + i, "const", 5))) {
+                i = e + 2;
+                continue;
+            }
+            memcpy(s + m, name + i, e - i);
+            m += e - i;
+            i = e;
+            continue;
+        }
+        if (name[i] == '<')
+            angle++;
+        else if (name[i] == '>' && angle > 0)
+            angle--;
+        s[m++] = name[i++];
+    }
+    return m;
+}
+
+const char *format_kernel_name(const char *name, char *buf, size_t len, int *shortened)
+{
+    size_t n = strlen(name);
+    const char *full = name;
+    if (!strncmp(name, "void ", 5) && name[5]) {
+        name += 5;
+        n -= 5;
+    }
+    if (n && name[n - 1] == ')') { /* the parameter list: from the '(' matching the last ')' */
+        size_t depth = 0;
+        for (size_t i = n; i-- > 0;) {
+            if (name[i] == ')')
+                depth++;
+            else if (name[i] == '(' && --depth == 0) {
+                if (i)
+                    n = i;
+                break;
+            }
+        }
+    }
+    char *s = malloc(n + 1);
+    size_t m = s ? format_kernel_unqualify(name, n, s) : 0;
+    if (!s) { /* out of memory: the name as it is */
+        s = strdup(full);
+        m = s ? strlen(s) : 0;
+    }
+    if (!s) {
+        snprintf(buf, len, "%s", full);
+        return buf;
+    }
+    s[m] = 0;
+    if (format_columns(s) > FORMAT_KERNEL_COLS) { /* its start, "…", its end */
+        size_t tail_cols = FORMAT_KERNEL_COLS * 3 / 10,
+               head_cols = FORMAT_KERNEL_COLS - 1 - tail_cols;
+        size_t head = format_cols_to_bytes(s, m, head_cols);
+        size_t tail = format_cols_to_bytes(s, m, format_columns(s) - tail_cols);
+        snprintf(buf, len, "%.*s\u2026%s", (int)head, s, s + tail);
+    } else {
+        snprintf(buf, len, "%s", s);
+    }
+    free(s);
+    if (strcmp(buf, full))
+        *shortened = 1;
+    return buf;
+}

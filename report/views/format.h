@@ -27,6 +27,18 @@ void format_fputs_escaped(FILE *out, const char *s);
  * with whole UTF-8 characters and the marker the trace writer uses for a cut name,
  * "…[truncated, N bytes]" (N: full), so no cut goes unsaid. Nothing when full < len. */
 void format_mark_cut(char *buf, size_t len, size_t full);
+/* The columns s takes on a terminal: its UTF-8 characters (bytes other than continuation
+ * bytes), so "…" counts one. */
+size_t format_columns(const char *s);
+/* A GPU kernel's demangled name as the text tables and findings show it, at most
+ * FORMAT_KERNEL_COLS columns: without the return type "void " and the parameter list,
+ * "(anonymous namespace)::" dropped, the namespaces inside template arguments dropped
+ * (at::native::FillFunctor<float> -> FillFunctor<float>), and a name still longer cut in
+ * its middle with "…", its start and end kept. Returns buf; sets *shortened to 1 when the
+ * text differs from name, else leaves it. JSON and CSV keep the whole name; the HTML gives
+ * it as the cell's title. */
+#define FORMAT_KERNEL_COLS 100
+const char *format_kernel_name(const char *name, char *buf, size_t len, int *shortened);
 /* One line for the user on out: "profreport: " and the formatted message, escaped (file
  * names and messages quoted from files are untrusted), then a newline. */
 void format_say(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

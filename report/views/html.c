@@ -87,6 +87,23 @@ static void html_td_text(FILE *out, const char *s)
     fputs("</td>", out);
 }
 
+/* A kernel's cell: its name as the text tables show it, the whole name its title. */
+static void html_td_kernel(FILE *out, const char *name)
+{
+    char kname[512];
+    int shortened = 0;
+    format_kernel_name(name, kname, sizeof kname, &shortened);
+    if (!shortened) {
+        html_td_text(out, name);
+        return;
+    }
+    fputs("<td class=\"name\" title=\"", out);
+    html_text(out, name);
+    fputs("\">", out);
+    html_text(out, kname);
+    fputs("</td>", out);
+}
+
 static void html_td_u64(FILE *out, uint64_t v)
 {
     fprintf(out, "<td class=\"n\" data-v=\"%" PRIu64 "\">%" PRIu64 "</td>", v, v);
@@ -208,7 +225,7 @@ static void html_tables(FILE *out, const struct summary *s)
         for (size_t i = 0; i < n; i++) {
             const struct summary_gpu_kernel_row *r = &s->gpu.kernels[i];
             fputs("<tr>", out);
-            html_td_text(out, r->name);
+            html_td_kernel(out, r->name);
             html_td_u64(out, r->calls);
             html_td_ns(out, (double)r->total_ns);
             html_td_ns(out, r->avg_ns);

@@ -117,7 +117,8 @@ static void tables_api(FILE *out, const struct summary *s, size_t limit)
 
 static void tables_kernels(FILE *out, const struct summary *s, size_t limit)
 {
-    char launches[24], errors[24], total[32], avg[32], grid[48], block[48];
+    char launches[24], errors[24], total[32], avg[32], grid[48], block[48], kname[512];
+    int shortened = 0;
     fprintf(out, "Kernel launches%s\n", tables_gpu_whole(s));
     if (!s->nkernels) {
         fprintf(out, "  (no kernel launches)\n\n");
@@ -136,11 +137,13 @@ static void tables_kernels(FILE *out, const struct summary *s, size_t limit)
             model_dim3_format(r->block, block, sizeof block);
         else
             strcpy(block, "-");
-        text_table_row(&t, r->name, tables_u64(launches, r->launches),
-                       tables_u64(errors, r->errors), tables_time(total, (double)r->total_ns),
-                       tables_time(avg, r->avg_ns), grid, block);
+        text_table_row(&t, format_kernel_name(r->name, kname, sizeof kname, &shortened),
+                       tables_u64(launches, r->launches), tables_u64(errors, r->errors),
+                       tables_time(total, (double)r->total_ns), tables_time(avg, r->avg_ns), grid,
+                       block);
     }
     text_table_end(out, &t);
+    tables_kernel_names_note(out, shortened);
     if (limit && s->nkernels > limit)
         fprintf(out, "  (%zu more not shown; --limit)\n", s->nkernels - limit);
     fputc('\n', out);
@@ -381,8 +384,8 @@ void tables_threads_view(FILE *out, const struct summary *s)
     tables_processes(out, s, 1);
 }
 
-void tables_over_ranks(FILE *out, const char *value, const void *rows, size_t n, size_t stride,
-                       size_t name_at, size_t spread_at)
+static void tables_over_ranks_named(FILE *out, const char *value, const void *rows, size_t n,
+                                    size_t stride, size_t name_at, size_t spread_at, int kernels)
 {
     const char *base = rows;
     size_t ranks = 0;
@@ -394,12 +397,15 @@ void tables_over_ranks(FILE *out, const char *value, const void *rows, size_t n,
     if (ranks < 2)
         return;
     fprintf(out, "\n  Over the ranks (%s per rank, of the ranks that ran it):\n", value);
+    int shortened = 0;
     struct text_table t;
     text_table_begin(&t, "<Name|>Ranks|>Min|>Median|>Max|>Rank at max");
     for (size_t i = 0; i < n; i++) {
         const char *name = *(const char *const *)(const void *)(base + i * stride + name_at);
         const struct rank_spread *r = (const void *)(base + i * stride + spread_at);
-        char nr[24], mn[32], md[32], mx[32], at[24];
+        char nr[24], mn[32], md[32], mx[32], at[24], kname[512];
+        if (kernels && name)
+            name = format_kernel_name(name, kname, sizeof kname, &shortened);
         snprintf(nr, sizeof nr, "%zu", r->ranks);
         format_ns((double)r->min, mn, sizeof mn);
         format_ns((double)r->median, md, sizeof md);
@@ -411,6 +417,29 @@ void tables_over_ranks(FILE *out, const char *value, const void *rows, size_t n,
         text_table_row(&t, name ? name : "?", nr, mn, md, mx, at);
     }
     text_table_end(out, &t);
+    tables_kernel_names_note(out, shortened);
+}
+
+void tables_over_ranks(FILE *out, const char *value, const void *rows, size_t n, size_t stride,
+                       size_t name_at, size_t spread_at)
+{
+    tables_over_ranks_named(out, value, rows, n, stride, name_at, spread_at, 0);
+}
+
+void tables_over_ranks_kernels(FILE *out, const char *value, const void *rows, size_t n,
+                               size_t stride, size_t name_at, size_t spread_at)
+{
+    tables_over_ranks_named(out, value, rows, n, stride, name_at, spread_at, 1);
+}
+
+void tables_kernel_names_note(FILE *out, int shortened)
+{
+    if (shortened)
+        fprintf(out,
+                "  (kernel names without their return type, parameters and the namespaces "
+                "inside <>, cut in the middle past %d columns; --format json or csv gives "
+                "them whole)\n",
+                FORMAT_KERNEL_COLS);
 }
 
 size_t tables_over_ranks_rows(size_t nrows, size_t limit)

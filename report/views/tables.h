@@ -21,6 +21,11 @@ const char *tables_end_text(const struct model_process *p, char *buf, size_t len
  * spread_at (offsetof). */
 void tables_over_ranks(FILE *out, const char *value, const void *rows, size_t n, size_t stride,
                        size_t name_at, size_t spread_at);
+/* The same for kernels: their names as format_kernel_name shows them. */
+void tables_over_ranks_kernels(FILE *out, const char *value, const void *rows, size_t n,
+                               size_t stride, size_t name_at, size_t spread_at);
+/* After a kernel table whose names format_kernel_name shortened: says so, once. */
+void tables_kernel_names_note(FILE *out, int shortened);
 /* How many rows the table after a view shows: its limit, else at most 20. */
 size_t tables_over_ranks_rows(size_t nrows, size_t limit);
 /* The library of an intercepted API by its name: "CUDA runtime", "CUDA driver", "cuBLAS",

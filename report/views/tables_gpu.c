@@ -81,7 +81,8 @@ static void tables_gpu_kernel_table(FILE *out, const struct summary *s, size_t l
 {
     const struct summary_gpu *g = &s->gpu;
     char calls[24], total[32], avg[32], min[32], max[32], pct[16], grid[48], block[48], regs[16];
-    char from[512];
+    char from[512], kname[512];
+    int shortened = 0;
     struct text_table t;
     text_table_begin(&t, "<Kernel|>Calls|>GPU total|>Avg|>Min|>Max|>% GPU time|>Grid|>Block|"
                          ">Regs|<Launched from");
@@ -94,7 +95,8 @@ static void tables_gpu_kernel_table(FILE *out, const struct summary *s, size_t l
             snprintf(from, sizeof from, "%s (+%zu more)", r->sites[0].qualname, r->nsites - 1);
         else
             snprintf(from, sizeof from, "%s", r->nsites ? r->sites[0].qualname : "-");
-        text_table_row(&t, r->name, tables_gpu_u64(calls, sizeof calls, r->calls),
+        text_table_row(&t, format_kernel_name(r->name, kname, sizeof kname, &shortened),
+                       tables_gpu_u64(calls, sizeof calls, r->calls),
                        tables_gpu_time(total, sizeof total, (double)r->total_ns),
                        tables_gpu_time(avg, sizeof avg, r->avg_ns),
                        tables_gpu_time(min, sizeof min, (double)r->min_ns),
@@ -102,6 +104,7 @@ static void tables_gpu_kernel_table(FILE *out, const struct summary *s, size_t l
                        tables_gpu_u64(regs, sizeof regs, r->registers), from);
     }
     text_table_end(out, &t);
+    tables_kernel_names_note(out, shortened);
     if (limit && g->nkernels > limit)
         fprintf(out, "  (%zu more not shown; %s)\n", g->nkernels - limit, more);
     if (g->unattributed)
@@ -125,10 +128,10 @@ void tables_gpu_kernels(FILE *out, const struct summary *s, size_t limit)
         return;
     }
     tables_gpu_kernel_table(out, s, limit, "--limit");
-    tables_over_ranks(out, "GPU time", s->gpu.kernels,
-                      tables_over_ranks_rows(s->gpu.nkernels, limit), sizeof *s->gpu.kernels,
-                      offsetof(struct summary_gpu_kernel_row, name),
-                      offsetof(struct summary_gpu_kernel_row, over_ranks));
+    tables_over_ranks_kernels(out, "GPU time", s->gpu.kernels,
+                              tables_over_ranks_rows(s->gpu.nkernels, limit),
+                              sizeof *s->gpu.kernels, offsetof(struct summary_gpu_kernel_row, name),
+                              offsetof(struct summary_gpu_kernel_row, over_ranks));
 }
 
 void tables_gpu_section(FILE *out, const struct summary *s, size_t limit)

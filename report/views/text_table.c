@@ -75,9 +75,9 @@ void text_table_end(FILE *out, struct text_table *t)
 {
     size_t w[TEXT_TABLE_MAX_COLS];
     for (size_t c = 0; c < t->ncols; c++) {
-        w[c] = strlen(t->head[c]);
+        w[c] = format_columns(t->head[c]);
         for (size_t r = 0; r < t->nrows; r++) {
-            size_t l = strlen(t->cells[r * t->ncols + c]);
+            size_t l = format_columns(t->cells[r * t->ncols + c]);
             if (l > w[c])
                 w[c] = l;
         }
@@ -87,12 +87,12 @@ void text_table_end(FILE *out, struct text_table *t)
         for (size_t c = 0; c < t->ncols; c++) {
             const char *s = r == 0 ? t->head[c] : t->cells[(r - 1) * t->ncols + c];
             int last = c + 1 == t->ncols;
+            size_t pad = last && !t->right[c] ? 0 : w[c] - format_columns(s);
             if (t->right[c])
-                fprintf(out, "%*s", (int)w[c], s);
-            else if (last)
-                fputs(s, out);
-            else
-                fprintf(out, "%-*s", (int)w[c], s);
+                fprintf(out, "%*s", (int)pad, "");
+            fputs(s, out);
+            if (!t->right[c])
+                fprintf(out, "%*s", (int)pad, "");
             if (!last)
                 fputs("  ", out);
         }
