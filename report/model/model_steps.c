@@ -660,8 +660,10 @@ size_t model_steps_warmup(const struct model_steps *st, double *ratio)
      * for every table to cover the same steps (of 2 steps at least). */
     size_t inferred = st->first_inferred && n >= 2;
     *ratio = 0;
-    if (n < 4 || st->opened_late)
+    if (n < 4 || st->opened_late == 1)
         return inferred;
+    /* an attach to a GPU process: its window's first step alone may be left out */
+    size_t reach = st->opened_late ? 1 : n / 4 + inferred;
     size_t half = n - n / 2;
     uint64_t *d = malloc(half * sizeof *d);
     if (!d)
@@ -677,12 +679,11 @@ size_t model_steps_warmup(const struct model_steps *st, double *ratio)
     /* after an inferred first step (left out anyway) too: work after the first optimizer
      * steps (a warm-up's own) lands in the steps after them, the first one's is short */
     size_t later[64], nlater = 0; /* the first slow steps after those a warm-up may hold */
-    for (size_t k = n / 4 + inferred; k < n && nlater < sizeof later / sizeof *later; k++)
+    for (size_t k = reach; k < n && nlater < sizeof later / sizeof *later; k++)
         if ((double)steps_training_ns(&st->steps[k]) > MODEL_STEPS_WARMUP_RATIO * ref)
             later[nlater++] = k;
     size_t w = inferred;
-    while (w < n / 4 + inferred &&
-           (double)steps_training_ns(&st->steps[w]) > MODEL_STEPS_WARMUP_RATIO * ref &&
+    while (w < reach && (double)steps_training_ns(&st->steps[w]) > MODEL_STEPS_WARMUP_RATIO * ref &&
            !steps_recurs(st, w, later, nlater))
         w++;
     return w;

@@ -116,7 +116,10 @@ struct model_steps {
      * start: the first step's start is its first phase span's, no boundary. */
     uint8_t first_inferred;
     /* The recording opened after the process's first steps (a capture window opened at a
-     * step's end, or after optimizer steps it counted): its first steps are no warm-up. */
+     * step's end, or after optimizer steps it counted): its first steps are no warm-up.
+     * 2: by an attach to a process with GPU kernels, whose window's first step is left out
+     * when slow (model_steps_warmup): on the H200 its first CUDA calls took 4-6 ms each,
+     * against about 10 us after, in 2 attaches of 2 (not on the CPU). */
     uint8_t opened_late;
     uint32_t tid; /* the step thread */
     /* the startup's thread: whose Python calls cover the most time before the first step

@@ -651,10 +651,8 @@ static int steps_before_window(const struct model_process *p, uint64_t *before)
     return 1;
 }
 
-/* Whether the recording opened after the process's first steps: its first window opened
- * at the end of a step after the first, after optimizer steps it counted, or by an attach
- * (to a process under way: the steps after it are not the program's warm-up). */
-static int steps_opened_late(const struct model_process *p)
+/* steps_opened_late's answer from the first window's opening alone. */
+static int steps_opened_late_window(const struct model_process *p)
 {
     for (size_t i = 0; i < p->nmeta; i++) {
         if (strcmp(p->meta[i].key, "window_open"))
@@ -668,6 +666,17 @@ static int steps_opened_late(const struct model_process *p)
         return got == 3 && (!strcmp(why, "attach") || (!strcmp(why, "step") && value > 0));
     }
     return 0;
+}
+
+/* Whether the recording opened after the process's first steps: its first window opened
+ * at the end of a step after the first, after optimizer steps it counted, or by an attach
+ * (to a process under way: the steps after it are not the program's warm-up). 2 for an
+ * attach to a process with GPU kernels (steps.opened_late). */
+static int steps_opened_late(const struct model_process *p)
+{
+    int late = steps_opened_late_window(p);
+    const char *window = model_meta_get(p, "window");
+    return late && window && !strcmp(window, "attach") && p->gpu.facts.kernels ? 2 : late;
 }
 
 /* Whether the optimizer steps' steps are numbered as the process's, from *before steps

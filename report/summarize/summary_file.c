@@ -26,7 +26,9 @@ const char summary_file_suffix[] = ".summary";
 
 #define SUMMARY_FILE_MAGIC "PRFSUMM\n"
 #define SUMMARY_FILE_END "PRFSEND\n"
-/* 19: each step's forward recomputed in backward (model_step.recompute_ns);
+/* 20: steps.opened_late 2, an attach to a GPU process (its window's first step may be
+ * left out: model_steps_warmup);
+ * 19: each step's forward recomputed in backward (model_step.recompute_ns);
  * 18: the training's start (steps.actions_start_ns: an action's call around the first step);
  * 17: the training phases' spans a full ring dropped (lost_kept), the data-loading
  * functions' whole time (data_hot's outer_ns), the steps' garbage collections (gc_*);
@@ -56,7 +58,7 @@ const char summary_file_suffix[] = ".summary";
  * 4: the training steps behind their length, read when a view asks for every step
  * (summary_file_read_steps); 3: the trace's identity after the version
  * (summary_file_bound). 12 and older are not read (their trace is). */
-#define SUMMARY_FILE_VERSION 19
+#define SUMMARY_FILE_VERSION 20
 #define SUMMARY_FILE_MAX (1ull << 32) /* 4 GiB: more is not a summary */
 
 typedef struct summary_codec sf_codec;

@@ -157,7 +157,13 @@ const char *steps_view_left_out(const struct steps_stats *st, char *buf, size_t 
                                   st->warmup_ratio);
         if (n < len)
             snprintf(buf + n, len - n, ")");
-    } else if (st->warmup > 1 && inferred) /* (its ratio is the first's) */
+    } else if (st->warmup == 1 && st->p->steps.opened_late == 2)
+        snprintf(buf, len,
+                 "the attach window's first step left out (%.1fx the median of the later "
+                 "steps: in a GPU process the first CUDA calls after an attach are slow, "
+                 "4-6 ms each on an H200)",
+                 st->warmup_ratio);
+    else if (st->warmup > 1 && inferred) /* (its ratio is the first's) */
         snprintf(buf, len,
                  "the first step left out (it starts before any step boundary, where no table "
                  "can start) and %zu warm-up step%s after it (slower than %.1fx the median of "

@@ -110,8 +110,9 @@ Test(report_steps_find, irregular_or_rare_batches_keep_the_optimizer_steps)
 }
 
 /* Ten steps of a batch and an optimizer step each, the first 5x as long as the others,
- * in a trace whose capture window opened as window_open says (NULL: no window). */
-static struct model_process *load_slow_first(const char *window, const char *window_open)
+ * in a trace whose capture window opened as window_open says (NULL: no window); with gpu,
+ * a GPU kernel in each step. */
+static struct model_process *load_slow_first(const char *window, const char *window_open, int gpu)
 {
     struct trace_build b;
     cr_assert_eq(trace_build_open(&b, path, PROF_TRACE_VERSION, 24, 0), 0);
@@ -122,10 +123,14 @@ static struct model_process *load_slow_first(const char *window, const char *win
     }
     trace_build_string(&b, 1, "Optimizer.step#Adam.step");
     trace_build_string(&b, 2, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+    trace_build_string(&b, 3, "scale_kernel");
     trace_build_thread(&b, 9);
     for (uint64_t k = 0, t = 1000; k < 10; k++) {
         uint64_t len = k ? 100 : 500;
         trace_build_torch_op(&b, 2, t, t + 10, -1, 0, MODEL_TORCH_SCOPE_USER, 0, 0);
+        if (gpu)
+            trace_build_gpu_kernel(&b, (uint32_t)k + 1, t + 20, t + 30, 3, 0, 7,
+                                   trace_build_dim3(1, 1, 1), trace_build_dim3(32, 1, 1), 16);
         trace_build_torch_op(&b, 1, t + len - 40, t + len - 10, -1, 0, MODEL_TORCH_SCOPE_USER, 0,
                              0);
         t += len;
@@ -134,15 +139,20 @@ static struct model_process *load_slow_first(const char *window, const char *win
     return report_test_load(path);
 }
 
-static size_t warmup_of(const char *window, const char *window_open, int late)
+static size_t warmup_of_run(const char *window, const char *window_open, int late, int gpu)
 {
-    struct model_process *p = load_slow_first(window, window_open);
+    struct model_process *p = load_slow_first(window, window_open, gpu);
     cr_assert_eq(p->steps.nsteps, 10, "%s", window_open ? window_open : "no window");
     cr_expect_eq(p->steps.opened_late, late, "%s", window_open ? window_open : "no window");
     double ratio;
     size_t w = model_steps_warmup(&p->steps, &ratio);
     model_process_free(p);
     return w;
+}
+
+static size_t warmup_of(const char *window, const char *window_open, int late)
+{
+    return warmup_of_run(window, window_open, late, 0);
 }
 
 Test(report_steps_find, a_recording_opened_after_the_first_steps_has_no_warm_up)
@@ -162,6 +172,18 @@ Test(report_steps_find, a_recording_opened_after_the_first_steps_has_no_warm_up)
     cr_expect_eq(warmup_of("attach", "5 attach 1234", 1), 0);
     /* a time window that opened before any optimizer step: its slow first step is warm-up */
     cr_expect_eq(warmup_of("time", "5 time 2000 0", 0), 1);
+}
+
+Test(report_steps_find, an_attach_to_a_gpu_process_leaves_its_slow_first_step_out)
+{
+    /* on the H200 the attach window's first step held the first CUDA calls after the
+     * attach, 4-6 ms each: left out when slow, the first alone */
+    cr_expect_eq(warmup_of_run("attach", "5 step 9", 2, 1), 1);
+    cr_expect_eq(warmup_of_run("attach", "5 attach 1234", 2, 1), 1);
+    /* other windows of a GPU process, and an attach without GPU work, as before */
+    cr_expect_eq(warmup_of_run("steps", "5 step 8 8", 1, 1), 0);
+    cr_expect_eq(warmup_of_run("signal", "5 step 9", 1, 1), 0);
+    cr_expect_eq(warmup_of_run("attach", "5 step 9", 1, 0), 0);
 }
 
 /* Steps from torch.profiler's ProfilerStep#N scopes: one a scope, numbered[i] naming the
