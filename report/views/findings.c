@@ -403,20 +403,14 @@ static void findings_small_kernels(struct findings *f, const struct summary *s)
         const char *name = format_kernel_name(top->name, kname, sizeof kname, &shortened);
         const char *part = tables_gpu_window(s, note, sizeof note); /* what the rows cover */
         int whole = !part || !strcmp(part, model_window_name(MODEL_WINDOW_ALL));
-        /* a builtin's site has no file (cProfile's "~:0"): its name alone */
+        char site[1024] = ""; /* a builtin's has no file (cProfile's "~:0"): its name alone */
         if (top->nsites && strcmp(top->sites[0].file, "~"))
-            findings_set(x->where, sizeof x->where,
-                         "%s launched %" PRIu64 " times%s%s, most from "
-                         "%s (%s:%u)",
-                         name, top->calls, whole ? "" : " in ", whole ? "" : part,
-                         top->sites[0].qualname, top->sites[0].file, top->sites[0].line);
+            snprintf(site, sizeof site, ", most from %s (%s:%u)", top->sites[0].qualname,
+                     top->sites[0].file, top->sites[0].line);
         else if (top->nsites)
-            findings_set(x->where, sizeof x->where,
-                         "%s launched %" PRIu64 " times%s%s, most from %s", name, top->calls,
-                         whole ? "" : " in ", whole ? "" : part, top->sites[0].qualname);
-        else
-            findings_set(x->where, sizeof x->where, "%s launched %" PRIu64 " times%s%s", name,
-                         top->calls, whole ? "" : " in ", whole ? "" : part);
+            snprintf(site, sizeof site, ", most from %s", top->sites[0].qualname);
+        findings_set(x->where, sizeof x->where, "%s launched %" PRIu64 " times%s%s%s", name,
+                     top->calls, whole ? "" : " in ", whole ? "" : part, site);
     }
 }
 

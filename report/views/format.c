@@ -1,5 +1,7 @@
 #include "format.h"
 
+#include "alloc.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -252,15 +254,9 @@ const char *format_kernel_name(const char *name, char *buf, size_t len, int *sho
         }
     }
     char *s = malloc(n + 1);
-    size_t m = s ? format_kernel_unqualify(name, n, s) : 0;
-    if (!s) { /* out of memory: the name as it is */
-        s = strdup(full);
-        m = s ? strlen(s) : 0;
-    }
-    if (!s) {
-        snprintf(buf, len, "%s", full);
-        return buf;
-    }
+    if (!s)
+        report_oom();
+    size_t m = format_kernel_unqualify(name, n, s);
     s[m] = 0;
     if (format_columns(s) > FORMAT_KERNEL_COLS) { /* its start, "…", its end */
         size_t tail_cols = FORMAT_KERNEL_COLS * 3 / 10,

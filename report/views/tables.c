@@ -384,8 +384,8 @@ void tables_threads_view(FILE *out, const struct summary *s)
     tables_processes(out, s, 1);
 }
 
-static void tables_over_ranks_named(FILE *out, const char *value, const void *rows, size_t n,
-                                    size_t stride, size_t name_at, size_t spread_at, int kernels)
+void tables_over_ranks(FILE *out, const char *value, const void *rows, size_t n, size_t stride,
+                       size_t name_at, size_t spread_at, int kernel_names)
 {
     const char *base = rows;
     size_t ranks = 0;
@@ -404,7 +404,7 @@ static void tables_over_ranks_named(FILE *out, const char *value, const void *ro
         const char *name = *(const char *const *)(const void *)(base + i * stride + name_at);
         const struct rank_spread *r = (const void *)(base + i * stride + spread_at);
         char nr[24], mn[32], md[32], mx[32], at[24], kname[512];
-        if (kernels && name)
+        if (kernel_names && name)
             name = format_kernel_name(name, kname, sizeof kname, &shortened);
         snprintf(nr, sizeof nr, "%zu", r->ranks);
         format_ns((double)r->min, mn, sizeof mn);
@@ -418,18 +418,6 @@ static void tables_over_ranks_named(FILE *out, const char *value, const void *ro
     }
     text_table_end(out, &t);
     tables_kernel_names_note(out, shortened);
-}
-
-void tables_over_ranks(FILE *out, const char *value, const void *rows, size_t n, size_t stride,
-                       size_t name_at, size_t spread_at)
-{
-    tables_over_ranks_named(out, value, rows, n, stride, name_at, spread_at, 0);
-}
-
-void tables_over_ranks_kernels(FILE *out, const char *value, const void *rows, size_t n,
-                               size_t stride, size_t name_at, size_t spread_at)
-{
-    tables_over_ranks_named(out, value, rows, n, stride, name_at, spread_at, 1);
 }
 
 void tables_kernel_names_note(FILE *out, int shortened)

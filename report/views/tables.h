@@ -18,12 +18,9 @@ const char *tables_end_text(const struct model_process *p, char *buf, size_t len
 /* After --ops, --kernels or --actions of two ranks or more: each of the first n rows'
  * value per rank (min / median / max, the rank at the max). rows: n structs of stride
  * bytes, each with its name (a char *) at name_at and its struct rank_spread at
- * spread_at (offsetof). */
+ * spread_at (offsetof); with kernel_names, the names as format_kernel_name shows them. */
 void tables_over_ranks(FILE *out, const char *value, const void *rows, size_t n, size_t stride,
-                       size_t name_at, size_t spread_at);
-/* The same for kernels: their names as format_kernel_name shows them. */
-void tables_over_ranks_kernels(FILE *out, const char *value, const void *rows, size_t n,
-                               size_t stride, size_t name_at, size_t spread_at);
+                       size_t name_at, size_t spread_at, int kernel_names);
 /* After a kernel table whose names format_kernel_name shortened: says so, once. */
 void tables_kernel_names_note(FILE *out, int shortened);
 /* How many rows the table after a view shows: its limit, else at most 20. */

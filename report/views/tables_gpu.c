@@ -128,10 +128,10 @@ void tables_gpu_kernels(FILE *out, const struct summary *s, size_t limit)
         return;
     }
     tables_gpu_kernel_table(out, s, limit, "--limit");
-    tables_over_ranks_kernels(out, "GPU time", s->gpu.kernels,
-                              tables_over_ranks_rows(s->gpu.nkernels, limit),
-                              sizeof *s->gpu.kernels, offsetof(struct summary_gpu_kernel_row, name),
-                              offsetof(struct summary_gpu_kernel_row, over_ranks));
+    tables_over_ranks(out, "GPU time", s->gpu.kernels,
+                      tables_over_ranks_rows(s->gpu.nkernels, limit), sizeof *s->gpu.kernels,
+                      offsetof(struct summary_gpu_kernel_row, name),
+                      offsetof(struct summary_gpu_kernel_row, over_ranks), 1);
 }
 
 void tables_gpu_section(FILE *out, const struct summary *s, size_t limit)
@@ -532,7 +532,7 @@ void tables_actions(FILE *out, const struct summary *s, size_t limit)
     tables_actions_table(out, s, limit, "--limit");
     tables_over_ranks(out, "time", g->actions, tables_over_ranks_rows(g->nactions, limit),
                       sizeof *g->actions, offsetof(struct summary_action_row, name),
-                      offsetof(struct summary_action_row, over_ranks));
+                      offsetof(struct summary_action_row, over_ranks), 0);
 }
 
 void tables_actions_section(FILE *out, const struct summary *s, size_t limit)

@@ -278,7 +278,7 @@ void tables_ops(FILE *out, const struct summary *s, size_t limit)
     tables_torch_table(out, s, limit, "--limit");
     tables_over_ranks(out, "Self CPU", s->torch.rows, tables_over_ranks_rows(s->torch.nrows, limit),
                       sizeof *s->torch.rows, offsetof(struct summary_op_row, name),
-                      offsetof(struct summary_op_row, over_ranks));
+                      offsetof(struct summary_op_row, over_ranks), 0);
     if (summary_torch_memory_any(s)) {
         fputc('\n', out);
         tables_torch_memory_section(out, s);
