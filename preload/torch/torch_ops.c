@@ -101,29 +101,55 @@ static uint32_t torch_intern(const char *text)
     return sid;
 }
 
-/* A name's text slot: found by the name's pointer (two ways per set: operator names are
- * static, and two of them may share a set), else by the text's hash (probing a few slots
- * from its own, so that two names of one hash set do not evict each other op after op),
- * else interned and copied into the first free slot of those (its own when all are taken).
- * The text is compared in both cases: an owned name's memory is reused by later, different
- * names. (glibc's strcmp: measured cheaper here than an inline loop over long names.) */
+/* A name: found by its pointer (two ways per set: operator names are static, and two of
+ * them may share a set), else by its text's hash (probing a few slots from its own, so
+ * that two names of one hash set do not evict each other op after op), else interned and
+ * copied into the first free text slot of those (its own when all are taken). The text is
+ * compared in both cases: an owned name's memory is reused by later, different names.
+ * (glibc's strcmp: measured cheaper here than an inline loop over long names.) */
 #define TORCH_TEXT_PROBES 8
 
-static const struct torch_text_slot *torch_name(struct torch_thread *tt, const char *name)
+/* The text's hash, eight bytes a step (a byte a step cost 70 ns on an autograd node's
+ * 51-byte "autograd::engine::evaluate_function: ..." name, which takes this path at every
+ * op: its memory is a new std::string's), each word mixed in, then the whole mixed again:
+ * every bit of the slot's index depends on every byte (with FNV-1a's bits alone,
+ * aten::zeros and aten::zero_ took one slot in turn, op after op). */
+static inline uint64_t torch_text_hash(const char *text)
 {
-    uint64_t h = (uint64_t)(uintptr_t)name * 0x9E3779B97F4A7C15ull;
-    struct torch_name_slot *s = &tt->names[(h >> 40) & (TORCH_NAME_SLOTS - 2)];
-    for (int way = 0; way < 2; way++)
-        if (s[way].ptr == name && s[way].text->text && strcmp(s[way].text->text, name) == 0)
-            return s[way].text;
-    /* FNV-1a of the text, then mixed: its bits 32-39 alone do not depend on the last
-     * character (aten::zeros and aten::zero_ took one slot in turn, op after op) */
-    h = 0xcbf29ce484222325ull;
-    for (const char *c = name; *c; c++)
-        h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+    size_t len = strlen(text);
+    uint64_t h = 0xcbf29ce484222325ull ^ len, w;
+    for (; len >= 8; len -= 8, text += 8) {
+        memcpy(&w, text, 8);
+        h = (h ^ w) * 0x9E3779B97F4A7C15ull;
+        h ^= h >> 29;
+    }
+    w = 0;
+    memcpy(&w, text, len);
+    h = (h ^ w) * 0x9E3779B97F4A7C15ull;
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdull;
     h ^= h >> 33;
+    return h;
+}
+
+static inline int torch_name_is(const struct torch_name_slot *s, const char *name)
+{
+    if (s->ptr != name)
+        return 0;
+    if (s->fits)
+        return strcmp(s->inline_text, name) == 0;
+    return s->text->text && strcmp(s->text->text, name) == 0;
+}
+
+static const struct torch_name_slot *torch_name(struct torch_thread *tt, const char *name)
+{
+    uint64_t h = (uint64_t)(uintptr_t)name * 0x9E3779B97F4A7C15ull;
+    struct torch_name_slot *s = &tt->names[(h >> 40) & (TORCH_NAME_SLOTS - 2)];
+    if (torch_name_is(&s[0], name))
+        return &s[0];
+    if (torch_name_is(&s[1], name))
+        return &s[1];
+    h = torch_text_hash(name);
     struct torch_text_slot *t = NULL, *home = &tt->texts[h & (TORCH_TEXT_SLOTS - 1)];
     for (unsigned i = 0; i < TORCH_TEXT_PROBES && !t; i++) {
         struct torch_text_slot *c = &tt->texts[(h + i) & (TORCH_TEXT_SLOTS - 1)];
@@ -153,8 +179,16 @@ static const struct torch_text_slot *torch_name(struct torch_thread *tt, const c
                 t->filtered = 1;
     }
     s[1] = s[0]; /* the set's other way keeps the name found before */
-    s[0] = (struct torch_name_slot){name, t};
-    return t;
+    s[0].ptr = name;
+    s[0].text = t;
+    s[0].sid = t->sid;
+    s[0].filtered = (uint8_t)t->filtered;
+    s[0].kept = (uint8_t)t->kept;
+    size_t len = t->text ? strlen(t->text) : TORCH_NAME_INLINE;
+    s[0].fits = len < TORCH_NAME_INLINE;
+    if (s[0].fits)
+        memcpy(s[0].inline_text, t->text, len + 1);
+    return &s[0];
 }
 
 /* ---- the tree ---- */
@@ -394,7 +428,7 @@ uint64_t torch_ops_begin(const struct prof_torch_op_info *op)
         torch_note_limits();
         return 0;
     }
-    const struct torch_text_slot *name = op->name ? torch_name(tt, op->name) : NULL;
+    const struct torch_name_slot *name = op->name ? torch_name(tt, op->name) : NULL;
     if (name && name->filtered)
         return 0;
     struct torch_frame *f = &tt->stack[tt->depth];

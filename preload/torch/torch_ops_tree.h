@@ -70,12 +70,20 @@ struct torch_text_slot {
     int kept; /* a scope name of the steps (prof_torch_scope_kept) */
 };
 
-/* Name pointer -> its text slot: the fast path for operator names, which are static.
- * The text is compared too: an owned name's memory is reused by later, different names. */
+/* Name pointer -> the name: the fast path for operator names, which are static. The text
+ * is compared too: an owned name's memory is reused by later, different names (a short
+ * std::string's text lives inside the RecordFunction, on the stack). One cache line: a
+ * name that fits is compared against its copy here, not through its text slot and that
+ * slot's heap copy (two more lines an op, the most of the op layer's misses). */
+#define TORCH_NAME_INLINE 41 /* bytes of text held in the slot, its NUL included */
+
 struct torch_name_slot {
     const char *ptr;
-    struct torch_text_slot *text;
-};
+    struct torch_text_slot *text; /* holds the text when it does not fit inline */
+    uint32_t sid;
+    uint8_t filtered, kept, fits;
+    char inline_text[TORCH_NAME_INLINE];
+} __attribute__((aligned(64)));
 
 struct torch_thread {
     struct torch_thread *_Atomic next;
