@@ -71,7 +71,11 @@ $(BENCH_DIR)/bench_report: $(BUILD)/test/bench/bench_report.o $(BUILD)/libprofre
 $(BENCH_DIR)/bench_html: $(BUILD)/test/bench/bench_html.o
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_SAN)
-$(BENCH_DIR)/bench_merge: $(BUILD)/test/bench/bench_merge.o $(BUILD)/test/bench/bench_merge_gen.o
+$(BENCH_DIR)/bench_merge: $(BUILD)/test/bench/bench_merge.o $(BUILD)/test/bench/bench_merge_gen.o \
+		$(BUILD)/test/bench/bench_proc.o
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ -ljansson $(LDFLAGS_SAN)
+$(BENCH_DIR)/bench_merge_real: $(BUILD)/test/bench/bench_merge_real.o $(BUILD)/test/bench/bench_proc.o
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ -ljansson $(LDFLAGS_SAN)
 $(BENCH_DIR)/bench_summarize: $(BUILD)/test/bench/bench_summarize.o
@@ -97,12 +101,13 @@ TEST_FIXTURES := cuda-fixtures libs-fixtures stacks-fixtures $(PROCESS_FIXTURES)
 	$(COMM_FIXTURES)
 BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_timeline $(BENCH_DIR)/bench_call_cost \
 	$(BENCH_DIR)/bench_launch $(BENCH_DIR)/bench_stacks $(BENCH_DIR)/bench_symbols $(BENCH_DIR)/bench_report \
-	$(BENCH_DIR)/bench_html $(BENCH_DIR)/bench_merge $(BENCH_DIR)/bench_summarize
+	$(BENCH_DIR)/bench_html $(BENCH_DIR)/bench_merge $(BENCH_DIR)/bench_summarize \
+	$(BENCH_DIR)/bench_merge_real
 else
 TEST_FIXTURES := stacks-fixtures $(PYTHON_FIXTURES) $(COMM_FIXTURES)
 BENCH_BINS := $(BENCH_DIR)/bench_collector $(BENCH_DIR)/bench_timeline $(BENCH_DIR)/bench_symbols \
 	$(BENCH_DIR)/bench_report $(BENCH_DIR)/bench_html $(BENCH_DIR)/bench_merge \
-	$(BENCH_DIR)/bench_summarize
+	$(BENCH_DIR)/bench_summarize $(BENCH_DIR)/bench_merge_real
 endif
 
 BENCH_BINS += $(COMM_BENCH_BINS)
@@ -111,7 +116,7 @@ unit: $(UNIT_RUN)
 	@set -e; for t in $(UNIT_BINS); do case " $(UNIT_RUN) " in *" $$t "*) echo "== $$t"; $$t --jobs 2;; esac; done
 	@set -e; for t in $(STRESS_BINS); do echo "== $$t"; $$t; done
 
-e2e: all report-fixtures $(TEST_FIXTURES)
+e2e: all report-fixtures $(TEST_FIXTURES) $(BENCH_DIR)/bench_merge $(BENCH_DIR)/bench_merge_real
 	PROF_BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME) $(PYTHON) -m pytest -q -rs test/e2e
 
 bench: all $(BENCH_BINS) $(TEST_FIXTURES)

@@ -34,122 +34,7 @@
 #include <unistd.h>
 
 #include "bench_merge_gen.h"
-
-struct bench_run {
-    double seconds, cpu; /* wall; user + system of the child and the children it waited for */
-    long max_rss_kb;     /* its largest process */
-    int status;          /* exit status, or -1 */
-};
-
-static double bench_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static char *bench_read(const char *path);
-
-/* Runs argv with stdout to out and stderr to err (NULL: inherited); a failed run's stderr
- * is shown. */
-static struct bench_run bench_run_child(char *const argv[], const char *out, const char *err);
-static struct bench_run bench_exec(char *const argv[], const char *out, const char *err)
-{
-    struct bench_run r = bench_run_child(argv, out, err);
-    char *msg = r.status != 0 && err ? bench_read(err) : NULL;
-    if (msg && *msg)
-        printf("bench_merge: %s said:\n%s", argv[0], msg);
-    free(msg);
-    return r;
-}
-
-/* This process's resident set now, in KB (0: unknown). */
-static long bench_self_rss_kb(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kb = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %ld", &kb) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kb;
-}
-
-static long bench_parent_rss_kb; /* the most this process held when it forked */
-
-static struct bench_run bench_run_child(char *const argv[], const char *out, const char *err)
-{
-    struct bench_run r = {0, 0, 0, -1};
-    long self = bench_self_rss_kb();
-    if (self > bench_parent_rss_kb)
-        bench_parent_rss_kb = self;
-    fflush(stdout);
-    double t0 = bench_now();
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fd;
-        if (out && (fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644)) >= 0)
-            dup2(fd, 1);
-        if (err && (fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644)) >= 0)
-            dup2(fd, 2);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    struct rusage ru;
-    int status;
-    if (pid < 0 || wait4(pid, &status, 0, &ru) != pid)
-        return r;
-    r.seconds = bench_now() - t0;
-    r.max_rss_kb = ru.ru_maxrss;
-    r.cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
-}
-
-static int bench_failures;
-
-static void bench_check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void bench_check(int ok, const char *fmt, ...)
-{
-    if (ok)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("bench_merge: CHECK FAILED: ", stdout);
-    vprintf(fmt, ap);
-    fputc('\n', stdout);
-    va_end(ap);
-    bench_failures++;
-}
-
-static char *bench_read(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, len = 0;
-    char *s = malloc(cap);
-    size_t n;
-    while (s && (n = fread(s + len, 1, cap - len - 1, f)) > 0) {
-        len += n;
-        char *more = len + 1 == cap ? realloc(s, cap *= 2) : s;
-        if (!more)
-            free(s);
-        s = more;
-    }
-    fclose(f);
-    if (s)
-        s[len] = 0;
-    return s;
-}
-
-static double bench_mb(unsigned long long bytes)
-{
-    return (double)bytes / (1024.0 * 1024.0);
-}
+#include "bench_proc.h"
 
 /* ---- the checks ---- */
 
@@ -187,41 +72,40 @@ static void bench_check_comm(const char *path, const struct bench_want *w)
     if (!root)
         return;
     unsigned long long ops = w->steps * BENCH_GEN_ALLREDUCES;
+    /* The ranks table covers the steady steps every rank has: the generated steps are
+     * alike, so all but the first (the warm-up the report leaves out). Its times are the
+     * host's: the NCCL calls return at once, so a rank's wait for the slow one is on its
+     * GPU, in the communication table (below), not in its steps' wall time. */
+    unsigned long long steady = w->steps - 1, steady_ops = steady * BENCH_GEN_ALLREDUCES;
     json_t *rows = json_object_get(json_object_get(root, "ranks"), "rows");
     bench_check(json_array_size(rows) == w->ranks, "--ranks: %zu rows, %u ranks generated",
                 json_array_size(rows), w->ranks);
     size_t i;
     json_t *row;
-    long long min_wait = -1;
     json_array_foreach(rows, i, row)
     {
         long long rank = bench_int(row, "rank");
-        bench_check(bench_int(row, "steps") == (long long)w->steps,
-                    "--ranks: rank %lld has %lld steps, %llu generated", rank,
-                    bench_int(row, "steps"), w->steps);
+        bench_check(bench_int(row, "steps") == (long long)steady,
+                    "--ranks: rank %lld has %lld steady steps, not %llu (%llu generated)", rank,
+                    bench_int(row, "steps"), steady, w->steps);
         char host[32];
         snprintf(host, sizeof host, "node%03u", (unsigned)rank / w->ranks_per_node);
         const char *h = json_string_value(json_object_get(row, "host"));
         bench_check(h && !strcmp(h, host), "--ranks: rank %lld on host %s, not %s", rank,
                     h ? h : "(none)", host);
-        long long last = bench_int(row, "last_arrivals"), wait = bench_int(row, "wait_ns");
+        long long last = bench_int(row, "last_arrivals");
         if (rank == w->slow_rank) {
-            bench_check(last == (long long)ops,
+            bench_check(last == (long long)steady_ops,
                         "--ranks: the slow rank %lld arrived last %lld times, not %llu", rank, last,
-                        ops);
-            double late = (double)bench_int(row, "late_ns") / (double)ops;
+                        steady_ops);
+            double late = (double)bench_int(row, "late_ns") / (double)steady_ops;
             bench_check(late >= 1.85e6 && late <= 2.0e6,
                         "--ranks: the slow rank is late by %.0f ns per allreduce, not ~1.9 ms",
                         late);
-            bench_check(wait == 0, "--ranks: the slow rank waited %lld ns, not 0", wait);
         } else {
             bench_check(last == 0, "--ranks: rank %lld arrived last %lld times, not 0", rank, last);
-            if (min_wait < 0 || wait < min_wait)
-                min_wait = wait;
         }
     }
-    bench_check(w->ranks < 2 || (double)min_wait >= 1.85e6 * (double)ops,
-                "--ranks: a rank waited %lld ns in all, not ~1.9 ms per allreduce", min_wait);
     json_t *c = bench_row(json_object_get(root, "comm"), "name", "ncclAllReduce");
     bench_check(c != NULL, "--comm: no ncclAllReduce row");
     if (c) {
@@ -241,6 +125,18 @@ static void bench_check_comm(const char *path, const struct bench_want *w)
         bench_check(bench_int(c, "matched") == (long long)ops,
                     "--comm: %lld operations matched across the ranks, %llu generated",
                     bench_int(c, "matched"), ops);
+        long long min_wait = -1;
+        json_array_foreach(json_object_get(c, "per_rank"), i, row)
+        {
+            long long rank = bench_int(row, "rank"), wait = bench_int(row, "wait_ns");
+            if (rank == w->slow_rank)
+                bench_check(wait == 0, "--comm: the slow rank waited %lld ns, not 0", wait);
+            else if (min_wait < 0 || wait < min_wait)
+                min_wait = wait;
+        }
+        bench_check(json_array_size(json_object_get(c, "per_rank")) == w->ranks &&
+                        (double)min_wait >= 1.85e6 * (double)ops,
+                    "--comm: a rank waited %lld ns in all, not ~1.9 ms per allreduce", min_wait);
         bench_check(bench_int(c, "last_rank") == w->slow_rank &&
                         bench_int(c, "last_count") == (long long)ops,
                     "--comm: last rank %lld (%lld times), not %u (%llu times)",
@@ -328,67 +224,6 @@ static long long bench_text_calls(const char *path)
 
 /* ---- the steps ---- */
 
-static void bench_print_run(const char *what, const struct bench_run *r)
-{
-    printf("%s: %.2f s wall, %.2f s CPU, peak RSS %.1f MB\n", what, r->seconds, r->cpu,
-           (double)r->max_rss_kb / 1024);
-}
-
-/* The summaries in dir: count and bytes. */
-static unsigned bench_summaries(const char *dir, unsigned long long *bytes)
-{
-    unsigned n = 0;
-    *bytes = 0;
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        if (len < 8 || strcmp(e->d_name + len - 8, ".summary"))
-            continue;
-        char path[4096];
-        struct stat st;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (stat(path, &st) == 0) {
-            n++;
-            *bytes += (unsigned long long)st.st_size;
-        }
-    }
-    if (d)
-        closedir(d);
-    return n;
-}
-
-/* The final merge's inputs: the summaries in the nodes' folders by name (without
- * their traces they are read only when named), or the folders when the traces were kept. */
-static char **bench_inputs(char **node_dirs, unsigned nodes, int summaries, size_t *n)
-{
-    char **in = NULL;
-    *n = 0;
-    for (unsigned k = 0; k < nodes; k++) {
-        glob_t g = {0};
-        char pattern[4096];
-        snprintf(pattern, sizeof pattern, "%s/*.summary", node_dirs[k]);
-        size_t add = summaries && glob(pattern, 0, NULL, &g) == 0 ? g.gl_pathc : 1;
-        in = realloc(in, (*n + add) * sizeof *in);
-        if (!in) {
-            fprintf(stderr, "bench_merge: out of memory\n");
-            exit(1);
-        }
-        for (size_t i = 0; i < add; i++)
-            in[(*n)++] = strdup(summaries && g.gl_pathc ? g.gl_pathv[i] : node_dirs[k]);
-        globfree(&g);
-    }
-    return in;
-}
-
-static int bench_mkdir(const char *path)
-{
-    if (mkdir(path, 0755) == 0 || errno == EEXIST)
-        return 0;
-    fprintf(stderr, "bench_merge: cannot create %s: %s\n", path, strerror(errno));
-    return -1;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -396,6 +231,7 @@ int main(int argc, char **argv)
                         "[RANKS_PER_NODE]]]   (default 1024 20 64)\n");
         return 2;
     }
+    bench_name = "bench_merge";
     char *profreport = argv[1], *dir = argv[2];
     unsigned ranks = argc > 3 ? (unsigned)strtoul(argv[3], NULL, 10) : 1024;
     double mb = argc > 4 ? strtod(argv[4], NULL) : 20;
@@ -423,9 +259,9 @@ int main(int argc, char **argv)
     char **node_dirs = calloc(nodes, sizeof *node_dirs);
     char path[4096], out[4096], err[4096];
     int summarize = 1; /* until profreport says it does not know --summarize */
-    double gen_s = 0, sum_wall = 0, sum_cpu = 0;
-    long sum_rss = 0;
-    unsigned long long trace_bytes = 0, summary_bytes = 0;
+    double gen_s = 0;
+    struct bench_sums sums = {0};
+    unsigned long long trace_bytes = 0;
     struct bench_run from_traces = {0, 0, 0, -1};
     unsigned compare_ranks = 0;
     for (unsigned n = 0; n < nodes; n++) {
@@ -490,19 +326,11 @@ int main(int argc, char **argv)
                    node_dirs[n], s.status, dir);
             return 1;
         }
-        unsigned long long sb;
-        unsigned found = bench_summaries(node_dirs[n], &sb);
-        bench_check(found == last - first, "%s: %u summaries for %u traces", node_dirs[n], found,
-                    last - first);
-        summary_bytes += sb;
-        sum_wall += s.seconds;
-        sum_cpu += s.cpu;
-        if (s.max_rss_kb > sum_rss)
-            sum_rss = s.max_rss_kb;
+        unsigned long long sb = bench_node_summarized(node_dirs[n], last - first, &s, &sums);
         printf("; summarize: %.2f s wall, %.2f s CPU, peak RSS %.1f MB, %.1f MB/s per CPU "
                "second, %.1f KB of summary per rank\n",
                s.seconds, s.cpu, (double)s.max_rss_kb / 1024, bench_mb(node_bytes) / s.cpu,
-               found ? (double)sb / found / 1024 : 0.0);
+               (double)sb / (last - first) / 1024);
         fflush(stdout);
         if (!keep && s.status == 0)
             for (unsigned r = first; r < last; r++) {
@@ -516,9 +344,9 @@ int main(int argc, char **argv)
         printf("summarize, all %u nodes: %.1f s wall, %.1f s CPU (%.2f s CPU per rank, %.1f MB "
                "of traces per CPU second), peak RSS %.1f MB; summaries: %.1f KB per rank, %.2f "
                "MB in all (%.0fx smaller than the traces)\n",
-               nodes, sum_wall, sum_cpu, sum_cpu / ranks, bench_mb(trace_bytes) / sum_cpu,
-               (double)sum_rss / 1024, (double)summary_bytes / ranks / 1024,
-               bench_mb(summary_bytes), (double)trace_bytes / (double)summary_bytes);
+               nodes, sums.wall, sums.cpu, sums.cpu / ranks, bench_mb(trace_bytes) / sums.cpu,
+               (double)sums.max_rss_kb / 1024, (double)sums.summary_bytes / ranks / 1024,
+               bench_mb(sums.summary_bytes), (double)trace_bytes / (double)sums.summary_bytes);
 
     /* 3: the final merge, over every node's summaries (or folder). */
     size_t nin;

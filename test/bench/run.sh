@@ -24,6 +24,8 @@ if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null && command -v torc
         exit 1
     fi
     "$B/test/bench/bench_summarize" "$B/bin/profreport" "$(ls "$rt"/traces/*_rank0.trace)" "$rt/clones" 8 5
+    echo "== final merge of ranks cloned from that real rank (issue 22): here 64 ranks, 32 per node (the README has 1,024: bench_merge_real PROFREPORT TRACE DIR)"
+    "$B/test/bench/bench_merge_real" "$B/bin/profreport" "$(ls "$rt"/traces/*_rank0.trace)" "$rt/merge" 64 32
     rm -rf "$rt"
 else
     echo "summarize: skipped: no torch or torchrun for /usr/bin/python3 (Debian: python3-torch), so no real DDP trace to clone"
