@@ -188,3 +188,80 @@ int idmap_set(struct idmap *m, uint64_t id, uint64_t value)
     *v = value;
     return 0;
 }
+
+#define IDBITS_WORDS 8 /* words per chunk: 512 ids */
+
+void idbits_init(struct idbits *b)
+{
+    u64map_init(&b->chunks);
+    b->words = NULL;
+    b->nchunks = b->cap = 0;
+}
+
+void idbits_free(struct idbits *b)
+{
+    u64map_free(&b->chunks);
+    free(b->words);
+    idbits_init(b);
+}
+
+/* The words of key's chunk, made (zeroed) when absent; NULL only when out of memory. */
+static uint64_t *idbits_words(struct idbits *b, uint64_t key)
+{
+    uint64_t *slot = u64map_find(&b->chunks, key);
+    if (slot)
+        return b->words + *slot * IDBITS_WORDS;
+    if (b->nchunks == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 16;
+        uint64_t *w = realloc(b->words, cap * IDBITS_WORDS * sizeof *w);
+        if (!w)
+            return NULL;
+        b->words = w;
+        b->cap = cap;
+    }
+    if (!(slot = u64map_slot(&b->chunks, key)))
+        return NULL;
+    *slot = b->nchunks;
+    uint64_t *w = b->words + b->nchunks++ * IDBITS_WORDS;
+    memset(w, 0, IDBITS_WORDS * sizeof *w);
+    return w;
+}
+
+int idbits_add(struct idbits *b, uint64_t id)
+{
+    uint64_t *w = idbits_words(b, id / (64 * IDBITS_WORDS));
+    if (!w)
+        return -1;
+    w[id / 64 % IDBITS_WORDS] |= 1ull << (id % 64);
+    return 0;
+}
+
+const uint64_t *idbits_chunk(const struct idbits *b, uint64_t key)
+{
+    const uint64_t *slot = b->nchunks ? u64map_find(&b->chunks, key) : NULL;
+    return slot ? b->words + *slot * IDBITS_WORDS : NULL;
+}
+
+int idbits_has(const struct idbits *b, uint64_t id)
+{
+    const uint64_t *w = idbits_chunk(b, id / (64 * IDBITS_WORDS));
+    return w && (w[id / 64 % IDBITS_WORDS] >> (id % 64) & 1);
+}
+
+int idbits_next(const struct idbits *b, size_t *iter, uint64_t *key, const uint64_t **words)
+{
+    uint64_t index;
+    if (!u64map_next(&b->chunks, iter, key, &index))
+        return 0;
+    *words = b->words + index * IDBITS_WORDS;
+    return 1;
+}
+
+int idbits_set_chunk(struct idbits *b, uint64_t key, const uint64_t *words)
+{
+    uint64_t *w = idbits_words(b, key);
+    if (!w)
+        return -1;
+    memcpy(w, words, IDBITS_WORDS * sizeof *w);
+    return 0;
+}

@@ -50,6 +50,28 @@ static inline uint64_t idmap_get(const struct idmap *m, uint64_t id)
     return v ? *v : 0;
 }
 
+/* idbits: a set of ids, a bit per id in chunks of 512 (8 words) found by id / 512 in a
+ * u64map: ids that come in runs (CUPTI's correlation ids count up from 1) cost about a bit
+ * each, 5 M of them 0.9 MB (as one map entry per 64-bit word, 4.5 MB: a streamed export of
+ * 10 M events held three such sets); an id far from the others costs a chunk, 64 bytes. */
+struct idbits {
+    struct u64map chunks; /* id / 512 -> the chunk's index */
+    uint64_t *words;      /* 8 per chunk */
+    size_t nchunks, cap;
+};
+
+void idbits_init(struct idbits *b);
+void idbits_free(struct idbits *b);
+/* Adds id; -1 only when out of memory. */
+int idbits_add(struct idbits *b, uint64_t id);
+int idbits_has(const struct idbits *b, uint64_t id);
+/* The chunk of ids [512 * key, 512 * key + 512): 8 words, or NULL when none is set. */
+const uint64_t *idbits_chunk(const struct idbits *b, uint64_t key);
+/* Iterate over the chunks: for (size_t i = 0; idbits_next(b, &i, &key, &words);) */
+int idbits_next(const struct idbits *b, size_t *iter, uint64_t *key, const uint64_t **words);
+/* Sets the chunk of key to words (8); -1 only when out of memory. */
+int idbits_set_chunk(struct idbits *b, uint64_t key, const uint64_t *words);
+
 static inline void *u64map_get_ptr(const struct u64map *m, uint64_t key)
 {
     uint64_t *v = u64map_find(m, key);

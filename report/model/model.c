@@ -188,7 +188,7 @@ void model_process_free(struct model_process *p)
         free(kern);
     }
     u64map_free(&p->kernels);
-    u64map_free(&p->timeline_flows);
+    idbits_free(&p->timeline_flows);
     free(p->device_mem);
     free(p->mem_events);
     for (size_t i = 0; i < p->nnotes; i++)

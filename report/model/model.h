@@ -520,7 +520,7 @@ struct model_process {
     /* timeline_load_defs: the correlation ids that have both a CUPTI API call and a GPU
      * activity in the file, a bit per id (timeline_bits_*): the launch arrows that the
      * timeline exports may draw. */
-    struct u64map timeline_flows;
+    struct idbits timeline_flows;
 };
 
 /* Reads a whole trace file into a new process model (model_finish included). On an error

@@ -14,23 +14,15 @@
 /* A name key: what kind of source id it is, then the id. */
 #define TIMELINE_KEY(kind, id) ((uint64_t)(kind) << 48 | (uint64_t)(id))
 
-void timeline_bits_add(struct u64map *bits, uint64_t id)
+void timeline_bits_add(struct idbits *bits, uint64_t id)
 {
-    uint64_t *word = u64map_slot(bits, id / 64);
-    if (!word)
+    if (idbits_add(bits, id) != 0)
         report_oom();
-    *word |= 1ull << (id % 64);
 }
 
-int timeline_bits_has(const struct u64map *bits, uint64_t id)
+int timeline_bits_once(struct idbits *bits, uint64_t id)
 {
-    const uint64_t *word = u64map_find(bits, id / 64);
-    return word && (*word >> (id % 64) & 1);
-}
-
-int timeline_bits_once(struct u64map *bits, uint64_t id)
-{
-    if (timeline_bits_has(bits, id))
+    if (idbits_has(bits, id))
         return 0;
     timeline_bits_add(bits, id);
     return 1;
@@ -38,39 +30,39 @@ int timeline_bits_once(struct u64map *bits, uint64_t id)
 
 int timeline_has_flow(const struct model_process *p, uint32_t correlation)
 {
-    return correlation && timeline_bits_has(&p->timeline_flows, correlation);
+    return correlation && idbits_has(&p->timeline_flows, correlation);
 }
 
 /* p->timeline_flows: the ids in both launches and activities. */
-static void timeline_flows_keep(struct model_process *p, struct u64map *launches,
-                                const struct u64map *activities)
+static void timeline_flows_keep(struct model_process *p, struct idbits *launches,
+                                const struct idbits *activities)
 {
-    uint64_t k, v;
-    for (size_t i = 0; u64map_next(launches, &i, &k, &v);) {
-        const uint64_t *a = u64map_find(activities, k);
-        if (a && (v & *a)) {
-            uint64_t *slot = u64map_slot(&p->timeline_flows, k);
-            if (!slot)
-                report_oom();
-            *slot = v & *a;
-        }
+    uint64_t key;
+    const uint64_t *w;
+    for (size_t i = 0; idbits_next(launches, &i, &key, &w);) {
+        const uint64_t *a = idbits_chunk(activities, key);
+        uint64_t both[8], any = 0;
+        for (int k = 0; k < 8; k++)
+            any |= both[k] = a ? w[k] & a[k] : 0;
+        if (any && idbits_set_chunk(&p->timeline_flows, key, both) != 0)
+            report_oom();
     }
-    u64map_free(launches);
+    idbits_free(launches);
 }
 
 void timeline_flows_prepare(struct model_process *p)
 {
-    if (p->timeline_flows.count || !p->gpu.ncalls || !p->gpu.nops)
+    if (p->timeline_flows.nchunks || !p->gpu.ncalls || !p->gpu.nops)
         return; /* timeline_load_defs filled it, or no arrow can be drawn */
-    struct u64map launches, activities;
-    u64map_init(&launches);
-    u64map_init(&activities);
+    struct idbits launches, activities;
+    idbits_init(&launches);
+    idbits_init(&activities);
     for (size_t i = 0; i < p->gpu.ncalls; i++)
         timeline_bits_add(&launches, p->gpu.calls[i].correlation);
     for (size_t i = 0; i < p->gpu.nops; i++)
         timeline_bits_add(&activities, p->gpu.ops[i].correlation);
     timeline_flows_keep(p, &launches, &activities);
-    u64map_free(&activities);
+    idbits_free(&activities);
 }
 
 struct model_process *timeline_load_defs(const char *path, char *err, size_t errlen)
@@ -79,9 +71,9 @@ struct model_process *timeline_load_defs(const char *path, char *err, size_t err
     if (!r)
         return NULL;
     struct model_process *p = model_process_new(path, trace_reader_header(r)->features);
-    struct u64map launches, activities; /* correlation ids seen: timeline_has_flow */
-    u64map_init(&launches);
-    u64map_init(&activities);
+    struct idbits launches, activities; /* correlation ids seen: timeline_has_flow */
+    idbits_init(&launches);
+    idbits_init(&activities);
     struct trace_record rec;
     while (trace_reader_next(r, &rec)) {
         switch (rec.type) {
@@ -127,7 +119,7 @@ struct model_process *timeline_load_defs(const char *path, char *err, size_t err
     }
     trace_reader_close(r);
     timeline_flows_keep(p, &launches, &activities);
-    u64map_free(&activities);
+    idbits_free(&activities);
     model_finish(p);
     return p;
 }

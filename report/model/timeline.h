@@ -69,12 +69,10 @@ typedef int (*timeline_fn)(void *ctx, const struct timeline_event *ev);
  * message in err when the file cannot be read as a trace. */
 struct model_process *timeline_load_defs(const char *path, char *err, size_t errlen);
 
-/* Sets of 32-bit ids, a bit per id in a u64map from id / 64 to a word: ids that come in
- * runs (CUPTI's correlation ids count up) cost about a bit each. */
-void timeline_bits_add(struct u64map *bits, uint64_t id);
-int timeline_bits_has(const struct u64map *bits, uint64_t id);
+/* Sets of ids (idbits, hashmap.h), out of memory ending the report. */
+void timeline_bits_add(struct idbits *bits, uint64_t id);
 /* Adds id; 1 when it was not in bits yet. */
-int timeline_bits_once(struct u64map *bits, uint64_t id);
+int timeline_bits_once(struct idbits *bits, uint64_t id);
 
 /* 1 when p's file has both a CUPTI API call (the launch) and a GPU activity (kernel, copy,
  * set) with this correlation id: a launch arrow (flow) is drawn only between the two, so

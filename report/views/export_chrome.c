@@ -60,7 +60,7 @@ struct chrome_writer {
     struct u64map nests; /* tid -> struct chrome_nest *, of the process being written */
     /* correlation ids of the ac2g flows begun and ended (timeline_bits): one arrow per id
      * even where CUPTI gives one launch several activities (a graph launch) */
-    struct u64map flow_begun, flow_ended;
+    struct idbits flow_begun, flow_ended;
     int cpu_seen;             /* the group has a cpu_op or a ProfilerStep#N (the plugin's CPU) */
     int span_any;             /* an event of the group came: span_lo, span_hi hold */
     int64_t span_lo, span_hi; /* the group's events, ns since base */
@@ -700,8 +700,8 @@ static int chrome_write_group(const char *file, struct model_process *const *pro
         chrome_free_map(&w.shapes);
         chrome_free_map(&w.occupancy); /* its devices are the process's */
         chrome_nests_free(&w);
-        u64map_free(&w.flow_begun);
-        u64map_free(&w.flow_ended);
+        idbits_free(&w.flow_begun);
+        idbits_free(&w.flow_ended);
         w.index++;
     }
     if (rc == 0 && first)

@@ -687,8 +687,8 @@ int export_perfetto_write(const char *path, struct model_process *const *procs, 
         if (rc == 0)
             pf_busy_write(&w);
         u64map_free(&w.busy);
-        u64map_free(&w.launch_begun);
-        u64map_free(&w.launch_ended);
+        idbits_free(&w.launch_begun);
+        idbits_free(&w.launch_ended);
         pf_tracks_free(&w);
     }
     pf_flush(&w);

@@ -64,7 +64,7 @@ struct pf_writer {
      * the file has both (timeline_has_flow; timeline_bits, though CUPTI may give one launch
      * several activities: a graph launch), forward op -> backward function by sequence
      * number (pf_flow_once) */
-    struct u64map launch_begun, launch_ended;
+    struct idbits launch_begun, launch_ended;
     uint64_t fwd_begun[PF_FLOW_SLOTS], fwd_ended[PF_FLOW_SLOTS];
     struct u64map pending; /* tid -> struct pf_pending *: the thread's last forward op */
 };
