@@ -140,6 +140,26 @@ static struct finding *findings_step_part(struct findings *f, const struct findi
     return x;
 }
 
+/* p's DataLoader started its worker processes again each epoch (persistent_workers=False,
+ * the default: more workers than were ever alive at once): what that costs and its remedy,
+ * added to text, and 1; else 0. */
+static int findings_loader_restarts(const struct model_process *p, char *text, size_t len)
+{
+    const struct loader_workers *w = loader_workers_of(p);
+    if (p->steps.loader != MODEL_STEPS_LOADER_WORKERS || !w || !w->at_once ||
+        w->workers < 2 * w->at_once)
+        return 0;
+    /* (a review's 8 epochs started 16 workers, 2 at a time: each epoch's first batch waited
+     * 590 ms for them, the others 1 ms) */
+    size_t used = strlen(text);
+    snprintf(text + used, len - used,
+             "; the DataLoader starts its workers again every epoch (%zu worker processes, %zu "
+             "at a time: persistent_workers=False, the default), and each epoch's first batches "
+             "wait for them to start: DataLoader(persistent_workers=True) keeps them",
+             w->workers, w->at_once);
+    return 1;
+}
+
 /* A data-loading stall of p (data_ns per steady step): what its DataLoader is, added to
  * evidence, and where: the step thread's function with the most time inside data loading,
  * when it holds a quarter of it or more (p loads its batches itself). */
@@ -154,17 +174,11 @@ static void findings_data_loading(const struct model_process *p, uint64_t data_n
         snprintf(evidence + used, evidence_len - used,
                  "; the DataLoader loads every batch in this process (num_workers=0): "
                  "DataLoader(num_workers=N) moves that work to N worker processes");
-    else if (loader == MODEL_STEPS_LOADER_WORKERS && w && w->at_once &&
-             w->workers >= 2 * w->at_once)
-        /* (a review's 8 epochs started 16 workers, 2 at a time: each epoch's first batch
-         * waited 590 ms for them, the others 1 ms) */
+    else if (findings_loader_restarts(p, evidence, evidence_len)) {
+        used = strlen(evidence);
         snprintf(evidence + used, evidence_len - used,
-                 "; the DataLoader starts its workers again every epoch (%zu worker processes, "
-                 "%zu at a time: persistent_workers=False, the default), and each epoch's "
-                 "first batches wait for them to start: DataLoader(persistent_workers=True) "
-                 "keeps them; else more workers (num_workers), or less work per sample",
-                 w->workers, w->at_once);
-    else if (loader == MODEL_STEPS_LOADER_WORKERS)
+                 "; else more workers (num_workers), or less work per sample");
+    } else if (loader == MODEL_STEPS_LOADER_WORKERS)
         snprintf(evidence + used, evidence_len - used,
                  "; the DataLoader's worker processes do not keep up: more workers "
                  "(num_workers), or less work per sample in the dataset");
@@ -651,6 +665,22 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
             struct finding *x =
                 findings_add(f, "slow_steps", (double)st->max_ns / (double)st->median_ns);
             findings_slow_steps(x, st, mx, med);
+            /* a stall at an epoch's start, below the data-loading finding's share: the
+             * DataLoader's workers starting again (a review's MNIST loop: its slowest step,
+             * the second epoch's first, named select.poll, where the step thread waited) */
+            char why[sizeof x->evidence] = "";
+            if (part == MODEL_STEP_DATA && findings_loader_restarts(st->p, why, sizeof why)) {
+                uint64_t mean = 0;
+                for (int k = 0; k < MODEL_STEP_PART_COUNT; k++)
+                    mean += m.part_ns[k];
+                char ex[32], all[32];
+                format_ns((double)excess, ex, sizeof ex);
+                format_ns(st->max_ns > mean ? (double)(st->max_ns - mean) : 0, all, sizeof all);
+                size_t used = strlen(x->evidence);
+                snprintf(x->evidence + used, sizeof x->evidence - used,
+                         "; its largest excess over the mean step is data loading (+%s of +%s)%s",
+                         ex, all, why);
+            }
             if (!x->minor && (part == MODEL_STEP_OTHER || part == MODEL_STEP_OTHER_OPS)) {
                 size_t used = strlen(x->evidence); /* (their excess is outside the phases) */
                 snprintf(x->evidence + used, sizeof x->evidence - used, "%s",
