@@ -423,6 +423,8 @@ def test_python_in_a_comprehension_names_its_function(tmp_path):
     assert abs(whole - gt) <= 0.15 * gt and comp < whole, (f, gt)
 
 
+# A DataLoader without persistent_workers: its workers start again every epoch, each
+# start slowed by worker_init.
 RESPAWN = """
 import time, torch, torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
@@ -431,15 +433,16 @@ torch.set_num_threads(1)
 
 
 def worker_init(worker_id):
-    time.sleep(0.3)  # a slow start, every epoch's workers
+    time.sleep({sleep})  # a slow start, every epoch's workers
 
 
-data = TensorDataset(torch.randn(256, 16), torch.randn(256, 1))
-model = nn.Linear(16, 1)
+data = TensorDataset(torch.randn({samples}, {width}), torch.randn({samples}, 1))
+model = {model}
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 steps = 0
-for epoch in range(4):
-    for x, y in DataLoader(data, batch_size=16, num_workers=2, worker_init_fn=worker_init):
+for epoch in range({epochs}):
+    for x, y in DataLoader(data, batch_size={batch}, num_workers={workers},
+                           worker_init_fn=worker_init):
         opt.zero_grad()
         ((model(x) - y) ** 2).mean().backward()
         opt.step()
@@ -453,7 +456,8 @@ def test_data_stall_of_workers_started_every_epoch_says_so(tmp_path):
     each epoch's first batch waits for them: the finding says so and names the fix (a
     review's was told its workers do not keep up, whose other batches waited 1 ms)."""
     path = tmp_path / "respawn.py"
-    path.write_text(RESPAWN)
+    path.write_text(RESPAWN.format(sleep=0.3, samples=256, width=16, model="nn.Linear(16, 1)",
+                                   epochs=4, batch=16, workers=2))
     out = tmp_path / "out"
     proc = profile([PYTHON, str(path)], out, env=ENV, timeout=300)
     assert "steps 64" in proc.stdout, proc.stdout
@@ -465,39 +469,16 @@ def test_data_stall_of_workers_started_every_epoch_says_so(tmp_path):
     assert findings_of(summaries_only(out, tmp_path))["step_data"] == data
 
 
-RESPAWN_SHORT = """
-import time, torch, torch.nn as nn
-from torch.utils.data import DataLoader, TensorDataset
-torch.manual_seed(0)
-torch.set_num_threads(1)
-
-
-def worker_init(worker_id):
-    time.sleep(0.1)  # a slow start, every epoch's worker
-
-
-data = TensorDataset(torch.randn(40 * 64, 512), torch.randn(40 * 64, 1))
-model = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
-                      nn.Linear(1024, 1))
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-steps = 0
-for epoch in range(3):
-    for x, y in DataLoader(data, batch_size=64, num_workers=1, worker_init_fn=worker_init):
-        opt.zero_grad()
-        ((model(x) - y) ** 2).mean().backward()
-        opt.step()
-        steps += 1
-print("steps", steps)
-"""
-
-
 def test_slow_steps_at_epoch_starts_name_the_workers_started_again(tmp_path):
     """Workers started again every epoch, their wait too short for a data-loading finding:
     the slow steps (each epoch's first) say that their largest excess is data loading and
     why (a review's MNIST loop was told only of select.poll, where the step thread
     waited)."""
     path = tmp_path / "respawn_short.py"
-    path.write_text(RESPAWN_SHORT)
+    model = ("nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), "
+             "nn.Linear(1024, 1))")
+    path.write_text(RESPAWN.format(sleep=0.1, samples=40 * 64, width=512, model=model, epochs=3,
+                                   batch=64, workers=1))
     out = tmp_path / "out"
     proc = profile([PYTHON, str(path)], out, env=ENV, timeout=300)
     assert "steps 120" in proc.stdout, proc.stdout
