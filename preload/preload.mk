@@ -1,5 +1,5 @@
 # The process-wide parts sit at the top of preload/; each capture layer has its folder.
-PRELOAD_SRCS := preload/attach.c preload/attach_got.c preload/init.c preload/lifecycle.c preload/resolve.c preload/settings.c \
+PRELOAD_SRCS := preload/attach.c preload/attach_got.c preload/got.c preload/init.c preload/lifecycle.c preload/resolve.c preload/settings.c \
 	preload/job.c preload/job_env.c preload/window.c \
 	$(wildcard preload/comm/*.c) $(wildcard preload/python/*.c) $(wildcard preload/torch/*.c) $(wildcard preload/stacks/*.c)
 ifeq ($(HAVE_CUDA),1)
