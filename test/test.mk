@@ -30,6 +30,9 @@ $(BUILD)/test/unit/test_%: $(BUILD)/test/unit/test_%.o $(BUILD)/libprofcore.a $(
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(UNIT_LDLIBS) $(LDFLAGS_SAN)
 
+# the sampler's page reads: a preload part with no other dependency
+$(BUILD)/test/unit/test_stacks_window: $(BUILD)/preload/stacks/stacks_window.o
+
 $(BUILD)/test/unit/stress_%: $(BUILD)/test/unit/stress_%.o $(BUILD)/libprofcore.a $(BUILD)/libprofreport.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(REPORT_LDLIBS) -pthread -ldl $(LDFLAGS_SAN)

@@ -112,6 +112,7 @@ static int stacks_write_definition(struct prof_ring *r, struct stacks_slot *s, u
  * held by a thread it does not have would hang at its first stack. */
 static _Atomic int stacks_forking;
 static _Atomic int stacks_capturing;
+static int stacks_fork_unsettled; /* a capture still under way at the fork */
 
 static uint32_t stacks_capture_with(struct prof_ring *r, uint32_t py_node, void *ucontext,
                                     void *handler_return)
@@ -278,6 +279,7 @@ static void stacks_before_fork(void)
      * debugger, say) is not waited for longer than a second. */
     for (int i = 0; i < 100000 && atomic_load(&stacks_capturing) > 0; i++)
         usleep(10);
+    stacks_fork_unsettled = atomic_load(&stacks_capturing) > 0;
 }
 
 static void stacks_after_fork_parent(void)
@@ -290,7 +292,7 @@ static void stacks_after_fork_child(void)
     if (!stacks_table)
         return;
     atomic_store(&stacks_capturing, 0); /* only this thread goes on */
-    stacks_unwind_after_fork_child();
+    stacks_unwind_after_fork_child(stacks_fork_unsettled);
     atomic_store(&stacks_forking, 0);
     /* The child writes a new file: every stack it uses needs its record again. */
     atomic_fetch_add(&stacks_generation, 1);

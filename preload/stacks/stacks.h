@@ -70,7 +70,8 @@ int stacks_unwind_start(void);
 int stacks_unwind_context(void *ucontext, void **buf, int max);
 void stacks_unwind_refresh(void);
 int stacks_unwind_stale(void);
-void stacks_unwind_after_fork_child(void);
+/* unsettled: an unwind was still under way when the fork came */
+void stacks_unwind_after_fork_child(int unsettled);
 
 /* stacks_sample.c: PROF_SAMPLE_HZ, per-thread CPU-time timers and their samples. */
 /* Set by the torch and NVTX layers: the calling thread's innermost PyTorch op and pushed

@@ -15,10 +15,11 @@
  * STACKS_PY_MAX_FRAMES frames (a cycle in garbage ends there too). A wrong but readable
  * frame can at worst name a wrong function in one sample, never crash.
  *
- * Cost: one process_vm_readv per frame (the next frame and this frame's code object in
- * one call), plus two per string the first time a thread meets a code object. Measured
- * on Debian's 3.11 and pyenv's 3.8-3.13 (py_hot.py, about 30 frames): 30-40 us per
- * sample, about 0.5 % of the CPU time at 199 Hz; 190-280 us at the 128-frame bound.
+ * Cost: one process_vm_readv per page the walk meets (stacks_window.h: a page read is
+ * kept for the sample's next reads in it), plus two per string the first time a thread
+ * meets a code object. Measured on Debian's 3.11 (py_hot.py 31, about 30 frames,
+ * 2026-12-01's VM, where a process_vm_readv costs 2.7 us): a median 14 us per sample,
+ * against 21 us reading each frame and its code object with a call of their own.
  *
  * Offsets come from stacks_python_offsets.def, generated from each version's own headers
  * (test/fixtures/stacks/py_offsets.py; a test re-derives it). The row is picked at start
@@ -82,9 +83,9 @@ static int py_read(pid_t pid, uint64_t addr, void *buf, size_t len)
     return syscall(SYS_process_vm_readv, pid, &local, 1ul, &remote, 1ul, 0ul) == (long)len ? 0 : -1;
 }
 
-static int py_read_ptr(pid_t pid, uint64_t addr, uint64_t *out)
+static int py_read_ptr(pid_t pid, struct stacks_window *w, uint64_t addr, uint64_t *out)
 {
-    return (addr & 7) ? -1 : py_read(pid, addr, out, sizeof *out);
+    return (addr & 7) ? -1 : stacks_window_read(pid, w, addr, out, sizeof *out);
 }
 
 static uint64_t py_u64(const uint8_t *buf, long off)
@@ -254,12 +255,15 @@ void stacks_python_sample(struct prof_ring *r, struct stacks_py_cache *c, uint64
     if (!tstate)
         return;
     pid_t pid = (pid_t)syscall(SYS_getpid); /* a forked child reads its own memory */
+    struct stacks_window *fw = &c->frames, *ow = &c->objects;
+    stacks_window_clear(fw);
+    stacks_window_clear(ow);
     uint64_t frame = 0, cframe;
     if (o->tstate_cframe >= 0) {
-        if (py_read_ptr(pid, tstate + (uint64_t)o->tstate_cframe, &cframe) != 0 ||
-            py_read_ptr(pid, cframe + (uint64_t)o->cframe_frame, &frame) != 0)
+        if (py_read_ptr(pid, ow, tstate + (uint64_t)o->tstate_cframe, &cframe) != 0 ||
+            py_read_ptr(pid, ow, cframe + (uint64_t)o->cframe_frame, &frame) != 0)
             return;
-    } else if (py_read_ptr(pid, tstate + (uint64_t)o->tstate_frame, &frame) != 0) {
+    } else if (py_read_ptr(pid, ow, tstate + (uint64_t)o->tstate_frame, &frame) != 0) {
         return;
     }
     uint32_t ids[STACKS_PY_MAX_FRAMES];
@@ -267,10 +271,9 @@ void stacks_python_sample(struct prof_ring *r, struct stacks_py_cache *c, uint64
     uint16_t flags = 0;
     uint8_t fbuf[128], cbuf[256];
     size_t flen = (size_t)o->frame_read, clen = (size_t)o->code_read;
-    if ((frame & 7) || flen > sizeof fbuf || clen > sizeof cbuf || py_read(pid, frame, fbuf, flen))
+    if ((frame & 7) || flen > sizeof fbuf || clen > sizeof cbuf ||
+        stacks_window_read(pid, fw, frame, fbuf, flen) != 0)
         return;
-    /* One read per frame: the next frame and this frame's code object together (the
-     * kernel stops at the first that fails: the byte count says which were read). */
     for (int step = 0; step < STACKS_PY_MAX_STEPS; step++) {
         uint64_t code = py_u64(fbuf, o->frame_code);
         uint64_t back = py_u64(fbuf, o->frame_back);
@@ -280,32 +283,16 @@ void stacks_python_sample(struct prof_ring *r, struct stacks_py_cache *c, uint64
             flags |= PROF_SAMPLE_PY_TRUNCATED; /* a Python frame beyond the last one read */
             break;
         }
-        int back_ok = 0, code_ok = 0;
-        if (back & 7)
-            back = 0;
-        if ((code & 7) || shim)
-            code = 0;
-        if (back && code) {
-            struct iovec local[2] = {{fbuf, flen}, {cbuf, clen}};
-            struct iovec remote[2] = {{(void *)(uintptr_t)back, flen},
-                                      {(void *)(uintptr_t)code, clen}};
-            long got = syscall(SYS_process_vm_readv, pid, local, 2ul, remote, 2ul, 0ul);
-            back_ok = got >= (long)flen;
-            code_ok = got == (long)(flen + clen);
-            if (!back_ok) /* the next frame could not be read: this one's code still can */
-                code_ok = py_read(pid, code, cbuf, clen) == 0;
-        } else if (back) {
-            back_ok = py_read(pid, back, fbuf, flen) == 0;
-        } else if (code) {
-            code_ok = py_read(pid, code, cbuf, clen) == 0;
-        }
-        if (!shim) {
+        if (!shim && !(code & 7)) {
+            int code_ok = stacks_window_read(pid, ow, code, cbuf, clen) == 0;
             uint32_t id = code_ok ? py_code_id(pid, r, c, code, cbuf) : 0;
             /* 3.13: a frame whose f_executable is no code object is not a Python call */
             if (id || o->minor < 13)
                 ids[n++] = id;
+        } else if (!shim && o->minor < 13) {
+            ids[n++] = 0;
         }
-        if (!back_ok)
+        if ((back & 7) || stacks_window_read(pid, fw, back, fbuf, flen) != 0)
             break;
     }
     if (!n)

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "ring.h"
+#include "stacks_window.h"
 
 /* Code objects one thread's sampler has already defined (PY_CODE written): a small
  * fixed table, keyed by the code object's address, its first line and its name's and
@@ -17,6 +18,9 @@ struct stacks_py_cache {
         uint64_t code, name, file;
         uint32_t line, id; /* id 0: free */
     } slots[STACKS_PY_CACHE_SLOTS];
+    /* one sample's copies of the pages its reads met: frames, and the other objects
+     * (thread state, code objects); emptied at each sample's start */
+    struct stacks_window frames, objects;
 };
 
 /* 1 once stacks_python_start found a CPython it knows. */

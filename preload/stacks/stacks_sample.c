@@ -290,7 +290,9 @@ int stacks_sample_start(long hz)
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = stacks_on_sample;
-    sigemptyset(&sa.sa_mask);
+    /* every signal waits for the handler (at most its sample's time): libunwind's locks
+     * are taken with them blocked (stacks_unwind_sigprocmask) */
+    sigfillset(&sa.sa_mask);
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     if (sigaction(STACKS_SAMPLE_SIGNAL, &sa, NULL) != 0) {
         collector_note("sampling is off: cannot install its signal handler");

@@ -6,9 +6,11 @@
  * interrupted thread holds (malloc's, libunwind's cache lock), is in dlopen, dlclose or
  * dl_iterate_phdr (seen: a handler holding libunwind's cache lock waited for the loader's
  * lock, whose owner, in dlclose, took a signal and waited for the cache lock). Here the
- * handler takes no lock: the address space caches nothing, memory is read in place,
- * registers come from the signal's context, and unwind tables are found in a table of
- * the loaded objects' exec segments and .eh_frame_hdr search tables.
+ * handler takes no lock of anyone else's: memory is read in place, registers come from
+ * the signal's context, and unwind tables are found in a table of the loaded objects'
+ * exec segments and .eh_frame_hdr search tables; the one lock, the address space's own
+ * cache's, is taken only by these unwinds, with every signal blocked, and nothing is
+ * waited for while it is held (stacks_unwind_new_space).
  *
  * That table is made in normal context (dl_iterate_phdr) at start and again by the
  * collector whenever the loader's counters moved (stacks_maps.c); an unwind holds a count
@@ -22,6 +24,7 @@
 #include <errno.h>
 #include <libunwind.h>
 #include <link.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -33,6 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collector.h"
+#include "got.h"
 #include "resolve.h"
 #include "stacks.h"
 
@@ -69,6 +74,7 @@ struct stacks_unwind_api {
     int (*init_remote)(unw_cursor_t *, unw_addr_space_t, void *);
     int (*step)(unw_cursor_t *);
     int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
+    void (*flush_cache)(unw_addr_space_t, unw_word_t, unw_word_t);
     stacks_search_fn search_table;
 };
 static struct stacks_unwind_api stacks_unw;
@@ -184,6 +190,7 @@ void stacks_unwind_refresh(void)
         return; /* no memory: the table in use stays */
     qsort(t->o, t->n, sizeof t->o[0], stacks_unwind_by_start);
     struct stacks_unwind_table *old = atomic_exchange(&stacks_unwind_current, t);
+    stacks_unw.flush_cache(stacks_unwind_space, 0, 0);
     if (old) {
         old->retired_next = stacks_unwind_retired;
         stacks_unwind_retired = old;
@@ -381,6 +388,61 @@ static unw_accessors_t stacks_accessors = {
     .get_proc_name = stacks_get_proc_name,
 };
 
+/* Whether this thread is in stacks_unwind_context: in the sampler's signal handler, which
+ * runs with every signal blocked (stacks_sample.c's sa_mask). */
+static __thread int stacks_unwinding PROF_TLS;
+
+/* libunwind's calls to change the signal mask (its GOT entries point here): around each
+ * lock it takes, it blocks every signal and then restores the mask, two system calls,
+ * about 1 us each on 2026-12-01's VM and 20-25 per sample. Inside our unwinds every signal
+ * is blocked already and the mask is restored by the handler's return, so there they are
+ * not made; from any other thread, or outside an unwind, they are. */
+static int stacks_unwind_sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+    if (!stacks_unwinding)
+        return pthread_sigmask(how, set, old);
+    if (old)
+        sigfillset(old);
+    return 0;
+}
+
+static void *stacks_unwind_mask_entry(const char *name, void *cur, int jump_slot,
+                                      const struct dl_phdr_info *info, void *arg)
+{
+    (void)cur;
+    (void)jump_slot;
+    (void)info;
+    (void)arg;
+    return strcmp(name, "sigprocmask") == 0 || strcmp(name, "pthread_sigmask") == 0
+               ? (void *)stacks_unwind_sigprocmask
+               : NULL;
+}
+
+static int stacks_unwind_find_library(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    if (info->dlpi_addr != (uintptr_t)arg)
+        return 0;
+    got_rebind_object(info, stacks_unwind_mask_entry, NULL);
+    return 1;
+}
+
+/* libunwind's register-state cache, one per address space, by instruction address: a
+ * frame met before is unwound without its FDE being looked up and parsed (each parse
+ * allocates from libunwind's memory pools, under their locks). A lookup takes the cache's
+ * mutex. No thread is interrupted holding it (our handler runs with every signal blocked),
+ * and a fork waits for the unwinds under way (stacks_before_fork; a child forked while
+ * one was still under way unwinds nothing). Entries are dropped (unw_flush_cache) when an
+ * object is unloaded, before any unwind may start again (dlclose below), and whenever the
+ * table is made again. */
+static unw_addr_space_t stacks_unwind_new_space(void)
+{
+    unw_addr_space_t space = stacks_unw.create_addr_space(&stacks_accessors, 0);
+    if (space && stacks_unw.set_caching_policy(space, UNW_CACHE_GLOBAL) != 0)
+        return NULL; /* leaked: once, at start */
+    return space;
+}
+
 int stacks_unwind_context(void *ucontext, void **buf, int max)
 {
     if (!stacks_unwind_space)
@@ -393,16 +455,15 @@ int stacks_unwind_context(void *ucontext, void **buf, int max)
     struct stacks_unwind_arg arg = {.uc = ucontext, .table = atomic_load(&stacks_unwind_current)};
     unw_cursor_t cursor;
     int n = 0;
-    if (stacks_unw.init_remote(&cursor, stacks_unwind_space, &arg) != 0) {
-        atomic_fetch_sub(&stacks_unwind_readers, 1);
-        return 0;
-    }
-    do {
-        unw_word_t ip;
-        if (stacks_unw.get_reg(&cursor, UNW_REG_IP, &ip) != 0 || !ip)
-            break;
-        buf[n++] = (void *)(uintptr_t)ip;
-    } while (n < max && stacks_unw.step(&cursor) > 0);
+    stacks_unwinding = 1;
+    if (stacks_unw.init_remote(&cursor, stacks_unwind_space, &arg) == 0)
+        do {
+            unw_word_t ip;
+            if (stacks_unw.get_reg(&cursor, UNW_REG_IP, &ip) != 0 || !ip)
+                break;
+            buf[n++] = (void *)(uintptr_t)ip;
+        } while (n < max && stacks_unw.step(&cursor) > 0);
+    stacks_unwinding = 0;
     atomic_fetch_sub(&stacks_unwind_readers, 1);
     return n;
 }
@@ -425,15 +486,19 @@ int stacks_unwind_start(void)
     a.step = (int (*)(unw_cursor_t *))dlsym(h, STACKS_UNWIND_NAME(unw_step));
     a.get_reg = (int (*)(unw_cursor_t *, unw_regnum_t, unw_word_t *))dlsym(
         h, STACKS_UNWIND_NAME(unw_get_reg));
+    a.flush_cache = (void (*)(unw_addr_space_t, unw_word_t, unw_word_t))dlsym(
+        h, STACKS_UNWIND_NAME(unw_flush_cache));
     a.search_table =
         (stacks_search_fn)dlsym(h, STACKS_UNWIND_NAME(UNW_OBJ(dwarf_search_unwind_table)));
     if (!a.create_addr_space || !a.set_caching_policy || !a.init_remote || !a.step || !a.get_reg ||
-        !a.search_table)
+        !a.flush_cache || !a.search_table)
         return -1;
     stacks_unw = a;
-    unw_addr_space_t space = a.create_addr_space(&stacks_accessors, 0);
-    /* no cache: nothing to lock in a signal handler */
-    if (!space || a.set_caching_policy(space, UNW_CACHE_NONE) != 0)
+    Dl_info lib;
+    if (dladdr((void *)a.step, &lib))
+        dl_iterate_phdr(stacks_unwind_find_library, lib.dli_fbase);
+    unw_addr_space_t space = stacks_unwind_new_space();
+    if (!space)
         return -1;
     stacks_unwind_space = space;
     stacks_unwind_refresh();
@@ -444,10 +509,16 @@ int stacks_unwind_start(void)
     return 0;
 }
 
-void stacks_unwind_after_fork_child(void)
+void stacks_unwind_after_fork_child(int unsettled)
 {
     atomic_store(&stacks_unwind_readers, 0); /* only this thread goes on */
     atomic_store(&stacks_unwind_closing, 0);
+    /* An unwind under way at the fork (a thread stopped in one past stacks_before_fork's
+     * wait) may have held the cache's lock, held for good in the child: the child's
+     * samples go without C stacks. Nothing is allocated here: a sanitizer's fork holds
+     * its allocator's lock until the child's fork handlers have run. */
+    if (unsettled)
+        stacks_unwind_space = NULL;
 }
 
 /* Marks the tables' segments as possibly unmapped before an object goes (see
@@ -469,6 +540,8 @@ __attribute__((visibility("default"))) int dlclose(void *handle)
         nanosleep(&ts, NULL);
     }
     int rc = fn ? fn(handle) : -1;
+    if (stacks_unwind_space) /* the unmapped code's cached rules: before any unwind starts */
+        stacks_unw.flush_cache(stacks_unwind_space, 0, 0);
     atomic_fetch_sub(&stacks_unwind_closing, 1);
     return rc;
 }
