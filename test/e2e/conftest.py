@@ -2,6 +2,7 @@
 
 Tests run from the repository root (`make e2e`), with PROF_BUILD naming the build folder.
 """
+import functools
 import json
 import os
 import shutil
@@ -17,6 +18,14 @@ CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda")
 HAVE_CUDA = os.path.exists(os.path.join(CUDA_HOME, "include", "cuda_runtime_api.h"))
 
 needs_cuda = pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA toolkit at CUDA_HOME")
+
+
+@functools.lru_cache(maxsize=None)
+def have_torch(module="torch"):
+    """Whether Debian's /usr/bin/python3 imports MODULE (torch, torch.distributed): the
+    skip condition of the tests that run Debian's torch."""
+    return os.path.exists("/usr/bin/python3") and subprocess.run(
+        ["/usr/bin/python3", "-c", "import " + module], capture_output=True).returncode == 0
 
 
 def build_path(*parts):

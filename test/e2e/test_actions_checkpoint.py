@@ -6,20 +6,14 @@ and forward + backward at 119 % of the training; the steps' own breakdown was ri
 import html
 import os
 import re
-import subprocess
 
 import pytest
 
-from conftest import ROOT, profile, report, report_json, summaries_only
+from conftest import ROOT, have_torch, profile, report, report_json, summaries_only
 
 PYTHON = "/usr/bin/python3"
 WORKLOAD = os.path.join(ROOT, "test", "workloads", "torch_checkpoint.py")
 STEPS = 6
-
-
-def have_torch():
-    return os.path.exists(PYTHON) and subprocess.run(
-        [PYTHON, "-c", "import torch"], capture_output=True).returncode == 0
 
 
 pytestmark = pytest.mark.skipif(not have_torch(), reason="no torch for /usr/bin/python3")

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from conftest import (CUDA_HOME, LIBPROF, PROFREPORT, PROFRUN, ROOT, build_path, needs_cuda,
-                      report_json)
+from conftest import (CUDA_HOME, LIBPROF, PROFREPORT, PROFRUN, ROOT, build_path, have_torch,
+                      needs_cuda, report_json)
 
 LOOP = os.path.join(ROOT, "test", "workloads", "attach_loop.py")
 DEBIAN = "/usr/bin/python3"
@@ -23,10 +23,6 @@ PYENV = os.path.expanduser("~/.pyenv/versions")
 def pyenv(minor):
     found = sorted(glob.glob(os.path.join(PYENV, "3.%d.*" % minor, "bin", "python3")))
     return found[-1] if found else None
-
-
-def have_torch():
-    return subprocess.run([DEBIAN, "-c", "import torch"], capture_output=True).returncode == 0
 
 
 needs_torch = pytest.mark.skipif(not have_torch(), reason="Debian's python3-torch is not installed")

@@ -3,22 +3,16 @@ PROF_WINDOW_SIGNAL record only their window; the trace says which (META window*)
 report prints it. The loops are test/workloads/window_loop.py."""
 import glob
 import os
-import shutil
 import subprocess
-import sys
 
 import pytest
 
-from conftest import PROFREPORT, ROOT, build_path, needs_cuda, profile, report, report_json, \
-    trace_files
+from conftest import (PROFREPORT, ROOT, build_path, have_torch, needs_cuda, profile, report,
+                      report_json, trace_files)
 
 PYTHON = "/usr/bin/python3"  # Debian's, with Debian's torch
 LOOP = os.path.join(ROOT, "test", "workloads", "window_loop.py")
 CUDA_LOOP = os.path.join(ROOT, "test", "workloads", "window_cuda.py")
-
-
-def have_torch():
-    return subprocess.run([PYTHON, "-c", "import torch"], capture_output=True).returncode == 0
 
 
 needs_torch = pytest.mark.skipif(not have_torch(), reason="Debian's python3-torch is not installed")

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, build_path, profile, report, report_json, trace_files
+from conftest import ROOT, build_path, have_torch, profile, report, report_json, trace_files
 from timeline_decode import Timeline
 
 PYTHON = "/usr/bin/python3"
@@ -19,14 +19,8 @@ TORCHRUN = shutil.which("torchrun")
 STEPS, SLOW_RANK, SLOW_MS, RANKS = 12, 1, 40, 4
 
 
-def have_torch():
-    if not TORCHRUN or not os.path.exists(PYTHON):
-        return False
-    return subprocess.run([PYTHON, "-c", "import torch.distributed"],
-                          capture_output=True).returncode == 0
-
-
-pytestmark = pytest.mark.skipif(not have_torch(), reason="no torch / torchrun for /usr/bin/python3")
+pytestmark = pytest.mark.skipif(not (TORCHRUN and have_torch("torch.distributed")),
+                                reason="no torch / torchrun for /usr/bin/python3")
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import PROFREPORT, ROOT, build_path, profile, trace_files
+from conftest import PROFREPORT, ROOT, build_path, have_torch, profile, trace_files
 
 PYTHON = "/usr/bin/python3"
 TORCHRUN = shutil.which("torchrun")
@@ -31,14 +31,8 @@ def test_bench_merge_checks_every_count_on_generated_ranks(tmp_path):
     assert "merge: every count checked: 8 ranks" in out, out
 
 
-def have_torch():
-    if not TORCHRUN or not os.path.exists(PYTHON):
-        return False
-    return subprocess.run([PYTHON, "-c", "import torch.distributed"],
-                          capture_output=True).returncode == 0
-
-
-@pytest.mark.skipif(not have_torch(), reason="no torch / torchrun for /usr/bin/python3")
+@pytest.mark.skipif(not (TORCHRUN and have_torch("torch.distributed")),
+                    reason="no torch / torchrun for /usr/bin/python3")
 def test_bench_merge_real_checks_clones_of_a_real_rank(tmp_path):
     run = tmp_path / "ddp"
     script = os.path.join(ROOT, "test", "workloads", "ddp_slow_rank.py")

@@ -10,15 +10,10 @@ import subprocess
 
 import pytest
 
-from conftest import PROFREPORT, ROOT, profile, report, report_json, summaries_only
+from conftest import PROFREPORT, ROOT, have_torch, profile, report, report_json, summaries_only
 
 PYTHON = "/usr/bin/python3"
 STEPS = 8
-
-
-def have_torch():
-    return os.path.exists(PYTHON) and subprocess.run(
-        [PYTHON, "-c", "import torch"], capture_output=True).returncode == 0
 
 
 pytestmark = pytest.mark.skipif(not have_torch(), reason="no torch for /usr/bin/python3")

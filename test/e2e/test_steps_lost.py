@@ -4,18 +4,12 @@ boundaries come from the step scopes' log, which the collector writes and nothin
 merged into a slow one."""
 import os
 import re
-import subprocess
 
 import pytest
 
-from conftest import ROOT, profile, report, report_json
+from conftest import ROOT, have_torch, profile, report, report_json
 
 PYTHON = "/usr/bin/python3"
-
-
-def have_torch():
-    return os.path.exists(PYTHON) and subprocess.run(
-        [PYTHON, "-c", "import torch"], capture_output=True).returncode == 0
 
 
 pytestmark = pytest.mark.skipif(not have_torch(), reason="no torch for /usr/bin/python3")
