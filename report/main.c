@@ -664,6 +664,7 @@ int main(int argc, char **argv)
     if (stacks_asked) {
         stacks.limit = limit;
         stacks.json = format == MAIN_FORMAT_JSON;
+        stacks.left_out = job.left_out;
         int rc = 0;
         if (format == MAIN_FORMAT_CSV)
             rc = main_bad_usage("--stacks and --samples print text or json%s", "");

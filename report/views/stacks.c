@@ -580,7 +580,14 @@ int stacks_view(FILE *out, FILE *err, struct model_process *const *procs, size_t
     u64map_init(&ps.index);
     int any_stacks = 0, rc = 0;
     stacks_collect(&ps, procs, n, o, &any_stacks, err);
-    if (!any_stacks) {
+    if (!any_stacks && o->left_out) {
+        /* the stacks may be in those: a DataLoader worker's trace given alone */
+        fprintf(err,
+                "profreport: the processes reported hold no call stacks; left out: %s "
+                "(--all-roles includes them)\n",
+                o->left_out);
+        rc = 1;
+    } else if (!any_stacks) {
         fprintf(err, "profreport: the inputs hold no call stacks (run with %s)\n",
                 o->api_name ? "PROF_STACKS=1" : "PROF_SAMPLE_HZ=199");
         rc = 1;

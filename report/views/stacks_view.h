@@ -16,6 +16,7 @@ struct stacks_view_options {
     FILE *folded_stream;     /* also the folded lines here (the flame graph), or NULL */
     int json;                /* --format json: the report as one JSON object */
     size_t limit;            /* call paths printed (0: 10) */
+    const char *left_out;    /* the processes the roles left out (jobs.h), or NULL */
 };
 
 /* 0 on success; 1 when the inputs hold no such stacks or a file cannot be written (said on

@@ -97,6 +97,23 @@ def test_multiprocessing_children_of_a_rank_are_its_workers(tmp_path, code):
     assert rep["processes"] == [] and "1 worker of ranks" in rep["job"]["left_out"]
 
 
+def test_samples_only_in_a_left_out_process_say_so(tmp_path):
+    """A worker's trace given alone, sampled: --samples says the samples are in the process
+    the roles left out, not that the run had no sampling (a DataLoader worker's trace read
+    alone said "run with PROF_SAMPLE_HZ=199")."""
+    out = tmp_path / "prof"
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"
+    preload([PYTHON, "-c", burn, "--multiprocessing-fork"], out, RANK="1", WORLD_SIZE="2",
+            PROF_SAMPLE_HZ="199")
+    rep = report(out, "--samples", check=False)
+    assert rep.returncode == 1
+    assert ("the processes reported hold no call stacks; left out: 1 worker of ranks (forked "
+            "or spawned children) (--all-roles includes them)") in rep.stderr, rep.stderr
+    assert "PROF_SAMPLE_HZ" not in rep.stderr
+    rep = report(out, "--samples", "--all-roles")
+    assert int(rep.stdout.split("CPU samples: ", 1)[1].split()[0]) > 0, rep.stdout[:400]
+
+
 def test_srun_is_a_launcher_not_rank_0(tmp_path):
     """srun (and torchrun's agent under srun) inherit SLURM_PROCID but are no rank."""
     srun = tmp_path / "srun"
