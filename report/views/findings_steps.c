@@ -259,8 +259,8 @@ void findings_dataloader(struct findings *f, const struct summary *s)
                      findings_proc_name(p, 1, who, sizeof who));
         if (st.counted)
             findings_set(x->evidence, sizeof x->evidence,
-                         "%s per steady step of %s waiting for batches (%" PRIu64
-                         " batches in all, %s each)",
+                         "%s per steady step of %s waiting for batches (in the whole "
+                         "process, the first step's included: %" PRIu64 " batches, %s each)",
                          total, wall, a->calls, mean);
         else
             findings_set(x->evidence, sizeof x->evidence,

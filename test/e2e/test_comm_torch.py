@@ -433,9 +433,12 @@ def test_ranks_started_by_multiprocessing_spawn(tmp_path):
     assert "4 DataLoader worker processes" in text, text
     assert "rank %d holds the others" % SLOW_RANK in text, text
     # the workers' start in each rank's first step is no stall of the steady steps (a
-    # review's spawned ranks read "waiting for the DataLoader 45.8 %")
-    kinds = [f["kind"] for f in report_json(tmp_path)["findings"]]
-    assert "dataloader" not in kinds and "step_data" not in kinds, kinds
+    # review's spawned ranks read "waiting for the DataLoader 45.8 %"). Six processes on
+    # two CPUs: the steady steps may still wait a little for batches (CI once read 10.5 %,
+    # over the finding's 10 %), never the first step's start.
+    data = [f for f in report_json(tmp_path)["findings"]
+            if f["kind"] in ("dataloader", "step_data")]
+    assert all(f["value"] < 0.2 for f in data), data
     # the traces say where the rank came from
     for f in trace_files(tmp_path):
         dump = subprocess.run([build_path("bin", "profreport"), "dump", f], capture_output=True,
