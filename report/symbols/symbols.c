@@ -14,11 +14,14 @@
 #include "model.h"
 #include "model_stacks.h"
 #include "symbols_scopes.h"
+#include "symbols_table.h"
 
 struct symbols_object {
     const struct model_map *map;
     Dwfl_Module *mod; /* NULL: not usable (no file, or not the file of the run) */
     int profiler;
+    int table_made;              /* table: made at the first frame DWARF does not name */
+    struct symbols_table *table; /* NULL: libdwfl names them all */
 };
 
 /* The frames of one resolved address: frames[first .. first + n). */
@@ -160,6 +163,8 @@ void symbols_close(struct symbols *s)
     if (s->dwfl)
         dwfl_end(s->dwfl);
     symbols_scopes_free(s->scopes);
+    for (size_t i = 0; i < s->nobjects; i++)
+        symbols_table_free(s->objects[i].table);
     for (size_t i = 0; i < s->nstrings; i++)
         free(s->strings[i]);
     for (size_t i = 0; i < s->nnotes; i++)
@@ -180,7 +185,7 @@ const char *const *symbols_notes(const struct symbols *s)
     return s->notes ? (const char *const *)s->notes : none;
 }
 
-static const struct symbols_object *symbols_object_of(const struct symbols *s, uint64_t address)
+static struct symbols_object *symbols_object_of(const struct symbols *s, uint64_t address)
 {
     for (size_t i = 0; i < s->nobjects; i++) {
         const struct model_map *m = s->objects[i].map;
@@ -230,7 +235,7 @@ static void symbols_call_site(Dwarf_Die *cudie, Dwarf_Die *inlined, const char *
 
 static void symbols_lookup(struct symbols *s, uint64_t address, int return_address)
 {
-    const struct symbols_object *o = symbols_object_of(s, address);
+    struct symbols_object *o = symbols_object_of(s, address);
     struct symbols_frame base = {.offset = o ? address - o->map->bias : address,
                                  .object = o ? o->map->path : NULL,
                                  .profiler = o ? o->profiler : 0};
@@ -272,7 +277,13 @@ static void symbols_lookup(struct symbols *s, uint64_t address, int return_addre
         return;
     /* No DWARF here: the symbol table's name, if any (a stripped object has only its
      * exported symbols), with the line table's answer if one exists. */
-    const char *name = dwfl_module_addrname(o->mod, pc);
+    if (!o->table_made) {
+        o->table = symbols_table_new(o->mod);
+        o->table_made = 1;
+    }
+    const char *name;
+    if (!symbols_table_name(o->table, pc, &name))
+        name = dwfl_module_addrname(o->mod, pc);
     struct symbols_frame f = base;
     f.function = name ? symbols_keep(s, model_demangle(name)) : NULL;
     f.file = file; /* libdw's, valid until symbols_close */
