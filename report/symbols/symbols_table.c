@@ -195,7 +195,9 @@ static int symbols_part_name(const struct symbols_part *p, uint64_t address, con
 
 int symbols_table_name(const struct symbols_table *t, uint64_t address, const char **name)
 {
-    if (!t)
+    /* (the last address: a symbol whose end wraps holds it, which the reaches, capped
+     * at UINT64_MAX, cannot say; no code is there) */
+    if (!t || address == UINT64_MAX)
         return 0;
     uint64_t reach, local_reach;
     int r = symbols_part_name(&t->part[0], address, name, &reach);

@@ -1,13 +1,17 @@
 /* symbols_table (report/symbols/symbols_table.c): the symbol table sorted by address must
  * name every address it answers as libdwfl's dwfl_module_addrname does, on real objects
  * (libc's dynamic symbols, this test program's full table, pyenv's libpython and Debian's
- * libtorch_cpu where present) and on a block of hand-written symbols below: nested,
- * aliased, weak, local and global, and labels without a size. */
+ * libtorch_cpu where present), on a block of hand-written symbols below (nested,
+ * aliased, weak, local and global, and labels without a size), and on an object written
+ * here whose symbols' order is chosen (libdwfl's choice depends on it). */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <gelf.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -157,4 +161,153 @@ Test(symbols_table, libpython_and_libtorch_are_named_as_libdwfl_names_them)
     }
     if (!checked)
         cr_skip_test("neither pyenv's libpython3.11 nor Debian's libtorch_cpu is installed");
+}
+
+/* ---- a crafted object: symbols in an order chosen here ---- */
+
+struct crafted_sym {
+    const char *name;
+    uint64_t value, size;
+    int bind, type;
+};
+
+/* Writes an x86-64 ET_DYN at path: one executable section at 0x1000 (0x100 bytes) and a
+ * .symtab holding syms in this order after the null symbol; the first first_global - 1 are
+ * the locals. */
+static void write_crafted(const char *path, const struct crafted_sym *syms, int n, int first_global)
+{
+    static Elf64_Sym raw[128];
+    static char strtab[4096], text[0x100];
+    static char shstrtab[] = "\0.text\0.symtab\0.strtab\0.shstrtab";
+    cr_assert(n + 1 <= 128);
+    size_t used = 1;
+    memset(raw, 0, sizeof raw);
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(syms[i].name) + 1;
+        cr_assert(used + len <= sizeof strtab);
+        memcpy(strtab + used, syms[i].name, len);
+        raw[i + 1] = (Elf64_Sym){.st_name = (Elf64_Word)used,
+                                 .st_info = ELF64_ST_INFO(syms[i].bind, syms[i].type),
+                                 .st_shndx = 1,
+                                 .st_value = syms[i].value,
+                                 .st_size = syms[i].size};
+        used += len;
+    }
+    cr_assert_neq(elf_version(EV_CURRENT), EV_NONE);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    cr_assert_geq(fd, 0);
+    Elf *e = elf_begin(fd, ELF_C_WRITE, NULL);
+    cr_assert(e);
+    Elf64_Ehdr *eh = elf64_newehdr(e);
+    eh->e_ident[EI_DATA] = ELFDATA2LSB;
+    eh->e_type = ET_DYN;
+    eh->e_machine = EM_X86_64;
+    eh->e_version = EV_CURRENT;
+    Elf64_Phdr *ph = elf64_newphdr(e, 1);
+    const struct {
+        void *buf;
+        size_t size;
+        Elf_Type type;
+        Elf64_Word sh_type, sh_name;
+    } sections[] = {
+        {text, sizeof text, ELF_T_BYTE, SHT_PROGBITS, 1},
+        {raw, (size_t)(n + 1) * sizeof *raw, ELF_T_SYM, SHT_SYMTAB, 7},
+        {strtab, used, ELF_T_BYTE, SHT_STRTAB, 15},
+        {shstrtab, sizeof shstrtab, ELF_T_BYTE, SHT_STRTAB, 23},
+    };
+    Elf64_Shdr *shdr[4];
+    for (int i = 0; i < 4; i++) {
+        Elf_Scn *scn = elf_newscn(e);
+        Elf_Data *d = elf_newdata(scn);
+        d->d_buf = sections[i].buf;
+        d->d_size = sections[i].size;
+        d->d_type = sections[i].type;
+        d->d_align = sections[i].type == ELF_T_SYM ? 8 : 1;
+        shdr[i] = elf64_getshdr(scn);
+        shdr[i]->sh_type = sections[i].sh_type;
+        shdr[i]->sh_name = sections[i].sh_name;
+    }
+    shdr[0]->sh_flags = SHF_ALLOC | SHF_EXECINSTR;
+    shdr[0]->sh_addr = 0x1000;
+    shdr[1]->sh_link = 3; /* .strtab */
+    shdr[1]->sh_info = (Elf64_Word)first_global;
+    shdr[1]->sh_entsize = sizeof *raw;
+    eh->e_shstrndx = 4;
+    cr_assert_geq(elf_update(e, ELF_C_NULL), 0, "%s", elf_errmsg(-1));
+    *ph = (Elf64_Phdr){.p_type = PT_LOAD,
+                       .p_flags = PF_R | PF_X,
+                       .p_offset = shdr[0]->sh_offset,
+                       .p_vaddr = 0x1000,
+                       .p_paddr = 0x1000,
+                       .p_filesz = sizeof text,
+                       .p_memsz = sizeof text,
+                       .p_align = 0x1000};
+    elf_flagphdr(e, ELF_C_SET, ELF_F_DIRTY);
+    cr_assert_geq(elf_update(e, ELF_C_WRITE), 0, "%s", elf_errmsg(-1));
+    elf_end(e);
+    close(fd);
+}
+
+Test(symbols_table, crafted_orders_give_libdwfl_answers_or_ask_it)
+{
+    static char names[66][8];
+    struct crafted_sym syms[80];
+    int n = 0;
+    syms[n++] = (struct crafted_sym){"loc_f", 0x1000, 0x40, STB_LOCAL, STT_FUNC};
+    int first_global = n + 1;
+    /* a weak symbol listed before the global that holds it and starts earlier: libdwfl
+     * keeps the global (it binds better) */
+    syms[n++] = (struct crafted_sym){"w_nested", 0x1010, 4, STB_WEAK, STT_FUNC};
+    syms[n++] = (struct crafted_sym){"g_outer", 0x1008, 0x10, STB_GLOBAL, STT_FUNC};
+    /* a global label inside loc_f only: libdwfl answers it and reads no local */
+    syms[n++] = (struct crafted_sym){"g_label", 0x1030, 0, STB_GLOBAL, STT_NOTYPE};
+    /* 66 globals at one start, h_i of 16 + i bytes: the first listed, the shortest, wins */
+    for (int i = 0; i < 66; i++) {
+        snprintf(names[i], sizeof names[i], "h_%d", i);
+        syms[n++] =
+            (struct crafted_sym){names[i], 0x1080, 0x10 + (uint64_t)i, STB_GLOBAL, STT_FUNC};
+    }
+    /* a symbol whose end wraps past the last address */
+    syms[n++] = (struct crafted_sym){"top", 0xfffffffffffff000ull, 0x2000, STB_GLOBAL, STT_FUNC};
+    char path[] = "/tmp/test_symbols_table.XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    write_crafted(path, syms, n, first_global);
+    Dwfl *dwfl = dwfl_begin(&callbacks);
+    dwfl_report_begin(dwfl);
+    Dwfl_Module *mod = dwfl_report_elf(dwfl, "crafted", path, -1, 0, true);
+    cr_assert(mod, "%s", dwfl_errmsg(-1));
+    dwfl_report_end(dwfl, NULL, NULL);
+    struct symbols_table *t = symbols_table_new(mod);
+    cr_assert(t);
+    /* answer: 1 the table must answer, 0 it must ask libdwfl, -1 either */
+    const struct {
+        uint64_t address;
+        const char *want;
+        int answer;
+    } cases[] = {
+        {0x1010, "g_outer", 1}, {0x1013, "g_outer", 1}, {0x1014, "g_outer", 1},
+        {0x1030, "g_label", 0}, {0x1031, "loc_f", 1},   {0x1080, "h_0", 0},
+        {0x108f, "h_0", 0},     {0x1090, "h_1", 0}, /* 65 hold it: more than the table folds */
+        {0x10c0, "h_49", 1},    {0x10d0, "h_65", 1},    {0x10d8, NULL, 1},
+        {UINT64_MAX, "top", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *theirs = dwfl_module_addrname(mod, cases[i].address), *ours = NULL;
+        cr_assert((theirs == NULL) == (cases[i].want == NULL) &&
+                      (!theirs || strcmp(theirs, cases[i].want) == 0),
+                  "%#llx: libdwfl says %s, the case %s", (unsigned long long)cases[i].address,
+                  theirs ? theirs : "(none)", cases[i].want ? cases[i].want : "(none)");
+        int r = symbols_table_name(t, cases[i].address, &ours);
+        cr_assert(cases[i].answer < 0 || r == cases[i].answer, "%#llx: answered %d",
+                  (unsigned long long)cases[i].address, r);
+        if (r)
+            cr_assert((ours == NULL) == (theirs == NULL) && (!ours || strcmp(ours, theirs) == 0),
+                      "%#llx: ours %s, libdwfl's %s", (unsigned long long)cases[i].address,
+                      ours ? ours : "(none)", theirs ? theirs : "(none)");
+    }
+    symbols_table_free(t);
+    dwfl_end(dwfl);
+    unlink(path);
 }
