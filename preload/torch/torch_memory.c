@@ -98,9 +98,9 @@ static void torch_mem_grow(void)
     munmap(old, old_slots * sizeof *old);
 }
 
+/* The table's three operations: the caller holds torch_mem_lock. */
 static void torch_mem_put(uint64_t ptr, uint64_t bytes)
 {
-    torch_mem_lock_take();
     size_t slots = torch_mem_mask + 1;
     if (torch_mem_used + 1 > slots - slots / 4 && slots < TORCH_MEM_MAX_SLOTS)
         torch_mem_grow();
@@ -112,7 +112,6 @@ static void torch_mem_put(uint64_t ptr, uint64_t bytes)
         torch_mem_table[i].ptr = ptr;
         torch_mem_table[i].bytes = bytes;
     }
-    torch_mem_lock_give();
 }
 
 /* Removes ptr; returns its size, 0 when unknown. Linear probing with backward-shift
@@ -120,7 +119,6 @@ static void torch_mem_put(uint64_t ptr, uint64_t bytes)
 static uint64_t torch_mem_take(uint64_t ptr)
 {
     uint64_t bytes = 0;
-    torch_mem_lock_take();
     size_t i = torch_mem_find(ptr);
     if (torch_mem_table[i].ptr) {
         bytes = torch_mem_table[i].bytes;
@@ -139,17 +137,13 @@ static uint64_t torch_mem_take(uint64_t ptr)
         torch_mem_table[hole].ptr = 0;
         torch_mem_table[hole].bytes = 0;
     }
-    torch_mem_lock_give();
     return bytes;
 }
 
 /* ptr is a block alloc_cpu handed out (and free_cpu has not taken back). */
 static int torch_mem_has(uint64_t ptr)
 {
-    torch_mem_lock_take();
-    int found = torch_mem_table[torch_mem_find(ptr)].ptr != 0;
-    torch_mem_lock_give();
-    return found;
+    return torch_mem_table[torch_mem_find(ptr)].ptr != 0;
 }
 
 /* ---- Exact totals (TORCH_MEM_TOTALS) ----
@@ -158,7 +152,10 @@ static int torch_mem_has(uint64_t ptr)
  * a sequence count so that the collector reads the peak and its ticks as a pair. They
  * count exactly what the report would count from the records if none were lost (see
  * trace_format.h): a CPU free is counted only when the table above knew its block, so a
- * block allocated before recording (or on another thread) follows the same rule. */
+ * block allocated before recording (or on another thread) follows the same rule. The
+ * CPU's are counted under torch_mem_lock, which each CPU record takes for the table anyway,
+ * by relaxed loads and stores: their three locked adds a record were a fifth of perf's
+ * samples of a loop of c10::alloc_cpu and free_cpu under profrun. */
 
 #define TORCH_TOTALS_SLOTS 16 /* devices with totals; more are left to the records */
 
@@ -208,23 +205,44 @@ static void torch_totals_peak(struct torch_mem_totals *m, int64_t live, uint64_t
     atomic_flag_clear_explicit(&m->peak_lock, memory_order_release);
 }
 
-/* One counted record of a device: an allocation (bytes > 0) or a free (bytes < 0). */
+/* *c += v; locked: the caller holds torch_mem_lock, as every writer of *c does. */
+static inline void torch_totals_bump(_Atomic uint64_t *c, uint64_t v, int locked)
+{
+    if (locked)
+        atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
+                              memory_order_relaxed);
+    else
+        atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+
+/* Returns the live bytes before the add; signed arithmetic wraps, in both ways (C11
+ * 7.17.7.5 for the atomic add): no overflow trap. */
+static inline int64_t torch_totals_live_add(_Atomic int64_t *live, int64_t bytes, int locked)
+{
+    if (!locked)
+        return atomic_fetch_add_explicit(live, bytes, memory_order_relaxed);
+    int64_t was = atomic_load_explicit(live, memory_order_relaxed);
+    atomic_store_explicit(live, (int64_t)((uint64_t)was + (uint64_t)bytes), memory_order_relaxed);
+    return was;
+}
+
+/* One counted record of a device: an allocation (bytes > 0) or a free (bytes < 0);
+ * locked: a CPU record, counted under torch_mem_lock (see above). */
 static void torch_totals_add(int8_t type, int8_t index, int64_t bytes, uint64_t ticks,
-                             uint64_t reserved)
+                             uint64_t reserved, int locked)
 {
     struct torch_mem_totals *m = torch_totals_of(type, index);
     if (!m || !bytes)
         return;
     if (bytes > 0) {
-        atomic_fetch_add_explicit(&m->alloc_count, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&m->alloc_bytes, (uint64_t)bytes, memory_order_relaxed);
-        /* atomic signed arithmetic wraps (C11 7.17.7.5): no overflow trap */
-        int64_t live = atomic_fetch_add_explicit(&m->live, bytes, memory_order_relaxed);
+        torch_totals_bump(&m->alloc_count, 1, locked);
+        torch_totals_bump(&m->alloc_bytes, (uint64_t)bytes, locked);
+        int64_t live = torch_totals_live_add(&m->live, bytes, locked);
         torch_totals_peak(m, (int64_t)((uint64_t)live + (uint64_t)bytes), ticks);
     } else {
-        atomic_fetch_add_explicit(&m->free_count, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&m->free_bytes, 0 - (uint64_t)bytes, memory_order_relaxed);
-        atomic_fetch_add_explicit(&m->live, bytes, memory_order_relaxed);
+        torch_totals_bump(&m->free_count, 1, locked);
+        torch_totals_bump(&m->free_bytes, 0 - (uint64_t)bytes, locked);
+        torch_totals_live_add(&m->live, bytes, locked);
     }
     uint64_t r = atomic_load_explicit(&m->reserved_peak, memory_order_relaxed);
     while (reserved > r &&
@@ -345,6 +363,18 @@ static void torch_mem_emit(int64_t bytes, uint64_t ptr, uint64_t ticks, uint32_t
     ring_commit(ring);
 }
 
+/* A CPU block's report (torch_report_record): counted in the totals when the table does
+ * not hold the block; returns whether it did not. */
+static int torch_mem_count_unknown(uint64_t ptr, int64_t bytes, uint64_t ticks)
+{
+    torch_mem_lock_take();
+    int unknown = !torch_mem_has(ptr);
+    if (unknown)
+        torch_totals_add(TORCH_DEVICE_CPU, -1, bytes, ticks, 0, 1);
+    torch_mem_lock_give();
+    return unknown;
+}
+
 static torch_alloc_cpu_fn torch_alloc_cpu_real(void)
 {
     torch_alloc_cpu_fn f = atomic_load_explicit(&torch_real_alloc_cpu, memory_order_acquire);
@@ -379,8 +409,10 @@ PROF_EXPORT void *_ZN3c109alloc_cpuEm(size_t nbytes)
     if (p && nbytes && torch_mem_on()) {
         int saved = errno;
         uint64_t ticks = prof_clock_ticks();
+        torch_mem_lock_take();
         torch_mem_put((uint64_t)(uintptr_t)p, nbytes);
-        torch_totals_add(TORCH_DEVICE_CPU, -1, (int64_t)nbytes, ticks, 0);
+        torch_totals_add(TORCH_DEVICE_CPU, -1, (int64_t)nbytes, ticks, 0, 1);
+        torch_mem_lock_give();
         torch_ops_memory((int64_t)nbytes, 0);
         uint32_t node = torch_mem_py_node();
         torch_mem_emit((int64_t)nbytes, (uint64_t)(uintptr_t)p, ticks, node);
@@ -398,12 +430,18 @@ PROF_EXPORT void _ZN3c108free_cpuEPv(void *data)
         int saved = errno;
         /* Always forget the block (a later block may reuse the address); record only while
          * recording. */
+        uint64_t ticks = 0;
+        int on = torch_mem_on();
+        torch_mem_lock_take();
         uint64_t bytes = torch_mem_take((uint64_t)(uintptr_t)data);
-        if (torch_mem_on()) {
+        if (on) {
+            ticks = prof_clock_ticks();
+            torch_totals_add(TORCH_DEVICE_CPU, -1, -(int64_t)bytes, ticks, 0, 1);
+        }
+        torch_mem_lock_give();
+        if (on) {
             if (bytes)
                 torch_ops_memory(-(int64_t)bytes, 0);
-            uint64_t ticks = prof_clock_ticks();
-            torch_totals_add(TORCH_DEVICE_CPU, -1, -(int64_t)bytes, ticks, 0);
             torch_mem_emit(-(int64_t)bytes, (uint64_t)(uintptr_t)data, ticks, torch_mem_py_node());
             stacks_after_tensor(-(int64_t)bytes, (uint64_t)(uintptr_t)data, ticks, 0, 0, -1);
         }
@@ -449,15 +487,14 @@ static void torch_report_record(void *ptr, int64_t bytes, uint64_t allocated, ui
     uint32_t node = torch_mem_py_node();
     if (device.type != 0) {
         torch_ops_memory(bytes, 1);
-        torch_totals_add(device.type, device.index, bytes, ticks, reserved);
-    } else if (!torch_mem_has((uint64_t)(uintptr_t)ptr)) {
+        torch_totals_add(device.type, device.index, bytes, ticks, reserved, 0);
+    } else if (torch_mem_count_unknown((uint64_t)(uintptr_t)ptr, bytes, ticks)) {
         /* A CPU block alloc_cpu did not hand out: at::MapAllocator's shared-memory storage
          * (tensors a DataLoader worker sends), reported always. torch.profiler counts it
          * as CPU memory of the op that maps or unmaps it: so do we. (The DefaultCPUAllocator's
          * own reports, made under profile_memory only, repeat alloc_cpu / free_cpu, which
          * report before free_cpu and after alloc_cpu: the block is in the table then.) */
         torch_ops_memory(bytes, 0);
-        torch_totals_add(TORCH_DEVICE_CPU, -1, bytes, ticks, 0);
         torch_mem_emit(bytes, (uint64_t)(uintptr_t)ptr, ticks, node);
     }
     struct prof_ring *ring;
