@@ -205,7 +205,7 @@ static void torch_totals_peak(struct torch_mem_totals *m, int64_t live, uint64_t
     atomic_flag_clear_explicit(&m->peak_lock, memory_order_release);
 }
 
-/* *c += v; locked: the caller holds torch_mem_lock, as every writer of *c does. */
+/* *c += v; locked: a CPU total, whose every writer holds torch_mem_lock. */
 static inline void torch_totals_bump(_Atomic uint64_t *c, uint64_t v, int locked)
 {
     if (locked)
@@ -227,10 +227,11 @@ static inline int64_t torch_totals_live_add(_Atomic int64_t *live, int64_t bytes
 }
 
 /* One counted record of a device: an allocation (bytes > 0) or a free (bytes < 0);
- * locked: a CPU record, counted under torch_mem_lock (see above). */
+ * the CPU's caller holds torch_mem_lock (see above). */
 static void torch_totals_add(int8_t type, int8_t index, int64_t bytes, uint64_t ticks,
-                             uint64_t reserved, int locked)
+                             uint64_t reserved)
 {
+    int locked = type == TORCH_DEVICE_CPU;
     struct torch_mem_totals *m = torch_totals_of(type, index);
     if (!m || !bytes)
         return;
@@ -370,7 +371,7 @@ static int torch_mem_count_unknown(uint64_t ptr, int64_t bytes, uint64_t ticks)
     torch_mem_lock_take();
     int unknown = !torch_mem_has(ptr);
     if (unknown)
-        torch_totals_add(TORCH_DEVICE_CPU, -1, bytes, ticks, 0, 1);
+        torch_totals_add(TORCH_DEVICE_CPU, -1, bytes, ticks, 0);
     torch_mem_lock_give();
     return unknown;
 }
@@ -411,7 +412,7 @@ PROF_EXPORT void *_ZN3c109alloc_cpuEm(size_t nbytes)
         uint64_t ticks = prof_clock_ticks();
         torch_mem_lock_take();
         torch_mem_put((uint64_t)(uintptr_t)p, nbytes);
-        torch_totals_add(TORCH_DEVICE_CPU, -1, (int64_t)nbytes, ticks, 0, 1);
+        torch_totals_add(TORCH_DEVICE_CPU, -1, (int64_t)nbytes, ticks, 0);
         torch_mem_lock_give();
         torch_ops_memory((int64_t)nbytes, 0);
         uint32_t node = torch_mem_py_node();
@@ -430,14 +431,12 @@ PROF_EXPORT void _ZN3c108free_cpuEPv(void *data)
         int saved = errno;
         /* Always forget the block (a later block may reuse the address); record only while
          * recording. */
-        uint64_t ticks = 0;
         int on = torch_mem_on();
+        uint64_t ticks = on ? prof_clock_ticks() : 0;
         torch_mem_lock_take();
         uint64_t bytes = torch_mem_take((uint64_t)(uintptr_t)data);
-        if (on) {
-            ticks = prof_clock_ticks();
-            torch_totals_add(TORCH_DEVICE_CPU, -1, -(int64_t)bytes, ticks, 0, 1);
-        }
+        if (on)
+            torch_totals_add(TORCH_DEVICE_CPU, -1, -(int64_t)bytes, ticks, 0);
         torch_mem_lock_give();
         if (on) {
             if (bytes)
@@ -487,7 +486,7 @@ static void torch_report_record(void *ptr, int64_t bytes, uint64_t allocated, ui
     uint32_t node = torch_mem_py_node();
     if (device.type != 0) {
         torch_ops_memory(bytes, 1);
-        torch_totals_add(device.type, device.index, bytes, ticks, reserved, 0);
+        torch_totals_add(device.type, device.index, bytes, ticks, reserved);
     } else if (torch_mem_count_unknown((uint64_t)(uintptr_t)ptr, bytes, ticks)) {
         /* A CPU block alloc_cpu did not hand out: at::MapAllocator's shared-memory storage
          * (tensors a DataLoader worker sends), reported always. torch.profiler counts it

@@ -4,7 +4,9 @@
 // ROUNDS rounds of four blocks (64 to 4096 bytes by thread, round and block) and frees
 // them, but keeps the last block of every 16th round. Then the threads start together
 // again and each frees the blocks its neighbour kept (frees on another thread than the
-// allocation's). Prints the blocks and bytes it allocated.
+// allocation's). Prints the blocks and bytes it allocated, and the bytes it kept (all
+// live together at the end of the first part: the peak lies between them and them plus
+// the blocks each thread holds at once, THREADS x 4 x 4096 bytes).
 //
 //     torch_alloc_threads [THREADS] [ROUNDS]
 #include <atomic>
@@ -72,11 +74,15 @@ int main(int argc, char **argv)
         for (void *p : kept[(t + 1) % threads])
             c10::free_cpu(p);
     });
-    unsigned long long bytes = 0;
+    unsigned long long bytes = 0, kept_bytes = 0;
     for (int t = 0; t < threads; t++)
-        for (int r = 0; r < rounds; r++)
+        for (int r = 0; r < rounds; r++) {
             for (int k = 0; k < kBlocks; k++)
                 bytes += block_bytes(t, r, k);
-    std::printf("blocks %llu bytes %llu\n", (unsigned long long)threads * rounds * kBlocks, bytes);
+            if (r % kKeepEvery == 0)
+                kept_bytes += block_bytes(t, r, kBlocks - 1);
+        }
+    std::printf("blocks %llu bytes %llu kept %llu\n",
+                (unsigned long long)threads * rounds * kBlocks, bytes, kept_bytes);
     return 0;
 }
