@@ -590,5 +590,7 @@ const struct preload_layer torch_layer = {
     .enable = SETTING_PROF_TORCH,
     .setup = torch_setup,
     .start = torch_start,
+    .before_fork = torch_memory_before_fork,
+    .after_fork_parent = torch_memory_after_fork_parent,
     .after_fork_child = torch_memory_after_fork_child,
 };

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "clock.h"
 #include "collector.h"
@@ -313,9 +314,54 @@ static void torch_totals_drain(int fresh, int last)
     }
 }
 
+/* ---- fork ----
+ * The child gets the table whole: the forking thread takes its lock first, as another
+ * thread may be in the middle of a grow or a removal. It waits at most
+ * TORCH_MEM_FORK_WAIT_MS: a holder that does not come back is this very thread, interrupted
+ * inside the lock by a signal handler that forks. The child then starts an empty table:
+ * the parent's blocks are unknown to it, as blocks allocated before recording are. */
+#define TORCH_MEM_FORK_WAIT_MS 100
+
+static int torch_mem_fork_held; /* the forking thread holds torch_mem_lock */
+
+void torch_memory_before_fork(void)
+{
+    torch_mem_fork_held = 0;
+    if (!atomic_load_explicit(&torch_mem_enabled, memory_order_acquire))
+        return;
+    for (long waited_us = 0;; waited_us += 50) {
+        if (!atomic_flag_test_and_set_explicit(&torch_mem_lock, memory_order_acquire)) {
+            torch_mem_fork_held = 1;
+            return;
+        }
+        if (waited_us >= TORCH_MEM_FORK_WAIT_MS * 1000L)
+            return;
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+void torch_memory_after_fork_parent(void)
+{
+    if (torch_mem_fork_held)
+        torch_mem_lock_give();
+}
+
 void torch_memory_after_fork_child(void)
 {
-    atomic_flag_clear(&torch_mem_lock); /* the holder may have been another thread */
+    if (!torch_mem_fork_held && atomic_load(&torch_mem_enabled)) {
+        struct torch_mem_slot *t = torch_mem_map(TORCH_MEM_MIN_SLOTS);
+        if (!t) {
+            atomic_store(&torch_mem_enabled, 0);
+            collector_note("CPU tensor memory is off in this forked child: its block table "
+                           "could not be made");
+        } else { /* the parent's table is left mapped: it may be half made */
+            torch_mem_table = t;
+            torch_mem_mask = TORCH_MEM_MIN_SLOTS - 1;
+            torch_mem_used = 0;
+        }
+    }
+    atomic_flag_clear(&torch_mem_lock); /* held by the forking thread, or by none */
     /* the child's file starts empty: its totals from zero (the table keeps the parent's
      * blocks, whose frees count in the child, as their records do) */
     torch_totals_reset();

@@ -345,24 +345,36 @@ def test_memory_figures_exact_with_many_live_blocks(tmp_path):
     assert len(frees) == 10000  # none unknown (bytes=0: a free the table did not know)
 
 
-def test_memory_figures_exact_with_threads_at_once(tmp_path):
-    """Four threads make and free CPU blocks at once through c10's allocator (1.6 M blocks,
-    then each frees blocks its neighbour kept): the totals, counted under the block table's
-    lock, lose no allocation or free to a race, and the peak is the kept blocks' bytes plus
-    at most the blocks the threads held at that moment (counted outside it, a run lost about 10,000
-    allocations and ended with -18 MB live)."""
+@pytest.fixture(scope="module")
+def alloc_threads(tmp_path_factory):
+    """test/workloads/torch_alloc_threads.cpp built against Debian's libc10."""
     if not os.path.isdir("/usr/include/c10"):
         pytest.skip("no libc10 to link against (Debian's libtorch-dev)")
-    exe = tmp_path / "torch_alloc_threads"
+    exe = tmp_path_factory.mktemp("alloc_threads") / "torch_alloc_threads"
     subprocess.run(["c++", "-std=c++17", "-O1", "-pthread", "-o", str(exe),
                     os.path.join(WORKLOADS, "torch_alloc_threads.cpp"), "-lc10"],
                    check=True, capture_output=True, timeout=300)
-    plain = subprocess.run([str(exe), "4", "100000"], capture_output=True, text=True, timeout=120)
-    blocks, nbytes, kept = map(int, re.fullmatch(r"blocks (\d+) bytes (\d+) kept (\d+)\n",
-                                                 plain.stdout).groups())
+    return str(exe)
+
+
+def alloc_threads_sums(stdout):
+    """The blocks, bytes and kept bytes torch_alloc_threads printed."""
+    return tuple(map(int, re.search(r"^blocks (\d+) bytes (\d+) kept (\d+)$", stdout,
+                                    re.M).groups()))
+
+
+def test_memory_figures_exact_with_threads_at_once(alloc_threads, tmp_path):
+    """Four threads make and free CPU blocks at once through c10's allocator (1.6 M blocks,
+    then each frees blocks its neighbour kept): the totals, counted under the block table's
+    lock, lose no allocation or free to a race, and the peak is the kept blocks' bytes plus
+    at most the blocks the threads held at that moment (counted outside the lock, a run
+    lost about 10,000 allocations and ended with -18 MB live)."""
+    plain = subprocess.run([alloc_threads, "4", "100000"], capture_output=True, text=True,
+                           timeout=120)
+    blocks, nbytes, kept = alloc_threads_sums(plain.stdout)
     assert blocks == 1600000
     out = tmp_path / "p"
-    prof = profile([str(exe), "4", "100000"], out, env=ENV, timeout=300)
+    prof = profile([alloc_threads, "4", "100000"], out, env=ENV, timeout=300)
     assert prof.stdout == plain.stdout
     mem = report_json(out)["processes"][0]["torch_memory"]
     assert mem["exact"]
@@ -371,3 +383,23 @@ def test_memory_figures_exact_with_threads_at_once(tmp_path):
         "allocations": blocks, "frees": blocks}
     # all kept blocks live at once, besides at most four blocks of at most 4 KiB per thread
     assert kept <= mem["peak_bytes"] <= kept + 4 * 4 * 4096
+
+
+def test_memory_fork_while_threads_allocate(alloc_threads, tmp_path):
+    """One thread forks 20 times while three others make and free blocks: the forking
+    thread takes the block table's lock first (a child gets the table whole), so neither
+    the parent nor a child waits on a lock its fork left held, and each keeps exact
+    figures: the parent's 1.2 M blocks, each child's 10 blocks of 1000 bytes."""
+    out = tmp_path / "p"
+    prof = profile([alloc_threads, "3", "100000", "20"], out, env=ENV, timeout=120)
+    blocks, nbytes, _ = alloc_threads_sums(prof.stdout)
+    children = {int(pid) for pid in re.findall(r"^child (\d+)$", prof.stdout, re.M)}
+    assert blocks == 1200000 and len(children) == 20
+    procs = {p["pid"]: p["torch_memory"] for p in report_json(out)["processes"]}
+    assert set(procs) - children and children <= set(procs)
+    for pid, mem in procs.items():
+        want = (10000, 10) if pid in children else (nbytes, blocks)
+        assert {k: mem[k] for k in FIGURES} == {
+            "peak_bytes": mem["peak_bytes"], "allocated_bytes": want[0], "freed_bytes": want[0],
+            "live_at_end_bytes": 0, "allocations": want[1], "frees": want[1]}, pid
+        assert mem["exact"] and (pid not in children or mem["peak_bytes"] == 1000)

@@ -8,13 +8,20 @@
 // live together at the end of the first part: the peak lies between them and them plus
 // the blocks each thread holds at once, THREADS x 4 x 4096 bytes).
 //
-//     torch_alloc_threads [THREADS] [ROUNDS]
+// With FORKS, one more thread forks FORKS times while the others make their blocks (a
+// fork while another thread is inside the allocator hooks); each child makes and frees 10
+// blocks of 1000 bytes, and prints "child PID" before it exits with _exit(0).
+//
+//     torch_alloc_threads [THREADS] [ROUNDS] [FORKS]
 #include <atomic>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace c10
 {
@@ -56,9 +63,23 @@ int main(int argc, char **argv)
 {
     int threads = argc > 1 ? std::atoi(argv[1]) : 4;
     int rounds = argc > 2 ? std::atoi(argv[2]) : 100000;
+    int forks = argc > 3 ? std::atoi(argv[3]) : 0;
     std::vector<std::vector<void *>> kept(threads);
-    together(threads, [&](int t) {
-        for (int r = 0; r < rounds; r++) {
+    together(threads + (forks > 0), [&](int t) {
+        for (int f = 0; t == threads && f < forks; f++) {
+            std::fflush(stdout);
+            pid_t pid = fork();
+            if (pid == 0) {
+                for (int k = 0; k < 10; k++)
+                    c10::free_cpu(c10::alloc_cpu(1000));
+                std::printf("child %d\n", (int)getpid());
+                std::fflush(stdout);
+                _exit(0);
+            }
+            if (pid > 0)
+                waitpid(pid, nullptr, 0);
+        }
+        for (int r = 0; t < threads && r < rounds; r++) {
             void *p[kBlocks];
             for (int k = 0; k < kBlocks; k++)
                 p[k] = c10::alloc_cpu(block_bytes(t, r, k));
