@@ -81,3 +81,9 @@ void sort_pairs(struct sort_pair *pairs, size_t n)
 {
     sort_pairs_merge(pairs, n);
 }
+
+int sort_u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}

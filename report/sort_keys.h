@@ -52,4 +52,7 @@ struct sort_pair {
  * order with the index last); the same merge sort. */
 void sort_pairs(struct sort_pair *pairs, size_t n);
 
+/* qsort's comparator of uint64_t values, ascending. */
+int sort_u64_cmp(const void *a, const void *b);
+
 #endif

@@ -6,12 +6,7 @@
 
 #include "alloc.h"
 #include "model.h"
-
-static int rank_spread_u64_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
+#include "sort_keys.h"
 
 struct rank_spread rank_spread_of(const uint64_t *values, const int64_t *ranks, size_t n)
 {
@@ -22,7 +17,7 @@ struct rank_spread rank_spread_of(const uint64_t *values, const int64_t *ranks, 
     if (!sorted)
         report_oom();
     memcpy(sorted, values, n * sizeof *sorted);
-    qsort(sorted, n, sizeof *sorted, rank_spread_u64_cmp);
+    qsort(sorted, n, sizeof *sorted, sort_u64_cmp);
     s.min = sorted[0];
     s.median = sorted[(n - 1) / 2];
     s.max = sorted[n - 1];

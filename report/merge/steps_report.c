@@ -5,12 +5,7 @@
 
 #include "alloc.h"
 #include "steps_report.h"
-
-static int steps_u64_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
+#include "sort_keys.h"
 
 /* The q-quantile (0..1) of n sorted values, nearest rank. */
 static uint64_t steps_quantile(const uint64_t *v, size_t n, double q)
@@ -113,7 +108,7 @@ void steps_stats_of(const struct model_process *p, uint64_t lo, uint64_t hi, str
         s->eval_steps += step->eval_ns > 0;
         s->recompute_ns += step->recompute_ns;
     }
-    qsort(d, s->counted, sizeof *d, steps_u64_cmp);
+    qsort(d, s->counted, sizeof *d, sort_u64_cmp);
     s->median_ns = steps_quantile(d, s->counted, 0.5);
     s->p90_ns = steps_quantile(d, s->counted, 0.9);
     s->mean_ns = s->counted ? s->total_ns / s->counted : 0;

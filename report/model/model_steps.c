@@ -579,12 +579,6 @@ static void model_steps_finish(struct model_process *p)
     }
 }
 
-static int model_steps_u64_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The first step from index lo on that starts (by_end: ends) after t; nsteps: none. */
 static size_t steps_first_after(const struct model_steps *st, size_t lo, uint64_t t, int by_end)
 {
@@ -670,7 +664,7 @@ size_t model_steps_warmup(const struct model_steps *st, double *ratio)
         report_oom();
     for (size_t i = 0; i < half; i++)
         d[i] = steps_training_ns(&st->steps[n / 2 + i]);
-    qsort(d, half, sizeof *d, model_steps_u64_cmp);
+    qsort(d, half, sizeof *d, sort_u64_cmp);
     double ref = (double)d[(half + 1) / 2 - 1]; /* the median, nearest rank */
     free(d);
     if (ref <= 0)

@@ -9,6 +9,7 @@
 #include "model.h"
 #include "model_steps_find.h"
 #include "trace_format.h"
+#include "sort_keys.h"
 
 enum {
     FIND_NAMED,
@@ -532,12 +533,6 @@ static unsigned steps_backward_passes(const struct model_steps_finder *f, uint32
     return 1;
 }
 
-static int steps_u64_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* torch.profiler's ProfilerStep#N scopes (s: sorted, none nested, *n of them) made steps:
  * - Numbered by torch's N, made unique and in order: torch 1.13's prof.step() names the
  *   scope it opens by the step just ended ("ProfilerStep#" + str(cur_step)), so after the
@@ -580,7 +575,7 @@ static void steps_profiler_steps(struct model_steps_finder *f, uint32_t tid, str
                 report_oom();
             for (size_t i = 0; i < k; i++)
                 d[i] = s[i].end - s[i].start;
-            qsort(d, k, sizeof *d, steps_u64_cmp);
+            qsort(d, k, sizeof *d, sort_u64_cmp);
             teardown = (s[k].end - s[k].start) * 4 < d[(k + 1) / 2 - 1]; /* nearest rank */
             free(d);
         }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "sort_keys.h"
 
 /* A symbol with a size. */
 struct symbols_sym {
@@ -52,12 +53,6 @@ static int symbols_sym_order(const void *a, const void *b)
     if (x->start != y->start)
         return x->start < y->start ? -1 : 1;
     return x->index < y->index ? -1 : x->index > y->index;
-}
-
-static int symbols_u64_order(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
 }
 
 void symbols_table_free(struct symbols_table *t)
@@ -127,7 +122,7 @@ struct symbols_table *symbols_table_new(Dwfl_Module *mod)
     }
     for (int k = 0; k < 2; k++)
         if (t->labels[k].n)
-            qsort(t->labels[k].at, t->labels[k].n, sizeof *t->labels[k].at, symbols_u64_order);
+            qsort(t->labels[k].at, t->labels[k].n, sizeof *t->labels[k].at, sort_u64_cmp);
     return t;
 }
 

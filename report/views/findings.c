@@ -10,6 +10,7 @@
 #include "format.h"
 #include "model.h"
 #include "tables.h"
+#include "sort_keys.h"
 
 const double findings_threshold[FINDINGS_THRESHOLD_COUNT] = {
 #define FINDINGS_VALUE(name, value, meaning) value,
@@ -324,12 +325,6 @@ static void findings_sync(struct findings *f, const struct summary *s)
     findings_set(x->where, sizeof x->where, "%s", where);
 }
 
-static int findings_cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The median of n values given as value -> count. */
 static double findings_median(const struct u64map *counts, uint64_t n)
 {
@@ -340,7 +335,7 @@ static double findings_median(const struct u64map *counts, uint64_t n)
     uint64_t k, v;
     for (size_t it = 0; u64map_next(counts, &it, &k, &v);)
         keys[nk++] = k;
-    qsort(keys, nk, sizeof *keys, findings_cmp_u64);
+    qsort(keys, nk, sizeof *keys, sort_u64_cmp);
     /* the values at ranks lo and hi (from 0): the middle one, or the middle two */
     uint64_t lo = (n - 1) / 2, hi = n / 2, seen = 0;
     double a = 0, b = 0;

@@ -9,6 +9,7 @@
 #include "findings_steps.h"
 #include "format.h"
 #include "steps_view.h"
+#include "sort_keys.h"
 
 /* Whether p's tensor memory is known not to grow over the steady steps: each device's part
  * made (no record lost) and grown by less than MEMORY_GROWTH_BYTES after the first step. */
@@ -30,7 +31,7 @@ static int findings_memory_flat(const struct model_process *p)
 /* The median of v[0, n) (sorted here). */
 static double findings_median_of(uint64_t *v, size_t n)
 {
-    qsort(v, n, sizeof *v, findings_u64_cmp);
+    qsort(v, n, sizeof *v, sort_u64_cmp);
     return n ? (double)v[(n - 1) / 2] : 0;
 }
 
@@ -114,7 +115,7 @@ void findings_step_growth(struct findings *f, const struct steps_stats *st)
     double med[5], first_p75 = 0, last_p25 = 0;
     char meds[192] = "";
     for (size_t q = 0, at = 0; q < 5; at += count[q++]) {
-        qsort(ns + at, count[q], sizeof *ns, findings_u64_cmp);
+        qsort(ns + at, count[q], sizeof *ns, sort_u64_cmp);
         med[q] = count[q] ? (double)ns[at + (count[q] - 1) / 2] : 0;
         if (q == 0 && count[q]) /* quartiles, nearest rank */
             first_p75 = (double)ns[at + (3 * count[q] + 3) / 4 - 1];

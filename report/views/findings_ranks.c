@@ -13,6 +13,7 @@
 #include "format.h"
 #include "model_steps_load.h"
 #include "steps_report.h"
+#include "sort_keys.h"
 
 /* The process of rank whose steps describe it: the one with the most steps; NULL: none. */
 static const struct model_process *findings_rank_process(const struct summary *s, long long rank)
@@ -61,7 +62,7 @@ static const struct model_step_hot *findings_hot(const struct summary *s, long l
             if (p->rank >= 0 && p->rank != rank && p->steps.nsteps)
                 v[n++] = findings_hot_of(p, mine->name);
         }
-        qsort(v, n, sizeof *v, findings_u64_cmp);
+        qsort(v, n, sizeof *v, sort_u64_cmp);
         uint64_t median = v[(n - 1) / 2];
         uint64_t over = mine->self_ns > median ? mine->self_ns - median : 0;
         if (over * 4 >= excess_ns && over > 0 && (!best || over > *over_ns)) {
@@ -103,7 +104,7 @@ static size_t findings_wait_steps(const struct comm_report *r, const struct summ
     for (size_t i = 0; i < st->nsteps; i++)
         if ((int64_t)st->steps[i].number >= lo && (int64_t)st->steps[i].number <= hi)
             total += v[n++] = st->steps[i].part_ns[MODEL_STEP_COMM];
-    qsort(v, n, sizeof *v, findings_u64_cmp);
+    qsort(v, n, sizeof *v, sort_u64_cmp);
     /* (and a quarter of the longest: short waits vary twice over between steps) */
     double limit = n ? T(STEP_OUTLIER_RATIO) * (double)v[(n - 1) / 2] : 0;
     limit = n && limit < 0.25 * (double)v[n - 1] ? 0.25 * (double)v[n - 1] : limit;

@@ -18,12 +18,7 @@
 #include "model_steps_load.h"
 #include "steps_report.h"
 #include "steps_view.h"
-
-int findings_u64_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
+#include "sort_keys.h"
 
 const char *findings_after_step(uint8_t source)
 {

@@ -12,8 +12,6 @@
 
 #define T(name) findings_threshold[FINDINGS_##name]
 
-/* qsort's order of uint64_t values, ascending. */
-int findings_u64_cmp(const void *a, const void *b);
 /* "; a step ends where its optimizer step ends: work after optimizer.step() ..." for steps
  * from optimizer steps (source: enum model_step_source), else "". */
 const char *findings_after_step(uint8_t source);
