@@ -575,9 +575,10 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
     int evaluates = eval && eval * 2 >= o.part_ns[MODEL_STEP_OTHER];
     /* not when a phase's span was lost: a forward, backward or optimizer step whose span was
      * dropped counts here (a review's busy loop at a 64 KB ring read 66 % for 22 %); the
-     * ring keeps room for them (model_steps_phases_whole) */
+     * ring keeps room for them (model_steps_phases_whole); nor when forward or backward
+     * could not be found (no Python calls recorded: a CNN read 83 % here of its model) */
     struct finding *other =
-        !model_steps_phases_whole(st->p)
+        !model_steps_phases_whole(st->p) || steps_view_phases_unknown(st)
             ? NULL
             : findings_step_part(
                   f, &o, MODEL_STEP_OTHER, "step_other", T(STEP_OTHER_SHARE),

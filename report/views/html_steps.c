@@ -128,8 +128,8 @@ static void html_steps_summary(FILE *out, const struct steps_stats *st)
     }
     fputs("</svg>\n", out);
     char note[512];
-    for (int k = 0; k < 2; k++) { /* as the text report's, under the parts */
-        (k ? steps_view_recompute_note : steps_view_eval_note)(st, note, sizeof note);
+    for (int k = 0; k < 3; k++) { /* as the text report's, under the parts */
+        steps_view_notes[k](st, note, sizeof note);
         if (*note) {
             fputs("<p class=\"note\">", out);
             html_text(out, note);

@@ -100,6 +100,33 @@ void steps_view_recompute_note(const struct steps_stats *st, char *buf, size_t l
              t, b);
 }
 
+int steps_view_phases_unknown(const struct steps_stats *st)
+{
+    if (model_meta_get(st->p, "python.scheme")) /* Python calls were recorded: they find them */
+        return 0;
+    return (st->part_ns[MODEL_STEP_FORWARD] ? 0 : 1) | (st->part_ns[MODEL_STEP_BACKWARD] ? 0 : 2);
+}
+
+void steps_view_phases_note(const struct steps_stats *st, char *buf, size_t len)
+{
+    *buf = 0;
+    int unknown = steps_view_phases_unknown(st);
+    if (!unknown)
+        return;
+    snprintf(buf, len,
+             "%s not told apart: this process's Python calls were not recorded (PROF_PYTHON=0 "
+             "turns them off), and they are what finds them (the model's calls, "
+             "loss.backward()); %s operators count in other ops here, %s Python in other CPU, "
+             "and no finding is made of those parts",
+             unknown == 3   ? "forward and backward are"
+             : unknown == 1 ? "forward is"
+                            : "backward is",
+             unknown == 3 ? "their" : "its", unknown == 3 ? "their" : "its");
+}
+
+void (*const steps_view_notes[3])(const struct steps_stats *, char *, size_t) = {
+    steps_view_phases_note, steps_view_eval_note, steps_view_recompute_note};
+
 /* What the tables cover: windows[i], the part of tables[i] when not the whole process ("the
  * steady training steps"); NULL: the whole process. Tables of one part are named together:
  * "the operator, Python, tensor memory and CUDA API and kernel tables below cover the steady
@@ -297,8 +324,8 @@ static void steps_view_parts(FILE *out, const struct steps_stats *st, uint64_t w
     }
     text_table_end(out, &t);
     char note[512];
-    for (int k = 0; k < 2; k++) {
-        (k ? steps_view_recompute_note : steps_view_eval_note)(st, note, sizeof note);
+    for (int k = 0; k < 3; k++) {
+        steps_view_notes[k](st, note, sizeof note);
         if (*note)
             fprintf(out, "  (%s)\n", note);
     }

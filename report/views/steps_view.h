@@ -35,6 +35,16 @@ void steps_view_eval_note(const struct steps_stats *st, char *buf, size_t len);
 /* The model's forward recomputed inside backward (model_step.recompute_ns), said under the
  * parts: "" when none. */
 void steps_view_recompute_note(const struct steps_stats *st, char *buf, size_t len);
+/* The training phases the steps' parts cannot show in st's process: a bit each for forward
+ * (1) and backward (2) when its Python calls, which find them, were not recorded
+ * (PROF_PYTHON=0, a program without Python) and no scope named them
+ * (DistributedDataParallel.forward names forward); 0 otherwise. Their time then counts in
+ * other ops and other CPU, and no finding is made of those parts. */
+int steps_view_phases_unknown(const struct steps_stats *st);
+/* That said under the parts: "" when none is unknown. */
+void steps_view_phases_note(const struct steps_stats *st, char *buf, size_t len);
+/* The notes under the parts, in their order (the text report's and the HTML page's). */
+extern void (*const steps_view_notes[3])(const struct steps_stats *, char *, size_t);
 /* What events p lost do to its steps' parts ("" when none were lost), for the text and
  * the HTML page. */
 void steps_view_lost_note(const struct model_process *p, char *buf, size_t len);

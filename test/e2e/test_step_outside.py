@@ -106,6 +106,57 @@ def test_work_outside_the_phases_counts_its_operators(tmp_path):
     assert "step_growth" not in f, f["step_growth"]  # a steady loop does not grow
 
 
+PLAIN = """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+torch.set_num_threads(1)
+model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                      nn.Linear(256, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(64, 256), torch.randn(64, 4)
+for i in range(40):
+    opt.zero_grad()
+    ((model(x) - y) ** 2).mean().backward()
+    opt.step()
+"""
+
+
+def parts_of(text):
+    """The text report's parts table: part -> its share (%)."""
+    return {m.group(1): float(m.group(2)) for m in re.finditer(
+        r"^  (data loading|forward|backward|optimizer|other ops|communication|host syncs|"
+        r"other CPU) +\S+ \S+ +([\d.]+)%$", text, re.M)}
+
+
+def test_phases_not_told_apart_without_python_calls(tmp_path):
+    """With the Python layer off (PROF_PYTHON=0) the steps still come from the optimizer's
+    scopes, but forward and backward cannot be found: their operators count in other ops.
+    A review's run of a CNN read "work outside forward, backward, the optimizer and data
+    loading: 83 % of the training step" of what was the model itself. The parts say why
+    forward and backward read 0, and no finding is made of the parts outside them; with
+    Python calls recorded, the same loop's forward and backward are found."""
+    script = tmp_path / "plain.py"
+    script.write_text(PLAIN)
+    profile([PYTHON, str(script)], tmp_path / "off", env=dict(ENV, PROF_PYTHON="0"),
+            timeout=300)
+    text = report(tmp_path / "off").stdout
+    parts = parts_of(text)
+    assert parts["forward"] == 0 and parts["backward"] == 0, text
+    assert parts["other ops"] >= 50, text  # the model's operators, where the note says
+    assert "(forward and backward are not told apart: this process's Python calls were not " \
+           "recorded (PROF_PYTHON=0 turns them off)" in text, text
+    kinds = {f["kind"] for f in report_json(tmp_path / "off")["findings"]}
+    assert "step_other" not in kinds, kinds
+    assert "work outside forward" not in text, text
+    report(tmp_path / "off", "--html", str(tmp_path / "r.html"))
+    assert "forward and backward are not told apart" in (tmp_path / "r.html").read_text()
+    profile([PYTHON, str(script)], tmp_path / "on", env=ENV, timeout=300)
+    text = report(tmp_path / "on").stdout
+    parts = parts_of(text)
+    assert parts["forward"] > 0 and parts["backward"] > 0, text
+    assert "not told apart" not in text, text
+
+
 def test_work_outside_the_phases_with_a_tiny_ring(tmp_path):
     """The smallest ring (PROF_RING_KB=64) drops most of this loop's operators, not the
     training phases' spans (the ring keeps room for them): the parts stay whole and the
