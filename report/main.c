@@ -125,17 +125,18 @@ static int main_print_comm(const struct summary *s, enum main_format format, int
     else if (format == MAIN_FORMAT_CSV)
         rc = comm_export_csv(stdout, &r, views, limit);
     else
-        comm_tables_print(stdout, &r, views, limit);
+        comm_tables_print(stdout, s, &r, views, limit);
     comm_merge_free(&r);
     return rc;
 }
 
 /* The default text report ends with the communication table when there was any. */
-static void main_print_comm_default(const struct comm_report *r, size_t limit)
+static void main_print_comm_default(const struct summary *s, const struct comm_report *r,
+                                    size_t limit)
 {
     if (r->any) {
         fputc('\n', stdout);
-        comm_tables_print(stdout, r, COMM_VIEW_COMM, limit);
+        comm_tables_print(stdout, s, r, COMM_VIEW_COMM, limit);
     }
 }
 
@@ -742,7 +743,7 @@ int main(int argc, char **argv)
         steps_view_print(stdout, &s, &ranks);
         jobs_print(stdout, &job);
         tables_print(stdout, &s, limit);
-        main_print_comm_default(&ranks, limit);
+        main_print_comm_default(&s, &ranks, limit);
         comm_merge_free(&ranks);
     }
     summary_free(&s);

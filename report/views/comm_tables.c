@@ -5,6 +5,7 @@
 
 #include "comm_views.h"
 #include "format.h"
+#include "steps_view.h"
 #include "text_table.h"
 
 /* Several hosts: each one's clock against the first's, as estimated from the
@@ -73,7 +74,7 @@ static void comm_tables_signed_ns(int64_t ns, char *buf, size_t len)
     snprintf(buf, len, "%s%s", ns < 0 ? "-" : "+", v);
 }
 
-static void comm_tables_ranks(FILE *out, const struct comm_report *r)
+static void comm_tables_ranks(FILE *out, const struct summary *s, const struct comm_report *r)
 {
     if (r->by_steps) {
         fprintf(out,
@@ -162,8 +163,8 @@ static void comm_tables_ranks(FILE *out, const struct comm_report *r)
                 "idle %s",
                 c, d, y, i);
         if (w->why)
-            fprintf(out, " — mostly %s; its own time: --rank %lld --python\n", w->why,
-                    (long long)w->rank);
+            fprintf(out, " — mostly %s; its own time: --rank %lld %s\n", w->why, (long long)w->rank,
+                    steps_view_rank_look(s, (long long)w->rank));
         else
             fputs(" — none of these stands out\n", out);
     }
@@ -285,11 +286,12 @@ static void comm_tables_stragglers(FILE *out, const struct comm_report *r, size_
     comm_tables_clock_note(out, r);
 }
 
-void comm_tables_print(FILE *out, const struct comm_report *r, int views, size_t limit)
+void comm_tables_print(FILE *out, const struct summary *s, const struct comm_report *r, int views,
+                       size_t limit)
 {
     int first = 1;
     if (views & COMM_VIEW_RANKS) {
-        comm_tables_ranks(out, r);
+        comm_tables_ranks(out, s, r);
         first = 0;
     }
     if (views & COMM_VIEW_COMM) {

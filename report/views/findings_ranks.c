@@ -12,19 +12,9 @@
 #include "findings_steps.h"
 #include "format.h"
 #include "model_steps_load.h"
-#include "steps_report.h"
 #include "sort_keys.h"
-
-/* The process of rank whose steps describe it: the one with the most steps; NULL: none. */
-static const struct model_process *findings_rank_process(const struct summary *s, long long rank)
-{
-    const struct model_process *p = NULL;
-    for (size_t i = 0; i < s->nprocs; i++)
-        if (s->procs[i]->rank == rank && s->procs[i]->steps.nsteps &&
-            (!p || s->procs[i]->steps.nsteps > p->steps.nsteps))
-            p = s->procs[i];
-    return p;
-}
+#include "steps_report.h"
+#include "steps_view.h"
 
 /* A function's self time per steady step in p: its entry, else at most the smallest p kept
  * (p keeps its MODEL_STEPS_HOT largest; fewer: every function it has). */
@@ -44,7 +34,7 @@ static uint64_t findings_hot_of(const struct model_process *p, const char *name)
 static const struct model_step_hot *findings_hot(const struct summary *s, long long rank,
                                                  uint64_t excess_ns, uint64_t *over_ns)
 {
-    const struct model_process *slow = findings_rank_process(s, rank);
+    const struct model_process *slow = steps_view_rank_process(s, rank);
     size_t nothers = 0;
     for (size_t i = 0; i < s->nprocs; i++)
         nothers += s->procs[i]->rank >= 0 && s->procs[i]->rank != rank && s->procs[i]->steps.nsteps;
@@ -90,7 +80,7 @@ static void findings_signed_ns(int64_t ns, uint64_t n, char *buf, size_t len)
 static size_t findings_wait_steps(const struct comm_report *r, const struct summary *s, size_t k,
                                   struct findings_numbers *l, double *share)
 {
-    const struct model_process *p = findings_rank_process(s, r->ranks[k].rank);
+    const struct model_process *p = steps_view_rank_process(s, r->ranks[k].rank);
     if (!p || !r->step_shift)
         return 0;
     model_steps_hold(p);
@@ -132,7 +122,7 @@ static void findings_ranks_periodic(struct findings *f, const struct comm_report
     const struct model_process *best = NULL;
     double best_share = 0;
     for (size_t k = 0; k < r->nranks; k++) {
-        const struct model_process *p = findings_rank_process(s, r->ranks[k].rank);
+        const struct model_process *p = steps_view_rank_process(s, r->ranks[k].rank);
         if (!p || !p->steps.nrare_hot || r->ranks[k].rank == named)
             continue;
         struct steps_stats st;
@@ -173,8 +163,8 @@ static void findings_rank_eval(struct finding *x, const struct comm_report *r,
                                const struct summary *s, long long median,
                                const struct comm_slowest *w)
 {
-    const struct model_process *slow = findings_rank_process(s, (long long)w->rank);
-    const struct model_process *mid = findings_rank_process(s, median);
+    const struct model_process *slow = steps_view_rank_process(s, (long long)w->rank);
+    const struct model_process *mid = steps_view_rank_process(s, median);
     size_t steps, mid_steps;
     uint64_t eval = slow ? findings_eval_of(slow, r->step_lo, r->step_hi, &steps) : 0;
     uint64_t theirs = eval && mid ? findings_eval_of(mid, r->step_lo, r->step_hi, &mid_steps) : 0;
@@ -261,25 +251,25 @@ void findings_steps_ranks(struct findings *f, const struct comm_report *r, const
             excess += parts[k] > 0 ? (uint64_t)parts[k] / n : 0;
         const struct model_step_hot *hot =
             w->between ? NULL : findings_hot(s, (long long)w->rank, excess, &over);
+        const char *look = steps_view_rank_look(s, (long long)w->rank);
         if (hot) {
             char o[32];
             format_ns((double)over, o, sizeof o);
             findings_set(x->where, sizeof x->where,
-                         "%s%s%s: +%s per step on rank %lld (profreport DIR --rank %lld --python)",
+                         "%s%s%s: +%s per step on rank %lld (profreport DIR --rank %lld %s)",
                          hot->name, *hot->caller ? ", called from " : "", hot->caller, o,
-                         (long long)w->rank, (long long)w->rank);
+                         (long long)w->rank, (long long)w->rank, look);
         } else if (w->between) { /* its time between the --step name's calls */
             findings_set(x->where, sizeof x->where,
-                         "profreport DIR --rank %lld --python, without --step (its whole "
-                         "iterations)",
-                         (long long)w->rank);
+                         "profreport DIR --rank %lld %s, without --step (its whole iterations)",
+                         (long long)w->rank, look);
         } else {
-            findings_set(x->where, sizeof x->where, "profreport DIR --rank %lld --python",
-                         (long long)w->rank);
+            findings_set(x->where, sizeof x->where, "profreport DIR --rank %lld %s",
+                         (long long)w->rank, look);
         }
     }
     findings_ranks_periodic(f, r, s, waited ? (long long)w->rank : -1);
-    const struct model_process *median = findings_rank_process(s, k->rank);
+    const struct model_process *median = steps_view_rank_process(s, k->rank);
     struct steps_stats st; /* the median rank's own steady steps */
     steps_stats_of(median, 0, UINT64_MAX, &st);
     m.places_comm_ns = st.counted ? st.comm_ns / st.counted : 0; /* (its comm_hot's steps) */

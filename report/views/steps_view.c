@@ -449,7 +449,26 @@ int steps_view_ranks_title(const struct comm_report *r, char *buf, size_t len)
                     r->steps_unequal ? " (the steps every rank has; the ranks' own differ)" : "");
 }
 
-int steps_view_ranks_verdict(const struct comm_report *r, char *buf, size_t len)
+const struct model_process *steps_view_rank_process(const struct summary *s, long long rank)
+{
+    const struct model_process *p = NULL;
+    for (size_t i = 0; i < s->nprocs; i++)
+        if (s->procs[i]->rank == rank && s->procs[i]->steps.nsteps &&
+            (!p || s->procs[i]->steps.nsteps > p->steps.nsteps))
+            p = s->procs[i];
+    return p;
+}
+
+const char *steps_view_rank_look(const struct summary *s, long long rank)
+{
+    const struct model_process *p = steps_view_rank_process(s, rank);
+    return !p || model_meta_get(p, "python.scheme")
+               ? "--python"
+               : "--ops: its Python calls were not recorded, PROF_PYTHON=0; a run with them "
+                 "names the function";
+}
+
+int steps_view_ranks_verdict(const struct comm_report *r, const char *look, char *buf, size_t len)
 {
     const struct comm_slowest *w = &r->slowest;
     if (w->rank < 0 || !w->why)
@@ -461,8 +480,8 @@ int steps_view_ranks_verdict(const struct comm_report *r, char *buf, size_t len)
     if (!per_step) /* e.g. --step names a part of the iteration with no collective */
         return snprintf(buf, len,
                         "Rank %lld is the slowest; no rank waits for it inside these steps; its "
-                        "excess over the ranks' median is mostly %s (--rank %lld --python)",
-                        (long long)w->rank, w->why, (long long)w->rank);
+                        "excess over the ranks' median is mostly %s (--rank %lld %s)",
+                        (long long)w->rank, w->why, (long long)w->rank, look);
     if (!comm_slowest_holds_others(r))
         return snprintf(buf, len,
                         "No rank holds the others: the median rank (rank %lld) waits %s per step "
@@ -471,12 +490,13 @@ int steps_view_ranks_verdict(const struct comm_report *r, char *buf, size_t len)
                         (long long)mid->rank, wait, (long long)w->rank, w->why);
     return snprintf(buf, len,
                     "Rank %lld holds the others: the median rank (rank %lld) waits %s per step "
-                    "for it; its excess over the ranks' median is mostly %s (--rank %lld --python)",
-                    (long long)w->rank, (long long)mid->rank, wait, w->why, (long long)w->rank);
+                    "for it; its excess over the ranks' median is mostly %s (--rank %lld %s)",
+                    (long long)w->rank, (long long)mid->rank, wait, w->why, (long long)w->rank,
+                    look);
 }
 
 /* Over the ranks: one row per rank of its parts per step over the common window. */
-static void steps_view_ranks(FILE *out, const struct comm_report *r)
+static void steps_view_ranks(FILE *out, const struct summary *s, const struct comm_report *r)
 {
     char line[512];
     steps_view_ranks_title(r, line, sizeof line);
@@ -490,7 +510,8 @@ static void steps_view_ranks(FILE *out, const struct comm_report *r)
         text_table_row(&t, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10]);
     }
     text_table_end(out, &t);
-    if (steps_view_ranks_verdict(r, line, sizeof line))
+    if (steps_view_ranks_verdict(r, steps_view_rank_look(s, (long long)r->slowest.rank), line,
+                                 sizeof line))
         fprintf(out, "  %s\n", line);
 }
 
@@ -554,7 +575,7 @@ void steps_view_print(FILE *out, const struct summary *s, const struct comm_repo
     if (r && r->by_steps && r->nranks > 1) {
         steps_view_head(out, &st, windows);
         fprintf(out, "  (rank %lld's steps above)\n", (long long)p->rank);
-        steps_view_ranks(out, r);
+        steps_view_ranks(out, s, r);
     } else {
         steps_view_head(out, &st, windows);
         steps_view_parts(out, &st, 0, 0);

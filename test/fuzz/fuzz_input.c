@@ -106,7 +106,7 @@ static void fuzz_input_views(struct summary *s, FILE *sink)
     struct comm_report r;
     comm_merge_build(&r, s);
     int views = COMM_VIEW_RANKS | COMM_VIEW_COMM | COMM_VIEW_STRAGGLERS;
-    comm_tables_print(sink, &r, views, 0);
+    comm_tables_print(sink, s, &r, views, 0);
     comm_export_json(sink, &r, views, 0);
     comm_export_csv(sink, &r, views, 0);
     comm_merge_free(&r);
