@@ -163,8 +163,8 @@ static void comm_tables_ranks(FILE *out, const struct summary *s, const struct c
                 "idle %s",
                 c, d, y, i);
         if (w->why)
-            fprintf(out, " — mostly %s; its own time: --rank %lld %s\n", w->why, (long long)w->rank,
-                    steps_view_rank_look(s, (long long)w->rank));
+            fprintf(out, " — mostly %s; its own time: --rank %lld%s\n", w->why, (long long)w->rank,
+                    steps_view_rank_look(s, w->rank, w->why));
         else
             fputs(" — none of these stands out\n", out);
     }

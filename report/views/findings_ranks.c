@@ -251,20 +251,20 @@ void findings_steps_ranks(struct findings *f, const struct comm_report *r, const
             excess += parts[k] > 0 ? (uint64_t)parts[k] / n : 0;
         const struct model_step_hot *hot =
             w->between ? NULL : findings_hot(s, (long long)w->rank, excess, &over);
-        const char *look = steps_view_rank_look(s, (long long)w->rank);
+        const char *look = steps_view_rank_look(s, (long long)w->rank, w->why);
         if (hot) {
             char o[32];
             format_ns((double)over, o, sizeof o);
             findings_set(x->where, sizeof x->where,
-                         "%s%s%s: +%s per step on rank %lld (profreport DIR --rank %lld %s)",
+                         "%s%s%s: +%s per step on rank %lld (profreport DIR --rank %lld%s)",
                          hot->name, *hot->caller ? ", called from " : "", hot->caller, o,
                          (long long)w->rank, (long long)w->rank, look);
         } else if (w->between) { /* its time between the --step name's calls */
             findings_set(x->where, sizeof x->where,
-                         "profreport DIR --rank %lld %s, without --step (its whole iterations)",
+                         "profreport DIR --rank %lld%s, without --step (its whole iterations)",
                          (long long)w->rank, look);
         } else {
-            findings_set(x->where, sizeof x->where, "profreport DIR --rank %lld %s",
+            findings_set(x->where, sizeof x->where, "profreport DIR --rank %lld%s",
                          (long long)w->rank, look);
         }
     }

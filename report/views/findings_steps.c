@@ -677,7 +677,8 @@ static void findings_steps_process(struct findings *f, const struct steps_stats 
                          "; its largest excess over the mean step is data loading (+%s of +%s)%s",
                          ex, all, why);
             }
-            if (!x->minor && (part == MODEL_STEP_OTHER || part == MODEL_STEP_OTHER_OPS)) {
+            if (!x->minor && (part == MODEL_STEP_OTHER || part == MODEL_STEP_OTHER_OPS) &&
+                !steps_view_phases_unknown(st)) {  /* (else other ops hold the model) */
                 size_t used = strlen(x->evidence); /* (their excess is outside the phases) */
                 snprintf(x->evidence + used, sizeof x->evidence - used, "%s",
                          findings_after_step(st->p->steps.source));

@@ -296,8 +296,8 @@ static void html_steps_ranks(FILE *out, const struct summary *s)
             fputs("</tr>\n", out);
         }
         fputs("</tbody></table>\n", out);
-        if (steps_view_ranks_verdict(&r, steps_view_rank_look(s, (long long)r.slowest.rank), title,
-                                     sizeof title)) {
+        if (steps_view_ranks_verdict(&r, steps_view_rank_look(s, r.slowest.rank, r.slowest.why),
+                                     title, sizeof title)) {
             fputs("<p class=\"note\">", out);
             html_text(out, title);
             fputs("</p>\n", out);

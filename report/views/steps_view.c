@@ -115,13 +115,14 @@ void steps_view_phases_note(const struct steps_stats *st, char *buf, size_t len)
         return;
     snprintf(buf, len,
              "%s not told apart: this process's Python calls were not recorded (PROF_PYTHON=0 "
-             "turns them off), and they are what finds them (the model's calls, "
+             "turns them off), and they are what finds %s (the model's calls, "
              "loss.backward()); %s operators count in other ops here, %s Python in other CPU, "
              "and no finding is made of those parts",
              unknown == 3   ? "forward and backward are"
              : unknown == 1 ? "forward is"
                             : "backward is",
-             unknown == 3 ? "their" : "its", unknown == 3 ? "their" : "its");
+             unknown == 3 ? "them" : "it", unknown == 3 ? "their" : "its",
+             unknown == 3 ? "their" : "its");
 }
 
 void (*const steps_view_notes[3])(const struct steps_stats *, char *, size_t) = {
@@ -459,13 +460,19 @@ const struct model_process *steps_view_rank_process(const struct summary *s, lon
     return p;
 }
 
-const char *steps_view_rank_look(const struct summary *s, long long rank)
+const char *steps_view_rank_look(const struct summary *s, long long rank, const char *why)
 {
     const struct model_process *p = steps_view_rank_process(s, rank);
-    return !p || model_meta_get(p, "python.scheme")
-               ? "--python"
-               : "--ops: its Python calls were not recorded, PROF_PYTHON=0; a run with them "
-                 "names the function";
+    if (!p || model_meta_get(p, "python.scheme"))
+        return " --python";
+    if (model_meta_get(p, "sample_python"))
+        return " --samples: its Python calls were not recorded, its CPU samples were";
+    /* its operators hold its compute, and its DataLoader's scope */
+    if (why && (!strcmp(why, "compute") || !strcmp(why, "data loading")))
+        return " --ops: its Python calls were not recorded (PROF_PYTHON=0 turns them off); "
+               "with them --python names the function";
+    return ": its Python calls were not recorded (PROF_PYTHON=0 turns them off); with them "
+           "--python names the function";
 }
 
 int steps_view_ranks_verdict(const struct comm_report *r, const char *look, char *buf, size_t len)
@@ -480,7 +487,7 @@ int steps_view_ranks_verdict(const struct comm_report *r, const char *look, char
     if (!per_step) /* e.g. --step names a part of the iteration with no collective */
         return snprintf(buf, len,
                         "Rank %lld is the slowest; no rank waits for it inside these steps; its "
-                        "excess over the ranks' median is mostly %s (--rank %lld %s)",
+                        "excess over the ranks' median is mostly %s (--rank %lld%s)",
                         (long long)w->rank, w->why, (long long)w->rank, look);
     if (!comm_slowest_holds_others(r))
         return snprintf(buf, len,
@@ -490,7 +497,7 @@ int steps_view_ranks_verdict(const struct comm_report *r, const char *look, char
                         (long long)mid->rank, wait, (long long)w->rank, w->why);
     return snprintf(buf, len,
                     "Rank %lld holds the others: the median rank (rank %lld) waits %s per step "
-                    "for it; its excess over the ranks' median is mostly %s (--rank %lld %s)",
+                    "for it; its excess over the ranks' median is mostly %s (--rank %lld%s)",
                     (long long)w->rank, (long long)mid->rank, wait, w->why, (long long)w->rank,
                     look);
 }
@@ -510,7 +517,7 @@ static void steps_view_ranks(FILE *out, const struct summary *s, const struct co
         text_table_row(&t, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10]);
     }
     text_table_end(out, &t);
-    if (steps_view_ranks_verdict(r, steps_view_rank_look(s, (long long)r->slowest.rank), line,
+    if (steps_view_ranks_verdict(r, steps_view_rank_look(s, r->slowest.rank, r->slowest.why), line,
                                  sizeof line))
         fprintf(out, "  %s\n", line);
 }
@@ -576,6 +583,10 @@ void steps_view_print(FILE *out, const struct summary *s, const struct comm_repo
         steps_view_head(out, &st, windows);
         fprintf(out, "  (rank %lld's steps above)\n", (long long)p->rank);
         steps_view_ranks(out, s, r);
+        char note[512]; /* (that rank's: the others' are said by --rank N) */
+        steps_view_phases_note(&st, note, sizeof note);
+        if (*note)
+            fprintf(out, "  (rank %lld: %s)\n", (long long)p->rank, note);
     } else {
         steps_view_head(out, &st, windows);
         steps_view_parts(out, &st, 0, 0);
@@ -642,6 +653,13 @@ json_t *steps_view_json(const struct model_process *p, const char *mark, uint64_
     json_object_set_new(o, "teardown_ns", steps_view_json_u64(st.teardown_ns));
     json_object_set_new(o, "mean_parts_ns",
                         steps_view_json_parts(st.part_ns, st.counted ? st.counted : 1));
+    /* forward, backward: parts not found (no Python calls recorded), counted in other ops */
+    json_t *unknown = json_array();
+    int phases = steps_view_phases_unknown(&st);
+    for (int k = 0; k < 2; k++)
+        if (phases & (1 << k))
+            json_array_append_new(unknown, json_string(k ? "backward" : "forward"));
+    json_object_set_new(o, "parts_not_found", unknown);
     if (mark) {
         *warmup = st.warmup;
         json_object_set_new(o, "steps", json_string(mark));

@@ -61,9 +61,11 @@ void steps_view_rank_cells(const struct comm_report *r, size_t i, uint64_t *ns,
 int steps_view_ranks_verdict(const struct comm_report *r, const char *look, char *buf, size_t len);
 /* The process of rank whose steps describe it: the one with the most steps; NULL: none. */
 const struct model_process *steps_view_rank_process(const struct summary *s, long long rank);
-/* The profreport options that show why rank is slow: "--python" (its functions), or, when
- * its Python calls were not recorded, "--ops" and why (a pointer to an empty table is none). */
-const char *steps_view_rank_look(const struct summary *s, long long rank);
+/* What follows "--rank N" to show why rank is slow (why: comm_slowest's): " --python" (its
+ * functions); when its Python calls were not recorded, " --samples" when it was sampled,
+ * " --ops" for compute or data loading (its DataLoader scope), else nothing, each with why
+ * (a pointer to an empty table is none). */
+const char *steps_view_rank_look(const struct summary *s, long long rank, const char *why);
 /* The function that most slows p's steady step `number` (steps.slow_hot), or NULL. */
 const struct model_step_hot *steps_view_slow_hot(const struct model_process *p, uint64_t number);
 

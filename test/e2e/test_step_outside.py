@@ -145,8 +145,10 @@ def test_phases_not_told_apart_without_python_calls(tmp_path):
     assert parts["other ops"] >= 50, text  # the model's operators, where the note says
     assert "(forward and backward are not told apart: this process's Python calls were not " \
            "recorded (PROF_PYTHON=0 turns them off)" in text, text
-    kinds = {f["kind"] for f in report_json(tmp_path / "off")["findings"]}
-    assert "step_other" not in kinds, kinds
+    rep = report_json(tmp_path / "off")
+    assert "step_other" not in {f["kind"] for f in rep["findings"]}, rep["findings"]
+    steps = [p["steps"] for p in rep["processes"] if p.get("steps")]
+    assert [s["parts_not_found"] for s in steps] == [["forward", "backward"]], steps
     assert "work outside forward" not in text, text
     report(tmp_path / "off", "--html", str(tmp_path / "r.html"))
     assert "forward and backward are not told apart" in (tmp_path / "r.html").read_text()
@@ -155,6 +157,8 @@ def test_phases_not_told_apart_without_python_calls(tmp_path):
     parts = parts_of(text)
     assert parts["forward"] > 0 and parts["backward"] > 0, text
     assert "not told apart" not in text, text
+    steps = [p["steps"] for p in report_json(tmp_path / "on")["processes"] if p.get("steps")]
+    assert [s["parts_not_found"] for s in steps] == [[]], steps
 
 
 def test_work_outside_the_phases_with_a_tiny_ring(tmp_path):
