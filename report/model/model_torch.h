@@ -199,6 +199,9 @@ void model_torch_set_window(enum model_window w);
 enum model_window model_torch_window_asked(void);
 /* The whole process's operator rows, whatever part the table's cover (*n of them). */
 const struct model_torch_row *model_torch_whole_rows(const struct model_torch *t, size_t *n);
+/* Whether the process ran a backward pass: an autograd node's op (exact: from the op trees,
+ * whatever the ring dropped). */
+int model_torch_ran_backward(const struct model_torch *t);
 /* Why a process's rows are the whole process's though a part was asked. */
 enum model_window_miss {
     MODEL_WINDOW_MISS_NONE,

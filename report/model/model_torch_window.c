@@ -11,6 +11,7 @@
  * torch.window_miss says why. An op that crosses the part's edges (an epoch's scope) is
  * not in it. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "alloc.h"
 #include "model.h"
@@ -32,6 +33,17 @@ const struct model_torch_row *model_torch_whole_rows(const struct model_torch *t
 {
     *n = t->whole_rows ? t->nwhole_rows : t->nrows;
     return t->whole_rows ? t->whole_rows : t->rows;
+}
+
+int model_torch_ran_backward(const struct model_torch *t)
+{
+    static const char node[] = "autograd::engine::evaluate_function:";
+    size_t n;
+    const struct model_torch_row *r = model_torch_whole_rows(t, &n);
+    for (size_t i = 0; i < n; i++)
+        if (r[i].name && !strncmp(r[i].name, node, sizeof node - 1))
+            return 1;
+    return 0;
 }
 
 const char *model_window_name(unsigned w)

@@ -523,7 +523,7 @@ void findings_step_startup(struct findings *f, const struct steps_stats *st, con
         char a[32], b[32], imp[32];
         format_ns((double)st->startup_ns, a, sizeof a);
         format_ns((double)steps_ns, b, sizeof b);
-        format_ns((double)st->startup_import_ns, imp, sizeof imp);
+        const char *imports = steps_view_imports(st, imp, sizeof imp);
         struct finding *x = findings_add(f, "startup", findings_share(st->startup_ns, steps_ns));
         x->minor = 1;
         findings_set(x->title, sizeof x->title,
@@ -532,9 +532,10 @@ void findings_step_startup(struct findings *f, const struct steps_stats *st, con
         char costs[1024];
         steps_view_startup_costs(st->p, costs, sizeof costs);
         findings_set(x->evidence, sizeof x->evidence,
-                     "imports take %s of it%s; short runs measure mostly startup: profile more "
-                     "steps, or read the steps' figures (Training steps)",
-                     imp, costs);
+                     "%s%s%s%s; short runs measure mostly startup: profile more steps, or read "
+                     "the steps' figures (Training steps)",
+                     imports == imp ? "imports take " : "its imports are ", imports,
+                     imports == imp ? " of it" : "", costs);
     }
 }
 

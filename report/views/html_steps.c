@@ -93,7 +93,6 @@ static void html_steps_summary(FILE *out, const struct steps_stats *st)
     format_ns((double)st->p90_ns, p90, sizeof p90);
     format_ns((double)st->max_ns, mx, sizeof mx);
     format_ns((double)st->startup_ns, startup, sizeof startup);
-    format_ns((double)st->startup_import_ns, imp, sizeof imp);
     const struct model_process *p = st->p;
     char costs[1024], source[384], left[384], build[256];
     steps_view_startup_costs(p, costs, sizeof costs);
@@ -107,7 +106,7 @@ static void html_steps_summary(FILE *out, const struct steps_stats *st)
     fprintf(out,
             "); step time median %s, p90 %s, max %s (step %" PRIu64 "). Startup %s before the "
             "first step (imports %s",
-            med, p90, mx, st->max_number, startup, imp);
+            med, p90, mx, st->max_number, startup, steps_view_imports(st, imp, sizeof imp));
     html_text(out, costs);
     html_text(out, build);
     fputs(") is left out of the steps.</p>\n", out);

@@ -58,76 +58,6 @@ void steps_view_startup_costs(const struct model_process *p, char *buf, size_t l
     }
 }
 
-void steps_view_profiler_note(const struct steps_stats *st, char *buf, size_t len)
-{
-    *buf = 0;
-    if (!st->profiler_ns)
-        return;
-    char t[32];
-    format_ns((double)st->profiler_ns, t, sizeof t);
-    snprintf(buf, len,
-             "; the profiler's own %s building its torch bridge left out (a first run's: "
-             "`profrun --prepare` builds it beforehand)",
-             t);
-}
-
-void steps_view_eval_note(const struct steps_stats *st, char *buf, size_t len)
-{
-    *buf = 0;
-    if (!st->eval_ns)
-        return;
-    char t[32];
-    format_ns((double)st->eval_ns / (double)(st->counted ? st->counted : 1), t, sizeof t);
-    snprintf(buf, len,
-             "evaluation inside the steps: %s per step of other ops, other CPU and "
-             "communication, in %zu of the %zu steps (the model run under torch.no_grad() or "
-             "torch.inference_mode() between two optimizer steps: no part of forward)",
-             t, st->eval_steps, st->counted);
-}
-
-void steps_view_recompute_note(const struct steps_stats *st, char *buf, size_t len)
-{
-    *buf = 0;
-    if (!st->recompute_ns)
-        return;
-    char t[32], b[32];
-    uint64_t n = st->counted ? st->counted : 1;
-    format_ns((double)st->recompute_ns / (double)n, t, sizeof t);
-    format_ns((double)st->part_ns[MODEL_STEP_BACKWARD] / (double)n, b, sizeof b);
-    snprintf(buf, len,
-             "backward recomputes the model's forward: %s per step of its %s (activation "
-             "checkpointing, torch.utils.checkpoint: memory bought with compute)",
-             t, b);
-}
-
-int steps_view_phases_unknown(const struct steps_stats *st)
-{
-    if (model_meta_get(st->p, "python.scheme")) /* Python calls were recorded: they find them */
-        return 0;
-    return (st->part_ns[MODEL_STEP_FORWARD] ? 0 : 1) | (st->part_ns[MODEL_STEP_BACKWARD] ? 0 : 2);
-}
-
-void steps_view_phases_note(const struct steps_stats *st, char *buf, size_t len)
-{
-    *buf = 0;
-    int unknown = steps_view_phases_unknown(st);
-    if (!unknown)
-        return;
-    snprintf(buf, len,
-             "%s not told apart: this process's Python calls were not recorded (PROF_PYTHON=0 "
-             "turns them off), and they are what finds %s (the model's calls, "
-             "loss.backward()); %s operators count in other ops here, %s Python in other CPU, "
-             "and no finding is made of those parts",
-             unknown == 3   ? "forward and backward are"
-             : unknown == 1 ? "forward is"
-                            : "backward is",
-             unknown == 3 ? "them" : "it", unknown == 3 ? "their" : "its",
-             unknown == 3 ? "their" : "its");
-}
-
-void (*const steps_view_notes[3])(const struct steps_stats *, char *, size_t) = {
-    steps_view_phases_note, steps_view_eval_note, steps_view_recompute_note};
-
 /* What the tables cover: windows[i], the part of tables[i] when not the whole process ("the
  * steady training steps"); NULL: the whole process. Tables of one part are named together:
  * "the operator, Python, tensor memory and CUDA API and kernel tables below cover the steady
@@ -234,7 +164,6 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
     fprintf(out, "  Step time: median %s, p90 %s, max %s (step %" PRIu64 ")\n", med, p90, mx,
             st->max_number);
     steps_view_ms(st->startup_ns, startup, sizeof startup);
-    steps_view_ms(st->startup_import_ns, imp, sizeof imp);
     steps_view_ms(st->teardown_ns, tear, sizeof tear);
     uint64_t wall = st->p->wall_ns;
     const char *window = model_meta_get(st->p, "window");
@@ -281,10 +210,12 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
                  "torch.inference_mode(), as inside the steps)",
                  t);
     }
+    const char *imports = steps_view_imports(st, imp, sizeof imp); /* (flame: Python calls) */
     fprintf(out,
-            "  Startup: %s before the first step (%.0f%% of the process; imports %s%s%s; its "
-            "flame graph: --flamegraph FILE --phase startup), teardown %s%s; ",
-            startup, wall ? 100.0 * (double)st->startup_ns / (double)wall : 0.0, imp, costs, build,
+            "  Startup: %s before the first step (%.0f%% of the process; imports %s%s%s%s), "
+            "teardown %s%s; ",
+            startup, wall ? 100.0 * (double)st->startup_ns / (double)wall : 0.0, imports, costs,
+            build, imports == imp ? "; its flame graph: --flamegraph FILE --phase startup" : "",
             tear, after);
     steps_view_cover(out, windows);
     fputc('\n', out);
@@ -639,7 +570,10 @@ json_t *steps_view_json(const struct model_process *p, const char *mark, uint64_
     json_object_set_new(o, "max_ns", steps_view_json_u64(st.max_ns));
     json_object_set_new(o, "max_step", steps_view_json_u64(st.max_number));
     json_object_set_new(o, "startup_ns", steps_view_json_u64(st.startup_ns));
-    json_object_set_new(o, "startup_import_ns", steps_view_json_u64(st.startup_import_ns));
+    json_object_set_new(o, "startup_import_ns",
+                        model_meta_get(p, "python.scheme")
+                            ? steps_view_json_u64(st.startup_import_ns)
+                            : json_null());
     /* (the profiler's torch bridge build, left out of startup_ns) */
     json_object_set_new(o, "profiler_ns", steps_view_json_u64(st.profiler_ns));
     json_t *top = json_array(); /* the startup's largest costs outside imports */

@@ -38,9 +38,13 @@ void steps_view_recompute_note(const struct steps_stats *st, char *buf, size_t l
 /* The training phases the steps' parts cannot show in st's process: a bit each for forward
  * (1) and backward (2) when its Python calls, which find them, were not recorded
  * (PROF_PYTHON=0, a program without Python) and no scope named them
- * (DistributedDataParallel.forward names forward); 0 otherwise. Their time then counts in
+ * (DistributedDataParallel.forward names forward), backward only when the process ran one
+ * (an autograd node's op); 0 otherwise. Their time then counts in
  * other ops and other CPU, and no finding is made of those parts. */
 int steps_view_phases_unknown(const struct steps_stats *st);
+/* The startup's imports: their time in buf, or "not known (...)" when st's process
+ * recorded no Python calls (they are what times them). */
+const char *steps_view_imports(const struct steps_stats *st, char *buf, size_t len);
 /* That said under the parts: "" when none is unknown. */
 void steps_view_phases_note(const struct steps_stats *st, char *buf, size_t len);
 /* The notes under the parts, in their order (the text report's and the HTML page's). */

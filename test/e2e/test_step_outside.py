@@ -150,15 +150,57 @@ def test_phases_not_told_apart_without_python_calls(tmp_path):
     steps = [p["steps"] for p in rep["processes"] if p.get("steps")]
     assert [s["parts_not_found"] for s in steps] == [["forward", "backward"]], steps
     assert "work outside forward" not in text, text
+    # nor are the startup's imports (no "imports 0 ns"), nor is there a startup flame graph
+    assert "; imports not known (Python calls not recorded))" in text, text
+    assert "--flamegraph FILE --phase startup" not in text, text
+    assert [s["startup_import_ns"] for s in steps] == [None], steps
     report(tmp_path / "off", "--html", str(tmp_path / "r.html"))
-    assert "forward and backward are not told apart" in (tmp_path / "r.html").read_text()
+    html = (tmp_path / "r.html").read_text()
+    assert "forward and backward are not told apart" in html
+    assert "(imports not known (Python calls not recorded)" in html
     profile([PYTHON, str(script)], tmp_path / "on", env=ENV, timeout=300)
     text = report(tmp_path / "on").stdout
     parts = parts_of(text)
     assert parts["forward"] > 0 and parts["backward"] > 0, text
     assert "not told apart" not in text, text
+    assert "imports not known" not in text and "--flamegraph FILE --phase startup" in text, text
     steps = [p["steps"] for p in report_json(tmp_path / "on")["processes"] if p.get("steps")]
     assert [s["parts_not_found"] for s in steps] == [[]], steps
+    assert steps[0]["startup_import_ns"] > 0, steps
+
+
+INFER = """
+import torch
+from torch.profiler import ProfilerActivity, profile, schedule
+torch.manual_seed(0)
+torch.set_num_threads(1)
+model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+x = torch.randn(32, 64)
+with profile(activities=[ProfilerActivity.CPU],
+             schedule=schedule(wait=0, warmup=1, active=30)) as prof:
+    for i in range(30):
+        with torch.no_grad():
+            y = model(x).softmax(1)
+        prof.step()
+"""
+
+
+def test_an_inference_loop_has_no_backward_to_tell_apart(tmp_path):
+    """An inference loop stepped by torch.profiler's prof.step(), with Python calls off: its
+    forward is not found, and it has no backward (no autograd node ran, which the op trees
+    know exactly), so the note speaks of forward alone."""
+    script = tmp_path / "infer.py"
+    script.write_text(INFER)
+    profile([PYTHON, str(script)], tmp_path / "out", env=dict(ENV, PROF_PYTHON="0"),
+            timeout=300)
+    text = report(tmp_path / "out").stdout
+    assert "from ProfilerStep#N scopes" in text, text
+    assert "(forward is not told apart: this process's Python calls were not recorded " \
+           "(PROF_PYTHON=0 turns them off), and they are what finds it (the model's calls); " \
+           "its operators count in other ops here" in text, text
+    assert "backward is not told apart" not in text and "backward are not" not in text, text
+    steps = [p["steps"] for p in report_json(tmp_path / "out")["processes"] if p.get("steps")]
+    assert [s["parts_not_found"] for s in steps] == [["forward"]], steps
 
 
 def test_work_outside_the_phases_with_a_tiny_ring(tmp_path):
