@@ -453,6 +453,24 @@ static void steps_view_ranks(FILE *out, const struct summary *s, const struct co
         fprintf(out, "  %s\n", line);
 }
 
+/* Processes without ranks that trained beside p (hogwild's workers, two scripts' runs):
+ * whose steps the section shows, and how to see another's. */
+static void steps_view_others(FILE *out, const struct summary *s, const struct model_process *p)
+{
+    const struct model_process *other = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < s->nprocs; i++)
+        if (s->procs[i] != p && s->procs[i]->steps.nsteps && n++ == 0)
+            other = s->procs[i];
+    if (!other)
+        return;
+    fprintf(out,
+            "  (pid %lld's steps above; %zu processes have training steps: another is pid %lld "
+            "(%zu steps), reported alone by `profreport %s`%s)\n",
+            (long long)p->pid, n + 1, (long long)other->pid, other->steps.nsteps, other->file,
+            n > 1 ? "; the rest likewise" : "");
+}
+
 void steps_view_print(FILE *out, const struct summary *s, const struct comm_report *r)
 {
     const struct model_process *p = NULL;
@@ -520,6 +538,7 @@ void steps_view_print(FILE *out, const struct summary *s, const struct comm_repo
             fprintf(out, "  (rank %lld: %s)\n", (long long)p->rank, note);
     } else {
         steps_view_head(out, &st, windows);
+        steps_view_others(out, s, p);
         steps_view_parts(out, &st, 0, 0);
         steps_view_slowest(out, &st);
     }

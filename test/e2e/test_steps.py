@@ -546,3 +546,51 @@ def test_two_optimizers_per_batch_make_one_step(tmp_path):
     assert st["warmup"] >= 1 and d["python_cover"]["ns"] == d["ops_cover"]["ns"] == \
         d["torch_memory_cover"]["ns"] > 0, (st["warmup"], d["python_cover"], d["ops_cover"])
     assert "steps %d-%d" % (st["warmup"] + 1, iterations) in d["python_cover"]["note"]
+
+
+HOGWILD = """
+import sys, torch, torch.multiprocessing as mp
+
+def train(steps):
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = torch.nn.Linear(32, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(16, 32), torch.randn(16, 4)
+    for _ in range(steps):
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+
+if __name__ == "__main__":
+    ctx = mp.get_context("spawn")
+    workers = [ctx.Process(target=train, args=(n,)) for n in (30, 20)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    sys.exit(max(w.exitcode for w in workers))
+"""
+
+
+def test_the_steps_say_whose_they_are_among_processes_that_train(tmp_path):
+    """Processes without ranks that train side by side (pytorch/examples' mnist_hogwild:
+    torch.multiprocessing workers, each with its optimizer): the text's steps are one
+    process's; the section says whose, that another trained too, and how to see its steps
+    (its trace file alone), which then reports that process's steps."""
+    script = tmp_path / "hogwild.py"
+    script.write_text(HOGWILD)
+    profile([PYTHON, str(script)], tmp_path / "out", timeout=300)
+    procs = [p for p in report_json(tmp_path / "out")["processes"] if p["steps"]]
+    by_count = {p["steps"]["count"]: p for p in procs}
+    assert sorted(by_count) == [20, 30], procs
+    text = report(tmp_path / "out").stdout
+    line = [ln for ln in text.splitlines() if "'s steps above; " in ln]
+    assert len(line) == 1, text
+    m = re.match(r"  \(pid (\d+)'s steps above; 2 processes have training steps: another is "
+                 r"pid (\d+) \(20 steps\), reported alone by `profreport (\S+)`\)$", line[0])
+    assert m, line
+    assert int(m.group(1)) == by_count[30]["pid"] and int(m.group(2)) == by_count[20]["pid"]
+    assert "Training steps: " in text and " steady of 30," in text, text
+    alone = report(m.group(3)).stdout
+    assert " steady of 20," in alone and "'s steps above" not in alone, alone
