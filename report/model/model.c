@@ -211,6 +211,15 @@ const char *model_meta_get(const struct model_process *p, const char *key)
     return NULL;
 }
 
+int model_python_unrecorded(const struct model_process *p)
+{
+    if (model_meta_get(p, "python.scheme"))
+        return 0;
+    const char *exe = model_meta_get(p, "exe"), *slash = exe ? strrchr(exe, '/') : NULL;
+    return model_meta_get(p, "torch_lib") ||
+           (exe && !strncmp(slash ? slash + 1 : exe, "python", 6));
+}
+
 /* Through a map: a file may name a hundred thousand threads. */
 static struct model_thread *model_thread_get(struct model_process *p, uint32_t tid)
 {

@@ -595,6 +595,10 @@ uint64_t model_monotonic_ns_to_ticks(const struct model_process *p, uint64_t ns)
  * CLOCK record, else 0. */
 uint64_t model_start_monotonic_ns(const struct model_process *p);
 const char *model_meta_get(const struct model_process *p, const char *key);
+/* Whether p ran Python whose calls were not recorded (PROF_PYTHON=0): no META python.scheme,
+ * and it loaded libtorch (META torch_lib) or its executable is a python. What only the
+ * Python calls tell (the startup's imports, forward and backward) is then not known. */
+int model_python_unrecorded(const struct model_process *p);
 /* Widens the process's CPU event window by [start, end] ticks. */
 void model_cpu_event(struct model_process *p, uint64_t start, uint64_t end);
 void model_add_warning(struct model_process *p, const char *fmt, ...)

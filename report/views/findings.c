@@ -573,25 +573,36 @@ static void findings_memory_growth(struct findings *f, const struct summary *s)
     if (n > 1)
         snprintf(others, sizeof others, "; %zu process memories grow so", n);
     /* what grew most was allocated in torch.optim's code (a review's LBFGS loop, whose
-     * history grows, read as outputs kept in a list) */
+     * history grows, read as outputs kept in a list): said, and the rest may be a leak */
     const struct model_py_func *gf = w->grew_bytes > 0 ? model_python_func(wp, w->grew.func) : 0;
-    int optimizer = gf && gf->file && strstr(gf->file, "torch/optim/") &&
-                    !strstr(gf->file, "torch/optim/lr_scheduler.py");
+    char optim[640] = "";
+    if (gf && gf->file && strstr(gf->file, "/torch/optim/") &&
+        !strstr(gf->file, "/torch/optim/lr_scheduler.py")) {
+        char site[32];
+        format_bytes((uint64_t)w->grew_bytes, site, sizeof site);
+        snprintf(optim, sizeof optim,
+                 "What grew the most, %s of it, was allocated in %s (torch.optim) and kept: the "
+                 "optimizer's state grows (LBFGS keeps up to history_size pairs of update "
+                 "vectors: a lower history_size caps it; the state an optimizer makes in its "
+                 "first step, as Adam's, is not counted here). Growth outside the optimizer's "
+                 "code, if any, would be ",
+                 site,
+                 gf->qualname ? gf->qualname
+                 : gf->name   ? gf->name
+                              : "its step");
+    }
     struct finding *x = findings_add(f, "memory_growth", (double)most / (double)w->peak_bytes);
     findings_set(x->title, sizeof x->title, "tensor memory grows %s per step (%s, %s)", per, device,
                  findings_proc_in_parens(wp, who, sizeof who));
     findings_set(
         x->evidence, sizeof x->evidence,
         "live tensor bytes %s as %s begin, %s at their end: +%s after the first of %" PRIu64
-        " steps (%.0f %% of their peak %s), grown in %" PRIu64 " of them%s. %s",
+        " steps (%.0f %% of their peak %s), grown in %" PRIu64 " of them%s. %s%s (outputs or "
+        "losses kept in a list without .detach() or .item(), a growing cache)",
         a, model_window_name(w->window), b, grew, w->steps,
         100.0 * (double)most / (double)w->peak_bytes, peak, w->steps_grown, others,
-        optimizer ? "What grew the most was allocated in the optimizer's step and kept: its "
-                    "state grows (an optimizer that keeps a history, as LBFGS's history_size "
-                    "pairs of update vectors, grows until the history is full; the state an "
-                    "optimizer makes in its first step, as Adam's, is not counted here)"
-                  : "Something keeps a tensor of every step (outputs or losses kept in a list "
-                    "without .detach() or .item(), a growing cache)");
+        *optim ? optim : "",
+        *optim ? "something kept of every step" : "Something keeps a tensor of every step");
     if (w->grew_bytes > 0) {
         char site[64], fn[256], own[256];
         format_bytes((uint64_t)w->grew_bytes, site, sizeof site);

@@ -51,7 +51,7 @@ void steps_view_recompute_note(const struct steps_stats *st, char *buf, size_t l
 
 const char *steps_view_imports(const struct steps_stats *st, char *buf, size_t len)
 {
-    if (!model_meta_get(st->p, "python.scheme"))
+    if (model_python_unrecorded(st->p))
         return "not known (Python calls not recorded)";
     format_ns((double)st->startup_import_ns, buf, len);
     return buf;
@@ -59,8 +59,8 @@ const char *steps_view_imports(const struct steps_stats *st, char *buf, size_t l
 
 int steps_view_phases_unknown(const struct steps_stats *st)
 {
-    if (model_meta_get(st->p, "python.scheme")) /* Python calls were recorded: they find them */
-        return 0;
+    if (!model_python_unrecorded(st->p) || !model_meta_get(st->p, "torch_lib"))
+        return 0; /* the Python calls find them, or there is no PyTorch model to find */
     return (st->part_ns[MODEL_STEP_FORWARD] ? 0 : 1) |
            (st->part_ns[MODEL_STEP_BACKWARD] || !model_torch_ran_backward(&st->p->torch) ? 0 : 2);
 }

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -394,7 +395,7 @@ const struct model_process *steps_view_rank_process(const struct summary *s, lon
 const char *steps_view_rank_look(const struct summary *s, long long rank, const char *why)
 {
     const struct model_process *p = steps_view_rank_process(s, rank);
-    if (!p || model_meta_get(p, "python.scheme"))
+    if (!p || !model_python_unrecorded(p)) /* (a program without Python: as ever) */
         return " --python";
     if (model_meta_get(p, "sample_python"))
         return " --samples: its Python calls were not recorded, its CPU samples were";
@@ -464,11 +465,21 @@ static void steps_view_others(FILE *out, const struct summary *s, const struct m
             other = s->procs[i];
     if (!other)
         return;
-    fprintf(out,
-            "  (pid %lld's steps above; %zu processes have training steps: another is pid %lld "
-            "(%zu steps), reported alone by `profreport %s`%s)\n",
-            (long long)p->pid, n + 1, (long long)other->pid, other->steps.nsteps, other->file,
-            n > 1 ? "; the rest likewise" : "");
+    fprintf(out, "  (%s %lld's steps above; %zu processes have training steps: another is ",
+            p->rank >= 0 ? "rank" : "pid", (long long)(p->rank >= 0 ? p->rank : p->pid), n + 1);
+    if (other->rank >= 0) {
+        fprintf(out, "rank %lld (%zu steps), its own report: `profreport DIR --rank %lld`",
+                (long long)other->rank, other->steps.nsteps, (long long)other->rank);
+    } else { /* its trace, or the summary read in its place when the trace is gone */
+        fprintf(out, "pid %lld (%zu steps), its own report: `profreport ", (long long)other->pid,
+                other->steps.nsteps);
+        format_fputs_escaped(out, other->summary_file && !other->summary_bytes &&
+                                          access(other->file, R_OK) != 0
+                                      ? other->summary_file
+                                      : other->file);
+        fputc('`', out);
+    }
+    fprintf(out, "%s)\n", n > 1 ? "; the rest likewise" : "");
 }
 
 void steps_view_print(FILE *out, const struct summary *s, const struct comm_report *r)
@@ -590,9 +601,8 @@ json_t *steps_view_json(const struct model_process *p, const char *mark, uint64_
     json_object_set_new(o, "max_step", steps_view_json_u64(st.max_number));
     json_object_set_new(o, "startup_ns", steps_view_json_u64(st.startup_ns));
     json_object_set_new(o, "startup_import_ns",
-                        model_meta_get(p, "python.scheme")
-                            ? steps_view_json_u64(st.startup_import_ns)
-                            : json_null());
+                        model_python_unrecorded(p) ? json_null()
+                                                   : steps_view_json_u64(st.startup_import_ns));
     /* (the profiler's torch bridge build, left out of startup_ns) */
     json_object_set_new(o, "profiler_ns", steps_view_json_u64(st.profiler_ns));
     json_t *top = json_array(); /* the startup's largest costs outside imports */

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from conftest import LIBPROF, build_path, needs_cuda, profile, report_json, trace_files
+from conftest import LIBPROF, build_path, needs_cuda, profile, report, report_json, trace_files
 
 pytestmark = needs_cuda
 
@@ -185,3 +185,7 @@ def test_step_names_an_nvtx_range(tmp_path):
         (st,) = [p["steps"] for p in procs if p["steps"]]
         assert st["source"] == "each call of the --step name" and st["step_name"] == name
         assert st["count"] == 1 and st["steps"][0]["ns"] > 0, st
+        # a C program: no Python whose calls went unrecorded, no PyTorch phases to find
+        assert st["startup_import_ns"] == 0 and st["parts_not_found"] == [], st
+    text = report(tmp_path, "--step", "outer-a").stdout
+    assert "imports 0 ns" in text and "not known" not in text and "told apart" not in text, text

@@ -5,6 +5,7 @@ phases (--phase all: the whole process) and the same figures from summaries."""
 import json
 import os
 import re
+import shutil
 from html import escape as html_escape
 import subprocess
 
@@ -588,9 +589,20 @@ def test_the_steps_say_whose_they_are_among_processes_that_train(tmp_path):
     line = [ln for ln in text.splitlines() if "'s steps above; " in ln]
     assert len(line) == 1, text
     m = re.match(r"  \(pid (\d+)'s steps above; 2 processes have training steps: another is "
-                 r"pid (\d+) \(20 steps\), reported alone by `profreport (\S+)`\)$", line[0])
+                 r"pid (\d+) \(20 steps\), its own report: `profreport (\S+)`\)$", line[0])
     assert m, line
     assert int(m.group(1)) == by_count[30]["pid"] and int(m.group(2)) == by_count[20]["pid"]
     assert "Training steps: " in text and " steady of 30," in text, text
     alone = report(m.group(3)).stdout
     assert " steady of 20," in alone and "'s steps above" not in alone, alone
+    # from summaries whose traces are gone: the summary is what to give
+    copy = tmp_path / "copy"
+    shutil.copytree(tmp_path / "out", copy)
+    subprocess.run([PROFREPORT, "--summarize", str(copy)], check=True, capture_output=True,
+                   timeout=120)
+    for f in copy.glob("*.trace"):
+        f.unlink()
+    text = report(*sorted(str(f) for f in copy.glob("*.summary"))).stdout
+    (summary,) = re.findall(r"another is pid \d+ \(20 steps\), its own report: "
+                            r"`profreport (\S+\.summary)`\)", text)
+    assert " steady of 20," in report(summary).stdout
