@@ -106,12 +106,15 @@ def test_an_inline_evaluation_is_no_forward(tmp_path):
     assert other["title"].startswith("evaluation inside the training steps, outside forward, "
                                      "backward, the optimizer and data loading: "), other
     assert abs(other["value"] - share) <= 0.12, (other, share)
+    # the steady steps that evaluate, by the steps' own warm-up marks (st["warmup"] counts
+    # the first step too: a loaded CI machine's warm-up ran to step 10, and step 11, which
+    # evaluates, was steady, where "n > warmup + 1" left it out)
+    steps = {s["number"]: s for s in st["steps"]}
+    steady_evals = [n for n in evals if n in steps and not steps[n]["warmup"]]
     assert re.search(r"of it [\d.]+ [mu]?s per step is evaluation, in %d of %d steps" %
-                     (len([n for n in evals if n > st["warmup"] + 1 and n <= 60]), st["steady"]),
-                     other["evidence"]), (other, evals, st["warmup"])
+                     (len(steady_evals), st["steady"]), other["evidence"]), (other, evals)
     # the steps that evaluate: their evaluation is outside forward, and they are the slowest
     # (one finding: no slow_steps of its own)
-    steps = {s["number"]: s for s in st["steps"]}
     plain = sorted(s["parts_ns"]["forward"] for n, s in steps.items() if n not in evals)
     median_forward = plain[len(plain) // 2]
     for n in evals:
