@@ -211,13 +211,14 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
                  "torch.inference_mode(), as inside the steps)",
                  t);
     }
-    const char *imports = steps_view_imports(st, imp, sizeof imp); /* (flame: Python calls) */
+    const char *imports = steps_view_imports(st, imp, sizeof imp);
+    int flame = !model_python_unrecorded(st->p); /* the startup's flame graph: Python calls */
     fprintf(out,
             "  Startup: %s before the first step (%.0f%% of the process; imports %s%s%s%s), "
             "teardown %s%s; ",
             startup, wall ? 100.0 * (double)st->startup_ns / (double)wall : 0.0, imports, costs,
-            build, imports == imp ? "; its flame graph: --flamegraph FILE --phase startup" : "",
-            tear, after);
+            build, flame ? "; its flame graph: --flamegraph FILE --phase startup" : "", tear,
+            after);
     steps_view_cover(out, windows);
     fputc('\n', out);
 }

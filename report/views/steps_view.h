@@ -36,14 +36,16 @@ void steps_view_eval_note(const struct steps_stats *st, char *buf, size_t len);
  * parts: "" when none. */
 void steps_view_recompute_note(const struct steps_stats *st, char *buf, size_t len);
 /* The training phases the steps' parts cannot show in st's process: a bit each for forward
- * (1) and backward (2) when its Python calls, which find them, were not recorded
- * (PROF_PYTHON=0, a program without Python) and no scope named them
- * (DistributedDataParallel.forward names forward), backward only when the process ran one
- * (an autograd node's op); 0 otherwise. Their time then counts in
- * other ops and other CPU, and no finding is made of those parts. */
+ * (1) and backward (2) when the process ran Python with PyTorch but its Python calls,
+ * which find them, were not recorded (PROF_PYTHON=0; model_python_unrecorded) and no
+ * scope named them (DistributedDataParallel.forward names forward), backward only when
+ * the process ran one (an autograd node's op); 0 otherwise, a program without Python
+ * among them. Their time then counts in other ops and other CPU, and no finding is made
+ * of those parts. */
 int steps_view_phases_unknown(const struct steps_stats *st);
-/* The startup's imports: their time in buf, or "not known (...)" when st's process
- * recorded no Python calls (they are what times them). */
+/* The startup's imports: their time in buf, or "not known (...)" when st's process ran
+ * Python whose calls were not recorded (model_python_unrecorded: they are what times
+ * them); a program without Python imports nothing: 0 ns. */
 const char *steps_view_imports(const struct steps_stats *st, char *buf, size_t len);
 /* That said under the parts: "" when none is unknown. */
 void steps_view_phases_note(const struct steps_stats *st, char *buf, size_t len);
