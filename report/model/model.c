@@ -220,6 +220,16 @@ int model_python_unrecorded(const struct model_process *p)
            (exe && !strncmp(slash ? slash + 1 : exe, "python", 6));
 }
 
+int model_start_unrecorded(const struct model_process *p)
+{
+    const char *window = model_meta_get(p, "window"), *open = model_meta_get(p, "window_open");
+    char why[16];
+    unsigned long long at;
+    if (!window || !*window)
+        return 0;
+    return !open || sscanf(open, "%llu %15s", &at, why) != 2 || strcmp(why, "start") != 0;
+}
+
 /* Through a map: a file may name a hundred thousand threads. */
 static struct model_thread *model_thread_get(struct model_process *p, uint32_t tid)
 {

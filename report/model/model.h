@@ -599,6 +599,9 @@ const char *model_meta_get(const struct model_process *p, const char *key);
  * and it loaded libtorch (META torch_lib) or its executable is a python. What only the
  * Python calls tell (the startup's imports, forward and backward) is then not known. */
 int model_python_unrecorded(const struct model_process *p);
+/* Whether p's start was not recorded: a capture window or an attach (META window) whose
+ * first opening (META window_open) was not the process's start. */
+int model_start_unrecorded(const struct model_process *p);
 /* Widens the process's CPU event window by [start, end] ticks. */
 void model_cpu_event(struct model_process *p, uint64_t start, uint64_t end);
 void model_add_warning(struct model_process *p, const char *fmt, ...)

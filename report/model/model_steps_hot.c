@@ -693,10 +693,12 @@ void model_steps_hot(struct model_process *p)
     uint32_t tid = st->startup_tid = hot_startup_thread(p, st->steps[0].start_ns, &imports);
     if (tid != st->tid) /* (the step thread's were summed with its parts) */
         st->startup_import_ns = imports;
-    nall = hot_rank(p, tid, model_start_monotonic_ns(p), st->steps[0].start_ns, SIZE_MAX,
-                    HOT_NO_IMPORTS, 0, NULL, &all);
-    st->startup_hot = hot_keep(p, all, nall, MODEL_STEPS_STARTUP_HOT, 1, 0, &st->nstartup_hot);
-    free(all);
+    if (!model_start_unrecorded(p)) { /* else what ran before the recording is not known */
+        nall = hot_rank(p, tid, model_start_monotonic_ns(p), st->steps[0].start_ns, SIZE_MAX,
+                        HOT_NO_IMPORTS, 0, NULL, &all);
+        st->startup_hot = hot_keep(p, all, nall, MODEL_STEPS_STARTUP_HOT, 1, 0, &st->nstartup_hot);
+        free(all);
+    }
     model_steps_threads(p, warm, per);
     free(st->span_order);
     st->span_order = NULL;

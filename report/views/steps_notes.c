@@ -53,6 +53,8 @@ const char *steps_view_imports(const struct steps_stats *st, char *buf, size_t l
 {
     if (model_python_unrecorded(st->p))
         return "not known (Python calls not recorded)";
+    if (model_start_unrecorded(st->p))
+        return "not known (before the recording opened)";
     format_ns((double)st->startup_import_ns, buf, len);
     return buf;
 }

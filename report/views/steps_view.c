@@ -602,8 +602,9 @@ json_t *steps_view_json(const struct model_process *p, const char *mark, uint64_
     json_object_set_new(o, "max_step", steps_view_json_u64(st.max_number));
     json_object_set_new(o, "startup_ns", steps_view_json_u64(st.startup_ns));
     json_object_set_new(o, "startup_import_ns",
-                        model_python_unrecorded(p) ? json_null()
-                                                   : steps_view_json_u64(st.startup_import_ns));
+                        model_python_unrecorded(p) || model_start_unrecorded(p)
+                            ? json_null()
+                            : steps_view_json_u64(st.startup_import_ns));
     /* (the profiler's torch bridge build, left out of startup_ns) */
     json_object_set_new(o, "profiler_ns", steps_view_json_u64(st.profiler_ns));
     json_t *top = json_array(); /* the startup's largest costs outside imports */

@@ -45,7 +45,8 @@ void steps_view_recompute_note(const struct steps_stats *st, char *buf, size_t l
 int steps_view_phases_unknown(const struct steps_stats *st);
 /* The startup's imports: their time in buf, or "not known (...)" when st's process ran
  * Python whose calls were not recorded (model_python_unrecorded: they are what times
- * them); a program without Python imports nothing: 0 ns. */
+ * them) or its recording opened after its start (model_start_unrecorded); a program
+ * without Python imports nothing: 0 ns. */
 const char *steps_view_imports(const struct steps_stats *st, char *buf, size_t len);
 /* That said under the parts: "" when none is unknown. */
 void steps_view_phases_note(const struct steps_stats *st, char *buf, size_t len);

@@ -61,6 +61,11 @@ def test_steps_100_to_120_of_300_record_exactly_21_steps(tmp_path):
     assert "the first began before the window opened" not in text  # (it opens at a step's end)
     steps = [p["steps"] for p in rep["processes"] if p.get("steps")][0]
     assert [x["number"] for x in steps["steps"]] == list(range(101, 122))  # from 1, not 0
+    # the process's imports and startup ran before the recording opened: not known, not 0
+    assert steps["startup_import_ns"] is None and steps["startup_top"] == [], steps
+    html = tmp_path / "r.html"
+    report(out, "--html", str(html))
+    assert "imports not known (before the recording opened)" in html.read_text()
     assert "recorded: 21 steps, 1 interval" in text
     job = rep["job"]["windows"][0]
     assert (job["steps_min"], job["steps_max"], job["intervals_min"]) == (21, 21, 1)
@@ -154,7 +159,12 @@ def test_window_open_from_the_start_goes_quiet_after_its_last_step(tmp_path):
                   and f["file"] == LOOP][0]
     assert 0 < main_row["cumtime_ns"] <= module_row["cumtime_ns"]
     # open from the start: no step was cut by its opening
-    assert "the first began before the window opened" not in report(out).stdout
+    text = report(out).stdout
+    assert "the first began before the window opened" not in text
+    # and the imports were recorded: the window's opening was the process's start
+    steps = [p["steps"] for p in rep["processes"] if p.get("steps")][0]
+    assert steps["startup_import_ns"] > 0, steps
+    assert "imports not known" not in text
 
 
 @needs_torch
