@@ -56,7 +56,9 @@ enum export_phase {
                            * step's (the trees are the whole run's: warm-up included) */
     EXPORT_PHASE_STARTUP, /* before the first step, from the Python calls of at least
                            * PROF_PY_SPAN_US (model_steps_keep_spans) */
-    EXPORT_PHASE_STEADY   /* the steady steps (warm-up left out), from those calls too */
+    EXPORT_PHASE_STEADY   /* the steady steps (warm-up left out): the call tree's counts
+                           * at their edges (the Python table's steps) when the step
+                           * thread kept them there, else from those calls too */
 };
 /* The flame graphs' lines: as export_folded_fwrite with EXPORT_FOLDED_FLAME_DEPTH and
  * EXPORT_FOLDED_FLAME_MIN_SHARE; with_api: each node's CUDA API time as a "[CUDA API
@@ -67,6 +69,10 @@ enum export_phase {
 void export_folded_stream(FILE *f, const struct summary *s, int with_api, int phase);
 /* Whether a process has training steps and Python call trees (a steps-only flame). */
 int export_folded_has_steps(const struct summary *s);
+/* How the steady steps' lines are made: 2 every process's from the call tree's counts at
+ * the steps' edges (every call, exact), 0 every one's from its calls of at least
+ * PROF_PY_SPAN_US, 1 some of each. */
+int export_folded_steady_exact(const struct summary *s);
 
 /* --memory-timeline: CSV "pid,time_ns,live_bytes", one row per change of the live PyTorch
  * CPU tensor bytes of each process (ns since its start); the header alone without any. */

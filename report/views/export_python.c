@@ -193,7 +193,9 @@ struct folded_scratch {
     size_t *depth;          /* frames on the path, the node's own included */
     uint64_t *own, *api;    /* self time outside the CUDA API, CUDA API time (ns) */
     uint64_t *carry;        /* own + api + what narrow descendants fold into it */
-    size_t *nfold;          /* nodes folded into it that have time in the part */
+    size_t *nfold;          /* nodes folded into it that a file folding nothing shows */
+    size_t *nany;           /* nodes folded into it that have any time in the part */
+    char *shows;            /* its path has a line in a file folding nothing (>= 1 us) */
     char *head;             /* printed as its own frame */
 };
 
@@ -220,6 +222,8 @@ static void folded_scratch_init(struct folded_scratch *x, size_t n)
     x->api = folded_alloc(n, sizeof *x->api);
     x->carry = folded_alloc(n, sizeof *x->carry);
     x->nfold = folded_alloc(n, sizeof *x->nfold);
+    x->nany = folded_alloc(n, sizeof *x->nany);
+    x->shows = folded_alloc(n, 1);
     x->head = folded_alloc(n, 1);
 }
 
@@ -232,6 +236,8 @@ static void folded_scratch_free(struct folded_scratch *x)
     free(x->api);
     free(x->carry);
     free(x->nfold);
+    free(x->nany);
+    free(x->shows);
     free(x->head);
 }
 
@@ -258,17 +264,20 @@ static uint64_t folded_us(uint64_t ns)
  * (with_api: the CUDA API time made with a node innermost, part of its self time, as a
  * "[CUDA API calls]" frame of its own beneath it; steps_only: only the time of nodes
  * inside a training phase, a built-in action: data loading, forward, backward, optimizer
- * step, the paths above them kept; phase_ns, when not NULL: each node's own time is that
- * of the span phase, folded_phase_times), then, children before parents, which nodes are
- * printed: a node whose carry (its own time and what its narrow descendants fold into it)
- * is under min_ns, or deeper than max_depth, folds into its parent. A fold counts the
- * nodes folded that have time in the part (a call tree holds every node the process ever
- * ran, the imports' included; a part, few of them). Returns the thread's own time and
- * sets what its roots fold into the thread (*rest, *nrest). */
+ * step, the paths above them kept; phase_ns, when not NULL: each node's self time is that
+ * of the part, folded_phase_times, and phase_api its CUDA API time when known), then,
+ * children before parents, which nodes are printed: a node whose carry (its own time and
+ * what its narrow descendants fold into it) is under min_ns, or deeper than max_depth,
+ * folds into its parent. A fold counts the nodes folded that have time in the part (a
+ * call tree holds every node the process ever ran, the imports' included; a part, few of
+ * them) and that a file folding nothing shows: with a line of at least a microsecond, or
+ * beneath one (the exact steady steps hold shorter calls); those with any time when none
+ * does. Returns the thread's own time and sets what its roots fold into the thread
+ * (*rest, *nrest). */
 static uint64_t folded_measure(const struct model_process *p, const struct pystats_forest *forest,
                                const size_t *roots, size_t nroots, const struct folded_opts *o,
-                               const uint64_t *phase_ns, struct folded_scratch *x, size_t *n,
-                               uint64_t *rest, size_t *nrest)
+                               const uint64_t *phase_ns, const uint64_t *phase_api,
+                               struct folded_scratch *x, size_t *n, uint64_t *rest, size_t *nrest)
 {
     size_t top = 0, scap = nroots + 16;
     size_t *stack = folded_alloc(scap, sizeof *stack);
@@ -288,13 +297,16 @@ static uint64_t folded_measure(const struct model_process *p, const struct pysta
         int steps_only = o->phase == EXPORT_PHASE_STEPS;
         int in = sin[top] || (steps_only && model_torch_action_of_node(p, node->id) != NULL);
         x->order[(*n)++] = i;
-        uint64_t api = o->with_api && !phase_ns
-                           ? (node->api_ns < node->self_ns ? node->api_ns : node->self_ns)
-                           : 0;
-        x->own[i] = phase_ns ? phase_ns[i] : steps_only && !in ? 0 : node->self_ns - api;
+        uint64_t self = phase_ns ? phase_ns[i] : node->self_ns;
+        uint64_t api = !o->with_api || (phase_ns && !phase_api) ? 0
+                       : phase_api                              ? phase_api[i]
+                                                                : node->api_ns;
+        api = api < self ? api : self;
+        x->own[i] = !phase_ns && steps_only && !in ? 0 : self - api;
         x->api[i] = steps_only && !in ? 0 : api;
         x->carry[i] = x->own[i] + x->api[i];
-        x->nfold[i] = 0;
+        x->nfold[i] = x->nany[i] = 0;
+        x->shows[i] = folded_us(x->own[i]) || folded_us(x->api[i]);
         total += x->carry[i];
         size_t nchild = 0;
         for (size_t c = forest->first_child[i]; c != SIZE_MAX; c = forest->next_sibling[c])
@@ -320,22 +332,30 @@ static uint64_t folded_measure(const struct model_process *p, const struct pysta
     free(sin);
     *rest = 0;
     *nrest = 0;
+    size_t nrest_any = 0;
     for (size_t k = *n; k-- > 0;) { /* reverse preorder: children before their parent */
         size_t i = x->order[k];
+        size_t up = x->parent[i];
+        if (up != SIZE_MAX && x->shows[i]) /* (a path above a line has one too) */
+            x->shows[up] = 1;
         int deep = o->max_depth && x->depth[i] > o->max_depth;
         x->head[i] = !deep && x->carry[i] >= o->min_ns;
         if (x->head[i])
             continue;
-        size_t up = x->parent[i];
-        size_t nfold = (x->carry[i] ? 1 : 0) + x->nfold[i];
+        size_t nfold = (x->shows[i] ? 1 : 0) + x->nfold[i];
+        size_t nany = (x->carry[i] ? 1 : 0) + x->nany[i];
         if (up == SIZE_MAX) {
             *rest += x->carry[i];
             *nrest += nfold;
+            nrest_any += nany;
         } else {
             x->carry[up] += x->carry[i];
             x->nfold[up] += nfold;
+            x->nany[up] += nany;
         }
     }
+    if (!*nrest) /* only frames shorter than a microsecond each */
+        *nrest = nrest_any;
     return total;
 }
 
@@ -377,7 +397,8 @@ static void folded_print(FILE *f, const struct model_process *p, const struct fo
         if (api)
             folded_line(f, prefix, path, ";[CUDA API calls]", api);
         if (fold) {
-            snprintf(leaf, sizeof leaf, ";[%zu frames folded]", x->nfold[i]);
+            snprintf(leaf, sizeof leaf, ";[%zu frames folded]",
+                     x->nfold[i] ? x->nfold[i] : x->nany[i]);
             folded_line(f, prefix, path, leaf, fold);
         }
     }
@@ -508,13 +529,34 @@ static void folded_span_times(const struct model_process *p, uint32_t tid, uint6
     free(open);
 }
 
-/* The span phases' time of each node of p (calloc'd, indexed as p->py.nodes); NULL for the
- * phases of the call trees (all, steps). */
-static uint64_t *folded_phase_times(const struct model_process *p, int phase)
+static int folded_steady_exact(const struct model_process *p)
 {
+    return p->py.window == MODEL_WINDOW_STEADY && p->py.window_tid == p->steps.tid &&
+           p->py.nwindow_rows;
+}
+
+/* The parts' self time of each node of p (calloc'd, indexed as p->py.nodes), and for the
+ * steady steps from the call tree its CUDA API time (*api, else NULL); NULL for the phases
+ * of the call trees (all, steps). The steady steps are those of the Python table when it
+ * holds them (folded_steady_exact: the step thread's counts at the steps' edges,
+ * every call), else its calls of at least PROF_PY_SPAN_US, as the startup's: a shorter
+ * call's time is its caller's (a reinforcement learning loop's select_action read 676 ms
+ * of self time in 2.1 s, its calls of torch.distributions of 40-60 us each: 18 ms). */
+static uint64_t *folded_phase_times(const struct model_process *p, int phase, uint64_t **api)
+{
+    *api = NULL;
     if (phase != EXPORT_PHASE_STARTUP && phase != EXPORT_PHASE_STEADY)
         return NULL;
     uint64_t *node_ns = folded_alloc(p->py.nnodes, sizeof *node_ns);
+    if (phase == EXPORT_PHASE_STEADY && folded_steady_exact(p)) {
+        *api = folded_alloc(p->py.nnodes, sizeof **api);
+        for (size_t i = 0; i < p->py.nwindow_rows; i++) {
+            const struct model_py_window_row *w = &p->py.window_rows[i];
+            node_ns[w->index] = w->self_ns;
+            (*api)[w->index] = w->api_ns;
+        }
+        return node_ns;
+    }
     /* warm-up steps lead: the steady ones run from the first after them to the last */
     model_steps_hold(p);
     const struct model_steps *st = &p->steps;
@@ -553,7 +595,7 @@ static uint64_t folded_all(FILE *f, const struct summary *s, const struct folded
         const struct model_process *p = s->procs[i];
         if (o->phase != EXPORT_PHASE_ALL && !p->steps.nsteps)
             continue;
-        uint64_t *phase_ns = folded_phase_times(p, o->phase);
+        uint64_t *phase_api, *phase_ns = folded_phase_times(p, o->phase, &phase_api);
         struct pystats_thread *threads;
         size_t n = pystats_threads(p, &threads);
         /* One forest for every thread (a forest per thread costs all the nodes each). */
@@ -573,8 +615,8 @@ static uint64_t folded_all(FILE *f, const struct summary *s, const struct folded
                 r++;
             size_t nodes, nrest;
             uint64_t rest;
-            total += folded_measure(p, &forest, forest.roots + first, r - first, o, phase_ns, &x,
-                                    &nodes, &rest, &nrest);
+            total += folded_measure(p, &forest, forest.roots + first, r - first, o, phase_ns,
+                                    phase_api, &x, &nodes, &rest, &nrest);
             if (!f)
                 continue;
             const char *name = pystats_thread_name(p, threads[k].tid);
@@ -591,6 +633,7 @@ static uint64_t folded_all(FILE *f, const struct summary *s, const struct folded
         pystats_forest_free(&forest);
         free(threads);
         free(phase_ns);
+        free(phase_api);
     }
     return total;
 }
@@ -625,6 +668,17 @@ int export_folded_has_steps(const struct summary *s)
         if (s->procs[i]->steps.nsteps && s->procs[i]->py.nnodes)
             return 1;
     return 0;
+}
+
+int export_folded_steady_exact(const struct summary *s)
+{
+    size_t with = 0, exact = 0;
+    for (size_t i = 0; i < s->nprocs; i++)
+        if (s->procs[i]->steps.nsteps && s->procs[i]->py.nnodes) {
+            with++;
+            exact += folded_steady_exact(s->procs[i]) ? 1 : 0;
+        }
+    return !exact ? 0 : exact == with ? 2 : 1;
 }
 
 static ssize_t folded_count(void *cookie, const char *buf, size_t n)

@@ -145,11 +145,29 @@ const char *flame_python_title(const struct summary *s, int section)
                        : "Python call stacks in the training steps' phases, warm-up included "
                          "(us of wall time; --phase all: the whole process)";
     case EXPORT_PHASE_STEADY:
-        return section ? "in the steady training steps, warm-up left out (calls of at least "
-                         "PROF_PY_SPAN_US; a shorter call's time is its caller's; --phase "
-                         "steps: every step's phases, exact; --phase all: the whole process)"
-                       : "Python call stacks in the steady training steps (us of wall time; "
-                         "calls of at least PROF_PY_SPAN_US)";
+        switch (export_folded_steady_exact(s)) {
+        case 2:
+            return section ? "in the steady training steps, warm-up left out (every call, "
+                             "exact: the steps of the Python table; --phase steps: every "
+                             "step's phases; --phase all: the whole process)"
+                           : "Python call stacks in the steady training steps (us of wall "
+                             "time; every call: the steps of the Python table)";
+        case 1:
+            return section ? "in the steady training steps, warm-up left out (every call in "
+                             "the processes whose Python table holds those steps; in the "
+                             "others, calls of at least PROF_PY_SPAN_US, a shorter call's time "
+                             "its caller's; --phase steps: every step's phases, exact)"
+                           : "Python call stacks in the steady training steps (us of wall "
+                             "time; every call, or in some processes calls of at least "
+                             "PROF_PY_SPAN_US)";
+        default:
+            return section ? "in the steady training steps, warm-up left out (calls of at "
+                             "least PROF_PY_SPAN_US; a shorter call's time is its caller's; "
+                             "--phase steps: every step's phases, exact; --phase all: the "
+                             "whole process)"
+                           : "Python call stacks in the steady training steps (us of wall "
+                             "time; calls of at least PROF_PY_SPAN_US)";
+        }
     case EXPORT_PHASE_STARTUP:
         return section ? "before the first training step (calls of at least PROF_PY_SPAN_US; "
                          "a shorter call's time is its caller's; --phase steps: the steps' "

@@ -267,3 +267,9 @@ def test_a_loop_without_an_optimizer_steps_by_its_backward_passes(tmp_path):
     # the Python table covers the whole process, and says why in the terms of these steps
     assert "(not the steady training steps: its steps end at backward passes (no optimizer)" \
         in text, text
+    # so the steady steps' flame graph is drawn from the calls of at least PROF_PY_SPAN_US,
+    # and says so, not from the table's counts
+    svg = tmp_path / "f.svg"
+    report(out, "--flamegraph", str(svg))
+    assert ("in the steady training steps (us of wall time; calls of at least PROF_PY_SPAN_US)"
+            in svg.read_text())
