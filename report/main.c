@@ -141,13 +141,16 @@ static void main_print_comm_default(const struct summary *s, const struct comm_r
 }
 
 /* The tables asked for by name, in a fixed order, a blank line between them. */
-/* The flame graphs' and --folded's default: the steady steps (warm-up left out), from the Python
- * calls long enough to be spans, so that what a step does outside its four phases (a slow rank's
- * extra work between forward and backward) is in it too (EXPORT_PHASE_STEADY); without
- * spans (a run recorded with PROF_PY_SPAN_US too high to keep any), the steps' phases,
+/* The flame graphs' and --folded's default: the steady steps (warm-up left out), the step
+ * thread's call tree over the Python table's steps, or its calls long enough to be spans,
+ * so that what a step does outside its four phases (a slow rank's extra work between
+ * forward and backward) is in it too (EXPORT_PHASE_STEADY); with neither (no counts kept
+ * at the steps' edges, PROF_PY_SPAN_US too high to keep any span), the steps' phases,
  * exact from the call trees. */
 static int main_default_phase(const struct summary *s)
 {
+    if (export_folded_steady_exact(s))
+        return EXPORT_PHASE_STEADY;
     for (size_t i = 0; i < s->nprocs; i++)
         if (s->procs[i]->py.nspan_list)
             return EXPORT_PHASE_STEADY;
@@ -693,6 +696,15 @@ int main(int argc, char **argv)
                             "flame graphs and folded stacks cover the whole process\n");
         s.phase = EXPORT_PHASE_ALL;
     }
+    for (size_t i = 0; s.phase == EXPORT_PHASE_STARTUP &&
+                       (flame_path || folded_path || html_path) && i < s.nprocs;
+         i++)
+        if (s.procs[i]->steps.nsteps && model_start_unrecorded(s.procs[i]))
+            fprintf(stderr,
+                    "profreport: note: --phase startup: pid %lld's recording opened after its "
+                    "start (a capture window or an attach): its startup is not in the trace, "
+                    "nor in the flame graph\n",
+                    (long long)s.procs[i]->pid);
     summary_sort(&s, sort);
     summary_sort_python(&s, py_sort);
     if (by_shape)

@@ -73,6 +73,10 @@ int export_folded_has_steps(const struct summary *s);
  * the steps' edges (every call, exact), 0 every one's from its calls of at least
  * PROF_PY_SPAN_US, 1 some of each. */
 int export_folded_steady_exact(const struct summary *s);
+/* The step numbers those call trees cover (the Python tables'; their first may come some
+ * steps after the warm-up, at the first step edge with counts kept): 1 when they are the
+ * same in every such process, else 0. */
+int export_folded_steady_steps(const struct summary *s, uint64_t *first, uint64_t *last);
 
 /* --memory-timeline: CSV "pid,time_ns,live_bytes", one row per change of the live PyTorch
  * CPU tensor bytes of each process (ns since its start); the header alone without any. */

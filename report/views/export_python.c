@@ -529,6 +529,8 @@ static void folded_span_times(const struct model_process *p, uint32_t tid, uint6
     free(open);
 }
 
+/* Whether p's steady steps are drawn from its call tree: the Python table holds them (its
+ * part is the steady steps', on the step thread). */
 static int folded_steady_exact(const struct model_process *p)
 {
     return p->py.window == MODEL_WINDOW_STEADY && p->py.window_tid == p->steps.tid &&
@@ -565,7 +567,10 @@ static uint64_t *folded_phase_times(const struct model_process *p, int phase, ui
     uint64_t b0, b1, btid;
     uint32_t bnode;
     uint32_t tid = st->startup_tid ? st->startup_tid : st->tid;
-    if (phase == EXPORT_PHASE_STARTUP) {
+    if (phase == EXPORT_PHASE_STARTUP && model_start_unrecorded(p)) {
+        /* nothing: its startup ran before the recording opened (the calls between the
+         * opening and the first step recorded are not it) */
+    } else if (phase == EXPORT_PHASE_STARTUP) {
         folded_span_times(p, tid, 0, st->steps[0].start_ns, node_ns);
         /* the profiler's build of its torch bridge (a first run's) is not the program's:
          * out of the call open around it (model_python_unbill_build does so for the trees;
@@ -679,6 +684,22 @@ int export_folded_steady_exact(const struct summary *s)
             exact += folded_steady_exact(s->procs[i]) ? 1 : 0;
         }
     return !exact ? 0 : exact == with ? 2 : 1;
+}
+
+int export_folded_steady_steps(const struct summary *s, uint64_t *first, uint64_t *last)
+{
+    int got = 0;
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct model_process *p = s->procs[i];
+        if (!p->steps.nsteps || !p->py.nnodes || !folded_steady_exact(p))
+            continue;
+        if (got && (p->py.window_first != *first || p->py.window_last != *last))
+            return 0;
+        *first = p->py.window_first;
+        *last = p->py.window_last;
+        got = 1;
+    }
+    return got;
 }
 
 static ssize_t folded_count(void *cookie, const char *buf, size_t n)

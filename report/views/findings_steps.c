@@ -524,7 +524,7 @@ void findings_step_startup(struct findings *f, const struct steps_stats *st, con
         format_ns((double)st->startup_ns, a, sizeof a);
         format_ns((double)steps_ns, b, sizeof b);
         const char *imports = steps_view_imports(st, imp, sizeof imp);
-        int known = !model_python_unrecorded(st->p);
+        int known = steps_view_imports_known(st->p);
         struct finding *x = findings_add(f, "startup", findings_share(st->startup_ns, steps_ns));
         x->minor = 1;
         findings_set(x->title, sizeof x->title,

@@ -146,17 +146,28 @@ const char *flame_python_title(const struct summary *s, int section)
                          "(us of wall time; --phase all: the whole process)";
     case EXPORT_PHASE_STEADY:
         switch (export_folded_steady_exact(s)) {
-        case 2:
-            return section ? "in the steady training steps, warm-up left out (every call, "
-                             "exact: the steps of the Python table; --phase steps: every "
-                             "step's phases; --phase all: the whole process)"
-                           : "Python call stacks in the steady training steps (us of wall "
-                             "time; every call: the steps of the Python table)";
+        case 2: {
+            static char title[512];
+            char steps[96] = "each process's steps of its Python table";
+            uint64_t a, b;
+            if (export_folded_steady_steps(s, &a, &b))
+                snprintf(steps, sizeof steps, "steps %" PRIu64 "-%" PRIu64 ", the Python table's",
+                         a, b);
+            snprintf(title, sizeof title,
+                     section ? "in the steady training steps, warm-up left out (every call, "
+                               "exact: %s; --phase steps: every step's phases; --phase all: "
+                               "the whole process)"
+                             : "Python call stacks in the steady training steps (us of wall "
+                               "time; every call: %s)",
+                     steps);
+            return title;
+        }
         case 1:
             return section ? "in the steady training steps, warm-up left out (every call in "
                              "the processes whose Python table holds those steps; in the "
                              "others, calls of at least PROF_PY_SPAN_US, a shorter call's time "
-                             "its caller's; --phase steps: every step's phases, exact)"
+                             "its caller's; --phase steps: every step's phases, exact; --phase "
+                             "all: the whole process)"
                            : "Python call stacks in the steady training steps (us of wall "
                              "time; every call, or in some processes calls of at least "
                              "PROF_PY_SPAN_US)";

@@ -49,6 +49,11 @@ void steps_view_recompute_note(const struct steps_stats *st, char *buf, size_t l
              t, b);
 }
 
+int steps_view_imports_known(const struct model_process *p)
+{
+    return !model_python_unrecorded(p) && !model_start_unrecorded(p);
+}
+
 const char *steps_view_imports(const struct steps_stats *st, char *buf, size_t len)
 {
     if (model_python_unrecorded(st->p))

@@ -44,7 +44,9 @@ void steps_view_startup_costs(const struct model_process *p, char *buf, size_t l
 {
     size_t used = 0;
     *buf = 0;
-    for (size_t i = 0; i < p->steps.nstartup_hot && used < len; i++) {
+    /* (a summary written before the startup's were left out under a late window holds
+     * them) */
+    for (size_t i = 0; i < p->steps.nstartup_hot && used < len && !model_start_unrecorded(p); i++) {
         const struct model_step_hot *h = &p->steps.startup_hot[i];
         char name[512], caller[512], ns[32];
         steps_view_short_name(h->name, name, sizeof name);
@@ -212,7 +214,9 @@ static void steps_view_head(FILE *out, const struct steps_stats *st, const char 
                  t);
     }
     const char *imports = steps_view_imports(st, imp, sizeof imp);
-    int flame = !model_python_unrecorded(st->p); /* the startup's flame graph: Python calls */
+    /* the startup's flame graph: Python calls recorded (a summary holds no call tree, and
+     * the same text is printed from it) */
+    int flame = model_meta_get(st->p, "python.scheme") != NULL;
     fprintf(out,
             "  Startup: %s before the first step (%.0f%% of the process; imports %s%s%s%s), "
             "teardown %s%s; ",
@@ -602,13 +606,12 @@ json_t *steps_view_json(const struct model_process *p, const char *mark, uint64_
     json_object_set_new(o, "max_step", steps_view_json_u64(st.max_number));
     json_object_set_new(o, "startup_ns", steps_view_json_u64(st.startup_ns));
     json_object_set_new(o, "startup_import_ns",
-                        model_python_unrecorded(p) || model_start_unrecorded(p)
-                            ? json_null()
-                            : steps_view_json_u64(st.startup_import_ns));
+                        steps_view_imports_known(p) ? steps_view_json_u64(st.startup_import_ns)
+                                                    : json_null());
     /* (the profiler's torch bridge build, left out of startup_ns) */
     json_object_set_new(o, "profiler_ns", steps_view_json_u64(st.profiler_ns));
     json_t *top = json_array(); /* the startup's largest costs outside imports */
-    for (size_t i = 0; i < p->steps.nstartup_hot; i++) {
+    for (size_t i = 0; i < p->steps.nstartup_hot && !model_start_unrecorded(p); i++) {
         const struct model_step_hot *h = &p->steps.startup_hot[i];
         json_array_append_new(top, json_pack("{s:o,s:o,s:o}", "name", export_json_str(h->name),
                                              "caller", export_json_str(h->caller), "self_ns",

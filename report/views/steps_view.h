@@ -48,6 +48,9 @@ int steps_view_phases_unknown(const struct steps_stats *st);
  * them) or its recording opened after its start (model_start_unrecorded); a program
  * without Python imports nothing: 0 ns. */
 const char *steps_view_imports(const struct steps_stats *st, char *buf, size_t len);
+/* Whether p's startup imports are known (steps_view_imports gives their time); the startup's
+ * functions by self time are listed only then too. */
+int steps_view_imports_known(const struct model_process *p);
 /* That said under the parts: "" when none is unknown. */
 void steps_view_phases_note(const struct steps_stats *st, char *buf, size_t len);
 /* The notes under the parts, in their order (the text report's and the HTML page's). */
