@@ -56,7 +56,10 @@
     X(STEP_OUTLIER_RATIO, 2.0, "slow steps: a steady step takes this many times the median")       \
     X(STEP_GROWTH_RATIO, 1.5,                                                                      \
       "step time grows: the last fifth of the steady steps takes this many times the first "       \
-      "fifth, and no fifth less than the one before")                                              \
+      "fifth (medians)")                                                                           \
+    X(STEP_GROWTH_TAU, 0.5,                                                                        \
+      "step time grows: the steady steps' time rises with their order by at least this rank "      \
+      "correlation (Kendall's tau)")                                                               \
     X(PERIODIC_SHARE, 0.10,                                                                        \
       "periodic work: a function run in fewer than half the steady steps takes this share of "     \
       "their time")                                                                                \
