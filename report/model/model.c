@@ -220,14 +220,30 @@ int model_python_unrecorded(const struct model_process *p)
            (exe && !strncmp(slash ? slash + 1 : exe, "python", 6));
 }
 
+void model_window_first_open(const struct model_process *p, struct model_window_open *o)
+{
+    memset(o, 0, sizeof *o);
+    for (size_t i = 0; i < p->nmeta; i++) {
+        if (strcmp(p->meta[i].key, "window_open"))
+            continue;
+        unsigned long long at, counted = 0;
+        if (!o->opens++) {
+            int got =
+                sscanf(p->meta[i].value, "%llu %15s %ld %llu", &at, o->why, &o->value, &counted);
+            o->fields = got > 0 ? got : 0;
+            o->counted = counted;
+        }
+    }
+}
+
 int model_start_unrecorded(const struct model_process *p)
 {
-    const char *window = model_meta_get(p, "window"), *open = model_meta_get(p, "window_open");
-    char why[16];
-    unsigned long long at;
+    const char *window = model_meta_get(p, "window");
+    struct model_window_open o;
     if (!window || !*window)
         return 0;
-    return !open || sscanf(open, "%llu %15s", &at, why) != 2 || strcmp(why, "start") != 0;
+    model_window_first_open(p, &o);
+    return o.fields < 2 || strcmp(o.why, "start") != 0;
 }
 
 /* Through a map: a file may name a hundred thousand threads. */

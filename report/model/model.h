@@ -599,6 +599,17 @@ const char *model_meta_get(const struct model_process *p, const char *key);
  * and it loaded libtorch (META torch_lib) or its executable is a python. What only the
  * Python calls tell (the startup's imports, forward and backward) is then not known. */
 int model_python_unrecorded(const struct model_process *p);
+/* The first opening of p's capture window (META window_open: "<ns> <why> [<value>
+ * [<optimizer steps counted while closed>]]", why "start", "step", "signal", "attach", ...)
+ * and how many openings there were. */
+struct model_window_open {
+    size_t opens;     /* META window_open records; 0: none, the fields below unset */
+    int fields;       /* how many of the first one's four fields were read */
+    char why[16];     /* the second */
+    long value;       /* the third */
+    uint64_t counted; /* the fourth */
+};
+void model_window_first_open(const struct model_process *p, struct model_window_open *o);
 /* Whether p's start was not recorded: a capture window or an attach (META window) whose
  * first opening (META window_open) was not the process's start. */
 int model_start_unrecorded(const struct model_process *p);

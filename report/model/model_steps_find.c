@@ -627,40 +627,22 @@ static void steps_make(struct model_steps *st, const struct steps_span *s, size_
  * counts them while the window is closed) or was its start: 1 with *before, else 0. */
 static int steps_before_window(const struct model_process *p, uint64_t *before)
 {
-    const char *v = NULL;
-    size_t opens = 0;
-    for (size_t i = 0; i < p->nmeta; i++)
-        if (!strcmp(p->meta[i].key, "window_open")) {
-            opens++;
-            v = p->meta[i].value;
-        }
-    unsigned long long at, n;
-    char why[16];
-    long value;
-    int got = opens == 1 ? sscanf(v, "%llu %15s %ld %llu", &at, why, &value, &n) : 0;
-    if (got == 3 && !strcmp(why, "start")) /* open from the start: numbered from it */
-        n = 0;
-    else if (got != 4)
+    struct model_window_open o;
+    model_window_first_open(p, &o);
+    if (o.opens != 1 || o.fields < 3 || (o.fields == 3 && strcmp(o.why, "start")))
         return 0;
-    *before = n;
+    *before = o.fields == 4 ? o.counted : 0; /* open from the start: numbered from it */
     return 1;
 }
 
 /* steps_opened_late's answer from the first window's opening alone. */
 static int steps_opened_late_window(const struct model_process *p)
 {
-    for (size_t i = 0; i < p->nmeta; i++) {
-        if (strcmp(p->meta[i].key, "window_open"))
-            continue;
-        unsigned long long at, n;
-        char why[16];
-        long value;
-        int got = sscanf(p->meta[i].value, "%llu %15s %ld %llu", &at, why, &value, &n);
-        if (got == 4)
-            return n > 0;
-        return got == 3 && (!strcmp(why, "attach") || (!strcmp(why, "step") && value > 0));
-    }
-    return 0;
+    struct model_window_open o;
+    model_window_first_open(p, &o);
+    if (o.fields == 4)
+        return o.counted > 0;
+    return o.fields == 3 && (!strcmp(o.why, "attach") || (!strcmp(o.why, "step") && o.value > 0));
 }
 
 /* Whether the recording opened after the process's first steps: its first window opened

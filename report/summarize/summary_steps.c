@@ -66,6 +66,12 @@ void summary_model_steps(sf_codec *c, struct model_process *p)
     summary_codec_u64(c, &st->startup_import_ns);
     sf_steps_hot(c, &st->hot, &st->nhot, MODEL_STEPS_HOT);
     sf_steps_hot(c, &st->startup_hot, &st->nstartup_hot, MODEL_STEPS_STARTUP_HOT);
+    /* none when the recording opened late (a summary written before d9c2be9 kept them) */
+    if (c->reading && !c->bad && model_start_unrecorded(p)) {
+        model_steps_hot_free(st->startup_hot, st->nstartup_hot);
+        st->startup_hot = NULL;
+        st->nstartup_hot = 0;
+    }
     sf_steps_hot(c, &st->data_hot, &st->ndata_hot, MODEL_STEPS_DATA_HOT);
     sf_steps_hot(c, &st->slow_hot, &st->nslow_hot, MODEL_STEPS_SLOW);
     sf_steps_hot(c, &st->rare_hot, &st->nrare_hot, MODEL_STEPS_RARE);

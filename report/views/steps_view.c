@@ -44,9 +44,7 @@ void steps_view_startup_costs(const struct model_process *p, char *buf, size_t l
 {
     size_t used = 0;
     *buf = 0;
-    /* (a summary written before the startup's were left out under a late window holds
-     * them) */
-    for (size_t i = 0; i < p->steps.nstartup_hot && used < len && !model_start_unrecorded(p); i++) {
+    for (size_t i = 0; i < p->steps.nstartup_hot && used < len; i++) {
         const struct model_step_hot *h = &p->steps.startup_hot[i];
         char name[512], caller[512], ns[32];
         steps_view_short_name(h->name, name, sizeof name);
@@ -611,7 +609,7 @@ json_t *steps_view_json(const struct model_process *p, const char *mark, uint64_
     /* (the profiler's torch bridge build, left out of startup_ns) */
     json_object_set_new(o, "profiler_ns", steps_view_json_u64(st.profiler_ns));
     json_t *top = json_array(); /* the startup's largest costs outside imports */
-    for (size_t i = 0; i < p->steps.nstartup_hot && !model_start_unrecorded(p); i++) {
+    for (size_t i = 0; i < p->steps.nstartup_hot; i++) {
         const struct model_step_hot *h = &p->steps.startup_hot[i];
         json_array_append_new(top, json_pack("{s:o,s:o,s:o}", "name", export_json_str(h->name),
                                              "caller", export_json_str(h->caller), "self_ns",
