@@ -144,41 +144,35 @@ const char *flame_python_title(const struct summary *s, int section)
                          "the first step)"
                        : "Python call stacks in the training steps' phases, warm-up included "
                          "(us of wall time; --phase all: the whole process)";
-    case EXPORT_PHASE_STEADY:
-        switch (export_folded_steady_exact(s)) {
-        case 2: {
-            static char title[512];
-            char steps[96] = "each process's steps of its Python table";
-            uint64_t a, b;
-            if (export_folded_steady_steps(s, &a, &b))
-                snprintf(steps, sizeof steps, "steps %" PRIu64 "-%" PRIu64 ", the Python table's",
-                         a, b);
-            snprintf(title, sizeof title,
-                     section ? "in the steady training steps, warm-up left out (every call, "
-                               "exact: %s; --phase steps: every step's phases; --phase all: "
-                               "the whole process)"
-                             : "Python call stacks in the steady training steps (us of wall "
-                               "time; every call: %s)",
+    case EXPORT_PHASE_STEADY: {
+        /* which calls: the calls of at least PROF_PY_SPAN_US (0), the Python table's every
+         * call in some processes (1), in all (2, below); long and short */
+        static const char *const calls[2][2] = {
+            {"calls of at least PROF_PY_SPAN_US; a shorter call's time is its caller's",
+             "calls of at least PROF_PY_SPAN_US"},
+            {"every call in the processes whose Python table holds those steps; in the "
+             "others, calls of at least PROF_PY_SPAN_US, a shorter call's time its caller's",
+             "every call, or in some processes calls of at least PROF_PY_SPAN_US"}};
+        static char title[512];
+        char which[192], steps[96] = "each process's steps of its Python table";
+        int exact = export_folded_steady_exact(s);
+        uint64_t a, b;
+        if (exact == 2 && export_folded_steady_steps(s, &a, &b))
+            snprintf(steps, sizeof steps, "steps %" PRIu64 "-%" PRIu64 ", the Python table's", a,
+                     b);
+        if (exact == 2)
+            snprintf(which, sizeof which, section ? "every call, exact: %s" : "every call: %s",
                      steps);
-            return title;
-        }
-        case 1:
-            return section ? "in the steady training steps, warm-up left out (every call in "
-                             "the processes whose Python table holds those steps; in the "
-                             "others, calls of at least PROF_PY_SPAN_US, a shorter call's time "
-                             "its caller's; --phase steps: every step's phases, exact; --phase "
-                             "all: the whole process)"
-                           : "Python call stacks in the steady training steps (us of wall "
-                             "time; every call, or in some processes calls of at least "
-                             "PROF_PY_SPAN_US)";
-        default:
-            return section ? "in the steady training steps, warm-up left out (calls of at "
-                             "least PROF_PY_SPAN_US; a shorter call's time is its caller's; "
-                             "--phase steps: every step's phases, exact; --phase all: the "
-                             "whole process)"
-                           : "Python call stacks in the steady training steps (us of wall "
-                             "time; calls of at least PROF_PY_SPAN_US)";
-        }
+        else
+            snprintf(which, sizeof which, "%s", calls[exact][!section]);
+        snprintf(title, sizeof title,
+                 section ? "in the steady training steps, warm-up left out (%s; --phase steps: "
+                           "every step's phases, exact; --phase all: the whole process)"
+                         : "Python call stacks in the steady training steps (us of wall time; "
+                           "%s)",
+                 which);
+        return title;
+    }
     case EXPORT_PHASE_STARTUP:
         return section ? "before the first training step (calls of at least PROF_PY_SPAN_US; "
                          "a shorter call's time is its caller's; --phase steps: the steps' "
