@@ -227,4 +227,16 @@ void findings_step_growth(struct findings *f, const struct steps_stats *st)
                      (unsigned long long)h->step,
                      h->step == st->max_number ? "" : " of the last fifth");
     }
+    /* the slowest step of the last fifth, or of the steps from the jump, under
+     * STEP_OUTLIER_RATIO times the last fifth's median is this finding's, not a stall: the
+     * slow steps' finding (made before: "step 56 takes 2.0x the median" beside a loop
+     * grown 3.6x) goes */
+    if (st->max_number >= (jump ? jump : numbers[1][0]) &&
+        (double)st->max_ns < T(STEP_OUTLIER_RATIO) * med[4])
+        for (size_t i = 0; i < f->n; i++)
+            if (!strcmp(f->items[i].kind, "slow_steps")) {
+                memmove(f->items + i, f->items + i + 1, (f->n - i - 1) * sizeof *f->items);
+                f->n--;
+                break;
+            }
 }

@@ -27,8 +27,9 @@ static void teardown(void)
 TestSuite(report_findings_growth, .fini = teardown);
 
 /* Steps 1..NSTEPS back to back taking us[i] microseconds, all of it other CPU; the finding
- * made of them, NULL when none. */
-static const struct finding *growth_of(const double *us)
+ * made of them, NULL when none. slow: a slow_steps finding made before it, as
+ * findings_steps_process makes one. */
+static const struct finding *growth_of_after(const double *us, int slow)
 {
     proc = calloc(1, sizeof *proc);
     cr_assert(proc);
@@ -55,12 +56,24 @@ static const struct finding *growth_of(const double *us)
     struct steps_stats st = {.p = proc, .nsteps = NSTEPS, .first_number = 1,
                              .last_number = NSTEPS, .counted = NSTEPS,
                              .median_ns = sorted[(NSTEPS - 1) / 2]};
+    for (size_t i = 0; i < NSTEPS; i++)
+        if (proc->steps.steps[i].end_ns - proc->steps.steps[i].start_ns > st.max_ns) {
+            st.max_ns = proc->steps.steps[i].end_ns - proc->steps.steps[i].start_ns;
+            st.max_number = i + 1;
+        }
     free(sorted);
+    if (slow)
+        findings_add(&found, "slow_steps", 2);
     findings_step_growth(&found, &st);
     for (size_t i = 0; i < found.n; i++)
         if (!strcmp(found.items[i].kind, "step_growth"))
             return &found.items[i];
     return NULL;
+}
+
+static const struct finding *growth_of(const double *us)
+{
+    return growth_of_after(us, 0);
 }
 
 /* 300 us growing to 1008 us, step by step. */
@@ -114,4 +127,25 @@ Test(report_findings_growth, noise_around_a_flat_step_is_no_growth)
         us[i] = 1000 + (double)((i * 7919) % 13) * 60; /* 1000-1720 us, no trend */
     cr_assert_null(growth_of(us));
     cr_assert_eq(found.n, 0);
+}
+
+/* The slowest step of a ramp is the ramp's: no slow-steps finding beside the growth. */
+Test(report_findings_growth, the_ramps_slowest_step_is_no_slow_step_of_its_own)
+{
+    double us[NSTEPS];
+    ramp(us);
+    cr_assert(growth_of_after(us, 1), "no step_growth");
+    cr_assert_null(findings_find(&found, "slow_steps"));
+    cr_assert_eq(found.n, 1);
+}
+
+/* A stall in the last fifth, 3x its median, stays a slow step of its own. */
+Test(report_findings_growth, a_stall_in_the_last_fifth_stays_a_slow_step)
+{
+    double us[NSTEPS];
+    ramp(us);
+    us[55] = 3 * 936;
+    cr_assert(growth_of_after(us, 1), "no step_growth");
+    cr_assert_not_null(findings_find(&found, "slow_steps"));
+    cr_assert_eq(found.n, 2);
 }
