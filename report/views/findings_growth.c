@@ -110,7 +110,8 @@ static double findings_step_trend(const uint64_t *ns, size_t n)
  * step at least STEP_GROWTH_RATIO times the first's, and step time rising with step order
  * (Kendall's tau at least STEP_GROWTH_TAU: a CI run's loop grown 3x lost its finding when
  * one fifth's median, of 12 steps of 1 ms on a loaded machine, fell below 0.9 times the
- * one before, the rule this replaced; a hump or a dip in the middle has a tau near 0).
+ * one before, the rule this replaced; a flat run's noise reads near 0, a dip in the middle
+ * that ends higher than it began 0.41).
  * Medians, not means: periodic slow steps, spread over every fifth, are no trend, and a
  * loaded machine's stalls in one fifth do not hide one (a review's real leak read 13.23,
  * 12.47, 14.16, 17.13, 20.17 ms by means). The median of all then describes a step in the
