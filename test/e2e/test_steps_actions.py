@@ -273,3 +273,50 @@ def test_a_loop_without_an_optimizer_steps_by_its_backward_passes(tmp_path):
     report(out, "--flamegraph", str(svg))
     assert ("in the steady training steps (us of wall time; calls of at least PROF_PY_SPAN_US)"
             in svg.read_text())
+
+
+MIXED = """
+import subprocess, sys, torch, torch.nn as nn
+torch.manual_seed(0)
+torch.set_num_threads(1)
+model = nn.Linear(32, 4)
+x, y = torch.randn(16, 32), torch.randn(16, 4)
+if sys.argv[1:] == ["child"]:  # backward passes alone: no optimizer step
+    for i in range(30):
+        ((model(x) - y) ** 2).mean().backward()
+        with torch.no_grad():
+            for p in model.parameters():
+                p -= 0.01 * p.grad
+                p.grad = None
+    print("child", i + 1)
+else:
+    child = subprocess.Popen([sys.executable, __file__, "child"])
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for i in range(30):
+        opt.zero_grad()
+        ((model(x) - y) ** 2).mean().backward()
+        opt.step()
+    child.wait()
+    print("parent", i + 1)
+"""
+
+
+def test_flame_graph_of_processes_with_and_without_the_tables_steps(tmp_path):
+    """A trainer whose child trains by backward passes alone: the parent's steady flame graph
+    is drawn from its Python table's counts (every call), the child's from its calls of at
+    least PROF_PY_SPAN_US (its table covers the whole process); the title says both."""
+    script = tmp_path / "mixed.py"
+    script.write_text(MIXED)
+    out = tmp_path / "out"
+    got = profile([PYTHON, str(script)], out, timeout=300)
+    assert "child 30" in got.stdout and "parent 30" in got.stdout, got.stdout
+    sources = sorted(p["steps"]["source"].split(" (")[0]
+                     for p in report_json(out)["processes"] if p["steps"])
+    assert sources == ["backward passes", "optimizer steps"], sources
+    svg, folded = tmp_path / "f.svg", tmp_path / "f.txt"
+    report(out, "--flamegraph", str(svg))
+    assert ("in the steady training steps (us of wall time; every call, or in some processes "
+            "calls of at least PROF_PY_SPAN_US)" in svg.read_text())
+    report(out, "--folded", str(folded))
+    pids = {line.split(";")[0] for line in folded.read_text().splitlines()}
+    assert len(pids) == 2, pids  # both processes' stacks, each its own root
