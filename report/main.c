@@ -696,9 +696,8 @@ int main(int argc, char **argv)
                             "flame graphs and folded stacks cover the whole process\n");
         s.phase = EXPORT_PHASE_ALL;
     }
-    for (size_t i = 0; s.phase == EXPORT_PHASE_STARTUP &&
-                       (flame_path || folded_path || html_path) && i < s.nprocs;
-         i++)
+    int draws_startup = s.phase == EXPORT_PHASE_STARTUP && (flame_path || folded_path || html_path);
+    for (size_t i = 0; draws_startup && i < s.nprocs; i++)
         if (s.procs[i]->steps.nsteps && model_start_unrecorded(s.procs[i]))
             fprintf(stderr,
                     "profreport: note: --phase startup: pid %lld's recording opened after its "
